@@ -1,0 +1,340 @@
+//! What undoes a side effect. Every variant is idempotent: it first looks whether there is
+//! anything left to undo, so a teardown can be repeated (after a crash, or twice in a row).
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::Signal;
+
+use crate::command::CommandLine;
+use crate::mounts;
+use crate::process::ProcessId;
+
+/// The inverse of one recorded side effect.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Undo {
+    /// Unmount a filesystem mounted at `target`.
+    Unmount { target: PathBuf },
+    /// Detach every loop device whose backing file is `backing_file`.
+    DetachLoop { backing_file: PathBuf },
+    /// Reset and remove the zram device `/dev/zram{id}` (created by `hot_add`).
+    RemoveZram { id: u32 },
+    /// Stop a process: `signal`, then SIGKILL after `grace_ms`.
+    StopProcess { label: String, process: ProcessId, signal: String, grace_ms: u64 },
+    /// Unmount a FUSE mount (`fusermount3 -u`) and wait for its daemon to exit.
+    StopFuse { mountpoint: PathBuf, process: ProcessId },
+    /// Delete a network interface (and with it its veth peer).
+    DeleteLink { name: String },
+    /// Delete a named network namespace.
+    DeleteNetns { name: String },
+    /// Remove a cgroup directory (its processes must be gone).
+    RemoveCgroup { path: PathBuf },
+    /// Remove a file this run created.
+    RemoveFile { path: PathBuf },
+    /// Remove a directory tree this run created.
+    RemoveDirAll { path: PathBuf },
+    /// Disconnect an NVMe over Fabrics subsystem.
+    NvmeDisconnect { nqn: String },
+    /// Write back a kernel setting (sysctl, sysfs) to the value it had before the run.
+    RestoreFile { path: PathBuf, contents: String },
+    /// Last resort after a crash: unmount, detach and stop whatever still refers to `work_dir`.
+    Sweep { work_dir: PathBuf },
+}
+
+impl fmt::Display for Undo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Undo::Unmount { target } => write!(f, "umount {}", target.display()),
+            Undo::DetachLoop { backing_file } => {
+                write!(f, "detach loop devices backed by {}", backing_file.display())
+            }
+            Undo::RemoveZram { id } => write!(f, "reset and remove /dev/zram{id}"),
+            Undo::StopProcess { label, process, signal, .. } => {
+                write!(f, "stop {label} (pid {}) with SIG{signal}", process.pid)
+            }
+            Undo::StopFuse { mountpoint, process } => {
+                write!(f, "fusermount3 -u {} (nbdfuse pid {})", mountpoint.display(), process.pid)
+            }
+            Undo::DeleteLink { name } => write!(f, "ip link delete {name}"),
+            Undo::DeleteNetns { name } => write!(f, "ip netns delete {name}"),
+            Undo::RemoveCgroup { path } => write!(f, "rmdir cgroup {}", path.display()),
+            Undo::RemoveFile { path } => write!(f, "rm {}", path.display()),
+            Undo::RemoveDirAll { path } => write!(f, "rm -r {}", path.display()),
+            Undo::NvmeDisconnect { nqn } => write!(f, "nvme disconnect -n {nqn}"),
+            Undo::RestoreFile { path, contents } => {
+                write!(f, "restore {} to {:?}", path.display(), contents.trim())
+            }
+            Undo::Sweep { work_dir } => write!(f, "sweep leftovers referring to {}", work_dir.display()),
+        }
+    }
+}
+
+/// What performing an undo found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// It undid something.
+    Done,
+    /// Nothing was left to undo.
+    NothingLeft,
+}
+
+impl Undo {
+    /// Performs the undo. Errors describe what is still in place.
+    pub fn perform(&self) -> Result<Outcome, String> {
+        match self {
+            Undo::Unmount { target } => unmount(target),
+            Undo::DetachLoop { backing_file } => detach_loops(backing_file),
+            Undo::RemoveZram { id } => remove_zram(*id),
+            Undo::StopProcess { process, signal, grace_ms, label } => {
+                if !process.is_alive() {
+                    process.wait_gone(Duration::ZERO);
+                    return Ok(Outcome::NothingLeft);
+                }
+                let sig = parse_signal(signal)?;
+                if process.terminate(sig, Duration::from_millis(*grace_ms)) {
+                    eprintln!("  {label} (pid {}) ignored SIG{signal}; killed", process.pid);
+                }
+                if process.is_alive() {
+                    return Err(format!("{label} (pid {}) is still running", process.pid));
+                }
+                Ok(Outcome::Done)
+            }
+            Undo::StopFuse { mountpoint, process } => {
+                let mut did = Outcome::NothingLeft;
+                if mounts::is_mountpoint(mountpoint) {
+                    let _ = CommandLine::new("fusermount3").arg("-u").arg(mountpoint).run();
+                    did = Outcome::Done;
+                }
+                if !process.wait_gone(Duration::from_secs(5)) {
+                    process.terminate(Signal::SIGTERM, Duration::from_secs(5));
+                    did = Outcome::Done;
+                }
+                if mounts::is_mountpoint(mountpoint) {
+                    unmount(mountpoint)?;
+                }
+                if process.is_alive() {
+                    return Err(format!("nbdfuse (pid {}) is still running", process.pid));
+                }
+                Ok(did)
+            }
+            Undo::DeleteLink { name } => {
+                if !Path::new("/sys/class/net").join(name).exists() {
+                    return Ok(Outcome::NothingLeft);
+                }
+                run(CommandLine::new("ip").args(["link", "delete", name.as_str()]))?;
+                Ok(Outcome::Done)
+            }
+            Undo::DeleteNetns { name } => {
+                if !Path::new("/run/netns").join(name).exists() {
+                    return Ok(Outcome::NothingLeft);
+                }
+                run(CommandLine::new("ip").args(["netns", "delete", name.as_str()]))?;
+                Ok(Outcome::Done)
+            }
+            Undo::RemoveCgroup { path } => remove_cgroup(path),
+            Undo::RemoveFile { path } => match std::fs::remove_file(path) {
+                Ok(()) => Ok(Outcome::Done),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Outcome::NothingLeft),
+                Err(e) => Err(format!("rm {}: {e}", path.display())),
+            },
+            Undo::RemoveDirAll { path } => {
+                if !path.exists() {
+                    return Ok(Outcome::NothingLeft);
+                }
+                if mounts::mounts_under(path).iter().any(|m| m != path) || mounts::is_mountpoint(path) {
+                    return Err(format!("{} still has something mounted in it; not removing", path.display()));
+                }
+                std::fs::remove_dir_all(path).map_err(|e| format!("rm -r {}: {e}", path.display()))?;
+                Ok(Outcome::Done)
+            }
+            Undo::NvmeDisconnect { nqn } => {
+                let out = CommandLine::new("nvme")
+                    .args(["disconnect", "-n", nqn.as_str()])
+                    .output(Some(Duration::from_secs(60)))
+                    .map_err(|e| e.to_string())?;
+                if out.stdout.contains("disconnected 0 controller") {
+                    Ok(Outcome::NothingLeft)
+                } else if out.status == 0 {
+                    Ok(Outcome::Done)
+                } else {
+                    Err(format!("nvme disconnect -n {nqn}: {}", out.stderr.trim()))
+                }
+            }
+            Undo::RestoreFile { path, contents } => {
+                let now = std::fs::read_to_string(path).unwrap_or_default();
+                if now.trim() == contents.trim() {
+                    return Ok(Outcome::NothingLeft);
+                }
+                std::fs::write(path, contents).map_err(|e| format!("write {}: {e}", path.display()))?;
+                Ok(Outcome::Done)
+            }
+            Undo::Sweep { work_dir } => sweep(work_dir),
+        }
+    }
+}
+
+fn parse_signal(name: &str) -> Result<Signal, String> {
+    let full = if name.starts_with("SIG") { name.to_string() } else { format!("SIG{name}") };
+    full.parse::<Signal>().map_err(|_| format!("unknown signal {name}"))
+}
+
+fn run(cmd: CommandLine) -> Result<(), String> {
+    cmd.run_with_timeout(Some(Duration::from_secs(60))).map(|_| ()).map_err(|e| e.to_string())
+}
+
+fn unmount(target: &Path) -> Result<Outcome, String> {
+    if !mounts::is_mountpoint(target) {
+        return Ok(Outcome::NothingLeft);
+    }
+    let start = Instant::now();
+    loop {
+        let out = CommandLine::new("umount").arg(target).output(Some(Duration::from_secs(120)));
+        if !mounts::is_mountpoint(target) {
+            return Ok(Outcome::Done);
+        }
+        if start.elapsed() > Duration::from_secs(30) {
+            let why = out.map(|o| o.stderr.trim().to_string()).unwrap_or_else(|e| e.to_string());
+            return Err(format!("umount {} keeps failing: {why}", target.display()));
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+/// Loop devices (as `/dev/loopN`) whose backing file is `file`.
+pub fn loops_backed_by(file: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/sys/block") else { return found };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !name.starts_with("loop") {
+            continue;
+        }
+        if let Ok(backing) = std::fs::read_to_string(e.path().join("loop/backing_file")) {
+            let backing = backing.trim().trim_end_matches(" (deleted)");
+            if Path::new(backing) == file {
+                found.push(PathBuf::from(format!("/dev/{name}")));
+            }
+        }
+    }
+    found
+}
+
+fn detach_loops(file: &Path) -> Result<Outcome, String> {
+    let devices = loops_backed_by(file);
+    if devices.is_empty() {
+        return Ok(Outcome::NothingLeft);
+    }
+    for dev in &devices {
+        let _ = CommandLine::new("losetup").arg("-d").arg(dev).output(Some(Duration::from_secs(60)));
+    }
+    // Detaching is asynchronous: wait until the kernel has let go.
+    let start = Instant::now();
+    while !loops_backed_by(file).is_empty() {
+        if start.elapsed() > Duration::from_secs(30) {
+            return Err(format!(
+                "loop device(s) {} still attached to {}",
+                devices.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", "),
+                file.display()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Ok(Outcome::Done)
+}
+
+fn remove_zram(id: u32) -> Result<Outcome, String> {
+    let dev = PathBuf::from(format!("/sys/block/zram{id}"));
+    if !dev.exists() {
+        return Ok(Outcome::NothingLeft);
+    }
+    let start = Instant::now();
+    loop {
+        let reset = std::fs::write(dev.join("reset"), "1");
+        let removed = std::fs::write("/sys/class/zram-control/hot_remove", id.to_string());
+        if !dev.exists() {
+            return Ok(Outcome::Done);
+        }
+        if start.elapsed() > Duration::from_secs(20) {
+            return Err(format!(
+                "/dev/zram{id} could not be removed (reset: {:?}, hot_remove: {:?})",
+                reset.err(),
+                removed.err()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn remove_cgroup(path: &Path) -> Result<Outcome, String> {
+    if !path.exists() {
+        return Ok(Outcome::NothingLeft);
+    }
+    let start = Instant::now();
+    loop {
+        match std::fs::remove_dir(path) {
+            Ok(()) => return Ok(Outcome::Done),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Outcome::NothingLeft),
+            Err(e) => {
+                if start.elapsed() > Duration::from_secs(10) {
+                    let procs = std::fs::read_to_string(path.join("cgroup.procs")).unwrap_or_default();
+                    return Err(format!(
+                        "rmdir {}: {e} (processes still in it: {})",
+                        path.display(),
+                        procs.split_whitespace().collect::<Vec<_>>().join(" ")
+                    ));
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+    }
+}
+
+fn sweep(work_dir: &Path) -> Result<Outcome, String> {
+    let mut did = Outcome::NothingLeft;
+    let needle = work_dir.to_string_lossy().into_owned();
+    let mut errors = Vec::new();
+    // Deepest mounts first.
+    let mut targets = mounts::mounts_under(work_dir);
+    targets.sort_by_key(|t| std::cmp::Reverse(t.as_os_str().len()));
+    for (i, t) in targets.iter().enumerate() {
+        // A FUSE mount must wait until the loop devices on its file are detached.
+        for dev in loops_under(work_dir) {
+            let _ = CommandLine::new("losetup").arg("-d").arg(&dev).output(Some(Duration::from_secs(30)));
+        }
+        if i == 0 {
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        match unmount(t) {
+            Ok(Outcome::Done) => did = Outcome::Done,
+            Ok(Outcome::NothingLeft) => {}
+            Err(e) => errors.push(e),
+        }
+    }
+    for dev in loops_under(work_dir) {
+        let _ = CommandLine::new("losetup").arg("-d").arg(&dev).output(Some(Duration::from_secs(30)));
+        did = Outcome::Done;
+    }
+    for pid in crate::process::pids_with_cmdline_containing(&needle) {
+        if let Some(p) = ProcessId::of(pid) {
+            p.terminate(Signal::SIGTERM, Duration::from_secs(5));
+            did = Outcome::Done;
+        }
+    }
+    if errors.is_empty() { Ok(did) } else { Err(errors.join("; ")) }
+}
+
+fn loops_under(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/sys/block") else { return found };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if let Ok(backing) = std::fs::read_to_string(e.path().join("loop/backing_file"))
+            && Path::new(backing.trim()).starts_with(dir)
+        {
+            found.push(PathBuf::from(format!("/dev/{name}")));
+        }
+    }
+    found
+}

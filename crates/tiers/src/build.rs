@@ -1,0 +1,428 @@
+//! Turning device specs into a plan, for emulated devices or for the real ones.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use crate::plan::{Action, Check, Plan, Resolve, Template, Value, nbdkit_delay};
+use crate::spec::{Backing, DaxPolicy, DeviceSpec, RealDevice};
+
+/// Where and for whom a plan provisions.
+#[derive(Clone, Debug)]
+pub struct PlanContext {
+    /// Short unique token of the run (names of interfaces and namespaces; at most 6 characters).
+    pub short_id: String,
+    /// Everything the run creates on local disk lives below this directory (created fresh).
+    pub work_dir: PathBuf,
+    /// Where helper processes write their logs.
+    pub log_dir: PathBuf,
+    /// Owner of each mounted filesystem's root (the database's OS user).
+    pub owner_uid: u32,
+    pub owner_gid: u32,
+    /// Emulate the devices instead of using the real ones.
+    pub emulate: bool,
+}
+
+impl PlanContext {
+    pub fn mountpoint(&self, device: &str) -> PathBuf {
+        self.work_dir.join("mnt").join(device)
+    }
+}
+
+/// The Debian package that provides each program the plans use.
+pub fn package_of(program: &str) -> &'static str {
+    match program {
+        "losetup" | "mount" | "umount" | "blkid" | "wipefs" | "blkdiscard" | "lsblk" => "util-linux / mount",
+        "mkfs.xfs" | "xfs_info" | "xfs_io" => "xfsprogs",
+        "ip" => "iproute2",
+        "nbdkit" => "nbdkit",
+        "nbdfuse" => "nbdfuse",
+        "nbdinfo" => "libnbd-bin",
+        "fusermount3" => "fuse3",
+        "parted" => "parted",
+        "nvme" => "nvme-cli",
+        "ndctl" => "ndctl",
+        "fio" => "fio",
+        "dd" => "coreutils",
+        _ => "(unknown)",
+    }
+}
+
+/// Builds the plan for `devices`.
+pub fn build_plan(devices: &[DeviceSpec], ctx: &PlanContext) -> Plan {
+    let mut plan = Plan { work_dir: ctx.work_dir.clone(), emulated: ctx.emulate, ..Default::default() };
+    let tools = tools_needed(devices, ctx.emulate);
+    for t in &tools {
+        plan.push(None, Action::RequireTool { program: t.clone(), package: package_of(t).into() }, "used below");
+    }
+    if ctx.emulate {
+        plan.push(
+            None,
+            Action::MakeDir { path: ctx.work_dir.clone(), mode: 0o700, remove_on_teardown: true },
+            "holds the backing files and mount points of this run only; removed at teardown",
+        );
+        for (i, d) in devices.iter().enumerate() {
+            emulated_device(&mut plan, d, i, ctx);
+        }
+    } else {
+        real_checks(&mut plan, devices);
+        plan.push(
+            None,
+            Action::MakeDir { path: ctx.work_dir.clone(), mode: 0o700, remove_on_teardown: true },
+            "holds the mount points of this run; removed at teardown",
+        );
+        for d in devices {
+            real_device(&mut plan, d, ctx);
+        }
+    }
+    plan.mountpoints = devices.iter().map(|d| (d.name.clone(), ctx.mountpoint(&d.name))).collect();
+    plan
+}
+
+fn tools_needed(devices: &[DeviceSpec], emulate: bool) -> Vec<String> {
+    let mut t = BTreeSet::new();
+    t.insert("mkfs.xfs");
+    t.insert("mount");
+    t.insert("umount");
+    t.insert("xfs_info");
+    for d in devices {
+        if emulate {
+            match d.emulation.backing {
+                Backing::LoopFile | Backing::TmpfsLoop => {
+                    t.insert("losetup");
+                }
+                Backing::Zram => {}
+                Backing::Nbd => {
+                    t.extend(["losetup", "ip", "nbdkit", "nbdfuse", "fusermount3"]);
+                }
+            }
+        } else {
+            t.insert("blkid");
+            t.insert("wipefs");
+            match d.real {
+                RealDevice::Local { .. } => {}
+                RealDevice::Pmem { .. } => {
+                    t.insert("ndctl");
+                }
+                RealDevice::NvmeTcp(_) => {
+                    t.insert("nvme");
+                }
+            }
+            if d.partition.is_some() {
+                t.insert("parted");
+            }
+            if d.discard {
+                t.insert("blkdiscard");
+            }
+        }
+    }
+    t.into_iter().map(str::to_string).collect()
+}
+
+/// mkfs.xfs arguments for a device: DAX needs reflink off; NBD devices skip the discard pass.
+fn mkfs_template(d: &DeviceSpec, device: Value, force: bool, skip_discard: bool) -> Template {
+    let mut t = Template::new("mkfs.xfs");
+    if force {
+        t = t.lit("-f");
+    }
+    if skip_discard && !d.mkfs_options.iter().any(|o| o == "-K") {
+        t = t.lit("-K");
+    }
+    if d.dax != DaxPolicy::Off && !d.mkfs_options.iter().any(|o| o.contains("reflink")) {
+        t = t.lits(["-m", "reflink=0"]);
+    }
+    t.lits(d.mkfs_options.iter().cloned()).lits(["-L", &label(&d.name)]).val(device)
+}
+
+/// XFS labels are at most 12 characters.
+fn label(name: &str) -> String {
+    name.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_').take(12).collect()
+}
+
+fn mount_options(d: &DeviceSpec) -> Vec<String> {
+    let mut o = d.mount_options.clone();
+    if d.dax != DaxPolicy::Off && !o.iter().any(|x| x.starts_with("dax")) {
+        o.push("dax=always".into());
+    }
+    o
+}
+
+fn finish_filesystem(plan: &mut Plan, d: &DeviceSpec, source: Value, ctx: &PlanContext, emulated: bool) {
+    let name = Some(d.name.as_str());
+    let mp = ctx.mountpoint(&d.name);
+    plan.push(
+        name,
+        Action::MakeDir { path: mp.clone(), mode: 0o700, remove_on_teardown: false },
+        "mount point",
+    );
+    let options = mount_options(d);
+    plan.push(
+        name,
+        Action::Mount { source, target: mp.clone(), fstype: "xfs".into(), options: options.clone() },
+        if d.dax != DaxPolicy::Off {
+            "mount with DAX so PostgreSQL's reads and writes bypass the page cache, as on PMem".to_string()
+        } else {
+            "mount with the experiment's options".to_string()
+        },
+    );
+    plan.push(
+        name,
+        Action::VerifyMount { target: mp.clone(), requested: options, dax: d.dax, emulated },
+        "the kernel may silently ignore options (DAX falls back to page-cache I/O on devices without DAX support)",
+    );
+    plan.push(
+        name,
+        Action::Chown { path: mp, uid: ctx.owner_uid, gid: ctx.owner_gid, mode: 0o700 },
+        "PostgreSQL runs as its own OS user and must own its directories",
+    );
+}
+
+fn emulated_device(plan: &mut Plan, d: &DeviceSpec, index: usize, ctx: &PlanContext) {
+    let name = Some(d.name.as_str());
+    let e = &d.emulation;
+    let img_dir = ctx.work_dir.join("img");
+    match e.backing {
+        Backing::LoopFile => {
+            let img = img_dir.join(format!("{}.img", d.name));
+            plan.push(name, Action::MakeDir { path: img_dir, mode: 0o700, remove_on_teardown: false }, "backing files");
+            plan.push(
+                name,
+                Action::SparseFile { path: img.clone(), size: e.size_bytes },
+                format!("local-disk file standing in for the {} device", d.class),
+            );
+            plan.push(
+                name,
+                Action::AttachLoop { file: img, direct_io: true, bind: d.name.clone() },
+                "a real block device over the file; direct I/O so the host page cache does not absorb the I/O",
+            );
+            plan.push(name, Action::Run { command: mkfs_template(d, Value::var(&d.name), false, false), undo_nvme_nqn: None, timeout_secs: 600 }, "XFS with the experiment's options");
+        }
+        Backing::TmpfsLoop => {
+            let tmp = ctx.work_dir.join("tmpfs").join(&d.name);
+            plan.push(name, Action::MakeDir { path: tmp.clone(), mode: 0o700, remove_on_teardown: false }, "tmpfs mount point");
+            plan.push(
+                name,
+                Action::Mount {
+                    source: Value::lit("tmpfs"),
+                    target: tmp.clone(),
+                    fstype: "tmpfs".into(),
+                    options: vec![format!("size={}", e.size_bytes + (1 << 20)), "mode=0700".into()],
+                },
+                "RAM-backed storage standing in for persistent memory",
+            );
+            let img = tmp.join(format!("{}.img", d.name));
+            plan.push(name, Action::SparseFile { path: img.clone(), size: e.size_bytes }, "file in RAM");
+            plan.push(
+                name,
+                Action::AttachLoop { file: img, direct_io: false, bind: d.name.clone() },
+                "a real block device over the RAM file",
+            );
+            plan.push(name, Action::Run { command: mkfs_template(d, Value::var(&d.name), false, false), undo_nvme_nqn: None, timeout_secs: 600 }, "XFS (reflink off where DAX is asked for)");
+        }
+        Backing::Zram => {
+            plan.push(
+                name,
+                Action::CreateZram { size: e.size_bytes, algorithm: e.zram_algorithm.clone(), bind: d.name.clone() },
+                "a RAM-backed block device standing in for persistent memory (its memory is not charged to the server's cgroup)",
+            );
+            plan.push(name, Action::Run { command: mkfs_template(d, Value::var(&d.name), false, false), undo_nvme_nqn: None, timeout_secs: 600 }, "XFS (reflink off where DAX is asked for)");
+        }
+        Backing::Nbd => {
+            let img = img_dir.join(format!("{}.img", d.name));
+            plan.push(name, Action::MakeDir { path: img_dir, mode: 0o700, remove_on_teardown: false }, "backing files");
+            plan.push(name, Action::SparseFile { path: img.clone(), size: e.size_bytes }, "the remote target's storage");
+            let netns = format!("pgt-{}-{index}", ctx.short_id);
+            let host_if = format!("pgt{}{index}h", ctx.short_id);
+            let target_if = format!("pgt{}{index}t", ctx.short_id);
+            let (host_ip, target_ip) = link_addresses(&ctx.short_id, index);
+            plan.push(name, Action::CreateNetns { name: netns.clone() }, "a network namespace standing in for the storage target host");
+            plan.push(
+                name,
+                Action::CreateVeth {
+                    host_if,
+                    target_if,
+                    netns: netns.clone(),
+                    host_cidr: format!("{host_ip}/30"),
+                    target_cidr: format!("{target_ip}/30"),
+                },
+                "a link between this host and the target, so NBD traffic crosses a real network interface",
+            );
+            let port = 10809u16;
+            let mut nbdkit = Template::new("nbdkit").lits(["--foreground", "--ipaddr", &target_ip, "--port", &port.to_string()]);
+            if let Some(lat) = e.latency.filter(|l| !l.is_zero()) {
+                let ms = nbdkit_delay(lat);
+                nbdkit = nbdkit.lit("--filter=delay");
+                nbdkit = nbdkit.lit("file").lit(img.display().to_string());
+                nbdkit = nbdkit.lit(format!("delay-read={ms}")).lit(format!("delay-write={ms}"));
+            } else {
+                nbdkit = nbdkit.lit("file").lit(img.display().to_string());
+            }
+            plan.push(
+                name,
+                Action::StartDaemon {
+                    label: format!("nbdkit ({})", d.name),
+                    command: nbdkit,
+                    netns: Some(netns),
+                    log: ctx.log_dir.join(format!("nbdkit-{}.log", d.name)),
+                    ready_tcp: Some((target_ip.clone(), port)),
+                },
+                match e.latency {
+                    Some(l) if !l.is_zero() => format!(
+                        "NBD target in its namespace, adding {} to every read and write (nbdkit delay filter)",
+                        nbdkit_delay(l)
+                    ),
+                    _ => "NBD target in its namespace".to_string(),
+                },
+            );
+            let fuse_dir = ctx.work_dir.join("fuse").join(&d.name);
+            plan.push(name, Action::MakeDir { path: fuse_dir.clone(), mode: 0o700, remove_on_teardown: false }, "nbdfuse mount point");
+            let file = fuse_dir.join("nbd");
+            plan.push(
+                name,
+                Action::StartFuse {
+                    mountpoint: fuse_dir.clone(),
+                    command: Template::new("nbdfuse").lit(fuse_dir.display().to_string()).lit(format!("nbd://{target_ip}:{port}")),
+                    file: file.clone(),
+                    log: ctx.log_dir.join(format!("nbdfuse-{}.log", d.name)),
+                },
+                "the NBD client side: the remote device appears as a file (no nbd kernel module here)",
+            );
+            plan.push(
+                name,
+                Action::AttachLoop { file, direct_io: true, bind: d.name.clone() },
+                "a real block device over the remote file, direct I/O",
+            );
+            plan.push(name, Action::Run { command: mkfs_template(d, Value::var(&d.name), false, true), undo_nvme_nqn: None, timeout_secs: 600 }, "XFS; -K skips the discard pass, which is very slow over NBD");
+        }
+    }
+    finish_filesystem(plan, d, Value::var(&d.name), ctx, true);
+}
+
+/// Link-local /30 addresses for device `index` of a run.
+fn link_addresses(short_id: &str, index: usize) -> (String, String) {
+    let h = short_id.bytes().fold(0u32, |a, b| a.wrapping_mul(31).wrapping_add(b as u32));
+    let third = 16 + (h % 200);
+    let base = (index as u32 % 63) * 4;
+    (format!("169.254.{third}.{}", base + 1), format!("169.254.{third}.{}", base + 2))
+}
+
+fn real_checks(plan: &mut Plan, devices: &[DeviceSpec]) {
+    for d in devices {
+        let name = Some(d.name.as_str());
+        match &d.real {
+            RealDevice::Local { path, model, serial } => {
+                plan.push(name, Action::Resolve { what: Resolve::Canonical { path: path.clone() }, bind: disk_var(d) }, "stable names are links to the kernel's name");
+                plan.push(name, Action::Check(Check::IsBlockDevice { device: Value::var(disk_var(d)) }), "refuse anything that is not a block device");
+                if model.is_some() || serial.is_some() {
+                    plan.push(
+                        name,
+                        Action::Check(Check::Identity { device: Value::var(disk_var(d)), model: model.clone(), serial: serial.clone() }),
+                        "make sure this is the device the experiment file names",
+                    );
+                }
+                plan.push(name, Action::Check(Check::NotInUse { device: Value::var(disk_var(d)), allow_wipe: d.allow_wipe }), "never format a device that holds data or backs the system");
+            }
+            RealDevice::Pmem { namespace, allow_reconfigure } => {
+                plan.push(
+                    name,
+                    Action::Check(Check::PmemFsdax { namespace: namespace.clone(), allow_reconfigure: *allow_reconfigure }),
+                    "DAX needs an fsdax namespace",
+                );
+                if !*allow_reconfigure {
+                    plan.push(name, Action::Resolve { what: Resolve::PmemNamespace { namespace: namespace.clone() }, bind: disk_var(d) }, "the namespace's block device (pmemN)");
+                    plan.push(name, Action::Check(Check::IsBlockDevice { device: Value::var(disk_var(d)) }), "refuse anything that is not a block device");
+                    plan.push(name, Action::Check(Check::NotInUse { device: Value::var(disk_var(d)), allow_wipe: d.allow_wipe }), "never format a device that holds data or backs the system");
+                }
+            }
+            RealDevice::NvmeTcp(_) => {}
+        }
+    }
+}
+
+fn disk_var(d: &DeviceSpec) -> String {
+    if d.partition.is_some() { format!("{}.disk", d.name) } else { d.name.clone() }
+}
+
+fn real_device(plan: &mut Plan, d: &DeviceSpec, ctx: &PlanContext) {
+    let name = Some(d.name.as_str());
+    match &d.real {
+        RealDevice::Local { .. } => {}
+        RealDevice::Pmem { namespace, allow_reconfigure } => {
+            if *allow_reconfigure {
+                plan.push(
+                    name,
+                    Action::Run {
+                        command: Template::new("ndctl").lits(["create-namespace", "--force", "--reconfig", namespace, "--mode", "fsdax"]),
+                        undo_nvme_nqn: None,
+                        timeout_secs: 600,
+                    },
+                    "the experiment file allows reconfiguring this namespace to fsdax (destroys its data)",
+                );
+                plan.push(name, Action::Resolve { what: Resolve::PmemNamespace { namespace: namespace.clone() }, bind: disk_var(d) }, "the namespace's block device (pmemN)");
+                plan.push(name, Action::Check(Check::IsBlockDevice { device: Value::var(disk_var(d)) }), "refuse anything that is not a block device");
+            }
+        }
+        RealDevice::NvmeTcp(t) => {
+            let mut connect = Template::new("nvme").lits(["connect", "--transport", "tcp", "--traddr", &t.address, "--trsvcid", &t.port.to_string(), "--nqn", &t.nqn]);
+            if let Some(h) = &t.host_nqn {
+                connect = connect.lits(["--hostnqn", h]);
+            }
+            if let Some(s) = &t.dhchap_secret {
+                connect = connect.lit("--dhchap-secret").val(Value::Secret(s.clone()));
+            }
+            plan.push(
+                name,
+                Action::Run { command: connect, undo_nvme_nqn: Some(t.nqn.clone()), timeout_secs: 120 },
+                "attach the remote subsystem; teardown runs nvme disconnect -n NQN",
+            );
+            plan.push(
+                name,
+                Action::Resolve { what: Resolve::NvmeNamespace { nqn: t.nqn.clone(), nsid: t.nsid }, bind: disk_var(d) },
+                "kernel names like nvme2n1 are not stable: find the namespace by its subsystem NQN",
+            );
+            plan.push(name, Action::Check(Check::IsBlockDevice { device: Value::var(disk_var(d)) }), "refuse anything that is not a block device");
+            plan.push(name, Action::Check(Check::NotInUse { device: Value::var(disk_var(d)), allow_wipe: d.allow_wipe }), "never format a namespace that holds data");
+        }
+    }
+    if d.discard {
+        plan.push(name, Action::Run { command: Template::new("blkdiscard").val(Value::var(disk_var(d))), undo_nvme_nqn: None, timeout_secs: 3600 }, "start from a trimmed device (experiment file: discard = true)");
+    }
+    if let Some(pre) = &d.precondition {
+        plan.push(
+            name,
+            Action::Run {
+                command: Template::new("fio").lits([
+                    "--name=precondition", "--rw=write", "--bs=1M", "--direct=1", "--ioengine=libaio", "--iodepth=32",
+                    &format!("--size={}%", (pre.fill_fraction * 100.0).round() as u64),
+                ]).val(Value::var(disk_var(d))),
+                undo_nvme_nqn: None,
+                timeout_secs: 24 * 3600,
+            },
+            "precondition: write the device so an SSD is measured in steady state, not fresh out of the box",
+        );
+    }
+    let mut fs_dev = Value::var(disk_var(d));
+    if let Some(p) = &d.partition {
+        plan.push(
+            name,
+            Action::Run {
+                command: Template::new("parted").lits(["-s"]).val(Value::var(disk_var(d))).lits(["mklabel", "gpt", "mkpart", "primary", &format!("{}s", p.start_sector), "100%"]),
+                undo_nvme_nqn: None,
+                timeout_secs: 120,
+            },
+            "a GPT label and one partition aligned at 1 MiB (seed 003)",
+        );
+        plan.push(
+            name,
+            Action::Run { command: Template::new("parted").lits(["-s"]).val(Value::var(disk_var(d))).lits(["align-check", "opt", "1"]), undo_nvme_nqn: None, timeout_secs: 60 },
+            "fail unless partition 1 is optimally aligned (parted -s answers by exit status)",
+        );
+        plan.push(name, Action::Resolve { what: Resolve::Partition { disk: disk_var(d), number: 1 }, bind: d.name.clone() }, "the partition node appears asynchronously");
+        fs_dev = Value::var(&d.name);
+    }
+    plan.push(
+        name,
+        Action::Run { command: mkfs_template(d, fs_dev.clone(), d.allow_wipe || d.partition.is_some(), false), undo_nvme_nqn: None, timeout_secs: 3600 },
+        if d.allow_wipe { "XFS with the experiment's options (-f: the file allows wiping)" } else { "XFS with the experiment's options" },
+    );
+    finish_filesystem(plan, d, fs_dev, ctx, false);
+}

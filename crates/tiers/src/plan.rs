@@ -1,0 +1,309 @@
+//! The provisioning plan: every step, in order, with its reason. A plan is data; `--dry-run`
+//! prints it and [`crate::provision::execute`] carries it out.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::spec::{DaxPolicy, SecretSource};
+
+/// A command argument: literal, a value produced by an earlier step, or a secret read at
+/// execution time (never printed).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "kind", content = "value", rename_all = "kebab-case")]
+pub enum Value {
+    Lit(String),
+    Var(String),
+    Secret(SecretSource),
+}
+
+impl Value {
+    pub fn lit(s: impl Into<String>) -> Value {
+        Value::Lit(s.into())
+    }
+    pub fn var(s: impl Into<String>) -> Value {
+        Value::Var(s.into())
+    }
+}
+
+impl fmt::Display for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::Lit(s) => f.write_str(&journal::command::shell_quote(s)),
+            Value::Var(v) => write!(f, "<{v}>"),
+            Value::Secret(s) => write!(f, "{s}"),
+        }
+    }
+}
+
+/// A command whose arguments may refer to earlier results.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Template {
+    pub program: String,
+    pub args: Vec<Value>,
+}
+
+impl Template {
+    pub fn new(program: &str) -> Template {
+        Template { program: program.to_string(), args: Vec::new() }
+    }
+    pub fn lit(mut self, a: impl Into<String>) -> Template {
+        self.args.push(Value::Lit(a.into()));
+        self
+    }
+    pub fn lits<I: IntoIterator<Item = S>, S: Into<String>>(mut self, args: I) -> Template {
+        self.args.extend(args.into_iter().map(|a| Value::Lit(a.into())));
+        self
+    }
+    pub fn val(mut self, v: Value) -> Template {
+        self.args.push(v);
+        self
+    }
+}
+
+impl fmt::Display for Template {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.program)?;
+        for a in &self.args {
+            write!(f, " {a}")?;
+        }
+        Ok(())
+    }
+}
+
+/// A read-only check made before the first destructive step.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "check", rename_all = "kebab-case")]
+pub enum Check {
+    /// The path exists and is a block device.
+    IsBlockDevice { device: Value },
+    /// Model and serial (from sysfs) match what the experiment file says.
+    Identity { device: Value, model: Option<String>, serial: Option<String> },
+    /// Not mounted (nor any partition), not swap, not held by LVM/md/dm, not backing the running
+    /// system, and no filesystem or partition-table signature unless wiping is allowed.
+    NotInUse { device: Value, allow_wipe: bool },
+    /// The PMem namespace exists and is in fsdax mode (or may be reconfigured).
+    PmemFsdax { namespace: String, allow_reconfigure: bool },
+}
+
+impl fmt::Display for Check {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Check::IsBlockDevice { device } => write!(f, "check {device} is a block device"),
+            Check::Identity { device, model, serial } => write!(
+                f,
+                "check {device} identity: model {}, serial {}",
+                model.as_deref().unwrap_or("(any)"),
+                serial.as_deref().unwrap_or("(any)")
+            ),
+            Check::NotInUse { device, allow_wipe } => write!(
+                f,
+                "check {device} is not mounted, not swap, not held by LVM/md/dm, not backing the running system{}",
+                if *allow_wipe {
+                    " (existing signatures may be wiped: allow_wipe = true)"
+                } else {
+                    ", and carries no filesystem or partition-table signature (blkid -p, wipefs --no-act)"
+                }
+            ),
+            Check::PmemFsdax { namespace, allow_reconfigure } => write!(
+                f,
+                "check ndctl list -N: namespace {namespace} exists in fsdax mode{}",
+                if *allow_reconfigure { " (else reconfigure it)" } else { "" }
+            ),
+        }
+    }
+}
+
+/// How to find a device whose kernel name is only known at execution time.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "resolve", rename_all = "kebab-case")]
+pub enum Resolve {
+    /// Follow symlinks (`/dev/disk/by-id/...` to `/dev/nvme1n1`).
+    Canonical { path: PathBuf },
+    /// The block device of a PMem namespace (`ndctl list -N`).
+    PmemNamespace { namespace: String },
+    /// The namespace block device of a connected NVMe subsystem, by NQN.
+    NvmeNamespace { nqn: String, nsid: Option<u32> },
+    /// Partition `number` of the disk bound to `disk`; waits for the node to appear.
+    Partition { disk: String, number: u32 },
+}
+
+/// What a step does.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "action", rename_all = "kebab-case")]
+pub enum Action {
+    /// A program must be installed.
+    RequireTool { program: String, package: String },
+    Check(Check),
+    /// Create a directory (removed again at teardown when `remove_on_teardown`).
+    MakeDir { path: PathBuf, mode: u32, remove_on_teardown: bool },
+    /// Create a sparse file of `size` bytes (removed at teardown).
+    SparseFile { path: PathBuf, size: u64 },
+    /// `losetup --find --show [--direct-io=on] FILE`; the device is bound to `bind`.
+    AttachLoop { file: PathBuf, direct_io: bool, bind: String },
+    /// Create a zram device (`hot_add`), set its compressor and size; bound to `bind`.
+    CreateZram { size: u64, algorithm: String, bind: String },
+    /// `ip netns add NAME`.
+    CreateNetns { name: String },
+    /// A veth pair with one end moved into `netns`, both ends addressed and up.
+    CreateVeth { host_if: String, target_if: String, netns: String, host_cidr: String, target_cidr: String },
+    /// Start a long-running helper; ready once `ready_tcp` accepts connections.
+    StartDaemon {
+        label: String,
+        command: Template,
+        netns: Option<String>,
+        log: PathBuf,
+        ready_tcp: Option<(String, u16)>,
+    },
+    /// Start nbdfuse; ready once `file` exists.
+    StartFuse { mountpoint: PathBuf, command: Template, file: PathBuf, log: PathBuf },
+    /// Find a device and bind it to `bind`.
+    Resolve { what: Resolve, bind: String },
+    /// Run a command; when `undo_nvme_nqn` is set, teardown disconnects that subsystem.
+    Run { command: Template, undo_nvme_nqn: Option<String>, timeout_secs: u64 },
+    /// Mount `source` at `target`.
+    Mount { source: Value, target: PathBuf, fstype: String, options: Vec<String> },
+    /// Check the mount in /proc/mounts against what was asked, including DAX.
+    VerifyMount { target: PathBuf, requested: Vec<String>, dax: DaxPolicy, emulated: bool },
+    /// Hand a directory to the owner of the data (`chown`, `chmod`).
+    Chown { path: PathBuf, uid: u32, gid: u32, mode: u32 },
+    /// Cap a device's IOPS/bandwidth for processes of `cgroup` (cgroup blkio throttle).
+    Throttle { device: Value, cgroup: PathBuf, settings: Vec<(String, u64)> },
+}
+
+impl Action {
+    /// The step as a reader would type it, with later-known values in `<angle brackets>`.
+    pub fn describe(&self) -> String {
+        match self {
+            Action::RequireTool { program, package } => format!("require {program} (Debian package {package})"),
+            Action::Check(c) => c.to_string(),
+            Action::MakeDir { path, mode, .. } => format!("mkdir -p -m {mode:o} {}", path.display()),
+            Action::SparseFile { path, size } => {
+                format!("truncate -s {size} {}  # sparse, {}", path.display(), human_bytes(*size))
+            }
+            Action::AttachLoop { file, direct_io, bind } => format!(
+                "losetup --find --show{} {}  -> <{bind}>",
+                if *direct_io { " --direct-io=on" } else { "" },
+                file.display()
+            ),
+            Action::CreateZram { size, algorithm, bind } => format!(
+                "cat /sys/class/zram-control/hot_add -> <{bind}>; echo {algorithm} > /sys/block/<{bind}>/comp_algorithm; echo {size} > /sys/block/<{bind}>/disksize  # {}",
+                human_bytes(*size)
+            ),
+            Action::CreateNetns { name } => format!("ip netns add {name}"),
+            Action::CreateVeth { host_if, target_if, netns, host_cidr, target_cidr } => format!(
+                "ip link add {host_if} type veth peer name {target_if}; ip link set {target_if} netns {netns}; ip addr add {host_cidr} dev {host_if}; ip -n {netns} addr add {target_cidr} dev {target_if}; ip link set {host_if} up; ip -n {netns} link set {target_if} up; ip -n {netns} link set lo up"
+            ),
+            Action::StartDaemon { command, netns, ready_tcp, .. } => format!(
+                "{}{command} &{}",
+                netns.as_ref().map(|n| format!("[in netns {n}] ")).unwrap_or_default(),
+                ready_tcp.as_ref().map(|(a, p)| format!("  # wait for {a}:{p}")).unwrap_or_default()
+            ),
+            Action::StartFuse { command, file, .. } => {
+                format!("{command} &  # wait for {}", file.display())
+            }
+            Action::Resolve { what, bind } => match what {
+                Resolve::Canonical { path } => format!("readlink -f {} -> <{bind}>", path.display()),
+                Resolve::PmemNamespace { namespace } => {
+                    format!("ndctl list -N -n {namespace} -> /dev/<blockdev> as <{bind}>")
+                }
+                Resolve::NvmeNamespace { nqn, nsid } => format!(
+                    "nvme list-subsys -o json; nvme list -o json: namespace{} of subsystem {nqn} -> <{bind}>",
+                    nsid.map(|n| format!(" {n}")).unwrap_or_default()
+                ),
+                Resolve::Partition { disk, number } => {
+                    format!("wait for partition {number} of <{disk}> to appear -> <{bind}>")
+                }
+            },
+            Action::Run { command, .. } => command.to_string(),
+            Action::Mount { source, target, fstype, options } => format!(
+                "mount -t {fstype}{} {source} {}",
+                if options.is_empty() { String::new() } else { format!(" -o {}", options.join(",")) },
+                target.display()
+            ),
+            Action::VerifyMount { target, requested, dax, .. } => format!(
+                "check /proc/mounts for {}: options {}{}",
+                target.display(),
+                if requested.is_empty() { "(defaults)".to_string() } else { requested.join(",") },
+                match dax {
+                    DaxPolicy::Off => String::new(),
+                    DaxPolicy::Optional => "; DAX via /proc/mounts and statx (optional)".into(),
+                    DaxPolicy::Required => "; DAX via /proc/mounts and statx (required)".into(),
+                }
+            ),
+            Action::Chown { path, uid, gid, mode } => {
+                format!("chown {uid}:{gid} {}; chmod {mode:o} {}", path.display(), path.display())
+            }
+            Action::Throttle { device, cgroup, settings } => settings
+                .iter()
+                .map(|(k, v)| format!("echo \"<MAJ:MIN of {device}> {v}\" > {}/{k}", cgroup.display()))
+                .collect::<Vec<_>>()
+                .join("; "),
+        }
+    }
+
+    /// True for steps that change the machine (everything but tool requirements, checks and lookups).
+    pub fn is_destructive(&self) -> bool {
+        !matches!(
+            self,
+            Action::RequireTool { .. } | Action::Check(_) | Action::Resolve { .. } | Action::VerifyMount { .. }
+        )
+    }
+}
+
+/// One step of a plan.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Step {
+    /// The device this step belongs to, if any.
+    pub device: Option<String>,
+    pub action: Action,
+    pub reason: String,
+}
+
+/// Every step, in order.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Plan {
+    pub steps: Vec<Step>,
+    /// Where each device will be mounted.
+    pub mountpoints: Vec<(String, PathBuf)>,
+    /// The directory that holds everything the run creates on local disk.
+    pub work_dir: PathBuf,
+    pub emulated: bool,
+}
+
+impl Plan {
+    pub(crate) fn push(&mut self, device: Option<&str>, action: Action, reason: impl Into<String>) {
+        self.steps.push(Step { device: device.map(str::to_string), action, reason: reason.into() });
+    }
+}
+
+impl fmt::Display for Plan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let width = self.steps.len().to_string().len();
+        for (i, s) in self.steps.iter().enumerate() {
+            let who = s.device.as_deref().map(|d| format!("[{d}] ")).unwrap_or_default();
+            writeln!(f, "{:>width$}. {who}{}", i + 1, s.action.describe())?;
+            writeln!(f, "{:>width$}  why: {}", "", s.reason)?;
+        }
+        Ok(())
+    }
+}
+
+/// `1.5 GiB`-style sizes for people.
+pub fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    let mut v = n as f64;
+    let mut i = 0;
+    while v >= 1024.0 && i + 1 < UNITS.len() {
+        v /= 1024.0;
+        i += 1;
+    }
+    if i == 0 { format!("{n} B") } else { format!("{v:.1} {}", UNITS[i]) }
+}
+
+/// `1ms`-style durations for nbdkit's delay filter, which only takes whole milliseconds.
+pub fn nbdkit_delay(d: Duration) -> String {
+    format!("{}ms", d.as_millis())
+}

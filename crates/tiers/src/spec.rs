@@ -1,0 +1,195 @@
+//! What a device should be: its class, the real device it names, its filesystem, and how it is
+//! emulated on a machine that lacks it. Built by the experiment crate from the experiment file.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Serialize;
+
+/// The storage class a device stands for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DeviceClass {
+    /// A local block device (NVMe, SAS/SATA SSD, HDD, RAID volume).
+    Nvme,
+    /// Persistent memory in AppDirect mode, as an fsdax namespace mounted with DAX.
+    Pmem,
+    /// A namespace of a remote NVMe subsystem reached over TCP.
+    NvmeTcp,
+}
+
+impl DeviceClass {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeviceClass::Nvme => "nvme",
+            DeviceClass::Pmem => "pmem",
+            DeviceClass::NvmeTcp => "nvme-tcp",
+        }
+    }
+
+    /// The emulation backing used when the file names none.
+    pub fn default_backing(self) -> Backing {
+        match self {
+            DeviceClass::Nvme => Backing::LoopFile,
+            DeviceClass::Pmem => Backing::Zram,
+            DeviceClass::NvmeTcp => Backing::Nbd,
+        }
+    }
+}
+
+impl fmt::Display for DeviceClass {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Whether DAX is asked for on a mount, and what happens when the kernel does not honour it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DaxPolicy {
+    /// Do not ask for DAX.
+    Off,
+    /// Ask for `dax=always`; if the kernel falls back to page-cache I/O, carry on and say so.
+    Optional,
+    /// Ask for `dax=always`; if the kernel falls back, fail the run.
+    Required,
+}
+
+/// How a device is emulated with `--emulate`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Backing {
+    /// A sparse file on local disk behind a loop device with direct I/O (stands in for NVMe).
+    LoopFile,
+    /// A RAM-backed zram block device (stands in for PMem).
+    Zram,
+    /// A file on tmpfs behind a loop device (another stand-in for PMem).
+    TmpfsLoop,
+    /// A file served by nbdkit over TCP from its own network namespace, attached with nbdfuse
+    /// and a loop device (stands in for NVMe over TCP).
+    Nbd,
+}
+
+impl Backing {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Backing::LoopFile => "loop-file",
+            Backing::Zram => "zram",
+            Backing::TmpfsLoop => "tmpfs-loop",
+            Backing::Nbd => "nbd",
+        }
+    }
+}
+
+/// The real device a spec names.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum RealDevice {
+    /// A local block device, best named by a stable path such as `/dev/disk/by-id/...`.
+    Local { path: PathBuf, model: Option<String>, serial: Option<String> },
+    /// An fsdax PMem namespace, found with `ndctl list`.
+    Pmem {
+        /// ndctl namespace name (`namespace0.0`) or block device name (`pmem0`).
+        namespace: String,
+        /// Allow `ndctl create-namespace -f -e NS -m fsdax` when the namespace is in another mode.
+        allow_reconfigure: bool,
+    },
+    /// An NVMe/TCP subsystem.
+    NvmeTcp(NvmeTcpTarget),
+}
+
+/// Where an NVMe/TCP subsystem lives and how to authenticate to it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct NvmeTcpTarget {
+    pub address: String,
+    pub port: u16,
+    pub nqn: String,
+    pub host_nqn: Option<String>,
+    /// Where the DH-HMAC-CHAP secret comes from; the secret itself is never stored.
+    pub dhchap_secret: Option<SecretSource>,
+    /// Which namespace of the subsystem to use (NSID); the first one when absent.
+    pub nsid: Option<u32>,
+}
+
+/// A secret read at execution time; only its source is ever printed or recorded.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "from", rename_all = "kebab-case")]
+pub enum SecretSource {
+    Env { name: String },
+    File { path: PathBuf },
+}
+
+impl fmt::Display for SecretSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SecretSource::Env { name } => write!(f, "<secret from ${name}>"),
+            SecretSource::File { path } => write!(f, "<secret from {}>", path.display()),
+        }
+    }
+}
+
+/// Optional GPT partitioning before mkfs (seed 003: `mklabel gpt`, `mkpart primary 2048s 100%`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PartitionSpec {
+    /// Start of the partition in sectors (2048 = 1 MiB alignment).
+    pub start_sector: u64,
+}
+
+/// Caps that make a device behave like a slower one (cgroup blkio throttle).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Throttle {
+    pub read_iops: Option<u64>,
+    pub write_iops: Option<u64>,
+    pub read_bytes_per_sec: Option<u64>,
+    pub write_bytes_per_sec: Option<u64>,
+}
+
+impl Throttle {
+    pub fn is_empty(&self) -> bool {
+        self.read_iops.is_none()
+            && self.write_iops.is_none()
+            && self.read_bytes_per_sec.is_none()
+            && self.write_bytes_per_sec.is_none()
+    }
+}
+
+/// Filling the device before the run so that an SSD is measured in steady state (seed 002).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Precondition {
+    /// Fraction of the device to write sequentially before mkfs (1.0 = whole device).
+    pub fill_fraction: f64,
+}
+
+/// How the device is emulated with `--emulate`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Emulation {
+    pub backing: Backing,
+    pub size_bytes: u64,
+    /// Added latency per I/O (nbd backing only).
+    pub latency: Option<Duration>,
+    /// zram compression algorithm.
+    pub zram_algorithm: String,
+}
+
+/// One device of an experiment.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct DeviceSpec {
+    pub name: String,
+    pub class: DeviceClass,
+    pub description: Option<String>,
+    pub real: RealDevice,
+    /// Extra mkfs.xfs options, as separate arguments.
+    pub mkfs_options: Vec<String>,
+    /// Mount options (`noatime`, `inode64`, `allocsize=16m`, `logbsize=256k`, ...).
+    pub mount_options: Vec<String>,
+    pub dax: DaxPolicy,
+    pub partition: Option<PartitionSpec>,
+    /// The experiment file explicitly allows wiping whatever this device holds.
+    pub allow_wipe: bool,
+    /// Discard (TRIM) the whole device before mkfs.
+    pub discard: bool,
+    pub precondition: Option<Precondition>,
+    pub throttle: Option<Throttle>,
+    pub emulation: Emulation,
+}

@@ -1,0 +1,373 @@
+//! The machine as the provisioner sees it. [`RealSystem`] touches the real machine;
+//! [`FakeSystem`] answers from recorded outputs of real tools and records every call, so plans for
+//! hardware this machine lacks (PMem, NVMe/TCP) are tested by the exact calls they make.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
+use std::os::unix::io::AsRawFd;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use journal::{CommandError, CommandLine, Output, ProcessId};
+
+/// What a path is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileKind {
+    Missing,
+    BlockDevice { major: u32, minor: u32 },
+    File,
+    Directory,
+    Other,
+}
+
+/// A long-running helper process (nbdkit, nbdfuse).
+#[derive(Clone, Debug)]
+pub struct DaemonSpec {
+    pub label: String,
+    pub command: CommandLine,
+    /// Run it inside this named network namespace (only the network namespace is entered, so it
+    /// does not pin the mounts of the harness).
+    pub netns: Option<String>,
+    /// Its stdout and stderr go here.
+    pub log: PathBuf,
+}
+
+/// Every interaction the provisioner has with the machine.
+pub trait System {
+    /// Runs a command and returns its output, whatever its exit status.
+    fn run(&mut self, cmd: &CommandLine, timeout: Duration) -> Result<Output, CommandError>;
+    fn read_to_string(&mut self, path: &Path) -> io::Result<String>;
+    fn write(&mut self, path: &Path, contents: &str) -> io::Result<()>;
+    fn create_dir_all(&mut self, path: &Path, mode: u32) -> io::Result<()>;
+    fn create_sparse_file(&mut self, path: &Path, size: u64) -> io::Result<()>;
+    fn chown(&mut self, path: &Path, uid: u32, gid: u32, mode: u32) -> io::Result<()>;
+    fn file_kind(&mut self, path: &Path) -> FileKind;
+    fn canonicalize(&mut self, path: &Path) -> io::Result<PathBuf>;
+    /// Names of the entries of a directory, sorted.
+    fn list_dir(&mut self, path: &Path) -> io::Result<Vec<String>>;
+    fn spawn(&mut self, daemon: &DaemonSpec) -> io::Result<ProcessId>;
+    fn tcp_reachable(&mut self, address: &str, port: u16) -> bool;
+    fn is_alive(&mut self, process: ProcessId) -> bool;
+    /// Whether the kernel reports the DAX attribute (statx STATX_ATTR_DAX) on `path`.
+    fn statx_dax(&mut self, path: &Path) -> io::Result<bool>;
+    fn remove_file(&mut self, path: &Path) -> io::Result<()>;
+    /// True when `program` is installed.
+    fn has_program(&mut self, program: &str) -> bool;
+    fn sleep(&mut self, d: Duration);
+}
+
+/// The real machine.
+#[derive(Default)]
+pub struct RealSystem;
+
+impl System for RealSystem {
+    fn run(&mut self, cmd: &CommandLine, timeout: Duration) -> Result<Output, CommandError> {
+        cmd.output(Some(timeout))
+    }
+
+    fn read_to_string(&mut self, path: &Path) -> io::Result<String> {
+        std::fs::read_to_string(path)
+    }
+
+    fn write(&mut self, path: &Path, contents: &str) -> io::Result<()> {
+        std::fs::write(path, contents)
+    }
+
+    fn create_dir_all(&mut self, path: &Path, mode: u32) -> io::Result<()> {
+        std::fs::create_dir_all(path)?;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+    }
+
+    fn create_sparse_file(&mut self, path: &Path, size: u64) -> io::Result<()> {
+        let f = std::fs::OpenOptions::new().write(true).create_new(true).open(path)?;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+        f.set_len(size)
+    }
+
+    fn chown(&mut self, path: &Path, uid: u32, gid: u32, mode: u32) -> io::Result<()> {
+        std::os::unix::fs::chown(path, Some(uid), Some(gid))?;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+    }
+
+    fn file_kind(&mut self, path: &Path) -> FileKind {
+        match std::fs::metadata(path) {
+            Err(_) => FileKind::Missing,
+            Ok(m) => {
+                let ft = m.file_type();
+                if ft.is_block_device() {
+                    let rdev = m.rdev();
+                    FileKind::BlockDevice { major: libc::major(rdev), minor: libc::minor(rdev) }
+                } else if ft.is_file() {
+                    FileKind::File
+                } else if ft.is_dir() {
+                    FileKind::Directory
+                } else {
+                    FileKind::Other
+                }
+            }
+        }
+    }
+
+    fn canonicalize(&mut self, path: &Path) -> io::Result<PathBuf> {
+        std::fs::canonicalize(path)
+    }
+
+    fn list_dir(&mut self, path: &Path) -> io::Result<Vec<String>> {
+        let mut names: Vec<String> =
+            std::fs::read_dir(path)?.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+        names.sort();
+        Ok(names)
+    }
+
+    fn spawn(&mut self, daemon: &DaemonSpec) -> io::Result<ProcessId> {
+        let log = std::fs::OpenOptions::new().create(true).append(true).open(&daemon.log)?;
+        let mut cmd = Command::new(&daemon.command.program);
+        cmd.args(&daemon.command.args)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            // Own process group: a Ctrl-C at the terminal reaches the harness only, which then
+            // tears down in order.
+            .process_group(0);
+        if let Some(ns) = &daemon.netns {
+            let fd = File::open(Path::new("/run/netns").join(ns))?;
+            let raw = fd.as_raw_fd();
+            // SAFETY: setns is async-signal-safe; the fd stays open until after spawn returns.
+            unsafe {
+                cmd.pre_exec(move || {
+                    if libc::setns(raw, libc::CLONE_NEWNET) != 0 {
+                        return Err(io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+            let child = cmd.spawn()?;
+            drop(fd);
+            return identity(child.id());
+        }
+        let child = cmd.spawn()?;
+        identity(child.id())
+    }
+
+    fn tcp_reachable(&mut self, address: &str, port: u16) -> bool {
+        let Ok(ip) = address.parse::<std::net::IpAddr>() else { return false };
+        std::net::TcpStream::connect_timeout(&(ip, port).into(), Duration::from_millis(300)).is_ok()
+    }
+
+    fn is_alive(&mut self, process: ProcessId) -> bool {
+        process.is_alive()
+    }
+
+    fn statx_dax(&mut self, path: &Path) -> io::Result<bool> {
+        statx_dax(path)
+    }
+
+    fn remove_file(&mut self, path: &Path) -> io::Result<()> {
+        std::fs::remove_file(path)
+    }
+
+    fn has_program(&mut self, program: &str) -> bool {
+        journal::command::which(program).is_some()
+    }
+
+    fn sleep(&mut self, d: Duration) {
+        std::thread::sleep(d)
+    }
+}
+
+fn identity(pid: u32) -> io::Result<ProcessId> {
+    // The child is ours and cannot have been reaped yet, so its /proc entry exists.
+    ProcessId::of(pid as i32).ok_or_else(|| io::Error::other(format!("process {pid} vanished at start")))
+}
+
+/// STATX_ATTR_DAX from linux/stat.h: "File is currently in DAX state".
+pub const STATX_ATTR_DAX: u64 = 0x0020_0000;
+
+/// Asks the kernel whether `path` is in DAX state (statx attributes).
+pub fn statx_dax(path: &Path) -> io::Result<bool> {
+    use std::ffi::CString;
+    let c = CString::new(path.as_os_str().as_encoded_bytes()).map_err(io::Error::other)?;
+    let mut buf: libc::statx = unsafe { std::mem::zeroed() };
+    // SAFETY: valid C string and a zeroed statx buffer of the right type.
+    let rc = unsafe { libc::statx(libc::AT_FDCWD, c.as_ptr(), 0, libc::STATX_BASIC_STATS, &mut buf) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(buf.stx_attributes & STATX_ATTR_DAX != 0)
+}
+
+/// One canned answer of the fake machine.
+#[derive(Clone, Debug)]
+pub struct Canned {
+    pub status: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Canned {
+    pub fn ok(stdout: impl Into<String>) -> Self {
+        Canned { status: 0, stdout: stdout.into(), stderr: String::new() }
+    }
+    pub fn fail(status: i32, stderr: impl Into<String>) -> Self {
+        Canned { status, stdout: String::new(), stderr: stderr.into() }
+    }
+}
+
+/// A machine made of recorded tool outputs. Commands are answered by the first registered
+/// prefix that matches the command line (answers registered with [`FakeSystem::answer_once`] are
+/// used up in order); unanswered commands succeed with empty output. Every call is recorded.
+#[derive(Default)]
+pub struct FakeSystem {
+    pub calls: Vec<String>,
+    answers: Vec<(String, VecDeque<Canned>, bool)>,
+    pub files: BTreeMap<PathBuf, String>,
+    pub kinds: BTreeMap<PathBuf, FileKind>,
+    pub links: BTreeMap<PathBuf, PathBuf>,
+    pub dax_files: Vec<PathBuf>,
+    next_pid: i32,
+}
+
+impl FakeSystem {
+    pub fn new() -> Self {
+        FakeSystem { next_pid: 40_000, ..Default::default() }
+    }
+
+    /// Every command starting with `prefix` gets `answer`.
+    pub fn answer(&mut self, prefix: &str, answer: Canned) -> &mut Self {
+        self.answers.push((prefix.to_string(), VecDeque::from([answer]), true));
+        self
+    }
+
+    /// The next command starting with `prefix` gets `answer` (queued; used once).
+    pub fn answer_once(&mut self, prefix: &str, answer: Canned) -> &mut Self {
+        if let Some(entry) = self.answers.iter_mut().find(|(p, _, sticky)| p == prefix && !*sticky) {
+            entry.1.push_back(answer);
+        } else {
+            self.answers.push((prefix.to_string(), VecDeque::from([answer]), false));
+        }
+        self
+    }
+
+    pub fn file(&mut self, path: impl Into<PathBuf>, contents: impl Into<String>) -> &mut Self {
+        self.files.insert(path.into(), contents.into());
+        self
+    }
+
+    pub fn block_device(&mut self, path: impl Into<PathBuf>, major: u32, minor: u32) -> &mut Self {
+        self.kinds.insert(path.into(), FileKind::BlockDevice { major, minor });
+        self
+    }
+
+    pub fn link(&mut self, from: impl Into<PathBuf>, to: impl Into<PathBuf>) -> &mut Self {
+        self.links.insert(from.into(), to.into());
+        self
+    }
+
+    /// Commands run so far (not file reads), as shell-quoted lines.
+    pub fn commands(&self) -> Vec<String> {
+        self.calls.iter().filter_map(|c| c.strip_prefix("run: ").map(str::to_string)).collect()
+    }
+}
+
+impl System for FakeSystem {
+    fn run(&mut self, cmd: &CommandLine, _timeout: Duration) -> Result<Output, CommandError> {
+        let line = cmd.to_string();
+        self.calls.push(format!("run: {line}"));
+        for (prefix, queue, sticky) in self.answers.iter_mut() {
+            if line.starts_with(prefix.as_str()) && !queue.is_empty() {
+                let c = if *sticky { queue[0].clone() } else { queue.pop_front().unwrap() };
+                return Ok(Output { status: c.status, stdout: c.stdout, stderr: c.stderr });
+            }
+        }
+        Ok(Output::default())
+    }
+
+    fn read_to_string(&mut self, path: &Path) -> io::Result<String> {
+        self.calls.push(format!("read: {}", path.display()));
+        self.files
+            .get(path)
+            .cloned()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("{} (fake)", path.display())))
+    }
+
+    fn write(&mut self, path: &Path, contents: &str) -> io::Result<()> {
+        self.calls.push(format!("write: {} <- {}", path.display(), contents.trim()));
+        Ok(())
+    }
+
+    fn create_dir_all(&mut self, path: &Path, mode: u32) -> io::Result<()> {
+        self.calls.push(format!("mkdir: {} {mode:o}", path.display()));
+        Ok(())
+    }
+
+    fn create_sparse_file(&mut self, path: &Path, size: u64) -> io::Result<()> {
+        self.calls.push(format!("sparse-file: {} {size}", path.display()));
+        Ok(())
+    }
+
+    fn chown(&mut self, path: &Path, uid: u32, gid: u32, mode: u32) -> io::Result<()> {
+        self.calls.push(format!("chown: {} {uid}:{gid} {mode:o}", path.display()));
+        Ok(())
+    }
+
+    fn file_kind(&mut self, path: &Path) -> FileKind {
+        self.kinds.get(path).copied().unwrap_or(FileKind::Missing)
+    }
+
+    fn canonicalize(&mut self, path: &Path) -> io::Result<PathBuf> {
+        Ok(self.links.get(path).cloned().unwrap_or_else(|| path.to_path_buf()))
+    }
+
+    fn list_dir(&mut self, path: &Path) -> io::Result<Vec<String>> {
+        self.calls.push(format!("list: {}", path.display()));
+        let mut names: Vec<String> = self
+            .files
+            .keys()
+            .chain(self.kinds.keys())
+            .filter_map(|p| p.strip_prefix(path).ok())
+            .filter_map(|rest| rest.components().next())
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names.dedup();
+        Ok(names)
+    }
+
+    fn spawn(&mut self, daemon: &DaemonSpec) -> io::Result<ProcessId> {
+        self.calls.push(format!(
+            "spawn: {}{}",
+            daemon.netns.as_ref().map(|n| format!("[netns {n}] ")).unwrap_or_default(),
+            daemon.command
+        ));
+        self.next_pid += 1;
+        Ok(ProcessId { pid: self.next_pid, start_time: 1 })
+    }
+
+    fn tcp_reachable(&mut self, _address: &str, _port: u16) -> bool {
+        true
+    }
+
+    fn is_alive(&mut self, _process: ProcessId) -> bool {
+        true
+    }
+
+    fn statx_dax(&mut self, path: &Path) -> io::Result<bool> {
+        self.calls.push(format!("statx: {}", path.display()));
+        Ok(self.dax_files.iter().any(|p| path.starts_with(p)))
+    }
+
+    fn remove_file(&mut self, path: &Path) -> io::Result<()> {
+        self.calls.push(format!("rm: {}", path.display()));
+        Ok(())
+    }
+
+    fn has_program(&mut self, _program: &str) -> bool {
+        true
+    }
+
+    fn sleep(&mut self, _d: Duration) {}
+}
