@@ -1,1 +1,106 @@
-fn main() {}
+//! pgtier's entry point: `cargo xtask <command>`.
+
+mod cleanup;
+mod compare;
+mod host;
+mod paths;
+mod progress;
+mod setup;
+mod signals;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "cargo xtask",
+    about = "pgtier: what does this storage tier do for PostgreSQL?",
+    version
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Provision the tiers, run the workload matrix, report, tear down.
+    Compare {
+        /// The experiment file (tiers/*.toml).
+        #[arg(long)]
+        config: PathBuf,
+        /// Emulate the devices with RAM-, file- and network-backed block devices, and apply the
+        /// file's [emulate] overrides.
+        #[arg(long)]
+        emulate: bool,
+        /// Print the plan (every command, in order, with its reason) and the run matrix; touch
+        /// nothing. Needs no root.
+        #[arg(long)]
+        dry_run: bool,
+        /// Results directory (default: results/<experiment>/<UTC timestamp>).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Undo what a killed run left behind, from its run record.
+    Cleanup,
+    /// Re-render CSV, charts and report.md from a results directory, without running anything.
+    Report {
+        /// The results directory.
+        dir: PathBuf,
+    },
+    /// Install what pgtier needs from Debian's packages (as root), or say what is missing.
+    Setup {
+        /// Only check; install nothing.
+        #[arg(long)]
+        check: bool,
+    },
+    /// Run the test suite (integration tests need root; see README).
+    Test {
+        /// Extra arguments for `cargo test`.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Compare {
+            config,
+            emulate,
+            dry_run,
+            out,
+        } => {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .expect("tokio runtime");
+            rt.block_on(compare::run(compare::Args {
+                config,
+                emulate,
+                dry_run,
+                out,
+            }))
+        }
+        Command::Cleanup => cleanup::run(),
+        Command::Report { dir } => match report::render(&dir) {
+            Ok((summary, files)) => {
+                for w in &summary.warnings {
+                    eprintln!("warning: {w}");
+                }
+                eprintln!("wrote {} files", files.len());
+                println!("{}", dir.display());
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::FAILURE
+            }
+        },
+        Command::Setup { check } => setup::run(check),
+        Command::Test { args } => setup::test(&args),
+    }
+}

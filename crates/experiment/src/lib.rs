@@ -1,1 +1,1078 @@
-//! experiment
+//! The experiment file (`tiers/*.toml`): strict parsing, validation with errors that name file,
+//! line and key, `--emulate` overrides, and the resolved experiment that `tiers` and `runner`
+//! consume. Nothing here touches the machine.
+
+pub mod error;
+mod raw;
+pub mod units;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use runner::matrix::{Order, PgbenchWorkload, Profile, WorkloadKind, WorkloadSpec};
+use runner::pgbench::Builtin;
+use serde::Serialize;
+use tiers::spec::{
+    Backing, DaxPolicy, DeviceClass, DeviceSpec, Emulation, NvmeTcpTarget, PartitionSpec,
+    Precondition, RealDevice, SecretSource, Throttle,
+};
+use toml::Spanned;
+
+use error::Source;
+pub use error::{ConfigError, ConfigErrors};
+use raw::*;
+
+/// A settings profile with where it came from.
+#[derive(Clone, Debug, Serialize)]
+pub struct ProfileInfo {
+    pub profile: Profile,
+    pub file: PathBuf,
+    pub description: String,
+    pub source: Option<String>,
+    /// Settings the profile lists but skips, with the reason.
+    pub skipped: BTreeMap<String, String>,
+}
+
+/// Where one placement puts PGDATA and pg_wal (device names).
+#[derive(Clone, Debug, Serialize)]
+pub struct Placement {
+    pub name: String,
+    pub description: String,
+    pub data: String,
+    pub wal: String,
+}
+
+/// The experiment, validated and resolved (overrides applied when emulating).
+#[derive(Clone, Debug, Serialize)]
+pub struct Experiment {
+    pub file: PathBuf,
+    pub name: String,
+    pub description: String,
+    pub study: Option<String>,
+    pub baseline: String,
+    pub repetitions: u32,
+    pub order: Order,
+    pub emulated: bool,
+    pub bin_dir: Option<PathBuf>,
+    pub os_user: String,
+    pub profiles: Vec<ProfileInfo>,
+    /// `None` = unlimited.
+    pub memory_limits: Vec<Option<u64>>,
+    pub devices: Vec<DeviceSpec>,
+    pub placements: Vec<Placement>,
+    pub workloads: Vec<WorkloadSpec>,
+    /// Things worth knowing that are not errors.
+    pub warnings: Vec<String>,
+}
+
+impl Experiment {
+    pub fn device(&self, name: &str) -> Option<&DeviceSpec> {
+        self.devices.iter().find(|d| d.name == name)
+    }
+
+    /// Devices used by at least one placement, in file order.
+    pub fn used_devices(&self) -> Vec<&DeviceSpec> {
+        self.devices
+            .iter()
+            .filter(|d| {
+                self.placements
+                    .iter()
+                    .any(|p| p.data == d.name || p.wal == d.name)
+            })
+            .collect()
+    }
+}
+
+/// How to load.
+#[derive(Clone, Debug)]
+pub struct LoadOptions {
+    pub emulate: bool,
+    /// Where `postgres/<profile>.toml` files live (the repository's `configs/`).
+    pub configs_dir: PathBuf,
+    /// Hardware threads of this machine (for client counts given in %).
+    pub hardware_threads: u32,
+}
+
+/// Reads, parses and validates an experiment file. All problems are reported at once.
+pub fn load(path: &Path, opts: &LoadOptions) -> Result<Experiment, ConfigErrors> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        ConfigErrors(vec![ConfigError {
+            file: path.to_path_buf(),
+            line: None,
+            column: None,
+            key: None,
+            message: format!("cannot read the experiment file: {e}"),
+        }])
+    })?;
+    parse(path, &text, opts)
+}
+
+/// Parses and validates experiment text (`path` is used in messages and to find nothing else).
+pub fn parse(path: &Path, text: &str, opts: &LoadOptions) -> Result<Experiment, ConfigErrors> {
+    let src = Source { path, text };
+    let raw: RawFile =
+        toml::from_str(text).map_err(|e| ConfigErrors(vec![toml_error(&src, &e)]))?;
+    let mut v = Validator {
+        src: &src,
+        errors: Vec::new(),
+        warnings: Vec::new(),
+    };
+    let exp = v.resolve(raw, opts);
+    if v.errors.is_empty() {
+        let mut exp = exp.expect("resolved when there are no errors");
+        exp.warnings = v.warnings;
+        Ok(exp)
+    } else {
+        Err(ConfigErrors(v.errors))
+    }
+}
+
+/// A TOML or schema error from the parser, with its line and the key it concerns.
+fn toml_error(src: &Source, e: &toml::de::Error) -> ConfigError {
+    let span = e.span();
+    let key = span.as_ref().and_then(|s| path_at(src.text, s.start));
+    let mut message = e.message().trim().to_string();
+    if message.starts_with("unknown field") {
+        message.push_str("; remove it or check its spelling");
+    }
+    src.error(span, key, message)
+}
+
+/// The dotted key path at a byte offset (`device[nvme-wal].emulate.size`).
+fn path_at(text: &str, offset: usize) -> Option<String> {
+    let root = toml::de::DeTable::parse(text).ok()?;
+    let mut path = Vec::new();
+    walk_table(root.get_ref(), offset, &mut path);
+    (!path.is_empty()).then(|| path.join("").trim_start_matches('.').to_string())
+}
+
+fn walk_table(t: &toml::de::DeTable, offset: usize, path: &mut Vec<String>) {
+    for (k, v) in t.iter() {
+        if k.span().contains(&offset) || v.span().contains(&offset) {
+            path.push(format!(".{}", k.get_ref()));
+            walk_value(v.get_ref(), offset, path);
+            return;
+        }
+    }
+}
+
+fn walk_value(v: &toml::de::DeValue, offset: usize, path: &mut Vec<String>) {
+    match v {
+        toml::de::DeValue::Table(t) => walk_table(t, offset, path),
+        toml::de::DeValue::Array(a) => {
+            for (i, item) in a.iter().enumerate() {
+                if item.span().contains(&offset) {
+                    let label = match item.get_ref() {
+                        toml::de::DeValue::Table(t) => t
+                            .iter()
+                            .find(|(k, _)| k.get_ref() == "name")
+                            .and_then(|(_, v)| v.get_ref().as_str().map(str::to_string))
+                            .unwrap_or_else(|| i.to_string()),
+                        _ => i.to_string(),
+                    };
+                    path.push(format!("[{label}]"));
+                    walk_value(item.get_ref(), offset, path);
+                    return;
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+struct Validator<'a> {
+    src: &'a Source<'a>,
+    errors: Vec<ConfigError>,
+    warnings: Vec<String>,
+}
+
+fn span<T>(s: &Spanned<T>) -> Option<Range<usize>> {
+    Some(s.span())
+}
+
+impl Validator<'_> {
+    fn err(&mut self, at: Option<Range<usize>>, key: impl Into<String>, msg: impl Into<String>) {
+        let e = self.src.error(at, Some(key.into()), msg);
+        self.errors.push(e);
+    }
+
+    fn size(&mut self, s: &Spanned<String>, key: &str) -> Option<u64> {
+        match units::parse_size(s.get_ref()) {
+            Ok(v) => Some(v),
+            Err(m) => {
+                self.err(span(s), key, m);
+                None
+            }
+        }
+    }
+
+    fn duration(&mut self, s: &Spanned<String>, key: &str) -> Option<Duration> {
+        match units::parse_duration(s.get_ref()) {
+            Ok(v) => Some(v),
+            Err(m) => {
+                self.err(span(s), key, m);
+                None
+            }
+        }
+    }
+
+    fn name(&mut self, s: &Spanned<String>, key: &str) {
+        let n = s.get_ref();
+        if n.is_empty()
+            || !n
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            self.err(
+                span(s),
+                key,
+                format!("{n:?} is not a valid name: use letters, digits, '-' and '_'"),
+            );
+        }
+    }
+
+    fn memory_limits(
+        &mut self,
+        list: &Spanned<Vec<Spanned<String>>>,
+        key: &str,
+    ) -> Vec<Option<u64>> {
+        if list.get_ref().is_empty() {
+            self.err(
+                span(list),
+                key,
+                "give at least one limit (\"unlimited\" for none)",
+            );
+        }
+        let mut out = Vec::new();
+        for m in list.get_ref() {
+            if m.get_ref() == "unlimited" || m.get_ref() == "none" {
+                out.push(None);
+            } else if let Some(b) = self.size(m, key) {
+                if b < 64 << 20 {
+                    self.err(
+                        span(m),
+                        key,
+                        "a server limited to less than 64 MiB will not start; use at least 64MiB",
+                    );
+                }
+                out.push(Some(b));
+            }
+        }
+        out
+    }
+
+    fn clients(
+        &mut self,
+        list: &Spanned<Vec<Spanned<toml::Value>>>,
+        key: &str,
+        threads: u32,
+    ) -> Vec<u32> {
+        let mut out = Vec::new();
+        for c in list.get_ref() {
+            match c.get_ref() {
+                toml::Value::Integer(n) if *n >= 1 && *n <= 100_000 => out.push(*n as u32),
+                toml::Value::String(s) if s.ends_with('%') => match s.trim_end_matches('%').parse::<f64>() {
+                    // As seed 004: `$CORES * P / 100` with bc's scale=0 (truncation), at least 1.
+                    Ok(p) if p > 0.0 && p <= 1000.0 => out.push(((threads as f64 * p / 100.0).floor() as u32).max(1)),
+                    _ => self.err(span(c), key, format!("{s:?} is not a percentage of hardware threads like \"20%\"")),
+                },
+                other => self.err(span(c), key, format!("{other} is not a client count: use a positive integer or a percentage of hardware threads like \"80%\"")),
+            }
+        }
+        if list.get_ref().is_empty() {
+            self.err(span(list), key, "give at least one client count");
+        }
+        let mut seen = BTreeSet::new();
+        out.retain(|c| seen.insert(*c));
+        out
+    }
+
+    fn settings(
+        &mut self,
+        map: &BTreeMap<String, Spanned<toml::Value>>,
+        key: &str,
+    ) -> BTreeMap<String, String> {
+        let mut out = BTreeMap::new();
+        for (k, v) in map {
+            if !k
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+            {
+                self.err(
+                    span(v),
+                    format!("{key}.{k}"),
+                    "not a PostgreSQL setting name",
+                );
+                continue;
+            }
+            let s = match v.get_ref() {
+                toml::Value::String(s) => s.clone(),
+                toml::Value::Integer(i) => i.to_string(),
+                toml::Value::Float(f) => f.to_string(),
+                toml::Value::Boolean(b) => {
+                    if *b {
+                        "on".into()
+                    } else {
+                        "off".into()
+                    }
+                }
+                _ => {
+                    self.err(
+                        span(v),
+                        format!("{key}.{k}"),
+                        "a setting is a string, number or boolean",
+                    );
+                    continue;
+                }
+            };
+            out.insert(k.clone(), s);
+        }
+        out
+    }
+
+    fn throttle(&mut self, t: &Spanned<RawThrottle>, key: &str) -> Throttle {
+        let r = t.get_ref();
+        let th = Throttle {
+            read_iops: r.read_iops,
+            write_iops: r.write_iops,
+            read_bytes_per_sec: r
+                .read_bandwidth
+                .as_ref()
+                .and_then(|b| self.size(b, &format!("{key}.read_bandwidth"))),
+            write_bytes_per_sec: r
+                .write_bandwidth
+                .as_ref()
+                .and_then(|b| self.size(b, &format!("{key}.write_bandwidth"))),
+        };
+        if th.is_empty() {
+            self.err(span(t), key, "a throttle needs at least one of read_iops, write_iops, read_bandwidth, write_bandwidth");
+        }
+        th
+    }
+
+    fn load_profile(&mut self, name: &Spanned<String>, configs: &Path) -> Option<ProfileInfo> {
+        let n = name.get_ref();
+        let file = configs.join("postgres").join(format!("{n}.toml"));
+        let text = match std::fs::read_to_string(&file) {
+            Ok(t) => t,
+            Err(_) => {
+                let known: Vec<String> = std::fs::read_dir(configs.join("postgres"))
+                    .map(|rd| {
+                        rd.flatten()
+                            .filter_map(|e| {
+                                e.file_name()
+                                    .to_str()
+                                    .and_then(|f| f.strip_suffix(".toml"))
+                                    .map(str::to_string)
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                self.err(
+                    span(name),
+                    "postgres.profiles",
+                    format!(
+                        "no settings profile {n:?} ({} does not exist); known profiles: {}",
+                        file.display(),
+                        known.join(", ")
+                    ),
+                );
+                return None;
+            }
+        };
+        let psrc = Source {
+            path: &file,
+            text: &text,
+        };
+        let raw: RawProfile = match toml::from_str(&text) {
+            Ok(r) => r,
+            Err(e) => {
+                self.errors.push(toml_error(&psrc, &e));
+                return None;
+            }
+        };
+        let mut sub = Validator {
+            src: &psrc,
+            errors: Vec::new(),
+            warnings: Vec::new(),
+        };
+        let settings = sub.settings(&raw.settings, "settings");
+        self.errors.extend(sub.errors);
+        Some(ProfileInfo {
+            profile: Profile {
+                name: n.clone(),
+                settings,
+            },
+            file,
+            description: raw.description.unwrap_or_default(),
+            source: raw.source,
+            skipped: raw.skipped,
+        })
+    }
+
+    fn device(
+        &mut self,
+        d: &Spanned<RawDevice>,
+        emulate: Option<&RawEmulate>,
+        opts: &LoadOptions,
+    ) -> Option<DeviceSpec> {
+        let r = d.get_ref();
+        let n = r.name.get_ref().clone();
+        let key = |k: &str| format!("device[{n}].{k}");
+        self.name(&r.name, &key("name"));
+        let class = match r.class.get_ref().as_str() {
+            "nvme" => DeviceClass::Nvme,
+            "pmem" => DeviceClass::Pmem,
+            "nvme-tcp" => DeviceClass::NvmeTcp,
+            other => {
+                self.err(span(&r.class), key("class"), format!("unknown class {other:?}; use \"nvme\" (any local block device), \"pmem\" or \"nvme-tcp\""));
+                return None;
+            }
+        };
+        let need = |v: &mut Self, present: bool, what: &str, example: &str| {
+            if !present {
+                v.err(
+                    span(d),
+                    key(what),
+                    format!("a {class} device needs `{what}` (for example {example})"),
+                );
+            }
+        };
+        let real = match class {
+            DeviceClass::Nvme => {
+                need(
+                    self,
+                    r.path.is_some(),
+                    "path",
+                    "path = \"/dev/disk/by-id/nvme-...\"",
+                );
+                if let Some(p) = &r.path
+                    && !p.get_ref().starts_with("/dev/")
+                {
+                    self.err(span(p), key("path"), "the real device is a path under /dev (best a stable /dev/disk/by-id/... name)");
+                }
+                RealDevice::Local {
+                    path: r
+                        .path
+                        .as_ref()
+                        .map(|p| PathBuf::from(p.get_ref()))
+                        .unwrap_or_default(),
+                    model: r.model.clone(),
+                    serial: r.serial.clone(),
+                }
+            }
+            DeviceClass::Pmem => {
+                need(
+                    self,
+                    r.namespace.is_some(),
+                    "namespace",
+                    "namespace = \"namespace0.0\"",
+                );
+                RealDevice::Pmem {
+                    namespace: r
+                        .namespace
+                        .as_ref()
+                        .map(|s| s.get_ref().clone())
+                        .unwrap_or_default(),
+                    allow_reconfigure: r.allow_reconfigure.unwrap_or(false),
+                }
+            }
+            DeviceClass::NvmeTcp => {
+                need(
+                    self,
+                    r.address.is_some(),
+                    "address",
+                    "address = \"192.0.2.10\"",
+                );
+                need(
+                    self,
+                    r.nqn.is_some(),
+                    "nqn",
+                    "nqn = \"nqn.2016-01.com.lightbitslabs:uuid:...\"",
+                );
+                if r.dhchap_secret_env.is_some() && r.dhchap_secret_file.is_some() {
+                    self.err(span(d), key("dhchap_secret_env"), "give the DH-HMAC-CHAP secret either from the environment or from a file, not both");
+                }
+                let secret = match (&r.dhchap_secret_env, &r.dhchap_secret_file) {
+                    (Some(e), _) => Some(SecretSource::Env { name: e.clone() }),
+                    (None, Some(f)) => Some(SecretSource::File { path: f.into() }),
+                    _ => None,
+                };
+                RealDevice::NvmeTcp(NvmeTcpTarget {
+                    address: r
+                        .address
+                        .as_ref()
+                        .map(|s| s.get_ref().clone())
+                        .unwrap_or_default(),
+                    port: r.port.unwrap_or(4420),
+                    nqn: r
+                        .nqn
+                        .as_ref()
+                        .map(|s| s.get_ref().clone())
+                        .unwrap_or_default(),
+                    host_nqn: r.host_nqn.clone(),
+                    dhchap_secret: secret,
+                    nsid: r.nsid,
+                })
+            }
+        };
+        for (present, what) in [
+            (r.path.is_some() && class != DeviceClass::Nvme, "path"),
+            (
+                r.namespace.is_some() && class != DeviceClass::Pmem,
+                "namespace",
+            ),
+            (
+                (r.address.is_some() || r.nqn.is_some()) && class != DeviceClass::NvmeTcp,
+                "address/nqn",
+            ),
+        ] {
+            if present {
+                self.err(
+                    span(d),
+                    key(what),
+                    format!("`{what}` does not apply to a {class} device"),
+                );
+            }
+        }
+        let dax = match r.dax.as_ref().map(|s| s.get_ref().as_str()) {
+            None => {
+                if class == DeviceClass::Pmem {
+                    DaxPolicy::Required
+                } else {
+                    DaxPolicy::Off
+                }
+            }
+            Some("off") => DaxPolicy::Off,
+            Some("optional") => DaxPolicy::Optional,
+            Some("required") => DaxPolicy::Required,
+            Some(other) => {
+                self.err(
+                    r.dax.as_ref().map(|s| s.span()),
+                    key("dax"),
+                    format!("{other:?}: use \"off\", \"optional\" or \"required\""),
+                );
+                DaxPolicy::Off
+            }
+        };
+        let precondition = r.precondition_fill.as_ref().and_then(|f| {
+            let v = *f.get_ref();
+            if !(0.0 < v && v <= 1.0) {
+                self.err(
+                    span(f),
+                    key("precondition_fill"),
+                    "a fraction of the device between 0 and 1 (1.0 = the whole device)",
+                );
+                None
+            } else {
+                Some(Precondition { fill_fraction: v })
+            }
+        });
+        let throttle = r
+            .throttle
+            .as_ref()
+            .map(|t| self.throttle(t, &key("throttle")));
+        // Emulation.
+        let e = r.emulate.as_ref();
+        let backing = match e.and_then(|e| e.get_ref().backing.as_ref()) {
+            None => class.default_backing(),
+            Some(b) => match b.get_ref().as_str() {
+                "loop-file" => Backing::LoopFile,
+                "zram" => Backing::Zram,
+                "tmpfs-loop" => Backing::TmpfsLoop,
+                "nbd" => Backing::Nbd,
+                other => {
+                    self.err(span(b), key("emulate.backing"), format!("unknown backing {other:?}; use \"loop-file\", \"zram\", \"tmpfs-loop\" or \"nbd\""));
+                    class.default_backing()
+                }
+            },
+        };
+        let size = match (
+            e.and_then(|e| e.get_ref().size.as_ref()),
+            emulate.and_then(|e| e.device_size.as_ref()),
+        ) {
+            (Some(s), _) => self.size(s, &key("emulate.size")),
+            (None, Some(s)) => self.size(s, "emulate.device_size"),
+            (None, None) => Some(4 << 30),
+        };
+        if let Some(s) = size
+            && s < 320 << 20
+        {
+            let at = e.and_then(|e| e.get_ref().size.as_ref().map(|s| s.span()));
+            self.err(
+                at,
+                key("emulate.size"),
+                "XFS needs at least 300 MB; give emulated devices 512MiB or more",
+            );
+        }
+        let latency = e.and_then(|e| e.get_ref().latency.as_ref()).and_then(|l| {
+            let d = self.duration(l, &key("emulate.latency"))?;
+            if backing != Backing::Nbd {
+                self.err(span(l), key("emulate.latency"), "added latency needs the \"nbd\" backing");
+            } else if opts.emulate && d.as_micros() % 1000 != 0 {
+                self.err(
+                    span(l),
+                    key("emulate.latency"),
+                    "nbdkit's delay filter takes whole milliseconds only (0.2ms would silently become 0); give a whole number of ms, or 0 for none",
+                );
+            }
+            Some(d)
+        });
+        let emu_throttle = e
+            .and_then(|e| e.get_ref().throttle.as_ref())
+            .map(|t| self.throttle(t, &key("emulate.throttle")));
+        Some(DeviceSpec {
+            name: n,
+            class,
+            description: r.description.clone(),
+            real,
+            mkfs_options: r.mkfs_options.clone(),
+            mount_options: r.mount_options.clone(),
+            dax,
+            partition: r
+                .partition
+                .unwrap_or(false)
+                .then_some(PartitionSpec { start_sector: 2048 }),
+            allow_wipe: r.allow_wipe.unwrap_or(false),
+            discard: r.discard.unwrap_or(false),
+            precondition,
+            throttle: if opts.emulate {
+                emu_throttle.or(throttle)
+            } else {
+                throttle
+            },
+            emulation: Emulation {
+                backing,
+                size_bytes: size.unwrap_or(4 << 30),
+                latency,
+                zram_algorithm: e
+                    .and_then(|e| e.get_ref().zram_algorithm.clone())
+                    .unwrap_or_else(|| "lz4".into()),
+            },
+        })
+    }
+
+    fn workload(
+        &mut self,
+        w: &Spanned<RawWorkload>,
+        emulate: Option<&RawEmulate>,
+        opts: &LoadOptions,
+    ) -> Option<WorkloadSpec> {
+        let r = w.get_ref();
+        let n = r.name.get_ref().clone();
+        let key = |k: &str| format!("workload[{n}].{k}");
+        self.name(&r.name, &key("name"));
+        if r.kind.get_ref() != "pgbench" {
+            self.err(
+                span(&r.kind),
+                key("kind"),
+                format!(
+                    "unknown workload kind {:?}; use \"pgbench\"",
+                    r.kind.get_ref()
+                ),
+            );
+            return None;
+        }
+        let builtin = match &r.builtin {
+            None => {
+                self.err(span(w), key("builtin"), "a pgbench workload needs `builtin` (\"tpcb-like\", \"simple-update\" or \"select-only\")");
+                None
+            }
+            Some(b) => {
+                let parsed = Builtin::parse(b.get_ref());
+                if parsed.is_none() {
+                    self.err(span(b), key("builtin"), format!("unknown pgbench builtin {:?}; use \"tpcb-like\", \"simple-update\" or \"select-only\"", b.get_ref()));
+                }
+                parsed
+            }
+        };
+        let scale = match (
+            opts.emulate
+                .then(|| emulate.and_then(|e| e.scale.as_ref()))
+                .flatten(),
+            &r.scale,
+        ) {
+            (Some(s), _) | (None, Some(s)) => *s.get_ref(),
+            (None, None) => {
+                self.err(
+                    span(w),
+                    key("scale"),
+                    "a pgbench workload needs `scale` (pgbench -i -s)",
+                );
+                1
+            }
+        };
+        if scale == 0 {
+            self.err(
+                r.scale.as_ref().map(|s| s.span()),
+                key("scale"),
+                "scale must be at least 1",
+            );
+        }
+        let em = |f: fn(&RawEmulate) -> bool| opts.emulate && emulate.is_some_and(f);
+        let clients = if em(|e| e.clients.is_some()) {
+            self.clients(
+                emulate.unwrap().clients.as_ref().unwrap(),
+                "emulate.clients",
+                opts.hardware_threads,
+            )
+        } else {
+            self.clients(&r.clients, &key("clients"), opts.hardware_threads)
+        };
+        let threads = if em(|e| e.threads.is_some()) {
+            emulate.unwrap().threads.as_ref().map(|t| *t.get_ref())
+        } else {
+            r.threads.as_ref().map(|t| *t.get_ref())
+        };
+        if threads == Some(0) {
+            self.err(span(w), key("threads"), "threads must be at least 1");
+        }
+        let duration = if em(|e| e.duration.is_some()) {
+            self.duration(
+                emulate.unwrap().duration.as_ref().unwrap(),
+                "emulate.duration",
+            )
+        } else {
+            self.duration(&r.duration, &key("duration"))
+        };
+        if let Some(d) = duration
+            && d < Duration::from_secs(1)
+        {
+            self.err(
+                span(&r.duration),
+                key("duration"),
+                "a run lasts at least 1s",
+            );
+        }
+        let ramp_up = if em(|e| e.ramp_up.is_some()) {
+            self.duration(
+                emulate.unwrap().ramp_up.as_ref().unwrap(),
+                "emulate.ramp_up",
+            )
+        } else {
+            r.ramp_up
+                .as_ref()
+                .and_then(|d| self.duration(d, &key("ramp_up")))
+                .or(Some(Duration::ZERO))
+        };
+        for a in r.extra_args.iter().chain(&r.init_args) {
+            if ["-c", "-j", "-T", "-t", "-h", "-p", "-U", "-s", "-i", "-P"].contains(&a.as_str())
+                || a.starts_with("--builtin")
+            {
+                self.err(
+                    span(w),
+                    key("extra_args"),
+                    format!("{a:?} is set by pgtier from the other keys; remove it"),
+                );
+            }
+        }
+        Some(WorkloadSpec {
+            name: n,
+            kind: WorkloadKind::Pgbench(PgbenchWorkload {
+                builtin: builtin?,
+                scale,
+                init_args: r.init_args.clone(),
+                extra_args: r.extra_args.clone(),
+                per_statement: r.per_statement.unwrap_or(true),
+            }),
+            clients,
+            threads,
+            duration: duration?,
+            ramp_up: ramp_up?,
+        })
+    }
+
+    fn resolve(&mut self, raw: RawFile, opts: &LoadOptions) -> Option<Experiment> {
+        let ex = raw.experiment.get_ref();
+        self.name(&ex.name, "experiment.name");
+        let emulate = raw.emulate.as_ref().map(|e| e.get_ref());
+        if opts.emulate && emulate.is_none() {
+            self.warnings.push("the experiment file has no [emulate] section: --emulate uses the real-hardware scale and durations".into());
+        }
+        let order = match ex.order.as_ref().map(|o| o.get_ref().as_str()) {
+            None | Some("interleaved") => Order::Interleaved,
+            Some("sequential") => Order::Sequential,
+            Some(other) => {
+                self.err(
+                    ex.order.as_ref().map(|o| o.span()),
+                    "experiment.order",
+                    format!("{other:?}: use \"interleaved\" or \"sequential\""),
+                );
+                Order::Interleaved
+            }
+        };
+        let mut repetitions = ex.repetitions.as_ref().map(|r| *r.get_ref()).unwrap_or(3);
+        if opts.emulate
+            && let Some(r) = emulate.and_then(|e| e.repetitions.as_ref())
+        {
+            repetitions = *r.get_ref();
+        }
+        if repetitions == 0 {
+            self.err(
+                ex.repetitions.as_ref().map(|r| r.span()),
+                "experiment.repetitions",
+                "at least 1 repetition",
+            );
+        }
+        // PostgreSQL.
+        let pg = raw.postgres.as_ref().map(|p| p.get_ref());
+        let bin_dir = pg
+            .and_then(|p| p.bin_dir.as_ref())
+            .and_then(|b| (b.get_ref() != "auto").then(|| PathBuf::from(b.get_ref())));
+        if let (Some(b), Some(raw_b)) = (&bin_dir, pg.and_then(|p| p.bin_dir.as_ref()))
+            && !b.join("postgres").exists()
+        {
+            self.err(span(raw_b), "postgres.bin_dir", format!("{} has no postgres binary; use \"auto\" or the directory that holds initdb, postgres and pgbench", b.display()));
+        }
+        let os_user = pg
+            .and_then(|p| p.os_user.as_ref())
+            .map(|u| u.get_ref().clone())
+            .unwrap_or_else(|| "postgres".into());
+        if os_user == "root" {
+            self.err(
+                pg.and_then(|p| p.os_user.as_ref()).map(|u| u.span()),
+                "postgres.os_user",
+                "PostgreSQL never runs as root; use an unprivileged user such as postgres",
+            );
+        }
+        let profile_names: Vec<Spanned<String>> = match pg.and_then(|p| p.profiles.as_ref()) {
+            Some(list) => list.get_ref().clone(),
+            None => vec![Spanned::new(0..0, "default".to_string())],
+        };
+        let common = pg
+            .and_then(|p| p.settings.as_ref())
+            .map(|s| self.settings(s.get_ref(), "postgres.settings"))
+            .unwrap_or_default();
+        let emu_settings = if opts.emulate {
+            emulate
+                .and_then(|e| e.settings.as_ref())
+                .map(|s| self.settings(s.get_ref(), "emulate.settings"))
+        } else {
+            None
+        };
+        let mut profiles = Vec::new();
+        for name in &profile_names {
+            if let Some(mut info) = self.load_profile(name, &opts.configs_dir) {
+                info.profile.settings.extend(common.clone());
+                if let Some(es) = &emu_settings {
+                    info.profile.settings.extend(es.clone());
+                }
+                profiles.push(info);
+            }
+        }
+        let mut memory_limits = pg
+            .and_then(|p| p.memory_limits.as_ref())
+            .map(|m| self.memory_limits(m, "postgres.memory_limits"))
+            .unwrap_or_else(|| vec![None]);
+        if opts.emulate
+            && let Some(m) = emulate.and_then(|e| e.memory_limits.as_ref())
+        {
+            memory_limits = self.memory_limits(m, "emulate.memory_limits");
+        }
+        // Devices.
+        let mut devices = Vec::new();
+        let mut seen = BTreeSet::new();
+        for d in &raw.device {
+            let n = d.get_ref().name.get_ref();
+            if !seen.insert(n.clone()) {
+                self.err(
+                    span(&d.get_ref().name),
+                    format!("device[{n}].name"),
+                    format!("device {n:?} is defined twice"),
+                );
+            }
+            if let Some(spec) = self.device(d, emulate, opts) {
+                devices.push(spec);
+            }
+        }
+        if raw.device.is_empty() {
+            self.err(
+                span(&raw.experiment),
+                "device",
+                "the experiment defines no [[device]]",
+            );
+        }
+        // Placements.
+        let device_names: Vec<String> = raw
+            .device
+            .iter()
+            .map(|d| d.get_ref().name.get_ref().clone())
+            .collect();
+        let mut placements = Vec::new();
+        let mut seen = BTreeSet::new();
+        for p in &raw.placement {
+            let r = p.get_ref();
+            let n = r.name.get_ref().clone();
+            self.name(&r.name, &format!("placement[{n}].name"));
+            if !seen.insert(n.clone()) {
+                self.err(
+                    span(&r.name),
+                    format!("placement[{n}].name"),
+                    format!("placement {n:?} is defined twice"),
+                );
+            }
+            for (field, value) in [("data", &r.data), ("wal", &r.wal)] {
+                if !device_names.contains(value.get_ref()) {
+                    self.err(
+                        span(value),
+                        format!("placement[{n}].{field}"),
+                        format!(
+                            "no device named {:?}; defined devices: {}",
+                            value.get_ref(),
+                            device_names.join(", ")
+                        ),
+                    );
+                }
+            }
+            placements.push(Placement {
+                name: n,
+                description: r.description.clone().unwrap_or_default(),
+                data: r.data.get_ref().clone(),
+                wal: r.wal.get_ref().clone(),
+            });
+        }
+        if raw.placement.is_empty() {
+            self.err(
+                span(&raw.experiment),
+                "placement",
+                "the experiment defines no [[placement]]",
+            );
+        }
+        let placement_names: Vec<&str> = placements.iter().map(|p| p.name.as_str()).collect();
+        if !placement_names.contains(&ex.baseline.get_ref().as_str()) {
+            self.err(
+                span(&ex.baseline),
+                "experiment.baseline",
+                format!(
+                    "no placement named {:?}; defined placements: {}",
+                    ex.baseline.get_ref(),
+                    placement_names.join(", ")
+                ),
+            );
+        }
+        for d in &devices {
+            if !placements
+                .iter()
+                .any(|p| p.data == d.name || p.wal == d.name)
+            {
+                self.warnings.push(format!(
+                    "device {:?} is used by no placement and will not be provisioned",
+                    d.name
+                ));
+            }
+        }
+        // Workloads.
+        let mut workloads = Vec::new();
+        let mut seen = BTreeSet::new();
+        for w in &raw.workload {
+            let n = w.get_ref().name.get_ref();
+            if !seen.insert(n.clone()) {
+                self.err(
+                    span(&w.get_ref().name),
+                    format!("workload[{n}].name"),
+                    format!("workload {n:?} is defined twice"),
+                );
+            }
+            if let Some(spec) = self.workload(w, emulate, opts) {
+                workloads.push(spec);
+            }
+        }
+        if raw.workload.is_empty() {
+            self.err(
+                span(&raw.experiment),
+                "workload",
+                "the experiment defines no [[workload]]",
+            );
+        }
+        self.cross_checks(&profiles, &memory_limits, &devices, &placements, &workloads);
+        if !self.errors.is_empty() {
+            return None;
+        }
+        Some(Experiment {
+            file: self.src.path.to_path_buf(),
+            name: ex.name.get_ref().clone(),
+            description: ex.description.clone().unwrap_or_default(),
+            study: ex.study.clone(),
+            baseline: ex.baseline.get_ref().clone(),
+            repetitions,
+            order,
+            emulated: opts.emulate,
+            bin_dir,
+            os_user,
+            profiles,
+            memory_limits,
+            devices,
+            placements,
+            workloads,
+            warnings: Vec::new(),
+        })
+    }
+
+    /// Checks across sections: a memory limit the server cannot live in; devices too small.
+    fn cross_checks(
+        &mut self,
+        profiles: &[ProfileInfo],
+        limits: &[Option<u64>],
+        devices: &[DeviceSpec],
+        placements: &[Placement],
+        workloads: &[WorkloadSpec],
+    ) {
+        for p in profiles {
+            let sb = p
+                .profile
+                .settings
+                .get("shared_buffers")
+                .and_then(|s| pg_size(s));
+            for l in limits.iter().flatten() {
+                if let Some(sb) = sb
+                    && sb + (64 << 20) > *l
+                {
+                    self.err(
+                        None,
+                        "postgres.memory_limits",
+                        format!(
+                            "profile {:?} sets shared_buffers = {} but the server's memory limit is {}: the server would be killed by the OOM killer; raise the limit or lower shared_buffers (for --emulate, in [emulate.settings])",
+                            p.profile.name,
+                            p.profile.settings["shared_buffers"],
+                            runner::matrix::memory_label(Some(*l))
+                        ),
+                    );
+                }
+            }
+        }
+        // pgbench data is about 15 MiB per scale unit (tables + indexes); WAL and copies add more.
+        let max_scale = workloads.iter().map(|w| w.scale()).max().unwrap_or(0) as u64;
+        let need = max_scale * 16 << 20;
+        for d in devices {
+            let copies = placements.iter().filter(|p| p.data == d.name).count() as u64;
+            if copies > 0 && d.emulation.size_bytes < need * copies + (256 << 20) {
+                self.warnings.push(format!(
+                    "emulated device {:?} ({} MiB) may be too small for {copies} cop{} of a scale-{max_scale} data set (about {} MiB each)",
+                    d.name,
+                    d.emulation.size_bytes >> 20,
+                    if copies == 1 { "y" } else { "ies" },
+                    need >> 20
+                ));
+            }
+        }
+    }
+}
+
+/// PostgreSQL memory units (`128MB` = 128 MiB, `8kB`, `1GB`); bare numbers are 8 kB pages.
+pub fn pg_size(s: &str) -> Option<u64> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: u64 = num.parse().ok()?;
+    Some(match unit.trim() {
+        "" => n * 8192,
+        "B" => n,
+        "kB" => n << 10,
+        "MB" => n << 20,
+        "GB" => n << 30,
+        "TB" => n << 40,
+        _ => return None,
+    })
+}

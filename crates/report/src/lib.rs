@@ -1,1 +1,51 @@
-//! report
+//! Reads a results directory and renders it: summary statistics with deltas against the
+//! baseline, CSV, JSON, charts (PNG and SVG) and the Markdown report. Never runs anything, so
+//! `cargo xtask report DIR` can re-render a result set at any time.
+
+pub mod charts;
+pub mod export;
+pub mod markdown;
+pub mod model;
+pub mod stats;
+pub mod views;
+
+use std::path::{Path, PathBuf};
+
+pub use export::{CsvExporter, ExportError, Exporter, JsonExporter};
+pub use markdown::MarkdownExporter;
+pub use model::{ResultSet, Summary, summarize};
+pub use views::ChartsExporter;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error(transparent)]
+    Read(#[from] results::ReadError),
+    #[error(transparent)]
+    Export(#[from] ExportError),
+}
+
+/// The tables only (CSV and JSON): cheap enough to run after every measured run.
+pub fn refresh_tables(dir: &Path) -> Result<Summary, ReportError> {
+    let set = ResultSet::load(dir)?;
+    let summary = summarize(&set);
+    for e in [&CsvExporter as &dyn Exporter, &JsonExporter] {
+        e.export(&set, &summary, dir)?;
+    }
+    Ok(summary)
+}
+
+/// Everything: tables, charts and report.md. Returns the summary and the files written.
+pub fn render(dir: &Path) -> Result<(Summary, Vec<PathBuf>), ReportError> {
+    let set = ResultSet::load(dir)?;
+    let summary = summarize(&set);
+    let mut files = Vec::new();
+    for e in [
+        &CsvExporter as &dyn Exporter,
+        &JsonExporter,
+        &ChartsExporter,
+        &MarkdownExporter,
+    ] {
+        files.extend(e.export(&set, &summary, dir)?);
+    }
+    Ok((summary, files))
+}

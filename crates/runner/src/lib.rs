@@ -1,1 +1,35 @@
-//! runner
+//! PostgreSQL and workloads: finding the binaries, running the server as its own OS user on a
+//! private socket (in a memory-limited cgroup when asked), building each data set once and
+//! copying it onto every placement, and measured pgbench runs with their raw output. Knows
+//! nothing about devices (it gets directories) or charts (it writes run records).
+
+pub mod cgroup;
+pub mod dataset;
+pub mod env;
+pub mod execute;
+pub mod install;
+pub mod matrix;
+pub mod pgbench;
+pub mod server;
+
+pub use env::RunnerEnv;
+pub use install::{DbUser, PgInstall};
+
+/// The database every workload uses.
+pub const DATABASE: &str = "pgtier";
+
+/// Why a runner step failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RunnerError {
+    /// Preparing the machine or the cluster failed.
+    #[error("{0}")]
+    Setup(String),
+    /// The server misbehaved (did not start, crashed, refused a query).
+    #[error("server: {0}")]
+    Server(String),
+    /// The workload failed.
+    #[error("workload: {0}")]
+    Workload(String),
+    #[error("interrupted")]
+    Cancelled,
+}

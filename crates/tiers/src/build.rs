@@ -31,7 +31,9 @@ impl PlanContext {
 /// The Debian package that provides each program the plans use.
 pub fn package_of(program: &str) -> &'static str {
     match program {
-        "losetup" | "mount" | "umount" | "blkid" | "wipefs" | "blkdiscard" | "lsblk" => "util-linux / mount",
+        "losetup" | "mount" | "umount" | "blkid" | "wipefs" | "blkdiscard" | "lsblk" => {
+            "util-linux / mount"
+        }
         "mkfs.xfs" | "xfs_info" | "xfs_io" => "xfsprogs",
         "ip" => "iproute2",
         "nbdkit" => "nbdkit",
@@ -49,16 +51,27 @@ pub fn package_of(program: &str) -> &'static str {
 
 /// Builds the plan for `devices`.
 pub fn build_plan(devices: &[DeviceSpec], ctx: &PlanContext) -> Plan {
-    let mut plan = Plan { work_dir: ctx.work_dir.clone(), emulated: ctx.emulate, ..Default::default() };
+    let mut plan = Plan {
+        work_dir: ctx.work_dir.clone(),
+        emulated: ctx.emulate,
+        ..Default::default()
+    };
     let tools = tools_needed(devices, ctx.emulate);
     for t in &tools {
-        plan.push(None, Action::RequireTool { program: t.clone(), package: package_of(t).into() }, "used below");
+        plan.push(
+            None,
+            Action::RequireTool {
+                program: t.clone(),
+                package: package_of(t).into(),
+            },
+            "used below",
+        );
     }
     if ctx.emulate {
         plan.push(
             None,
-            Action::MakeDir { path: ctx.work_dir.clone(), mode: 0o700, remove_on_teardown: true },
-            "holds the backing files and mount points of this run only; removed at teardown",
+            Action::MakeDir { path: ctx.work_dir.clone(), mode: 0o711, remove_on_teardown: true },
+            "holds the backing files and mount points of this run only (traversable, not listable, so the database user can reach its mounts); removed at teardown",
         );
         for (i, d) in devices.iter().enumerate() {
             emulated_device(&mut plan, d, i, ctx);
@@ -67,14 +80,21 @@ pub fn build_plan(devices: &[DeviceSpec], ctx: &PlanContext) -> Plan {
         real_checks(&mut plan, devices);
         plan.push(
             None,
-            Action::MakeDir { path: ctx.work_dir.clone(), mode: 0o700, remove_on_teardown: true },
-            "holds the mount points of this run; removed at teardown",
+            Action::MakeDir {
+                path: ctx.work_dir.clone(),
+                mode: 0o711,
+                remove_on_teardown: true,
+            },
+            "holds the mount points of this run (traversable, not listable); removed at teardown",
         );
         for d in devices {
             real_device(&mut plan, d, ctx);
         }
     }
-    plan.mountpoints = devices.iter().map(|d| (d.name.clone(), ctx.mountpoint(&d.name))).collect();
+    plan.mountpoints = devices
+        .iter()
+        .map(|d| (d.name.clone(), ctx.mountpoint(&d.name)))
+        .collect();
     plan
 }
 
@@ -130,12 +150,17 @@ fn mkfs_template(d: &DeviceSpec, device: Value, force: bool, skip_discard: bool)
     if d.dax != DaxPolicy::Off && !d.mkfs_options.iter().any(|o| o.contains("reflink")) {
         t = t.lits(["-m", "reflink=0"]);
     }
-    t.lits(d.mkfs_options.iter().cloned()).lits(["-L", &label(&d.name)]).val(device)
+    t.lits(d.mkfs_options.iter().cloned())
+        .lits(["-L", &label(&d.name)])
+        .val(device)
 }
 
 /// XFS labels are at most 12 characters.
 fn label(name: &str) -> String {
-    name.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_').take(12).collect()
+    name.chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+        .take(12)
+        .collect()
 }
 
 fn mount_options(d: &DeviceSpec) -> Vec<String> {
@@ -146,20 +171,36 @@ fn mount_options(d: &DeviceSpec) -> Vec<String> {
     o
 }
 
-fn finish_filesystem(plan: &mut Plan, d: &DeviceSpec, source: Value, ctx: &PlanContext, emulated: bool) {
+fn finish_filesystem(
+    plan: &mut Plan,
+    d: &DeviceSpec,
+    source: Value,
+    ctx: &PlanContext,
+    emulated: bool,
+) {
     let name = Some(d.name.as_str());
     let mp = ctx.mountpoint(&d.name);
     plan.push(
         name,
-        Action::MakeDir { path: mp.clone(), mode: 0o700, remove_on_teardown: false },
+        Action::MakeDir {
+            path: mp.clone(),
+            mode: 0o700,
+            remove_on_teardown: false,
+        },
         "mount point",
     );
     let options = mount_options(d);
     plan.push(
         name,
-        Action::Mount { source, target: mp.clone(), fstype: "xfs".into(), options: options.clone() },
+        Action::Mount {
+            source,
+            target: mp.clone(),
+            fstype: "xfs".into(),
+            options: options.clone(),
+        },
         if d.dax != DaxPolicy::Off {
-            "mount with DAX so PostgreSQL's reads and writes bypass the page cache, as on PMem".to_string()
+            "mount with DAX so PostgreSQL's reads and writes bypass the page cache, as on PMem"
+                .to_string()
         } else {
             "mount with the experiment's options".to_string()
         },
@@ -171,7 +212,12 @@ fn finish_filesystem(plan: &mut Plan, d: &DeviceSpec, source: Value, ctx: &PlanC
     );
     plan.push(
         name,
-        Action::Chown { path: mp, uid: ctx.owner_uid, gid: ctx.owner_gid, mode: 0o700 },
+        Action::Chown {
+            path: mp,
+            uid: ctx.owner_uid,
+            gid: ctx.owner_gid,
+            mode: 0o700,
+        },
         "PostgreSQL runs as its own OS user and must own its directories",
     );
 }
@@ -183,10 +229,21 @@ fn emulated_device(plan: &mut Plan, d: &DeviceSpec, index: usize, ctx: &PlanCont
     match e.backing {
         Backing::LoopFile => {
             let img = img_dir.join(format!("{}.img", d.name));
-            plan.push(name, Action::MakeDir { path: img_dir, mode: 0o700, remove_on_teardown: false }, "backing files");
             plan.push(
                 name,
-                Action::SparseFile { path: img.clone(), size: e.size_bytes },
+                Action::MakeDir {
+                    path: img_dir,
+                    mode: 0o700,
+                    remove_on_teardown: false,
+                },
+                "backing files",
+            );
+            plan.push(
+                name,
+                Action::SparseFile {
+                    path: img.clone(),
+                    size: e.size_bytes,
+                },
                 format!("local-disk file standing in for the {} device", d.class),
             );
             plan.push(
@@ -194,29 +251,67 @@ fn emulated_device(plan: &mut Plan, d: &DeviceSpec, index: usize, ctx: &PlanCont
                 Action::AttachLoop { file: img, direct_io: true, bind: d.name.clone() },
                 "a real block device over the file; direct I/O so the host page cache does not absorb the I/O",
             );
-            plan.push(name, Action::Run { command: mkfs_template(d, Value::var(&d.name), false, false), undo_nvme_nqn: None, timeout_secs: 600 }, "XFS with the experiment's options");
+            plan.push(
+                name,
+                Action::Run {
+                    command: mkfs_template(d, Value::var(&d.name), false, false),
+                    undo_nvme_nqn: None,
+                    timeout_secs: 600,
+                },
+                "XFS with the experiment's options",
+            );
         }
         Backing::TmpfsLoop => {
             let tmp = ctx.work_dir.join("tmpfs").join(&d.name);
-            plan.push(name, Action::MakeDir { path: tmp.clone(), mode: 0o700, remove_on_teardown: false }, "tmpfs mount point");
+            plan.push(
+                name,
+                Action::MakeDir {
+                    path: tmp.clone(),
+                    mode: 0o700,
+                    remove_on_teardown: false,
+                },
+                "tmpfs mount point",
+            );
             plan.push(
                 name,
                 Action::Mount {
                     source: Value::lit("tmpfs"),
                     target: tmp.clone(),
                     fstype: "tmpfs".into(),
-                    options: vec![format!("size={}", e.size_bytes + (1 << 20)), "mode=0700".into()],
+                    options: vec![
+                        format!("size={}", e.size_bytes + (1 << 20)),
+                        "mode=0700".into(),
+                    ],
                 },
                 "RAM-backed storage standing in for persistent memory",
             );
             let img = tmp.join(format!("{}.img", d.name));
-            plan.push(name, Action::SparseFile { path: img.clone(), size: e.size_bytes }, "file in RAM");
             plan.push(
                 name,
-                Action::AttachLoop { file: img, direct_io: false, bind: d.name.clone() },
+                Action::SparseFile {
+                    path: img.clone(),
+                    size: e.size_bytes,
+                },
+                "file in RAM",
+            );
+            plan.push(
+                name,
+                Action::AttachLoop {
+                    file: img,
+                    direct_io: false,
+                    bind: d.name.clone(),
+                },
                 "a real block device over the RAM file",
             );
-            plan.push(name, Action::Run { command: mkfs_template(d, Value::var(&d.name), false, false), undo_nvme_nqn: None, timeout_secs: 600 }, "XFS (reflink off where DAX is asked for)");
+            plan.push(
+                name,
+                Action::Run {
+                    command: mkfs_template(d, Value::var(&d.name), false, false),
+                    undo_nvme_nqn: None,
+                    timeout_secs: 600,
+                },
+                "XFS (reflink off where DAX is asked for)",
+            );
         }
         Backing::Zram => {
             plan.push(
@@ -224,17 +319,46 @@ fn emulated_device(plan: &mut Plan, d: &DeviceSpec, index: usize, ctx: &PlanCont
                 Action::CreateZram { size: e.size_bytes, algorithm: e.zram_algorithm.clone(), bind: d.name.clone() },
                 "a RAM-backed block device standing in for persistent memory (its memory is not charged to the server's cgroup)",
             );
-            plan.push(name, Action::Run { command: mkfs_template(d, Value::var(&d.name), false, false), undo_nvme_nqn: None, timeout_secs: 600 }, "XFS (reflink off where DAX is asked for)");
+            plan.push(
+                name,
+                Action::Run {
+                    command: mkfs_template(d, Value::var(&d.name), false, false),
+                    undo_nvme_nqn: None,
+                    timeout_secs: 600,
+                },
+                "XFS (reflink off where DAX is asked for)",
+            );
         }
         Backing::Nbd => {
             let img = img_dir.join(format!("{}.img", d.name));
-            plan.push(name, Action::MakeDir { path: img_dir, mode: 0o700, remove_on_teardown: false }, "backing files");
-            plan.push(name, Action::SparseFile { path: img.clone(), size: e.size_bytes }, "the remote target's storage");
+            plan.push(
+                name,
+                Action::MakeDir {
+                    path: img_dir,
+                    mode: 0o700,
+                    remove_on_teardown: false,
+                },
+                "backing files",
+            );
+            plan.push(
+                name,
+                Action::SparseFile {
+                    path: img.clone(),
+                    size: e.size_bytes,
+                },
+                "the remote target's storage",
+            );
             let netns = format!("pgt-{}-{index}", ctx.short_id);
             let host_if = format!("pgt{}{index}h", ctx.short_id);
             let target_if = format!("pgt{}{index}t", ctx.short_id);
             let (host_ip, target_ip) = link_addresses(&ctx.short_id, index);
-            plan.push(name, Action::CreateNetns { name: netns.clone() }, "a network namespace standing in for the storage target host");
+            plan.push(
+                name,
+                Action::CreateNetns {
+                    name: netns.clone(),
+                },
+                "a network namespace standing in for the storage target host",
+            );
             plan.push(
                 name,
                 Action::CreateVeth {
@@ -247,12 +371,20 @@ fn emulated_device(plan: &mut Plan, d: &DeviceSpec, index: usize, ctx: &PlanCont
                 "a link between this host and the target, so NBD traffic crosses a real network interface",
             );
             let port = 10809u16;
-            let mut nbdkit = Template::new("nbdkit").lits(["--foreground", "--ipaddr", &target_ip, "--port", &port.to_string()]);
+            let mut nbdkit = Template::new("nbdkit").lits([
+                "--foreground",
+                "--ipaddr",
+                &target_ip,
+                "--port",
+                &port.to_string(),
+            ]);
             if let Some(lat) = e.latency.filter(|l| !l.is_zero()) {
                 let ms = nbdkit_delay(lat);
                 nbdkit = nbdkit.lit("--filter=delay");
                 nbdkit = nbdkit.lit("file").lit(img.display().to_string());
-                nbdkit = nbdkit.lit(format!("delay-read={ms}")).lit(format!("delay-write={ms}"));
+                nbdkit = nbdkit
+                    .lit(format!("delay-read={ms}"))
+                    .lit(format!("delay-write={ms}"));
             } else {
                 nbdkit = nbdkit.lit("file").lit(img.display().to_string());
             }
@@ -274,7 +406,15 @@ fn emulated_device(plan: &mut Plan, d: &DeviceSpec, index: usize, ctx: &PlanCont
                 },
             );
             let fuse_dir = ctx.work_dir.join("fuse").join(&d.name);
-            plan.push(name, Action::MakeDir { path: fuse_dir.clone(), mode: 0o700, remove_on_teardown: false }, "nbdfuse mount point");
+            plan.push(
+                name,
+                Action::MakeDir {
+                    path: fuse_dir.clone(),
+                    mode: 0o700,
+                    remove_on_teardown: false,
+                },
+                "nbdfuse mount point",
+            );
             let file = fuse_dir.join("nbd");
             plan.push(
                 name,
@@ -288,10 +428,22 @@ fn emulated_device(plan: &mut Plan, d: &DeviceSpec, index: usize, ctx: &PlanCont
             );
             plan.push(
                 name,
-                Action::AttachLoop { file, direct_io: true, bind: d.name.clone() },
+                Action::AttachLoop {
+                    file,
+                    direct_io: true,
+                    bind: d.name.clone(),
+                },
                 "a real block device over the remote file, direct I/O",
             );
-            plan.push(name, Action::Run { command: mkfs_template(d, Value::var(&d.name), false, true), undo_nvme_nqn: None, timeout_secs: 600 }, "XFS; -K skips the discard pass, which is very slow over NBD");
+            plan.push(
+                name,
+                Action::Run {
+                    command: mkfs_template(d, Value::var(&d.name), false, true),
+                    undo_nvme_nqn: None,
+                    timeout_secs: 600,
+                },
+                "XFS; -K skips the discard pass, which is very slow over NBD",
+            );
         }
     }
     finish_filesystem(plan, d, Value::var(&d.name), ctx, true);
@@ -299,38 +451,99 @@ fn emulated_device(plan: &mut Plan, d: &DeviceSpec, index: usize, ctx: &PlanCont
 
 /// Link-local /30 addresses for device `index` of a run.
 fn link_addresses(short_id: &str, index: usize) -> (String, String) {
-    let h = short_id.bytes().fold(0u32, |a, b| a.wrapping_mul(31).wrapping_add(b as u32));
+    let h = short_id
+        .bytes()
+        .fold(0u32, |a, b| a.wrapping_mul(31).wrapping_add(b as u32));
     let third = 16 + (h % 200);
     let base = (index as u32 % 63) * 4;
-    (format!("169.254.{third}.{}", base + 1), format!("169.254.{third}.{}", base + 2))
+    (
+        format!("169.254.{third}.{}", base + 1),
+        format!("169.254.{third}.{}", base + 2),
+    )
 }
 
 fn real_checks(plan: &mut Plan, devices: &[DeviceSpec]) {
     for d in devices {
         let name = Some(d.name.as_str());
         match &d.real {
-            RealDevice::Local { path, model, serial } => {
-                plan.push(name, Action::Resolve { what: Resolve::Canonical { path: path.clone() }, bind: disk_var(d) }, "stable names are links to the kernel's name");
-                plan.push(name, Action::Check(Check::IsBlockDevice { device: Value::var(disk_var(d)) }), "refuse anything that is not a block device");
+            RealDevice::Local {
+                path,
+                model,
+                serial,
+            } => {
+                plan.push(
+                    name,
+                    Action::Resolve {
+                        what: Resolve::Canonical { path: path.clone() },
+                        bind: disk_var(d),
+                    },
+                    "stable names are links to the kernel's name",
+                );
+                plan.push(
+                    name,
+                    Action::Check(Check::IsBlockDevice {
+                        device: Value::var(disk_var(d)),
+                    }),
+                    "refuse anything that is not a block device",
+                );
                 if model.is_some() || serial.is_some() {
                     plan.push(
                         name,
-                        Action::Check(Check::Identity { device: Value::var(disk_var(d)), model: model.clone(), serial: serial.clone() }),
+                        Action::Check(Check::Identity {
+                            device: Value::var(disk_var(d)),
+                            model: model.clone(),
+                            serial: serial.clone(),
+                        }),
                         "make sure this is the device the experiment file names",
                     );
                 }
-                plan.push(name, Action::Check(Check::NotInUse { device: Value::var(disk_var(d)), allow_wipe: d.allow_wipe }), "never format a device that holds data or backs the system");
-            }
-            RealDevice::Pmem { namespace, allow_reconfigure } => {
                 plan.push(
                     name,
-                    Action::Check(Check::PmemFsdax { namespace: namespace.clone(), allow_reconfigure: *allow_reconfigure }),
+                    Action::Check(Check::NotInUse {
+                        device: Value::var(disk_var(d)),
+                        allow_wipe: d.allow_wipe,
+                    }),
+                    "never format a device that holds data or backs the system",
+                );
+            }
+            RealDevice::Pmem {
+                namespace,
+                allow_reconfigure,
+            } => {
+                plan.push(
+                    name,
+                    Action::Check(Check::PmemFsdax {
+                        namespace: namespace.clone(),
+                        allow_reconfigure: *allow_reconfigure,
+                    }),
                     "DAX needs an fsdax namespace",
                 );
                 if !*allow_reconfigure {
-                    plan.push(name, Action::Resolve { what: Resolve::PmemNamespace { namespace: namespace.clone() }, bind: disk_var(d) }, "the namespace's block device (pmemN)");
-                    plan.push(name, Action::Check(Check::IsBlockDevice { device: Value::var(disk_var(d)) }), "refuse anything that is not a block device");
-                    plan.push(name, Action::Check(Check::NotInUse { device: Value::var(disk_var(d)), allow_wipe: d.allow_wipe }), "never format a device that holds data or backs the system");
+                    plan.push(
+                        name,
+                        Action::Resolve {
+                            what: Resolve::PmemNamespace {
+                                namespace: namespace.clone(),
+                            },
+                            bind: disk_var(d),
+                        },
+                        "the namespace's block device (pmemN)",
+                    );
+                    plan.push(
+                        name,
+                        Action::Check(Check::IsBlockDevice {
+                            device: Value::var(disk_var(d)),
+                        }),
+                        "refuse anything that is not a block device",
+                    );
+                    plan.push(
+                        name,
+                        Action::Check(Check::NotInUse {
+                            device: Value::var(disk_var(d)),
+                            allow_wipe: d.allow_wipe,
+                        }),
+                        "never format a device that holds data or backs the system",
+                    );
                 }
             }
             RealDevice::NvmeTcp(_) => {}
@@ -339,14 +552,21 @@ fn real_checks(plan: &mut Plan, devices: &[DeviceSpec]) {
 }
 
 fn disk_var(d: &DeviceSpec) -> String {
-    if d.partition.is_some() { format!("{}.disk", d.name) } else { d.name.clone() }
+    if d.partition.is_some() {
+        format!("{}.disk", d.name)
+    } else {
+        d.name.clone()
+    }
 }
 
 fn real_device(plan: &mut Plan, d: &DeviceSpec, ctx: &PlanContext) {
     let name = Some(d.name.as_str());
     match &d.real {
         RealDevice::Local { .. } => {}
-        RealDevice::Pmem { namespace, allow_reconfigure } => {
+        RealDevice::Pmem {
+            namespace,
+            allow_reconfigure,
+        } => {
             if *allow_reconfigure {
                 plan.push(
                     name,
@@ -357,12 +577,37 @@ fn real_device(plan: &mut Plan, d: &DeviceSpec, ctx: &PlanContext) {
                     },
                     "the experiment file allows reconfiguring this namespace to fsdax (destroys its data)",
                 );
-                plan.push(name, Action::Resolve { what: Resolve::PmemNamespace { namespace: namespace.clone() }, bind: disk_var(d) }, "the namespace's block device (pmemN)");
-                plan.push(name, Action::Check(Check::IsBlockDevice { device: Value::var(disk_var(d)) }), "refuse anything that is not a block device");
+                plan.push(
+                    name,
+                    Action::Resolve {
+                        what: Resolve::PmemNamespace {
+                            namespace: namespace.clone(),
+                        },
+                        bind: disk_var(d),
+                    },
+                    "the namespace's block device (pmemN)",
+                );
+                plan.push(
+                    name,
+                    Action::Check(Check::IsBlockDevice {
+                        device: Value::var(disk_var(d)),
+                    }),
+                    "refuse anything that is not a block device",
+                );
             }
         }
         RealDevice::NvmeTcp(t) => {
-            let mut connect = Template::new("nvme").lits(["connect", "--transport", "tcp", "--traddr", &t.address, "--trsvcid", &t.port.to_string(), "--nqn", &t.nqn]);
+            let mut connect = Template::new("nvme").lits([
+                "connect",
+                "--transport",
+                "tcp",
+                "--traddr",
+                &t.address,
+                "--trsvcid",
+                &t.port.to_string(),
+                "--nqn",
+                &t.nqn,
+            ]);
             if let Some(h) = &t.host_nqn {
                 connect = connect.lits(["--hostnqn", h]);
             }
@@ -371,20 +616,51 @@ fn real_device(plan: &mut Plan, d: &DeviceSpec, ctx: &PlanContext) {
             }
             plan.push(
                 name,
-                Action::Run { command: connect, undo_nvme_nqn: Some(t.nqn.clone()), timeout_secs: 120 },
+                Action::Run {
+                    command: connect,
+                    undo_nvme_nqn: Some(t.nqn.clone()),
+                    timeout_secs: 120,
+                },
                 "attach the remote subsystem; teardown runs nvme disconnect -n NQN",
             );
             plan.push(
                 name,
-                Action::Resolve { what: Resolve::NvmeNamespace { nqn: t.nqn.clone(), nsid: t.nsid }, bind: disk_var(d) },
+                Action::Resolve {
+                    what: Resolve::NvmeNamespace {
+                        nqn: t.nqn.clone(),
+                        nsid: t.nsid,
+                    },
+                    bind: disk_var(d),
+                },
                 "kernel names like nvme2n1 are not stable: find the namespace by its subsystem NQN",
             );
-            plan.push(name, Action::Check(Check::IsBlockDevice { device: Value::var(disk_var(d)) }), "refuse anything that is not a block device");
-            plan.push(name, Action::Check(Check::NotInUse { device: Value::var(disk_var(d)), allow_wipe: d.allow_wipe }), "never format a namespace that holds data");
+            plan.push(
+                name,
+                Action::Check(Check::IsBlockDevice {
+                    device: Value::var(disk_var(d)),
+                }),
+                "refuse anything that is not a block device",
+            );
+            plan.push(
+                name,
+                Action::Check(Check::NotInUse {
+                    device: Value::var(disk_var(d)),
+                    allow_wipe: d.allow_wipe,
+                }),
+                "never format a namespace that holds data",
+            );
         }
     }
     if d.discard {
-        plan.push(name, Action::Run { command: Template::new("blkdiscard").val(Value::var(disk_var(d))), undo_nvme_nqn: None, timeout_secs: 3600 }, "start from a trimmed device (experiment file: discard = true)");
+        plan.push(
+            name,
+            Action::Run {
+                command: Template::new("blkdiscard").val(Value::var(disk_var(d))),
+                undo_nvme_nqn: None,
+                timeout_secs: 3600,
+            },
+            "start from a trimmed device (experiment file: discard = true)",
+        );
     }
     if let Some(pre) = &d.precondition {
         plan.push(
@@ -405,7 +681,17 @@ fn real_device(plan: &mut Plan, d: &DeviceSpec, ctx: &PlanContext) {
         plan.push(
             name,
             Action::Run {
-                command: Template::new("parted").lits(["-s"]).val(Value::var(disk_var(d))).lits(["mklabel", "gpt", "mkpart", "primary", &format!("{}s", p.start_sector), "100%"]),
+                command: Template::new("parted")
+                    .lits(["-s"])
+                    .val(Value::var(disk_var(d)))
+                    .lits([
+                        "mklabel",
+                        "gpt",
+                        "mkpart",
+                        "primary",
+                        &format!("{}s", p.start_sector),
+                        "100%",
+                    ]),
                 undo_nvme_nqn: None,
                 timeout_secs: 120,
             },
@@ -413,16 +699,46 @@ fn real_device(plan: &mut Plan, d: &DeviceSpec, ctx: &PlanContext) {
         );
         plan.push(
             name,
-            Action::Run { command: Template::new("parted").lits(["-s"]).val(Value::var(disk_var(d))).lits(["align-check", "opt", "1"]), undo_nvme_nqn: None, timeout_secs: 60 },
+            Action::Run {
+                command: Template::new("parted")
+                    .lits(["-s"])
+                    .val(Value::var(disk_var(d)))
+                    .lits(["align-check", "opt", "1"]),
+                undo_nvme_nqn: None,
+                timeout_secs: 60,
+            },
             "fail unless partition 1 is optimally aligned (parted -s answers by exit status)",
         );
-        plan.push(name, Action::Resolve { what: Resolve::Partition { disk: disk_var(d), number: 1 }, bind: d.name.clone() }, "the partition node appears asynchronously");
+        plan.push(
+            name,
+            Action::Resolve {
+                what: Resolve::Partition {
+                    disk: disk_var(d),
+                    number: 1,
+                },
+                bind: d.name.clone(),
+            },
+            "the partition node appears asynchronously",
+        );
         fs_dev = Value::var(&d.name);
     }
     plan.push(
         name,
-        Action::Run { command: mkfs_template(d, fs_dev.clone(), d.allow_wipe || d.partition.is_some(), false), undo_nvme_nqn: None, timeout_secs: 3600 },
-        if d.allow_wipe { "XFS with the experiment's options (-f: the file allows wiping)" } else { "XFS with the experiment's options" },
+        Action::Run {
+            command: mkfs_template(
+                d,
+                fs_dev.clone(),
+                d.allow_wipe || d.partition.is_some(),
+                false,
+            ),
+            undo_nvme_nqn: None,
+            timeout_secs: 3600,
+        },
+        if d.allow_wipe {
+            "XFS with the experiment's options (-f: the file allows wiping)"
+        } else {
+            "XFS with the experiment's options"
+        },
     );
     finish_filesystem(plan, d, fs_dev, ctx, false);
 }

@@ -87,16 +87,28 @@ impl Provisioned {
 #[derive(Debug, thiserror::Error)]
 pub enum ProvisionError {
     #[error("step {step} ({what}): {cause}")]
-    Step { step: usize, what: String, cause: String },
+    Step {
+        step: usize,
+        what: String,
+        cause: String,
+    },
     #[error("step {step} ({what}): refused: {refusal}")]
-    Refused { step: usize, what: String, refusal: safety::Refusal },
+    Refused {
+        step: usize,
+        what: String,
+        refusal: safety::Refusal,
+    },
     #[error("interrupted before step {step}")]
     Cancelled { step: usize },
 }
 
 /// Progress reports while a plan runs.
 pub enum Event<'a> {
-    Step { index: usize, total: usize, step: &'a Step },
+    Step {
+        index: usize,
+        total: usize,
+        step: &'a Step,
+    },
     Note(String),
 }
 
@@ -111,21 +123,41 @@ pub fn execute(
     on_event: &mut dyn FnMut(Event),
 ) -> Result<Provisioned, ProvisionError> {
     let started = Instant::now();
-    let mut ex = Executor { sys, journal, bindings: HashMap::new(), commands: Vec::new(), mounts: HashMap::new() };
+    let mut ex = Executor {
+        sys,
+        journal,
+        bindings: HashMap::new(),
+        commands: Vec::new(),
+        mounts: HashMap::new(),
+    };
     for (i, step) in plan.steps.iter().enumerate() {
         let n = i + 1;
         if cancel.load(Ordering::SeqCst) {
             return Err(ProvisionError::Cancelled { step: n });
         }
-        on_event(Event::Step { index: n, total: plan.steps.len(), step });
+        on_event(Event::Step {
+            index: n,
+            total: plan.steps.len(),
+            step,
+        });
         ex.step(n, step, on_event).map_err(|e| match e {
-            StepError::Refused(refusal) => ProvisionError::Refused { step: n, what: step.action.describe(), refusal },
-            StepError::Other(cause) => ProvisionError::Step { step: n, what: step.action.describe(), cause },
+            StepError::Refused(refusal) => ProvisionError::Refused {
+                step: n,
+                what: step.action.describe(),
+                refusal,
+            },
+            StepError::Other(cause) => ProvisionError::Step {
+                step: n,
+                what: step.action.describe(),
+                cause,
+            },
         })?;
     }
     let mut devices = Vec::new();
     for d in specs {
-        let Some(dev) = ex.bindings.get(&d.name).cloned() else { continue };
+        let Some(dev) = ex.bindings.get(&d.name).cloned() else {
+            continue;
+        };
         let mountpoint = plan
             .mountpoints
             .iter()
@@ -136,7 +168,13 @@ pub fn execute(
             requested_options: Vec::new(),
             effective_options: Vec::new(),
             not_shown: Vec::new(),
-            dax: DaxStatus { requested: d.dax, in_mount_options: false, statx_dax: None, honoured: false, note: String::new() },
+            dax: DaxStatus {
+                requested: d.dax,
+                in_mount_options: false,
+                statx_dax: None,
+                honoured: false,
+                note: String::new(),
+            },
         });
         let facts = facts::collect(ex.sys, Path::new(&dev), Some(&mountpoint));
         devices.push(ProvisionedDevice {
@@ -151,28 +189,45 @@ pub fn execute(
             facts,
         });
     }
-    Ok(Provisioned { devices, commands: ex.commands, seconds: started.elapsed().as_secs_f64() })
+    Ok(Provisioned {
+        devices,
+        commands: ex.commands,
+        seconds: started.elapsed().as_secs_f64(),
+    })
 }
 
 /// One sentence on what stands behind a device.
 pub fn describe_device(d: &DeviceSpec, emulated: bool) -> String {
     if !emulated {
         return match &d.real {
-            crate::spec::RealDevice::Local { path, .. } => format!("{} device {}", d.class, path.display()),
-            crate::spec::RealDevice::Pmem { namespace, .. } => format!("PMem namespace {namespace} (fsdax)"),
-            crate::spec::RealDevice::NvmeTcp(t) => format!("NVMe/TCP subsystem {} at {}:{}", t.nqn, t.address, t.port),
+            crate::spec::RealDevice::Local { path, .. } => {
+                format!("{} device {}", d.class, path.display())
+            }
+            crate::spec::RealDevice::Pmem { namespace, .. } => {
+                format!("PMem namespace {namespace} (fsdax)")
+            }
+            crate::spec::RealDevice::NvmeTcp(t) => {
+                format!("NVMe/TCP subsystem {} at {}:{}", t.nqn, t.address, t.port)
+            }
         };
     }
     let e = &d.emulation;
     match e.backing {
-        Backing::LoopFile => format!("emulated {}: loop device (direct I/O) over a sparse file on local disk", d.class),
-        Backing::Zram => format!("emulated {}: zram RAM-backed block device ({})", d.class, e.zram_algorithm),
+        Backing::LoopFile => format!(
+            "emulated {}: loop device (direct I/O) over a sparse file on local disk",
+            d.class
+        ),
+        Backing::Zram => format!(
+            "emulated {}: zram RAM-backed block device ({})",
+            d.class, e.zram_algorithm
+        ),
         Backing::TmpfsLoop => format!("emulated {}: loop device over a file on tmpfs", d.class),
         Backing::Nbd => format!(
             "emulated {}: nbdkit in its own network namespace over a veth link{}, nbdfuse, loop device (direct I/O)",
             d.class,
             match e.latency {
-                Some(l) if !l.is_zero() => format!(", +{} per read and write", crate::plan::nbdkit_delay(l)),
+                Some(l) if !l.is_zero() =>
+                    format!(", +{} per read and write", crate::plan::nbdkit_delay(l)),
                 _ => String::new(),
             }
         ),
@@ -200,13 +255,20 @@ struct Executor<'a> {
 
 impl Executor<'_> {
     fn record(&self, undo: Undo, note: &str) -> Result<(), String> {
-        self.journal.record(undo, note).map(|_| ()).map_err(|e| e.to_string())
+        self.journal
+            .record(undo, note)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
     }
 
     fn value(&self, v: &Value) -> Result<String, String> {
         match v {
             Value::Lit(s) => Ok(s.clone()),
-            Value::Var(name) => self.bindings.get(name).cloned().ok_or_else(|| format!("<{name}> is not known yet")),
+            Value::Var(name) => self
+                .bindings
+                .get(name)
+                .cloned()
+                .ok_or_else(|| format!("<{name}> is not known yet")),
             Value::Secret(src) => read_secret(src),
         }
     }
@@ -226,7 +288,13 @@ impl Executor<'_> {
         Ok((cmd, shown.to_string()))
     }
 
-    fn run(&mut self, step: usize, cmd: &CommandLine, shown: String, timeout: Duration) -> Result<journal::Output, String> {
+    fn run(
+        &mut self,
+        step: usize,
+        cmd: &CommandLine,
+        shown: String,
+        timeout: Duration,
+    ) -> Result<journal::Output, String> {
         let start = Instant::now();
         let out = self.sys.run(cmd, timeout).map_err(|e| e.to_string())?;
         self.commands.push(ExecutedCommand {
@@ -238,8 +306,15 @@ impl Executor<'_> {
             seconds: start.elapsed().as_secs_f64(),
         });
         if out.status != 0 {
-            let msg = if out.stderr.trim().is_empty() { out.stdout.trim() } else { out.stderr.trim() };
-            return Err(format!("`{shown}` exited with status {}: {msg}", out.status));
+            let msg = if out.stderr.trim().is_empty() {
+                out.stdout.trim()
+            } else {
+                out.stderr.trim()
+            };
+            return Err(format!(
+                "`{shown}` exited with status {}: {msg}",
+                out.status
+            ));
         }
         Ok(out)
     }
@@ -249,7 +324,12 @@ impl Executor<'_> {
         self.run(step, &cmd, shown, Duration::from_secs(120))
     }
 
-    fn step(&mut self, n: usize, step: &Step, on_event: &mut dyn FnMut(Event)) -> Result<(), StepError> {
+    fn step(
+        &mut self,
+        n: usize,
+        step: &Step,
+        on_event: &mut dyn FnMut(Event),
+    ) -> Result<(), StepError> {
         match &step.action {
             Action::RequireTool { program, package } => {
                 if !self.sys.has_program(program) {
@@ -257,24 +337,52 @@ impl Executor<'_> {
                 }
             }
             Action::Check(check) => self.check(check)?,
-            Action::MakeDir { path, mode, remove_on_teardown } => {
+            Action::MakeDir {
+                path,
+                mode,
+                remove_on_teardown,
+            } => {
                 if *remove_on_teardown {
                     if self.sys.file_kind(path) != FileKind::Missing {
-                        return Err(format!("{} already exists; a run only uses a directory it created itself", path.display()).into());
+                        return Err(format!(
+                            "{} already exists; a run only uses a directory it created itself",
+                            path.display()
+                        )
+                        .into());
                     }
                     self.record(Undo::RemoveDirAll { path: path.clone() }, "work directory")?;
-                    self.sys.create_dir_all(path, *mode).map_err(|e| format!("mkdir {}: {e}", path.display()))?;
-                    self.record(Undo::Sweep { work_dir: path.clone() }, "safety net after a crash")?;
+                    self.sys
+                        .create_dir_all(path, *mode)
+                        .map_err(|e| format!("mkdir {}: {e}", path.display()))?;
+                    self.record(
+                        Undo::Sweep {
+                            work_dir: path.clone(),
+                        },
+                        "safety net after a crash",
+                    )?;
                 } else {
-                    self.sys.create_dir_all(path, *mode).map_err(|e| format!("mkdir {}: {e}", path.display()))?;
+                    self.sys
+                        .create_dir_all(path, *mode)
+                        .map_err(|e| format!("mkdir {}: {e}", path.display()))?;
                 }
             }
             Action::SparseFile { path, size } => {
                 self.record(Undo::RemoveFile { path: path.clone() }, "backing file")?;
-                self.sys.create_sparse_file(path, *size).map_err(|e| format!("create {}: {e}", path.display()))?;
+                self.sys
+                    .create_sparse_file(path, *size)
+                    .map_err(|e| format!("create {}: {e}", path.display()))?;
             }
-            Action::AttachLoop { file, direct_io, bind } => {
-                self.record(Undo::DetachLoop { backing_file: file.clone() }, bind)?;
+            Action::AttachLoop {
+                file,
+                direct_io,
+                bind,
+            } => {
+                self.record(
+                    Undo::DetachLoop {
+                        backing_file: file.clone(),
+                    },
+                    bind,
+                )?;
                 let mut cmd = CommandLine::new("losetup").args(["--find", "--show"]);
                 if *direct_io {
                     cmd = cmd.arg("--direct-io=on");
@@ -286,97 +394,233 @@ impl Executor<'_> {
                 }
                 if *direct_io {
                     let name = dev.trim_start_matches("/dev/");
-                    let dio = self.sys.read_to_string(&Path::new("/sys/block").join(name).join("loop/dio")).unwrap_or_default();
+                    let dio = self
+                        .sys
+                        .read_to_string(&Path::new("/sys/block").join(name).join("loop/dio"))
+                        .unwrap_or_default();
                     if dio.trim() == "0" {
-                        on_event(Event::Note(format!("{dev}: the kernel did not enable direct I/O on this loop device")));
+                        on_event(Event::Note(format!(
+                            "{dev}: the kernel did not enable direct I/O on this loop device"
+                        )));
                     }
                 }
                 self.bindings.insert(bind.clone(), dev);
             }
-            Action::CreateZram { size, algorithm, bind } => {
+            Action::CreateZram {
+                size,
+                algorithm,
+                bind,
+            } => {
                 let id_text = self
                     .sys
                     .read_to_string(Path::new("/sys/class/zram-control/hot_add"))
-                    .map_err(|e| format!("read /sys/class/zram-control/hot_add (is the zram module loaded?): {e}"))?;
-                let id: u32 = id_text.trim().parse().map_err(|_| format!("hot_add printed {id_text:?}"))?;
+                    .map_err(|e| {
+                        format!(
+                            "read /sys/class/zram-control/hot_add (is the zram module loaded?): {e}"
+                        )
+                    })?;
+                let id: u32 = id_text
+                    .trim()
+                    .parse()
+                    .map_err(|_| format!("hot_add printed {id_text:?}"))?;
                 self.record(Undo::RemoveZram { id }, bind)?;
                 let sys_dir = PathBuf::from(format!("/sys/block/zram{id}"));
                 if let Err(e) = self.sys.write(&sys_dir.join("comp_algorithm"), algorithm) {
-                    on_event(Event::Note(format!("zram{id}: compressor {algorithm} not available ({e}); kernel default kept")));
+                    on_event(Event::Note(format!(
+                        "zram{id}: compressor {algorithm} not available ({e}); kernel default kept"
+                    )));
                 }
                 self.sys
                     .write(&sys_dir.join("disksize"), &size.to_string())
                     .map_err(|e| format!("set /sys/block/zram{id}/disksize: {e}"))?;
                 let dev = format!("/dev/zram{id}");
-                wait_for(self.sys, Duration::from_secs(10), |s| matches!(s.file_kind(Path::new(&dev)), FileKind::BlockDevice { .. }))
-                    .map_err(|_| format!("{dev} did not appear"))?;
+                wait_for(self.sys, Duration::from_secs(10), |s| {
+                    matches!(s.file_kind(Path::new(&dev)), FileKind::BlockDevice { .. })
+                })
+                .map_err(|_| format!("{dev} did not appear"))?;
                 self.bindings.insert(bind.clone(), dev);
             }
             Action::CreateNetns { name } => {
-                self.record(Undo::DeleteNetns { name: name.clone() }, "network namespace")?;
-                self.run_plain(n, CommandLine::new("ip").args(["netns", "add", name.as_str()]))?;
+                self.record(
+                    Undo::DeleteNetns { name: name.clone() },
+                    "network namespace",
+                )?;
+                self.run_plain(
+                    n,
+                    CommandLine::new("ip").args(["netns", "add", name.as_str()]),
+                )?;
             }
-            Action::CreateVeth { host_if, target_if, netns, host_cidr, target_cidr } => {
-                self.record(Undo::DeleteLink { name: host_if.clone() }, "veth pair")?;
+            Action::CreateVeth {
+                host_if,
+                target_if,
+                netns,
+                host_cidr,
+                target_cidr,
+            } => {
+                self.record(
+                    Undo::DeleteLink {
+                        name: host_if.clone(),
+                    },
+                    "veth pair",
+                )?;
                 let ip = |args: &[&str]| CommandLine::new("ip").args(args);
-                self.run_plain(n, ip(&["link", "add", host_if, "type", "veth", "peer", "name", target_if]))?;
+                self.run_plain(
+                    n,
+                    ip(&[
+                        "link", "add", host_if, "type", "veth", "peer", "name", target_if,
+                    ]),
+                )?;
                 self.run_plain(n, ip(&["link", "set", target_if, "netns", netns]))?;
                 self.run_plain(n, ip(&["addr", "add", host_cidr, "dev", host_if]))?;
-                self.run_plain(n, ip(&["-n", netns, "addr", "add", target_cidr, "dev", target_if]))?;
+                self.run_plain(
+                    n,
+                    ip(&["-n", netns, "addr", "add", target_cidr, "dev", target_if]),
+                )?;
                 self.run_plain(n, ip(&["link", "set", host_if, "up"]))?;
                 self.run_plain(n, ip(&["-n", netns, "link", "set", target_if, "up"]))?;
                 self.run_plain(n, ip(&["-n", netns, "link", "set", "lo", "up"]))?;
             }
-            Action::StartDaemon { label, command, netns, log, ready_tcp } => {
+            Action::StartDaemon {
+                label,
+                command,
+                netns,
+                log,
+                ready_tcp,
+            } => {
                 let (cmd, shown) = self.command(command)?;
-                let spec = DaemonSpec { label: label.clone(), command: cmd, netns: netns.clone(), log: log.clone() };
-                let process = self.sys.spawn(&spec).map_err(|e| format!("start {shown}: {e}"))?;
+                let spec = DaemonSpec {
+                    label: label.clone(),
+                    command: cmd,
+                    netns: netns.clone(),
+                    log: log.clone(),
+                };
+                let process = self
+                    .sys
+                    .spawn(&spec)
+                    .map_err(|e| format!("start {shown}: {e}"))?;
                 self.record(
-                    Undo::StopProcess { label: label.clone(), process, signal: "TERM".into(), grace_ms: 5000 },
+                    Undo::StopProcess {
+                        label: label.clone(),
+                        process,
+                        signal: "TERM".into(),
+                        grace_ms: 5000,
+                    },
                     label,
                 )?;
-                self.commands.push(ExecutedCommand { step: n, command: format!("{shown} &"), status: 0, stdout: String::new(), stderr: String::new(), seconds: 0.0 });
+                self.commands.push(ExecutedCommand {
+                    step: n,
+                    command: format!("{shown} &"),
+                    status: 0,
+                    stdout: String::new(),
+                    stderr: String::new(),
+                    seconds: 0.0,
+                });
                 if let Some((addr, port)) = ready_tcp {
                     let (addr, port) = (addr.clone(), *port);
                     wait_for(self.sys, Duration::from_secs(15), |s| {
                         s.is_alive(process) && s.tcp_reachable(&addr, port)
                     })
-                    .map_err(|_| format!("{label} did not accept connections on {addr}:{port}; log: {}", tail(log)))?;
+                    .map_err(|_| {
+                        format!(
+                            "{label} did not accept connections on {addr}:{port}; log: {}",
+                            tail(log)
+                        )
+                    })?;
                 }
             }
-            Action::StartFuse { mountpoint, command, file, log } => {
+            Action::StartFuse {
+                mountpoint,
+                command,
+                file,
+                log,
+            } => {
                 let (cmd, shown) = self.command(command)?;
-                let spec = DaemonSpec { label: "nbdfuse".into(), command: cmd, netns: None, log: log.clone() };
-                let process = self.sys.spawn(&spec).map_err(|e| format!("start {shown}: {e}"))?;
-                self.record(Undo::StopFuse { mountpoint: mountpoint.clone(), process }, "nbdfuse")?;
-                self.commands.push(ExecutedCommand { step: n, command: format!("{shown} &"), status: 0, stdout: String::new(), stderr: String::new(), seconds: 0.0 });
-                wait_for(self.sys, Duration::from_secs(15), |s| s.file_kind(file) == FileKind::File)
-                    .map_err(|_| format!("nbdfuse did not present {}; log: {}", file.display(), tail(log)))?;
+                let spec = DaemonSpec {
+                    label: "nbdfuse".into(),
+                    command: cmd,
+                    netns: None,
+                    log: log.clone(),
+                };
+                let process = self
+                    .sys
+                    .spawn(&spec)
+                    .map_err(|e| format!("start {shown}: {e}"))?;
+                self.record(
+                    Undo::StopFuse {
+                        mountpoint: mountpoint.clone(),
+                        process,
+                    },
+                    "nbdfuse",
+                )?;
+                self.commands.push(ExecutedCommand {
+                    step: n,
+                    command: format!("{shown} &"),
+                    status: 0,
+                    stdout: String::new(),
+                    stderr: String::new(),
+                    seconds: 0.0,
+                });
+                wait_for(self.sys, Duration::from_secs(15), |s| {
+                    s.file_kind(file) == FileKind::File
+                })
+                .map_err(|_| {
+                    format!(
+                        "nbdfuse did not present {}; log: {}",
+                        file.display(),
+                        tail(log)
+                    )
+                })?;
             }
             Action::Resolve { what, bind } => {
                 let dev = self.resolve(n, what)?;
                 self.bindings.insert(bind.clone(), dev);
             }
-            Action::Run { command, undo_nvme_nqn, timeout_secs } => {
+            Action::Run {
+                command,
+                undo_nvme_nqn,
+                timeout_secs,
+            } => {
                 let (cmd, shown) = self.command(command)?;
                 if let Some(nqn) = undo_nvme_nqn {
-                    self.record(Undo::NvmeDisconnect { nqn: nqn.clone() }, "NVMe/TCP connection")?;
+                    self.record(
+                        Undo::NvmeDisconnect { nqn: nqn.clone() },
+                        "NVMe/TCP connection",
+                    )?;
                 }
                 self.run(n, &cmd, shown, Duration::from_secs(*timeout_secs))?;
             }
-            Action::Mount { source, target, fstype, options } => {
+            Action::Mount {
+                source,
+                target,
+                fstype,
+                options,
+            } => {
                 let source = self.value(source)?;
-                self.record(Undo::Unmount { target: target.clone() }, "mount")?;
+                self.record(
+                    Undo::Unmount {
+                        target: target.clone(),
+                    },
+                    "mount",
+                )?;
                 let mut cmd = CommandLine::new("mount").args(["-t", fstype.as_str()]);
                 if !options.is_empty() {
                     cmd = cmd.args(["-o", &options.join(",")]);
                 }
                 self.run_plain(n, cmd.arg(&source).arg(target))?;
             }
-            Action::VerifyMount { target, requested, dax, emulated } => {
+            Action::VerifyMount {
+                target,
+                requested,
+                dax,
+                emulated,
+            } => {
                 let check = self.verify_mount(target, requested, *dax, *emulated)?;
                 if !check.dax.note.is_empty() {
-                    on_event(Event::Note(format!("{}: {}", target.display(), check.dax.note)));
+                    on_event(Event::Note(format!(
+                        "{}: {}",
+                        target.display(),
+                        check.dax.note
+                    )));
                 }
                 if *dax == DaxPolicy::Required && !check.dax.honoured && !*emulated {
                     return Err(format!(
@@ -388,12 +632,24 @@ impl Executor<'_> {
                 }
                 self.mounts.insert(target.clone(), check);
             }
-            Action::Chown { path, uid, gid, mode } => {
-                self.sys.chown(path, *uid, *gid, *mode).map_err(|e| format!("chown {}: {e}", path.display()))?;
+            Action::Chown {
+                path,
+                uid,
+                gid,
+                mode,
+            } => {
+                self.sys
+                    .chown(path, *uid, *gid, *mode)
+                    .map_err(|e| format!("chown {}: {e}", path.display()))?;
             }
-            Action::Throttle { device, cgroup, settings } => {
+            Action::Throttle {
+                device,
+                cgroup,
+                settings,
+            } => {
                 let dev = self.value(device)?;
-                let FileKind::BlockDevice { major, minor } = self.sys.file_kind(Path::new(&dev)) else {
+                let FileKind::BlockDevice { major, minor } = self.sys.file_kind(Path::new(&dev))
+                else {
                     return Err(format!("{dev} is not a block device").into());
                 };
                 for (file, value) in settings {
@@ -412,21 +668,41 @@ impl Executor<'_> {
                 let dev = self.value(device)?;
                 safety::check_block_device(self.sys, Path::new(&dev)).map_err(StepError::Refused)
             }
-            Check::Identity { device, model, serial } => {
+            Check::Identity {
+                device,
+                model,
+                serial,
+            } => {
                 let dev = self.value(device)?;
-                safety::check_identity(self.sys, Path::new(&dev), model.as_deref(), serial.as_deref())
-                    .map_err(StepError::Refused)
+                safety::check_identity(
+                    self.sys,
+                    Path::new(&dev),
+                    model.as_deref(),
+                    serial.as_deref(),
+                )
+                .map_err(StepError::Refused)
             }
             Check::NotInUse { device, allow_wipe } => {
                 let dev = self.value(device)?;
-                safety::check_not_in_use(self.sys, Path::new(&dev), *allow_wipe).map_err(StepError::Refused)
+                safety::check_not_in_use(self.sys, Path::new(&dev), *allow_wipe)
+                    .map_err(StepError::Refused)
             }
-            Check::PmemFsdax { namespace, allow_reconfigure } => {
+            Check::PmemFsdax {
+                namespace,
+                allow_reconfigure,
+            } => {
                 let list = self.ndctl_list()?;
                 let Some(ns) = ndctl::find(&list, namespace) else {
                     return Err(format!(
                         "ndctl list -N shows no namespace {namespace:?} (found: {})",
-                        if list.is_empty() { "none: no PMem here".to_string() } else { list.iter().map(|n| n.dev.clone()).collect::<Vec<_>>().join(", ") }
+                        if list.is_empty() {
+                            "none: no PMem here".to_string()
+                        } else {
+                            list.iter()
+                                .map(|n| n.dev.clone())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        }
                     )
                     .into());
                 };
@@ -457,22 +733,38 @@ impl Executor<'_> {
                 .to_string()),
             Resolve::PmemNamespace { namespace } => {
                 let list = self.ndctl_list()?;
-                let ns = ndctl::find(&list, namespace).ok_or_else(|| format!("no PMem namespace {namespace}"))?;
-                let blockdev = ns.blockdev.clone().ok_or_else(|| format!("namespace {namespace} has no block device (mode {:?})", ns.mode))?;
+                let ns = ndctl::find(&list, namespace)
+                    .ok_or_else(|| format!("no PMem namespace {namespace}"))?;
+                let blockdev = ns.blockdev.clone().ok_or_else(|| {
+                    format!(
+                        "namespace {namespace} has no block device (mode {:?})",
+                        ns.mode
+                    )
+                })?;
                 Ok(format!("/dev/{}", blockdev.trim_start_matches("/dev/")))
             }
             Resolve::NvmeNamespace { nqn, nsid } => {
                 let start = Instant::now();
                 loop {
-                    let subsys = self.run_plain(n, CommandLine::new("nvme").args(["list-subsys", "-o", "json"]))?;
-                    let list = self.run_plain(n, CommandLine::new("nvme").args(["list", "-o", "json"]))?;
-                    let subsystems = nvme::parse_list_subsys(&subsys.stdout).map_err(|e| e.to_string())?;
+                    let subsys = self.run_plain(
+                        n,
+                        CommandLine::new("nvme").args(["list-subsys", "-o", "json"]),
+                    )?;
+                    let list =
+                        self.run_plain(n, CommandLine::new("nvme").args(["list", "-o", "json"]))?;
+                    let subsystems =
+                        nvme::parse_list_subsys(&subsys.stdout).map_err(|e| e.to_string())?;
                     let namespaces = nvme::parse_list(&list.stdout).map_err(|e| e.to_string())?;
-                    if let Some(dev) = nvme::find_namespace_for_nqn(&namespaces, &subsystems, nqn, *nsid) {
+                    if let Some(dev) =
+                        nvme::find_namespace_for_nqn(&namespaces, &subsystems, nqn, *nsid)
+                    {
                         return Ok(dev);
                     }
                     if start.elapsed() > Duration::from_secs(30) {
-                        return Err(format!("no namespace of subsystem {nqn} appeared within 30 s").into());
+                        return Err(format!(
+                            "no namespace of subsystem {nqn} appeared within 30 s"
+                        )
+                        .into());
                     }
                     self.sys.sleep(Duration::from_millis(500));
                 }
@@ -487,8 +779,17 @@ impl Executor<'_> {
         }
     }
 
-    fn verify_mount(&mut self, target: &Path, requested: &[String], dax: DaxPolicy, emulated: bool) -> Result<MountCheck, String> {
-        let table = self.sys.read_to_string(Path::new("/proc/self/mounts")).map_err(|e| format!("read /proc/self/mounts: {e}"))?;
+    fn verify_mount(
+        &mut self,
+        target: &Path,
+        requested: &[String],
+        dax: DaxPolicy,
+        emulated: bool,
+    ) -> Result<MountCheck, String> {
+        let table = self
+            .sys
+            .read_to_string(Path::new("/proc/self/mounts"))
+            .map_err(|e| format!("read /proc/self/mounts: {e}"))?;
         let entry = journal::mounts::parse_proc_mounts(&table)
             .into_iter()
             .rev()
@@ -500,7 +801,13 @@ impl Executor<'_> {
             .cloned()
             .collect();
         let in_opts = matches!(entry.option("dax"), Some("always") | Some(""));
-        let mut status = DaxStatus { requested: dax, in_mount_options: in_opts, statx_dax: None, honoured: false, note: String::new() };
+        let mut status = DaxStatus {
+            requested: dax,
+            in_mount_options: in_opts,
+            statx_dax: None,
+            honoured: false,
+            note: String::new(),
+        };
         if dax != DaxPolicy::Off {
             let probe = target.join(".pgtier-dax-probe");
             let statx = match self.sys.write(&probe, "dax probe\n") {
@@ -519,30 +826,49 @@ impl Executor<'_> {
                 format!(
                     "DAX was asked for but NOT honoured: /proc/mounts shows dax={}, statx DAX attribute {}; this emulated device has no DAX support, so I/O goes through the page cache",
                     entry.option("dax").unwrap_or("(none)"),
-                    match statx { Some(true) => "set", Some(false) => "not set", None => "unknown" }
+                    match statx {
+                        Some(true) => "set",
+                        Some(false) => "not set",
+                        None => "unknown",
+                    }
                 )
             } else {
                 format!(
                     "DAX was asked for but NOT honoured: /proc/mounts shows dax={}, statx DAX attribute {}; the kernel fell back to page-cache I/O",
                     entry.option("dax").unwrap_or("(none)"),
-                    match statx { Some(true) => "set", Some(false) => "not set", None => "unknown" }
+                    match statx {
+                        Some(true) => "set",
+                        Some(false) => "not set",
+                        None => "unknown",
+                    }
                 )
             };
         }
-        Ok(MountCheck { requested_options: requested.to_vec(), effective_options: entry.options.clone(), not_shown, dax: status })
+        Ok(MountCheck {
+            requested_options: requested.to_vec(),
+            effective_options: entry.options.clone(),
+            not_shown,
+            dax: status,
+        })
     }
 }
 
 fn read_secret(src: &SecretSource) -> Result<String, String> {
     match src {
-        SecretSource::Env { name } => std::env::var(name).map_err(|_| format!("environment variable {name} (the DH-HMAC-CHAP secret) is not set")),
+        SecretSource::Env { name } => std::env::var(name).map_err(|_| {
+            format!("environment variable {name} (the DH-HMAC-CHAP secret) is not set")
+        }),
         SecretSource::File { path } => std::fs::read_to_string(path)
             .map(|s| s.trim().to_string())
             .map_err(|e| format!("read secret file {}: {e}", path.display())),
     }
 }
 
-fn wait_for(sys: &mut dyn System, limit: Duration, mut ok: impl FnMut(&mut dyn System) -> bool) -> Result<(), ()> {
+fn wait_for(
+    sys: &mut dyn System,
+    limit: Duration,
+    mut ok: impl FnMut(&mut dyn System) -> bool,
+) -> Result<(), ()> {
     let start = Instant::now();
     loop {
         if ok(sys) {

@@ -1,0 +1,225 @@
+//! The experiment file exactly as written: strict (unknown keys are errors), with the places of
+//! the values that later checks refer to.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawFile {
+    pub experiment: Spanned<RawExperiment>,
+    #[serde(default)]
+    pub postgres: Option<Spanned<RawPostgres>>,
+    #[serde(default)]
+    pub device: Vec<Spanned<RawDevice>>,
+    #[serde(default)]
+    pub placement: Vec<Spanned<RawPlacement>>,
+    #[serde(default)]
+    pub workload: Vec<Spanned<RawWorkload>>,
+    #[serde(default)]
+    pub emulate: Option<Spanned<RawEmulate>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawExperiment {
+    pub name: Spanned<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+    /// The study this file reproduces (a reference for readers).
+    #[serde(default)]
+    pub study: Option<String>,
+    pub baseline: Spanned<String>,
+    #[serde(default)]
+    pub repetitions: Option<Spanned<u32>>,
+    #[serde(default)]
+    pub order: Option<Spanned<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawPostgres {
+    /// `"auto"` (default) or a directory holding initdb, postgres and pgbench.
+    #[serde(default)]
+    pub bin_dir: Option<Spanned<String>>,
+    /// The OS user the server runs as (default `postgres`).
+    #[serde(default)]
+    pub os_user: Option<Spanned<String>>,
+    /// Settings profiles from `configs/postgres/<name>.toml`; each one is a matrix dimension.
+    #[serde(default)]
+    pub profiles: Option<Spanned<Vec<Spanned<String>>>>,
+    /// Settings applied on top of every profile.
+    #[serde(default)]
+    pub settings: Option<Spanned<BTreeMap<String, Spanned<toml::Value>>>>,
+    /// Memory limits of the server's cgroup (`"unlimited"`, `"1GiB"`); a matrix dimension.
+    #[serde(default)]
+    pub memory_limits: Option<Spanned<Vec<Spanned<String>>>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawThrottle {
+    #[serde(default)]
+    pub read_iops: Option<u64>,
+    #[serde(default)]
+    pub write_iops: Option<u64>,
+    #[serde(default)]
+    pub read_bandwidth: Option<Spanned<String>>,
+    #[serde(default)]
+    pub write_bandwidth: Option<Spanned<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawDeviceEmulate {
+    /// `loop-file`, `zram`, `tmpfs-loop` or `nbd`.
+    #[serde(default)]
+    pub backing: Option<Spanned<String>>,
+    #[serde(default)]
+    pub size: Option<Spanned<String>>,
+    /// Added per-I/O latency (nbd backing).
+    #[serde(default)]
+    pub latency: Option<Spanned<String>>,
+    #[serde(default)]
+    pub zram_algorithm: Option<String>,
+    /// Caps that make the emulated device behave like a slower one.
+    #[serde(default)]
+    pub throttle: Option<Spanned<RawThrottle>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawDevice {
+    pub name: Spanned<String>,
+    pub class: Spanned<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+    // Local devices.
+    #[serde(default)]
+    pub path: Option<Spanned<String>>,
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub serial: Option<String>,
+    // PMem.
+    #[serde(default)]
+    pub namespace: Option<Spanned<String>>,
+    #[serde(default)]
+    pub allow_reconfigure: Option<bool>,
+    // NVMe over TCP.
+    #[serde(default)]
+    pub address: Option<Spanned<String>>,
+    #[serde(default)]
+    pub port: Option<u16>,
+    #[serde(default)]
+    pub nqn: Option<Spanned<String>>,
+    #[serde(default)]
+    pub host_nqn: Option<String>,
+    #[serde(default)]
+    pub nsid: Option<u32>,
+    #[serde(default)]
+    pub dhchap_secret_env: Option<String>,
+    #[serde(default)]
+    pub dhchap_secret_file: Option<String>,
+    // Filesystem and preparation.
+    #[serde(default)]
+    pub mkfs_options: Vec<String>,
+    #[serde(default)]
+    pub mount_options: Vec<String>,
+    /// `off`, `optional` or `required` (default `required` for pmem, `off` otherwise).
+    #[serde(default)]
+    pub dax: Option<Spanned<String>>,
+    #[serde(default)]
+    pub partition: Option<bool>,
+    #[serde(default)]
+    pub allow_wipe: Option<bool>,
+    #[serde(default)]
+    pub discard: Option<bool>,
+    /// Fraction of the device written before mkfs (seed 002's preconditioning).
+    #[serde(default)]
+    pub precondition_fill: Option<Spanned<f64>>,
+    #[serde(default)]
+    pub throttle: Option<Spanned<RawThrottle>>,
+    #[serde(default)]
+    pub emulate: Option<Spanned<RawDeviceEmulate>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawPlacement {
+    pub name: Spanned<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+    pub data: Spanned<String>,
+    pub wal: Spanned<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawWorkload {
+    pub name: Spanned<String>,
+    /// `pgbench`.
+    pub kind: Spanned<String>,
+    #[serde(default)]
+    pub builtin: Option<Spanned<String>>,
+    #[serde(default)]
+    pub scale: Option<Spanned<u32>>,
+    /// Client counts: integers, or strings like `"20%"` of the machine's hardware threads.
+    pub clients: Spanned<Vec<Spanned<toml::Value>>>,
+    #[serde(default)]
+    pub threads: Option<Spanned<u32>>,
+    pub duration: Spanned<String>,
+    #[serde(default)]
+    pub ramp_up: Option<Spanned<String>>,
+    #[serde(default)]
+    pub per_statement: Option<bool>,
+    #[serde(default)]
+    pub init_args: Vec<String>,
+    #[serde(default)]
+    pub extra_args: Vec<String>,
+}
+
+/// Overrides that make the study fit a small machine (`--emulate`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawEmulate {
+    #[serde(default)]
+    pub scale: Option<Spanned<u32>>,
+    #[serde(default)]
+    pub duration: Option<Spanned<String>>,
+    #[serde(default)]
+    pub ramp_up: Option<Spanned<String>>,
+    #[serde(default)]
+    pub clients: Option<Spanned<Vec<Spanned<toml::Value>>>>,
+    #[serde(default)]
+    pub threads: Option<Spanned<u32>>,
+    #[serde(default)]
+    pub memory_limits: Option<Spanned<Vec<Spanned<String>>>>,
+    /// Default size of emulated devices.
+    #[serde(default)]
+    pub device_size: Option<Spanned<String>>,
+    #[serde(default)]
+    pub repetitions: Option<Spanned<u32>>,
+    /// Settings applied on top of every profile when emulating (e.g. a smaller shared_buffers).
+    #[serde(default)]
+    pub settings: Option<Spanned<BTreeMap<String, Spanned<toml::Value>>>>,
+}
+
+/// `configs/postgres/<name>.toml`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawProfile {
+    #[serde(default)]
+    pub description: Option<String>,
+    /// Where the settings come from (a study, the PostgreSQL docs).
+    #[serde(default)]
+    pub source: Option<String>,
+    #[serde(default)]
+    pub settings: BTreeMap<String, Spanned<toml::Value>>,
+    /// Settings this profile lists but PostgreSQL does not have (e.g. from another distribution);
+    /// recorded and skipped, with the reason.
+    #[serde(default)]
+    pub skipped: BTreeMap<String, String>,
+}

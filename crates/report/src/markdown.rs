@@ -1,0 +1,317 @@
+//! `report.md`: the summary table with deltas and intervals, warnings, the environment and
+//! devices, the methodology as it actually ran, and the charts.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use crate::export::{ExportError, Exporter, write};
+use crate::model::{ResultSet, Summary, describe};
+use crate::stats::Delta;
+use crate::views;
+
+pub struct MarkdownExporter;
+
+fn fmt_delta(d: Option<&Delta>, baseline: bool) -> String {
+    match d {
+        _ if baseline => "baseline".into(),
+        None => "n/a".into(),
+        Some(d) if d.has_interval() => format!(
+            "{:+.1}% [{:+.1}, {:+.1}]{}",
+            d.pct,
+            d.pct_low,
+            d.pct_high,
+            if d.within_noise { " within noise" } else { "" }
+        ),
+        Some(d) => format!("{:+.1}% (no interval: 1 run)", d.pct),
+    }
+}
+
+fn gib(b: u64) -> String {
+    format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64)
+}
+
+impl Exporter for MarkdownExporter {
+    fn name(&self) -> &'static str {
+        "markdown"
+    }
+
+    fn export(
+        &self,
+        set: &ResultSet,
+        summary: &Summary,
+        out: &Path,
+    ) -> Result<Vec<PathBuf>, ExportError> {
+        let m = &set.manifest;
+        let mut s = String::new();
+        let _ = writeln!(s, "# {}\n", m.experiment_name);
+        if !m.experiment_description.is_empty() {
+            let _ = writeln!(s, "{}\n", m.experiment_description.trim());
+        }
+        let _ = writeln!(
+            s,
+            "Baseline placement: **{}**. {} tiers. Started {}{}.\n",
+            m.baseline,
+            if m.emulated { "Emulated" } else { "Real" },
+            m.started_at,
+            m.finished_at
+                .as_ref()
+                .map(|f| format!(", finished {f}"))
+                .unwrap_or_else(|| " (not finished: the matrix was interrupted)".into())
+        );
+        if m.emulated {
+            let _ = writeln!(
+                s,
+                "> These results come from **emulated** devices (RAM-, file- and network-backed block devices standing in for the real classes). They show what the pipeline measures and how placements compare on this machine, not what the real hardware does.\n"
+            );
+        }
+
+        let _ = writeln!(s, "## Results\n");
+        let _ = writeln!(
+            s,
+            "Mean of the repetitions; TPS change and latency change against the baseline with their 95% confidence intervals. A change whose interval contains 0 is marked *within noise*.\n"
+        );
+        let _ = writeln!(
+            s,
+            "| placement | workload | clients | memory | profile | runs | TPS (mean ± CI95) | CV | TPS change | avg latency ms | latency change |"
+        );
+        let _ = writeln!(s, "|---|---|---:|---|---|---:|---:|---:|---|---:|---|");
+        for c in &summary.cells {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {} | {} | {:.1} ± {} | {:.1}% | {} | {:.3} | {} |",
+                c.key.placement,
+                c.key.workload,
+                c.key.clients,
+                c.key.memory_limit,
+                c.key.profile,
+                c.runs,
+                c.tps.mean,
+                if c.tps.ci95.is_finite() {
+                    format!("{:.1}", c.tps.ci95)
+                } else {
+                    "n/a".into()
+                },
+                c.tps.cv_pct,
+                fmt_delta(c.tps_delta.as_ref(), c.is_baseline),
+                c.latency_ms.mean,
+                fmt_delta(c.latency_delta.as_ref(), c.is_baseline),
+            );
+        }
+        if !summary.missing.is_empty() {
+            let _ = writeln!(s, "\n**Missing cells** (planned, no successful run):\n");
+            for k in &summary.missing {
+                let _ = writeln!(s, "- {}", describe(k));
+            }
+        }
+
+        let mut warnings: Vec<String> = m.warnings.clone();
+        warnings.extend(summary.warnings.iter().cloned());
+        let _ = writeln!(s, "\n## Warnings\n");
+        if warnings.is_empty() {
+            let _ = writeln!(s, "None.");
+        }
+        for w in &warnings {
+            let _ = writeln!(s, "- {w}");
+        }
+
+        let _ = writeln!(s, "\n## Charts\n");
+        for g in views::groups(summary) {
+            let [tp, lat] = views::chart_files(g[0]);
+            let _ = writeln!(s, "### {}\n", views::describe_group(g[0]));
+            let _ = writeln!(s, "![throughput]({tp})\n\n![latency]({lat})\n");
+        }
+
+        let h = &m.host;
+        let _ = writeln!(s, "## Environment\n");
+        let _ = writeln!(s, "| | |\n|---|---|");
+        let _ = writeln!(s, "| host | {} |", h.hostname);
+        let _ = writeln!(
+            s,
+            "| CPU | {} ({} cores, {} threads) |",
+            h.cpu_model, h.cpu_cores, h.cpu_threads
+        );
+        let _ = writeln!(s, "| memory | {} |", gib(h.memory_bytes));
+        let _ = writeln!(s, "| OS | {}, Linux {} |", h.os, h.kernel);
+        let _ = writeln!(s, "| virtualisation | {} |", h.virtualization);
+        let _ = writeln!(
+            s,
+            "| CPU governor | {} |",
+            h.cpu_governor.as_deref().unwrap_or("not exposed")
+        );
+        let _ = writeln!(
+            s,
+            "| transparent huge pages | {} |",
+            h.transparent_hugepages.as_deref().unwrap_or("unknown")
+        );
+        if let Some(l) = &h.load_average {
+            let _ = writeln!(s, "| load average at start | {l} |");
+        }
+        let _ = writeln!(
+            s,
+            "| PostgreSQL | {} ({}) |",
+            m.postgres.version, m.postgres.bin_dir
+        );
+        for (tool, v) in &m.tools {
+            let _ = writeln!(s, "| {tool} | {v} |");
+        }
+        if !h.sysctls.is_empty() {
+            let _ = writeln!(
+                s,
+                "\nKernel settings: {}",
+                h.sysctls
+                    .iter()
+                    .map(|(k, v)| format!("`{k}={v}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+
+        let _ = writeln!(s, "\n## Devices\n");
+        let _ = writeln!(
+            s,
+            "| device | class | what it is | block device | mount options (effective) | DAX |"
+        );
+        let _ = writeln!(s, "|---|---|---|---|---|---|");
+        for d in &m.devices {
+            let dax = match d.dax_requested.as_str() {
+                "off" => "not requested".to_string(),
+                _ if d.dax_honoured => "requested, in effect".to_string(),
+                _ => "**requested, NOT in effect** (page-cache I/O)".to_string(),
+            };
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {} | {} |",
+                d.name,
+                d.class,
+                d.description,
+                d.block_device,
+                d.effective_mount_options.join(","),
+                dax
+            );
+        }
+        for d in m.devices.iter().filter(|d| !d.dax_note.is_empty()) {
+            let _ = writeln!(s, "\n- {}: {}", d.name, d.dax_note);
+        }
+        let _ = writeln!(s, "\n## Placements\n");
+        for p in &m.placements {
+            let _ = writeln!(
+                s,
+                "- **{}**: PGDATA on `{}`, pg_wal on `{}`{}",
+                p.name,
+                p.data_device,
+                p.wal_device,
+                if p.description.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", p.description)
+                }
+            );
+        }
+
+        let _ = writeln!(s, "\n## PostgreSQL settings\n");
+        for (profile, settings) in &m.postgres.profiles {
+            let _ = writeln!(
+                s,
+                "Profile **{profile}** (written by pgtier): {}",
+                if settings.is_empty() {
+                    "PostgreSQL defaults".into()
+                } else {
+                    settings
+                        .iter()
+                        .map(|(k, v)| format!("`{k} = {v}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                }
+            );
+            if let Some(r) = set
+                .runs
+                .iter()
+                .find(|r| &r.cell.profile == profile && !r.server_settings.is_empty())
+            {
+                let _ = writeln!(
+                    s,
+                    "\nNon-default settings while running (pg_settings, run {}): {}\n",
+                    r.run_id,
+                    r.server_settings
+                        .iter()
+                        .map(|(k, v)| format!("`{k}={v}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+            }
+        }
+        if !m.postgres.skipped_settings.is_empty() {
+            let _ = writeln!(
+                s,
+                "\nSkipped settings: {}",
+                m.postgres.skipped_settings.join("; ")
+            );
+        }
+
+        let _ = writeln!(s, "\n## Method\n");
+        let _ = writeln!(s, "Command: `{}`\n", m.command_line);
+        for d in &m.datasets {
+            let _ = writeln!(
+                s,
+                "- Data set `{}`: `{}`; database {:.0} MiB, PGDATA+WAL {:.0} MiB; built once in {:.1} s, then copied onto each placement ({}).",
+                d.key,
+                d.command,
+                d.database_size_bytes as f64 / 1048576.0,
+                d.pgdata_size_bytes as f64 / 1048576.0,
+                d.build_seconds,
+                d.relocate_seconds
+                    .iter()
+                    .map(|(p, t)| format!("{p} {t:.1} s"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        let _ = writeln!(
+            s,
+            "- Before every measured run: the placement's server is started (in its memory-limited cgroup where a limit is set), CHECKPOINT, sync, page cache dropped, a ramp-up run whose figures are discarded, then the measured run; the server is stopped afterwards."
+        );
+        let _ = writeln!(
+            s,
+            "- {} repetitions per cell, {} order ({} runs):",
+            m.repetitions,
+            m.order,
+            m.run_order.len()
+        );
+        let _ = writeln!(
+            s,
+            "\n<details><summary>run order and exact commands</summary>\n"
+        );
+        for r in &set.runs {
+            let _ = writeln!(
+                s,
+                "- `{}` ({}): `{}`",
+                r.run_id,
+                if r.status == results::RunStatus::Ok {
+                    "ok"
+                } else {
+                    "failed"
+                },
+                r.command
+            );
+        }
+        let _ = writeln!(s, "\n</details>\n");
+        if !m.phase_seconds.is_empty() {
+            let _ = writeln!(
+                s,
+                "Time spent: {}\n",
+                m.phase_seconds
+                    .iter()
+                    .map(|(k, v)| format!("{k} {v:.0} s"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        let _ = writeln!(
+            s,
+            "Raw output of every run (pgbench stdout/stderr, server log) is in `runs/<run id>/`; figures per run in `runs.csv`, per cell in `summary.csv`, per second in `series.csv`; `manifest.json` holds the resolved configuration and environment."
+        );
+        let p = out.join("report.md");
+        write(&p, s.as_bytes())?;
+        Ok(vec![p])
+    }
+}

@@ -1,0 +1,234 @@
+//! The result model the exporters share: a results directory read back, and its summary per
+//! matrix cell with deltas against the baseline placement.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use results::record::{CellKey, RunRecord, RunStatus};
+use results::{Manifest, ResultsDir};
+use serde::Serialize;
+
+use crate::stats::{Delta, Estimate};
+
+/// A results directory, read back.
+#[derive(Clone, Debug)]
+pub struct ResultSet {
+    pub dir: PathBuf,
+    pub manifest: Manifest,
+    pub runs: Vec<RunRecord>,
+}
+
+impl ResultSet {
+    pub fn load(dir: &Path) -> Result<ResultSet, results::ReadError> {
+        let rd = ResultsDir::new(dir);
+        Ok(ResultSet {
+            dir: dir.to_path_buf(),
+            manifest: rd.read_manifest()?,
+            runs: rd.read_runs()?,
+        })
+    }
+
+    /// Placement names in the manifest's order (baseline first).
+    pub fn placements(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .manifest
+            .placements
+            .iter()
+            .map(|p| p.name.clone())
+            .collect();
+        for r in &self.runs {
+            if !names.contains(&r.cell.placement) {
+                names.push(r.cell.placement.clone());
+            }
+        }
+        if let Some(i) = names.iter().position(|n| *n == self.manifest.baseline) {
+            let b = names.remove(i);
+            names.insert(0, b);
+        }
+        names
+    }
+}
+
+/// One matrix cell across its repetitions.
+#[derive(Clone, Debug, Serialize)]
+pub struct CellSummary {
+    pub key: CellKey,
+    pub is_baseline: bool,
+    /// Successful runs that went into the figures.
+    pub runs: usize,
+    pub failed_runs: usize,
+    pub tps: Estimate,
+    pub latency_ms: Estimate,
+    pub latency_p99_ms: Option<Estimate>,
+    /// Change against the baseline placement for the same workload, clients, memory limit and
+    /// profile (None on baseline rows and when the baseline cell has no data).
+    pub tps_delta: Option<Delta>,
+    pub latency_delta: Option<Delta>,
+    pub latency_p99_delta: Option<Delta>,
+}
+
+/// Every cell, in a stable order, and what a reader must be warned about.
+#[derive(Clone, Debug, Serialize)]
+pub struct Summary {
+    pub cells: Vec<CellSummary>,
+    /// Planned cells without a successful run (an interrupted or failing matrix).
+    pub missing: Vec<CellKey>,
+    pub warnings: Vec<String>,
+}
+
+fn cell_order(set: &ResultSet) -> Vec<CellKey> {
+    // The planned order (run ids are "<seq>-<placement>-..."): cells by first appearance, then
+    // placements in manifest order within each group.
+    let mut keys: Vec<CellKey> = Vec::new();
+    for r in &set.runs {
+        if !keys.contains(&r.cell) {
+            keys.push(r.cell.clone());
+        }
+    }
+    let placements = set.placements();
+    let group = |k: &CellKey| {
+        (
+            k.workload.clone(),
+            k.clients,
+            k.memory_limit.clone(),
+            k.profile.clone(),
+        )
+    };
+    let mut groups: Vec<(String, u32, String, String)> = Vec::new();
+    for k in &keys {
+        let g = group(k);
+        if !groups.contains(&g) {
+            groups.push(g);
+        }
+    }
+    let mut out = Vec::new();
+    for g in groups {
+        for p in &placements {
+            if let Some(k) = keys.iter().find(|k| group(k) == g && &k.placement == p) {
+                out.push(k.clone());
+            }
+        }
+    }
+    out
+}
+
+/// Summarises a result set.
+pub fn summarize(set: &ResultSet) -> Summary {
+    let baseline = set.manifest.baseline.clone();
+    let mut by_cell: BTreeMap<CellKey, Vec<&RunRecord>> = BTreeMap::new();
+    for r in &set.runs {
+        by_cell.entry(r.cell.clone()).or_default().push(r);
+    }
+    let mut estimates: BTreeMap<CellKey, (Estimate, Estimate, Option<Estimate>, usize)> =
+        BTreeMap::new();
+    for (k, runs) in &by_cell {
+        let ok: Vec<&&RunRecord> = runs.iter().filter(|r| r.status == RunStatus::Ok).collect();
+        let failed = runs.len() - ok.len();
+        let tps: Vec<f64> = ok.iter().map(|r| r.metrics.tps).collect();
+        let lat: Vec<f64> = ok.iter().map(|r| r.metrics.latency_ms_avg).collect();
+        let p99: Vec<f64> = ok.iter().filter_map(|r| r.metrics.latency_ms_p99).collect();
+        if let (Some(t), Some(l)) = (Estimate::of(&tps), Estimate::of(&lat)) {
+            let p = if p99.len() == ok.len() {
+                Estimate::of(&p99)
+            } else {
+                None
+            };
+            estimates.insert(k.clone(), (t, l, p, failed));
+        }
+    }
+    let mut warnings = Vec::new();
+    let mut cells = Vec::new();
+    for k in cell_order(set) {
+        let failed = by_cell
+            .get(&k)
+            .map(|r| r.iter().filter(|r| r.status != RunStatus::Ok).count())
+            .unwrap_or(0);
+        let Some((tps, lat, p99, _)) = estimates.get(&k).cloned() else {
+            continue;
+        };
+        let is_baseline = k.placement == baseline;
+        let base = estimates.get(&k.with_placement(&baseline));
+        let (tps_delta, latency_delta, latency_p99_delta) = match (is_baseline, base) {
+            (false, Some((bt, bl, bp, _))) => (
+                Delta::between(bt, &tps),
+                Delta::between(bl, &lat),
+                match (bp, &p99) {
+                    (Some(bp), Some(p)) => Delta::between(bp, p),
+                    _ => None,
+                },
+            ),
+            _ => (None, None, None),
+        };
+        if tps.n >= 2 && tps.cv_pct > 5.0 {
+            warnings.push(format!(
+                "{}: repetitions disagree (TPS coefficient of variation {:.1}% > 5%); treat its figures as noisy",
+                describe(&k),
+                tps.cv_pct
+            ));
+        }
+        if failed > 0 {
+            warnings.push(format!(
+                "{}: {failed} run(s) failed and are left out of the figures",
+                describe(&k)
+            ));
+        }
+        cells.push(CellSummary {
+            runs: tps.n,
+            failed_runs: failed,
+            key: k,
+            is_baseline,
+            tps,
+            latency_ms: lat,
+            latency_p99_ms: p99,
+            tps_delta,
+            latency_delta,
+            latency_p99_delta,
+        });
+    }
+    if cells.iter().any(|c| c.runs < 2) {
+        warnings.push("some cells have a single successful run: no confidence interval, so no delta can be called a real change".into());
+    }
+    // Cells planned but without data.
+    let mut missing = Vec::new();
+    let planned: Vec<CellKey> = set
+        .manifest
+        .run_order
+        .iter()
+        .filter_map(|id| planned_cell(set, id))
+        .collect();
+    for k in planned {
+        if !estimates.contains_key(&k) && !missing.contains(&k) {
+            missing.push(k);
+        }
+    }
+    for r in &set.runs {
+        for w in &r.warnings {
+            let w = format!("{}: {w}", r.run_id);
+            if !warnings.contains(&w) {
+                warnings.push(w);
+            }
+        }
+    }
+    Summary {
+        cells,
+        missing,
+        warnings,
+    }
+}
+
+/// The cell a planned run id belongs to, when the manifest records it.
+fn planned_cell(set: &ResultSet, run_id: &str) -> Option<CellKey> {
+    set.manifest.planned_cells.get(run_id).cloned()
+}
+
+/// `tpcb, 8 clients, placement nvme` for messages.
+pub fn describe(k: &CellKey) -> String {
+    let mut s = format!("{} / {} / {} clients", k.placement, k.workload, k.clients);
+    if k.memory_limit != "unlimited" {
+        s.push_str(&format!(" / memory {}", k.memory_limit));
+    }
+    if k.profile != "default" {
+        s.push_str(&format!(" / profile {}", k.profile));
+    }
+    s
+}

@@ -1,0 +1,122 @@
+//! What ran, where, with what: the resolved configuration, the environment and the devices.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// A device as provisioned, for the record.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DeviceRecord {
+    pub name: String,
+    /// `nvme`, `pmem` or `nvme-tcp`.
+    pub class: String,
+    pub emulated: bool,
+    /// One sentence on what stands behind the device.
+    pub description: String,
+    pub block_device: String,
+    pub mountpoint: String,
+    pub requested_mount_options: Vec<String>,
+    pub effective_mount_options: Vec<String>,
+    /// `off`, `optional` or `required`.
+    pub dax_requested: String,
+    /// Whether DAX is in effect (only meaningful when requested).
+    pub dax_honoured: bool,
+    pub dax_note: String,
+    /// Caps applied to emulate a slower device (cgroup blkio throttle), if any.
+    pub throttle: Option<String>,
+    /// Model, serial, firmware, size, rotational flag, scheduler, xfs_info, ...
+    pub facts: serde_json::Value,
+}
+
+/// Where one placement puts PGDATA, pg_wal and tablespaces.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PlacementRecord {
+    pub name: String,
+    pub description: String,
+    pub data_device: String,
+    pub wal_device: String,
+    /// Tablespace role (`tables`, `indexes`, `temp`) -> device.
+    pub tablespaces: BTreeMap<String, String>,
+}
+
+/// The machine.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct HostFacts {
+    pub hostname: String,
+    pub kernel: String,
+    pub os: String,
+    pub cpu_model: String,
+    pub cpu_cores: usize,
+    pub cpu_threads: usize,
+    pub memory_bytes: u64,
+    pub virtualization: String,
+    pub cpu_governor: Option<String>,
+    pub transparent_hugepages: Option<String>,
+    /// Kernel settings that matter for databases, as read before the run.
+    pub sysctls: BTreeMap<String, String>,
+    /// The load average when the run started (a busy machine is a noisy one).
+    pub load_average: Option<String>,
+}
+
+/// PostgreSQL as it ran.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PostgresInfo {
+    pub version: String,
+    pub bin_dir: String,
+    /// Profile name -> settings written for it.
+    pub profiles: BTreeMap<String, BTreeMap<String, String>>,
+    /// Settings in a profile that this PostgreSQL does not know, skipped with a note.
+    pub skipped_settings: Vec<String>,
+}
+
+/// A data set built once and copied onto each placement.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DatasetRecord {
+    pub key: String,
+    pub command: String,
+    pub database_size_bytes: u64,
+    pub pgdata_size_bytes: u64,
+    pub build_seconds: f64,
+    /// Seconds to copy it onto each placement.
+    pub relocate_seconds: BTreeMap<String, f64>,
+}
+
+/// `manifest.json`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Manifest {
+    pub pgtier_version: String,
+    pub git_commit: Option<String>,
+    pub command_line: String,
+    pub experiment_name: String,
+    pub experiment_description: String,
+    pub experiment_file: String,
+    pub baseline: String,
+    pub emulated: bool,
+    pub repetitions: u32,
+    /// `interleaved` or `sequential`.
+    pub order: String,
+    /// The configuration after `--emulate` overrides, as used.
+    pub resolved_config: serde_json::Value,
+    pub started_at: String,
+    pub finished_at: Option<String>,
+    pub host: HostFacts,
+    pub postgres: PostgresInfo,
+    /// Tool -> version line.
+    pub tools: BTreeMap<String, String>,
+    pub devices: Vec<DeviceRecord>,
+    pub placements: Vec<PlacementRecord>,
+    pub datasets: Vec<DatasetRecord>,
+    /// Planned run ids in execution order.
+    pub run_order: Vec<String>,
+    /// The matrix cell of every planned run id.
+    pub planned_cells: BTreeMap<String, crate::record::CellKey>,
+    /// Seconds spent provisioning, loading, relocating, measuring and tearing down.
+    pub phase_seconds: BTreeMap<String, f64>,
+    pub warnings: Vec<String>,
+}

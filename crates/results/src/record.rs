@@ -1,0 +1,186 @@
+//! One measured run and everything measured in it.
+
+use serde::{Deserialize, Serialize};
+
+/// The matrix cell a run belongs to; repetitions of a cell share it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct CellKey {
+    pub placement: String,
+    pub workload: String,
+    pub clients: u32,
+    /// `unlimited` or a size such as `256MiB`.
+    pub memory_limit: String,
+    /// Settings profile name.
+    pub profile: String,
+}
+
+impl CellKey {
+    /// The same cell on another placement.
+    pub fn with_placement(&self, placement: &str) -> CellKey {
+        CellKey {
+            placement: placement.to_string(),
+            ..self.clone()
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RunStatus {
+    Ok,
+    Failed,
+}
+
+/// Headline figures of a run, over the measured interval only (ramp-up excluded).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Metrics {
+    /// Transactions per second, without initial connection time.
+    pub tps: f64,
+    pub latency_ms_avg: f64,
+    pub latency_ms_stddev: Option<f64>,
+    pub transactions: u64,
+    pub failed_transactions: u64,
+    pub retried_transactions: Option<u64>,
+    pub initial_connection_ms: Option<f64>,
+    pub latency_ms_p50: Option<f64>,
+    pub latency_ms_p90: Option<f64>,
+    pub latency_ms_p95: Option<f64>,
+    pub latency_ms_p99: Option<f64>,
+    pub latency_ms_p999: Option<f64>,
+    /// TPC-C: new orders per minute (HammerDB's NOPM) and transactions per minute (TPM).
+    pub nopm: Option<f64>,
+    pub tpm: Option<f64>,
+}
+
+/// Average latency of one statement of the script (`pgbench -r`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StatementLatency {
+    pub latency_ms: f64,
+    pub failures: Option<u64>,
+    pub statement: String,
+}
+
+/// One second of a run (pgbench `-P 1` or the driver's own sampling).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SecondSample {
+    /// Seconds since the start of the measured interval (end of this sample).
+    pub t: f64,
+    pub tps: f64,
+    pub latency_ms: f64,
+    pub latency_ms_stddev: Option<f64>,
+    pub failed: Option<u64>,
+}
+
+/// I/O of one device during the measured interval (from /proc/diskstats).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DeviceIo {
+    pub device: String,
+    /// `data`, `wal`, `data+wal`, or a tablespace role.
+    pub role: String,
+    pub kernel_name: String,
+    pub read_iops: f64,
+    pub write_iops: f64,
+    pub read_mb_s: f64,
+    pub write_mb_s: f64,
+    /// Average time per completed I/O (read+write), ms.
+    pub avg_wait_ms: f64,
+    pub peak_read_iops: f64,
+    pub peak_write_iops: f64,
+}
+
+/// CPU time split over the measured interval, in % of all CPUs.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CpuSplit {
+    pub user_pct: f64,
+    pub system_pct: f64,
+    pub iowait_pct: f64,
+    pub idle_pct: f64,
+    /// CPU seconds used by the benchmark client and by the server's processes.
+    pub client_cpu_s: f64,
+    pub server_cpu_s: f64,
+    /// Share of one core the client used (100 = one full core).
+    pub client_core_pct: f64,
+}
+
+/// PostgreSQL's own counters as deltas over the run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PgCounters {
+    pub blks_hit: i64,
+    pub blks_read: i64,
+    pub xact_commit: i64,
+    pub xact_rollback: i64,
+    pub checkpoints_timed: i64,
+    pub checkpoints_req: i64,
+    pub buffers_checkpoint: i64,
+    pub buffers_clean: i64,
+    pub buffers_backend: i64,
+    pub wal_bytes: Option<i64>,
+    pub wal_sync: Option<i64>,
+    pub wal_write_time_ms: Option<f64>,
+    pub wal_sync_time_ms: Option<f64>,
+    pub temp_bytes: i64,
+    pub database_size_bytes: i64,
+}
+
+/// Memory of the server's cgroup.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MemoryUse {
+    pub limit_bytes: Option<u64>,
+    pub peak_bytes: Option<u64>,
+    pub page_cache_bytes: Option<u64>,
+}
+
+/// Everything about one measured run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// Directory name under `runs/`: `<sequence>-<placement>-<workload>-c<clients>-r<repetition>`.
+    pub run_id: String,
+    /// Position in the executed order (1-based).
+    pub sequence: u32,
+    pub cell: CellKey,
+    pub repetition: u32,
+    /// `pgbench` or `tpcc`.
+    pub workload_kind: String,
+    /// The pgbench builtin script or TPC-C mode.
+    pub script: String,
+    pub threads: u32,
+    /// pgbench scale or TPC-C warehouses.
+    pub scale: u32,
+    pub duration_s: f64,
+    pub ramp_up_s: f64,
+    pub started_at: String,
+    pub finished_at: String,
+    pub status: RunStatus,
+    pub failure: Option<String>,
+    pub metrics: Metrics,
+    #[serde(default)]
+    pub statements: Vec<StatementLatency>,
+    #[serde(default)]
+    pub series: Vec<SecondSample>,
+    #[serde(default)]
+    pub devices: Vec<DeviceIo>,
+    #[serde(default)]
+    pub cpu: Option<CpuSplit>,
+    #[serde(default)]
+    pub postgres: Option<PgCounters>,
+    #[serde(default)]
+    pub memory: Option<MemoryUse>,
+    /// Checkpoints that started during the measured interval (seconds since its start).
+    #[serde(default)]
+    pub checkpoints_at_s: Vec<f64>,
+    /// Settings that differed from PostgreSQL's defaults while the run went on (pg_settings).
+    #[serde(default)]
+    pub server_settings: std::collections::BTreeMap<String, String>,
+    /// The exact benchmark command line.
+    pub command: String,
+    /// Raw tool output files, relative to the run's directory.
+    #[serde(default)]
+    pub raw_files: Vec<String>,
+    #[serde(default)]
+    pub warnings: Vec<String>,
+}

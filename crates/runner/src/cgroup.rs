@@ -1,0 +1,237 @@
+//! A cgroup for the PostgreSQL server: an optional memory limit (so that reads reach the device
+//! instead of the page cache) and accounting of the server's memory and CPU. cgroup v1 (memory
+//! and cpuacct hierarchies) and v2 (unified) are both supported.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use journal::{Journal, RecordId, Undo};
+
+use crate::RunnerError;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Hierarchy {
+    /// cgroup v1: separate memory and (optional) cpuacct hierarchies.
+    V1 {
+        memory: PathBuf,
+        cpuacct: Option<PathBuf>,
+    },
+    /// cgroup v2: one unified hierarchy.
+    V2 { root: PathBuf },
+}
+
+impl Hierarchy {
+    /// Looks at /sys/fs/cgroup.
+    pub fn detect() -> Option<Hierarchy> {
+        let root = Path::new("/sys/fs/cgroup");
+        if root.join("cgroup.controllers").exists() {
+            return Some(Hierarchy::V2 {
+                root: root.to_path_buf(),
+            });
+        }
+        let memory = root.join("memory");
+        if memory.join("memory.limit_in_bytes").exists() {
+            let cpuacct = [root.join("cpuacct"), root.join("cpu,cpuacct")]
+                .into_iter()
+                .find(|p| p.join("cpuacct.usage").exists());
+            return Some(Hierarchy::V1 { memory, cpuacct });
+        }
+        None
+    }
+
+    pub fn version(&self) -> &'static str {
+        match self {
+            Hierarchy::V1 { .. } => "v1",
+            Hierarchy::V2 { .. } => "v2",
+        }
+    }
+}
+
+/// The server's cgroup (one per server start).
+#[derive(Debug)]
+pub struct ServerCgroup {
+    pub hierarchy: Hierarchy,
+    /// Memory (v1) or unified (v2) directory.
+    pub dir: PathBuf,
+    /// cpuacct directory (v1 only).
+    pub cpu_dir: Option<PathBuf>,
+    pub limit_bytes: Option<u64>,
+    /// Journal records of the directories this cgroup created, oldest first.
+    records: Vec<RecordId>,
+}
+
+/// Memory figures of the cgroup.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MemoryStats {
+    pub current: Option<u64>,
+    pub peak: Option<u64>,
+    pub page_cache: Option<u64>,
+}
+
+fn create_dirs(
+    journal: &Journal,
+    base: &Path,
+    rel: &Path,
+    records: &mut Vec<RecordId>,
+) -> Result<PathBuf, RunnerError> {
+    let mut p = base.to_path_buf();
+    for c in rel.components() {
+        p.push(c);
+        if !p.exists() {
+            records.push(
+                journal
+                    .record(Undo::RemoveCgroup { path: p.clone() }, "server cgroup")
+                    .map_err(|e| RunnerError::Setup(e.to_string()))?,
+            );
+            std::fs::create_dir(&p)
+                .map_err(|e| RunnerError::Setup(format!("create cgroup {}: {e}", p.display())))?;
+        }
+    }
+    Ok(p)
+}
+
+fn write(p: &Path, v: &str) -> Result<(), RunnerError> {
+    std::fs::write(p, v)
+        .map_err(|e| RunnerError::Setup(format!("write {v:?} to {}: {e}", p.display())))
+}
+
+impl ServerCgroup {
+    /// Creates `pgtier/<run>/<name>` in each hierarchy, with `limit_bytes` as the memory limit.
+    pub fn create(
+        journal: &Journal,
+        hierarchy: &Hierarchy,
+        run: &str,
+        name: &str,
+        limit_bytes: Option<u64>,
+    ) -> Result<ServerCgroup, RunnerError> {
+        let rel = PathBuf::from("pgtier").join(run).join(name);
+        let mut records = Vec::new();
+        match hierarchy {
+            Hierarchy::V1 { memory, cpuacct } => {
+                let dir = create_dirs(journal, memory, &rel, &mut records)?;
+                if let Some(limit) = limit_bytes {
+                    write(&dir.join("memory.limit_in_bytes"), &limit.to_string())?;
+                }
+                let cpu_dir = match cpuacct {
+                    Some(c) => Some(create_dirs(journal, c, &rel, &mut records)?),
+                    None => None,
+                };
+                Ok(ServerCgroup {
+                    hierarchy: hierarchy.clone(),
+                    dir,
+                    cpu_dir,
+                    limit_bytes,
+                    records,
+                })
+            }
+            Hierarchy::V2 { root } => {
+                // A leaf can only use the controllers every ancestor enables for its children.
+                let mut parent = root.clone();
+                let mut so_far = PathBuf::new();
+                for c in rel.components() {
+                    let _ = std::fs::write(parent.join("cgroup.subtree_control"), "+memory +cpu");
+                    so_far.push(c);
+                    parent = create_dirs(journal, root, &so_far, &mut records)?;
+                }
+                let dir = parent;
+                if let Some(limit) = limit_bytes {
+                    write(&dir.join("memory.max"), &limit.to_string())?;
+                }
+                Ok(ServerCgroup {
+                    hierarchy: hierarchy.clone(),
+                    dir,
+                    cpu_dir: None,
+                    limit_bytes,
+                    records,
+                })
+            }
+        }
+    }
+
+    /// Open `cgroup.procs` files; a child writes "0" to each before exec to join the cgroup.
+    pub fn open_procs_files(&self) -> Result<Vec<File>, RunnerError> {
+        let mut files = Vec::new();
+        for d in std::iter::once(&self.dir).chain(self.cpu_dir.iter()) {
+            let p = d.join("cgroup.procs");
+            files.push(
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(&p)
+                    .map_err(|e| RunnerError::Setup(format!("open {}: {e}", p.display())))?,
+            );
+        }
+        Ok(files)
+    }
+
+    /// Removes the directories this cgroup created (its processes must have exited).
+    pub fn remove(self, journal: &Journal) -> Result<(), RunnerError> {
+        for id in self.records.iter().rev() {
+            journal.undo_now(*id).map_err(RunnerError::Setup)?;
+        }
+        Ok(())
+    }
+
+    /// PIDs in the cgroup.
+    pub fn pids(&self) -> Vec<i32> {
+        std::fs::read_to_string(self.dir.join("cgroup.procs"))
+            .unwrap_or_default()
+            .split_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .collect()
+    }
+
+    pub fn memory(&self) -> MemoryStats {
+        let num = |f: &str| {
+            std::fs::read_to_string(self.dir.join(f))
+                .ok()
+                .and_then(|s| s.trim().parse::<u64>().ok())
+        };
+        let stat = std::fs::read_to_string(self.dir.join("memory.stat")).unwrap_or_default();
+        let stat_value = |key: &str| {
+            stat.lines().find_map(|l| {
+                let (k, v) = l.split_once(' ')?;
+                (k == key).then(|| v.trim().parse::<u64>().ok()).flatten()
+            })
+        };
+        match self.hierarchy {
+            Hierarchy::V1 { .. } => MemoryStats {
+                current: num("memory.usage_in_bytes"),
+                peak: num("memory.max_usage_in_bytes"),
+                page_cache: stat_value("cache"),
+            },
+            Hierarchy::V2 { .. } => MemoryStats {
+                current: num("memory.current"),
+                peak: num("memory.peak"),
+                page_cache: stat_value("file"),
+            },
+        }
+    }
+
+    /// Resets the peak counter (v1 only; v2's memory.peak cannot be reset on older kernels).
+    pub fn reset_peak(&self) {
+        if let Hierarchy::V1 { .. } = self.hierarchy {
+            let _ = std::fs::write(self.dir.join("memory.max_usage_in_bytes"), "0");
+        }
+    }
+
+    /// CPU time of all processes in the cgroup so far, in seconds.
+    pub fn cpu_seconds(&self) -> Option<f64> {
+        match (&self.hierarchy, &self.cpu_dir) {
+            (Hierarchy::V1 { .. }, Some(c)) => std::fs::read_to_string(c.join("cpuacct.usage"))
+                .ok()
+                .and_then(|s| s.trim().parse::<u64>().ok())
+                .map(|ns| ns as f64 / 1e9),
+            (Hierarchy::V2 { .. }, _) => std::fs::read_to_string(self.dir.join("cpu.stat"))
+                .ok()
+                .and_then(|s| {
+                    s.lines()
+                        .find_map(|l| {
+                            l.strip_prefix("usage_usec ")
+                                .and_then(|v| v.trim().parse::<u64>().ok())
+                        })
+                        .map(|us| us as f64 / 1e6)
+                }),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,296 @@
+//! Load once, place many: each data set is built once into a stopped "golden" cluster, then
+//! copied onto every placement (PGDATA to the data device, pg_wal to the WAL device), so every
+//! placement starts from the same physical data.
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde::Serialize;
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+use crate::env::RunnerEnv;
+use crate::pgbench;
+use crate::server::{self, Server};
+use crate::{DATABASE, RunnerError};
+
+/// What a data set is built from; equal keys share one golden copy.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub enum DatasetSpec {
+    /// `pgbench -i -s SCALE [init args]`.
+    Pgbench { scale: u32, init_args: Vec<String> },
+}
+
+impl DatasetSpec {
+    /// A short name usable as a directory name.
+    pub fn key(&self) -> String {
+        match self {
+            DatasetSpec::Pgbench { scale, init_args } => {
+                let mut k = format!("pgbench-s{scale}");
+                for a in init_args {
+                    k.push('-');
+                    k.extend(a.chars().filter(|c| c.is_ascii_alphanumeric()));
+                }
+                k
+            }
+        }
+    }
+}
+
+/// A built, stopped cluster to copy from.
+#[derive(Clone, Debug, Serialize)]
+pub struct Golden {
+    pub spec: DatasetSpec,
+    pub data_dir: PathBuf,
+    pub wal_dir: PathBuf,
+    pub command: String,
+    pub database_size_bytes: u64,
+    pub pgdata_size_bytes: u64,
+    pub build_seconds: f64,
+}
+
+/// Creates `dir` (and missing parents) owned by the database user, mode 0700.
+pub fn make_owned_dir(env: &RunnerEnv, dir: &Path) -> Result<(), RunnerError> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| RunnerError::Setup(format!("mkdir {}: {e}", dir.display())))?;
+    std::os::unix::fs::chown(dir, Some(env.user.uid), Some(env.user.gid))
+        .map_err(|e| RunnerError::Setup(format!("chown {}: {e}", dir.display())))?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+        .map_err(|e| RunnerError::Setup(format!("chmod {}: {e}", dir.display())))
+}
+
+/// Builds the golden copy of `spec` below `dir`.
+pub async fn build_golden(
+    env: &RunnerEnv<'_>,
+    spec: &DatasetSpec,
+    dir: &Path,
+    settings: &BTreeMap<String, String>,
+    on_line: &mut (dyn FnMut(&str) + Send),
+) -> Result<Golden, RunnerError> {
+    let started = Instant::now();
+    let data_dir = dir.join("pgdata");
+    let wal_dir = dir.join("pg_wal");
+    make_owned_dir(env, dir)?;
+    let logs = env.logs_dir.join(format!("dataset-{}", spec.key()));
+    std::fs::create_dir_all(&logs).map_err(|e| RunnerError::Setup(e.to_string()))?;
+    server::initdb(
+        &env.install,
+        &env.user,
+        &data_dir,
+        &wal_dir,
+        &logs.join("initdb.log"),
+    )
+    .await?;
+    server::write_config(
+        &data_dir,
+        env.port,
+        &env.socket_dir,
+        settings,
+        env.user.uid,
+        env.user.gid,
+    )?;
+    let srv = Server::start(
+        &env.install,
+        &env.user,
+        env.journal,
+        &data_dir,
+        &env.socket_dir,
+        env.port,
+        None,
+        &logs.join("postgres.log"),
+    )
+    .await?;
+    let result = load(env, spec, &srv, &logs, on_line).await;
+    let stop = srv.stop(env.journal).await;
+    let (command, database_size_bytes) = result?;
+    stop?;
+    sync_all();
+    Ok(Golden {
+        spec: spec.clone(),
+        pgdata_size_bytes: dir_size(&data_dir) + dir_size(&wal_dir),
+        data_dir,
+        wal_dir,
+        command,
+        database_size_bytes,
+        build_seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+async fn load(
+    env: &RunnerEnv<'_>,
+    spec: &DatasetSpec,
+    srv: &Server,
+    logs: &Path,
+    on_line: &mut (dyn FnMut(&str) + Send),
+) -> Result<(String, u64), RunnerError> {
+    let client = srv.connect("postgres").await?;
+    client
+        .batch_execute(&format!("CREATE DATABASE {DATABASE}"))
+        .await
+        .map_err(|e| RunnerError::Server(format!("create database: {e:#}")))?;
+    let DatasetSpec::Pgbench { scale, init_args } = spec;
+    let target = pgbench::Target {
+        socket_dir: &env.socket_dir,
+        port: env.port,
+        user: server::DB_ROLE,
+        database: DATABASE,
+    };
+    let cmd = pgbench::init_command(&env.install.bin_dir, &target, *scale, init_args);
+    let log_path = logs.join("pgbench-init.log");
+    let mut log =
+        std::fs::File::create(&log_path).map_err(|e| RunnerError::Setup(e.to_string()))?;
+    let mut child = tokio::process::Command::new(&cmd.program)
+        .args(&cmd.args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| RunnerError::Setup(format!("start {cmd}: {e}")))?;
+    // pgbench -i reports progress on stderr, with carriage returns on a terminal.
+    let stderr = child.stderr.take().expect("piped");
+    let mut lines = BufReader::new(stderr).split(b'\n');
+    let mut last = String::new();
+    loop {
+        tokio::select! {
+            line = lines.next_segment() => {
+                match line {
+                    Ok(Some(bytes)) => {
+                        let text = String::from_utf8_lossy(&bytes).replace('\r', "\n");
+                        use std::io::Write;
+                        let _ = log.write_all(text.as_bytes());
+                        let _ = log.write_all(b"\n");
+                        if let Some(l) = text.lines().rev().find(|l| !l.trim().is_empty()) {
+                            last = l.to_string();
+                            on_line(l);
+                        }
+                    }
+                    _ => break,
+                }
+            }
+            _ = tokio::time::sleep(std::time::Duration::from_millis(200)) => {
+                if env.cancelled() {
+                    let _ = child.start_kill();
+                    return Err(RunnerError::Cancelled);
+                }
+            }
+        }
+    }
+    let status = child
+        .wait()
+        .await
+        .map_err(|e| RunnerError::Setup(e.to_string()))?;
+    if !status.success() {
+        return Err(RunnerError::Workload(format!(
+            "`{cmd}` failed ({status}): {last}"
+        )));
+    }
+    let db = srv.connect(DATABASE).await?;
+    db.batch_execute("CHECKPOINT")
+        .await
+        .map_err(|e| RunnerError::Server(format!("checkpoint: {e:#}")))?;
+    let row = db
+        .query_one("SELECT pg_database_size(current_database())", &[])
+        .await
+        .map_err(|e| RunnerError::Server(format!("{e:#}")))?;
+    let size: i64 = row.get(0);
+    Ok((cmd.to_string(), size as u64))
+}
+
+/// Copies the golden cluster to a placement: PGDATA to `data_dir`, the WAL to `wal_dir`, and
+/// `pg_wal` re-pointed at `wal_dir` (a plain `cp -a` would keep pointing at the golden WAL).
+/// Returns the seconds it took, including the sync.
+pub fn relocate(
+    env: &RunnerEnv,
+    golden: &Golden,
+    data_dir: &Path,
+    wal_dir: &Path,
+) -> Result<f64, RunnerError> {
+    let started = Instant::now();
+    for d in [data_dir, wal_dir] {
+        if d.exists() {
+            std::fs::remove_dir_all(d)
+                .map_err(|e| RunnerError::Setup(format!("rm -r {}: {e}", d.display())))?;
+        }
+        if let Some(parent) = d.parent() {
+            make_owned_dir(env, parent)?;
+        }
+    }
+    copy_tree(&golden.data_dir, data_dir, &|rel: &Path| {
+        rel == Path::new("pg_wal") || rel == Path::new("postmaster.pid")
+    })?;
+    copy_tree(&golden.wal_dir, wal_dir, &|_| false)?;
+    std::os::unix::fs::symlink(wal_dir, data_dir.join("pg_wal"))
+        .map_err(|e| RunnerError::Setup(format!("link pg_wal: {e}")))?;
+    let _ = std::os::unix::fs::lchown(
+        data_dir.join("pg_wal"),
+        Some(env.user.uid),
+        Some(env.user.gid),
+    );
+    sync_all();
+    Ok(started.elapsed().as_secs_f64())
+}
+
+/// Copies a directory tree with modes and ownership; `skip` gets paths relative to `from`.
+fn copy_tree(from: &Path, to: &Path, skip: &dyn Fn(&Path) -> bool) -> Result<(), RunnerError> {
+    let err =
+        |p: &Path, e: std::io::Error| RunnerError::Setup(format!("copy {}: {e}", p.display()));
+    let mut stack = vec![PathBuf::new()];
+    while let Some(rel) = stack.pop() {
+        let src = from.join(&rel);
+        let dst = to.join(&rel);
+        let meta = std::fs::symlink_metadata(&src).map_err(|e| err(&src, e))?;
+        if meta.is_dir() {
+            std::fs::create_dir_all(&dst).map_err(|e| err(&dst, e))?;
+            for e in std::fs::read_dir(&src).map_err(|e| err(&src, e))? {
+                let e = e.map_err(|e| err(&src, e))?;
+                let child = rel.join(e.file_name());
+                if !skip(&child) {
+                    stack.push(child);
+                }
+            }
+        } else if meta.file_type().is_symlink() {
+            let target = std::fs::read_link(&src).map_err(|e| err(&src, e))?;
+            std::os::unix::fs::symlink(target, &dst).map_err(|e| err(&dst, e))?;
+        } else {
+            std::fs::copy(&src, &dst).map_err(|e| err(&src, e))?;
+        }
+        if !meta.file_type().is_symlink() {
+            std::fs::set_permissions(&dst, std::fs::Permissions::from_mode(meta.mode() & 0o7777))
+                .map_err(|e| err(&dst, e))?;
+        }
+        std::os::unix::fs::lchown(&dst, Some(meta.uid()), Some(meta.gid()))
+            .map_err(|e| err(&dst, e))?;
+    }
+    Ok(())
+}
+
+/// Total size of the files below `dir` (symlinks not followed).
+pub fn dir_size(dir: &Path) -> u64 {
+    let mut total = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let Ok(m) = e.path().symlink_metadata() else {
+                continue;
+            };
+            if m.is_dir() {
+                stack.push(e.path());
+            } else if m.is_file() {
+                total += m.len();
+            }
+        }
+    }
+    total
+}
+
+/// Flushes every filesystem, so that the copy is on the device and not in the page cache.
+pub fn sync_all() {
+    // SAFETY: sync(2) has no preconditions.
+    unsafe { libc::sync() };
+}

@@ -1,0 +1,392 @@
+//! One measured run: start the placement's server (in its cgroup), CHECKPOINT, drop the page
+//! cache, a discarded ramp-up, the measured pgbench run with per-second progress, then stop.
+//! Raw output is kept next to every parsed figure.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use journal::{CommandLine, ProcessId, Undo};
+use results::record::{Metrics, RunRecord, RunStatus, SecondSample, StatementLatency};
+use results::{ResultsDir, timestamp};
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+use crate::cgroup::ServerCgroup;
+use crate::env::RunnerEnv;
+use crate::matrix::{PlacementTarget, PlannedRun, Profile, WorkloadKind, WorkloadSpec};
+use crate::pgbench::{self, Progress, RunOptions};
+use crate::server::{self, Server};
+use crate::{DATABASE, RunnerError};
+
+/// Live reports while a run goes on.
+pub trait Observer: Send {
+    /// A `-P` progress line of the measured run (`ramp_up` true during the discarded ramp-up).
+    fn progress(&mut self, _p: &Progress, _ramp_up: bool) {}
+    fn note(&mut self, _text: &str) {}
+}
+
+/// What a run needs.
+pub struct RunInputs<'a> {
+    pub planned: &'a PlannedRun,
+    pub placement: &'a PlacementTarget,
+    pub workload: &'a WorkloadSpec,
+    pub profile: &'a Profile,
+    pub results: &'a ResultsDir,
+}
+
+/// Makes one run. Failures of the run itself (the server does not start, pgbench fails) give a
+/// record with status `failed` and the reason; only cancellation is an error.
+pub async fn execute_run(
+    env: &RunnerEnv<'_>,
+    inp: &RunInputs<'_>,
+    obs: &mut dyn Observer,
+) -> Result<RunRecord, RunnerError> {
+    let run_dir = inp.results.run_dir(&inp.planned.run_id);
+    std::fs::create_dir_all(&run_dir)
+        .map_err(|e| RunnerError::Setup(format!("mkdir {}: {e}", run_dir.display())))?;
+    let started_at = timestamp::now_rfc3339();
+    let mut record = base_record(inp, started_at);
+    match measure(env, inp, &run_dir, &mut record, obs).await {
+        Ok(()) => {}
+        Err(RunnerError::Cancelled) => return Err(RunnerError::Cancelled),
+        Err(e) => {
+            record.status = RunStatus::Failed;
+            record.failure = Some(e.to_string());
+        }
+    }
+    record.finished_at = timestamp::now_rfc3339();
+    record.raw_files = list_files(&run_dir);
+    inp.results
+        .write_run(&record)
+        .map_err(|e| RunnerError::Setup(format!("write result of {}: {e}", record.run_id)))?;
+    Ok(record)
+}
+
+fn base_record(inp: &RunInputs, started_at: String) -> RunRecord {
+    let (kind, script) = match &inp.workload.kind {
+        WorkloadKind::Pgbench(p) => ("pgbench", p.builtin.as_str()),
+    };
+    RunRecord {
+        run_id: inp.planned.run_id.clone(),
+        sequence: inp.planned.sequence,
+        cell: inp.planned.cell.clone(),
+        repetition: inp.planned.repetition,
+        workload_kind: kind.into(),
+        script: script.into(),
+        threads: inp.planned.threads,
+        scale: inp.workload.scale(),
+        duration_s: inp.workload.duration.as_secs_f64(),
+        ramp_up_s: inp.workload.ramp_up.as_secs_f64(),
+        started_at,
+        finished_at: String::new(),
+        status: RunStatus::Ok,
+        failure: None,
+        metrics: Metrics::default(),
+        statements: vec![],
+        series: vec![],
+        devices: vec![],
+        cpu: None,
+        postgres: None,
+        memory: None,
+        checkpoints_at_s: vec![],
+        server_settings: Default::default(),
+        command: String::new(),
+        raw_files: vec![],
+        warnings: vec![],
+    }
+}
+
+fn list_files(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n != "result.json")
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+async fn measure(
+    env: &RunnerEnv<'_>,
+    inp: &RunInputs<'_>,
+    run_dir: &Path,
+    record: &mut RunRecord,
+    obs: &mut dyn Observer,
+) -> Result<(), RunnerError> {
+    let p = inp.planned;
+    server::write_config(
+        &inp.placement.data_dir,
+        env.port,
+        &env.socket_dir,
+        &inp.profile.settings,
+        env.user.uid,
+        env.user.gid,
+    )?;
+    let cgroup = match (&env.cgroups, p.memory_limit) {
+        (Some(h), limit) => Some(ServerCgroup::create(
+            env.journal,
+            h,
+            &env.run_token,
+            &p.run_id,
+            limit,
+        )?),
+        (None, Some(_)) => {
+            return Err(RunnerError::Setup(
+                "a memory limit needs a cgroup memory controller, and this machine has none".into(),
+            ));
+        }
+        (None, None) => None,
+    };
+    let srv = Server::start(
+        &env.install,
+        &env.user,
+        env.journal,
+        &inp.placement.data_dir,
+        &env.socket_dir,
+        env.port,
+        cgroup,
+        &run_dir.join("postgres.log"),
+    )
+    .await;
+    let mut srv = match srv {
+        Ok(s) => s,
+        Err(e) => return Err(e),
+    };
+    let outcome = measure_on(env, inp, run_dir, record, obs, &mut srv).await;
+    let cgroup = srv.cgroup.take();
+    if let Some(c) = &cgroup {
+        let m = c.memory();
+        let mem = record.memory.get_or_insert_with(Default::default);
+        mem.limit_bytes = c.limit_bytes;
+        mem.peak_bytes = m.peak;
+        mem.page_cache_bytes = m.page_cache;
+    }
+    let stopped = srv.stop(env.journal).await;
+    if let Some(c) = cgroup {
+        // Backends leave the cgroup a moment after the postmaster exits.
+        for _ in 0..50 {
+            if c.pids().is_empty() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        c.remove(env.journal)?;
+    }
+    outcome?;
+    stopped
+}
+
+async fn measure_on(
+    env: &RunnerEnv<'_>,
+    inp: &RunInputs<'_>,
+    run_dir: &Path,
+    record: &mut RunRecord,
+    obs: &mut dyn Observer,
+    srv: &mut Server,
+) -> Result<(), RunnerError> {
+    let WorkloadKind::Pgbench(w) = &inp.workload.kind;
+    let client = srv.connect(DATABASE).await?;
+    let rows = client
+        .query("SELECT name, setting || coalesce(' ' || unit, '') FROM pg_settings WHERE source NOT IN ('default', 'override') ORDER BY name", &[])
+        .await
+        .map_err(|e| RunnerError::Server(format!("read pg_settings: {e:#}")))?;
+    record.server_settings = rows
+        .iter()
+        .map(|r| (r.get::<_, String>(0), r.get::<_, String>(1)))
+        .collect();
+    client
+        .batch_execute("CHECKPOINT")
+        .await
+        .map_err(|e| RunnerError::Server(format!("checkpoint: {e:#}")))?;
+    drop(client);
+    crate::dataset::sync_all();
+    if env.drop_caches {
+        std::fs::write("/proc/sys/vm/drop_caches", "3")
+            .map_err(|e| RunnerError::Setup(format!("drop the page cache: {e}")))?;
+    }
+    if let Some(c) = &srv.cgroup {
+        c.reset_peak();
+    }
+    let target = pgbench::Target {
+        socket_dir: &env.socket_dir,
+        port: env.port,
+        user: server::DB_ROLE,
+        database: DATABASE,
+    };
+    let mut options = RunOptions {
+        builtin: w.builtin,
+        clients: inp.planned.clients,
+        threads: inp.planned.threads,
+        duration: inp.workload.ramp_up,
+        progress_s: 1,
+        per_statement: w.per_statement,
+        transaction_log: None,
+        extra: w.extra_args.clone(),
+    };
+    if !inp.workload.ramp_up.is_zero() {
+        let cmd = pgbench::run_command(&env.install.bin_dir, &target, &options);
+        let out = run_pgbench(env, &cmd, &run_dir.join("rampup"), obs, true).await?;
+        if !out.success {
+            return Err(RunnerError::Workload(format!(
+                "ramp-up pgbench failed: {}",
+                out.stderr_tail()
+            )));
+        }
+    }
+    options.duration = inp.workload.duration;
+    let cmd = pgbench::run_command(&env.install.bin_dir, &target, &options);
+    record.command = cmd.to_string();
+    std::fs::write(run_dir.join("command.txt"), format!("{cmd}\n"))
+        .map_err(|e| RunnerError::Setup(e.to_string()))?;
+    let out = run_pgbench(env, &cmd, &run_dir.join("pgbench"), obs, false).await?;
+    record.series = out
+        .progress
+        .iter()
+        .map(|p| SecondSample {
+            t: p.t,
+            tps: p.tps,
+            latency_ms: p.latency_ms,
+            latency_ms_stddev: p.stddev_ms,
+            failed: p.failed,
+        })
+        .collect();
+    if !out.success {
+        return Err(RunnerError::Workload(format!(
+            "pgbench failed: {}",
+            out.stderr_tail()
+        )));
+    }
+    let summary =
+        pgbench::parse_summary(&out.stdout).map_err(|e| RunnerError::Workload(e.to_string()))?;
+    record.metrics = Metrics {
+        tps: summary.tps,
+        latency_ms_avg: summary.latency_avg_ms,
+        latency_ms_stddev: summary.latency_stddev_ms,
+        transactions: summary.transactions,
+        failed_transactions: summary.failed,
+        retried_transactions: summary.retried,
+        initial_connection_ms: summary.initial_connection_ms,
+        ..Default::default()
+    };
+    record.statements = summary
+        .statements
+        .iter()
+        .filter(|s| !s.text.starts_with('\\'))
+        .map(|s| StatementLatency {
+            latency_ms: s.latency_ms,
+            failures: s.failures,
+            statement: s.text.clone(),
+        })
+        .collect();
+    if !srv.is_running() {
+        return Err(RunnerError::Server(format!(
+            "the server stopped during the run; log tail: {}",
+            server::log_tail(&srv.log, 10)
+        )));
+    }
+    Ok(())
+}
+
+/// What a pgbench invocation printed.
+pub struct PgbenchOutput {
+    pub success: bool,
+    pub stdout: String,
+    pub stderr: String,
+    pub progress: Vec<Progress>,
+}
+
+impl PgbenchOutput {
+    fn stderr_tail(&self) -> String {
+        let lines: Vec<&str> = self
+            .stderr
+            .lines()
+            .filter(|l| !l.starts_with("progress:"))
+            .collect();
+        lines[lines.len().saturating_sub(5)..].join(" | ")
+    }
+}
+
+/// Runs pgbench, streaming its `-P` lines to `obs`, keeping its stdout and stderr in
+/// `<prefix>.stdout` / `<prefix>.stderr`. Killed (and `Cancelled` returned) on cancellation.
+pub async fn run_pgbench(
+    env: &RunnerEnv<'_>,
+    cmd: &CommandLine,
+    prefix: &Path,
+    obs: &mut dyn Observer,
+    ramp_up: bool,
+) -> Result<PgbenchOutput, RunnerError> {
+    let with_ext = |ext: &str| -> PathBuf { PathBuf::from(format!("{}.{ext}", prefix.display())) };
+    let stdout_file =
+        std::fs::File::create(with_ext("stdout")).map_err(|e| RunnerError::Setup(e.to_string()))?;
+    let mut child = tokio::process::Command::new(&cmd.program)
+        .args(&cmd.args)
+        .stdin(Stdio::null())
+        .stdout(stdout_file)
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| RunnerError::Setup(format!("start {cmd}: {e}")))?;
+    let record = match child.id().and_then(|pid| ProcessId::of(pid as i32)) {
+        Some(process) => Some(
+            env.journal
+                .record(
+                    Undo::StopProcess {
+                        label: "pgbench".into(),
+                        process,
+                        signal: "TERM".into(),
+                        grace_ms: 5000,
+                    },
+                    "pgbench",
+                )
+                .map_err(|e| RunnerError::Setup(e.to_string()))?,
+        ),
+        None => None,
+    };
+    let mut stderr_text = String::new();
+    let mut progress = Vec::new();
+    let mut lines = BufReader::new(child.stderr.take().expect("piped")).lines();
+    loop {
+        tokio::select! {
+            line = lines.next_line() => match line {
+                Ok(Some(l)) => {
+                    if let Some(p) = pgbench::parse_progress(&l) {
+                        obs.progress(&p, ramp_up);
+                        progress.push(p);
+                    }
+                    stderr_text.push_str(&l);
+                    stderr_text.push('\n');
+                }
+                _ => break,
+            },
+            _ = tokio::time::sleep(Duration::from_millis(200)) => {
+                if env.cancelled() {
+                    let _ = child.start_kill();
+                    let _ = child.wait().await;
+                    std::fs::write(with_ext("stderr"), &stderr_text).ok();
+                    if let Some(r) = record { let _ = env.journal.release(r); }
+                    return Err(RunnerError::Cancelled);
+                }
+            }
+        }
+    }
+    let status = child
+        .wait()
+        .await
+        .map_err(|e| RunnerError::Setup(e.to_string()))?;
+    if let Some(r) = record {
+        let _ = env.journal.release(r);
+    }
+    std::fs::write(with_ext("stderr"), &stderr_text)
+        .map_err(|e| RunnerError::Setup(e.to_string()))?;
+    let stdout = std::fs::read_to_string(with_ext("stdout")).unwrap_or_default();
+    Ok(PgbenchOutput {
+        success: status.success(),
+        stdout,
+        stderr: stderr_text,
+        progress,
+    })
+}

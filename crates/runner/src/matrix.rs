@@ -1,0 +1,297 @@
+//! The run matrix: placements x workloads x client counts x memory limits x settings profiles x
+//! repetitions, in a recorded order, and the execution of one run.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::pgbench::Builtin;
+use results::record::CellKey;
+
+/// Where a placement puts PGDATA and pg_wal.
+#[derive(Clone, Debug, Serialize)]
+pub struct PlacementTarget {
+    pub name: String,
+    /// PGDATA directory (on the data device).
+    pub data_dir: PathBuf,
+    /// WAL directory (on the WAL device).
+    pub wal_dir: PathBuf,
+    /// Devices whose I/O is recorded: (role, device name, kernel name for /proc/diskstats).
+    pub devices: Vec<DeviceRole>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct DeviceRole {
+    /// `data`, `wal` or `data+wal`.
+    pub role: String,
+    pub device: String,
+    pub kernel_name: String,
+}
+
+/// A pgbench workload.
+#[derive(Clone, Debug, Serialize)]
+pub struct PgbenchWorkload {
+    pub builtin: Builtin,
+    pub scale: u32,
+    pub init_args: Vec<String>,
+    pub extra_args: Vec<String>,
+    /// `-r`: per-statement latencies.
+    pub per_statement: bool,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum WorkloadKind {
+    Pgbench(PgbenchWorkload),
+}
+
+/// One workload of the experiment.
+#[derive(Clone, Debug, Serialize)]
+pub struct WorkloadSpec {
+    pub name: String,
+    pub kind: WorkloadKind,
+    /// Client counts to run (already resolved against the machine's hardware threads).
+    pub clients: Vec<u32>,
+    /// Threads per run; `None` = min(clients, cores).
+    pub threads: Option<u32>,
+    pub duration: Duration,
+    /// Excluded from every figure: a separate, discarded run just before the measured one.
+    pub ramp_up: Duration,
+}
+
+impl WorkloadSpec {
+    pub fn scale(&self) -> u32 {
+        match &self.kind {
+            WorkloadKind::Pgbench(p) => p.scale,
+        }
+    }
+
+    pub fn dataset(&self) -> crate::dataset::DatasetSpec {
+        match &self.kind {
+            WorkloadKind::Pgbench(p) => crate::dataset::DatasetSpec::Pgbench {
+                scale: p.scale,
+                init_args: p.init_args.clone(),
+            },
+        }
+    }
+}
+
+/// A named set of PostgreSQL settings.
+#[derive(Clone, Debug, Serialize)]
+pub struct Profile {
+    pub name: String,
+    pub settings: BTreeMap<String, String>,
+}
+
+/// `A B C A B C` (default: drift of the machine spreads over every placement) or `A A B B C C`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Order {
+    Interleaved,
+    Sequential,
+}
+
+/// The whole matrix.
+#[derive(Clone, Debug, Serialize)]
+pub struct MatrixSpec {
+    pub placements: Vec<PlacementTarget>,
+    pub workloads: Vec<WorkloadSpec>,
+    /// `None` = unlimited.
+    pub memory_limits: Vec<Option<u64>>,
+    pub profiles: Vec<Profile>,
+    pub repetitions: u32,
+    pub order: Order,
+    pub cores: u32,
+}
+
+/// One run to make.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PlannedRun {
+    pub sequence: u32,
+    pub run_id: String,
+    pub cell: CellKey,
+    pub repetition: u32,
+    pub placement: usize,
+    pub workload: usize,
+    pub profile: usize,
+    pub memory_limit: Option<u64>,
+    pub clients: u32,
+    pub threads: u32,
+}
+
+/// `256MiB`-style label of a memory limit (`unlimited` for none).
+pub fn memory_label(limit: Option<u64>) -> String {
+    match limit {
+        None => "unlimited".into(),
+        Some(b) if b % (1 << 30) == 0 => format!("{}GiB", b >> 30),
+        Some(b) if b % (1 << 20) == 0 => format!("{}MiB", b >> 20),
+        Some(b) => format!("{b}B"),
+    }
+}
+
+fn sanitize(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// Expands the matrix into runs in execution order.
+pub fn plan_runs(m: &MatrixSpec) -> Vec<PlannedRun> {
+    // (profile, memory limit, workload, clients) combinations, then placements and repetitions.
+    let mut combos = Vec::new();
+    for (pi, _) in m.profiles.iter().enumerate() {
+        for &mem in &m.memory_limits {
+            for (wi, w) in m.workloads.iter().enumerate() {
+                for &c in &w.clients {
+                    combos.push((pi, mem, wi, c));
+                }
+            }
+        }
+    }
+    let mut order = Vec::new();
+    match m.order {
+        Order::Interleaved => {
+            for rep in 1..=m.repetitions {
+                for &combo in &combos {
+                    for pl in 0..m.placements.len() {
+                        order.push((rep, pl, combo));
+                    }
+                }
+            }
+        }
+        Order::Sequential => {
+            for pl in 0..m.placements.len() {
+                for &combo in &combos {
+                    for rep in 1..=m.repetitions {
+                        order.push((rep, pl, combo));
+                    }
+                }
+            }
+        }
+    }
+    order
+        .into_iter()
+        .enumerate()
+        .map(|(i, (rep, pl, (pi, mem, wi, clients)))| {
+            let w = &m.workloads[wi];
+            let threads = w
+                .threads
+                .unwrap_or(clients.min(m.cores.max(1)))
+                .min(clients)
+                .max(1);
+            let cell = CellKey {
+                placement: m.placements[pl].name.clone(),
+                workload: w.name.clone(),
+                clients,
+                memory_limit: memory_label(mem),
+                profile: m.profiles[pi].name.clone(),
+            };
+            let mut run_id = format!(
+                "{:04}-{}-{}-c{}",
+                i + 1,
+                sanitize(&cell.placement),
+                sanitize(&cell.workload),
+                clients
+            );
+            if m.memory_limits.len() > 1 {
+                run_id.push_str(&format!("-m{}", sanitize(&cell.memory_limit)));
+            }
+            if m.profiles.len() > 1 {
+                run_id.push_str(&format!("-{}", sanitize(&cell.profile)));
+            }
+            run_id.push_str(&format!("-r{rep}"));
+            PlannedRun {
+                sequence: i as u32 + 1,
+                run_id,
+                cell,
+                repetition: rep,
+                placement: pl,
+                workload: wi,
+                profile: pi,
+                memory_limit: mem,
+                clients,
+                threads,
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(order: Order) -> MatrixSpec {
+        let pl = |n: &str| PlacementTarget {
+            name: n.into(),
+            data_dir: "/d".into(),
+            wal_dir: "/w".into(),
+            devices: vec![],
+        };
+        let w = |n: &str, b| WorkloadSpec {
+            name: n.into(),
+            kind: WorkloadKind::Pgbench(PgbenchWorkload {
+                builtin: b,
+                scale: 1,
+                init_args: vec![],
+                extra_args: vec![],
+                per_statement: false,
+            }),
+            clients: vec![1, 8],
+            threads: None,
+            duration: Duration::from_secs(1),
+            ramp_up: Duration::ZERO,
+        };
+        MatrixSpec {
+            placements: vec![pl("A"), pl("B"), pl("C")],
+            workloads: vec![w("tpcb", Builtin::TpcbLike), w("ro", Builtin::SelectOnly)],
+            memory_limits: vec![Some(256 << 20)],
+            profiles: vec![Profile {
+                name: "default".into(),
+                settings: BTreeMap::new(),
+            }],
+            repetitions: 2,
+            order,
+            cores: 2,
+        }
+    }
+
+    #[test]
+    fn interleaved_order_alternates_placements() {
+        let runs = plan_runs(&spec(Order::Interleaved));
+        assert_eq!(runs.len(), 3 * 2 * 2 * 2);
+        let first: Vec<&str> = runs
+            .iter()
+            .take(6)
+            .map(|r| r.cell.placement.as_str())
+            .collect();
+        assert_eq!(first, ["A", "B", "C", "A", "B", "C"]);
+        assert_eq!(runs[0].run_id, "0001-A-tpcb-c1-r1");
+        assert_eq!(runs[3].cell.clients, 8);
+        assert_eq!(runs[3].threads, 2, "threads default to min(clients, cores)");
+        assert_eq!(runs[0].threads, 1);
+        assert!(runs[12..].iter().all(|r| r.repetition == 2));
+    }
+
+    #[test]
+    fn sequential_order_groups_placements() {
+        let runs = plan_runs(&spec(Order::Sequential));
+        assert!(runs[..8].iter().all(|r| r.cell.placement == "A"));
+        assert_eq!(runs[0].repetition, 1);
+        assert_eq!(runs[1].repetition, 2);
+    }
+
+    #[test]
+    fn memory_labels() {
+        assert_eq!(memory_label(None), "unlimited");
+        assert_eq!(memory_label(Some(300 << 20)), "300MiB");
+        assert_eq!(memory_label(Some(1 << 30)), "1GiB");
+    }
+}

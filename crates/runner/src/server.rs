@@ -1,0 +1,299 @@
+//! A PostgreSQL cluster run as the database's OS user (never root), as a direct child of the
+//! harness, on a private port and socket directory, optionally inside a memory-limited cgroup.
+
+use std::collections::BTreeMap;
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use journal::{Journal, ProcessId, RecordId, Undo};
+use tokio::process::Command;
+
+use crate::RunnerError;
+use crate::cgroup::ServerCgroup;
+use crate::install::{DbUser, PgInstall};
+
+/// The role every connection uses; the OS users root and postgres map to it (peer auth).
+pub const DB_ROLE: &str = "postgres";
+
+/// Sets up `cmd` to run as `user` in its own process group, joining the cgroups whose
+/// `cgroup.procs` files are open as `cgroup_files` (those must stay open until spawn returns).
+pub fn run_as(cmd: &mut Command, user: &DbUser, cgroup_files: &[std::fs::File]) {
+    let fds: Vec<i32> = cgroup_files.iter().map(|f| f.as_raw_fd()).collect();
+    let groups: Vec<libc::gid_t> = user.groups.clone();
+    let (uid, gid) = (user.uid, user.gid);
+    cmd.process_group(0);
+    // SAFETY: between fork and exec only async-signal-safe calls are made (write, setgroups,
+    // setgid, setuid); everything they use was allocated before the fork.
+    unsafe {
+        cmd.pre_exec(move || {
+            for fd in &fds {
+                if libc::write(*fd, b"0\n".as_ptr().cast(), 2) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            if libc::setgroups(groups.len(), groups.as_ptr()) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if libc::setgid(gid) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if libc::setuid(uid) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Runs `initdb` as `user`: PGDATA in `data_dir`, WAL in `wal_dir` (`--waldir`).
+pub async fn initdb(
+    install: &PgInstall,
+    user: &DbUser,
+    data_dir: &Path,
+    wal_dir: &Path,
+    log: &Path,
+) -> Result<(), RunnerError> {
+    let log_file = std::fs::File::create(log)
+        .map_err(|e| RunnerError::Setup(format!("create {}: {e}", log.display())))?;
+    let mut cmd = Command::new(install.program("initdb"));
+    cmd.arg("-D")
+        .arg(data_dir)
+        .arg("--waldir")
+        .arg(wal_dir)
+        .args([
+            "-U",
+            DB_ROLE,
+            "-E",
+            "UTF8",
+            "--locale=C",
+            "--auth-local=peer",
+            "--auth-host=reject",
+        ])
+        .current_dir("/")
+        .env("LC_ALL", "C")
+        .stdin(Stdio::null())
+        .stdout(
+            log_file
+                .try_clone()
+                .map_err(|e| RunnerError::Setup(e.to_string()))?,
+        )
+        .stderr(log_file);
+    run_as(&mut cmd, user, &[]);
+    let status = cmd
+        .status()
+        .await
+        .map_err(|e| RunnerError::Setup(format!("start initdb: {e}")))?;
+    if !status.success() {
+        return Err(RunnerError::Setup(format!(
+            "initdb failed ({status}); its output: {}",
+            std::fs::read_to_string(log).unwrap_or_default().trim()
+        )));
+    }
+    Ok(())
+}
+
+/// Writes the files that make a cluster private to pgtier: peer authentication on the unix
+/// socket only (root and postgres map to the `postgres` role), and `pgtier.conf`, included from
+/// postgresql.conf, with the port, the socket directory and the settings profile.
+pub fn write_config(
+    data_dir: &Path,
+    port: u16,
+    socket_dir: &Path,
+    settings: &BTreeMap<String, String>,
+    uid: u32,
+    gid: u32,
+) -> Result<(), RunnerError> {
+    let io = |p: &Path, e: std::io::Error| RunnerError::Setup(format!("{}: {e}", p.display()));
+    let conf = data_dir.join("postgresql.conf");
+    let text = std::fs::read_to_string(&conf).map_err(|e| io(&conf, e))?;
+    if !text.contains("include_if_exists = 'pgtier.conf'") {
+        std::fs::write(&conf, format!("{text}\n# Added by pgtier: settings of the current run.\ninclude_if_exists = 'pgtier.conf'\n")).map_err(|e| io(&conf, e))?;
+    }
+    let mut body =
+        String::from("# Written by pgtier for the current run; replaced at every server start.\n");
+    body.push_str("listen_addresses = ''\n");
+    body.push_str(&format!("port = {port}\n"));
+    body.push_str(&format!(
+        "unix_socket_directories = '{}'\n",
+        socket_dir.display()
+    ));
+    body.push_str("unix_socket_permissions = 0700\n");
+    body.push_str("logging_collector = off\n");
+    body.push_str("log_line_prefix = '%m [%p] '\n");
+    body.push_str("log_checkpoints = on\n");
+    for (k, v) in settings {
+        body.push_str(&format!("{k} = '{}'\n", v.replace('\'', "''")));
+    }
+    let files = [
+        (data_dir.join("pgtier.conf"), body),
+        (data_dir.join("pg_hba.conf"), "# pgtier: unix socket only, peer authentication mapped by pg_ident.conf\nlocal all all peer map=pgtier\n".to_string()),
+        (data_dir.join("pg_ident.conf"), format!("# pgtier: OS user -> database role\npgtier root {DB_ROLE}\npgtier postgres {DB_ROLE}\n")),
+    ];
+    for (p, contents) in files {
+        std::fs::write(&p, contents).map_err(|e| io(&p, e))?;
+        std::os::unix::fs::chown(&p, Some(uid), Some(gid)).map_err(|e| io(&p, e))?;
+    }
+    Ok(())
+}
+
+/// A running server.
+pub struct Server {
+    child: tokio::process::Child,
+    pub process: ProcessId,
+    record: RecordId,
+    pub data_dir: PathBuf,
+    pub socket_dir: PathBuf,
+    pub port: u16,
+    pub log: PathBuf,
+    pub cgroup: Option<ServerCgroup>,
+}
+
+impl Server {
+    /// Starts `postgres -D data_dir` as `user` (inside `cgroup` when given) and waits until it
+    /// accepts connections.
+    pub async fn start(
+        install: &PgInstall,
+        user: &DbUser,
+        journal: &Journal,
+        data_dir: &Path,
+        socket_dir: &Path,
+        port: u16,
+        cgroup: Option<ServerCgroup>,
+        log: &Path,
+    ) -> Result<Server, RunnerError> {
+        let log_file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+            .map_err(|e| RunnerError::Setup(format!("open {}: {e}", log.display())))?;
+        let procs = match &cgroup {
+            Some(c) => c.open_procs_files()?,
+            None => Vec::new(),
+        };
+        let mut cmd = Command::new(install.program("postgres"));
+        cmd.arg("-D")
+            .arg(data_dir)
+            .current_dir("/")
+            .env("LC_ALL", "C")
+            .stdin(Stdio::null())
+            .stdout(
+                log_file
+                    .try_clone()
+                    .map_err(|e| RunnerError::Setup(e.to_string()))?,
+            )
+            .stderr(log_file)
+            .kill_on_drop(false);
+        run_as(&mut cmd, user, &procs);
+        let child = cmd
+            .spawn()
+            .map_err(|e| RunnerError::Setup(format!("start postgres: {e}")))?;
+        drop(procs);
+        let pid = child
+            .id()
+            .ok_or_else(|| RunnerError::Setup("postgres exited at once".into()))?
+            as i32;
+        let process = ProcessId::of(pid)
+            .ok_or_else(|| RunnerError::Setup("postgres exited at once".into()))?;
+        let record = journal
+            .record(
+                Undo::StopProcess {
+                    label: format!("postgres -D {}", data_dir.display()),
+                    process,
+                    signal: "INT".into(),
+                    grace_ms: 60_000,
+                },
+                "PostgreSQL server",
+            )
+            .map_err(|e| RunnerError::Setup(e.to_string()))?;
+        let mut server = Server {
+            child,
+            process,
+            record,
+            data_dir: data_dir.to_path_buf(),
+            socket_dir: socket_dir.to_path_buf(),
+            port,
+            log: log.to_path_buf(),
+            cgroup,
+        };
+        server.wait_ready(Duration::from_secs(120)).await?;
+        Ok(server)
+    }
+
+    async fn wait_ready(&mut self, limit: Duration) -> Result<(), RunnerError> {
+        let start = Instant::now();
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Err(RunnerError::Server(format!(
+                    "postgres exited during start-up ({status}); log tail: {}",
+                    log_tail(&self.log, 10)
+                )));
+            }
+            if self.connect("postgres").await.is_ok() {
+                return Ok(());
+            }
+            if start.elapsed() > limit {
+                return Err(RunnerError::Server(format!(
+                    "postgres did not accept connections within {limit:?}; log tail: {}",
+                    log_tail(&self.log, 10)
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// A connection over the private socket.
+    pub async fn connect(&self, database: &str) -> Result<tokio_postgres::Client, RunnerError> {
+        let (client, conn) = tokio_postgres::Config::new()
+            .host_path(&self.socket_dir)
+            .port(self.port)
+            .user(DB_ROLE)
+            .dbname(database)
+            .application_name("pgtier")
+            .connect(tokio_postgres::NoTls)
+            .await
+            .map_err(|e| RunnerError::Server(format!("connect: {e:#}")))?;
+        tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        Ok(client)
+    }
+
+    /// True while the postmaster runs.
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// Fast shutdown (SIGINT), escalating after a minute; the journal record is released.
+    pub async fn stop(mut self, journal: &Journal) -> Result<(), RunnerError> {
+        if self.is_running() {
+            let pid = nix::unistd::Pid::from_raw(self.process.pid);
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT);
+            match tokio::time::timeout(Duration::from_secs(60), self.child.wait()).await {
+                Ok(_) => {}
+                Err(_) => {
+                    let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGQUIT);
+                    if tokio::time::timeout(Duration::from_secs(10), self.child.wait())
+                        .await
+                        .is_err()
+                    {
+                        let _ = self.child.kill().await;
+                    }
+                }
+            }
+        }
+        let _ = self.child.wait().await;
+        // Backends exit just after the postmaster; the cgroup empties a moment later.
+        journal
+            .release(self.record)
+            .map_err(|e| RunnerError::Setup(e.to_string()))
+    }
+}
+
+/// The last `n` lines of a log, joined for an error message.
+pub fn log_tail(path: &Path, n: usize) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join(" | ")
+}

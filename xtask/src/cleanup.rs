@@ -1,0 +1,74 @@
+//! `cargo xtask cleanup`: tears down what killed runs left behind, from their run records.
+
+use std::process::ExitCode;
+
+use journal::{Journal, Outcome};
+
+use crate::paths;
+
+pub fn run() -> ExitCode {
+    let dir = paths::journal_dir();
+    let open = journal::open_journals(&dir);
+    if open.is_empty() {
+        println!(
+            "nothing to clean up: no unfinished run records in {}",
+            dir.display()
+        );
+        return ExitCode::SUCCESS;
+    }
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("error: cleanup unmounts and detaches devices and needs root");
+        return ExitCode::FAILURE;
+    }
+    let mut failed = false;
+    for path in open {
+        let j = match Journal::open(&path) {
+            Ok(j) => j,
+            Err(e) => {
+                eprintln!("error: {e}");
+                failed = true;
+                continue;
+            }
+        };
+        if j.owned_by_live_other_process() {
+            println!(
+                "{}: run {} is still in progress (pid {}); stop it first (Ctrl-C tears down)",
+                path.display(),
+                j.run_id(),
+                j.harness().pid
+            );
+            continue;
+        }
+        let pending = j.pending();
+        println!(
+            "{}: run {} ({}), {} recorded effect(s) to undo",
+            path.display(),
+            j.run_id(),
+            j.description(),
+            pending.len()
+        );
+        let report = j.teardown(|p, r| match r {
+            Ok(Outcome::Done) => println!("  undone: {}", p.undo),
+            Ok(Outcome::NothingLeft) => println!("  already gone: {}", p.undo),
+            Err(e) => println!("  FAILED: {}: {e}", p.undo),
+        });
+        if report.is_clean() {
+            println!(
+                "  clean: {} undone, {} already gone",
+                report.undone.len(),
+                report.already_gone.len()
+            );
+        } else {
+            failed = true;
+            println!(
+                "  {} effect(s) could not be undone; fix the cause and run cleanup again",
+                report.failed.len()
+            );
+        }
+    }
+    if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}

@@ -1,0 +1,845 @@
+//! `cargo xtask compare`: validate everything, plan, provision, build each data set once, copy
+//! it onto every placement, run the matrix, report, tear down. Teardown runs after success,
+//! failure and interruption alike, from the run's journal.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::Ordering;
+use std::time::{Instant, SystemTime};
+
+use anyhow::{Context, Result, anyhow, bail};
+use experiment::{Experiment, LoadOptions};
+use journal::Journal;
+use results::manifest::{DatasetRecord, DeviceRecord, PlacementRecord, PostgresInfo};
+use results::{Manifest, ResultsDir, RunStatus, timestamp};
+use runner::cgroup::Hierarchy;
+use runner::dataset::{self, Golden};
+use runner::execute::{RunInputs, execute_run};
+use runner::matrix::{DeviceRole, MatrixSpec, PlacementTarget, plan_runs};
+use runner::{DbUser, PgInstall, RunnerEnv, RunnerError};
+use tiers::{PlanContext, Provisioned, build_plan};
+
+use crate::host;
+use crate::paths;
+use crate::progress::MatrixProgress;
+use crate::signals::Interrupts;
+
+pub struct Args {
+    pub config: PathBuf,
+    pub emulate: bool,
+    pub dry_run: bool,
+    pub out: Option<PathBuf>,
+}
+
+/// Exit codes: 0 success, 1 runtime failure (teardown still done), 2 invalid configuration.
+pub async fn run(args: Args) -> ExitCode {
+    let threads = host::hardware_threads();
+    let opts = LoadOptions {
+        emulate: args.emulate,
+        configs_dir: paths::configs_dir(),
+        hardware_threads: threads,
+    };
+    let exp = match experiment::load(&args.config, &opts) {
+        Ok(e) => e,
+        Err(errors) => {
+            eprintln!("{errors}");
+            eprintln!("The experiment file is invalid; nothing was touched.");
+            return ExitCode::from(2);
+        }
+    };
+    for w in &exp.warnings {
+        eprintln!("warning: {w}");
+    }
+    let started = SystemTime::now();
+    let run_id = format!("{}-{}", exp.name, timestamp::compact(started));
+    let short_id = short_token(&run_id);
+    let results_dir = args.out.clone().unwrap_or_else(|| {
+        paths::repo_root()
+            .join("results")
+            .join(&exp.name)
+            .join(timestamp::compact(started))
+    });
+    let work_dir = paths::work_root().join(&run_id);
+    let user = DbUser::lookup(&exp.os_user);
+    let (uid, gid) = match &user {
+        Ok(u) => (u.uid, u.gid),
+        Err(_) => (0, 0),
+    };
+    let devices: Vec<tiers::DeviceSpec> = exp.used_devices().into_iter().cloned().collect();
+    let ctx = PlanContext {
+        short_id,
+        work_dir: work_dir.clone(),
+        log_dir: results_dir.join("logs"),
+        owner_uid: uid,
+        owner_gid: gid,
+        emulate: args.emulate,
+    };
+    let plan = build_plan(&devices, &ctx);
+    let matrix = matrix_spec(&exp, &plan, None, threads);
+    let runs = plan_runs(&matrix);
+
+    if args.dry_run {
+        print_dry_run(&exp, &plan, &matrix, &runs, user.as_ref().err());
+        return ExitCode::SUCCESS;
+    }
+
+    // Everything that can be checked before touching the machine.
+    let pre = match preflight(&exp, &plan, user) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            eprintln!("Nothing was touched.");
+            return ExitCode::FAILURE;
+        }
+    };
+    let interrupts = Interrupts::install();
+    let journal = match prepare_state(&run_id, &exp) {
+        Ok(j) => j,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return ExitCode::FAILURE;
+        }
+    };
+    eprintln!(
+        "pgtier: {} ({} placements, {} workloads, {} runs){}",
+        exp.name,
+        exp.placements.len(),
+        exp.workloads.len(),
+        runs.len(),
+        if exp.emulated { ", emulated tiers" } else { "" }
+    );
+    eprintln!("results: {}", results_dir.display());
+    eprintln!("run record: {}", journal.path().display());
+
+    let mut session = Session {
+        exp: &exp,
+        journal: &journal,
+        interrupts: interrupts.clone(),
+        results: ResultsDir::new(&results_dir),
+        pre,
+        run_id: run_id.clone(),
+        runs,
+        work_dir,
+        started,
+        manifest: Manifest::default(),
+        phases: BTreeMap::new(),
+    };
+    let outcome = session.go(&plan).await;
+
+    // Teardown, whatever happened.
+    interrupts.tearing_down.store(true, Ordering::SeqCst);
+    eprintln!("teardown: undoing everything this run made, newest first");
+    let t0 = Instant::now();
+    let report = journal.teardown(|p, r| match r {
+        Ok(journal::Outcome::Done) => eprintln!("  done: {}", p.undo),
+        Ok(journal::Outcome::NothingLeft) => {}
+        Err(e) => eprintln!("  FAILED: {}: {e}", p.undo),
+    });
+    session
+        .phases
+        .insert("teardown".into(), t0.elapsed().as_secs_f64());
+    let closed = journal.path().with_extension("closed.jsonl");
+    let _ = std::fs::copy(
+        if closed.exists() {
+            &closed
+        } else {
+            journal.path()
+        },
+        results_dir.join("journal.jsonl"),
+    );
+
+    let finished_ok = outcome.is_ok();
+    if let Err(e) = &outcome {
+        eprintln!("error: {e:#}");
+    }
+    // The report covers whatever finished, also after a failure or an interruption.
+    let rendered = session.finish_report(finished_ok);
+    if !report.is_clean() {
+        eprintln!(
+            "error: teardown left {} thing(s) in place: {}",
+            report.failed.len(),
+            report.failed.join("; ")
+        );
+        eprintln!(
+            "Run `cargo xtask cleanup` to retry; the run record is {}",
+            journal.path().display()
+        );
+        return ExitCode::FAILURE;
+    }
+    eprintln!("teardown complete: nothing of this run is left mounted or running");
+    match (outcome, rendered) {
+        (Ok(()), Ok(summary_text)) => {
+            print!("{summary_text}");
+            println!("{}", results_dir.display());
+            ExitCode::SUCCESS
+        }
+        (Ok(()), Err(e)) => {
+            eprintln!("error: report: {e:#}");
+            println!("{}", results_dir.display());
+            ExitCode::FAILURE
+        }
+        (Err(_), _) => {
+            println!("{}", results_dir.display());
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// A 6-character token naming this run's interfaces and namespaces.
+fn short_token(run_id: &str) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in run_id.bytes().chain(std::process::id().to_le_bytes()) {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x100_0000_01b3);
+    }
+    format!("{:06x}", h & 0xff_ffff)
+}
+
+struct Preflight {
+    install: PgInstall,
+    user: DbUser,
+    cgroups: Option<Hierarchy>,
+}
+
+fn preflight(
+    exp: &Experiment,
+    plan: &tiers::Plan,
+    user: Result<DbUser, RunnerError>,
+) -> Result<Preflight> {
+    if !nix::unistd::geteuid().is_root() {
+        bail!(
+            "provisioning block devices needs root; run as root, or use --dry-run to see the plan"
+        );
+    }
+    let mut missing = Vec::new();
+    for s in &plan.steps {
+        if let tiers::plan::Action::RequireTool { program, package } = &s.action
+            && journal::command::which(program).is_none()
+        {
+            missing.push(format!("{program} (package {package})"));
+        }
+    }
+    let install = PgInstall::detect(exp.bin_dir.as_deref()).map_err(|e| anyhow!("{e}"))?;
+    if journal::command::which("pgbench").is_none() && !install.program("pgbench").exists() {
+        missing.push("pgbench (package postgresql-contrib or postgresql)".into());
+    }
+    if !missing.is_empty() {
+        bail!(
+            "missing programs: {}; run `cargo xtask setup` (as root) to install them",
+            missing.join(", ")
+        );
+    }
+    let user = user.map_err(|e| anyhow!("{e}"))?;
+    let cgroups = Hierarchy::detect();
+    if cgroups.is_none() && exp.memory_limits.iter().any(|m| m.is_some()) {
+        bail!(
+            "the experiment limits the server's memory, but this machine has no cgroup memory controller (looked at /sys/fs/cgroup)"
+        );
+    }
+    if exp.emulated
+        && exp
+            .devices
+            .iter()
+            .any(|d| d.emulation.backing == tiers::Backing::Zram)
+        && !Path::new("/sys/class/zram-control/hot_add").exists()
+    {
+        bail!(
+            "zram is not available (/sys/class/zram-control/hot_add is missing); load the zram module or use backing = \"tmpfs-loop\""
+        );
+    }
+    Ok(Preflight {
+        install,
+        user,
+        cgroups,
+    })
+}
+
+fn prepare_state(run_id: &str, exp: &Experiment) -> Result<Journal> {
+    for d in [paths::state_dir(), paths::work_root()] {
+        std::fs::create_dir_all(&d).with_context(|| format!("create {}", d.display()))?;
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o711))
+            .with_context(|| format!("chmod {}", d.display()))?;
+    }
+    Journal::begin(
+        &paths::journal_dir(),
+        run_id,
+        &format!("cargo xtask compare: {}", exp.file.display()),
+    )
+    .map_err(|e| anyhow!("{e}"))
+}
+
+/// The matrix as the runner sees it; directories come from the plan's mount points.
+fn matrix_spec(
+    exp: &Experiment,
+    plan: &tiers::Plan,
+    provisioned: Option<&Provisioned>,
+    threads: u32,
+) -> MatrixSpec {
+    let mount = |dev: &str| {
+        plan.mountpoints
+            .iter()
+            .find(|(n, _)| n == dev)
+            .map(|(_, p)| p.clone())
+            .unwrap_or_default()
+    };
+    let kernel = |dev: &str| {
+        provisioned
+            .and_then(|p| p.device(dev))
+            .map(|d| d.facts.kernel_name.clone())
+            .unwrap_or_else(|| format!("<{dev}>"))
+    };
+    let placements = exp
+        .placements
+        .iter()
+        .map(|p| {
+            let devices = if p.data == p.wal {
+                vec![DeviceRole {
+                    role: "data+wal".into(),
+                    device: p.data.clone(),
+                    kernel_name: kernel(&p.data),
+                }]
+            } else {
+                vec![
+                    DeviceRole {
+                        role: "data".into(),
+                        device: p.data.clone(),
+                        kernel_name: kernel(&p.data),
+                    },
+                    DeviceRole {
+                        role: "wal".into(),
+                        device: p.wal.clone(),
+                        kernel_name: kernel(&p.wal),
+                    },
+                ]
+            };
+            PlacementTarget {
+                name: p.name.clone(),
+                data_dir: mount(&p.data).join(&p.name).join("pgdata"),
+                wal_dir: mount(&p.wal).join(&p.name).join("pg_wal"),
+                devices,
+            }
+        })
+        .collect();
+    MatrixSpec {
+        placements,
+        workloads: exp.workloads.clone(),
+        memory_limits: exp.memory_limits.clone(),
+        profiles: exp.profiles.iter().map(|p| p.profile.clone()).collect(),
+        repetitions: exp.repetitions,
+        order: exp.order,
+        cores: threads,
+    }
+}
+
+fn print_dry_run(
+    exp: &Experiment,
+    plan: &tiers::Plan,
+    matrix: &MatrixSpec,
+    runs: &[runner::matrix::PlannedRun],
+    user_err: Option<&RunnerError>,
+) {
+    println!("# pgtier dry run: {} ({})", exp.name, exp.file.display());
+    println!(
+        "# {} tiers; nothing below has been executed.",
+        if exp.emulated { "emulated" } else { "REAL" }
+    );
+    if let Some(e) = user_err {
+        println!("# note: {e} (uid 0 is shown in chown steps)");
+    }
+    println!(
+        "\n## Provisioning plan ({} steps; teardown undoes them newest first)\n",
+        plan.steps.len()
+    );
+    print!("{plan}");
+    println!("\n## Placements\n");
+    for p in &matrix.placements {
+        println!(
+            "- {}: PGDATA {} , pg_wal {}",
+            p.name,
+            p.data_dir.display(),
+            p.wal_dir.display()
+        );
+    }
+    println!("\n## Data sets (built once, then copied onto each placement)\n");
+    let mut seen = Vec::new();
+    for w in &matrix.workloads {
+        let d = w.dataset();
+        if !seen.contains(&d) {
+            println!("- {}: pgbench -i -s {}", d.key(), w.scale());
+            seen.push(d);
+        }
+    }
+    println!(
+        "\n## Runs ({}, {:?} order; each: start server, CHECKPOINT, drop caches, ramp-up, measure, stop)\n",
+        runs.len(),
+        matrix.order
+    );
+    for r in runs {
+        let w = &matrix.workloads[r.workload];
+        let runner::matrix::WorkloadKind::Pgbench(p) = &w.kind;
+        println!(
+            "{}  pgbench --builtin={} -c {} -j {} -T {} -P 1{}  (ramp-up {} s, memory {}, profile {})",
+            r.run_id,
+            p.builtin.as_str(),
+            r.clients,
+            r.threads,
+            w.duration.as_secs(),
+            if p.per_statement { " -r" } else { "" },
+            w.ramp_up.as_secs(),
+            r.cell.memory_limit,
+            r.cell.profile
+        );
+    }
+}
+
+struct Session<'a> {
+    exp: &'a Experiment,
+    journal: &'a Journal,
+    interrupts: Interrupts,
+    results: ResultsDir,
+    pre: Preflight,
+    run_id: String,
+    /// The planned runs, in execution order.
+    runs: Vec<runner::matrix::PlannedRun>,
+    work_dir: PathBuf,
+    started: SystemTime,
+    manifest: Manifest,
+    phases: BTreeMap<String, f64>,
+}
+
+impl Session<'_> {
+    fn write_manifest(&mut self) -> Result<()> {
+        self.manifest.phase_seconds = self.phases.clone();
+        self.results
+            .write_manifest(&self.manifest)
+            .context("write manifest.json")
+    }
+
+    async fn go(&mut self, plan: &tiers::Plan) -> Result<()> {
+        std::fs::create_dir_all(self.results.logs_dir())
+            .with_context(|| format!("create {}", self.results.root.display()))?;
+        std::fs::write(self.results.root.join("plan.txt"), plan.to_string())?;
+        self.init_manifest();
+        self.write_manifest()?;
+
+        // Provision.
+        let t0 = Instant::now();
+        let devices: Vec<tiers::DeviceSpec> =
+            self.exp.used_devices().into_iter().cloned().collect();
+        eprintln!(
+            "provisioning {} device(s), {} steps",
+            devices.len(),
+            plan.steps.len()
+        );
+        let mut sys = tiers::system::RealSystem;
+        let provisioned = tiers::execute(
+            plan,
+            &devices,
+            &mut sys,
+            self.journal,
+            &self.interrupts.cancel,
+            &mut |e| match e {
+                tiers::Event::Step { index, total, step } => {
+                    if step.action.is_destructive() {
+                        eprintln!(
+                            "  [{index}/{total}] {}{}",
+                            step.device
+                                .as_deref()
+                                .map(|d| format!("[{d}] "))
+                                .unwrap_or_default(),
+                            step.action.describe()
+                        );
+                    }
+                }
+                tiers::Event::Note(n) => eprintln!("  note: {n}"),
+            },
+        );
+        self.phases
+            .insert("provision".into(), t0.elapsed().as_secs_f64());
+        let provisioned = match provisioned {
+            Ok(p) => p,
+            Err(tiers::ProvisionError::Cancelled { .. }) => {
+                bail!("interrupted during provisioning")
+            }
+            Err(e) => return Err(anyhow!("provisioning failed at {e}")),
+        };
+        write_provision_log(&self.results.root, &provisioned)?;
+        self.manifest.devices = provisioned.devices.iter().map(device_record).collect();
+        for d in &provisioned.devices {
+            if d.mount.dax.requested != tiers::DaxPolicy::Off && !d.mount.dax.honoured {
+                self.manifest.warnings.push(format!(
+                    "DAX asked for on {} but not in effect: {}",
+                    d.name, d.mount.dax.note
+                ));
+            }
+        }
+        self.write_manifest()?;
+
+        // The runner's environment.
+        let socket_dir = self.work_dir.join("sock");
+        let env = RunnerEnv {
+            install: self.pre.install.clone(),
+            user: self.pre.user.clone(),
+            journal: self.journal,
+            cgroups: self.pre.cgroups.clone(),
+            run_token: self.run_id.clone(),
+            socket_dir: socket_dir.clone(),
+            port: 5432,
+            logs_dir: self.results.logs_dir(),
+            cancel: self.interrupts.cancel.clone(),
+            drop_caches: true,
+        };
+        dataset::make_owned_dir(&env, &socket_dir).map_err(|e| anyhow!("{e}"))?;
+        let matrix = matrix_spec(self.exp, plan, Some(&provisioned), host::hardware_threads());
+        let runs = self.runs.clone();
+
+        // Data sets: built once each.
+        let t0 = Instant::now();
+        let mut goldens: HashMap<String, Golden> = HashMap::new();
+        let load_settings = self
+            .exp
+            .profiles
+            .first()
+            .map(|p| p.profile.settings.clone())
+            .unwrap_or_default();
+        for w in &matrix.workloads {
+            let spec = w.dataset();
+            let key = spec.key();
+            if goldens.contains_key(&key) {
+                continue;
+            }
+            eprintln!("building data set {key} once (it is then copied onto every placement)");
+            let mut last = Instant::now();
+            let golden = dataset::build_golden(
+                &env,
+                &spec,
+                &self.work_dir.join("golden").join(&key),
+                &load_settings,
+                &mut |line| {
+                    if last.elapsed().as_secs() >= 5 {
+                        eprintln!("  {line}");
+                        last = Instant::now();
+                    }
+                },
+            )
+            .await
+            .map_err(|e| anyhow!("building data set {key}: {e}"))?;
+            eprintln!(
+                "  data set {key}: database {:.0} MiB, built in {:.1} s",
+                golden.database_size_bytes as f64 / 1048576.0,
+                golden.build_seconds
+            );
+            self.manifest.datasets.push(DatasetRecord {
+                key: key.clone(),
+                command: golden.command.clone(),
+                database_size_bytes: golden.database_size_bytes,
+                pgdata_size_bytes: golden.pgdata_size_bytes,
+                build_seconds: golden.build_seconds,
+                relocate_seconds: BTreeMap::new(),
+            });
+            self.fits_in_memory_warning(&golden);
+            goldens.insert(key, golden);
+        }
+        self.phases
+            .insert("load".into(), t0.elapsed().as_secs_f64());
+        self.write_manifest()?;
+
+        // Runs.
+        let mut progress = MatrixProgress::new(runs.len());
+        let mut placed: HashMap<String, String> = HashMap::new();
+        let mut relocate_total = 0.0;
+        let mut measure_total = 0.0;
+        let mut failures = 0;
+        for planned in &runs {
+            if self.interrupts.cancelled() {
+                progress.finish();
+                bail!(
+                    "interrupted; {} of {} runs finished",
+                    progress_done(&self.results),
+                    runs.len()
+                );
+            }
+            let placement = &matrix.placements[planned.placement];
+            let workload = &matrix.workloads[planned.workload];
+            let key = workload.dataset().key();
+            if placed.get(&placement.name) != Some(&key) {
+                let golden = &goldens[&key];
+                progress.println(&format!(
+                    "copying data set {key} onto placement {}",
+                    placement.name
+                ));
+                let secs = dataset::relocate(&env, golden, &placement.data_dir, &placement.wal_dir)
+                    .map_err(|e| anyhow!("{e}"))?;
+                relocate_total += secs;
+                if let Some(d) = self.manifest.datasets.iter_mut().find(|d| d.key == key) {
+                    d.relocate_seconds.insert(placement.name.clone(), secs);
+                }
+                placed.insert(placement.name.clone(), key.clone());
+            }
+            progress.start_run(&planned.run_id);
+            let t0 = Instant::now();
+            let inputs = RunInputs {
+                planned,
+                placement,
+                workload,
+                profile: &matrix.profiles[planned.profile],
+                results: &self.results,
+            };
+            let record = match execute_run(&env, &inputs, &mut progress).await {
+                Ok(r) => r,
+                Err(RunnerError::Cancelled) => {
+                    progress.finish();
+                    bail!(
+                        "interrupted during run {}; {} of {} runs finished",
+                        planned.run_id,
+                        progress_done(&self.results),
+                        runs.len()
+                    );
+                }
+                Err(e) => {
+                    progress.finish();
+                    return Err(anyhow!("run {}: {e}", planned.run_id));
+                }
+            };
+            measure_total += t0.elapsed().as_secs_f64();
+            let line = match record.status {
+                RunStatus::Ok => format!(
+                    "{:.1} tps, {:.3} ms average latency",
+                    record.metrics.tps, record.metrics.latency_ms_avg
+                ),
+                RunStatus::Failed => {
+                    failures += 1;
+                    format!("FAILED: {}", record.failure.as_deref().unwrap_or("unknown"))
+                }
+            };
+            progress.finish_run(&line);
+            if let Err(e) = report::refresh_tables(&self.results.root) {
+                progress.println(&format!("  warning: could not refresh the tables: {e}"));
+            }
+        }
+        progress.finish();
+        self.phases.insert("relocate".into(), relocate_total);
+        self.phases.insert("measure".into(), measure_total);
+        if failures > 0 {
+            self.manifest.warnings.push(format!(
+                "{failures} run(s) failed; see their failure column and runs/<id>/"
+            ));
+        }
+        Ok(())
+    }
+
+    fn fits_in_memory_warning(&mut self, g: &Golden) {
+        let host_mem = self.manifest.host.memory_bytes;
+        for limit in &self.exp.memory_limits {
+            let available = limit.unwrap_or(host_mem);
+            if g.database_size_bytes <= available {
+                self.manifest.warnings.push(format!(
+                    "data set {} ({:.0} MiB) fits in the server's memory ({}): reads are served from memory after warm-up, so read-only results do not exercise storage; use a memory limit well below the data set",
+                    g.spec.key(),
+                    g.database_size_bytes as f64 / 1048576.0,
+                    runner::matrix::memory_label(*limit)
+                ));
+            }
+        }
+    }
+
+    fn init_manifest(&mut self) {
+        let exp = self.exp;
+        let host = host::collect();
+        let mut programs = vec!["mkfs.xfs", "losetup", "ip"];
+        if exp
+            .devices
+            .iter()
+            .any(|d| d.emulation.backing == tiers::Backing::Nbd)
+        {
+            programs.extend(["nbdkit", "nbdfuse"]);
+        }
+        let runs = &self.runs;
+        self.manifest = Manifest {
+            pgtier_version: env!("CARGO_PKG_VERSION").into(),
+            git_commit: git_commit(),
+            command_line: format!(
+                "cargo xtask {}",
+                std::env::args().skip(1).collect::<Vec<_>>().join(" ")
+            ),
+            experiment_name: exp.name.clone(),
+            experiment_description: exp.description.clone(),
+            experiment_file: exp.file.display().to_string(),
+            baseline: exp.baseline.clone(),
+            emulated: exp.emulated,
+            repetitions: exp.repetitions,
+            order: match exp.order {
+                runner::matrix::Order::Interleaved => "interleaved".into(),
+                runner::matrix::Order::Sequential => "sequential".into(),
+            },
+            resolved_config: serde_json::to_value(exp).unwrap_or_default(),
+            started_at: timestamp::rfc3339(self.started),
+            finished_at: None,
+            host,
+            postgres: PostgresInfo {
+                version: self.pre.install.version(),
+                bin_dir: self.pre.install.bin_dir.display().to_string(),
+                profiles: exp
+                    .profiles
+                    .iter()
+                    .map(|p| (p.profile.name.clone(), p.profile.settings.clone()))
+                    .collect(),
+                skipped_settings: exp
+                    .profiles
+                    .iter()
+                    .flat_map(|p| {
+                        p.skipped.iter().map(move |(k, why)| {
+                            format!("{} (profile {}): {why}", k, p.profile.name)
+                        })
+                    })
+                    .collect(),
+            },
+            tools: host::tool_versions(&self.pre.install.bin_dir, &programs),
+            devices: vec![],
+            placements: exp
+                .placements
+                .iter()
+                .map(|p| PlacementRecord {
+                    name: p.name.clone(),
+                    description: p.description.clone(),
+                    data_device: p.data.clone(),
+                    wal_device: p.wal.clone(),
+                    tablespaces: BTreeMap::new(),
+                })
+                .collect(),
+            datasets: vec![],
+            run_order: runs.iter().map(|r| r.run_id.clone()).collect(),
+            planned_cells: runs
+                .iter()
+                .map(|r| (r.run_id.clone(), r.cell.clone()))
+                .collect(),
+            phase_seconds: BTreeMap::new(),
+            warnings: exp.warnings.clone(),
+        };
+    }
+
+    /// Writes the final manifest and renders the report; returns a short text summary.
+    fn finish_report(&mut self, finished: bool) -> Result<String> {
+        if !self.results.manifest().exists() {
+            return Ok(String::new());
+        }
+        if finished {
+            self.manifest.finished_at = Some(timestamp::now_rfc3339());
+        }
+        let t0 = Instant::now();
+        self.write_manifest()?;
+        let (summary, files) = report::render(&self.results.root).map_err(|e| anyhow!("{e}"))?;
+        self.phases
+            .insert("report".into(), t0.elapsed().as_secs_f64());
+        self.write_manifest()?;
+        let mut text = String::new();
+        text.push_str(&format!(
+            "{:<16} {:<14} {:>7} {:>12} {:>8} {:>26} {:>11}\n",
+            "placement", "workload", "clients", "tps", "cv%", "tps change [95% CI]", "latency ms"
+        ));
+        for c in &summary.cells {
+            let delta = match (&c.tps_delta, c.is_baseline) {
+                (_, true) => "baseline".to_string(),
+                (Some(d), _) if d.has_interval() => format!(
+                    "{:+.1}% [{:+.1},{:+.1}]{}",
+                    d.pct,
+                    d.pct_low,
+                    d.pct_high,
+                    if d.within_noise { "~" } else { "" }
+                ),
+                (Some(d), _) => format!("{:+.1}% (1 run)", d.pct),
+                (None, _) => "n/a".into(),
+            };
+            text.push_str(&format!(
+                "{:<16} {:<14} {:>7} {:>12.1} {:>8.1} {:>26} {:>11.3}\n",
+                c.key.placement,
+                c.key.workload,
+                c.key.clients,
+                c.tps.mean,
+                c.tps.cv_pct,
+                delta,
+                c.latency_ms.mean
+            ));
+        }
+        text.push_str("(~ = within noise: the 95% interval of the change contains 0)\n");
+        let mut warnings = self.manifest.warnings.clone();
+        warnings.extend(summary.warnings.iter().cloned());
+        for w in &warnings {
+            text.push_str(&format!("warning: {w}\n"));
+        }
+        text.push_str(&format!(
+            "{} files written; report: {}\n",
+            files.len(),
+            self.results.report_md().display()
+        ));
+        Ok(text)
+    }
+}
+
+fn progress_done(results: &ResultsDir) -> usize {
+    results.read_runs().map(|r| r.len()).unwrap_or(0)
+}
+
+fn git_commit() -> Option<String> {
+    journal::CommandLine::new("git")
+        .args([
+            "-C",
+            &paths::repo_root().display().to_string(),
+            "rev-parse",
+            "--short",
+            "HEAD",
+        ])
+        .output(Some(std::time::Duration::from_secs(5)))
+        .ok()
+        .filter(|o| o.status == 0)
+        .map(|o| o.stdout.trim().to_string())
+}
+
+fn device_record(d: &tiers::ProvisionedDevice) -> DeviceRecord {
+    DeviceRecord {
+        name: d.name.clone(),
+        class: d.class.to_string(),
+        emulated: d.emulated,
+        description: d.description.clone(),
+        block_device: d.block_device.display().to_string(),
+        mountpoint: d.mountpoint.display().to_string(),
+        requested_mount_options: d.mount.requested_options.clone(),
+        effective_mount_options: d.mount.effective_options.clone(),
+        dax_requested: match d.mount.dax.requested {
+            tiers::DaxPolicy::Off => "off".into(),
+            tiers::DaxPolicy::Optional => "optional".into(),
+            tiers::DaxPolicy::Required => "required".into(),
+        },
+        dax_honoured: d.mount.dax.honoured,
+        dax_note: d.mount.dax.note.clone(),
+        throttle: None,
+        facts: serde_json::to_value(&d.facts).unwrap_or_default(),
+    }
+}
+
+fn write_provision_log(dir: &Path, p: &Provisioned) -> Result<()> {
+    let mut s = String::new();
+    for c in &p.commands {
+        s.push_str(&format!(
+            "## step {} ({:.2} s, exit {})\n$ {}\n",
+            c.step, c.seconds, c.status, c.command
+        ));
+        if !c.stdout.trim().is_empty() {
+            s.push_str(&c.stdout);
+            if !c.stdout.ends_with('\n') {
+                s.push('\n');
+            }
+        }
+        if !c.stderr.trim().is_empty() {
+            s.push_str("stderr:\n");
+            s.push_str(&c.stderr);
+            if !c.stderr.ends_with('\n') {
+                s.push('\n');
+            }
+        }
+        s.push('\n');
+    }
+    std::fs::write(dir.join("provision.log"), s).context("write provision.log")
+}

@@ -1,0 +1,141 @@
+//! `cargo xtask setup`: installs what pgtier needs from Debian's packages, or says what is
+//! missing; `cargo xtask test`: the test suite.
+
+use std::process::{Command, ExitCode};
+
+/// Debian packages and a program each provides (to check without dpkg).
+const PACKAGES: &[(&str, &str)] = &[
+    ("postgresql", "/usr/lib/postgresql"),
+    ("postgresql-contrib", "/usr/lib/postgresql"),
+    ("xfsprogs", "mkfs.xfs"),
+    ("util-linux", "losetup"),
+    ("mount", "mount"),
+    ("iproute2", "ip"),
+    ("nbdkit", "nbdkit"),
+    ("nbdfuse", "nbdfuse"),
+    ("libnbd-bin", "nbdinfo"),
+    ("fuse3", "fusermount3"),
+    ("fio", "fio"),
+    ("parted", "parted"),
+    ("nvme-cli", "nvme"),
+    ("ndctl", "ndctl"),
+];
+
+fn installed(pkg: &str) -> bool {
+    Command::new("dpkg-query")
+        .args(["-W", "-f=${Status}", pkg])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).contains("install ok installed"))
+        .unwrap_or(false)
+}
+
+/// What this kernel must offer for emulated tiers.
+fn kernel_checks() -> Vec<String> {
+    let mut missing = Vec::new();
+    let checks: [(&str, &str); 5] = [
+        ("/dev/loop-control", "loop devices (modprobe loop)"),
+        (
+            "/sys/class/zram-control/hot_add",
+            "zram (modprobe zram), for emulated PMem",
+        ),
+        ("/dev/fuse", "FUSE (modprobe fuse), for emulated NVMe/TCP"),
+        ("/proc/filesystems", "procfs"),
+        ("/sys/fs/cgroup", "cgroups, for the server's memory limit"),
+    ];
+    for (path, what) in checks {
+        if !std::path::Path::new(path).exists() {
+            missing.push(what.to_string());
+        }
+    }
+    if !std::fs::read_to_string("/proc/filesystems")
+        .unwrap_or_default()
+        .contains("xfs")
+    {
+        missing.push("XFS in the kernel (modprobe xfs)".into());
+    }
+    missing
+}
+
+pub fn run(check_only: bool) -> ExitCode {
+    let missing: Vec<&str> = PACKAGES
+        .iter()
+        .map(|(p, _)| *p)
+        .filter(|p| !installed(p))
+        .collect();
+    let kernel = kernel_checks();
+    for k in &kernel {
+        eprintln!("kernel: missing {k}");
+    }
+    if missing.is_empty() {
+        eprintln!(
+            "setup: all packages present ({})",
+            PACKAGES
+                .iter()
+                .map(|(p, _)| *p)
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        return if kernel.is_empty() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        };
+    }
+    let cmd = format!(
+        "apt-get install -y --no-install-recommends {}",
+        missing.join(" ")
+    );
+    if check_only || !nix::unistd::geteuid().is_root() {
+        eprintln!("setup: missing packages: {}", missing.join(", "));
+        eprintln!("install them as root with: apt-get update && {cmd}");
+        return ExitCode::FAILURE;
+    }
+    eprintln!("setup: installing {}", missing.join(", "));
+    let apt = |args: &[&str]| {
+        Command::new("apt-get")
+            .args(args)
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false)
+    };
+    if !apt(&["update", "-q"]) {
+        eprintln!("setup: apt-get update failed");
+        return ExitCode::FAILURE;
+    }
+    let mut args = vec!["install", "-y", "-q", "--no-install-recommends"];
+    args.extend(missing.iter().copied());
+    if !apt(&args) {
+        eprintln!("setup: `{cmd}` failed");
+        return ExitCode::FAILURE;
+    }
+    let still: Vec<&str> = missing.iter().copied().filter(|p| !installed(p)).collect();
+    if !still.is_empty() {
+        eprintln!("setup: still missing after install: {}", still.join(", "));
+        return ExitCode::FAILURE;
+    }
+    eprintln!("setup: done");
+    if kernel.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// Runs the workspace's tests. Integration tests that provision devices need root; without it
+/// they fail and say so, unless PGTIER_SKIP_ROOT_TESTS=1 skips them explicitly.
+pub fn test(extra: &[String]) -> ExitCode {
+    let root = crate::paths::repo_root();
+    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cmd.current_dir(&root)
+        .args(["test", "--workspace", "--no-fail-fast"])
+        .args(extra);
+    match cmd.status() {
+        Ok(s) if s.success() => ExitCode::SUCCESS,
+        Ok(_) => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("cannot run cargo test: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

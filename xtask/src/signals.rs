@@ -1,0 +1,53 @@
+//! Ctrl-C and SIGTERM: the first one stops the current step and starts teardown; later ones
+//! only say that teardown is in progress (it always completes).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
+
+/// Shared flags: `cancel` is set on the first signal; `tearing_down` once teardown started.
+#[derive(Clone)]
+pub struct Interrupts {
+    pub cancel: Arc<AtomicBool>,
+    pub tearing_down: Arc<AtomicBool>,
+    count: Arc<AtomicUsize>,
+}
+
+impl Interrupts {
+    pub fn install() -> Interrupts {
+        let it = Interrupts {
+            cancel: Arc::new(AtomicBool::new(false)),
+            tearing_down: Arc::new(AtomicBool::new(false)),
+            count: Arc::new(AtomicUsize::new(0)),
+        };
+        let me = it.clone();
+        let mut signals = Signals::new([SIGINT, SIGTERM, SIGHUP]).expect("signal handlers");
+        std::thread::spawn(move || {
+            for sig in signals.forever() {
+                let n = me.count.fetch_add(1, Ordering::SeqCst);
+                me.cancel.store(true, Ordering::SeqCst);
+                let name = match sig {
+                    SIGINT => "interrupt",
+                    SIGTERM => "SIGTERM",
+                    _ => "SIGHUP",
+                };
+                if me.tearing_down.load(Ordering::SeqCst) || n > 0 {
+                    eprintln!(
+                        "\n{name}: teardown is in progress and will finish; it undoes everything this run made. Please wait."
+                    );
+                } else {
+                    eprintln!(
+                        "\n{name}: stopping the current step, then tearing down everything this run made."
+                    );
+                }
+            }
+        });
+        it
+    }
+
+    pub fn cancelled(&self) -> bool {
+        self.cancel.load(Ordering::SeqCst)
+    }
+}
