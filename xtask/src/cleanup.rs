@@ -10,10 +10,7 @@ pub fn run() -> ExitCode {
     let dir = paths::journal_dir();
     let open = journal::open_journals(&dir);
     if open.is_empty() {
-        println!(
-            "nothing to clean up: no unfinished run records in {}",
-            dir.display()
-        );
+        println!("nothing to clean up: no unfinished run records in {}", dir.display());
         return ExitCode::SUCCESS;
     }
     if !nix::unistd::geteuid().is_root() {
@@ -53,22 +50,11 @@ pub fn run() -> ExitCode {
             Err(e) => println!("  FAILED: {}: {e}", p.undo),
         });
         if report.is_clean() {
-            println!(
-                "  clean: {} undone, {} already gone",
-                report.undone.len(),
-                report.already_gone.len()
-            );
+            println!("  clean: {} undone, {} already gone", report.undone.len(), report.already_gone.len());
         } else {
             failed = true;
-            println!(
-                "  {} effect(s) could not be undone; fix the cause and run cleanup again",
-                report.failed.len()
-            );
+            println!("  {} effect(s) could not be undone; fix the cause and run cleanup again", report.failed.len());
         }
     }
-    if failed {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    }
+    if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS }
 }

@@ -35,11 +35,7 @@ pub struct Args {
 /// Exit codes: 0 success, 1 runtime failure (teardown still done), 2 invalid configuration.
 pub async fn run(args: Args) -> ExitCode {
     let threads = host::hardware_threads();
-    let opts = LoadOptions {
-        emulate: args.emulate,
-        configs_dir: paths::configs_dir(),
-        hardware_threads: threads,
-    };
+    let opts = LoadOptions { emulate: args.emulate, configs_dir: paths::configs_dir(), hardware_threads: threads };
     let exp = match experiment::load(&args.config, &opts) {
         Ok(e) => e,
         Err(errors) => {
@@ -54,12 +50,10 @@ pub async fn run(args: Args) -> ExitCode {
     let started = SystemTime::now();
     let run_id = format!("{}-{}", exp.name, timestamp::compact(started));
     let short_id = short_token(&run_id);
-    let results_dir = args.out.clone().unwrap_or_else(|| {
-        paths::repo_root()
-            .join("results")
-            .join(&exp.name)
-            .join(timestamp::compact(started))
-    });
+    let results_dir = args
+        .out
+        .clone()
+        .unwrap_or_else(|| paths::repo_root().join("results").join(&exp.name).join(timestamp::compact(started)));
     let work_dir = paths::work_root().join(&run_id);
     let user = DbUser::lookup(&exp.os_user);
     let (uid, gid) = match &user {
@@ -136,18 +130,9 @@ pub async fn run(args: Args) -> ExitCode {
         Ok(journal::Outcome::NothingLeft) => {}
         Err(e) => eprintln!("  FAILED: {}: {e}", p.undo),
     });
-    session
-        .phases
-        .insert("teardown".into(), t0.elapsed().as_secs_f64());
+    session.phases.insert("teardown".into(), t0.elapsed().as_secs_f64());
     let closed = journal.path().with_extension("closed.jsonl");
-    let _ = std::fs::copy(
-        if closed.exists() {
-            &closed
-        } else {
-            journal.path()
-        },
-        results_dir.join("journal.jsonl"),
-    );
+    let _ = std::fs::copy(if closed.exists() { &closed } else { journal.path() }, results_dir.join("journal.jsonl"));
 
     let finished_ok = outcome.is_ok();
     if let Err(e) = &outcome {
@@ -156,15 +141,8 @@ pub async fn run(args: Args) -> ExitCode {
     // The report covers whatever finished, also after a failure or an interruption.
     let rendered = session.finish_report(finished_ok);
     if !report.is_clean() {
-        eprintln!(
-            "error: teardown left {} thing(s) in place: {}",
-            report.failed.len(),
-            report.failed.join("; ")
-        );
-        eprintln!(
-            "Run `cargo xtask cleanup` to retry; the run record is {}",
-            journal.path().display()
-        );
+        eprintln!("error: teardown left {} thing(s) in place: {}", report.failed.len(), report.failed.join("; "));
+        eprintln!("Run `cargo xtask cleanup` to retry; the run record is {}", journal.path().display());
         return ExitCode::FAILURE;
     }
     eprintln!("teardown complete: nothing of this run is left mounted or running");
@@ -202,15 +180,9 @@ struct Preflight {
     cgroups: Option<Hierarchy>,
 }
 
-fn preflight(
-    exp: &Experiment,
-    plan: &tiers::Plan,
-    user: Result<DbUser, RunnerError>,
-) -> Result<Preflight> {
+fn preflight(exp: &Experiment, plan: &tiers::Plan, user: Result<DbUser, RunnerError>) -> Result<Preflight> {
     if !nix::unistd::geteuid().is_root() {
-        bail!(
-            "provisioning block devices needs root; run as root, or use --dry-run to see the plan"
-        );
+        bail!("provisioning block devices needs root; run as root, or use --dry-run to see the plan");
     }
     let mut missing = Vec::new();
     for s in &plan.steps {
@@ -225,34 +197,24 @@ fn preflight(
         missing.push("pgbench (package postgresql-contrib or postgresql)".into());
     }
     if !missing.is_empty() {
-        bail!(
-            "missing programs: {}; run `cargo xtask setup` (as root) to install them",
-            missing.join(", ")
-        );
+        bail!("missing programs: {}; run `cargo xtask setup` (as root) to install them", missing.join(", "));
     }
     let user = user.map_err(|e| anyhow!("{e}"))?;
     let cgroups = Hierarchy::detect();
-    if cgroups.is_none() && exp.memory_limits.iter().any(|m| m.is_some()) {
+    if cgroups.is_none() && exp.memory_limits.iter().any(|m| m.bytes.is_some()) {
         bail!(
             "the experiment limits the server's memory, but this machine has no cgroup memory controller (looked at /sys/fs/cgroup)"
         );
     }
     if exp.emulated
-        && exp
-            .devices
-            .iter()
-            .any(|d| d.emulation.backing == tiers::Backing::Zram)
+        && exp.devices.iter().any(|d| d.emulation.backing == tiers::Backing::Zram)
         && !Path::new("/sys/class/zram-control/hot_add").exists()
     {
         bail!(
             "zram is not available (/sys/class/zram-control/hot_add is missing); load the zram module or use backing = \"tmpfs-loop\""
         );
     }
-    Ok(Preflight {
-        install,
-        user,
-        cgroups,
-    })
+    Ok(Preflight { install, user, cgroups })
 }
 
 fn prepare_state(run_id: &str, exp: &Experiment) -> Result<Journal> {
@@ -262,28 +224,13 @@ fn prepare_state(run_id: &str, exp: &Experiment) -> Result<Journal> {
         std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o711))
             .with_context(|| format!("chmod {}", d.display()))?;
     }
-    Journal::begin(
-        &paths::journal_dir(),
-        run_id,
-        &format!("cargo xtask compare: {}", exp.file.display()),
-    )
-    .map_err(|e| anyhow!("{e}"))
+    Journal::begin(&paths::journal_dir(), run_id, &format!("cargo xtask compare: {}", exp.file.display()))
+        .map_err(|e| anyhow!("{e}"))
 }
 
 /// The matrix as the runner sees it; directories come from the plan's mount points.
-fn matrix_spec(
-    exp: &Experiment,
-    plan: &tiers::Plan,
-    provisioned: Option<&Provisioned>,
-    threads: u32,
-) -> MatrixSpec {
-    let mount = |dev: &str| {
-        plan.mountpoints
-            .iter()
-            .find(|(n, _)| n == dev)
-            .map(|(_, p)| p.clone())
-            .unwrap_or_default()
-    };
+fn matrix_spec(exp: &Experiment, plan: &tiers::Plan, provisioned: Option<&Provisioned>, threads: u32) -> MatrixSpec {
+    let mount = |dev: &str| plan.mountpoints.iter().find(|(n, _)| n == dev).map(|(_, p)| p.clone()).unwrap_or_default();
     let kernel = |dev: &str| {
         provisioned
             .and_then(|p| p.device(dev))
@@ -295,23 +242,11 @@ fn matrix_spec(
         .iter()
         .map(|p| {
             let devices = if p.data == p.wal {
-                vec![DeviceRole {
-                    role: "data+wal".into(),
-                    device: p.data.clone(),
-                    kernel_name: kernel(&p.data),
-                }]
+                vec![DeviceRole { role: "data+wal".into(), device: p.data.clone(), kernel_name: kernel(&p.data) }]
             } else {
                 vec![
-                    DeviceRole {
-                        role: "data".into(),
-                        device: p.data.clone(),
-                        kernel_name: kernel(&p.data),
-                    },
-                    DeviceRole {
-                        role: "wal".into(),
-                        device: p.wal.clone(),
-                        kernel_name: kernel(&p.wal),
-                    },
+                    DeviceRole { role: "data".into(), device: p.data.clone(), kernel_name: kernel(&p.data) },
+                    DeviceRole { role: "wal".into(), device: p.wal.clone(), kernel_name: kernel(&p.wal) },
                 ]
             };
             PlacementTarget {
@@ -341,26 +276,15 @@ fn print_dry_run(
     user_err: Option<&RunnerError>,
 ) {
     println!("# pgtier dry run: {} ({})", exp.name, exp.file.display());
-    println!(
-        "# {} tiers; nothing below has been executed.",
-        if exp.emulated { "emulated" } else { "REAL" }
-    );
+    println!("# {} tiers; nothing below has been executed.", if exp.emulated { "emulated" } else { "REAL" });
     if let Some(e) = user_err {
         println!("# note: {e} (uid 0 is shown in chown steps)");
     }
-    println!(
-        "\n## Provisioning plan ({} steps; teardown undoes them newest first)\n",
-        plan.steps.len()
-    );
+    println!("\n## Provisioning plan ({} steps; teardown undoes them newest first)\n", plan.steps.len());
     print!("{plan}");
     println!("\n## Placements\n");
     for p in &matrix.placements {
-        println!(
-            "- {}: PGDATA {} , pg_wal {}",
-            p.name,
-            p.data_dir.display(),
-            p.wal_dir.display()
-        );
+        println!("- {}: PGDATA {} , pg_wal {}", p.name, p.data_dir.display(), p.wal_dir.display());
     }
     println!("\n## Data sets (built once, then copied onto each placement)\n");
     let mut seen = Vec::new();
@@ -412,9 +336,7 @@ struct Session<'a> {
 impl Session<'_> {
     fn write_manifest(&mut self) -> Result<()> {
         self.manifest.phase_seconds = self.phases.clone();
-        self.results
-            .write_manifest(&self.manifest)
-            .context("write manifest.json")
+        self.results.write_manifest(&self.manifest).context("write manifest.json")
     }
 
     async fn go(&mut self, plan: &tiers::Plan) -> Result<()> {
@@ -426,38 +348,23 @@ impl Session<'_> {
 
         // Provision.
         let t0 = Instant::now();
-        let devices: Vec<tiers::DeviceSpec> =
-            self.exp.used_devices().into_iter().cloned().collect();
-        eprintln!(
-            "provisioning {} device(s), {} steps",
-            devices.len(),
-            plan.steps.len()
-        );
+        let devices: Vec<tiers::DeviceSpec> = self.exp.used_devices().into_iter().cloned().collect();
+        eprintln!("provisioning {} device(s), {} steps", devices.len(), plan.steps.len());
         let mut sys = tiers::system::RealSystem;
-        let provisioned = tiers::execute(
-            plan,
-            &devices,
-            &mut sys,
-            self.journal,
-            &self.interrupts.cancel,
-            &mut |e| match e {
+        let provisioned =
+            tiers::execute(plan, &devices, &mut sys, self.journal, &self.interrupts.cancel, &mut |e| match e {
                 tiers::Event::Step { index, total, step } => {
                     if step.action.is_destructive() {
                         eprintln!(
                             "  [{index}/{total}] {}{}",
-                            step.device
-                                .as_deref()
-                                .map(|d| format!("[{d}] "))
-                                .unwrap_or_default(),
+                            step.device.as_deref().map(|d| format!("[{d}] ")).unwrap_or_default(),
                             step.action.describe()
                         );
                     }
                 }
                 tiers::Event::Note(n) => eprintln!("  note: {n}"),
-            },
-        );
-        self.phases
-            .insert("provision".into(), t0.elapsed().as_secs_f64());
+            });
+        self.phases.insert("provision".into(), t0.elapsed().as_secs_f64());
         let provisioned = match provisioned {
             Ok(p) => p,
             Err(tiers::ProvisionError::Cancelled { .. }) => {
@@ -469,10 +376,9 @@ impl Session<'_> {
         self.manifest.devices = provisioned.devices.iter().map(device_record).collect();
         for d in &provisioned.devices {
             if d.mount.dax.requested != tiers::DaxPolicy::Off && !d.mount.dax.honoured {
-                self.manifest.warnings.push(format!(
-                    "DAX asked for on {} but not in effect: {}",
-                    d.name, d.mount.dax.note
-                ));
+                self.manifest
+                    .warnings
+                    .push(format!("DAX asked for on {} but not in effect: {}", d.name, d.mount.dax.note));
             }
         }
         self.write_manifest()?;
@@ -498,12 +404,7 @@ impl Session<'_> {
         // Data sets: built once each.
         let t0 = Instant::now();
         let mut goldens: HashMap<String, Golden> = HashMap::new();
-        let load_settings = self
-            .exp
-            .profiles
-            .first()
-            .map(|p| p.profile.settings.clone())
-            .unwrap_or_default();
+        let load_settings = self.exp.profiles.first().map(|p| p.profile.settings.clone()).unwrap_or_default();
         for w in &matrix.workloads {
             let spec = w.dataset();
             let key = spec.key();
@@ -542,8 +443,7 @@ impl Session<'_> {
             self.fits_in_memory_warning(&golden);
             goldens.insert(key, golden);
         }
-        self.phases
-            .insert("load".into(), t0.elapsed().as_secs_f64());
+        self.phases.insert("load".into(), t0.elapsed().as_secs_f64());
         self.write_manifest()?;
 
         // Runs.
@@ -555,21 +455,14 @@ impl Session<'_> {
         for planned in &runs {
             if self.interrupts.cancelled() {
                 progress.finish();
-                bail!(
-                    "interrupted; {} of {} runs finished",
-                    progress_done(&self.results),
-                    runs.len()
-                );
+                bail!("interrupted; {} of {} runs finished", progress_done(&self.results), runs.len());
             }
             let placement = &matrix.placements[planned.placement];
             let workload = &matrix.workloads[planned.workload];
             let key = workload.dataset().key();
             if placed.get(&placement.name) != Some(&key) {
                 let golden = &goldens[&key];
-                progress.println(&format!(
-                    "copying data set {key} onto placement {}",
-                    placement.name
-                ));
+                progress.println(&format!("copying data set {key} onto placement {}", placement.name));
                 let secs = dataset::relocate(&env, golden, &placement.data_dir, &placement.wal_dir)
                     .map_err(|e| anyhow!("{e}"))?;
                 relocate_total += secs;
@@ -585,6 +478,7 @@ impl Session<'_> {
                 placement,
                 workload,
                 profile: &matrix.profiles[planned.profile],
+                memory: &matrix.memory_limits[planned.memory],
                 results: &self.results,
             };
             let record = match execute_run(&env, &inputs, &mut progress).await {
@@ -605,10 +499,9 @@ impl Session<'_> {
             };
             measure_total += t0.elapsed().as_secs_f64();
             let line = match record.status {
-                RunStatus::Ok => format!(
-                    "{:.1} tps, {:.3} ms average latency",
-                    record.metrics.tps, record.metrics.latency_ms_avg
-                ),
+                RunStatus::Ok => {
+                    format!("{:.1} tps, {:.3} ms average latency", record.metrics.tps, record.metrics.latency_ms_avg)
+                }
                 RunStatus::Failed => {
                     failures += 1;
                     format!("FAILED: {}", record.failure.as_deref().unwrap_or("unknown"))
@@ -623,9 +516,7 @@ impl Session<'_> {
         self.phases.insert("relocate".into(), relocate_total);
         self.phases.insert("measure".into(), measure_total);
         if failures > 0 {
-            self.manifest.warnings.push(format!(
-                "{failures} run(s) failed; see their failure column and runs/<id>/"
-            ));
+            self.manifest.warnings.push(format!("{failures} run(s) failed; see their failure column and runs/<id>/"));
         }
         Ok(())
     }
@@ -633,6 +524,7 @@ impl Session<'_> {
     fn fits_in_memory_warning(&mut self, g: &Golden) {
         let host_mem = self.manifest.host.memory_bytes;
         for limit in &self.exp.memory_limits {
+            let limit = &limit.bytes;
             let available = limit.unwrap_or(host_mem);
             if g.database_size_bytes <= available {
                 self.manifest.warnings.push(format!(
@@ -649,21 +541,14 @@ impl Session<'_> {
         let exp = self.exp;
         let host = host::collect();
         let mut programs = vec!["mkfs.xfs", "losetup", "ip"];
-        if exp
-            .devices
-            .iter()
-            .any(|d| d.emulation.backing == tiers::Backing::Nbd)
-        {
+        if exp.devices.iter().any(|d| d.emulation.backing == tiers::Backing::Nbd) {
             programs.extend(["nbdkit", "nbdfuse"]);
         }
         let runs = &self.runs;
         self.manifest = Manifest {
             pgtier_version: env!("CARGO_PKG_VERSION").into(),
             git_commit: git_commit(),
-            command_line: format!(
-                "cargo xtask {}",
-                std::env::args().skip(1).collect::<Vec<_>>().join(" ")
-            ),
+            command_line: format!("cargo xtask {}", std::env::args().skip(1).collect::<Vec<_>>().join(" ")),
             experiment_name: exp.name.clone(),
             experiment_description: exp.description.clone(),
             experiment_file: exp.file.display().to_string(),
@@ -681,18 +566,12 @@ impl Session<'_> {
             postgres: PostgresInfo {
                 version: self.pre.install.version(),
                 bin_dir: self.pre.install.bin_dir.display().to_string(),
-                profiles: exp
-                    .profiles
-                    .iter()
-                    .map(|p| (p.profile.name.clone(), p.profile.settings.clone()))
-                    .collect(),
+                profiles: exp.profiles.iter().map(|p| (p.profile.name.clone(), p.profile.settings.clone())).collect(),
                 skipped_settings: exp
                     .profiles
                     .iter()
                     .flat_map(|p| {
-                        p.skipped.iter().map(move |(k, why)| {
-                            format!("{} (profile {}): {why}", k, p.profile.name)
-                        })
+                        p.skipped.iter().map(move |(k, why)| format!("{} (profile {}): {why}", k, p.profile.name))
                     })
                     .collect(),
             },
@@ -711,10 +590,7 @@ impl Session<'_> {
                 .collect(),
             datasets: vec![],
             run_order: runs.iter().map(|r| r.run_id.clone()).collect(),
-            planned_cells: runs
-                .iter()
-                .map(|r| (r.run_id.clone(), r.cell.clone()))
-                .collect(),
+            planned_cells: runs.iter().map(|r| (r.run_id.clone(), r.cell.clone())).collect(),
             phase_seconds: BTreeMap::new(),
             warnings: exp.warnings.clone(),
         };
@@ -731,8 +607,7 @@ impl Session<'_> {
         let t0 = Instant::now();
         self.write_manifest()?;
         let (summary, files) = report::render(&self.results.root).map_err(|e| anyhow!("{e}"))?;
-        self.phases
-            .insert("report".into(), t0.elapsed().as_secs_f64());
+        self.phases.insert("report".into(), t0.elapsed().as_secs_f64());
         self.write_manifest()?;
         let mut text = String::new();
         text.push_str(&format!(
@@ -754,13 +629,7 @@ impl Session<'_> {
             };
             text.push_str(&format!(
                 "{:<16} {:<14} {:>7} {:>12.1} {:>8.1} {:>26} {:>11.3}\n",
-                c.key.placement,
-                c.key.workload,
-                c.key.clients,
-                c.tps.mean,
-                c.tps.cv_pct,
-                delta,
-                c.latency_ms.mean
+                c.key.placement, c.key.workload, c.key.clients, c.tps.mean, c.tps.cv_pct, delta, c.latency_ms.mean
             ));
         }
         text.push_str("(~ = within noise: the 95% interval of the change contains 0)\n");
@@ -769,11 +638,7 @@ impl Session<'_> {
         for w in &warnings {
             text.push_str(&format!("warning: {w}\n"));
         }
-        text.push_str(&format!(
-            "{} files written; report: {}\n",
-            files.len(),
-            self.results.report_md().display()
-        ));
+        text.push_str(&format!("{} files written; report: {}\n", files.len(), self.results.report_md().display()));
         Ok(text)
     }
 }
@@ -784,13 +649,7 @@ fn progress_done(results: &ResultsDir) -> usize {
 
 fn git_commit() -> Option<String> {
     journal::CommandLine::new("git")
-        .args([
-            "-C",
-            &paths::repo_root().display().to_string(),
-            "rev-parse",
-            "--short",
-            "HEAD",
-        ])
+        .args(["-C", &paths::repo_root().display().to_string(), "rev-parse", "--short", "HEAD"])
         .output(Some(std::time::Duration::from_secs(5)))
         .ok()
         .filter(|o| o.status == 0)
@@ -822,10 +681,7 @@ fn device_record(d: &tiers::ProvisionedDevice) -> DeviceRecord {
 fn write_provision_log(dir: &Path, p: &Provisioned) -> Result<()> {
     let mut s = String::new();
     for c in &p.commands {
-        s.push_str(&format!(
-            "## step {} ({:.2} s, exit {})\n$ {}\n",
-            c.step, c.seconds, c.status, c.command
-        ));
+        s.push_str(&format!("## step {} ({:.2} s, exit {})\n$ {}\n", c.step, c.seconds, c.status, c.command));
         if !c.stdout.trim().is_empty() {
             s.push_str(&c.stdout);
             if !c.stdout.ends_with('\n') {

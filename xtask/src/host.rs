@@ -9,17 +9,12 @@ use journal::CommandLine;
 use results::manifest::HostFacts;
 
 fn read(p: &str) -> Option<String> {
-    std::fs::read_to_string(p)
-        .ok()
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
+    std::fs::read_to_string(p).ok().map(|s| s.trim().to_string()).filter(|s| !s.is_empty())
 }
 
 /// Hardware threads online.
 pub fn hardware_threads() -> u32 {
-    std::thread::available_parallelism()
-        .map(|n| n.get() as u32)
-        .unwrap_or(1)
+    std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(1)
 }
 
 pub fn collect() -> HostFacts {
@@ -30,11 +25,7 @@ pub fn collect() -> HostFacts {
             (k.trim() == name).then(|| v.trim().to_string())
         })
     };
-    let threads = cpuinfo
-        .lines()
-        .filter(|l| l.starts_with("processor"))
-        .count()
-        .max(1);
+    let threads = cpuinfo.lines().filter(|l| l.starts_with("processor")).count().max(1);
     let mut cores = std::collections::BTreeSet::new();
     let mut phys = String::new();
     for l in cpuinfo.lines() {
@@ -50,19 +41,12 @@ pub fn collect() -> HostFacts {
     }
     let mem_kb: u64 = read("/proc/meminfo")
         .and_then(|m| {
-            m.lines()
-                .find(|l| l.starts_with("MemTotal:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+            m.lines().find(|l| l.starts_with("MemTotal:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
         })
         .unwrap_or(0);
     let uts = nix::sys::utsname::uname().ok();
     let os = read("/etc/os-release")
-        .and_then(|t| {
-            t.lines().find_map(|l| {
-                l.strip_prefix("PRETTY_NAME=")
-                    .map(|v| v.trim_matches('"').to_string())
-            })
-        })
+        .and_then(|t| t.lines().find_map(|l| l.strip_prefix("PRETTY_NAME=").map(|v| v.trim_matches('"').to_string())))
         .unwrap_or_default();
     let virtualization = CommandLine::new("systemd-detect-virt")
         .output(Some(Duration::from_secs(5)))
@@ -73,9 +57,7 @@ pub fn collect() -> HostFacts {
             if field("flags").is_some_and(|f| f.split_whitespace().any(|x| x == "hypervisor")) {
                 format!(
                     "virtual machine (CPU hypervisor flag){}",
-                    read("/sys/class/dmi/id/sys_vendor")
-                        .map(|v| format!(", vendor {v}"))
-                        .unwrap_or_default()
+                    read("/sys/class/dmi/id/sys_vendor").map(|v| format!(", vendor {v}")).unwrap_or_default()
                 )
             } else {
                 "none detected".into()
@@ -97,20 +79,11 @@ pub fn collect() -> HostFacts {
         }
     }
     HostFacts {
-        hostname: nix::unistd::gethostname()
-            .map(|h| h.to_string_lossy().into_owned())
-            .unwrap_or_default(),
-        kernel: uts
-            .as_ref()
-            .map(|u| u.release().to_string_lossy().into_owned())
-            .unwrap_or_default(),
+        hostname: nix::unistd::gethostname().map(|h| h.to_string_lossy().into_owned()).unwrap_or_default(),
+        kernel: uts.as_ref().map(|u| u.release().to_string_lossy().into_owned()).unwrap_or_default(),
         os,
         cpu_model: field("model name").unwrap_or_default(),
-        cpu_cores: if cores.is_empty() {
-            threads
-        } else {
-            cores.len()
-        },
+        cpu_cores: if cores.is_empty() { threads } else { cores.len() },
         cpu_threads: threads,
         memory_bytes: mem_kb * 1024,
         virtualization,
@@ -126,20 +99,13 @@ pub fn tool_versions(pg_bin: &std::path::Path, programs: &[&str]) -> BTreeMap<St
     let mut out = BTreeMap::new();
     let mut probe = |name: &str, cmd: CommandLine| {
         if let Ok(o) = cmd.output(Some(Duration::from_secs(10))) {
-            let text = if o.stdout.trim().is_empty() {
-                o.stderr
-            } else {
-                o.stdout
-            };
+            let text = if o.stdout.trim().is_empty() { o.stderr } else { o.stdout };
             if let Some(line) = text.lines().find(|l| !l.trim().is_empty()) {
                 out.insert(name.to_string(), line.trim().to_string());
             }
         }
     };
-    probe(
-        "pgbench",
-        CommandLine::new(pg_bin.join("pgbench").to_string_lossy()).arg("--version"),
-    );
+    probe("pgbench", CommandLine::new(pg_bin.join("pgbench").to_string_lossy()).arg("--version"));
     for p in programs {
         let flag = match *p {
             "mkfs.xfs" | "xfs_info" => "-V",

@@ -14,11 +14,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(
-    name = "cargo xtask",
-    about = "pgtier: what does this storage tier do for PostgreSQL?",
-    version
-)]
+#[command(name = "cargo xtask", about = "pgtier: what does this storage tier do for PostgreSQL?", version)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -67,23 +63,13 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Compare {
-            config,
-            emulate,
-            dry_run,
-            out,
-        } => {
+        Command::Compare { config, emulate, dry_run, out } => {
             let rt = tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(2)
                 .enable_all()
                 .build()
                 .expect("tokio runtime");
-            rt.block_on(compare::run(compare::Args {
-                config,
-                emulate,
-                dry_run,
-                out,
-            }))
+            rt.block_on(compare::run(compare::Args { config, emulate, dry_run, out }))
         }
         Command::Cleanup => cleanup::run(),
         Command::Report { dir } => match report::render(&dir) {

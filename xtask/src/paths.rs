@@ -4,10 +4,7 @@ use std::path::PathBuf;
 
 /// The repository root (xtask's parent directory).
 pub fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("xtask lives in the repository")
-        .to_path_buf()
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the repository").to_path_buf()
 }
 
 /// Settings profiles live in `configs/`.
@@ -17,9 +14,7 @@ pub fn configs_dir() -> PathBuf {
 
 /// Run records and work directories: `$PGTIER_STATE_DIR`, default `/var/lib/pgtier`.
 pub fn state_dir() -> PathBuf {
-    std::env::var_os("PGTIER_STATE_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/var/lib/pgtier"))
+    std::env::var_os("PGTIER_STATE_DIR").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/var/lib/pgtier"))
 }
 
 pub fn journal_dir() -> PathBuf {

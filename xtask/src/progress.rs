@@ -21,9 +21,11 @@ impl MatrixProgress {
         let bar = std::io::stderr().is_terminal().then(|| {
             let b = ProgressBar::with_draw_target(Some(total as u64), ProgressDrawTarget::stderr_with_hz(4));
             b.set_style(
-                ProgressStyle::with_template("{prefix:.bold} [{bar:28}] {pos}/{len} runs, elapsed {elapsed}, ETA {eta}\n  {msg}")
-                    .expect("template")
-                    .progress_chars("=> "),
+                ProgressStyle::with_template(
+                    "{prefix:.bold} [{bar:28}] {pos}/{len} runs, elapsed {elapsed}, ETA {eta}\n  {msg}",
+                )
+                .expect("template")
+                .progress_chars("=> "),
             );
             b.set_prefix("matrix");
             b
@@ -50,9 +52,7 @@ impl MatrixProgress {
         self.current = run_id.to_string();
         let line = format!("[{}/{}] {run_id}", self.done + 1, self.total);
         match &self.bar {
-            Some(b) => b.set_message(format!(
-                "{run_id}: starting server, checkpoint, dropping caches"
-            )),
+            Some(b) => b.set_message(format!("{run_id}: starting server, checkpoint, dropping caches")),
             None => eprintln!("{line}: starting"),
         }
         self.last_print = Instant::now();
@@ -68,11 +68,8 @@ impl MatrixProgress {
             }
             None => {
                 let elapsed = self.started.elapsed().as_secs_f64();
-                let eta = if self.done > 0 {
-                    elapsed / self.done as f64 * (self.total - self.done) as f64
-                } else {
-                    0.0
-                };
+                let eta =
+                    if self.done > 0 { elapsed / self.done as f64 * (self.total - self.done) as f64 } else { 0.0 };
                 eprintln!("{line}  (elapsed {:.0} s, ETA {:.0} s)", elapsed, eta);
             }
         }

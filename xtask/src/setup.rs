@@ -34,10 +34,7 @@ fn kernel_checks() -> Vec<String> {
     let mut missing = Vec::new();
     let checks: [(&str, &str); 5] = [
         ("/dev/loop-control", "loop devices (modprobe loop)"),
-        (
-            "/sys/class/zram-control/hot_add",
-            "zram (modprobe zram), for emulated PMem",
-        ),
+        ("/sys/class/zram-control/hot_add", "zram (modprobe zram), for emulated PMem"),
         ("/dev/fuse", "FUSE (modprobe fuse), for emulated NVMe/TCP"),
         ("/proc/filesystems", "procfs"),
         ("/sys/fs/cgroup", "cgroups, for the server's memory limit"),
@@ -47,44 +44,23 @@ fn kernel_checks() -> Vec<String> {
             missing.push(what.to_string());
         }
     }
-    if !std::fs::read_to_string("/proc/filesystems")
-        .unwrap_or_default()
-        .contains("xfs")
-    {
+    if !std::fs::read_to_string("/proc/filesystems").unwrap_or_default().contains("xfs") {
         missing.push("XFS in the kernel (modprobe xfs)".into());
     }
     missing
 }
 
 pub fn run(check_only: bool) -> ExitCode {
-    let missing: Vec<&str> = PACKAGES
-        .iter()
-        .map(|(p, _)| *p)
-        .filter(|p| !installed(p))
-        .collect();
+    let missing: Vec<&str> = PACKAGES.iter().map(|(p, _)| *p).filter(|p| !installed(p)).collect();
     let kernel = kernel_checks();
     for k in &kernel {
         eprintln!("kernel: missing {k}");
     }
     if missing.is_empty() {
-        eprintln!(
-            "setup: all packages present ({})",
-            PACKAGES
-                .iter()
-                .map(|(p, _)| *p)
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-        return if kernel.is_empty() {
-            ExitCode::SUCCESS
-        } else {
-            ExitCode::FAILURE
-        };
+        eprintln!("setup: all packages present ({})", PACKAGES.iter().map(|(p, _)| *p).collect::<Vec<_>>().join(", "));
+        return if kernel.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE };
     }
-    let cmd = format!(
-        "apt-get install -y --no-install-recommends {}",
-        missing.join(" ")
-    );
+    let cmd = format!("apt-get install -y --no-install-recommends {}", missing.join(" "));
     if check_only || !nix::unistd::geteuid().is_root() {
         eprintln!("setup: missing packages: {}", missing.join(", "));
         eprintln!("install them as root with: apt-get update && {cmd}");
@@ -115,11 +91,7 @@ pub fn run(check_only: bool) -> ExitCode {
         return ExitCode::FAILURE;
     }
     eprintln!("setup: done");
-    if kernel.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
+    if kernel.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
 }
 
 /// Runs the workspace's tests. Integration tests that provision devices need root; without it
@@ -127,9 +99,7 @@ pub fn run(check_only: bool) -> ExitCode {
 pub fn test(extra: &[String]) -> ExitCode {
     let root = crate::paths::repo_root();
     let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-    cmd.current_dir(&root)
-        .args(["test", "--workspace", "--no-fail-fast"])
-        .args(extra);
+    cmd.current_dir(&root).args(["test", "--workspace", "--no-fail-fast"]).args(extra);
     match cmd.status() {
         Ok(s) if s.success() => ExitCode::SUCCESS,
         Ok(_) => ExitCode::FAILURE,

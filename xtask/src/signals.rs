@@ -38,9 +38,7 @@ impl Interrupts {
                         "\n{name}: teardown is in progress and will finish; it undoes everything this run made. Please wait."
                     );
                 } else {
-                    eprintln!(
-                        "\n{name}: stopping the current step, then tearing down everything this run made."
-                    );
+                    eprintln!("\n{name}: stopping the current step, then tearing down everything this run made.");
                 }
             }
         });

@@ -78,12 +78,6 @@ impl Source<'_> {
             }
             None => (None, None),
         };
-        ConfigError {
-            file: self.path.to_path_buf(),
-            line,
-            column,
-            key: key.into(),
-            message: message.into(),
-        }
+        ConfigError { file: self.path.to_path_buf(), line, column, key: key.into(), message: message.into() }
     }
 }

@@ -11,12 +11,12 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use runner::matrix::{Order, PgbenchWorkload, Profile, WorkloadKind, WorkloadSpec};
+use runner::matrix::{MemoryLimit, Order, PgbenchWorkload, Profile, WorkloadKind, WorkloadSpec};
 use runner::pgbench::Builtin;
 use serde::Serialize;
 use tiers::spec::{
-    Backing, DaxPolicy, DeviceClass, DeviceSpec, Emulation, NvmeTcpTarget, PartitionSpec,
-    Precondition, RealDevice, SecretSource, Throttle,
+    Backing, DaxPolicy, DeviceClass, DeviceSpec, Emulation, NvmeTcpTarget, PartitionSpec, Precondition, RealDevice,
+    SecretSource, Throttle,
 };
 use toml::Spanned;
 
@@ -58,8 +58,7 @@ pub struct Experiment {
     pub bin_dir: Option<PathBuf>,
     pub os_user: String,
     pub profiles: Vec<ProfileInfo>,
-    /// `None` = unlimited.
-    pub memory_limits: Vec<Option<u64>>,
+    pub memory_limits: Vec<MemoryLimit>,
     pub devices: Vec<DeviceSpec>,
     pub placements: Vec<Placement>,
     pub workloads: Vec<WorkloadSpec>,
@@ -74,14 +73,7 @@ impl Experiment {
 
     /// Devices used by at least one placement, in file order.
     pub fn used_devices(&self) -> Vec<&DeviceSpec> {
-        self.devices
-            .iter()
-            .filter(|d| {
-                self.placements
-                    .iter()
-                    .any(|p| p.data == d.name || p.wal == d.name)
-            })
-            .collect()
+        self.devices.iter().filter(|d| self.placements.iter().any(|p| p.data == d.name || p.wal == d.name)).collect()
     }
 }
 
@@ -112,13 +104,8 @@ pub fn load(path: &Path, opts: &LoadOptions) -> Result<Experiment, ConfigErrors>
 /// Parses and validates experiment text (`path` is used in messages and to find nothing else).
 pub fn parse(path: &Path, text: &str, opts: &LoadOptions) -> Result<Experiment, ConfigErrors> {
     let src = Source { path, text };
-    let raw: RawFile =
-        toml::from_str(text).map_err(|e| ConfigErrors(vec![toml_error(&src, &e)]))?;
-    let mut v = Validator {
-        src: &src,
-        errors: Vec::new(),
-        warnings: Vec::new(),
-    };
+    let raw: RawFile = toml::from_str(text).map_err(|e| ConfigErrors(vec![toml_error(&src, &e)]))?;
+    let mut v = Validator { src: &src, errors: Vec::new(), warnings: Vec::new() };
     let exp = v.resolve(raw, opts);
     if v.errors.is_empty() {
         let mut exp = exp.expect("resolved when there are no errors");
@@ -134,51 +121,60 @@ fn toml_error(src: &Source, e: &toml::de::Error) -> ConfigError {
     let span = e.span();
     let key = span.as_ref().and_then(|s| path_at(src.text, s.start));
     let mut message = e.message().trim().to_string();
+    if message.contains("untagged enum RawMemoryLimit") {
+        message = "a memory limit is \"unlimited\", a size such as \"1GiB\", or a table such as { limit = \"1GiB\", settings = { shared_buffers = \"256MB\" } }".into();
+    }
     if message.starts_with("unknown field") {
         message.push_str("; remove it or check its spelling");
     }
     src.error(span, key, message)
 }
 
-/// The dotted key path at a byte offset (`device[nvme-wal].emulate.size`).
+/// The dotted key path at a byte offset (`workload[rw].emulate.size`). Tables from `[[x]]` only
+/// span their header, so every key is searched, not only containing spans.
 fn path_at(text: &str, offset: usize) -> Option<String> {
     let root = toml::de::DeTable::parse(text).ok()?;
-    let mut path = Vec::new();
-    walk_table(root.get_ref(), offset, &mut path);
-    (!path.is_empty()).then(|| path.join("").trim_start_matches('.').to_string())
+    find_in_table(root.get_ref(), offset).map(|segs| segs.join("").trim_start_matches('.').to_string())
 }
 
-fn walk_table(t: &toml::de::DeTable, offset: usize, path: &mut Vec<String>) {
+fn find_in_table(t: &toml::de::DeTable, offset: usize) -> Option<Vec<String>> {
     for (k, v) in t.iter() {
-        if k.span().contains(&offset) || v.span().contains(&offset) {
-            path.push(format!(".{}", k.get_ref()));
-            walk_value(v.get_ref(), offset, path);
-            return;
+        let key = format!(".{}", k.get_ref());
+        if k.span().contains(&offset) {
+            return Some(vec![key]);
+        }
+        if let Some(mut rest) = find_in_value(v, offset) {
+            rest.insert(0, key);
+            return Some(rest);
         }
     }
+    None
 }
 
-fn walk_value(v: &toml::de::DeValue, offset: usize, path: &mut Vec<String>) {
-    match v {
-        toml::de::DeValue::Table(t) => walk_table(t, offset, path),
+fn find_in_value(v: &toml::Spanned<toml::de::DeValue>, offset: usize) -> Option<Vec<String>> {
+    match v.get_ref() {
+        toml::de::DeValue::Table(t) => find_in_table(t, offset),
         toml::de::DeValue::Array(a) => {
             for (i, item) in a.iter().enumerate() {
+                let label = match item.get_ref() {
+                    toml::de::DeValue::Table(t) => t
+                        .iter()
+                        .find(|(k, _)| k.get_ref() == "name")
+                        .and_then(|(_, v)| v.get_ref().as_str().map(str::to_string))
+                        .unwrap_or_else(|| i.to_string()),
+                    _ => i.to_string(),
+                };
+                if let Some(mut rest) = find_in_value(item, offset) {
+                    rest.insert(0, format!("[{label}]"));
+                    return Some(rest);
+                }
                 if item.span().contains(&offset) {
-                    let label = match item.get_ref() {
-                        toml::de::DeValue::Table(t) => t
-                            .iter()
-                            .find(|(k, _)| k.get_ref() == "name")
-                            .and_then(|(_, v)| v.get_ref().as_str().map(str::to_string))
-                            .unwrap_or_else(|| i.to_string()),
-                        _ => i.to_string(),
-                    };
-                    path.push(format!("[{label}]"));
-                    walk_value(item.get_ref(), offset, path);
-                    return;
+                    return Some(vec![format!("[{label}]")]);
                 }
             }
+            None
         }
-        _ => {}
+        _ => v.span().contains(&offset).then(Vec::new),
     }
 }
 
@@ -220,55 +216,49 @@ impl Validator<'_> {
 
     fn name(&mut self, s: &Spanned<String>, key: &str) {
         let n = s.get_ref();
-        if n.is_empty()
-            || !n
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-        {
-            self.err(
-                span(s),
-                key,
-                format!("{n:?} is not a valid name: use letters, digits, '-' and '_'"),
-            );
+        if n.is_empty() || !n.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+            self.err(span(s), key, format!("{n:?} is not a valid name: use letters, digits, '-' and '_'"));
         }
     }
 
-    fn memory_limits(
-        &mut self,
-        list: &Spanned<Vec<Spanned<String>>>,
-        key: &str,
-    ) -> Vec<Option<u64>> {
+    fn memory_limits(&mut self, list: &Spanned<Vec<Spanned<RawMemoryLimit>>>, key: &str) -> Vec<MemoryLimit> {
         if list.get_ref().is_empty() {
-            self.err(
-                span(list),
-                key,
-                "give at least one limit (\"unlimited\" for none)",
-            );
+            self.err(span(list), key, "give at least one limit (\"unlimited\" for none)");
         }
         let mut out = Vec::new();
         for m in list.get_ref() {
-            if m.get_ref() == "unlimited" || m.get_ref() == "none" {
-                out.push(None);
-            } else if let Some(b) = self.size(m, key) {
-                if b < 64 << 20 {
-                    self.err(
-                        span(m),
-                        key,
-                        "a server limited to less than 64 MiB will not start; use at least 64MiB",
-                    );
+            let (text, settings) = match m.get_ref() {
+                RawMemoryLimit::Plain(s) => (s.clone(), BTreeMap::new()),
+                RawMemoryLimit::WithSettings(t) => {
+                    let spanned = t.settings.iter().map(|(k, v)| (k.clone(), Spanned::new(m.span(), v.clone()))).collect();
+                    (t.limit.clone(), self.settings(&spanned, key))
                 }
-                out.push(Some(b));
-            }
+            };
+            let bytes = if text == "unlimited" || text == "none" {
+                None
+            } else {
+                match units::parse_size(&text) {
+                    Ok(b) if b < 64 << 20 => {
+                        self.err(
+                            span(m),
+                            key,
+                            "a server limited to less than 64 MiB will not start; use at least 64MiB",
+                        );
+                        continue;
+                    }
+                    Ok(b) => Some(b),
+                    Err(e) => {
+                        self.err(span(m), key, e);
+                        continue;
+                    }
+                }
+            };
+            out.push(MemoryLimit { bytes, settings });
         }
         out
     }
 
-    fn clients(
-        &mut self,
-        list: &Spanned<Vec<Spanned<toml::Value>>>,
-        key: &str,
-        threads: u32,
-    ) -> Vec<u32> {
+    fn clients(&mut self, list: &Spanned<Vec<Spanned<toml::Value>>>, key: &str, threads: u32) -> Vec<u32> {
         let mut out = Vec::new();
         for c in list.get_ref() {
             match c.get_ref() {
@@ -289,22 +279,11 @@ impl Validator<'_> {
         out
     }
 
-    fn settings(
-        &mut self,
-        map: &BTreeMap<String, Spanned<toml::Value>>,
-        key: &str,
-    ) -> BTreeMap<String, String> {
+    fn settings(&mut self, map: &BTreeMap<String, Spanned<toml::Value>>, key: &str) -> BTreeMap<String, String> {
         let mut out = BTreeMap::new();
         for (k, v) in map {
-            if !k
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
-            {
-                self.err(
-                    span(v),
-                    format!("{key}.{k}"),
-                    "not a PostgreSQL setting name",
-                );
+            if !k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.') {
+                self.err(span(v), format!("{key}.{k}"), "not a PostgreSQL setting name");
                 continue;
             }
             let s = match v.get_ref() {
@@ -319,11 +298,7 @@ impl Validator<'_> {
                     }
                 }
                 _ => {
-                    self.err(
-                        span(v),
-                        format!("{key}.{k}"),
-                        "a setting is a string, number or boolean",
-                    );
+                    self.err(span(v), format!("{key}.{k}"), "a setting is a string, number or boolean");
                     continue;
                 }
             };
@@ -337,17 +312,18 @@ impl Validator<'_> {
         let th = Throttle {
             read_iops: r.read_iops,
             write_iops: r.write_iops,
-            read_bytes_per_sec: r
-                .read_bandwidth
-                .as_ref()
-                .and_then(|b| self.size(b, &format!("{key}.read_bandwidth"))),
+            read_bytes_per_sec: r.read_bandwidth.as_ref().and_then(|b| self.size(b, &format!("{key}.read_bandwidth"))),
             write_bytes_per_sec: r
                 .write_bandwidth
                 .as_ref()
                 .and_then(|b| self.size(b, &format!("{key}.write_bandwidth"))),
         };
         if th.is_empty() {
-            self.err(span(t), key, "a throttle needs at least one of read_iops, write_iops, read_bandwidth, write_bandwidth");
+            self.err(
+                span(t),
+                key,
+                "a throttle needs at least one of read_iops, write_iops, read_bandwidth, write_bandwidth",
+            );
         }
         th
     }
@@ -362,10 +338,7 @@ impl Validator<'_> {
                     .map(|rd| {
                         rd.flatten()
                             .filter_map(|e| {
-                                e.file_name()
-                                    .to_str()
-                                    .and_then(|f| f.strip_suffix(".toml"))
-                                    .map(str::to_string)
+                                e.file_name().to_str().and_then(|f| f.strip_suffix(".toml")).map(str::to_string)
                             })
                             .collect()
                     })
@@ -382,10 +355,7 @@ impl Validator<'_> {
                 return None;
             }
         };
-        let psrc = Source {
-            path: &file,
-            text: &text,
-        };
+        let psrc = Source { path: &file, text: &text };
         let raw: RawProfile = match toml::from_str(&text) {
             Ok(r) => r,
             Err(e) => {
@@ -393,18 +363,11 @@ impl Validator<'_> {
                 return None;
             }
         };
-        let mut sub = Validator {
-            src: &psrc,
-            errors: Vec::new(),
-            warnings: Vec::new(),
-        };
+        let mut sub = Validator { src: &psrc, errors: Vec::new(), warnings: Vec::new() };
         let settings = sub.settings(&raw.settings, "settings");
         self.errors.extend(sub.errors);
         Some(ProfileInfo {
-            profile: Profile {
-                name: n.clone(),
-                settings,
-            },
+            profile: Profile { name: n.clone(), settings },
             file,
             description: raw.description.unwrap_or_default(),
             source: raw.source,
@@ -427,73 +390,53 @@ impl Validator<'_> {
             "pmem" => DeviceClass::Pmem,
             "nvme-tcp" => DeviceClass::NvmeTcp,
             other => {
-                self.err(span(&r.class), key("class"), format!("unknown class {other:?}; use \"nvme\" (any local block device), \"pmem\" or \"nvme-tcp\""));
+                self.err(
+                    span(&r.class),
+                    key("class"),
+                    format!("unknown class {other:?}; use \"nvme\" (any local block device), \"pmem\" or \"nvme-tcp\""),
+                );
                 return None;
             }
         };
         let need = |v: &mut Self, present: bool, what: &str, example: &str| {
             if !present {
-                v.err(
-                    span(d),
-                    key(what),
-                    format!("a {class} device needs `{what}` (for example {example})"),
-                );
+                v.err(span(d), key(what), format!("a {class} device needs `{what}` (for example {example})"));
             }
         };
         let real = match class {
             DeviceClass::Nvme => {
-                need(
-                    self,
-                    r.path.is_some(),
-                    "path",
-                    "path = \"/dev/disk/by-id/nvme-...\"",
-                );
+                need(self, r.path.is_some(), "path", "path = \"/dev/disk/by-id/nvme-...\"");
                 if let Some(p) = &r.path
                     && !p.get_ref().starts_with("/dev/")
                 {
-                    self.err(span(p), key("path"), "the real device is a path under /dev (best a stable /dev/disk/by-id/... name)");
+                    self.err(
+                        span(p),
+                        key("path"),
+                        "the real device is a path under /dev (best a stable /dev/disk/by-id/... name)",
+                    );
                 }
                 RealDevice::Local {
-                    path: r
-                        .path
-                        .as_ref()
-                        .map(|p| PathBuf::from(p.get_ref()))
-                        .unwrap_or_default(),
+                    path: r.path.as_ref().map(|p| PathBuf::from(p.get_ref())).unwrap_or_default(),
                     model: r.model.clone(),
                     serial: r.serial.clone(),
                 }
             }
             DeviceClass::Pmem => {
-                need(
-                    self,
-                    r.namespace.is_some(),
-                    "namespace",
-                    "namespace = \"namespace0.0\"",
-                );
+                need(self, r.namespace.is_some(), "namespace", "namespace = \"namespace0.0\"");
                 RealDevice::Pmem {
-                    namespace: r
-                        .namespace
-                        .as_ref()
-                        .map(|s| s.get_ref().clone())
-                        .unwrap_or_default(),
+                    namespace: r.namespace.as_ref().map(|s| s.get_ref().clone()).unwrap_or_default(),
                     allow_reconfigure: r.allow_reconfigure.unwrap_or(false),
                 }
             }
             DeviceClass::NvmeTcp => {
-                need(
-                    self,
-                    r.address.is_some(),
-                    "address",
-                    "address = \"192.0.2.10\"",
-                );
-                need(
-                    self,
-                    r.nqn.is_some(),
-                    "nqn",
-                    "nqn = \"nqn.2016-01.com.lightbitslabs:uuid:...\"",
-                );
+                need(self, r.address.is_some(), "address", "address = \"192.0.2.10\"");
+                need(self, r.nqn.is_some(), "nqn", "nqn = \"nqn.2016-01.com.lightbitslabs:uuid:...\"");
                 if r.dhchap_secret_env.is_some() && r.dhchap_secret_file.is_some() {
-                    self.err(span(d), key("dhchap_secret_env"), "give the DH-HMAC-CHAP secret either from the environment or from a file, not both");
+                    self.err(
+                        span(d),
+                        key("dhchap_secret_env"),
+                        "give the DH-HMAC-CHAP secret either from the environment or from a file, not both",
+                    );
                 }
                 let secret = match (&r.dhchap_secret_env, &r.dhchap_secret_file) {
                     (Some(e), _) => Some(SecretSource::Env { name: e.clone() }),
@@ -501,17 +444,9 @@ impl Validator<'_> {
                     _ => None,
                 };
                 RealDevice::NvmeTcp(NvmeTcpTarget {
-                    address: r
-                        .address
-                        .as_ref()
-                        .map(|s| s.get_ref().clone())
-                        .unwrap_or_default(),
+                    address: r.address.as_ref().map(|s| s.get_ref().clone()).unwrap_or_default(),
                     port: r.port.unwrap_or(4420),
-                    nqn: r
-                        .nqn
-                        .as_ref()
-                        .map(|s| s.get_ref().clone())
-                        .unwrap_or_default(),
+                    nqn: r.nqn.as_ref().map(|s| s.get_ref().clone()).unwrap_or_default(),
                     host_nqn: r.host_nqn.clone(),
                     dhchap_secret: secret,
                     nsid: r.nsid,
@@ -520,21 +455,11 @@ impl Validator<'_> {
         };
         for (present, what) in [
             (r.path.is_some() && class != DeviceClass::Nvme, "path"),
-            (
-                r.namespace.is_some() && class != DeviceClass::Pmem,
-                "namespace",
-            ),
-            (
-                (r.address.is_some() || r.nqn.is_some()) && class != DeviceClass::NvmeTcp,
-                "address/nqn",
-            ),
+            (r.namespace.is_some() && class != DeviceClass::Pmem, "namespace"),
+            ((r.address.is_some() || r.nqn.is_some()) && class != DeviceClass::NvmeTcp, "address/nqn"),
         ] {
             if present {
-                self.err(
-                    span(d),
-                    key(what),
-                    format!("`{what}` does not apply to a {class} device"),
-                );
+                self.err(span(d), key(what), format!("`{what}` does not apply to a {class} device"));
             }
         }
         let dax = match r.dax.as_ref().map(|s| s.get_ref().as_str()) {
@@ -570,10 +495,7 @@ impl Validator<'_> {
                 Some(Precondition { fill_fraction: v })
             }
         });
-        let throttle = r
-            .throttle
-            .as_ref()
-            .map(|t| self.throttle(t, &key("throttle")));
+        let throttle = r.throttle.as_ref().map(|t| self.throttle(t, &key("throttle")));
         // Emulation.
         let e = r.emulate.as_ref();
         let backing = match e.and_then(|e| e.get_ref().backing.as_ref()) {
@@ -584,15 +506,16 @@ impl Validator<'_> {
                 "tmpfs-loop" => Backing::TmpfsLoop,
                 "nbd" => Backing::Nbd,
                 other => {
-                    self.err(span(b), key("emulate.backing"), format!("unknown backing {other:?}; use \"loop-file\", \"zram\", \"tmpfs-loop\" or \"nbd\""));
+                    self.err(
+                        span(b),
+                        key("emulate.backing"),
+                        format!("unknown backing {other:?}; use \"loop-file\", \"zram\", \"tmpfs-loop\" or \"nbd\""),
+                    );
                     class.default_backing()
                 }
             },
         };
-        let size = match (
-            e.and_then(|e| e.get_ref().size.as_ref()),
-            emulate.and_then(|e| e.device_size.as_ref()),
-        ) {
+        let size = match (e.and_then(|e| e.get_ref().size.as_ref()), emulate.and_then(|e| e.device_size.as_ref())) {
             (Some(s), _) => self.size(s, &key("emulate.size")),
             (None, Some(s)) => self.size(s, "emulate.device_size"),
             (None, None) => Some(4 << 30),
@@ -601,11 +524,7 @@ impl Validator<'_> {
             && s < 320 << 20
         {
             let at = e.and_then(|e| e.get_ref().size.as_ref().map(|s| s.span()));
-            self.err(
-                at,
-                key("emulate.size"),
-                "XFS needs at least 300 MB; give emulated devices 512MiB or more",
-            );
+            self.err(at, key("emulate.size"), "XFS needs at least 300 MB; give emulated devices 512MiB or more");
         }
         let latency = e.and_then(|e| e.get_ref().latency.as_ref()).and_then(|l| {
             let d = self.duration(l, &key("emulate.latency"))?;
@@ -620,9 +539,8 @@ impl Validator<'_> {
             }
             Some(d)
         });
-        let emu_throttle = e
-            .and_then(|e| e.get_ref().throttle.as_ref())
-            .map(|t| self.throttle(t, &key("emulate.throttle")));
+        let emu_throttle =
+            e.and_then(|e| e.get_ref().throttle.as_ref()).map(|t| self.throttle(t, &key("emulate.throttle")));
         Some(DeviceSpec {
             name: n,
             class,
@@ -631,25 +549,16 @@ impl Validator<'_> {
             mkfs_options: r.mkfs_options.clone(),
             mount_options: r.mount_options.clone(),
             dax,
-            partition: r
-                .partition
-                .unwrap_or(false)
-                .then_some(PartitionSpec { start_sector: 2048 }),
+            partition: r.partition.unwrap_or(false).then_some(PartitionSpec { start_sector: 2048 }),
             allow_wipe: r.allow_wipe.unwrap_or(false),
             discard: r.discard.unwrap_or(false),
             precondition,
-            throttle: if opts.emulate {
-                emu_throttle.or(throttle)
-            } else {
-                throttle
-            },
+            throttle: if opts.emulate { emu_throttle.or(throttle) } else { throttle },
             emulation: Emulation {
                 backing,
                 size_bytes: size.unwrap_or(4 << 30),
                 latency,
-                zram_algorithm: e
-                    .and_then(|e| e.get_ref().zram_algorithm.clone())
-                    .unwrap_or_else(|| "lz4".into()),
+                zram_algorithm: e.and_then(|e| e.get_ref().zram_algorithm.clone()).unwrap_or_else(|| "lz4".into()),
             },
         })
     }
@@ -668,56 +577,47 @@ impl Validator<'_> {
             self.err(
                 span(&r.kind),
                 key("kind"),
-                format!(
-                    "unknown workload kind {:?}; use \"pgbench\"",
-                    r.kind.get_ref()
-                ),
+                format!("unknown workload kind {:?}; use \"pgbench\"", r.kind.get_ref()),
             );
             return None;
         }
         let builtin = match &r.builtin {
             None => {
-                self.err(span(w), key("builtin"), "a pgbench workload needs `builtin` (\"tpcb-like\", \"simple-update\" or \"select-only\")");
+                self.err(
+                    span(w),
+                    key("builtin"),
+                    "a pgbench workload needs `builtin` (\"tpcb-like\", \"simple-update\" or \"select-only\")",
+                );
                 None
             }
             Some(b) => {
                 let parsed = Builtin::parse(b.get_ref());
                 if parsed.is_none() {
-                    self.err(span(b), key("builtin"), format!("unknown pgbench builtin {:?}; use \"tpcb-like\", \"simple-update\" or \"select-only\"", b.get_ref()));
+                    self.err(
+                        span(b),
+                        key("builtin"),
+                        format!(
+                            "unknown pgbench builtin {:?}; use \"tpcb-like\", \"simple-update\" or \"select-only\"",
+                            b.get_ref()
+                        ),
+                    );
                 }
                 parsed
             }
         };
-        let scale = match (
-            opts.emulate
-                .then(|| emulate.and_then(|e| e.scale.as_ref()))
-                .flatten(),
-            &r.scale,
-        ) {
+        let scale = match (opts.emulate.then(|| emulate.and_then(|e| e.scale.as_ref())).flatten(), &r.scale) {
             (Some(s), _) | (None, Some(s)) => *s.get_ref(),
             (None, None) => {
-                self.err(
-                    span(w),
-                    key("scale"),
-                    "a pgbench workload needs `scale` (pgbench -i -s)",
-                );
+                self.err(span(w), key("scale"), "a pgbench workload needs `scale` (pgbench -i -s)");
                 1
             }
         };
         if scale == 0 {
-            self.err(
-                r.scale.as_ref().map(|s| s.span()),
-                key("scale"),
-                "scale must be at least 1",
-            );
+            self.err(r.scale.as_ref().map(|s| s.span()), key("scale"), "scale must be at least 1");
         }
         let em = |f: fn(&RawEmulate) -> bool| opts.emulate && emulate.is_some_and(f);
         let clients = if em(|e| e.clients.is_some()) {
-            self.clients(
-                emulate.unwrap().clients.as_ref().unwrap(),
-                "emulate.clients",
-                opts.hardware_threads,
-            )
+            self.clients(emulate.unwrap().clients.as_ref().unwrap(), "emulate.clients", opts.hardware_threads)
         } else {
             self.clients(&r.clients, &key("clients"), opts.hardware_threads)
         };
@@ -730,42 +630,25 @@ impl Validator<'_> {
             self.err(span(w), key("threads"), "threads must be at least 1");
         }
         let duration = if em(|e| e.duration.is_some()) {
-            self.duration(
-                emulate.unwrap().duration.as_ref().unwrap(),
-                "emulate.duration",
-            )
+            self.duration(emulate.unwrap().duration.as_ref().unwrap(), "emulate.duration")
         } else {
             self.duration(&r.duration, &key("duration"))
         };
         if let Some(d) = duration
             && d < Duration::from_secs(1)
         {
-            self.err(
-                span(&r.duration),
-                key("duration"),
-                "a run lasts at least 1s",
-            );
+            self.err(span(&r.duration), key("duration"), "a run lasts at least 1s");
         }
         let ramp_up = if em(|e| e.ramp_up.is_some()) {
-            self.duration(
-                emulate.unwrap().ramp_up.as_ref().unwrap(),
-                "emulate.ramp_up",
-            )
+            self.duration(emulate.unwrap().ramp_up.as_ref().unwrap(), "emulate.ramp_up")
         } else {
-            r.ramp_up
-                .as_ref()
-                .and_then(|d| self.duration(d, &key("ramp_up")))
-                .or(Some(Duration::ZERO))
+            r.ramp_up.as_ref().and_then(|d| self.duration(d, &key("ramp_up"))).or(Some(Duration::ZERO))
         };
         for a in r.extra_args.iter().chain(&r.init_args) {
             if ["-c", "-j", "-T", "-t", "-h", "-p", "-U", "-s", "-i", "-P"].contains(&a.as_str())
                 || a.starts_with("--builtin")
             {
-                self.err(
-                    span(w),
-                    key("extra_args"),
-                    format!("{a:?} is set by pgtier from the other keys; remove it"),
-                );
+                self.err(span(w), key("extra_args"), format!("{a:?} is set by pgtier from the other keys; remove it"));
             }
         }
         Some(WorkloadSpec {
@@ -789,7 +672,10 @@ impl Validator<'_> {
         self.name(&ex.name, "experiment.name");
         let emulate = raw.emulate.as_ref().map(|e| e.get_ref());
         if opts.emulate && emulate.is_none() {
-            self.warnings.push("the experiment file has no [emulate] section: --emulate uses the real-hardware scale and durations".into());
+            self.warnings.push(
+                "the experiment file has no [emulate] section: --emulate uses the real-hardware scale and durations"
+                    .into(),
+            );
         }
         let order = match ex.order.as_ref().map(|o| o.get_ref().as_str()) {
             None | Some("interleaved") => Order::Interleaved,
@@ -810,11 +696,7 @@ impl Validator<'_> {
             repetitions = *r.get_ref();
         }
         if repetitions == 0 {
-            self.err(
-                ex.repetitions.as_ref().map(|r| r.span()),
-                "experiment.repetitions",
-                "at least 1 repetition",
-            );
+            self.err(ex.repetitions.as_ref().map(|r| r.span()), "experiment.repetitions", "at least 1 repetition");
         }
         // PostgreSQL.
         let pg = raw.postgres.as_ref().map(|p| p.get_ref());
@@ -824,12 +706,17 @@ impl Validator<'_> {
         if let (Some(b), Some(raw_b)) = (&bin_dir, pg.and_then(|p| p.bin_dir.as_ref()))
             && !b.join("postgres").exists()
         {
-            self.err(span(raw_b), "postgres.bin_dir", format!("{} has no postgres binary; use \"auto\" or the directory that holds initdb, postgres and pgbench", b.display()));
+            self.err(
+                span(raw_b),
+                "postgres.bin_dir",
+                format!(
+                    "{} has no postgres binary; use \"auto\" or the directory that holds initdb, postgres and pgbench",
+                    b.display()
+                ),
+            );
         }
-        let os_user = pg
-            .and_then(|p| p.os_user.as_ref())
-            .map(|u| u.get_ref().clone())
-            .unwrap_or_else(|| "postgres".into());
+        let os_user =
+            pg.and_then(|p| p.os_user.as_ref()).map(|u| u.get_ref().clone()).unwrap_or_else(|| "postgres".into());
         if os_user == "root" {
             self.err(
                 pg.and_then(|p| p.os_user.as_ref()).map(|u| u.span()),
@@ -846,9 +733,7 @@ impl Validator<'_> {
             .map(|s| self.settings(s.get_ref(), "postgres.settings"))
             .unwrap_or_default();
         let emu_settings = if opts.emulate {
-            emulate
-                .and_then(|e| e.settings.as_ref())
-                .map(|s| self.settings(s.get_ref(), "emulate.settings"))
+            emulate.and_then(|e| e.settings.as_ref()).map(|s| self.settings(s.get_ref(), "emulate.settings"))
         } else {
             None
         };
@@ -865,7 +750,7 @@ impl Validator<'_> {
         let mut memory_limits = pg
             .and_then(|p| p.memory_limits.as_ref())
             .map(|m| self.memory_limits(m, "postgres.memory_limits"))
-            .unwrap_or_else(|| vec![None]);
+            .unwrap_or_else(|| vec![MemoryLimit::unlimited()]);
         if opts.emulate
             && let Some(m) = emulate.and_then(|e| e.memory_limits.as_ref())
         {
@@ -888,18 +773,10 @@ impl Validator<'_> {
             }
         }
         if raw.device.is_empty() {
-            self.err(
-                span(&raw.experiment),
-                "device",
-                "the experiment defines no [[device]]",
-            );
+            self.err(span(&raw.experiment), "device", "the experiment defines no [[device]]");
         }
         // Placements.
-        let device_names: Vec<String> = raw
-            .device
-            .iter()
-            .map(|d| d.get_ref().name.get_ref().clone())
-            .collect();
+        let device_names: Vec<String> = raw.device.iter().map(|d| d.get_ref().name.get_ref().clone()).collect();
         let mut placements = Vec::new();
         let mut seen = BTreeSet::new();
         for p in &raw.placement {
@@ -907,22 +784,14 @@ impl Validator<'_> {
             let n = r.name.get_ref().clone();
             self.name(&r.name, &format!("placement[{n}].name"));
             if !seen.insert(n.clone()) {
-                self.err(
-                    span(&r.name),
-                    format!("placement[{n}].name"),
-                    format!("placement {n:?} is defined twice"),
-                );
+                self.err(span(&r.name), format!("placement[{n}].name"), format!("placement {n:?} is defined twice"));
             }
             for (field, value) in [("data", &r.data), ("wal", &r.wal)] {
                 if !device_names.contains(value.get_ref()) {
                     self.err(
                         span(value),
                         format!("placement[{n}].{field}"),
-                        format!(
-                            "no device named {:?}; defined devices: {}",
-                            value.get_ref(),
-                            device_names.join(", ")
-                        ),
+                        format!("no device named {:?}; defined devices: {}", value.get_ref(), device_names.join(", ")),
                     );
                 }
             }
@@ -934,11 +803,7 @@ impl Validator<'_> {
             });
         }
         if raw.placement.is_empty() {
-            self.err(
-                span(&raw.experiment),
-                "placement",
-                "the experiment defines no [[placement]]",
-            );
+            self.err(span(&raw.experiment), "placement", "the experiment defines no [[placement]]");
         }
         let placement_names: Vec<&str> = placements.iter().map(|p| p.name.as_str()).collect();
         if !placement_names.contains(&ex.baseline.get_ref().as_str()) {
@@ -953,14 +818,8 @@ impl Validator<'_> {
             );
         }
         for d in &devices {
-            if !placements
-                .iter()
-                .any(|p| p.data == d.name || p.wal == d.name)
-            {
-                self.warnings.push(format!(
-                    "device {:?} is used by no placement and will not be provisioned",
-                    d.name
-                ));
+            if !placements.iter().any(|p| p.data == d.name || p.wal == d.name) {
+                self.warnings.push(format!("device {:?} is used by no placement and will not be provisioned", d.name));
             }
         }
         // Workloads.
@@ -980,11 +839,7 @@ impl Validator<'_> {
             }
         }
         if raw.workload.is_empty() {
-            self.err(
-                span(&raw.experiment),
-                "workload",
-                "the experiment defines no [[workload]]",
-            );
+            self.err(span(&raw.experiment), "workload", "the experiment defines no [[workload]]");
         }
         self.cross_checks(&profiles, &memory_limits, &devices, &placements, &workloads);
         if !self.errors.is_empty() {
@@ -1014,29 +869,27 @@ impl Validator<'_> {
     fn cross_checks(
         &mut self,
         profiles: &[ProfileInfo],
-        limits: &[Option<u64>],
+        limits: &[MemoryLimit],
         devices: &[DeviceSpec],
         placements: &[Placement],
         workloads: &[WorkloadSpec],
     ) {
         for p in profiles {
-            let sb = p
-                .profile
-                .settings
-                .get("shared_buffers")
-                .and_then(|s| pg_size(s));
-            for l in limits.iter().flatten() {
-                if let Some(sb) = sb
-                    && sb + (64 << 20) > *l
+            for l in limits {
+                let Some(bytes) = l.bytes else { continue };
+                let sb_text = l.settings.get("shared_buffers").or(p.profile.settings.get("shared_buffers"));
+                if let Some(sb) = sb_text.and_then(|s| pg_size(s))
+                    && sb + (64 << 20) > bytes
                 {
                     self.err(
                         None,
                         "postgres.memory_limits",
                         format!(
-                            "profile {:?} sets shared_buffers = {} but the server's memory limit is {}: the server would be killed by the OOM killer; raise the limit or lower shared_buffers (for --emulate, in [emulate.settings])",
+                            "profile {:?} sets shared_buffers = {} but the server's memory limit is {}: the server would be killed by the OOM killer; lower shared_buffers for that limit (memory_limits = [{{ limit = \"{}\", settings = {{ shared_buffers = \"...\" }} }}]) or, for --emulate, in [emulate.settings]",
                             p.profile.name,
-                            p.profile.settings["shared_buffers"],
-                            runner::matrix::memory_label(Some(*l))
+                            sb_text.map(String::as_str).unwrap_or(""),
+                            l.label(),
+                            l.label()
                         ),
                     );
                 }

@@ -53,9 +53,27 @@ pub struct RawPostgres {
     /// Settings applied on top of every profile.
     #[serde(default)]
     pub settings: Option<Spanned<BTreeMap<String, Spanned<toml::Value>>>>,
-    /// Memory limits of the server's cgroup (`"unlimited"`, `"1GiB"`); a matrix dimension.
+    /// Memory limits of the server's cgroup (`"unlimited"`, `"1GiB"`, or
+    /// `{ limit = "1GiB", settings = { shared_buffers = "256MB" } }`); a matrix dimension.
     #[serde(default)]
-    pub memory_limits: Option<Spanned<Vec<Spanned<String>>>>,
+    pub memory_limits: Option<Spanned<Vec<Spanned<RawMemoryLimit>>>>,
+}
+
+/// A memory limit, alone or with settings that apply only under it.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum RawMemoryLimit {
+    Plain(String),
+    WithSettings(RawMemoryLimitTable),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawMemoryLimitTable {
+    pub limit: String,
+    /// Plain values: spans do not survive serde's untagged enums.
+    #[serde(default)]
+    pub settings: BTreeMap<String, toml::Value>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -196,7 +214,7 @@ pub struct RawEmulate {
     #[serde(default)]
     pub threads: Option<Spanned<u32>>,
     #[serde(default)]
-    pub memory_limits: Option<Spanned<Vec<Spanned<String>>>>,
+    pub memory_limits: Option<Spanned<Vec<Spanned<RawMemoryLimit>>>>,
     /// Default size of emulated devices.
     #[serde(default)]
     pub device_size: Option<Spanned<String>>,

@@ -6,13 +6,10 @@ use std::time::Duration;
 /// (`kB`, `MB`, `GB`, `TB`) powers of 1000, a bare number is bytes.
 pub fn parse_size(s: &str) -> Result<u64, String> {
     let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
-    let n: f64 = num.parse().map_err(|_| {
-        format!("{s:?} is not a size; write it like \"512MiB\", \"2GiB\" or \"1GB\"")
-    })?;
+    let n: f64 =
+        num.parse().map_err(|_| format!("{s:?} is not a size; write it like \"512MiB\", \"2GiB\" or \"1GB\""))?;
     let mult: f64 = match unit.trim() {
         "" | "B" => 1.0,
         "K" | "KiB" | "k" => 1024.0,
@@ -24,9 +21,7 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         "GB" => 1e9,
         "TB" => 1e12,
         other => {
-            return Err(format!(
-                "unknown size unit {other:?} in {s:?}; use B, KiB, MiB, GiB, TiB (or kB, MB, GB, TB)"
-            ));
+            return Err(format!("unknown size unit {other:?} in {s:?}; use B, KiB, MiB, GiB, TiB (or kB, MB, GB, TB)"));
         }
     };
     let v = n * mult;
@@ -39,13 +34,10 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
 /// Parses a duration: `us`, `ms`, `s`, `m`/`min`, `h`; a bare number is seconds.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
-    let n: f64 = num.parse().map_err(|_| {
-        format!("{s:?} is not a duration; write it like \"600s\", \"2min\" or \"1ms\"")
-    })?;
+    let n: f64 =
+        num.parse().map_err(|_| format!("{s:?} is not a duration; write it like \"600s\", \"2min\" or \"1ms\""))?;
     let secs = match unit.trim() {
         "" | "s" | "sec" => n,
         "us" | "µs" => n / 1e6,
@@ -53,9 +45,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         "m" | "min" => n * 60.0,
         "h" => n * 3600.0,
         other => {
-            return Err(format!(
-                "unknown duration unit {other:?} in {s:?}; use us, ms, s, min or h"
-            ));
+            return Err(format!("unknown duration unit {other:?} in {s:?}; use us, ms, s, min or h"));
         }
     };
     if !(secs.is_finite() && secs >= 0.0) {
@@ -76,11 +66,7 @@ mod tests {
         assert_eq!(parse_size("1.5GiB"), Ok(3 << 29));
         assert_eq!(parse_size("4096"), Ok(4096));
         assert!(parse_size("lots").is_err());
-        assert!(
-            parse_size("3 parsecs")
-                .unwrap_err()
-                .contains("unknown size unit")
-        );
+        assert!(parse_size("3 parsecs").unwrap_err().contains("unknown size unit"));
     }
 
     #[test]

@@ -15,10 +15,7 @@ pub struct CommandLine {
 
 impl CommandLine {
     pub fn new(program: impl Into<String>) -> Self {
-        CommandLine {
-            program: program.into(),
-            args: Vec::new(),
-        }
+        CommandLine { program: program.into(), args: Vec::new() }
     }
 
     pub fn arg(mut self, arg: impl AsRef<OsStr>) -> Self {
@@ -65,10 +62,7 @@ impl CommandLine {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .map_err(|source| CommandError::Spawn {
-                command: self.to_string(),
-                source,
-            })?;
+            .map_err(|source| CommandError::Spawn { command: self.to_string(), source })?;
         let stdout = child.stdout.take();
         let stderr = child.stderr.take();
         let out_thread = std::thread::spawn(move || read_all(stdout));
@@ -79,36 +73,23 @@ impl CommandLine {
                 let start = std::time::Instant::now();
                 loop {
                     if let Some(status) =
-                        child.try_wait().map_err(|source| CommandError::Spawn {
-                            command: self.to_string(),
-                            source,
-                        })?
+                        child.try_wait().map_err(|source| CommandError::Spawn { command: self.to_string(), source })?
                     {
                         break Ok(status);
                     }
                     if start.elapsed() > limit {
                         let _ = child.kill();
                         let _ = child.wait();
-                        return Err(CommandError::Timeout {
-                            command: self.to_string(),
-                            after: limit,
-                        });
+                        return Err(CommandError::Timeout { command: self.to_string(), after: limit });
                     }
                     std::thread::sleep(Duration::from_millis(20));
                 }
             }
         }
-        .map_err(|source| CommandError::Spawn {
-            command: self.to_string(),
-            source,
-        })?;
+        .map_err(|source| CommandError::Spawn { command: self.to_string(), source })?;
         let stdout = out_thread.join().unwrap_or_default();
         let stderr = err_thread.join().unwrap_or_default();
-        Ok(Output {
-            status: status.code().unwrap_or(-1),
-            stdout,
-            stderr,
-        })
+        Ok(Output { status: status.code().unwrap_or(-1), stdout, stderr })
     }
 }
 
@@ -133,11 +114,7 @@ impl fmt::Display for CommandLine {
 
 /// Quotes a word the way a reader would type it into a POSIX shell.
 pub fn shell_quote(word: &str) -> String {
-    if !word.is_empty()
-        && word
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%<>".contains(c))
-    {
+    if !word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%<>".contains(c)) {
         word.to_string()
     } else {
         format!("'{}'", word.replace('\'', "'\\''"))
@@ -155,17 +132,9 @@ pub struct Output {
 #[derive(Debug, thiserror::Error)]
 pub enum CommandError {
     #[error("could not start `{command}`: {source}")]
-    Spawn {
-        command: String,
-        source: std::io::Error,
-    },
+    Spawn { command: String, source: std::io::Error },
     #[error("`{command}` exited with status {status}: {}", if stderr.is_empty() { stdout } else { stderr })]
-    Failed {
-        command: String,
-        status: i32,
-        stderr: String,
-        stdout: String,
-    },
+    Failed { command: String, status: i32, stderr: String, stdout: String },
     #[error("`{command}` did not finish within {after:?} and was killed")]
     Timeout { command: String, after: Duration },
 }
@@ -181,16 +150,12 @@ pub fn which(program: &str) -> Option<std::path::PathBuf> {
     for extra in ["/usr/local/sbin", "/usr/sbin", "/sbin"] {
         dirs.push(extra.into());
     }
-    dirs.into_iter()
-        .map(|d| d.join(program))
-        .find(|p| is_executable(p))
+    dirs.into_iter().map(|d| d.join(program)).find(|p| is_executable(p))
 }
 
 fn is_executable(p: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
-    p.metadata()
-        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        .unwrap_or(false)
+    p.metadata().map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false)
 }
 
 #[cfg(test)]
@@ -199,31 +164,21 @@ mod tests {
 
     #[test]
     fn display_quotes_only_what_needs_it() {
-        let c =
-            CommandLine::new("mount").args(["-o", "noatime,dax=always", "/dev/loop0", "/mnt/a b"]);
-        assert_eq!(
-            c.to_string(),
-            "mount -o noatime,dax=always /dev/loop0 '/mnt/a b'"
-        );
+        let c = CommandLine::new("mount").args(["-o", "noatime,dax=always", "/dev/loop0", "/mnt/a b"]);
+        assert_eq!(c.to_string(), "mount -o noatime,dax=always /dev/loop0 '/mnt/a b'");
         assert_eq!(shell_quote("it's"), "'it'\\''s'");
     }
 
     #[test]
     fn failure_carries_status_and_stderr() {
-        let err = CommandLine::new("sh")
-            .args(["-c", "echo oops >&2; exit 3"])
-            .run()
-            .unwrap_err();
+        let err = CommandLine::new("sh").args(["-c", "echo oops >&2; exit 3"]).run().unwrap_err();
         let text = err.to_string();
         assert!(text.contains("status 3") && text.contains("oops"), "{text}");
     }
 
     #[test]
     fn timeout_kills() {
-        let err = CommandLine::new("sleep")
-            .arg("5")
-            .run_with_timeout(Some(Duration::from_millis(100)))
-            .unwrap_err();
+        let err = CommandLine::new("sleep").arg("5").run_with_timeout(Some(Duration::from_millis(100))).unwrap_err();
         assert!(matches!(err, CommandError::Timeout { .. }));
     }
 }

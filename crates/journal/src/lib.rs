@@ -30,20 +30,9 @@ pub struct RecordId(pub u64);
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 #[serde(tag = "op", rename_all = "kebab-case")]
 enum Line {
-    Begin {
-        run_id: String,
-        harness: ProcessId,
-        started_unix: u64,
-        description: String,
-    },
-    Record {
-        seq: u64,
-        undo: Undo,
-        note: String,
-    },
-    Released {
-        seq: u64,
-    },
+    Begin { run_id: String, harness: ProcessId, started_unix: u64, description: String },
+    Record { seq: u64, undo: Undo, note: String },
+    Released { seq: u64 },
     Closed,
 }
 
@@ -94,20 +83,13 @@ pub enum JournalError {
     #[error("journal {path}: {source}")]
     Io { path: PathBuf, source: io::Error },
     #[error("journal {path} line {line}: {message}")]
-    Corrupt {
-        path: PathBuf,
-        line: usize,
-        message: String,
-    },
+    Corrupt { path: PathBuf, line: usize, message: String },
 }
 
 impl Journal {
     /// Starts a new journal `DIR/RUN_ID.jsonl` (directory mode 0700, file mode 0600).
     pub fn begin(dir: &Path, run_id: &str, description: &str) -> Result<Journal, JournalError> {
-        let io_err = |source| JournalError::Io {
-            path: dir.to_path_buf(),
-            source,
-        };
+        let io_err = |source| JournalError::Io { path: dir.to_path_buf(), source };
         std::fs::create_dir_all(dir).map_err(io_err)?;
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(io_err)?;
         let path = dir.join(format!("{run_id}.jsonl"));
@@ -116,14 +98,9 @@ impl Journal {
             .append(true)
             .mode(0o600)
             .open(&path)
-            .map_err(|source| JournalError::Io {
-                path: path.clone(),
-                source,
-            })?;
-        let harness = ProcessId::of(std::process::id() as i32).unwrap_or(ProcessId {
-            pid: std::process::id() as i32,
-            start_time: 0,
-        });
+            .map_err(|source| JournalError::Io { path: path.clone(), source })?;
+        let harness = ProcessId::of(std::process::id() as i32)
+            .unwrap_or(ProcessId { pid: std::process::id() as i32, start_time: 0 });
         let journal = Journal {
             path: path.clone(),
             run_id: run_id.to_string(),
@@ -151,17 +128,11 @@ impl Journal {
 
     /// Opens an existing journal to continue or tear down what it records.
     pub fn open(path: &Path) -> Result<Journal, JournalError> {
-        let io_err = |source| JournalError::Io {
-            path: path.to_path_buf(),
-            source,
-        };
+        let io_err = |source| JournalError::Io { path: path.to_path_buf(), source };
         let text = std::fs::read_to_string(path).map_err(io_err)?;
         let mut run_id = String::new();
         let mut description = String::new();
-        let mut harness = ProcessId {
-            pid: 0,
-            start_time: 0,
-        };
+        let mut harness = ProcessId { pid: 0, start_time: 0 };
         let mut records = Vec::new();
         let mut released = HashSet::new();
         let mut closed = false;
@@ -176,31 +147,21 @@ impl Journal {
                 // A crash can cut the last line short; everything before it is intact.
                 break;
             }
-            let parsed: Line =
-                serde_json::from_str(line.trim_end()).map_err(|e| JournalError::Corrupt {
-                    path: path.to_path_buf(),
-                    line: i + 1,
-                    message: e.to_string(),
-                })?;
+            let parsed: Line = serde_json::from_str(line.trim_end()).map_err(|e| JournalError::Corrupt {
+                path: path.to_path_buf(),
+                line: i + 1,
+                message: e.to_string(),
+            })?;
             good_len += line.len();
             match parsed {
-                Line::Begin {
-                    run_id: r,
-                    harness: h,
-                    description: d,
-                    ..
-                } => {
+                Line::Begin { run_id: r, harness: h, description: d, .. } => {
                     run_id = r;
                     harness = h;
                     description = d;
                 }
                 Line::Record { seq, undo, note } => {
                     next_seq = next_seq.max(seq + 1);
-                    records.push(Pending {
-                        id: RecordId(seq),
-                        undo,
-                        note,
-                    });
+                    records.push(Pending { id: RecordId(seq), undo, note });
                 }
                 Line::Released { seq } => {
                     released.insert(seq);
@@ -219,13 +180,7 @@ impl Journal {
             run_id,
             harness,
             description,
-            inner: Mutex::new(Inner {
-                file,
-                next_seq,
-                records,
-                released,
-                closed,
-            }),
+            inner: Mutex::new(Inner { file, next_seq, records, released, closed }),
         })
     }
 
@@ -259,11 +214,7 @@ impl Journal {
             let mut inner = self.inner.lock().unwrap();
             let seq = inner.next_seq;
             inner.next_seq += 1;
-            inner.records.push(Pending {
-                id: RecordId(seq),
-                undo: undo.clone(),
-                note: note.clone(),
-            });
+            inner.records.push(Pending { id: RecordId(seq), undo: undo.clone(), note: note.clone() });
             seq
         };
         self.append(&Line::Record { seq, undo, note })?;
@@ -280,11 +231,7 @@ impl Journal {
     pub fn undo_now(&self, id: RecordId) -> Result<Outcome, String> {
         let undo = {
             let inner = self.inner.lock().unwrap();
-            inner
-                .records
-                .iter()
-                .find(|p| p.id == id)
-                .map(|p| p.undo.clone())
+            inner.records.iter().find(|p| p.id == id).map(|p| p.undo.clone())
         };
         let Some(undo) = undo else {
             return Ok(Outcome::NothingLeft);
@@ -297,12 +244,7 @@ impl Journal {
     /// Side effects that are recorded and not yet undone, oldest first.
     pub fn pending(&self) -> Vec<Pending> {
         let inner = self.inner.lock().unwrap();
-        inner
-            .records
-            .iter()
-            .filter(|p| !inner.released.contains(&p.id.0))
-            .cloned()
-            .collect()
+        inner.records.iter().filter(|p| !inner.released.contains(&p.id.0)).cloned().collect()
     }
 
     pub fn is_closed(&self) -> bool {
@@ -311,10 +253,7 @@ impl Journal {
 
     /// Undoes every pending side effect, newest first. Each step is reported to `on_step` as it
     /// completes. A failed undo stays pending and teardown carries on with the rest.
-    pub fn teardown(
-        &self,
-        mut on_step: impl FnMut(&Pending, &Result<Outcome, String>),
-    ) -> TeardownReport {
+    pub fn teardown(&self, mut on_step: impl FnMut(&Pending, &Result<Outcome, String>)) -> TeardownReport {
         let mut report = TeardownReport::default();
         for p in self.pending().into_iter().rev() {
             let result = p.undo.perform();
@@ -341,20 +280,14 @@ impl Journal {
         self.append(&Line::Closed)?;
         self.inner.lock().unwrap().closed = true;
         let closed = self.path.with_extension("closed.jsonl");
-        std::fs::rename(&self.path, &closed).map_err(|source| JournalError::Io {
-            path: self.path.clone(),
-            source,
-        })
+        std::fs::rename(&self.path, &closed).map_err(|source| JournalError::Io { path: self.path.clone(), source })
     }
 
     fn append(&self, line: &Line) -> Result<(), JournalError> {
         let mut text = serde_json::to_string(line).expect("journal lines serialise");
         text.push('\n');
         let mut inner = self.inner.lock().unwrap();
-        let io_err = |source| JournalError::Io {
-            path: self.path.clone(),
-            source,
-        };
+        let io_err = |source| JournalError::Io { path: self.path.clone(), source };
         inner.file.write_all(text.as_bytes()).map_err(io_err)?;
         inner.file.sync_data().map_err(io_err)
     }
@@ -378,10 +311,7 @@ pub fn open_journals(dir: &Path) -> Vec<PathBuf> {
 }
 
 fn unix_now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
 }
 
 #[cfg(test)]
@@ -409,23 +339,14 @@ mod tests {
         assert!(report.is_clean());
         assert_eq!(order, vec!["a"]);
         assert!(!a.exists() && b.exists());
-        assert!(
-            open_journals(&dir.path().join("j")).is_empty(),
-            "closed journals are not listed"
-        );
+        assert!(open_journals(&dir.path().join("j")).is_empty(), "closed journals are not listed");
     }
 
     #[test]
     fn a_torn_last_line_is_ignored() {
         let dir = tempfile::tempdir().unwrap();
         let j = Journal::begin(dir.path(), "run2", "test").unwrap();
-        j.record(
-            Undo::RemoveFile {
-                path: "/nonexistent/x".into(),
-            },
-            "x",
-        )
-        .unwrap();
+        j.record(Undo::RemoveFile { path: "/nonexistent/x".into() }, "x").unwrap();
         let path = j.path().to_path_buf();
         drop(j);
         let mut f = OpenOptions::new().append(true).open(&path).unwrap();

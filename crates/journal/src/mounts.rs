@@ -32,12 +32,7 @@ pub fn parse_proc_mounts(text: &str) -> Vec<MountEntry> {
             let target = PathBuf::from(unescape(f.next()?));
             let fstype = f.next()?.to_string();
             let options = f.next()?.split(',').map(str::to_string).collect();
-            Some(MountEntry {
-                source,
-                target,
-                fstype,
-                options,
-            })
+            Some(MountEntry { source, target, fstype, options })
         })
         .collect()
 }
@@ -47,12 +42,7 @@ fn unescape(s: &str) -> String {
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
-        if bytes[i] == b'\\'
-            && i + 3 < bytes.len()
-            && bytes[i + 1..i + 4]
-                .iter()
-                .all(|b| (b'0'..=b'7').contains(b))
-        {
+        if bytes[i] == b'\\' && i + 3 < bytes.len() && bytes[i + 1..i + 4].iter().all(|b| (b'0'..=b'7').contains(b)) {
             let v = (bytes[i + 1] - b'0') * 64 + (bytes[i + 2] - b'0') * 8 + (bytes[i + 3] - b'0');
             out.push(v);
             i += 4;
@@ -66,9 +56,7 @@ fn unescape(s: &str) -> String {
 
 /// The current mount table of this process's mount namespace.
 pub fn current() -> Vec<MountEntry> {
-    std::fs::read_to_string("/proc/self/mounts")
-        .map(|t| parse_proc_mounts(&t))
-        .unwrap_or_default()
+    std::fs::read_to_string("/proc/self/mounts").map(|t| parse_proc_mounts(&t)).unwrap_or_default()
 }
 
 /// The last (topmost) mount at `target`, if any.
@@ -83,11 +71,7 @@ pub fn is_mountpoint(path: &Path) -> bool {
 
 /// Mount points at or below `dir`.
 pub fn mounts_under(dir: &Path) -> Vec<PathBuf> {
-    current()
-        .into_iter()
-        .map(|m| m.target)
-        .filter(|t| t.starts_with(dir))
-        .collect()
+    current().into_iter().map(|m| m.target).filter(|t| t.starts_with(dir)).collect()
 }
 
 #[cfg(test)]

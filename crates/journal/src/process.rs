@@ -18,18 +18,13 @@ impl ProcessId {
     /// Identity of a live process, or `None` when it does not exist.
     pub fn of(pid: i32) -> Option<ProcessId> {
         let stat = read_stat(pid)?;
-        Some(ProcessId {
-            pid,
-            start_time: stat.start_time,
-        })
+        Some(ProcessId { pid, start_time: stat.start_time })
     }
 
     /// True while this very process exists and is not a zombie.
     pub fn is_alive(&self) -> bool {
         match read_stat(self.pid) {
-            Some(stat) => {
-                stat.start_time == self.start_time && stat.state != 'Z' && stat.state != 'X'
-            }
+            Some(stat) => stat.start_time == self.start_time && stat.state != 'Z' && stat.state != 'X',
             None => false,
         }
     }
@@ -121,22 +116,13 @@ mod tests {
         let me = ProcessId::of(std::process::id() as i32).unwrap();
         assert!(me.is_alive());
         assert_eq!(ProcessId::of(me.pid), Some(me));
-        let other = ProcessId {
-            pid: me.pid,
-            start_time: me.start_time + 1,
-        };
-        assert!(
-            !other.is_alive(),
-            "a different start time is a different process"
-        );
+        let other = ProcessId { pid: me.pid, start_time: me.start_time + 1 };
+        assert!(!other.is_alive(), "a different start time is a different process");
     }
 
     #[test]
     fn terminate_a_child() {
-        let child = std::process::Command::new("sleep")
-            .arg("30")
-            .spawn()
-            .unwrap();
+        let child = std::process::Command::new("sleep").arg("30").spawn().unwrap();
         let id = ProcessId::of(child.id() as i32).unwrap();
         assert!(id.is_alive());
         assert!(!id.terminate(Signal::SIGTERM, Duration::from_secs(5)));

@@ -22,17 +22,9 @@ pub enum Undo {
     /// Reset and remove the zram device `/dev/zram{id}` (created by `hot_add`).
     RemoveZram { id: u32 },
     /// Stop a process: `signal`, then SIGKILL after `grace_ms`.
-    StopProcess {
-        label: String,
-        process: ProcessId,
-        signal: String,
-        grace_ms: u64,
-    },
+    StopProcess { label: String, process: ProcessId, signal: String, grace_ms: u64 },
     /// Unmount a FUSE mount (`fusermount3 -u`) and wait for its daemon to exit.
-    StopFuse {
-        mountpoint: PathBuf,
-        process: ProcessId,
-    },
+    StopFuse { mountpoint: PathBuf, process: ProcessId },
     /// Delete a network interface (and with it its veth peer).
     DeleteLink { name: String },
     /// Delete a named network namespace.
@@ -56,31 +48,14 @@ impl fmt::Display for Undo {
         match self {
             Undo::Unmount { target } => write!(f, "umount {}", target.display()),
             Undo::DetachLoop { backing_file } => {
-                write!(
-                    f,
-                    "detach loop devices backed by {}",
-                    backing_file.display()
-                )
+                write!(f, "detach loop devices backed by {}", backing_file.display())
             }
             Undo::RemoveZram { id } => write!(f, "reset and remove /dev/zram{id}"),
-            Undo::StopProcess {
-                label,
-                process,
-                signal,
-                ..
-            } => {
+            Undo::StopProcess { label, process, signal, .. } => {
                 write!(f, "stop {label} (pid {}) with SIG{signal}", process.pid)
             }
-            Undo::StopFuse {
-                mountpoint,
-                process,
-            } => {
-                write!(
-                    f,
-                    "fusermount3 -u {} (nbdfuse pid {})",
-                    mountpoint.display(),
-                    process.pid
-                )
+            Undo::StopFuse { mountpoint, process } => {
+                write!(f, "fusermount3 -u {} (nbdfuse pid {})", mountpoint.display(), process.pid)
             }
             Undo::DeleteLink { name } => write!(f, "ip link delete {name}"),
             Undo::DeleteNetns { name } => write!(f, "ip netns delete {name}"),
@@ -114,38 +89,24 @@ impl Undo {
             Undo::Unmount { target } => unmount(target),
             Undo::DetachLoop { backing_file } => detach_loops(backing_file),
             Undo::RemoveZram { id } => remove_zram(*id),
-            Undo::StopProcess {
-                process,
-                signal,
-                grace_ms,
-                label,
-            } => {
+            Undo::StopProcess { process, signal, grace_ms, label } => {
                 if !process.is_alive() {
                     process.wait_gone(Duration::ZERO);
                     return Ok(Outcome::NothingLeft);
                 }
                 let sig = parse_signal(signal)?;
                 if process.terminate(sig, Duration::from_millis(*grace_ms)) {
-                    eprintln!(
-                        "  {label} (pid {}) ignored SIG{signal}; killed",
-                        process.pid
-                    );
+                    eprintln!("  {label} (pid {}) ignored SIG{signal}; killed", process.pid);
                 }
                 if process.is_alive() {
                     return Err(format!("{label} (pid {}) is still running", process.pid));
                 }
                 Ok(Outcome::Done)
             }
-            Undo::StopFuse {
-                mountpoint,
-                process,
-            } => {
+            Undo::StopFuse { mountpoint, process } => {
                 let mut did = Outcome::NothingLeft;
                 if mounts::is_mountpoint(mountpoint) {
-                    let _ = CommandLine::new("fusermount3")
-                        .arg("-u")
-                        .arg(mountpoint)
-                        .run();
+                    let _ = CommandLine::new("fusermount3").arg("-u").arg(mountpoint).run();
                     did = Outcome::Done;
                 }
                 if !process.wait_gone(Duration::from_secs(5)) {
@@ -184,16 +145,10 @@ impl Undo {
                 if !path.exists() {
                     return Ok(Outcome::NothingLeft);
                 }
-                if mounts::mounts_under(path).iter().any(|m| m != path)
-                    || mounts::is_mountpoint(path)
-                {
-                    return Err(format!(
-                        "{} still has something mounted in it; not removing",
-                        path.display()
-                    ));
+                if mounts::mounts_under(path).iter().any(|m| m != path) || mounts::is_mountpoint(path) {
+                    return Err(format!("{} still has something mounted in it; not removing", path.display()));
                 }
-                std::fs::remove_dir_all(path)
-                    .map_err(|e| format!("rm -r {}: {e}", path.display()))?;
+                std::fs::remove_dir_all(path).map_err(|e| format!("rm -r {}: {e}", path.display()))?;
                 Ok(Outcome::Done)
             }
             Undo::NvmeDisconnect { nqn } => {
@@ -214,8 +169,7 @@ impl Undo {
                 if now.trim() == contents.trim() {
                     return Ok(Outcome::NothingLeft);
                 }
-                std::fs::write(path, contents)
-                    .map_err(|e| format!("write {}: {e}", path.display()))?;
+                std::fs::write(path, contents).map_err(|e| format!("write {}: {e}", path.display()))?;
                 Ok(Outcome::Done)
             }
             Undo::Sweep { work_dir } => sweep(work_dir),
@@ -224,19 +178,12 @@ impl Undo {
 }
 
 fn parse_signal(name: &str) -> Result<Signal, String> {
-    let full = if name.starts_with("SIG") {
-        name.to_string()
-    } else {
-        format!("SIG{name}")
-    };
-    full.parse::<Signal>()
-        .map_err(|_| format!("unknown signal {name}"))
+    let full = if name.starts_with("SIG") { name.to_string() } else { format!("SIG{name}") };
+    full.parse::<Signal>().map_err(|_| format!("unknown signal {name}"))
 }
 
 fn run(cmd: CommandLine) -> Result<(), String> {
-    cmd.run_with_timeout(Some(Duration::from_secs(60)))
-        .map(|_| ())
-        .map_err(|e| e.to_string())
+    cmd.run_with_timeout(Some(Duration::from_secs(60))).map(|_| ()).map_err(|e| e.to_string())
 }
 
 fn unmount(target: &Path) -> Result<Outcome, String> {
@@ -245,16 +192,12 @@ fn unmount(target: &Path) -> Result<Outcome, String> {
     }
     let start = Instant::now();
     loop {
-        let out = CommandLine::new("umount")
-            .arg(target)
-            .output(Some(Duration::from_secs(120)));
+        let out = CommandLine::new("umount").arg(target).output(Some(Duration::from_secs(120)));
         if !mounts::is_mountpoint(target) {
             return Ok(Outcome::Done);
         }
         if start.elapsed() > Duration::from_secs(30) {
-            let why = out
-                .map(|o| o.stderr.trim().to_string())
-                .unwrap_or_else(|e| e.to_string());
+            let why = out.map(|o| o.stderr.trim().to_string()).unwrap_or_else(|e| e.to_string());
             return Err(format!("umount {} keeps failing: {why}", target.display()));
         }
         std::thread::sleep(Duration::from_millis(250));
@@ -288,10 +231,7 @@ fn detach_loops(file: &Path) -> Result<Outcome, String> {
         return Ok(Outcome::NothingLeft);
     }
     for dev in &devices {
-        let _ = CommandLine::new("losetup")
-            .arg("-d")
-            .arg(dev)
-            .output(Some(Duration::from_secs(60)));
+        let _ = CommandLine::new("losetup").arg("-d").arg(dev).output(Some(Duration::from_secs(60)));
     }
     // Detaching is asynchronous: wait until the kernel has let go.
     let start = Instant::now();
@@ -299,11 +239,7 @@ fn detach_loops(file: &Path) -> Result<Outcome, String> {
         if start.elapsed() > Duration::from_secs(30) {
             return Err(format!(
                 "loop device(s) {} still attached to {}",
-                devices
-                    .iter()
-                    .map(|d| d.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(", "),
+                devices.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", "),
                 file.display()
             ));
         }
@@ -341,10 +277,7 @@ fn remove_cgroup(path: &Path) -> Result<Outcome, String> {
     }
     // A parent shared with another run (which made cgroups of its own below it) stays.
     let has_children = std::fs::read_dir(path)
-        .map(|rd| {
-            rd.flatten()
-                .any(|e| e.file_type().map(|t| t.is_dir()).unwrap_or(false))
-        })
+        .map(|rd| rd.flatten().any(|e| e.file_type().map(|t| t.is_dir()).unwrap_or(false)))
         .unwrap_or(false);
     if has_children {
         return Ok(Outcome::NothingLeft);
@@ -356,8 +289,7 @@ fn remove_cgroup(path: &Path) -> Result<Outcome, String> {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Outcome::NothingLeft),
             Err(e) => {
                 if start.elapsed() > Duration::from_secs(10) {
-                    let procs =
-                        std::fs::read_to_string(path.join("cgroup.procs")).unwrap_or_default();
+                    let procs = std::fs::read_to_string(path.join("cgroup.procs")).unwrap_or_default();
                     return Err(format!(
                         "rmdir {}: {e} (processes still in it: {})",
                         path.display(),
@@ -380,10 +312,7 @@ fn sweep(work_dir: &Path) -> Result<Outcome, String> {
     for (i, t) in targets.iter().enumerate() {
         // A FUSE mount must wait until the loop devices on its file are detached.
         for dev in loops_under(work_dir) {
-            let _ = CommandLine::new("losetup")
-                .arg("-d")
-                .arg(&dev)
-                .output(Some(Duration::from_secs(30)));
+            let _ = CommandLine::new("losetup").arg("-d").arg(&dev).output(Some(Duration::from_secs(30)));
         }
         if i == 0 {
             std::thread::sleep(Duration::from_millis(200));
@@ -395,10 +324,7 @@ fn sweep(work_dir: &Path) -> Result<Outcome, String> {
         }
     }
     for dev in loops_under(work_dir) {
-        let _ = CommandLine::new("losetup")
-            .arg("-d")
-            .arg(&dev)
-            .output(Some(Duration::from_secs(30)));
+        let _ = CommandLine::new("losetup").arg("-d").arg(&dev).output(Some(Duration::from_secs(30)));
         did = Outcome::Done;
     }
     for pid in crate::process::pids_with_cmdline_containing(&needle) {
@@ -407,11 +333,7 @@ fn sweep(work_dir: &Path) -> Result<Outcome, String> {
             did = Outcome::Done;
         }
     }
-    if errors.is_empty() {
-        Ok(did)
-    } else {
-        Err(errors.join("; "))
-    }
+    if errors.is_empty() { Ok(did) } else { Err(errors.join("; ")) }
 }
 
 fn loops_under(dir: &Path) -> Vec<PathBuf> {

@@ -81,10 +81,7 @@ pub fn render_bar_chart(chart: &BarChart, stem: &Path) -> Result<(), ChartError>
     register_fonts();
     let png = stem.with_extension("png");
     let svg = stem.with_extension("svg");
-    let e = |p: &Path, m: String| ChartError {
-        path: p.display().to_string(),
-        message: m,
-    };
+    let e = |p: &Path, m: String| ChartError { path: p.display().to_string(), message: m };
     {
         let root = BitMapBackend::new(&png, (WIDTH, HEIGHT)).into_drawing_area();
         draw_bar_chart(&root, chart).map_err(|m| e(&png, m))?;
@@ -105,10 +102,8 @@ fn s<E: std::fmt::Debug>(e: E) -> String {
 /// Thousands separators for labels.
 pub fn group_digits(v: f64, decimals: usize) -> String {
     let text = format!("{:.*}", decimals, v.abs());
-    let (int, frac) = text
-        .split_once('.')
-        .map(|(a, b)| (a.to_string(), Some(b.to_string())))
-        .unwrap_or((text.clone(), None));
+    let (int, frac) =
+        text.split_once('.').map(|(a, b)| (a.to_string(), Some(b.to_string()))).unwrap_or((text.clone(), None));
     let mut out = String::new();
     for (i, ch) in int.chars().enumerate() {
         if i > 0 && (int.len() - i) % 3 == 0 {
@@ -132,50 +127,31 @@ pub fn frame<'a, DB: DrawingBackend>(
 ) -> Result<DrawingArea<DB, Shift>, String> {
     root.fill(&WHITE).map_err(s)?;
     let (w, h) = root.dim_in_pixel();
-    let title_style = ("sans-serif", 30)
-        .into_font()
-        .style(FontStyle::Bold)
-        .color(&BLACK);
-    root.draw(&Text::new(title.to_string(), (24, 14), title_style))
-        .map_err(s)?;
+    let title_style = ("sans-serif", 30).into_font().style(FontStyle::Bold).color(&BLACK);
+    root.draw(&Text::new(title.to_string(), (24, 14), title_style)).map_err(s)?;
     if !subtitle.is_empty() {
         root.draw(&Text::new(
             subtitle.to_string(),
             (24, 54),
-            ("sans-serif", 19)
-                .into_font()
-                .color(&RGBColor(0x44, 0x44, 0x44)),
+            ("sans-serif", 19).into_font().color(&RGBColor(0x44, 0x44, 0x44)),
         ))
         .map_err(s)?;
     }
     let foot_h = 20 * footnote.len() as i32 + 12;
     for (i, line) in footnote.iter().enumerate() {
         let y = h as i32 - foot_h + 6 + 20 * i as i32;
-        root.draw(&Text::new(
-            line.clone(),
-            (24, y),
-            ("sans-serif", 15)
-                .into_font()
-                .color(&RGBColor(0x55, 0x55, 0x55)),
-        ))
-        .map_err(s)?;
+        root.draw(&Text::new(line.clone(), (24, y), ("sans-serif", 15).into_font().color(&RGBColor(0x55, 0x55, 0x55))))
+            .map_err(s)?;
     }
     let top = if subtitle.is_empty() { 56 } else { 84 };
     let _ = w;
     Ok(root.margin(top, foot_h as u32, 0, 0))
 }
 
-fn draw_bar_chart<DB: DrawingBackend>(
-    root: &DrawingArea<DB, Shift>,
-    c: &BarChart,
-) -> Result<(), String> {
+fn draw_bar_chart<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, c: &BarChart) -> Result<(), String> {
     let area = frame(root, &c.title, &c.subtitle, &c.footnote)?;
     let n = c.bars.len().max(1);
-    let top = c
-        .bars
-        .iter()
-        .map(|b| b.value + b.error.filter(|e| e.is_finite()).unwrap_or(0.0))
-        .fold(0.0, f64::max);
+    let top = c.bars.iter().map(|b| b.value + b.error.filter(|e| e.is_finite()).unwrap_or(0.0)).fold(0.0, f64::max);
     let ymax = if top > 0.0 { top * 1.28 } else { 1.0 };
     let labels: Vec<String> = c.bars.iter().map(|b| b.label.clone()).collect();
     let mut chart = ChartBuilder::on(&area)
@@ -209,22 +185,13 @@ fn draw_bar_chart<DB: DrawingBackend>(
         .map_err(s)?;
     for (i, b) in c.bars.iter().enumerate() {
         let x = i as f64;
-        let fill = if b.within_noise {
-            b.color.mix(0.4).filled()
-        } else {
-            b.color.filled()
-        };
+        let fill = if b.within_noise { b.color.mix(0.4).filled() } else { b.color.filled() };
         let color = b.color;
         chart
-            .draw_series(std::iter::once(Rectangle::new(
-                [(x - 0.32, 0.0), (x + 0.32, b.value)],
-                fill,
-            )))
+            .draw_series(std::iter::once(Rectangle::new([(x - 0.32, 0.0), (x + 0.32, b.value)], fill)))
             .map_err(s)?
             .label(b.legend.clone())
-            .legend(move |(lx, ly)| {
-                Rectangle::new([(lx, ly - 7), (lx + 18, ly + 7)], color.filled())
-            });
+            .legend(move |(lx, ly)| Rectangle::new([(lx, ly - 7), (lx + 18, ly + 7)], color.filled()));
         if b.within_noise {
             chart
                 .draw_series(std::iter::once(Rectangle::new(
@@ -246,10 +213,8 @@ fn draw_bar_chart<DB: DrawingBackend>(
                 .map_err(s)?;
             label_y = hi;
         }
-        let value_style = ("sans-serif", 17)
-            .into_font()
-            .color(&RGBColor(0x22, 0x22, 0x22))
-            .pos(Pos::new(HPos::Center, VPos::Bottom));
+        let value_style =
+            ("sans-serif", 17).into_font().color(&RGBColor(0x22, 0x22, 0x22)).pos(Pos::new(HPos::Center, VPos::Bottom));
         let note_style = ("sans-serif", 21)
             .into_font()
             .style(FontStyle::Bold)
@@ -257,16 +222,8 @@ fn draw_bar_chart<DB: DrawingBackend>(
             .pos(Pos::new(HPos::Center, VPos::Bottom));
         chart
             .draw_series([
-                Text::new(
-                    group_digits(b.value, decimals),
-                    (x, label_y + ymax * 0.015),
-                    value_style,
-                ),
-                Text::new(
-                    b.annotation.clone(),
-                    (x, label_y + ymax * 0.065),
-                    note_style,
-                ),
+                Text::new(group_digits(b.value, decimals), (x, label_y + ymax * 0.015), value_style),
+                Text::new(b.annotation.clone(), (x, label_y + ymax * 0.065), note_style),
             ])
             .map_err(s)?;
     }

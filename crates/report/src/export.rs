@@ -11,12 +11,7 @@ use crate::stats::Delta;
 pub trait Exporter {
     fn name(&self) -> &'static str;
     /// Returns the files written.
-    fn export(
-        &self,
-        set: &ResultSet,
-        summary: &Summary,
-        out: &Path,
-    ) -> Result<Vec<PathBuf>, ExportError>;
+    fn export(&self, set: &ResultSet, summary: &Summary, out: &Path) -> Result<Vec<PathBuf>, ExportError>;
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -26,10 +21,7 @@ pub enum ExportError {
 }
 
 pub(crate) fn write(path: &Path, bytes: &[u8]) -> Result<(), ExportError> {
-    write_atomic(path, bytes).map_err(|e| ExportError::Write {
-        path: path.to_path_buf(),
-        message: e.to_string(),
-    })
+    write_atomic(path, bytes).map_err(|e| ExportError::Write { path: path.to_path_buf(), message: e.to_string() })
 }
 
 fn csv_bytes(header: &[&str], rows: Vec<Vec<String>>) -> Vec<u8> {
@@ -43,11 +35,7 @@ fn csv_bytes(header: &[&str], rows: Vec<Vec<String>>) -> Vec<u8> {
 
 /// Numbers in CSV: fixed precision, empty for unknown.
 pub(crate) fn num(v: f64, decimals: usize) -> String {
-    if v.is_finite() {
-        format!("{v:.decimals$}")
-    } else {
-        String::new()
-    }
+    if v.is_finite() { format!("{v:.decimals$}") } else { String::new() }
 }
 
 fn opt(v: Option<f64>, decimals: usize) -> String {
@@ -144,12 +132,7 @@ impl Exporter for CsvExporter {
         "csv"
     }
 
-    fn export(
-        &self,
-        set: &ResultSet,
-        summary: &Summary,
-        out: &Path,
-    ) -> Result<Vec<PathBuf>, ExportError> {
+    fn export(&self, set: &ResultSet, summary: &Summary, out: &Path) -> Result<Vec<PathBuf>, ExportError> {
         let runs = set
             .runs
             .iter()
@@ -181,16 +164,8 @@ impl Exporter for CsvExporter {
                     opt(m.latency_ms_p95, 3),
                     opt(m.latency_ms_p99, 3),
                     opt(m.latency_ms_p999, 3),
-                    if ok {
-                        m.transactions.to_string()
-                    } else {
-                        String::new()
-                    },
-                    if ok {
-                        m.failed_transactions.to_string()
-                    } else {
-                        String::new()
-                    },
+                    if ok { m.transactions.to_string() } else { String::new() },
+                    if ok { m.failed_transactions.to_string() } else { String::new() },
                     opt(m.nopm, 1),
                     opt(m.tpm, 1),
                     r.started_at.clone(),
@@ -228,13 +203,9 @@ impl Exporter for CsvExporter {
                     td[0].clone(),
                     td[1].clone(),
                     td[2].clone(),
-                    c.tps_delta.map(|d| num(d.ratio, 4)).unwrap_or_else(|| {
-                        if c.is_baseline {
-                            "1.0000".into()
-                        } else {
-                            String::new()
-                        }
-                    }),
+                    c.tps_delta
+                        .map(|d| num(d.ratio, 4))
+                        .unwrap_or_else(|| if c.is_baseline { "1.0000".into() } else { String::new() }),
                     ld[0].clone(),
                     ld[1].clone(),
                     ld[2].clone(),
@@ -264,10 +235,7 @@ impl Exporter for CsvExporter {
             .collect();
         let files = [
             (out.join("runs.csv"), csv_bytes(RUNS_COLUMNS, runs)),
-            (
-                out.join("summary.csv"),
-                csv_bytes(SUMMARY_COLUMNS, summary_rows),
-            ),
+            (out.join("summary.csv"), csv_bytes(SUMMARY_COLUMNS, summary_rows)),
             (out.join("series.csv"), csv_bytes(SERIES_COLUMNS, series)),
         ];
         let mut written = Vec::new();
@@ -287,17 +255,10 @@ impl Exporter for JsonExporter {
         "json"
     }
 
-    fn export(
-        &self,
-        _set: &ResultSet,
-        summary: &Summary,
-        out: &Path,
-    ) -> Result<Vec<PathBuf>, ExportError> {
+    fn export(&self, _set: &ResultSet, summary: &Summary, out: &Path) -> Result<Vec<PathBuf>, ExportError> {
         let p = out.join("summary.json");
-        let bytes = serde_json::to_vec_pretty(summary).map_err(|e| ExportError::Write {
-            path: p.clone(),
-            message: e.to_string(),
-        })?;
+        let bytes = serde_json::to_vec_pretty(summary)
+            .map_err(|e| ExportError::Write { path: p.clone(), message: e.to_string() })?;
         write(&p, &bytes)?;
         Ok(vec![p])
     }

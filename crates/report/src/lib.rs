@@ -39,12 +39,7 @@ pub fn render(dir: &Path) -> Result<(Summary, Vec<PathBuf>), ReportError> {
     let set = ResultSet::load(dir)?;
     let summary = summarize(&set);
     let mut files = Vec::new();
-    for e in [
-        &CsvExporter as &dyn Exporter,
-        &JsonExporter,
-        &ChartsExporter,
-        &MarkdownExporter,
-    ] {
+    for e in [&CsvExporter as &dyn Exporter, &JsonExporter, &ChartsExporter, &MarkdownExporter] {
         files.extend(e.export(&set, &summary, dir)?);
     }
     Ok((summary, files))

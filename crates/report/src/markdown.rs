@@ -35,12 +35,7 @@ impl Exporter for MarkdownExporter {
         "markdown"
     }
 
-    fn export(
-        &self,
-        set: &ResultSet,
-        summary: &Summary,
-        out: &Path,
-    ) -> Result<Vec<PathBuf>, ExportError> {
+    fn export(&self, set: &ResultSet, summary: &Summary, out: &Path) -> Result<Vec<PathBuf>, ExportError> {
         let m = &set.manifest;
         let mut s = String::new();
         let _ = writeln!(s, "# {}\n", m.experiment_name);
@@ -86,11 +81,7 @@ impl Exporter for MarkdownExporter {
                 c.key.profile,
                 c.runs,
                 c.tps.mean,
-                if c.tps.ci95.is_finite() {
-                    format!("{:.1}", c.tps.ci95)
-                } else {
-                    "n/a".into()
-                },
+                if c.tps.ci95.is_finite() { format!("{:.1}", c.tps.ci95) } else { "n/a".into() },
                 c.tps.cv_pct,
                 fmt_delta(c.tps_delta.as_ref(), c.is_baseline),
                 c.latency_ms.mean,
@@ -125,32 +116,16 @@ impl Exporter for MarkdownExporter {
         let _ = writeln!(s, "## Environment\n");
         let _ = writeln!(s, "| | |\n|---|---|");
         let _ = writeln!(s, "| host | {} |", h.hostname);
-        let _ = writeln!(
-            s,
-            "| CPU | {} ({} cores, {} threads) |",
-            h.cpu_model, h.cpu_cores, h.cpu_threads
-        );
+        let _ = writeln!(s, "| CPU | {} ({} cores, {} threads) |", h.cpu_model, h.cpu_cores, h.cpu_threads);
         let _ = writeln!(s, "| memory | {} |", gib(h.memory_bytes));
         let _ = writeln!(s, "| OS | {}, Linux {} |", h.os, h.kernel);
         let _ = writeln!(s, "| virtualisation | {} |", h.virtualization);
-        let _ = writeln!(
-            s,
-            "| CPU governor | {} |",
-            h.cpu_governor.as_deref().unwrap_or("not exposed")
-        );
-        let _ = writeln!(
-            s,
-            "| transparent huge pages | {} |",
-            h.transparent_hugepages.as_deref().unwrap_or("unknown")
-        );
+        let _ = writeln!(s, "| CPU governor | {} |", h.cpu_governor.as_deref().unwrap_or("not exposed"));
+        let _ = writeln!(s, "| transparent huge pages | {} |", h.transparent_hugepages.as_deref().unwrap_or("unknown"));
         if let Some(l) = &h.load_average {
             let _ = writeln!(s, "| load average at start | {l} |");
         }
-        let _ = writeln!(
-            s,
-            "| PostgreSQL | {} ({}) |",
-            m.postgres.version, m.postgres.bin_dir
-        );
+        let _ = writeln!(s, "| PostgreSQL | {} ({}) |", m.postgres.version, m.postgres.bin_dir);
         for (tool, v) in &m.tools {
             let _ = writeln!(s, "| {tool} | {v} |");
         }
@@ -158,19 +133,12 @@ impl Exporter for MarkdownExporter {
             let _ = writeln!(
                 s,
                 "\nKernel settings: {}",
-                h.sysctls
-                    .iter()
-                    .map(|(k, v)| format!("`{k}={v}`"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                h.sysctls.iter().map(|(k, v)| format!("`{k}={v}`")).collect::<Vec<_>>().join(", ")
             );
         }
 
         let _ = writeln!(s, "\n## Devices\n");
-        let _ = writeln!(
-            s,
-            "| device | class | what it is | block device | mount options (effective) | DAX |"
-        );
+        let _ = writeln!(s, "| device | class | what it is | block device | mount options (effective) | DAX |");
         let _ = writeln!(s, "|---|---|---|---|---|---|");
         for d in &m.devices {
             let dax = match d.dax_requested.as_str() {
@@ -200,11 +168,7 @@ impl Exporter for MarkdownExporter {
                 p.name,
                 p.data_device,
                 p.wal_device,
-                if p.description.is_empty() {
-                    String::new()
-                } else {
-                    format!(" ({})", p.description)
-                }
+                if p.description.is_empty() { String::new() } else { format!(" ({})", p.description) }
             );
         }
 
@@ -216,36 +180,20 @@ impl Exporter for MarkdownExporter {
                 if settings.is_empty() {
                     "PostgreSQL defaults".into()
                 } else {
-                    settings
-                        .iter()
-                        .map(|(k, v)| format!("`{k} = {v}`"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    settings.iter().map(|(k, v)| format!("`{k} = {v}`")).collect::<Vec<_>>().join(", ")
                 }
             );
-            if let Some(r) = set
-                .runs
-                .iter()
-                .find(|r| &r.cell.profile == profile && !r.server_settings.is_empty())
-            {
+            if let Some(r) = set.runs.iter().find(|r| &r.cell.profile == profile && !r.server_settings.is_empty()) {
                 let _ = writeln!(
                     s,
                     "\nNon-default settings while running (pg_settings, run {}): {}\n",
                     r.run_id,
-                    r.server_settings
-                        .iter()
-                        .map(|(k, v)| format!("`{k}={v}`"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    r.server_settings.iter().map(|(k, v)| format!("`{k}={v}`")).collect::<Vec<_>>().join(", ")
                 );
             }
         }
         if !m.postgres.skipped_settings.is_empty() {
-            let _ = writeln!(
-                s,
-                "\nSkipped settings: {}",
-                m.postgres.skipped_settings.join("; ")
-            );
+            let _ = writeln!(s, "\nSkipped settings: {}", m.postgres.skipped_settings.join("; "));
         }
 
         let _ = writeln!(s, "\n## Method\n");
@@ -259,38 +207,22 @@ impl Exporter for MarkdownExporter {
                 d.database_size_bytes as f64 / 1048576.0,
                 d.pgdata_size_bytes as f64 / 1048576.0,
                 d.build_seconds,
-                d.relocate_seconds
-                    .iter()
-                    .map(|(p, t)| format!("{p} {t:.1} s"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                d.relocate_seconds.iter().map(|(p, t)| format!("{p} {t:.1} s")).collect::<Vec<_>>().join(", ")
             );
         }
         let _ = writeln!(
             s,
             "- Before every measured run: the placement's server is started (in its memory-limited cgroup where a limit is set), CHECKPOINT, sync, page cache dropped, a ramp-up run whose figures are discarded, then the measured run; the server is stopped afterwards."
         );
-        let _ = writeln!(
-            s,
-            "- {} repetitions per cell, {} order ({} runs):",
-            m.repetitions,
-            m.order,
-            m.run_order.len()
-        );
-        let _ = writeln!(
-            s,
-            "\n<details><summary>run order and exact commands</summary>\n"
-        );
+        let _ =
+            writeln!(s, "- {} repetitions per cell, {} order ({} runs):", m.repetitions, m.order, m.run_order.len());
+        let _ = writeln!(s, "\n<details><summary>run order and exact commands</summary>\n");
         for r in &set.runs {
             let _ = writeln!(
                 s,
                 "- `{}` ({}): `{}`",
                 r.run_id,
-                if r.status == results::RunStatus::Ok {
-                    "ok"
-                } else {
-                    "failed"
-                },
+                if r.status == results::RunStatus::Ok { "ok" } else { "failed" },
                 r.command
             );
         }
@@ -299,11 +231,7 @@ impl Exporter for MarkdownExporter {
             let _ = writeln!(
                 s,
                 "Time spent: {}\n",
-                m.phase_seconds
-                    .iter()
-                    .map(|(k, v)| format!("{k} {v:.0} s"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                m.phase_seconds.iter().map(|(k, v)| format!("{k} {v:.0} s")).collect::<Vec<_>>().join(", ")
             );
         }
         let _ = writeln!(

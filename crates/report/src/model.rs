@@ -21,21 +21,12 @@ pub struct ResultSet {
 impl ResultSet {
     pub fn load(dir: &Path) -> Result<ResultSet, results::ReadError> {
         let rd = ResultsDir::new(dir);
-        Ok(ResultSet {
-            dir: dir.to_path_buf(),
-            manifest: rd.read_manifest()?,
-            runs: rd.read_runs()?,
-        })
+        Ok(ResultSet { dir: dir.to_path_buf(), manifest: rd.read_manifest()?, runs: rd.read_runs()? })
     }
 
     /// Placement names in the manifest's order (baseline first).
     pub fn placements(&self) -> Vec<String> {
-        let mut names: Vec<String> = self
-            .manifest
-            .placements
-            .iter()
-            .map(|p| p.name.clone())
-            .collect();
+        let mut names: Vec<String> = self.manifest.placements.iter().map(|p| p.name.clone()).collect();
         for r in &self.runs {
             if !names.contains(&r.cell.placement) {
                 names.push(r.cell.placement.clone());
@@ -86,14 +77,7 @@ fn cell_order(set: &ResultSet) -> Vec<CellKey> {
         }
     }
     let placements = set.placements();
-    let group = |k: &CellKey| {
-        (
-            k.workload.clone(),
-            k.clients,
-            k.memory_limit.clone(),
-            k.profile.clone(),
-        )
-    };
+    let group = |k: &CellKey| (k.workload.clone(), k.clients, k.memory_limit.clone(), k.profile.clone());
     let mut groups: Vec<(String, u32, String, String)> = Vec::new();
     for k in &keys {
         let g = group(k);
@@ -119,8 +103,7 @@ pub fn summarize(set: &ResultSet) -> Summary {
     for r in &set.runs {
         by_cell.entry(r.cell.clone()).or_default().push(r);
     }
-    let mut estimates: BTreeMap<CellKey, (Estimate, Estimate, Option<Estimate>, usize)> =
-        BTreeMap::new();
+    let mut estimates: BTreeMap<CellKey, (Estimate, Estimate, Option<Estimate>, usize)> = BTreeMap::new();
     for (k, runs) in &by_cell {
         let ok: Vec<&&RunRecord> = runs.iter().filter(|r| r.status == RunStatus::Ok).collect();
         let failed = runs.len() - ok.len();
@@ -128,21 +111,14 @@ pub fn summarize(set: &ResultSet) -> Summary {
         let lat: Vec<f64> = ok.iter().map(|r| r.metrics.latency_ms_avg).collect();
         let p99: Vec<f64> = ok.iter().filter_map(|r| r.metrics.latency_ms_p99).collect();
         if let (Some(t), Some(l)) = (Estimate::of(&tps), Estimate::of(&lat)) {
-            let p = if p99.len() == ok.len() {
-                Estimate::of(&p99)
-            } else {
-                None
-            };
+            let p = if p99.len() == ok.len() { Estimate::of(&p99) } else { None };
             estimates.insert(k.clone(), (t, l, p, failed));
         }
     }
     let mut warnings = Vec::new();
     let mut cells = Vec::new();
     for k in cell_order(set) {
-        let failed = by_cell
-            .get(&k)
-            .map(|r| r.iter().filter(|r| r.status != RunStatus::Ok).count())
-            .unwrap_or(0);
+        let failed = by_cell.get(&k).map(|r| r.iter().filter(|r| r.status != RunStatus::Ok).count()).unwrap_or(0);
         let Some((tps, lat, p99, _)) = estimates.get(&k).cloned() else {
             continue;
         };
@@ -167,10 +143,7 @@ pub fn summarize(set: &ResultSet) -> Summary {
             ));
         }
         if failed > 0 {
-            warnings.push(format!(
-                "{}: {failed} run(s) failed and are left out of the figures",
-                describe(&k)
-            ));
+            warnings.push(format!("{}: {failed} run(s) failed and are left out of the figures", describe(&k)));
         }
         cells.push(CellSummary {
             runs: tps.n,
@@ -186,16 +159,14 @@ pub fn summarize(set: &ResultSet) -> Summary {
         });
     }
     if cells.iter().any(|c| c.runs < 2) {
-        warnings.push("some cells have a single successful run: no confidence interval, so no delta can be called a real change".into());
+        warnings.push(
+            "some cells have a single successful run: no confidence interval, so no delta can be called a real change"
+                .into(),
+        );
     }
     // Cells planned but without data.
     let mut missing = Vec::new();
-    let planned: Vec<CellKey> = set
-        .manifest
-        .run_order
-        .iter()
-        .filter_map(|id| planned_cell(set, id))
-        .collect();
+    let planned: Vec<CellKey> = set.manifest.run_order.iter().filter_map(|id| planned_cell(set, id)).collect();
     for k in planned {
         if !estimates.contains_key(&k) && !missing.contains(&k) {
             missing.push(k);
@@ -209,11 +180,7 @@ pub fn summarize(set: &ResultSet) -> Summary {
             }
         }
     }
-    Summary {
-        cells,
-        missing,
-        warnings,
-    }
+    Summary { cells, missing, warnings }
 }
 
 /// The cell a planned run id belongs to, when the manifest records it.

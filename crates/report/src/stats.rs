@@ -7,9 +7,8 @@ use serde::Serialize;
 /// Two-sided 97.5% quantile of Student's t for `df` degrees of freedom.
 pub fn t975(df: f64) -> f64 {
     const TABLE: [f64; 30] = [
-        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
-        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
-        2.052, 2.048, 2.045, 2.042,
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+        2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
     ];
     if !(df >= 1.0) {
         return f64::NAN;
@@ -47,26 +46,14 @@ impl Estimate {
             return None;
         }
         let mean = values.iter().sum::<f64>() / n as f64;
-        let var = if n > 1 {
-            values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64
-        } else {
-            0.0
-        };
+        let var = if n > 1 { values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64 } else { 0.0 };
         let stdev = var.sqrt();
         Some(Estimate {
             n,
             mean,
             stdev,
-            cv_pct: if mean != 0.0 {
-                stdev / mean.abs() * 100.0
-            } else {
-                0.0
-            },
-            ci95: if n > 1 {
-                t975((n - 1) as f64) * stdev / (n as f64).sqrt()
-            } else {
-                f64::NAN
-            },
+            cv_pct: if mean != 0.0 { stdev / mean.abs() * 100.0 } else { 0.0 },
+            ci95: if n > 1 { t975((n - 1) as f64) * stdev / (n as f64).sqrt() } else { f64::NAN },
             min: values.iter().cloned().fold(f64::INFINITY, f64::min),
             max: values.iter().cloned().fold(f64::NEG_INFINITY, f64::max),
         })
@@ -96,35 +83,21 @@ impl Delta {
         let ratio = contender.mean / baseline.mean;
         let pct = (ratio - 1.0) * 100.0;
         if baseline.n < 2 || contender.n < 2 {
-            return Some(Delta {
-                pct,
-                ratio,
-                pct_low: f64::NAN,
-                pct_high: f64::NAN,
-                within_noise: false,
-            });
+            return Some(Delta { pct, ratio, pct_low: f64::NAN, pct_high: f64::NAN, within_noise: false });
         }
         let vb = baseline.stdev.powi(2) / baseline.n as f64;
         let vc = contender.stdev.powi(2) / contender.n as f64;
         // Var(C/B) ~ (C/B)^2 (vc/C^2 + vb/B^2)
-        let rel_var =
-            vc / contender.mean.powi(2).max(f64::MIN_POSITIVE) + vb / baseline.mean.powi(2);
+        let rel_var = vc / contender.mean.powi(2).max(f64::MIN_POSITIVE) + vb / baseline.mean.powi(2);
         let se = ratio.abs() * rel_var.sqrt();
         let df = if vb + vc > 0.0 {
-            (vb + vc).powi(2)
-                / (vb.powi(2) / (baseline.n - 1) as f64 + vc.powi(2) / (contender.n - 1) as f64)
+            (vb + vc).powi(2) / (vb.powi(2) / (baseline.n - 1) as f64 + vc.powi(2) / (contender.n - 1) as f64)
         } else {
             (baseline.n + contender.n - 2) as f64
         };
         let half = t975(df.max(1.0)) * se * 100.0;
         let (lo, hi) = (pct - half, pct + half);
-        Some(Delta {
-            pct,
-            ratio,
-            pct_low: lo,
-            pct_high: hi,
-            within_noise: lo <= 0.0 && hi >= 0.0,
-        })
+        Some(Delta { pct, ratio, pct_low: lo, pct_high: hi, within_noise: lo <= 0.0 && hi >= 0.0 })
     }
 
     /// Whether an interval exists (both sides repeated).
@@ -145,12 +118,7 @@ pub fn outliers_mad(values: &[f64], k: f64) -> Vec<usize> {
     if mad == 0.0 {
         return Vec::new();
     }
-    values
-        .iter()
-        .enumerate()
-        .filter(|(_, v)| ((*v - med) / mad).abs() > k)
-        .map(|(i, _)| i)
-        .collect()
+    values.iter().enumerate().filter(|(_, v)| ((*v - med) / mad).abs() > k).map(|(i, _)| i).collect()
 }
 
 pub fn median(values: &[f64]) -> f64 {
@@ -190,11 +158,7 @@ mod tests {
         assert!((d.ratio - 1.446).abs() < 1e-12);
         assert!(!d.within_noise, "no variance: a clear change");
         // Latency down 30.8%.
-        let l = Delta::between(
-            &Estimate::of(&[10.0, 10.0]).unwrap(),
-            &Estimate::of(&[6.92, 6.92]).unwrap(),
-        )
-        .unwrap();
+        let l = Delta::between(&Estimate::of(&[10.0, 10.0]).unwrap(), &Estimate::of(&[6.92, 6.92]).unwrap()).unwrap();
         assert!((l.pct + 30.8).abs() < 1e-9);
     }
 
@@ -210,11 +174,7 @@ mod tests {
 
     #[test]
     fn single_runs_have_no_interval() {
-        let d = Delta::between(
-            &Estimate::of(&[100.0]).unwrap(),
-            &Estimate::of(&[120.0]).unwrap(),
-        )
-        .unwrap();
+        let d = Delta::between(&Estimate::of(&[100.0]).unwrap(), &Estimate::of(&[120.0]).unwrap()).unwrap();
         assert!(!d.has_interval());
         assert!((d.pct - 20.0).abs() < 1e-9);
     }

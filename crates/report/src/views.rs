@@ -11,17 +11,11 @@ use crate::stats::Delta;
 pub fn footnote(set: &ResultSet, cells: &[&CellSummary]) -> Vec<String> {
     let m = &set.manifest;
     let h = &m.host;
-    let first = cells
-        .first()
-        .and_then(|c| set.runs.iter().find(|r| r.cell == c.key));
+    let first = cells.first().and_then(|c| set.runs.iter().find(|r| r.cell == c.key));
     let mut lines = vec![format!(
         "{}{} ({} threads), {:.1} GiB RAM, Linux {}; PostgreSQL {}",
         if m.emulated { "Emulated tiers on " } else { "" },
-        if h.cpu_model.is_empty() {
-            "unknown CPU"
-        } else {
-            h.cpu_model.as_str()
-        },
+        if h.cpu_model.is_empty() { "unknown CPU" } else { h.cpu_model.as_str() },
         h.cpu_threads,
         h.memory_bytes as f64 / (1u64 << 30) as f64,
         h.kernel,
@@ -52,11 +46,8 @@ fn annotation(delta: Option<&Delta>, is_baseline: bool, lower_is_better: bool) -
     match delta {
         None => ("n/a".into(), false),
         Some(d) => {
-            let mut text = if d.ratio >= 2.0 && !lower_is_better {
-                format!("{:.1}x", d.ratio)
-            } else {
-                format!("{:+.1}%", d.pct)
-            };
+            let mut text =
+                if d.ratio >= 2.0 && !lower_is_better { format!("{:.1}x", d.ratio) } else { format!("{:+.1}%", d.pct) };
             if d.within_noise {
                 text.push_str(" (noise)");
             } else if !d.has_interval() {
@@ -68,17 +59,8 @@ fn annotation(delta: Option<&Delta>, is_baseline: bool, lower_is_better: bool) -
 }
 
 fn file_stem(kind: &str, c: &CellSummary) -> String {
-    let clean = |s: &str| {
-        s.chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect::<String>()
-    };
+    let clean =
+        |s: &str| s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect::<String>();
     let mut s = format!("{kind}-{}-c{}", clean(&c.key.workload), c.key.clients);
     if c.key.memory_limit != "unlimited" {
         s.push_str(&format!("-mem{}", clean(&c.key.memory_limit)));
@@ -115,17 +97,9 @@ impl Exporter for ChartsExporter {
         "charts"
     }
 
-    fn export(
-        &self,
-        set: &ResultSet,
-        summary: &Summary,
-        out: &Path,
-    ) -> Result<Vec<PathBuf>, ExportError> {
+    fn export(&self, set: &ResultSet, summary: &Summary, out: &Path) -> Result<Vec<PathBuf>, ExportError> {
         let dir = out.join("charts");
-        std::fs::create_dir_all(&dir).map_err(|e| ExportError::Write {
-            path: dir.clone(),
-            message: e.to_string(),
-        })?;
+        std::fs::create_dir_all(&dir).map_err(|e| ExportError::Write { path: dir.clone(), message: e.to_string() })?;
         let placements = set.placements();
         let legend = |name: &str| {
             let p = set.manifest.placements.iter().find(|p| p.name == name);
@@ -137,9 +111,7 @@ impl Exporter for ChartsExporter {
                 None => name.to_string(),
             }
         };
-        let color = |name: &str| {
-            charts::placement_color(placements.iter().position(|p| p == name).unwrap_or(0))
-        };
+        let color = |name: &str| charts::placement_color(placements.iter().position(|p| p == name).unwrap_or(0));
         let mut written = Vec::new();
         for g in groups(summary) {
             let c0 = g[0];
@@ -151,14 +123,9 @@ impl Exporter for ChartsExporter {
                         let (value, err, delta) = if kind == "throughput" {
                             (c.tps.mean, c.tps.ci95, c.tps_delta.as_ref())
                         } else {
-                            (
-                                c.latency_ms.mean,
-                                c.latency_ms.ci95,
-                                c.latency_delta.as_ref(),
-                            )
+                            (c.latency_ms.mean, c.latency_ms.ci95, c.latency_delta.as_ref())
                         };
-                        let (annotation, noise) =
-                            annotation(delta, c.is_baseline, kind == "latency");
+                        let (annotation, noise) = annotation(delta, c.is_baseline, kind == "latency");
                         Bar {
                             label: c.key.placement.clone(),
                             legend: legend(&c.key.placement),
@@ -174,20 +141,12 @@ impl Exporter for ChartsExporter {
                     title: format!(
                         "{}: {} by placement",
                         set.manifest.experiment_name,
-                        if kind == "throughput" {
-                            "throughput"
-                        } else {
-                            "average latency"
-                        }
+                        if kind == "throughput" { "throughput" } else { "average latency" }
                     ),
                     subtitle: format!(
                         "{what}; % change against baseline {} ({})",
                         set.manifest.baseline,
-                        if kind == "throughput" {
-                            "higher is better"
-                        } else {
-                            "lower is better"
-                        }
+                        if kind == "throughput" { "higher is better" } else { "lower is better" }
                     ),
                     x_label: "placement".into(),
                     y_label: if kind == "throughput" {
@@ -200,10 +159,8 @@ impl Exporter for ChartsExporter {
                     value_decimals: if kind == "throughput" { 0 } else { 2 },
                 };
                 let stem = dir.join(file_stem(kind, c0));
-                charts::render_bar_chart(&chart, &stem).map_err(|e| ExportError::Write {
-                    path: stem.clone(),
-                    message: e.to_string(),
-                })?;
+                charts::render_bar_chart(&chart, &stem)
+                    .map_err(|e| ExportError::Write { path: stem.clone(), message: e.to_string() })?;
                 written.push(stem.with_extension("png"));
                 written.push(stem.with_extension("svg"));
             }
@@ -226,8 +183,5 @@ pub fn describe_group(c: &CellSummary) -> String {
 
 /// The chart files of a group, relative to the results directory.
 pub fn chart_files(c: &CellSummary) -> [String; 2] {
-    [
-        format!("charts/{}.png", file_stem("throughput", c)),
-        format!("charts/{}.png", file_stem("latency", c)),
-    ]
+    [format!("charts/{}.png", file_stem("throughput", c)), format!("charts/{}.png", file_stem("latency", c))]
 }

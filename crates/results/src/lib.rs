@@ -25,9 +25,7 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     let tmp = dir.join(format!(
         ".{}.tmp-{}",
-        path.file_name()
-            .map(|f| f.to_string_lossy().into_owned())
-            .unwrap_or_default(),
+        path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default(),
         std::process::id()
     ));
     {
@@ -97,14 +95,9 @@ impl ResultsDir {
             if !p.exists() {
                 continue;
             }
-            let text = std::fs::read_to_string(&p).map_err(|source| ReadError::Io {
-                path: p.clone(),
-                source,
-            })?;
-            let r: RunRecord = serde_json::from_str(&text).map_err(|e| ReadError::Parse {
-                path: p.clone(),
-                message: e.to_string(),
-            })?;
+            let text = std::fs::read_to_string(&p).map_err(|source| ReadError::Io { path: p.clone(), source })?;
+            let r: RunRecord = serde_json::from_str(&text)
+                .map_err(|e| ReadError::Parse { path: p.clone(), message: e.to_string() })?;
             out.push(r);
         }
         out.sort_by_key(|r| r.sequence);
@@ -118,24 +111,15 @@ impl ResultsDir {
 
     pub fn read_manifest(&self) -> Result<Manifest, ReadError> {
         let p = self.manifest();
-        let text = std::fs::read_to_string(&p).map_err(|source| ReadError::Io {
-            path: p.clone(),
-            source,
-        })?;
-        serde_json::from_str(&text).map_err(|e| ReadError::Parse {
-            path: p,
-            message: e.to_string(),
-        })
+        let text = std::fs::read_to_string(&p).map_err(|source| ReadError::Io { path: p.clone(), source })?;
+        serde_json::from_str(&text).map_err(|e| ReadError::Parse { path: p, message: e.to_string() })
     }
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
     #[error("{path}: {source}")]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    Io { path: PathBuf, source: std::io::Error },
     #[error("{path}: {message}")]
     Parse { path: PathBuf, message: String },
 }
@@ -151,10 +135,7 @@ mod tests {
         write_atomic(&p, b"one").unwrap();
         write_atomic(&p, b"two").unwrap();
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "two");
-        let leftovers: Vec<_> = std::fs::read_dir(p.parent().unwrap())
-            .unwrap()
-            .flatten()
-            .collect();
+        let leftovers: Vec<_> = std::fs::read_dir(p.parent().unwrap()).unwrap().flatten().collect();
         assert_eq!(leftovers.len(), 1, "no temp file left");
     }
 }

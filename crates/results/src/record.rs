@@ -17,10 +17,7 @@ pub struct CellKey {
 impl CellKey {
     /// The same cell on another placement.
     pub fn with_placement(&self, placement: &str) -> CellKey {
-        CellKey {
-            placement: placement.to_string(),
-            ..self.clone()
-        }
+        CellKey { placement: placement.to_string(), ..self.clone() }
     }
 }
 

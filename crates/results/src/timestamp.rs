@@ -21,15 +21,7 @@ fn parts(t: SystemTime) -> (i64, u32, u32, u64, u64, u64, u32) {
     let secs = d.as_secs();
     let (y, mo, da) = civil((secs / 86_400) as i64);
     let s = secs % 86_400;
-    (
-        y,
-        mo,
-        da,
-        s / 3600,
-        (s / 60) % 60,
-        s % 60,
-        d.subsec_millis(),
-    )
+    (y, mo, da, s / 3600, (s / 60) % 60, s % 60, d.subsec_millis())
 }
 
 /// `2026-11-29T21:42:57.123Z`
@@ -58,9 +50,6 @@ mod tests {
         let t = UNIX_EPOCH + Duration::from_secs(1_795_989_330) + Duration::from_millis(7);
         assert_eq!(rfc3339(t), "2026-11-29T21:55:30.007Z");
         assert_eq!(compact(UNIX_EPOCH), "19700101T000000Z");
-        assert_eq!(
-            rfc3339(UNIX_EPOCH + Duration::from_secs(951_782_400)),
-            "2000-02-29T00:00:00.000Z"
-        );
+        assert_eq!(rfc3339(UNIX_EPOCH + Duration::from_secs(951_782_400)), "2000-02-29T00:00:00.000Z");
     }
 }

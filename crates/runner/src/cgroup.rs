@@ -12,10 +12,7 @@ use crate::RunnerError;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Hierarchy {
     /// cgroup v1: separate memory and (optional) cpuacct hierarchies.
-    V1 {
-        memory: PathBuf,
-        cpuacct: Option<PathBuf>,
-    },
+    V1 { memory: PathBuf, cpuacct: Option<PathBuf> },
     /// cgroup v2: one unified hierarchy.
     V2 { root: PathBuf },
 }
@@ -25,15 +22,12 @@ impl Hierarchy {
     pub fn detect() -> Option<Hierarchy> {
         let root = Path::new("/sys/fs/cgroup");
         if root.join("cgroup.controllers").exists() {
-            return Some(Hierarchy::V2 {
-                root: root.to_path_buf(),
-            });
+            return Some(Hierarchy::V2 { root: root.to_path_buf() });
         }
         let memory = root.join("memory");
         if memory.join("memory.limit_in_bytes").exists() {
-            let cpuacct = [root.join("cpuacct"), root.join("cpu,cpuacct")]
-                .into_iter()
-                .find(|p| p.join("cpuacct.usage").exists());
+            let cpuacct =
+                [root.join("cpuacct"), root.join("cpu,cpuacct")].into_iter().find(|p| p.join("cpuacct.usage").exists());
             return Some(Hierarchy::V1 { memory, cpuacct });
         }
         None
@@ -83,16 +77,14 @@ fn create_dirs(
                     .record(Undo::RemoveCgroup { path: p.clone() }, "server cgroup")
                     .map_err(|e| RunnerError::Setup(e.to_string()))?,
             );
-            std::fs::create_dir(&p)
-                .map_err(|e| RunnerError::Setup(format!("create cgroup {}: {e}", p.display())))?;
+            std::fs::create_dir(&p).map_err(|e| RunnerError::Setup(format!("create cgroup {}: {e}", p.display())))?;
         }
     }
     Ok(p)
 }
 
 fn write(p: &Path, v: &str) -> Result<(), RunnerError> {
-    std::fs::write(p, v)
-        .map_err(|e| RunnerError::Setup(format!("write {v:?} to {}: {e}", p.display())))
+    std::fs::write(p, v).map_err(|e| RunnerError::Setup(format!("write {v:?} to {}: {e}", p.display())))
 }
 
 impl ServerCgroup {
@@ -116,13 +108,7 @@ impl ServerCgroup {
                     Some(c) => Some(create_dirs(journal, c, &rel, &mut records)?),
                     None => None,
                 };
-                Ok(ServerCgroup {
-                    hierarchy: hierarchy.clone(),
-                    dir,
-                    cpu_dir,
-                    limit_bytes,
-                    records,
-                })
+                Ok(ServerCgroup { hierarchy: hierarchy.clone(), dir, cpu_dir, limit_bytes, records })
             }
             Hierarchy::V2 { root } => {
                 // A leaf can only use the controllers every ancestor enables for its children.
@@ -137,13 +123,7 @@ impl ServerCgroup {
                 if let Some(limit) = limit_bytes {
                     write(&dir.join("memory.max"), &limit.to_string())?;
                 }
-                Ok(ServerCgroup {
-                    hierarchy: hierarchy.clone(),
-                    dir,
-                    cpu_dir: None,
-                    limit_bytes,
-                    records,
-                })
+                Ok(ServerCgroup { hierarchy: hierarchy.clone(), dir, cpu_dir: None, limit_bytes, records })
             }
         }
     }
@@ -181,11 +161,7 @@ impl ServerCgroup {
     }
 
     pub fn memory(&self) -> MemoryStats {
-        let num = |f: &str| {
-            std::fs::read_to_string(self.dir.join(f))
-                .ok()
-                .and_then(|s| s.trim().parse::<u64>().ok())
-        };
+        let num = |f: &str| std::fs::read_to_string(self.dir.join(f)).ok().and_then(|s| s.trim().parse::<u64>().ok());
         let stat = std::fs::read_to_string(self.dir.join("memory.stat")).unwrap_or_default();
         let stat_value = |key: &str| {
             stat.lines().find_map(|l| {
@@ -199,11 +175,9 @@ impl ServerCgroup {
                 peak: num("memory.max_usage_in_bytes"),
                 page_cache: stat_value("cache"),
             },
-            Hierarchy::V2 { .. } => MemoryStats {
-                current: num("memory.current"),
-                peak: num("memory.peak"),
-                page_cache: stat_value("file"),
-            },
+            Hierarchy::V2 { .. } => {
+                MemoryStats { current: num("memory.current"), peak: num("memory.peak"), page_cache: stat_value("file") }
+            }
         }
     }
 
@@ -221,16 +195,11 @@ impl ServerCgroup {
                 .ok()
                 .and_then(|s| s.trim().parse::<u64>().ok())
                 .map(|ns| ns as f64 / 1e9),
-            (Hierarchy::V2 { .. }, _) => std::fs::read_to_string(self.dir.join("cpu.stat"))
-                .ok()
-                .and_then(|s| {
-                    s.lines()
-                        .find_map(|l| {
-                            l.strip_prefix("usage_usec ")
-                                .and_then(|v| v.trim().parse::<u64>().ok())
-                        })
-                        .map(|us| us as f64 / 1e6)
-                }),
+            (Hierarchy::V2 { .. }, _) => std::fs::read_to_string(self.dir.join("cpu.stat")).ok().and_then(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix("usage_usec ").and_then(|v| v.trim().parse::<u64>().ok()))
+                    .map(|us| us as f64 / 1e6)
+            }),
             _ => None,
         }
     }

@@ -52,8 +52,7 @@ pub struct Golden {
 
 /// Creates `dir` (and missing parents) owned by the database user, mode 0700.
 pub fn make_owned_dir(env: &RunnerEnv, dir: &Path) -> Result<(), RunnerError> {
-    std::fs::create_dir_all(dir)
-        .map_err(|e| RunnerError::Setup(format!("mkdir {}: {e}", dir.display())))?;
+    std::fs::create_dir_all(dir).map_err(|e| RunnerError::Setup(format!("mkdir {}: {e}", dir.display())))?;
     std::os::unix::fs::chown(dir, Some(env.user.uid), Some(env.user.gid))
         .map_err(|e| RunnerError::Setup(format!("chown {}: {e}", dir.display())))?;
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
@@ -74,22 +73,8 @@ pub async fn build_golden(
     make_owned_dir(env, dir)?;
     let logs = env.logs_dir.join(format!("dataset-{}", spec.key()));
     std::fs::create_dir_all(&logs).map_err(|e| RunnerError::Setup(e.to_string()))?;
-    server::initdb(
-        &env.install,
-        &env.user,
-        &data_dir,
-        &wal_dir,
-        &logs.join("initdb.log"),
-    )
-    .await?;
-    server::write_config(
-        &data_dir,
-        env.port,
-        &env.socket_dir,
-        settings,
-        env.user.uid,
-        env.user.gid,
-    )?;
+    server::initdb(&env.install, &env.user, &data_dir, &wal_dir, &logs.join("initdb.log")).await?;
+    server::write_config(&data_dir, env.port, &env.socket_dir, settings, env.user.uid, env.user.gid)?;
     let srv = Server::start(
         &env.install,
         &env.user,
@@ -130,16 +115,11 @@ async fn load(
         .await
         .map_err(|e| RunnerError::Server(format!("create database: {e:#}")))?;
     let DatasetSpec::Pgbench { scale, init_args } = spec;
-    let target = pgbench::Target {
-        socket_dir: &env.socket_dir,
-        port: env.port,
-        user: server::DB_ROLE,
-        database: DATABASE,
-    };
+    let target =
+        pgbench::Target { socket_dir: &env.socket_dir, port: env.port, user: server::DB_ROLE, database: DATABASE };
     let cmd = pgbench::init_command(&env.install.bin_dir, &target, *scale, init_args);
     let log_path = logs.join("pgbench-init.log");
-    let mut log =
-        std::fs::File::create(&log_path).map_err(|e| RunnerError::Setup(e.to_string()))?;
+    let mut log = std::fs::File::create(&log_path).map_err(|e| RunnerError::Setup(e.to_string()))?;
     let mut child = tokio::process::Command::new(&cmd.program)
         .args(&cmd.args)
         .stdin(std::process::Stdio::null())
@@ -178,19 +158,12 @@ async fn load(
             }
         }
     }
-    let status = child
-        .wait()
-        .await
-        .map_err(|e| RunnerError::Setup(e.to_string()))?;
+    let status = child.wait().await.map_err(|e| RunnerError::Setup(e.to_string()))?;
     if !status.success() {
-        return Err(RunnerError::Workload(format!(
-            "`{cmd}` failed ({status}): {last}"
-        )));
+        return Err(RunnerError::Workload(format!("`{cmd}` failed ({status}): {last}")));
     }
     let db = srv.connect(DATABASE).await?;
-    db.batch_execute("CHECKPOINT")
-        .await
-        .map_err(|e| RunnerError::Server(format!("checkpoint: {e:#}")))?;
+    db.batch_execute("CHECKPOINT").await.map_err(|e| RunnerError::Server(format!("checkpoint: {e:#}")))?;
     let row = db
         .query_one("SELECT pg_database_size(current_database())", &[])
         .await
@@ -202,17 +175,11 @@ async fn load(
 /// Copies the golden cluster to a placement: PGDATA to `data_dir`, the WAL to `wal_dir`, and
 /// `pg_wal` re-pointed at `wal_dir` (a plain `cp -a` would keep pointing at the golden WAL).
 /// Returns the seconds it took, including the sync.
-pub fn relocate(
-    env: &RunnerEnv,
-    golden: &Golden,
-    data_dir: &Path,
-    wal_dir: &Path,
-) -> Result<f64, RunnerError> {
+pub fn relocate(env: &RunnerEnv, golden: &Golden, data_dir: &Path, wal_dir: &Path) -> Result<f64, RunnerError> {
     let started = Instant::now();
     for d in [data_dir, wal_dir] {
         if d.exists() {
-            std::fs::remove_dir_all(d)
-                .map_err(|e| RunnerError::Setup(format!("rm -r {}: {e}", d.display())))?;
+            std::fs::remove_dir_all(d).map_err(|e| RunnerError::Setup(format!("rm -r {}: {e}", d.display())))?;
         }
         if let Some(parent) = d.parent() {
             make_owned_dir(env, parent)?;
@@ -224,19 +191,14 @@ pub fn relocate(
     copy_tree(&golden.wal_dir, wal_dir, &|_| false)?;
     std::os::unix::fs::symlink(wal_dir, data_dir.join("pg_wal"))
         .map_err(|e| RunnerError::Setup(format!("link pg_wal: {e}")))?;
-    let _ = std::os::unix::fs::lchown(
-        data_dir.join("pg_wal"),
-        Some(env.user.uid),
-        Some(env.user.gid),
-    );
+    let _ = std::os::unix::fs::lchown(data_dir.join("pg_wal"), Some(env.user.uid), Some(env.user.gid));
     sync_all();
     Ok(started.elapsed().as_secs_f64())
 }
 
 /// Copies a directory tree with modes and ownership; `skip` gets paths relative to `from`.
 fn copy_tree(from: &Path, to: &Path, skip: &dyn Fn(&Path) -> bool) -> Result<(), RunnerError> {
-    let err =
-        |p: &Path, e: std::io::Error| RunnerError::Setup(format!("copy {}: {e}", p.display()));
+    let err = |p: &Path, e: std::io::Error| RunnerError::Setup(format!("copy {}: {e}", p.display()));
     let mut stack = vec![PathBuf::new()];
     while let Some(rel) = stack.pop() {
         let src = from.join(&rel);
@@ -261,8 +223,7 @@ fn copy_tree(from: &Path, to: &Path, skip: &dyn Fn(&Path) -> bool) -> Result<(),
             std::fs::set_permissions(&dst, std::fs::Permissions::from_mode(meta.mode() & 0o7777))
                 .map_err(|e| err(&dst, e))?;
         }
-        std::os::unix::fs::lchown(&dst, Some(meta.uid()), Some(meta.gid()))
-            .map_err(|e| err(&dst, e))?;
+        std::os::unix::fs::lchown(&dst, Some(meta.uid()), Some(meta.gid())).map_err(|e| err(&dst, e))?;
     }
     Ok(())
 }

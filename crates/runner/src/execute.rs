@@ -13,7 +13,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 
 use crate::cgroup::ServerCgroup;
 use crate::env::RunnerEnv;
-use crate::matrix::{PlacementTarget, PlannedRun, Profile, WorkloadKind, WorkloadSpec};
+use crate::matrix::{MemoryLimit, PlacementTarget, PlannedRun, Profile, WorkloadKind, WorkloadSpec};
 use crate::pgbench::{self, Progress, RunOptions};
 use crate::server::{self, Server};
 use crate::{DATABASE, RunnerError};
@@ -31,6 +31,7 @@ pub struct RunInputs<'a> {
     pub placement: &'a PlacementTarget,
     pub workload: &'a WorkloadSpec,
     pub profile: &'a Profile,
+    pub memory: &'a MemoryLimit,
     pub results: &'a ResultsDir,
 }
 
@@ -42,8 +43,7 @@ pub async fn execute_run(
     obs: &mut dyn Observer,
 ) -> Result<RunRecord, RunnerError> {
     let run_dir = inp.results.run_dir(&inp.planned.run_id);
-    std::fs::create_dir_all(&run_dir)
-        .map_err(|e| RunnerError::Setup(format!("mkdir {}: {e}", run_dir.display())))?;
+    std::fs::create_dir_all(&run_dir).map_err(|e| RunnerError::Setup(format!("mkdir {}: {e}", run_dir.display())))?;
     let started_at = timestamp::now_rfc3339();
     let mut record = base_record(inp, started_at);
     match measure(env, inp, &run_dir, &mut record, obs).await {
@@ -99,10 +99,7 @@ fn base_record(inp: &RunInputs, started_at: String) -> RunRecord {
 fn list_files(dir: &Path) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(dir)
         .map(|rd| {
-            rd.flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|n| n != "result.json")
-                .collect()
+            rd.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).filter(|n| n != "result.json").collect()
         })
         .unwrap_or_default();
     v.sort();
@@ -126,13 +123,7 @@ async fn measure(
         env.user.gid,
     )?;
     let cgroup = match (&env.cgroups, p.memory_limit) {
-        (Some(h), limit) => Some(ServerCgroup::create(
-            env.journal,
-            h,
-            &env.run_token,
-            &p.run_id,
-            limit,
-        )?),
+        (Some(h), limit) => Some(ServerCgroup::create(env.journal, h, &env.run_token, &p.run_id, limit)?),
         (None, Some(_)) => {
             return Err(RunnerError::Setup(
                 "a memory limit needs a cgroup memory controller, and this machine has none".into(),
@@ -193,14 +184,8 @@ async fn measure_on(
         .query("SELECT name, setting || coalesce(' ' || unit, '') FROM pg_settings WHERE source NOT IN ('default', 'override') ORDER BY name", &[])
         .await
         .map_err(|e| RunnerError::Server(format!("read pg_settings: {e:#}")))?;
-    record.server_settings = rows
-        .iter()
-        .map(|r| (r.get::<_, String>(0), r.get::<_, String>(1)))
-        .collect();
-    client
-        .batch_execute("CHECKPOINT")
-        .await
-        .map_err(|e| RunnerError::Server(format!("checkpoint: {e:#}")))?;
+    record.server_settings = rows.iter().map(|r| (r.get::<_, String>(0), r.get::<_, String>(1))).collect();
+    client.batch_execute("CHECKPOINT").await.map_err(|e| RunnerError::Server(format!("checkpoint: {e:#}")))?;
     drop(client);
     crate::dataset::sync_all();
     if env.drop_caches {
@@ -210,12 +195,8 @@ async fn measure_on(
     if let Some(c) = &srv.cgroup {
         c.reset_peak();
     }
-    let target = pgbench::Target {
-        socket_dir: &env.socket_dir,
-        port: env.port,
-        user: server::DB_ROLE,
-        database: DATABASE,
-    };
+    let target =
+        pgbench::Target { socket_dir: &env.socket_dir, port: env.port, user: server::DB_ROLE, database: DATABASE };
     let mut options = RunOptions {
         builtin: w.builtin,
         clients: inp.planned.clients,
@@ -230,17 +211,13 @@ async fn measure_on(
         let cmd = pgbench::run_command(&env.install.bin_dir, &target, &options);
         let out = run_pgbench(env, &cmd, &run_dir.join("rampup"), obs, true).await?;
         if !out.success {
-            return Err(RunnerError::Workload(format!(
-                "ramp-up pgbench failed: {}",
-                out.stderr_tail()
-            )));
+            return Err(RunnerError::Workload(format!("ramp-up pgbench failed: {}", out.stderr_tail())));
         }
     }
     options.duration = inp.workload.duration;
     let cmd = pgbench::run_command(&env.install.bin_dir, &target, &options);
     record.command = cmd.to_string();
-    std::fs::write(run_dir.join("command.txt"), format!("{cmd}\n"))
-        .map_err(|e| RunnerError::Setup(e.to_string()))?;
+    std::fs::write(run_dir.join("command.txt"), format!("{cmd}\n")).map_err(|e| RunnerError::Setup(e.to_string()))?;
     let out = run_pgbench(env, &cmd, &run_dir.join("pgbench"), obs, false).await?;
     record.series = out
         .progress
@@ -254,13 +231,9 @@ async fn measure_on(
         })
         .collect();
     if !out.success {
-        return Err(RunnerError::Workload(format!(
-            "pgbench failed: {}",
-            out.stderr_tail()
-        )));
+        return Err(RunnerError::Workload(format!("pgbench failed: {}", out.stderr_tail())));
     }
-    let summary =
-        pgbench::parse_summary(&out.stdout).map_err(|e| RunnerError::Workload(e.to_string()))?;
+    let summary = pgbench::parse_summary(&out.stdout).map_err(|e| RunnerError::Workload(e.to_string()))?;
     record.metrics = Metrics {
         tps: summary.tps,
         latency_ms_avg: summary.latency_avg_ms,
@@ -275,11 +248,7 @@ async fn measure_on(
         .statements
         .iter()
         .filter(|s| !s.text.starts_with('\\'))
-        .map(|s| StatementLatency {
-            latency_ms: s.latency_ms,
-            failures: s.failures,
-            statement: s.text.clone(),
-        })
+        .map(|s| StatementLatency { latency_ms: s.latency_ms, failures: s.failures, statement: s.text.clone() })
         .collect();
     if !srv.is_running() {
         return Err(RunnerError::Server(format!(
@@ -300,11 +269,7 @@ pub struct PgbenchOutput {
 
 impl PgbenchOutput {
     fn stderr_tail(&self) -> String {
-        let lines: Vec<&str> = self
-            .stderr
-            .lines()
-            .filter(|l| !l.starts_with("progress:"))
-            .collect();
+        let lines: Vec<&str> = self.stderr.lines().filter(|l| !l.starts_with("progress:")).collect();
         lines[lines.len().saturating_sub(5)..].join(" | ")
     }
 }
@@ -319,8 +284,7 @@ pub async fn run_pgbench(
     ramp_up: bool,
 ) -> Result<PgbenchOutput, RunnerError> {
     let with_ext = |ext: &str| -> PathBuf { PathBuf::from(format!("{}.{ext}", prefix.display())) };
-    let stdout_file =
-        std::fs::File::create(with_ext("stdout")).map_err(|e| RunnerError::Setup(e.to_string()))?;
+    let stdout_file = std::fs::File::create(with_ext("stdout")).map_err(|e| RunnerError::Setup(e.to_string()))?;
     let mut child = tokio::process::Command::new(&cmd.program)
         .args(&cmd.args)
         .stdin(Stdio::null())
@@ -334,12 +298,7 @@ pub async fn run_pgbench(
         Some(process) => Some(
             env.journal
                 .record(
-                    Undo::StopProcess {
-                        label: "pgbench".into(),
-                        process,
-                        signal: "TERM".into(),
-                        grace_ms: 5000,
-                    },
+                    Undo::StopProcess { label: "pgbench".into(), process, signal: "TERM".into(), grace_ms: 5000 },
                     "pgbench",
                 )
                 .map_err(|e| RunnerError::Setup(e.to_string()))?,
@@ -373,20 +332,11 @@ pub async fn run_pgbench(
             }
         }
     }
-    let status = child
-        .wait()
-        .await
-        .map_err(|e| RunnerError::Setup(e.to_string()))?;
+    let status = child.wait().await.map_err(|e| RunnerError::Setup(e.to_string()))?;
     if let Some(r) = record {
         let _ = env.journal.release(r);
     }
-    std::fs::write(with_ext("stderr"), &stderr_text)
-        .map_err(|e| RunnerError::Setup(e.to_string()))?;
+    std::fs::write(with_ext("stderr"), &stderr_text).map_err(|e| RunnerError::Setup(e.to_string()))?;
     let stdout = std::fs::read_to_string(with_ext("stdout")).unwrap_or_default();
-    Ok(PgbenchOutput {
-        success: status.success(),
-        stdout,
-        stderr: stderr_text,
-        progress,
-    })
+    Ok(PgbenchOutput { success: status.success(), stdout, stderr: stderr_text, progress })
 }

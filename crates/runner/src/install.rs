@@ -44,14 +44,9 @@ impl PgInstall {
             .run_with_timeout(Some(Duration::from_secs(30)))
             .map_err(|e| RunnerError::Setup(e.to_string()))?;
         let version_line = out.stdout.trim().to_string();
-        let major = parse_major(&version_line).ok_or_else(|| {
-            RunnerError::Setup(format!("cannot read the version in {version_line:?}"))
-        })?;
-        Ok(PgInstall {
-            bin_dir: dir,
-            version_line,
-            major,
-        })
+        let major = parse_major(&version_line)
+            .ok_or_else(|| RunnerError::Setup(format!("cannot read the version in {version_line:?}")))?;
+        Ok(PgInstall { bin_dir: dir, version_line, major })
     }
 
     pub fn program(&self, name: &str) -> PathBuf {
@@ -95,9 +90,7 @@ fn has_all(d: &Path) -> bool {
 }
 
 fn parse_major(line: &str) -> Option<u32> {
-    let v = line
-        .split_whitespace()
-        .find(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit()))?;
+    let v = line.split_whitespace().find(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit()))?;
     let digits: String = v.chars().take_while(|c| c.is_ascii_digit()).collect();
     digits.parse().ok()
 }
@@ -130,12 +123,7 @@ impl DbUser {
         let groups = nix::unistd::getgrouplist(&cname, user.gid)
             .map(|g| g.into_iter().map(|g| g.as_raw()).collect())
             .unwrap_or_else(|_| vec![user.gid.as_raw()]);
-        Ok(DbUser {
-            name: name.to_string(),
-            uid: user.uid.as_raw(),
-            gid: user.gid.as_raw(),
-            groups,
-        })
+        Ok(DbUser { name: name.to_string(), uid: user.uid.as_raw(), gid: user.gid.as_raw(), groups })
     }
 }
 
@@ -143,13 +131,7 @@ impl DbUser {
 mod tests {
     #[test]
     fn major_version() {
-        assert_eq!(
-            super::parse_major("postgres (PostgreSQL) 15.18 (Debian 15.18-0+deb12u1)"),
-            Some(15)
-        );
-        assert_eq!(
-            super::parse_major("postgres (PostgreSQL) 17beta1"),
-            Some(17)
-        );
+        assert_eq!(super::parse_major("postgres (PostgreSQL) 15.18 (Debian 15.18-0+deb12u1)"), Some(15));
+        assert_eq!(super::parse_major("postgres (PostgreSQL) 17beta1"), Some(17));
     }
 }

@@ -70,10 +70,9 @@ impl WorkloadSpec {
 
     pub fn dataset(&self) -> crate::dataset::DatasetSpec {
         match &self.kind {
-            WorkloadKind::Pgbench(p) => crate::dataset::DatasetSpec::Pgbench {
-                scale: p.scale,
-                init_args: p.init_args.clone(),
-            },
+            WorkloadKind::Pgbench(p) => {
+                crate::dataset::DatasetSpec::Pgbench { scale: p.scale, init_args: p.init_args.clone() }
+            }
         }
     }
 }
@@ -83,6 +82,25 @@ impl WorkloadSpec {
 pub struct Profile {
     pub name: String,
     pub settings: BTreeMap<String, String>,
+}
+
+/// A memory limit for the server's cgroup, with settings that only apply under it (a server
+/// limited to 1 GiB cannot keep an 80 GB shared_buffers).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct MemoryLimit {
+    /// `None` = unlimited.
+    pub bytes: Option<u64>,
+    pub settings: BTreeMap<String, String>,
+}
+
+impl MemoryLimit {
+    pub fn unlimited() -> MemoryLimit {
+        MemoryLimit { bytes: None, settings: BTreeMap::new() }
+    }
+
+    pub fn label(&self) -> String {
+        memory_label(self.bytes)
+    }
 }
 
 /// `A B C A B C` (default: drift of the machine spreads over every placement) or `A A B B C C`.
@@ -98,8 +116,7 @@ pub enum Order {
 pub struct MatrixSpec {
     pub placements: Vec<PlacementTarget>,
     pub workloads: Vec<WorkloadSpec>,
-    /// `None` = unlimited.
-    pub memory_limits: Vec<Option<u64>>,
+    pub memory_limits: Vec<MemoryLimit>,
     pub profiles: Vec<Profile>,
     pub repetitions: u32,
     pub order: Order,
@@ -116,6 +133,8 @@ pub struct PlannedRun {
     pub placement: usize,
     pub workload: usize,
     pub profile: usize,
+    /// Index into the matrix's memory limits.
+    pub memory: usize,
     pub memory_limit: Option<u64>,
     pub clients: u32,
     pub threads: u32,
@@ -132,15 +151,7 @@ pub fn memory_label(limit: Option<u64>) -> String {
 }
 
 fn sanitize(s: &str) -> String {
-    s.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
+    s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect()
 }
 
 /// Expands the matrix into runs in execution order.
@@ -148,10 +159,10 @@ pub fn plan_runs(m: &MatrixSpec) -> Vec<PlannedRun> {
     // (profile, memory limit, workload, clients) combinations, then placements and repetitions.
     let mut combos = Vec::new();
     for (pi, _) in m.profiles.iter().enumerate() {
-        for &mem in &m.memory_limits {
+        for (mi, _) in m.memory_limits.iter().enumerate() {
             for (wi, w) in m.workloads.iter().enumerate() {
                 for &c in &w.clients {
-                    combos.push((pi, mem, wi, c));
+                    combos.push((pi, mi, wi, c));
                 }
             }
         }
@@ -180,13 +191,10 @@ pub fn plan_runs(m: &MatrixSpec) -> Vec<PlannedRun> {
     order
         .into_iter()
         .enumerate()
-        .map(|(i, (rep, pl, (pi, mem, wi, clients)))| {
+        .map(|(i, (rep, pl, (pi, mi, wi, clients)))| {
             let w = &m.workloads[wi];
-            let threads = w
-                .threads
-                .unwrap_or(clients.min(m.cores.max(1)))
-                .min(clients)
-                .max(1);
+            let mem = m.memory_limits[mi].bytes;
+            let threads = w.threads.unwrap_or(clients.min(m.cores.max(1))).min(clients).max(1);
             let cell = CellKey {
                 placement: m.placements[pl].name.clone(),
                 workload: w.name.clone(),
@@ -194,13 +202,8 @@ pub fn plan_runs(m: &MatrixSpec) -> Vec<PlannedRun> {
                 memory_limit: memory_label(mem),
                 profile: m.profiles[pi].name.clone(),
             };
-            let mut run_id = format!(
-                "{:04}-{}-{}-c{}",
-                i + 1,
-                sanitize(&cell.placement),
-                sanitize(&cell.workload),
-                clients
-            );
+            let mut run_id =
+                format!("{:04}-{}-{}-c{}", i + 1, sanitize(&cell.placement), sanitize(&cell.workload), clients);
             if m.memory_limits.len() > 1 {
                 run_id.push_str(&format!("-m{}", sanitize(&cell.memory_limit)));
             }
@@ -216,6 +219,7 @@ pub fn plan_runs(m: &MatrixSpec) -> Vec<PlannedRun> {
                 placement: pl,
                 workload: wi,
                 profile: pi,
+                memory: mi,
                 memory_limit: mem,
                 clients,
                 threads,
@@ -229,12 +233,8 @@ mod tests {
     use super::*;
 
     fn spec(order: Order) -> MatrixSpec {
-        let pl = |n: &str| PlacementTarget {
-            name: n.into(),
-            data_dir: "/d".into(),
-            wal_dir: "/w".into(),
-            devices: vec![],
-        };
+        let pl =
+            |n: &str| PlacementTarget { name: n.into(), data_dir: "/d".into(), wal_dir: "/w".into(), devices: vec![] };
         let w = |n: &str, b| WorkloadSpec {
             name: n.into(),
             kind: WorkloadKind::Pgbench(PgbenchWorkload {
@@ -252,11 +252,8 @@ mod tests {
         MatrixSpec {
             placements: vec![pl("A"), pl("B"), pl("C")],
             workloads: vec![w("tpcb", Builtin::TpcbLike), w("ro", Builtin::SelectOnly)],
-            memory_limits: vec![Some(256 << 20)],
-            profiles: vec![Profile {
-                name: "default".into(),
-                settings: BTreeMap::new(),
-            }],
+            memory_limits: vec![MemoryLimit { bytes: Some(256 << 20), settings: BTreeMap::new() }],
+            profiles: vec![Profile { name: "default".into(), settings: BTreeMap::new() }],
             repetitions: 2,
             order,
             cores: 2,
@@ -267,11 +264,7 @@ mod tests {
     fn interleaved_order_alternates_placements() {
         let runs = plan_runs(&spec(Order::Interleaved));
         assert_eq!(runs.len(), 3 * 2 * 2 * 2);
-        let first: Vec<&str> = runs
-            .iter()
-            .take(6)
-            .map(|r| r.cell.placement.as_str())
-            .collect();
+        let first: Vec<&str> = runs.iter().take(6).map(|r| r.cell.placement.as_str()).collect();
         assert_eq!(first, ["A", "B", "C", "A", "B", "C"]);
         assert_eq!(runs[0].run_id, "0001-A-tpcb-c1-r1");
         assert_eq!(runs[3].cell.clients, 8);

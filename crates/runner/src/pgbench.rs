@@ -53,25 +53,17 @@ pub struct Target<'a> {
 }
 
 fn connection_args(cmd: CommandLine, t: &Target) -> CommandLine {
-    cmd.arg("-h")
-        .arg(t.socket_dir)
-        .arg("-p")
-        .arg(t.port.to_string())
-        .arg("-U")
-        .arg(t.user)
+    cmd.arg("-h").arg(t.socket_dir).arg("-p").arg(t.port.to_string()).arg("-U").arg(t.user)
 }
 
 /// `pgbench -i`: builds the data set at `scale`.
 pub fn init_command(bin_dir: &Path, t: &Target, scale: u32, extra: &[String]) -> CommandLine {
-    connection_args(
-        CommandLine::new(bin_dir.join("pgbench").to_string_lossy()),
-        t,
-    )
-    .arg("-i")
-    .arg("-s")
-    .arg(scale.to_string())
-    .args(extra)
-    .arg(t.database)
+    connection_args(CommandLine::new(bin_dir.join("pgbench").to_string_lossy()), t)
+        .arg("-i")
+        .arg("-s")
+        .arg(scale.to_string())
+        .args(extra)
+        .arg(t.database)
 }
 
 /// One measured (or ramp-up) pgbench invocation.
@@ -93,27 +85,21 @@ pub struct RunOptions {
 
 /// The pgbench command for a run.
 pub fn run_command(bin_dir: &Path, t: &Target, o: &RunOptions) -> CommandLine {
-    let mut cmd = connection_args(
-        CommandLine::new(bin_dir.join("pgbench").to_string_lossy()),
-        t,
-    )
-    .arg(format!("--builtin={}", o.builtin.as_str()))
-    .arg("-c")
-    .arg(o.clients.to_string())
-    .arg("-j")
-    .arg(o.threads.to_string())
-    .arg("-T")
-    .arg(o.duration.as_secs().max(1).to_string())
-    .arg("-P")
-    .arg(o.progress_s.max(1).to_string());
+    let mut cmd = connection_args(CommandLine::new(bin_dir.join("pgbench").to_string_lossy()), t)
+        .arg(format!("--builtin={}", o.builtin.as_str()))
+        .arg("-c")
+        .arg(o.clients.to_string())
+        .arg("-j")
+        .arg(o.threads.to_string())
+        .arg("-T")
+        .arg(o.duration.as_secs().max(1).to_string())
+        .arg("-P")
+        .arg(o.progress_s.max(1).to_string());
     if o.per_statement {
         cmd = cmd.arg("-r");
     }
     if let Some((rate, prefix)) = &o.transaction_log {
-        cmd = cmd
-            .arg("-l")
-            .arg(format!("--sampling-rate={rate}"))
-            .arg(format!("--log-prefix={prefix}"));
+        cmd = cmd.arg("-l").arg(format!("--sampling-rate={rate}")).arg(format!("--log-prefix={prefix}"));
     }
     cmd.args(&o.extra).arg(t.database)
 }
@@ -197,8 +183,7 @@ pub fn parse_summary(text: &str) -> Result<Summary, ParseError> {
         } else if let Some(v) = after(l, "number of transactions retried:") {
             s.retried = first_number(v).map(|f| f as u64);
         } else if let Some(v) = after(l, "latency average =") {
-            s.latency_avg_ms =
-                first_number(v).ok_or_else(|| ParseError(format!("bad latency {v:?}")))?;
+            s.latency_avg_ms = first_number(v).ok_or_else(|| ParseError(format!("bad latency {v:?}")))?;
             saw_latency = true;
         } else if let Some(v) = after(l, "latency stddev =") {
             s.latency_stddev_ms = first_number(v);
@@ -216,9 +201,7 @@ pub fn parse_summary(text: &str) -> Result<Summary, ParseError> {
         }
     }
     if !saw_tps {
-        return Err(ParseError(
-            "no \"tps =\" line: pgbench did not finish a run".into(),
-        ));
+        return Err(ParseError("no \"tps =\" line: pgbench did not finish a run".into()));
     }
     if !saw_latency {
         return Err(ParseError("no \"latency average\" line".into()));
@@ -265,13 +248,7 @@ pub struct Progress {
 /// Parses a progress line; other lines give `None`.
 pub fn parse_progress(line: &str) -> Option<Progress> {
     let rest = line.trim().strip_prefix("progress:")?;
-    let mut p = Progress {
-        t: 0.0,
-        tps: 0.0,
-        latency_ms: 0.0,
-        stddev_ms: None,
-        failed: None,
-    };
+    let mut p = Progress { t: 0.0, tps: 0.0, latency_ms: 0.0, stddev_ms: None, failed: None };
     for part in rest.split(',') {
         let words: Vec<&str> = part.split_whitespace().collect();
         match words.as_slice() {
@@ -293,10 +270,7 @@ pub fn parse_progress(line: &str) -> Option<Progress> {
 /// (`client_id transaction_no time script_no time_epoch time_us [schedule_lag] ...`).
 /// Failed transactions log `failed` in the time column and are skipped.
 pub fn transaction_log_latencies_us(text: &str) -> Vec<u64> {
-    text.lines()
-        .filter_map(|l| l.split_whitespace().nth(2))
-        .filter_map(|t| t.parse::<u64>().ok())
-        .collect()
+    text.lines().filter_map(|l| l.split_whitespace().nth(2)).filter_map(|t| t.parse::<u64>().ok()).collect()
 }
 
 #[cfg(test)]
@@ -306,8 +280,7 @@ mod tests {
     const TPCB: &str = include_str!("../tests/fixtures/pgbench/pg15-tpcb-r.stdout");
     const TPCB_ERR: &str = include_str!("../tests/fixtures/pgbench/pg15-tpcb-r.stderr");
     const SELECT: &str = include_str!("../tests/fixtures/pgbench/pg15-select-only.stdout");
-    const RETRIES: &str =
-        include_str!("../tests/fixtures/pgbench/pg15-simple-update-retries.stdout");
+    const RETRIES: &str = include_str!("../tests/fixtures/pgbench/pg15-simple-update-retries.stdout");
     const PG14: &str = include_str!("../tests/fixtures/pgbench/pg14-seed004.stdout");
 
     #[test]
@@ -337,10 +310,7 @@ mod tests {
         assert_eq!(r.statements[5].retries, Some(0));
         assert!(r.statements[5].text.starts_with("UPDATE pgbench_accounts"));
         let old = parse_summary(PG14).unwrap();
-        assert_eq!(
-            (old.tps, old.latency_avg_ms, old.transactions),
-            (38150.347817, 1.363, 22881325)
-        );
+        assert_eq!((old.tps, old.latency_avg_ms, old.transactions), (38150.347817, 1.363, 22881325));
         assert_eq!(old.latency_stddev_ms, None);
     }
 
@@ -356,35 +326,24 @@ mod tests {
         assert_eq!(lines.len(), 3);
         assert_eq!(
             lines[1],
-            Progress {
-                t: 2.0,
-                tps: 944.9,
-                latency_ms: 2.112,
-                stddev_ms: Some(1.254),
-                failed: Some(0)
-            }
+            Progress { t: 2.0, tps: 944.9, latency_ms: 2.112, stddev_ms: Some(1.254), failed: Some(0) }
         );
-        let retry = parse_progress("progress: 1.0 s, 1437.9 tps, lat 1.373 ms stddev 0.778, 0 failed, 0 retried, 0 retries").unwrap();
+        let retry =
+            parse_progress("progress: 1.0 s, 1437.9 tps, lat 1.373 ms stddev 0.778, 0 failed, 0 retried, 0 retries")
+                .unwrap();
         assert_eq!(retry.tps, 1437.9);
         assert!(parse_progress("starting vacuum...end.").is_none());
     }
 
     #[test]
     fn transaction_log() {
-        let v = transaction_log_latencies_us(include_str!(
-            "../tests/fixtures/pgbench/pg15-txlog-sampled.txt"
-        ));
+        let v = transaction_log_latencies_us(include_str!("../tests/fixtures/pgbench/pg15-txlog-sampled.txt"));
         assert_eq!(&v[..3], &[1036, 1413, 1577]);
     }
 
     #[test]
     fn command_lines() {
-        let t = Target {
-            socket_dir: Path::new("/run/x"),
-            port: 5433,
-            user: "postgres",
-            database: "pgtier",
-        };
+        let t = Target { socket_dir: Path::new("/run/x"), port: 5433, user: "postgres", database: "pgtier" };
         let o = RunOptions {
             builtin: Builtin::SelectOnly,
             clients: 8,

@@ -55,36 +55,21 @@ pub async fn initdb(
     wal_dir: &Path,
     log: &Path,
 ) -> Result<(), RunnerError> {
-    let log_file = std::fs::File::create(log)
-        .map_err(|e| RunnerError::Setup(format!("create {}: {e}", log.display())))?;
+    let log_file =
+        std::fs::File::create(log).map_err(|e| RunnerError::Setup(format!("create {}: {e}", log.display())))?;
     let mut cmd = Command::new(install.program("initdb"));
     cmd.arg("-D")
         .arg(data_dir)
         .arg("--waldir")
         .arg(wal_dir)
-        .args([
-            "-U",
-            DB_ROLE,
-            "-E",
-            "UTF8",
-            "--locale=C",
-            "--auth-local=peer",
-            "--auth-host=reject",
-        ])
+        .args(["-U", DB_ROLE, "-E", "UTF8", "--locale=C", "--auth-local=peer", "--auth-host=reject"])
         .current_dir("/")
         .env("LC_ALL", "C")
         .stdin(Stdio::null())
-        .stdout(
-            log_file
-                .try_clone()
-                .map_err(|e| RunnerError::Setup(e.to_string()))?,
-        )
+        .stdout(log_file.try_clone().map_err(|e| RunnerError::Setup(e.to_string()))?)
         .stderr(log_file);
     run_as(&mut cmd, user, &[]);
-    let status = cmd
-        .status()
-        .await
-        .map_err(|e| RunnerError::Setup(format!("start initdb: {e}")))?;
+    let status = cmd.status().await.map_err(|e| RunnerError::Setup(format!("start initdb: {e}")))?;
     if !status.success() {
         return Err(RunnerError::Setup(format!(
             "initdb failed ({status}); its output: {}",
@@ -109,16 +94,16 @@ pub fn write_config(
     let conf = data_dir.join("postgresql.conf");
     let text = std::fs::read_to_string(&conf).map_err(|e| io(&conf, e))?;
     if !text.contains("include_if_exists = 'pgtier.conf'") {
-        std::fs::write(&conf, format!("{text}\n# Added by pgtier: settings of the current run.\ninclude_if_exists = 'pgtier.conf'\n")).map_err(|e| io(&conf, e))?;
+        std::fs::write(
+            &conf,
+            format!("{text}\n# Added by pgtier: settings of the current run.\ninclude_if_exists = 'pgtier.conf'\n"),
+        )
+        .map_err(|e| io(&conf, e))?;
     }
-    let mut body =
-        String::from("# Written by pgtier for the current run; replaced at every server start.\n");
+    let mut body = String::from("# Written by pgtier for the current run; replaced at every server start.\n");
     body.push_str("listen_addresses = ''\n");
     body.push_str(&format!("port = {port}\n"));
-    body.push_str(&format!(
-        "unix_socket_directories = '{}'\n",
-        socket_dir.display()
-    ));
+    body.push_str(&format!("unix_socket_directories = '{}'\n", socket_dir.display()));
     body.push_str("unix_socket_permissions = 0700\n");
     body.push_str("logging_collector = off\n");
     body.push_str("log_line_prefix = '%m [%p] '\n");
@@ -128,8 +113,15 @@ pub fn write_config(
     }
     let files = [
         (data_dir.join("pgtier.conf"), body),
-        (data_dir.join("pg_hba.conf"), "# pgtier: unix socket only, peer authentication mapped by pg_ident.conf\nlocal all all peer map=pgtier\n".to_string()),
-        (data_dir.join("pg_ident.conf"), format!("# pgtier: OS user -> database role\npgtier root {DB_ROLE}\npgtier postgres {DB_ROLE}\n")),
+        (
+            data_dir.join("pg_hba.conf"),
+            "# pgtier: unix socket only, peer authentication mapped by pg_ident.conf\nlocal all all peer map=pgtier\n"
+                .to_string(),
+        ),
+        (
+            data_dir.join("pg_ident.conf"),
+            format!("# pgtier: OS user -> database role\npgtier root {DB_ROLE}\npgtier postgres {DB_ROLE}\n"),
+        ),
     ];
     for (p, contents) in files {
         std::fs::write(&p, contents).map_err(|e| io(&p, e))?;
@@ -178,24 +170,14 @@ impl Server {
             .current_dir("/")
             .env("LC_ALL", "C")
             .stdin(Stdio::null())
-            .stdout(
-                log_file
-                    .try_clone()
-                    .map_err(|e| RunnerError::Setup(e.to_string()))?,
-            )
+            .stdout(log_file.try_clone().map_err(|e| RunnerError::Setup(e.to_string()))?)
             .stderr(log_file)
             .kill_on_drop(false);
         run_as(&mut cmd, user, &procs);
-        let child = cmd
-            .spawn()
-            .map_err(|e| RunnerError::Setup(format!("start postgres: {e}")))?;
+        let child = cmd.spawn().map_err(|e| RunnerError::Setup(format!("start postgres: {e}")))?;
         drop(procs);
-        let pid = child
-            .id()
-            .ok_or_else(|| RunnerError::Setup("postgres exited at once".into()))?
-            as i32;
-        let process = ProcessId::of(pid)
-            .ok_or_else(|| RunnerError::Setup("postgres exited at once".into()))?;
+        let pid = child.id().ok_or_else(|| RunnerError::Setup("postgres exited at once".into()))? as i32;
+        let process = ProcessId::of(pid).ok_or_else(|| RunnerError::Setup("postgres exited at once".into()))?;
         let record = journal
             .record(
                 Undo::StopProcess {
@@ -274,10 +256,7 @@ impl Server {
                 Ok(_) => {}
                 Err(_) => {
                     let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGQUIT);
-                    if tokio::time::timeout(Duration::from_secs(10), self.child.wait())
-                        .await
-                        .is_err()
-                    {
+                    if tokio::time::timeout(Duration::from_secs(10), self.child.wait()).await.is_err() {
                         let _ = self.child.kill().await;
                     }
                 }
@@ -285,9 +264,7 @@ impl Server {
         }
         let _ = self.child.wait().await;
         // Backends exit just after the postmaster; the cgroup empties a moment later.
-        journal
-            .release(self.record)
-            .map_err(|e| RunnerError::Setup(e.to_string()))
+        journal.release(self.record).map_err(|e| RunnerError::Setup(e.to_string()))
     }
 }
 

@@ -1,0 +1,229 @@
+//! The experiment file: what it accepts, what --emulate changes, and errors that name the file,
+//! line and key.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use experiment::{ConfigErrors, LoadOptions, parse};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn opts(emulate: bool) -> LoadOptions {
+    LoadOptions { emulate, configs_dir: repo().join("configs"), hardware_threads: 40 }
+}
+
+const BASE: &str = r#"
+[experiment]
+name = "t"
+baseline = "fast"
+
+[postgres]
+profiles = ["default"]
+memory_limits = ["unlimited"]
+
+[[device]]
+name = "d1"
+class = "nvme"
+path = "/dev/disk/by-id/nvme-A"
+
+[[device]]
+name = "d2"
+class = "pmem"
+namespace = "namespace0.0"
+
+[[placement]]
+name = "fast"
+data = "d1"
+wal = "d1"
+
+[[placement]]
+name = "pm"
+data = "d2"
+wal = "d2"
+
+[[workload]]
+name = "rw"
+kind = "pgbench"
+builtin = "tpcb-like"
+scale = 100
+clients = [1, 2, "20%", "99.9%"]
+duration = "10min"
+
+[emulate]
+scale = 5
+duration = "5s"
+clients = [4]
+memory_limits = ["256MiB"]
+device_size = "1GiB"
+[emulate.settings]
+shared_buffers = "32MB"
+"#;
+
+fn errors(text: &str, emulate: bool) -> ConfigErrors {
+    parse(Path::new("exp.toml"), text, &opts(emulate)).expect_err("should be rejected")
+}
+
+fn line_of(text: &str, needle: &str) -> usize {
+    text.lines().position(|l| l.contains(needle)).expect("needle in text") + 1
+}
+
+#[test]
+fn base_file_resolves() {
+    let e = parse(Path::new("exp.toml"), BASE, &opts(false)).unwrap();
+    assert_eq!(e.baseline, "fast");
+    assert_eq!(e.repetitions, 3, "default repetitions");
+    assert_eq!(e.devices.len(), 2);
+    assert_eq!(e.devices[1].dax, tiers::DaxPolicy::Required, "pmem asks for DAX by default");
+    let w = &e.workloads[0];
+    // 1, 2, then 20% and 99.9% of 40 threads (truncated like seed 004's bc scale=0).
+    assert_eq!(w.clients, vec![1, 2, 8, 39]);
+    assert_eq!(w.duration, Duration::from_secs(600));
+    assert_eq!(w.scale(), 100);
+    assert_eq!(e.memory_limits.iter().map(|m| m.bytes).collect::<Vec<_>>(), vec![None]);
+}
+
+#[test]
+fn emulate_overrides_apply_only_with_emulate() {
+    let e = parse(Path::new("exp.toml"), BASE, &opts(true)).unwrap();
+    let w = &e.workloads[0];
+    assert_eq!(w.scale(), 5);
+    assert_eq!(w.clients, vec![4]);
+    assert_eq!(w.duration, Duration::from_secs(5));
+    assert_eq!(e.memory_limits.iter().map(|m| m.bytes).collect::<Vec<_>>(), vec![Some(256 << 20)]);
+    assert_eq!(e.devices[0].emulation.size_bytes, 1 << 30);
+    assert_eq!(e.profiles[0].profile.settings.get("shared_buffers").map(String::as_str), Some("32MB"));
+    let real = parse(Path::new("exp.toml"), BASE, &opts(false)).unwrap();
+    assert!(real.profiles[0].profile.settings.is_empty(), "no emulate settings without --emulate");
+}
+
+#[test]
+fn unknown_key_names_line_and_key() {
+    let text = BASE.replace("builtin = \"tpcb-like\"", "builtin = \"tpcb-like\"\nbuiltinn = \"x\"");
+    let errs = errors(&text, false);
+    let e = &errs.0[0];
+    assert_eq!(e.line, Some(line_of(&text, "builtinn")));
+    assert_eq!(e.key.as_deref(), Some("workload[rw].builtinn"));
+    assert!(e.message.contains("unknown field"), "{e}");
+    let shown = errs.to_string();
+    assert!(shown.starts_with(&format!("exp.toml:{}:", line_of(&text, "builtinn"))), "{shown}");
+}
+
+#[test]
+fn undefined_device_in_placement() {
+    let text = BASE.replace("data = \"d2\"", "data = \"d3\"");
+    let errs = errors(&text, false);
+    let e = errs.0.iter().find(|e| e.key.as_deref() == Some("placement[pm].data")).expect("placement error");
+    assert_eq!(e.line, Some(line_of(&text, "data = \"d3\"")));
+    assert!(e.message.contains("no device named \"d3\"") && e.message.contains("d1, d2"), "{e}");
+}
+
+#[test]
+fn several_problems_are_reported_together() {
+    let text = BASE
+        .replace("baseline = \"fast\"", "baseline = \"slow\"")
+        .replace("scale = 100", "scale = 0")
+        .replace("duration = \"10min\"", "duration = \"10 fortnights\"");
+    let errs = errors(&text, false);
+    let keys: Vec<&str> = errs.0.iter().filter_map(|e| e.key.as_deref()).collect();
+    assert!(keys.contains(&"experiment.baseline"), "{keys:?}");
+    assert!(keys.contains(&"workload[rw].scale"), "{keys:?}");
+    assert!(keys.contains(&"workload[rw].duration"), "{keys:?}");
+}
+
+#[test]
+fn class_specific_keys() {
+    let text = BASE.replace("path = \"/dev/disk/by-id/nvme-A\"", "");
+    let e = &errors(&text, false).0[0];
+    assert_eq!(e.key.as_deref(), Some("device[d1].path"));
+    assert!(e.message.contains("needs `path`"), "{e}");
+    let text = BASE.replace("namespace = \"namespace0.0\"", "namespace = \"namespace0.0\"\npath = \"/dev/pmem0\"");
+    assert!(errors(&text, false).0.iter().any(|e| e.message.contains("does not apply to a pmem device")));
+    let text = BASE.replace("class = \"pmem\"", "class = \"optane\"");
+    let e = &errors(&text, false).0[0];
+    assert_eq!(e.line, Some(line_of(&text, "optane")));
+}
+
+#[test]
+fn bad_units_and_types() {
+    let text = BASE.replace("device_size = \"1GiB\"", "device_size = \"1 lightyear\"");
+    let e = &errors(&text, true).0[0];
+    assert_eq!(e.key.as_deref(), Some("emulate.device_size"));
+    assert!(e.message.contains("unknown size unit"), "{e}");
+    let text = BASE.replace("scale = 100", "scale = \"big\"");
+    let e = &errors(&text, false).0[0];
+    assert_eq!(e.line, Some(line_of(&text, "scale = \"big\"")));
+    let text = BASE.replace("clients = [1, 2, \"20%\", \"99.9%\"]", "clients = [0]");
+    assert!(errors(&text, false).0[0].message.contains("not a client count"));
+}
+
+#[test]
+fn duplicate_names() {
+    let text = BASE.replace("name = \"d2\"", "name = \"d1\"");
+    assert!(errors(&text, false).0.iter().any(|e| e.message.contains("defined twice")));
+}
+
+#[test]
+fn memory_limit_below_shared_buffers_is_rejected() {
+    let text = BASE.replace("shared_buffers = \"32MB\"", "shared_buffers = \"512MB\"");
+    let e = errors(&text, true);
+    assert!(e.0.iter().any(|e| e.message.contains("OOM killer")), "{e}");
+}
+
+#[test]
+fn sub_millisecond_nbd_latency_is_refused_when_emulating() {
+    let text = BASE.replace(
+        "namespace = \"namespace0.0\"",
+        "namespace = \"namespace0.0\"\n[device.emulate]\nbacking = \"nbd\"\nlatency = \"200us\"",
+    );
+    let e = errors(&text, true);
+    assert!(e.0.iter().any(|e| e.message.contains("whole milliseconds")), "{e}");
+}
+
+#[test]
+fn missing_profile_lists_the_known_ones() {
+    let text = BASE.replace("profiles = [\"default\"]", "profiles = [\"turbo\"]");
+    let e = &errors(&text, false).0[0];
+    assert!(e.message.contains("no settings profile \"turbo\"") && e.message.contains("default"), "{e}");
+}
+
+#[test]
+fn memory_limit_with_its_own_settings() {
+    let text = BASE.replace(
+        "memory_limits = [\"unlimited\"]",
+        "memory_limits = [\"unlimited\", { limit = \"1GiB\", settings = { shared_buffers = \"256MB\" } }]",
+    );
+    let e = parse(Path::new("exp.toml"), &text, &opts(false)).unwrap();
+    assert_eq!(e.memory_limits[1].bytes, Some(1 << 30));
+    assert_eq!(e.memory_limits[1].settings["shared_buffers"], "256MB");
+    let text = text.replace("shared_buffers = \"256MB\"", "shared_buffers = \"2GB\"");
+    assert!(errors(&text, false).0.iter().any(|e| e.message.contains("OOM killer")));
+}
+
+#[test]
+fn os_user_root_is_refused() {
+    let text = BASE.replace("[postgres]", "[postgres]\nos_user = \"root\"");
+    assert!(errors(&text, false).0.iter().any(|e| e.message.contains("never runs as root")));
+}
+
+#[test]
+fn shipped_experiment_files_are_valid_both_ways() {
+    let dir = repo().join("tiers");
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+        let p = entry.path();
+        if p.extension().and_then(|e| e.to_str()) != Some("toml") {
+            continue;
+        }
+        for emulate in [false, true] {
+            if let Err(e) =
+                experiment::load(&p, &LoadOptions { emulate, configs_dir: repo().join("configs"), hardware_threads: 2 })
+            {
+                panic!("{} (emulate {emulate}):\n{e}", p.display());
+            }
+        }
+        n += 1;
+    }
+    assert!(n >= 1, "no experiment files found in {}", dir.display());
+}
