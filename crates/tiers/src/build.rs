@@ -31,9 +31,7 @@ impl PlanContext {
 /// The Debian package that provides each program the plans use.
 pub fn package_of(program: &str) -> &'static str {
     match program {
-        "losetup" | "mount" | "umount" | "blkid" | "wipefs" | "blkdiscard" | "lsblk" => {
-            "util-linux / mount"
-        }
+        "losetup" | "mount" | "umount" | "blkid" | "wipefs" | "blkdiscard" | "lsblk" => "util-linux / mount",
         "mkfs.xfs" | "xfs_info" | "xfs_io" => "xfsprogs",
         "ip" => "iproute2",
         "nbdkit" => "nbdkit",
@@ -51,21 +49,10 @@ pub fn package_of(program: &str) -> &'static str {
 
 /// Builds the plan for `devices`.
 pub fn build_plan(devices: &[DeviceSpec], ctx: &PlanContext) -> Plan {
-    let mut plan = Plan {
-        work_dir: ctx.work_dir.clone(),
-        emulated: ctx.emulate,
-        ..Default::default()
-    };
+    let mut plan = Plan { work_dir: ctx.work_dir.clone(), emulated: ctx.emulate, ..Default::default() };
     let tools = tools_needed(devices, ctx.emulate);
     for t in &tools {
-        plan.push(
-            None,
-            Action::RequireTool {
-                program: t.clone(),
-                package: package_of(t).into(),
-            },
-            "used below",
-        );
+        plan.push(None, Action::RequireTool { program: t.clone(), package: package_of(t).into() }, "used below");
     }
     if ctx.emulate {
         plan.push(
@@ -80,21 +67,14 @@ pub fn build_plan(devices: &[DeviceSpec], ctx: &PlanContext) -> Plan {
         real_checks(&mut plan, devices);
         plan.push(
             None,
-            Action::MakeDir {
-                path: ctx.work_dir.clone(),
-                mode: 0o711,
-                remove_on_teardown: true,
-            },
+            Action::MakeDir { path: ctx.work_dir.clone(), mode: 0o711, remove_on_teardown: true },
             "holds the mount points of this run (traversable, not listable); removed at teardown",
         );
         for d in devices {
             real_device(&mut plan, d, ctx);
         }
     }
-    plan.mountpoints = devices
-        .iter()
-        .map(|d| (d.name.clone(), ctx.mountpoint(&d.name)))
-        .collect();
+    plan.mountpoints = devices.iter().map(|d| (d.name.clone(), ctx.mountpoint(&d.name))).collect();
     plan
 }
 
@@ -150,17 +130,12 @@ fn mkfs_template(d: &DeviceSpec, device: Value, force: bool, skip_discard: bool)
     if d.dax != DaxPolicy::Off && !d.mkfs_options.iter().any(|o| o.contains("reflink")) {
         t = t.lits(["-m", "reflink=0"]);
     }
-    t.lits(d.mkfs_options.iter().cloned())
-        .lits(["-L", &label(&d.name)])
-        .val(device)
+    t.lits(d.mkfs_options.iter().cloned()).lits(["-L", &label(&d.name)]).val(device)
 }
 
 /// XFS labels are at most 12 characters.
 fn label(name: &str) -> String {
-    name.chars()
-        .filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
-        .take(12)
-        .collect()
+    name.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_').take(12).collect()
 }
 
 fn mount_options(d: &DeviceSpec) -> Vec<String> {
@@ -171,36 +146,16 @@ fn mount_options(d: &DeviceSpec) -> Vec<String> {
     o
 }
 
-fn finish_filesystem(
-    plan: &mut Plan,
-    d: &DeviceSpec,
-    source: Value,
-    ctx: &PlanContext,
-    emulated: bool,
-) {
+fn finish_filesystem(plan: &mut Plan, d: &DeviceSpec, source: Value, ctx: &PlanContext, emulated: bool) {
     let name = Some(d.name.as_str());
     let mp = ctx.mountpoint(&d.name);
-    plan.push(
-        name,
-        Action::MakeDir {
-            path: mp.clone(),
-            mode: 0o700,
-            remove_on_teardown: false,
-        },
-        "mount point",
-    );
+    plan.push(name, Action::MakeDir { path: mp.clone(), mode: 0o700, remove_on_teardown: false }, "mount point");
     let options = mount_options(d);
     plan.push(
         name,
-        Action::Mount {
-            source,
-            target: mp.clone(),
-            fstype: "xfs".into(),
-            options: options.clone(),
-        },
+        Action::Mount { source, target: mp.clone(), fstype: "xfs".into(), options: options.clone() },
         if d.dax != DaxPolicy::Off {
-            "mount with DAX so PostgreSQL's reads and writes bypass the page cache, as on PMem"
-                .to_string()
+            "mount with DAX so PostgreSQL's reads and writes bypass the page cache, as on PMem".to_string()
         } else {
             "mount with the experiment's options".to_string()
         },
@@ -212,12 +167,7 @@ fn finish_filesystem(
     );
     plan.push(
         name,
-        Action::Chown {
-            path: mp,
-            uid: ctx.owner_uid,
-            gid: ctx.owner_gid,
-            mode: 0o700,
-        },
+        Action::Chown { path: mp, uid: ctx.owner_uid, gid: ctx.owner_gid, mode: 0o700 },
         "PostgreSQL runs as its own OS user and must own its directories",
     );
 }
@@ -229,21 +179,10 @@ fn emulated_device(plan: &mut Plan, d: &DeviceSpec, index: usize, ctx: &PlanCont
     match e.backing {
         Backing::LoopFile => {
             let img = img_dir.join(format!("{}.img", d.name));
+            plan.push(name, Action::MakeDir { path: img_dir, mode: 0o700, remove_on_teardown: false }, "backing files");
             plan.push(
                 name,
-                Action::MakeDir {
-                    path: img_dir,
-                    mode: 0o700,
-                    remove_on_teardown: false,
-                },
-                "backing files",
-            );
-            plan.push(
-                name,
-                Action::SparseFile {
-                    path: img.clone(),
-                    size: e.size_bytes,
-                },
+                Action::SparseFile { path: img.clone(), size: e.size_bytes },
                 format!("local-disk file standing in for the {} device", d.class),
             );
             plan.push(
@@ -265,11 +204,7 @@ fn emulated_device(plan: &mut Plan, d: &DeviceSpec, index: usize, ctx: &PlanCont
             let tmp = ctx.work_dir.join("tmpfs").join(&d.name);
             plan.push(
                 name,
-                Action::MakeDir {
-                    path: tmp.clone(),
-                    mode: 0o700,
-                    remove_on_teardown: false,
-                },
+                Action::MakeDir { path: tmp.clone(), mode: 0o700, remove_on_teardown: false },
                 "tmpfs mount point",
             );
             plan.push(
@@ -278,29 +213,15 @@ fn emulated_device(plan: &mut Plan, d: &DeviceSpec, index: usize, ctx: &PlanCont
                     source: Value::lit("tmpfs"),
                     target: tmp.clone(),
                     fstype: "tmpfs".into(),
-                    options: vec![
-                        format!("size={}", e.size_bytes + (1 << 20)),
-                        "mode=0700".into(),
-                    ],
+                    options: vec![format!("size={}", e.size_bytes + (1 << 20)), "mode=0700".into()],
                 },
                 "RAM-backed storage standing in for persistent memory",
             );
             let img = tmp.join(format!("{}.img", d.name));
+            plan.push(name, Action::SparseFile { path: img.clone(), size: e.size_bytes }, "file in RAM");
             plan.push(
                 name,
-                Action::SparseFile {
-                    path: img.clone(),
-                    size: e.size_bytes,
-                },
-                "file in RAM",
-            );
-            plan.push(
-                name,
-                Action::AttachLoop {
-                    file: img,
-                    direct_io: false,
-                    bind: d.name.clone(),
-                },
+                Action::AttachLoop { file: img, direct_io: false, bind: d.name.clone() },
                 "a real block device over the RAM file",
             );
             plan.push(
@@ -331,21 +252,10 @@ fn emulated_device(plan: &mut Plan, d: &DeviceSpec, index: usize, ctx: &PlanCont
         }
         Backing::Nbd => {
             let img = img_dir.join(format!("{}.img", d.name));
+            plan.push(name, Action::MakeDir { path: img_dir, mode: 0o700, remove_on_teardown: false }, "backing files");
             plan.push(
                 name,
-                Action::MakeDir {
-                    path: img_dir,
-                    mode: 0o700,
-                    remove_on_teardown: false,
-                },
-                "backing files",
-            );
-            plan.push(
-                name,
-                Action::SparseFile {
-                    path: img.clone(),
-                    size: e.size_bytes,
-                },
+                Action::SparseFile { path: img.clone(), size: e.size_bytes },
                 "the remote target's storage",
             );
             let netns = format!("pgt-{}-{index}", ctx.short_id);
@@ -354,9 +264,7 @@ fn emulated_device(plan: &mut Plan, d: &DeviceSpec, index: usize, ctx: &PlanCont
             let (host_ip, target_ip) = link_addresses(&ctx.short_id, index);
             plan.push(
                 name,
-                Action::CreateNetns {
-                    name: netns.clone(),
-                },
+                Action::CreateNetns { name: netns.clone() },
                 "a network namespace standing in for the storage target host",
             );
             plan.push(
@@ -371,20 +279,13 @@ fn emulated_device(plan: &mut Plan, d: &DeviceSpec, index: usize, ctx: &PlanCont
                 "a link between this host and the target, so NBD traffic crosses a real network interface",
             );
             let port = 10809u16;
-            let mut nbdkit = Template::new("nbdkit").lits([
-                "--foreground",
-                "--ipaddr",
-                &target_ip,
-                "--port",
-                &port.to_string(),
-            ]);
+            let mut nbdkit =
+                Template::new("nbdkit").lits(["--foreground", "--ipaddr", &target_ip, "--port", &port.to_string()]);
             if let Some(lat) = e.latency.filter(|l| !l.is_zero()) {
                 let ms = nbdkit_delay(lat);
                 nbdkit = nbdkit.lit("--filter=delay");
                 nbdkit = nbdkit.lit("file").lit(img.display().to_string());
-                nbdkit = nbdkit
-                    .lit(format!("delay-read={ms}"))
-                    .lit(format!("delay-write={ms}"));
+                nbdkit = nbdkit.lit(format!("delay-read={ms}")).lit(format!("delay-write={ms}"));
             } else {
                 nbdkit = nbdkit.lit("file").lit(img.display().to_string());
             }
@@ -408,11 +309,7 @@ fn emulated_device(plan: &mut Plan, d: &DeviceSpec, index: usize, ctx: &PlanCont
             let fuse_dir = ctx.work_dir.join("fuse").join(&d.name);
             plan.push(
                 name,
-                Action::MakeDir {
-                    path: fuse_dir.clone(),
-                    mode: 0o700,
-                    remove_on_teardown: false,
-                },
+                Action::MakeDir { path: fuse_dir.clone(), mode: 0o700, remove_on_teardown: false },
                 "nbdfuse mount point",
             );
             let file = fuse_dir.join("nbd");
@@ -420,7 +317,9 @@ fn emulated_device(plan: &mut Plan, d: &DeviceSpec, index: usize, ctx: &PlanCont
                 name,
                 Action::StartFuse {
                     mountpoint: fuse_dir.clone(),
-                    command: Template::new("nbdfuse").lit(fuse_dir.display().to_string()).lit(format!("nbd://{target_ip}:{port}")),
+                    command: Template::new("nbdfuse")
+                        .lit(fuse_dir.display().to_string())
+                        .lit(format!("nbd://{target_ip}:{port}")),
                     file: file.clone(),
                     log: ctx.log_dir.join(format!("nbdfuse-{}.log", d.name)),
                 },
@@ -428,11 +327,7 @@ fn emulated_device(plan: &mut Plan, d: &DeviceSpec, index: usize, ctx: &PlanCont
             );
             plan.push(
                 name,
-                Action::AttachLoop {
-                    file,
-                    direct_io: true,
-                    bind: d.name.clone(),
-                },
+                Action::AttachLoop { file, direct_io: true, bind: d.name.clone() },
                 "a real block device over the remote file, direct I/O",
             );
             plan.push(
@@ -451,39 +346,25 @@ fn emulated_device(plan: &mut Plan, d: &DeviceSpec, index: usize, ctx: &PlanCont
 
 /// Link-local /30 addresses for device `index` of a run.
 fn link_addresses(short_id: &str, index: usize) -> (String, String) {
-    let h = short_id
-        .bytes()
-        .fold(0u32, |a, b| a.wrapping_mul(31).wrapping_add(b as u32));
+    let h = short_id.bytes().fold(0u32, |a, b| a.wrapping_mul(31).wrapping_add(b as u32));
     let third = 16 + (h % 200);
     let base = (index as u32 % 63) * 4;
-    (
-        format!("169.254.{third}.{}", base + 1),
-        format!("169.254.{third}.{}", base + 2),
-    )
+    (format!("169.254.{third}.{}", base + 1), format!("169.254.{third}.{}", base + 2))
 }
 
 fn real_checks(plan: &mut Plan, devices: &[DeviceSpec]) {
     for d in devices {
         let name = Some(d.name.as_str());
         match &d.real {
-            RealDevice::Local {
-                path,
-                model,
-                serial,
-            } => {
+            RealDevice::Local { path, model, serial } => {
                 plan.push(
                     name,
-                    Action::Resolve {
-                        what: Resolve::Canonical { path: path.clone() },
-                        bind: disk_var(d),
-                    },
+                    Action::Resolve { what: Resolve::Canonical { path: path.clone() }, bind: disk_var(d) },
                     "stable names are links to the kernel's name",
                 );
                 plan.push(
                     name,
-                    Action::Check(Check::IsBlockDevice {
-                        device: Value::var(disk_var(d)),
-                    }),
+                    Action::Check(Check::IsBlockDevice { device: Value::var(disk_var(d)) }),
                     "refuse anything that is not a block device",
                 );
                 if model.is_some() || serial.is_some() {
@@ -499,17 +380,11 @@ fn real_checks(plan: &mut Plan, devices: &[DeviceSpec]) {
                 }
                 plan.push(
                     name,
-                    Action::Check(Check::NotInUse {
-                        device: Value::var(disk_var(d)),
-                        allow_wipe: d.allow_wipe,
-                    }),
+                    Action::Check(Check::NotInUse { device: Value::var(disk_var(d)), allow_wipe: d.allow_wipe }),
                     "never format a device that holds data or backs the system",
                 );
             }
-            RealDevice::Pmem {
-                namespace,
-                allow_reconfigure,
-            } => {
+            RealDevice::Pmem { namespace, allow_reconfigure } => {
                 plan.push(
                     name,
                     Action::Check(Check::PmemFsdax {
@@ -522,26 +397,19 @@ fn real_checks(plan: &mut Plan, devices: &[DeviceSpec]) {
                     plan.push(
                         name,
                         Action::Resolve {
-                            what: Resolve::PmemNamespace {
-                                namespace: namespace.clone(),
-                            },
+                            what: Resolve::PmemNamespace { namespace: namespace.clone() },
                             bind: disk_var(d),
                         },
                         "the namespace's block device (pmemN)",
                     );
                     plan.push(
                         name,
-                        Action::Check(Check::IsBlockDevice {
-                            device: Value::var(disk_var(d)),
-                        }),
+                        Action::Check(Check::IsBlockDevice { device: Value::var(disk_var(d)) }),
                         "refuse anything that is not a block device",
                     );
                     plan.push(
                         name,
-                        Action::Check(Check::NotInUse {
-                            device: Value::var(disk_var(d)),
-                            allow_wipe: d.allow_wipe,
-                        }),
+                        Action::Check(Check::NotInUse { device: Value::var(disk_var(d)), allow_wipe: d.allow_wipe }),
                         "never format a device that holds data or backs the system",
                     );
                 }
@@ -552,26 +420,26 @@ fn real_checks(plan: &mut Plan, devices: &[DeviceSpec]) {
 }
 
 fn disk_var(d: &DeviceSpec) -> String {
-    if d.partition.is_some() {
-        format!("{}.disk", d.name)
-    } else {
-        d.name.clone()
-    }
+    if d.partition.is_some() { format!("{}.disk", d.name) } else { d.name.clone() }
 }
 
 fn real_device(plan: &mut Plan, d: &DeviceSpec, ctx: &PlanContext) {
     let name = Some(d.name.as_str());
     match &d.real {
         RealDevice::Local { .. } => {}
-        RealDevice::Pmem {
-            namespace,
-            allow_reconfigure,
-        } => {
+        RealDevice::Pmem { namespace, allow_reconfigure } => {
             if *allow_reconfigure {
                 plan.push(
                     name,
                     Action::Run {
-                        command: Template::new("ndctl").lits(["create-namespace", "--force", "--reconfig", namespace, "--mode", "fsdax"]),
+                        command: Template::new("ndctl").lits([
+                            "create-namespace",
+                            "--force",
+                            "--reconfig",
+                            namespace,
+                            "--mode",
+                            "fsdax",
+                        ]),
                         undo_nvme_nqn: None,
                         timeout_secs: 600,
                     },
@@ -580,18 +448,14 @@ fn real_device(plan: &mut Plan, d: &DeviceSpec, ctx: &PlanContext) {
                 plan.push(
                     name,
                     Action::Resolve {
-                        what: Resolve::PmemNamespace {
-                            namespace: namespace.clone(),
-                        },
+                        what: Resolve::PmemNamespace { namespace: namespace.clone() },
                         bind: disk_var(d),
                     },
                     "the namespace's block device (pmemN)",
                 );
                 plan.push(
                     name,
-                    Action::Check(Check::IsBlockDevice {
-                        device: Value::var(disk_var(d)),
-                    }),
+                    Action::Check(Check::IsBlockDevice { device: Value::var(disk_var(d)) }),
                     "refuse anything that is not a block device",
                 );
             }
@@ -616,37 +480,25 @@ fn real_device(plan: &mut Plan, d: &DeviceSpec, ctx: &PlanContext) {
             }
             plan.push(
                 name,
-                Action::Run {
-                    command: connect,
-                    undo_nvme_nqn: Some(t.nqn.clone()),
-                    timeout_secs: 120,
-                },
+                Action::Run { command: connect, undo_nvme_nqn: Some(t.nqn.clone()), timeout_secs: 120 },
                 "attach the remote subsystem; teardown runs nvme disconnect -n NQN",
             );
             plan.push(
                 name,
                 Action::Resolve {
-                    what: Resolve::NvmeNamespace {
-                        nqn: t.nqn.clone(),
-                        nsid: t.nsid,
-                    },
+                    what: Resolve::NvmeNamespace { nqn: t.nqn.clone(), nsid: t.nsid },
                     bind: disk_var(d),
                 },
                 "kernel names like nvme2n1 are not stable: find the namespace by its subsystem NQN",
             );
             plan.push(
                 name,
-                Action::Check(Check::IsBlockDevice {
-                    device: Value::var(disk_var(d)),
-                }),
+                Action::Check(Check::IsBlockDevice { device: Value::var(disk_var(d)) }),
                 "refuse anything that is not a block device",
             );
             plan.push(
                 name,
-                Action::Check(Check::NotInUse {
-                    device: Value::var(disk_var(d)),
-                    allow_wipe: d.allow_wipe,
-                }),
+                Action::Check(Check::NotInUse { device: Value::var(disk_var(d)), allow_wipe: d.allow_wipe }),
                 "never format a namespace that holds data",
             );
         }
@@ -666,10 +518,17 @@ fn real_device(plan: &mut Plan, d: &DeviceSpec, ctx: &PlanContext) {
         plan.push(
             name,
             Action::Run {
-                command: Template::new("fio").lits([
-                    "--name=precondition", "--rw=write", "--bs=1M", "--direct=1", "--ioengine=libaio", "--iodepth=32",
-                    &format!("--size={}%", (pre.fill_fraction * 100.0).round() as u64),
-                ]).val(Value::var(disk_var(d))),
+                command: Template::new("fio")
+                    .lits([
+                        "--name=precondition",
+                        "--rw=write",
+                        "--bs=1M",
+                        "--direct=1",
+                        "--ioengine=libaio",
+                        "--iodepth=32",
+                        &format!("--size={}%", (pre.fill_fraction * 100.0).round() as u64),
+                    ])
+                    .val(Value::var(disk_var(d))),
                 undo_nvme_nqn: None,
                 timeout_secs: 24 * 3600,
             },
@@ -681,17 +540,14 @@ fn real_device(plan: &mut Plan, d: &DeviceSpec, ctx: &PlanContext) {
         plan.push(
             name,
             Action::Run {
-                command: Template::new("parted")
-                    .lits(["-s"])
-                    .val(Value::var(disk_var(d)))
-                    .lits([
-                        "mklabel",
-                        "gpt",
-                        "mkpart",
-                        "primary",
-                        &format!("{}s", p.start_sector),
-                        "100%",
-                    ]),
+                command: Template::new("parted").lits(["-s"]).val(Value::var(disk_var(d))).lits([
+                    "mklabel",
+                    "gpt",
+                    "mkpart",
+                    "primary",
+                    &format!("{}s", p.start_sector),
+                    "100%",
+                ]),
                 undo_nvme_nqn: None,
                 timeout_secs: 120,
             },
@@ -700,10 +556,11 @@ fn real_device(plan: &mut Plan, d: &DeviceSpec, ctx: &PlanContext) {
         plan.push(
             name,
             Action::Run {
-                command: Template::new("parted")
-                    .lits(["-s"])
-                    .val(Value::var(disk_var(d)))
-                    .lits(["align-check", "opt", "1"]),
+                command: Template::new("parted").lits(["-s"]).val(Value::var(disk_var(d))).lits([
+                    "align-check",
+                    "opt",
+                    "1",
+                ]),
                 undo_nvme_nqn: None,
                 timeout_secs: 60,
             },
@@ -711,13 +568,7 @@ fn real_device(plan: &mut Plan, d: &DeviceSpec, ctx: &PlanContext) {
         );
         plan.push(
             name,
-            Action::Resolve {
-                what: Resolve::Partition {
-                    disk: disk_var(d),
-                    number: 1,
-                },
-                bind: d.name.clone(),
-            },
+            Action::Resolve { what: Resolve::Partition { disk: disk_var(d), number: 1 }, bind: d.name.clone() },
             "the partition node appears asynchronously",
         );
         fs_dev = Value::var(&d.name);
@@ -725,12 +576,7 @@ fn real_device(plan: &mut Plan, d: &DeviceSpec, ctx: &PlanContext) {
     plan.push(
         name,
         Action::Run {
-            command: mkfs_template(
-                d,
-                fs_dev.clone(),
-                d.allow_wipe || d.partition.is_some(),
-                false,
-            ),
+            command: mkfs_template(d, fs_dev.clone(), d.allow_wipe || d.partition.is_some(), false),
             undo_nvme_nqn: None,
             timeout_secs: 3600,
         },

@@ -35,31 +35,19 @@ pub struct DeviceFacts {
 }
 
 fn read_trim(sys: &mut dyn System, p: &Path) -> Option<String> {
-    sys.read_to_string(p)
-        .ok()
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
+    sys.read_to_string(p).ok().map(|s| s.trim().to_string()).filter(|s| !s.is_empty())
 }
 
 /// Collects the facts of `device` (a `/dev/...` path) mounted at `mountpoint`.
 pub fn collect(sys: &mut dyn System, device: &Path, mountpoint: Option<&Path>) -> DeviceFacts {
-    let real = sys
-        .canonicalize(device)
-        .unwrap_or_else(|_| device.to_path_buf());
-    let name = real
-        .file_name()
-        .map(|f| f.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let real = sys.canonicalize(device).unwrap_or_else(|_| device.to_path_buf());
+    let name = real.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
     let class = Path::new("/sys/class/block").join(&name);
     let is_partition = sys.read_to_string(&class.join("partition")).is_ok();
     let disk = if is_partition {
         sys.canonicalize(&class)
             .ok()
-            .and_then(|p| {
-                p.parent()
-                    .and_then(|d| d.file_name())
-                    .map(|f| f.to_string_lossy().into_owned())
-            })
+            .and_then(|p| p.parent().and_then(|d| d.file_name()).map(|f| f.to_string_lossy().into_owned()))
             .unwrap_or_else(|| name.clone())
     } else {
         name.clone()
@@ -69,29 +57,22 @@ pub fn collect(sys: &mut dyn System, device: &Path, mountpoint: Option<&Path>) -
     let mut f = DeviceFacts {
         kernel_name: name.clone(),
         disk: disk.clone(),
-        size_bytes: read_trim(sys, &class.join("size"))
-            .and_then(|s| s.parse::<u64>().ok())
-            .map(|s| s * 512),
+        size_bytes: read_trim(sys, &class.join("size")).and_then(|s| s.parse::<u64>().ok()).map(|s| s * 512),
         model: read_trim(sys, &disk_dir.join("device/model")),
         serial: read_trim(sys, &disk_dir.join("device/serial")),
         firmware: read_trim(sys, &disk_dir.join("device/firmware_rev"))
             .or_else(|| read_trim(sys, &disk_dir.join("device/rev"))),
         rotational: read_trim(sys, &queue.join("rotational")).map(|s| s == "1"),
         scheduler: read_trim(sys, &queue.join("scheduler")),
-        logical_block_size: read_trim(sys, &queue.join("logical_block_size"))
-            .and_then(|s| s.parse().ok()),
-        physical_block_size: read_trim(sys, &queue.join("physical_block_size"))
-            .and_then(|s| s.parse().ok()),
+        logical_block_size: read_trim(sys, &queue.join("logical_block_size")).and_then(|s| s.parse().ok()),
+        physical_block_size: read_trim(sys, &queue.join("physical_block_size")).and_then(|s| s.parse().ok()),
         queue_dax: read_trim(sys, &queue.join("dax")).map(|s| s == "1"),
         loop_backing_file: read_trim(sys, &disk_dir.join("loop/backing_file")).map(PathBuf::from),
         loop_direct_io: read_trim(sys, &disk_dir.join("loop/dio")).map(|s| s == "1"),
         ..Default::default()
     };
     if let Some(mp) = mountpoint
-        && let Ok(out) = sys.run(
-            &CommandLine::new("xfs_info").arg(mp),
-            Duration::from_secs(60),
-        )
+        && let Ok(out) = sys.run(&CommandLine::new("xfs_info").arg(mp), Duration::from_secs(60))
         && out.status == 0
     {
         f.xfs_info = xfs::parse_info(&out.stdout).ok();

@@ -47,18 +47,14 @@ pub struct Template {
 
 impl Template {
     pub fn new(program: &str) -> Template {
-        Template {
-            program: program.to_string(),
-            args: Vec::new(),
-        }
+        Template { program: program.to_string(), args: Vec::new() }
     }
     pub fn lit(mut self, a: impl Into<String>) -> Template {
         self.args.push(Value::Lit(a.into()));
         self
     }
     pub fn lits<I: IntoIterator<Item = S>, S: Into<String>>(mut self, args: I) -> Template {
-        self.args
-            .extend(args.into_iter().map(|a| Value::Lit(a.into())));
+        self.args.extend(args.into_iter().map(|a| Value::Lit(a.into())));
         self
     }
     pub fn val(mut self, v: Value) -> Template {
@@ -84,30 +80,19 @@ pub enum Check {
     /// The path exists and is a block device.
     IsBlockDevice { device: Value },
     /// Model and serial (from sysfs) match what the experiment file says.
-    Identity {
-        device: Value,
-        model: Option<String>,
-        serial: Option<String>,
-    },
+    Identity { device: Value, model: Option<String>, serial: Option<String> },
     /// Not mounted (nor any partition), not swap, not held by LVM/md/dm, not backing the running
     /// system, and no filesystem or partition-table signature unless wiping is allowed.
     NotInUse { device: Value, allow_wipe: bool },
     /// The PMem namespace exists and is in fsdax mode (or may be reconfigured).
-    PmemFsdax {
-        namespace: String,
-        allow_reconfigure: bool,
-    },
+    PmemFsdax { namespace: String, allow_reconfigure: bool },
 }
 
 impl fmt::Display for Check {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Check::IsBlockDevice { device } => write!(f, "check {device} is a block device"),
-            Check::Identity {
-                device,
-                model,
-                serial,
-            } => write!(
+            Check::Identity { device, model, serial } => write!(
                 f,
                 "check {device} identity: model {}, serial {}",
                 model.as_deref().unwrap_or("(any)"),
@@ -122,17 +107,10 @@ impl fmt::Display for Check {
                     ", and carries no filesystem or partition-table signature (blkid -p, wipefs --no-act)"
                 }
             ),
-            Check::PmemFsdax {
-                namespace,
-                allow_reconfigure,
-            } => write!(
+            Check::PmemFsdax { namespace, allow_reconfigure } => write!(
                 f,
                 "check ndctl list -N: namespace {namespace} exists in fsdax mode{}",
-                if *allow_reconfigure {
-                    " (else reconfigure it)"
-                } else {
-                    ""
-                }
+                if *allow_reconfigure { " (else reconfigure it)" } else { "" }
             ),
         }
     }
@@ -264,54 +242,25 @@ impl Action {
                 format!("mkdir -p -m {mode:o} {}", path.display())
             }
             Action::SparseFile { path, size } => {
-                format!(
-                    "truncate -s {size} {}  # sparse, {}",
-                    path.display(),
-                    human_bytes(*size)
-                )
+                format!("truncate -s {size} {}  # sparse, {}", path.display(), human_bytes(*size))
             }
-            Action::AttachLoop {
-                file,
-                direct_io,
-                bind,
-            } => format!(
+            Action::AttachLoop { file, direct_io, bind } => format!(
                 "losetup --find --show{} {}  -> <{bind}>",
                 if *direct_io { " --direct-io=on" } else { "" },
                 file.display()
             ),
-            Action::CreateZram {
-                size,
-                algorithm,
-                bind,
-            } => format!(
+            Action::CreateZram { size, algorithm, bind } => format!(
                 "cat /sys/class/zram-control/hot_add -> <{bind}>; echo {algorithm} > /sys/block/<{bind}>/comp_algorithm; echo {size} > /sys/block/<{bind}>/disksize  # {}",
                 human_bytes(*size)
             ),
             Action::CreateNetns { name } => format!("ip netns add {name}"),
-            Action::CreateVeth {
-                host_if,
-                target_if,
-                netns,
-                host_cidr,
-                target_cidr,
-            } => format!(
+            Action::CreateVeth { host_if, target_if, netns, host_cidr, target_cidr } => format!(
                 "ip link add {host_if} type veth peer name {target_if}; ip link set {target_if} netns {netns}; ip addr add {host_cidr} dev {host_if}; ip -n {netns} addr add {target_cidr} dev {target_if}; ip link set {host_if} up; ip -n {netns} link set {target_if} up; ip -n {netns} link set lo up"
             ),
-            Action::StartDaemon {
-                command,
-                netns,
-                ready_tcp,
-                ..
-            } => format!(
+            Action::StartDaemon { command, netns, ready_tcp, .. } => format!(
                 "{}{command} &{}",
-                netns
-                    .as_ref()
-                    .map(|n| format!("[in netns {n}] "))
-                    .unwrap_or_default(),
-                ready_tcp
-                    .as_ref()
-                    .map(|(a, p)| format!("  # wait for {a}:{p}"))
-                    .unwrap_or_default()
+                netns.as_ref().map(|n| format!("[in netns {n}] ")).unwrap_or_default(),
+                ready_tcp.as_ref().map(|(a, p)| format!("  # wait for {a}:{p}")).unwrap_or_default()
             ),
             Action::StartFuse { command, file, .. } => {
                 format!("{command} &  # wait for {}", file.display())
@@ -332,63 +281,27 @@ impl Action {
                 }
             },
             Action::Run { command, .. } => command.to_string(),
-            Action::Mount {
-                source,
-                target,
-                fstype,
-                options,
-            } => format!(
+            Action::Mount { source, target, fstype, options } => format!(
                 "mount -t {fstype}{} {source} {}",
-                if options.is_empty() {
-                    String::new()
-                } else {
-                    format!(" -o {}", options.join(","))
-                },
+                if options.is_empty() { String::new() } else { format!(" -o {}", options.join(",")) },
                 target.display()
             ),
-            Action::VerifyMount {
-                target,
-                requested,
-                dax,
-                ..
-            } => format!(
+            Action::VerifyMount { target, requested, dax, .. } => format!(
                 "check /proc/mounts for {}: options {}{}",
                 target.display(),
-                if requested.is_empty() {
-                    "(defaults)".to_string()
-                } else {
-                    requested.join(",")
-                },
+                if requested.is_empty() { "(defaults)".to_string() } else { requested.join(",") },
                 match dax {
                     DaxPolicy::Off => String::new(),
                     DaxPolicy::Optional => "; DAX via /proc/mounts and statx (optional)".into(),
                     DaxPolicy::Required => "; DAX via /proc/mounts and statx (required)".into(),
                 }
             ),
-            Action::Chown {
-                path,
-                uid,
-                gid,
-                mode,
-            } => {
-                format!(
-                    "chown {uid}:{gid} {}; chmod {mode:o} {}",
-                    path.display(),
-                    path.display()
-                )
+            Action::Chown { path, uid, gid, mode } => {
+                format!("chown {uid}:{gid} {}; chmod {mode:o} {}", path.display(), path.display())
             }
-            Action::Throttle {
-                device,
-                cgroup,
-                settings,
-            } => settings
+            Action::Throttle { device, cgroup, settings } => settings
                 .iter()
-                .map(|(k, v)| {
-                    format!(
-                        "echo \"<MAJ:MIN of {device}> {v}\" > {}/{k}",
-                        cgroup.display()
-                    )
-                })
+                .map(|(k, v)| format!("echo \"<MAJ:MIN of {device}> {v}\" > {}/{k}", cgroup.display()))
                 .collect::<Vec<_>>()
                 .join("; "),
         }
@@ -398,10 +311,7 @@ impl Action {
     pub fn is_destructive(&self) -> bool {
         !matches!(
             self,
-            Action::RequireTool { .. }
-                | Action::Check(_)
-                | Action::Resolve { .. }
-                | Action::VerifyMount { .. }
+            Action::RequireTool { .. } | Action::Check(_) | Action::Resolve { .. } | Action::VerifyMount { .. }
         )
     }
 }
@@ -428,11 +338,7 @@ pub struct Plan {
 
 impl Plan {
     pub(crate) fn push(&mut self, device: Option<&str>, action: Action, reason: impl Into<String>) {
-        self.steps.push(Step {
-            device: device.map(str::to_string),
-            action,
-            reason: reason.into(),
-        });
+        self.steps.push(Step { device: device.map(str::to_string), action, reason: reason.into() });
     }
 }
 
@@ -440,11 +346,7 @@ impl fmt::Display for Plan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let width = self.steps.len().to_string().len();
         for (i, s) in self.steps.iter().enumerate() {
-            let who = s
-                .device
-                .as_deref()
-                .map(|d| format!("[{d}] "))
-                .unwrap_or_default();
+            let who = s.device.as_deref().map(|d| format!("[{d}] ")).unwrap_or_default();
             writeln!(f, "{:>width$}. {who}{}", i + 1, s.action.describe())?;
             writeln!(f, "{:>width$}  why: {}", "", s.reason)?;
         }
@@ -461,11 +363,7 @@ pub fn human_bytes(n: u64) -> String {
         v /= 1024.0;
         i += 1;
     }
-    if i == 0 {
-        format!("{n} B")
-    } else {
-        format!("{v:.1} {}", UNITS[i])
-    }
+    if i == 0 { format!("{n} B") } else { format!("{v:.1} {}", UNITS[i]) }
 }
 
 /// `1ms`-style durations for nbdkit's delay filter, which only takes whole milliseconds.

@@ -87,16 +87,13 @@ impl Provisioned {
 #[derive(Debug, thiserror::Error)]
 pub enum ProvisionError {
     #[error("step {step} ({what}): {cause}")]
-    Step {
-        step: usize,
-        what: String,
-        cause: String,
-    },
+    Step { step: usize, what: String, cause: String },
     #[error("step {step} ({what}): refused: {refusal}")]
     Refused {
         step: usize,
         what: String,
-        refusal: safety::Refusal,
+        /// Boxed: a refusal carries several strings and would make every `Result` large.
+        refusal: Box<safety::Refusal>,
     },
     #[error("interrupted before step {step}")]
     Cancelled { step: usize },
@@ -104,11 +101,7 @@ pub enum ProvisionError {
 
 /// Progress reports while a plan runs.
 pub enum Event<'a> {
-    Step {
-        index: usize,
-        total: usize,
-        step: &'a Step,
-    },
+    Step { index: usize, total: usize, step: &'a Step },
     Note(String),
 }
 
@@ -123,34 +116,16 @@ pub fn execute(
     on_event: &mut dyn FnMut(Event),
 ) -> Result<Provisioned, ProvisionError> {
     let started = Instant::now();
-    let mut ex = Executor {
-        sys,
-        journal,
-        bindings: HashMap::new(),
-        commands: Vec::new(),
-        mounts: HashMap::new(),
-    };
+    let mut ex = Executor { sys, journal, bindings: HashMap::new(), commands: Vec::new(), mounts: HashMap::new() };
     for (i, step) in plan.steps.iter().enumerate() {
         let n = i + 1;
         if cancel.load(Ordering::SeqCst) {
             return Err(ProvisionError::Cancelled { step: n });
         }
-        on_event(Event::Step {
-            index: n,
-            total: plan.steps.len(),
-            step,
-        });
+        on_event(Event::Step { index: n, total: plan.steps.len(), step });
         ex.step(n, step, on_event).map_err(|e| match e {
-            StepError::Refused(refusal) => ProvisionError::Refused {
-                step: n,
-                what: step.action.describe(),
-                refusal,
-            },
-            StepError::Other(cause) => ProvisionError::Step {
-                step: n,
-                what: step.action.describe(),
-                cause,
-            },
+            StepError::Refused(refusal) => ProvisionError::Refused { step: n, what: step.action.describe(), refusal: Box::new(refusal) },
+            StepError::Other(cause) => ProvisionError::Step { step: n, what: step.action.describe(), cause },
         })?;
     }
     let mut devices = Vec::new();
@@ -158,12 +133,8 @@ pub fn execute(
         let Some(dev) = ex.bindings.get(&d.name).cloned() else {
             continue;
         };
-        let mountpoint = plan
-            .mountpoints
-            .iter()
-            .find(|(n, _)| n == &d.name)
-            .map(|(_, p)| p.clone())
-            .unwrap_or_default();
+        let mountpoint =
+            plan.mountpoints.iter().find(|(n, _)| n == &d.name).map(|(_, p)| p.clone()).unwrap_or_default();
         let mount = ex.mounts.remove(&mountpoint).unwrap_or_else(|| MountCheck {
             requested_options: Vec::new(),
             effective_options: Vec::new(),
@@ -189,11 +160,7 @@ pub fn execute(
             facts,
         });
     }
-    Ok(Provisioned {
-        devices,
-        commands: ex.commands,
-        seconds: started.elapsed().as_secs_f64(),
-    })
+    Ok(Provisioned { devices, commands: ex.commands, seconds: started.elapsed().as_secs_f64() })
 }
 
 /// One sentence on what stands behind a device.
@@ -213,21 +180,14 @@ pub fn describe_device(d: &DeviceSpec, emulated: bool) -> String {
     }
     let e = &d.emulation;
     match e.backing {
-        Backing::LoopFile => format!(
-            "emulated {}: loop device (direct I/O) over a sparse file on local disk",
-            d.class
-        ),
-        Backing::Zram => format!(
-            "emulated {}: zram RAM-backed block device ({})",
-            d.class, e.zram_algorithm
-        ),
+        Backing::LoopFile => format!("emulated {}: loop device (direct I/O) over a sparse file on local disk", d.class),
+        Backing::Zram => format!("emulated {}: zram RAM-backed block device ({})", d.class, e.zram_algorithm),
         Backing::TmpfsLoop => format!("emulated {}: loop device over a file on tmpfs", d.class),
         Backing::Nbd => format!(
             "emulated {}: nbdkit in its own network namespace over a veth link{}, nbdfuse, loop device (direct I/O)",
             d.class,
             match e.latency {
-                Some(l) if !l.is_zero() =>
-                    format!(", +{} per read and write", crate::plan::nbdkit_delay(l)),
+                Some(l) if !l.is_zero() => format!(", +{} per read and write", crate::plan::nbdkit_delay(l)),
                 _ => String::new(),
             }
         ),
@@ -255,20 +215,13 @@ struct Executor<'a> {
 
 impl Executor<'_> {
     fn record(&self, undo: Undo, note: &str) -> Result<(), String> {
-        self.journal
-            .record(undo, note)
-            .map(|_| ())
-            .map_err(|e| e.to_string())
+        self.journal.record(undo, note).map(|_| ()).map_err(|e| e.to_string())
     }
 
     fn value(&self, v: &Value) -> Result<String, String> {
         match v {
             Value::Lit(s) => Ok(s.clone()),
-            Value::Var(name) => self
-                .bindings
-                .get(name)
-                .cloned()
-                .ok_or_else(|| format!("<{name}> is not known yet")),
+            Value::Var(name) => self.bindings.get(name).cloned().ok_or_else(|| format!("<{name}> is not known yet")),
             Value::Secret(src) => read_secret(src),
         }
     }
@@ -306,15 +259,8 @@ impl Executor<'_> {
             seconds: start.elapsed().as_secs_f64(),
         });
         if out.status != 0 {
-            let msg = if out.stderr.trim().is_empty() {
-                out.stdout.trim()
-            } else {
-                out.stderr.trim()
-            };
-            return Err(format!(
-                "`{shown}` exited with status {}: {msg}",
-                out.status
-            ));
+            let msg = if out.stderr.trim().is_empty() { out.stdout.trim() } else { out.stderr.trim() };
+            return Err(format!("`{shown}` exited with status {}: {msg}", out.status));
         }
         Ok(out)
     }
@@ -324,24 +270,18 @@ impl Executor<'_> {
         self.run(step, &cmd, shown, Duration::from_secs(120))
     }
 
-    fn step(
-        &mut self,
-        n: usize,
-        step: &Step,
-        on_event: &mut dyn FnMut(Event),
-    ) -> Result<(), StepError> {
+    fn step(&mut self, n: usize, step: &Step, on_event: &mut dyn FnMut(Event)) -> Result<(), StepError> {
         match &step.action {
             Action::RequireTool { program, package } => {
                 if !self.sys.has_program(program) {
-                    return Err(format!("{program} is not installed (Debian package: {package}); run `cargo xtask setup`").into());
+                    return Err(format!(
+                        "{program} is not installed (Debian package: {package}); run `cargo xtask setup`"
+                    )
+                    .into());
                 }
             }
             Action::Check(check) => self.check(check)?,
-            Action::MakeDir {
-                path,
-                mode,
-                remove_on_teardown,
-            } => {
+            Action::MakeDir { path, mode, remove_on_teardown } => {
                 if *remove_on_teardown {
                     if self.sys.file_kind(path) != FileKind::Missing {
                         return Err(format!(
@@ -351,38 +291,18 @@ impl Executor<'_> {
                         .into());
                     }
                     self.record(Undo::RemoveDirAll { path: path.clone() }, "work directory")?;
-                    self.sys
-                        .create_dir_all(path, *mode)
-                        .map_err(|e| format!("mkdir {}: {e}", path.display()))?;
-                    self.record(
-                        Undo::Sweep {
-                            work_dir: path.clone(),
-                        },
-                        "safety net after a crash",
-                    )?;
+                    self.sys.create_dir_all(path, *mode).map_err(|e| format!("mkdir {}: {e}", path.display()))?;
+                    self.record(Undo::Sweep { work_dir: path.clone() }, "safety net after a crash")?;
                 } else {
-                    self.sys
-                        .create_dir_all(path, *mode)
-                        .map_err(|e| format!("mkdir {}: {e}", path.display()))?;
+                    self.sys.create_dir_all(path, *mode).map_err(|e| format!("mkdir {}: {e}", path.display()))?;
                 }
             }
             Action::SparseFile { path, size } => {
                 self.record(Undo::RemoveFile { path: path.clone() }, "backing file")?;
-                self.sys
-                    .create_sparse_file(path, *size)
-                    .map_err(|e| format!("create {}: {e}", path.display()))?;
+                self.sys.create_sparse_file(path, *size).map_err(|e| format!("create {}: {e}", path.display()))?;
             }
-            Action::AttachLoop {
-                file,
-                direct_io,
-                bind,
-            } => {
-                self.record(
-                    Undo::DetachLoop {
-                        backing_file: file.clone(),
-                    },
-                    bind,
-                )?;
+            Action::AttachLoop { file, direct_io, bind } => {
+                self.record(Undo::DetachLoop { backing_file: file.clone() }, bind)?;
                 let mut cmd = CommandLine::new("losetup").args(["--find", "--show"]);
                 if *direct_io {
                     cmd = cmd.arg("--direct-io=on");
@@ -406,23 +326,12 @@ impl Executor<'_> {
                 }
                 self.bindings.insert(bind.clone(), dev);
             }
-            Action::CreateZram {
-                size,
-                algorithm,
-                bind,
-            } => {
+            Action::CreateZram { size, algorithm, bind } => {
                 let id_text = self
                     .sys
                     .read_to_string(Path::new("/sys/class/zram-control/hot_add"))
-                    .map_err(|e| {
-                        format!(
-                            "read /sys/class/zram-control/hot_add (is the zram module loaded?): {e}"
-                        )
-                    })?;
-                let id: u32 = id_text
-                    .trim()
-                    .parse()
-                    .map_err(|_| format!("hot_add printed {id_text:?}"))?;
+                    .map_err(|e| format!("read /sys/class/zram-control/hot_add (is the zram module loaded?): {e}"))?;
+                let id: u32 = id_text.trim().parse().map_err(|_| format!("hot_add printed {id_text:?}"))?;
                 self.record(Undo::RemoveZram { id }, bind)?;
                 let sys_dir = PathBuf::from(format!("/sys/block/zram{id}"));
                 if let Err(e) = self.sys.write(&sys_dir.join("comp_algorithm"), algorithm) {
@@ -441,70 +350,26 @@ impl Executor<'_> {
                 self.bindings.insert(bind.clone(), dev);
             }
             Action::CreateNetns { name } => {
-                self.record(
-                    Undo::DeleteNetns { name: name.clone() },
-                    "network namespace",
-                )?;
-                self.run_plain(
-                    n,
-                    CommandLine::new("ip").args(["netns", "add", name.as_str()]),
-                )?;
+                self.record(Undo::DeleteNetns { name: name.clone() }, "network namespace")?;
+                self.run_plain(n, CommandLine::new("ip").args(["netns", "add", name.as_str()]))?;
             }
-            Action::CreateVeth {
-                host_if,
-                target_if,
-                netns,
-                host_cidr,
-                target_cidr,
-            } => {
-                self.record(
-                    Undo::DeleteLink {
-                        name: host_if.clone(),
-                    },
-                    "veth pair",
-                )?;
+            Action::CreateVeth { host_if, target_if, netns, host_cidr, target_cidr } => {
+                self.record(Undo::DeleteLink { name: host_if.clone() }, "veth pair")?;
                 let ip = |args: &[&str]| CommandLine::new("ip").args(args);
-                self.run_plain(
-                    n,
-                    ip(&[
-                        "link", "add", host_if, "type", "veth", "peer", "name", target_if,
-                    ]),
-                )?;
+                self.run_plain(n, ip(&["link", "add", host_if, "type", "veth", "peer", "name", target_if]))?;
                 self.run_plain(n, ip(&["link", "set", target_if, "netns", netns]))?;
                 self.run_plain(n, ip(&["addr", "add", host_cidr, "dev", host_if]))?;
-                self.run_plain(
-                    n,
-                    ip(&["-n", netns, "addr", "add", target_cidr, "dev", target_if]),
-                )?;
+                self.run_plain(n, ip(&["-n", netns, "addr", "add", target_cidr, "dev", target_if]))?;
                 self.run_plain(n, ip(&["link", "set", host_if, "up"]))?;
                 self.run_plain(n, ip(&["-n", netns, "link", "set", target_if, "up"]))?;
                 self.run_plain(n, ip(&["-n", netns, "link", "set", "lo", "up"]))?;
             }
-            Action::StartDaemon {
-                label,
-                command,
-                netns,
-                log,
-                ready_tcp,
-            } => {
+            Action::StartDaemon { label, command, netns, log, ready_tcp } => {
                 let (cmd, shown) = self.command(command)?;
-                let spec = DaemonSpec {
-                    label: label.clone(),
-                    command: cmd,
-                    netns: netns.clone(),
-                    log: log.clone(),
-                };
-                let process = self
-                    .sys
-                    .spawn(&spec)
-                    .map_err(|e| format!("start {shown}: {e}"))?;
+                let spec = DaemonSpec { label: label.clone(), command: cmd, netns: netns.clone(), log: log.clone() };
+                let process = self.sys.spawn(&spec).map_err(|e| format!("start {shown}: {e}"))?;
                 self.record(
-                    Undo::StopProcess {
-                        label: label.clone(),
-                        process,
-                        signal: "TERM".into(),
-                        grace_ms: 5000,
-                    },
+                    Undo::StopProcess { label: label.clone(), process, signal: "TERM".into(), grace_ms: 5000 },
                     label,
                 )?;
                 self.commands.push(ExecutedCommand {
@@ -520,38 +385,14 @@ impl Executor<'_> {
                     wait_for(self.sys, Duration::from_secs(15), |s| {
                         s.is_alive(process) && s.tcp_reachable(&addr, port)
                     })
-                    .map_err(|_| {
-                        format!(
-                            "{label} did not accept connections on {addr}:{port}; log: {}",
-                            tail(log)
-                        )
-                    })?;
+                    .map_err(|_| format!("{label} did not accept connections on {addr}:{port}; log: {}", tail(log)))?;
                 }
             }
-            Action::StartFuse {
-                mountpoint,
-                command,
-                file,
-                log,
-            } => {
+            Action::StartFuse { mountpoint, command, file, log } => {
                 let (cmd, shown) = self.command(command)?;
-                let spec = DaemonSpec {
-                    label: "nbdfuse".into(),
-                    command: cmd,
-                    netns: None,
-                    log: log.clone(),
-                };
-                let process = self
-                    .sys
-                    .spawn(&spec)
-                    .map_err(|e| format!("start {shown}: {e}"))?;
-                self.record(
-                    Undo::StopFuse {
-                        mountpoint: mountpoint.clone(),
-                        process,
-                    },
-                    "nbdfuse",
-                )?;
+                let spec = DaemonSpec { label: "nbdfuse".into(), command: cmd, netns: None, log: log.clone() };
+                let process = self.sys.spawn(&spec).map_err(|e| format!("start {shown}: {e}"))?;
+                self.record(Undo::StopFuse { mountpoint: mountpoint.clone(), process }, "nbdfuse")?;
                 self.commands.push(ExecutedCommand {
                     step: n,
                     command: format!("{shown} &"),
@@ -560,67 +401,33 @@ impl Executor<'_> {
                     stderr: String::new(),
                     seconds: 0.0,
                 });
-                wait_for(self.sys, Duration::from_secs(15), |s| {
-                    s.file_kind(file) == FileKind::File
-                })
-                .map_err(|_| {
-                    format!(
-                        "nbdfuse did not present {}; log: {}",
-                        file.display(),
-                        tail(log)
-                    )
-                })?;
+                wait_for(self.sys, Duration::from_secs(15), |s| s.file_kind(file) == FileKind::File)
+                    .map_err(|_| format!("nbdfuse did not present {}; log: {}", file.display(), tail(log)))?;
             }
             Action::Resolve { what, bind } => {
                 let dev = self.resolve(n, what)?;
                 self.bindings.insert(bind.clone(), dev);
             }
-            Action::Run {
-                command,
-                undo_nvme_nqn,
-                timeout_secs,
-            } => {
+            Action::Run { command, undo_nvme_nqn, timeout_secs } => {
                 let (cmd, shown) = self.command(command)?;
                 if let Some(nqn) = undo_nvme_nqn {
-                    self.record(
-                        Undo::NvmeDisconnect { nqn: nqn.clone() },
-                        "NVMe/TCP connection",
-                    )?;
+                    self.record(Undo::NvmeDisconnect { nqn: nqn.clone() }, "NVMe/TCP connection")?;
                 }
                 self.run(n, &cmd, shown, Duration::from_secs(*timeout_secs))?;
             }
-            Action::Mount {
-                source,
-                target,
-                fstype,
-                options,
-            } => {
+            Action::Mount { source, target, fstype, options } => {
                 let source = self.value(source)?;
-                self.record(
-                    Undo::Unmount {
-                        target: target.clone(),
-                    },
-                    "mount",
-                )?;
+                self.record(Undo::Unmount { target: target.clone() }, "mount")?;
                 let mut cmd = CommandLine::new("mount").args(["-t", fstype.as_str()]);
                 if !options.is_empty() {
                     cmd = cmd.args(["-o", &options.join(",")]);
                 }
                 self.run_plain(n, cmd.arg(&source).arg(target))?;
             }
-            Action::VerifyMount {
-                target,
-                requested,
-                dax,
-                emulated,
-            } => {
+            Action::VerifyMount { target, requested, dax, emulated } => {
                 let check = self.verify_mount(target, requested, *dax, *emulated)?;
                 if !check.dax.note.is_empty() {
-                    on_event(Event::Note(format!(
-                        "{}: {}",
-                        target.display(),
-                        check.dax.note
-                    )));
+                    on_event(Event::Note(format!("{}: {}", target.display(), check.dax.note)));
                 }
                 if *dax == DaxPolicy::Required && !check.dax.honoured && !*emulated {
                     return Err(format!(
@@ -632,24 +439,12 @@ impl Executor<'_> {
                 }
                 self.mounts.insert(target.clone(), check);
             }
-            Action::Chown {
-                path,
-                uid,
-                gid,
-                mode,
-            } => {
-                self.sys
-                    .chown(path, *uid, *gid, *mode)
-                    .map_err(|e| format!("chown {}: {e}", path.display()))?;
+            Action::Chown { path, uid, gid, mode } => {
+                self.sys.chown(path, *uid, *gid, *mode).map_err(|e| format!("chown {}: {e}", path.display()))?;
             }
-            Action::Throttle {
-                device,
-                cgroup,
-                settings,
-            } => {
+            Action::Throttle { device, cgroup, settings } => {
                 let dev = self.value(device)?;
-                let FileKind::BlockDevice { major, minor } = self.sys.file_kind(Path::new(&dev))
-                else {
+                let FileKind::BlockDevice { major, minor } = self.sys.file_kind(Path::new(&dev)) else {
                     return Err(format!("{dev} is not a block device").into());
                 };
                 for (file, value) in settings {
@@ -668,29 +463,16 @@ impl Executor<'_> {
                 let dev = self.value(device)?;
                 safety::check_block_device(self.sys, Path::new(&dev)).map_err(StepError::Refused)
             }
-            Check::Identity {
-                device,
-                model,
-                serial,
-            } => {
+            Check::Identity { device, model, serial } => {
                 let dev = self.value(device)?;
-                safety::check_identity(
-                    self.sys,
-                    Path::new(&dev),
-                    model.as_deref(),
-                    serial.as_deref(),
-                )
-                .map_err(StepError::Refused)
+                safety::check_identity(self.sys, Path::new(&dev), model.as_deref(), serial.as_deref())
+                    .map_err(StepError::Refused)
             }
             Check::NotInUse { device, allow_wipe } => {
                 let dev = self.value(device)?;
-                safety::check_not_in_use(self.sys, Path::new(&dev), *allow_wipe)
-                    .map_err(StepError::Refused)
+                safety::check_not_in_use(self.sys, Path::new(&dev), *allow_wipe).map_err(StepError::Refused)
             }
-            Check::PmemFsdax {
-                namespace,
-                allow_reconfigure,
-            } => {
+            Check::PmemFsdax { namespace, allow_reconfigure } => {
                 let list = self.ndctl_list()?;
                 let Some(ns) = ndctl::find(&list, namespace) else {
                     return Err(format!(
@@ -698,10 +480,7 @@ impl Executor<'_> {
                         if list.is_empty() {
                             "none: no PMem here".to_string()
                         } else {
-                            list.iter()
-                                .map(|n| n.dev.clone())
-                                .collect::<Vec<_>>()
-                                .join(", ")
+                            list.iter().map(|n| n.dev.clone()).collect::<Vec<_>>().join(", ")
                         }
                     )
                     .into());
@@ -725,46 +504,30 @@ impl Executor<'_> {
 
     fn resolve(&mut self, n: usize, what: &Resolve) -> Result<String, StepError> {
         match what {
-            Resolve::Canonical { path } => Ok(self
-                .sys
-                .canonicalize(path)
-                .map_err(|e| format!("{}: {e}", path.display()))?
-                .display()
-                .to_string()),
+            Resolve::Canonical { path } => {
+                Ok(self.sys.canonicalize(path).map_err(|e| format!("{}: {e}", path.display()))?.display().to_string())
+            }
             Resolve::PmemNamespace { namespace } => {
                 let list = self.ndctl_list()?;
-                let ns = ndctl::find(&list, namespace)
-                    .ok_or_else(|| format!("no PMem namespace {namespace}"))?;
-                let blockdev = ns.blockdev.clone().ok_or_else(|| {
-                    format!(
-                        "namespace {namespace} has no block device (mode {:?})",
-                        ns.mode
-                    )
-                })?;
+                let ns = ndctl::find(&list, namespace).ok_or_else(|| format!("no PMem namespace {namespace}"))?;
+                let blockdev = ns
+                    .blockdev
+                    .clone()
+                    .ok_or_else(|| format!("namespace {namespace} has no block device (mode {:?})", ns.mode))?;
                 Ok(format!("/dev/{}", blockdev.trim_start_matches("/dev/")))
             }
             Resolve::NvmeNamespace { nqn, nsid } => {
                 let start = Instant::now();
                 loop {
-                    let subsys = self.run_plain(
-                        n,
-                        CommandLine::new("nvme").args(["list-subsys", "-o", "json"]),
-                    )?;
-                    let list =
-                        self.run_plain(n, CommandLine::new("nvme").args(["list", "-o", "json"]))?;
-                    let subsystems =
-                        nvme::parse_list_subsys(&subsys.stdout).map_err(|e| e.to_string())?;
+                    let subsys = self.run_plain(n, CommandLine::new("nvme").args(["list-subsys", "-o", "json"]))?;
+                    let list = self.run_plain(n, CommandLine::new("nvme").args(["list", "-o", "json"]))?;
+                    let subsystems = nvme::parse_list_subsys(&subsys.stdout).map_err(|e| e.to_string())?;
                     let namespaces = nvme::parse_list(&list.stdout).map_err(|e| e.to_string())?;
-                    if let Some(dev) =
-                        nvme::find_namespace_for_nqn(&namespaces, &subsystems, nqn, *nsid)
-                    {
+                    if let Some(dev) = nvme::find_namespace_for_nqn(&namespaces, &subsystems, nqn, *nsid) {
                         return Ok(dev);
                     }
                     if start.elapsed() > Duration::from_secs(30) {
-                        return Err(format!(
-                            "no namespace of subsystem {nqn} appeared within 30 s"
-                        )
-                        .into());
+                        return Err(format!("no namespace of subsystem {nqn} appeared within 30 s").into());
                     }
                     self.sys.sleep(Duration::from_millis(500));
                 }
@@ -772,8 +535,14 @@ impl Executor<'_> {
             Resolve::Partition { disk, number } => {
                 let disk = self.value(&Value::var(disk))?;
                 let part = parted::partition_node(&disk, *number);
-                wait_for(self.sys, Duration::from_secs(30), |s| matches!(s.file_kind(Path::new(&part)), FileKind::BlockDevice { .. }))
-                    .map_err(|_| format!("partition node {part} did not appear within 30 s (does this kernel support partition tables?)"))?;
+                wait_for(self.sys, Duration::from_secs(30), |s| {
+                    matches!(s.file_kind(Path::new(&part)), FileKind::BlockDevice { .. })
+                })
+                .map_err(|_| {
+                    format!(
+                        "partition node {part} did not appear within 30 s (does this kernel support partition tables?)"
+                    )
+                })?;
                 Ok(part)
             }
         }
@@ -795,11 +564,7 @@ impl Executor<'_> {
             .rev()
             .find(|m| m.target == target)
             .ok_or_else(|| format!("{} is not in /proc/mounts after mount", target.display()))?;
-        let not_shown = requested
-            .iter()
-            .filter(|o| !entry.options.iter().any(|e| e == *o))
-            .cloned()
-            .collect();
+        let not_shown = requested.iter().filter(|o| !entry.options.iter().any(|e| e == *o)).cloned().collect();
         let in_opts = matches!(entry.option("dax"), Some("always") | Some(""));
         let mut status = DaxStatus {
             requested: dax,
@@ -855,20 +620,16 @@ impl Executor<'_> {
 
 fn read_secret(src: &SecretSource) -> Result<String, String> {
     match src {
-        SecretSource::Env { name } => std::env::var(name).map_err(|_| {
-            format!("environment variable {name} (the DH-HMAC-CHAP secret) is not set")
-        }),
+        SecretSource::Env { name } => {
+            std::env::var(name).map_err(|_| format!("environment variable {name} (the DH-HMAC-CHAP secret) is not set"))
+        }
         SecretSource::File { path } => std::fs::read_to_string(path)
             .map(|s| s.trim().to_string())
             .map_err(|e| format!("read secret file {}: {e}", path.display())),
     }
 }
 
-fn wait_for(
-    sys: &mut dyn System,
-    limit: Duration,
-    mut ok: impl FnMut(&mut dyn System) -> bool,
-) -> Result<(), ()> {
+fn wait_for(sys: &mut dyn System, limit: Duration, mut ok: impl FnMut(&mut dyn System) -> bool) -> Result<(), ()> {
     let start = Instant::now();
     loop {
         if ok(sys) {

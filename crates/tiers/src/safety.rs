@@ -18,17 +18,9 @@ pub enum Refusal {
     #[error("{device} is not a block device ({what})")]
     NotBlockDevice { device: String, what: String },
     #[error("{device} is mounted at {target}{}", via.as_ref().map(|v| format!(" (through {v})")).unwrap_or_default())]
-    Mounted {
-        device: String,
-        target: String,
-        via: Option<String>,
-    },
+    Mounted { device: String, target: String, via: Option<String> },
     #[error("{device} backs the running system ({target} is mounted from {via})")]
-    BacksSystem {
-        device: String,
-        target: String,
-        via: String,
-    },
+    BacksSystem { device: String, target: String, via: String },
     #[error("{device} is in use as swap{}", via.as_ref().map(|v| format!(" (through {v})")).unwrap_or_default())]
     Swap { device: String, via: Option<String> },
     #[error("{device} is held by {holders} (LVM, md RAID or device-mapper)")]
@@ -40,19 +32,12 @@ pub enum Refusal {
     #[error(
         "{device} is a {actual_field} mismatch: the experiment file says {expected:?}, the device reports {actual:?}"
     )]
-    IdentityMismatch {
-        device: String,
-        actual_field: String,
-        expected: String,
-        actual: String,
-    },
+    IdentityMismatch { device: String, actual_field: String, expected: String, actual: String },
 }
 
 /// The kernel name of a device node (`/dev/nvme1n1p1` -> `nvme1n1p1`).
 pub fn kernel_name(dev: &Path) -> String {
-    dev.file_name()
-        .map(|f| f.to_string_lossy().into_owned())
-        .unwrap_or_default()
+    dev.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default()
 }
 
 /// The device and its partitions, as `/dev/...` paths.
@@ -92,9 +77,7 @@ pub fn check_identity(
     model: Option<&str>,
     serial: Option<&str>,
 ) -> Result<(), Refusal> {
-    let base = Path::new("/sys/class/block")
-        .join(kernel_name(dev))
-        .join("device");
+    let base = Path::new("/sys/class/block").join(kernel_name(dev)).join("device");
     for (field, expected) in [("model", model), ("serial", serial)] {
         let Some(expected) = expected else { continue };
         let actual = sys.read_to_string(&base.join(field)).unwrap_or_default();
@@ -115,31 +98,19 @@ pub fn check_identity(
 pub fn check_not_in_use(sys: &mut dyn System, dev: &Path, allow_wipe: bool) -> Result<(), Refusal> {
     let device = dev.display().to_string();
     let members = device_and_partitions(sys, dev);
-    let canon =
-        |sys: &mut dyn System, p: &Path| sys.canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let canon = |sys: &mut dyn System, p: &Path| sys.canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
     let member_set: Vec<PathBuf> = members.iter().map(|m| canon(sys, m)).collect();
 
     // Holders first: a device under LVM/md/dm is in use even when not mounted directly.
     for m in &members {
-        let holders = sys
-            .list_dir(
-                &Path::new("/sys/class/block")
-                    .join(kernel_name(m))
-                    .join("holders"),
-            )
-            .unwrap_or_default();
+        let holders =
+            sys.list_dir(&Path::new("/sys/class/block").join(kernel_name(m)).join("holders")).unwrap_or_default();
         if !holders.is_empty() {
-            return Err(Refusal::Held {
-                device: device.clone(),
-                holders: holders.join(", "),
-            });
+            return Err(Refusal::Held { device: device.clone(), holders: holders.join(", ") });
         }
     }
 
-    let mounts = parse_proc_mounts(
-        &sys.read_to_string(Path::new("/proc/self/mounts"))
-            .unwrap_or_default(),
-    );
+    let mounts = parse_proc_mounts(&sys.read_to_string(Path::new("/proc/self/mounts")).unwrap_or_default());
     for m in &mounts {
         if !m.source.starts_with("/dev/") {
             continue;
@@ -149,23 +120,13 @@ pub fn check_not_in_use(sys: &mut dyn System, dev: &Path, allow_wipe: bool) -> R
             let via = (hit != &member_set[0]).then(|| hit.display().to_string());
             let target = m.target.display().to_string();
             if ["/", "/boot", "/boot/efi", "/usr", "/var"].contains(&target.as_str()) {
-                return Err(Refusal::BacksSystem {
-                    device,
-                    target,
-                    via: src.display().to_string(),
-                });
+                return Err(Refusal::BacksSystem { device, target, via: src.display().to_string() });
             }
-            return Err(Refusal::Mounted {
-                device,
-                target,
-                via,
-            });
+            return Err(Refusal::Mounted { device, target, via });
         }
     }
 
-    let swaps = sys
-        .read_to_string(Path::new("/proc/swaps"))
-        .unwrap_or_default();
+    let swaps = sys.read_to_string(Path::new("/proc/swaps")).unwrap_or_default();
     for line in swaps.lines().skip(1) {
         if let Some(src) = line.split_whitespace().next() {
             let src = canon(sys, Path::new(src));
@@ -180,12 +141,7 @@ pub fn check_not_in_use(sys: &mut dyn System, dev: &Path, allow_wipe: bool) -> R
         let mut found = Vec::new();
         for m in &members {
             let out = sys
-                .run(
-                    &CommandLine::new("blkid")
-                        .args(["-p", "-o", "export"])
-                        .arg(m),
-                    Duration::from_secs(60),
-                )
+                .run(&CommandLine::new("blkid").args(["-p", "-o", "export"]).arg(m), Duration::from_secs(60))
                 .map(|o| o.stdout)
                 .unwrap_or_default();
             for s in blkid::signatures(&blkid::parse_export(&out)) {
@@ -197,10 +153,7 @@ pub fn check_not_in_use(sys: &mut dyn System, dev: &Path, allow_wipe: bool) -> R
             }
         }
         if !found.is_empty() {
-            return Err(Refusal::HasSignature {
-                device,
-                found: found.join(", "),
-            });
+            return Err(Refusal::HasSignature { device, found: found.join(", ") });
         }
     }
     Ok(())

@@ -87,11 +87,7 @@ impl Backing {
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum RealDevice {
     /// A local block device, best named by a stable path such as `/dev/disk/by-id/...`.
-    Local {
-        path: PathBuf,
-        model: Option<String>,
-        serial: Option<String>,
-    },
+    Local { path: PathBuf, model: Option<String>, serial: Option<String> },
     /// An fsdax PMem namespace, found with `ndctl list`.
     Pmem {
         /// ndctl namespace name (`namespace0.0`) or block device name (`pmem0`).

@@ -83,10 +83,7 @@ impl System for RealSystem {
     }
 
     fn create_sparse_file(&mut self, path: &Path, size: u64) -> io::Result<()> {
-        let f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(path)?;
+        let f = std::fs::OpenOptions::new().write(true).create_new(true).open(path)?;
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
         f.set_len(size)
     }
@@ -103,10 +100,7 @@ impl System for RealSystem {
                 let ft = m.file_type();
                 if ft.is_block_device() {
                     let rdev = m.rdev();
-                    FileKind::BlockDevice {
-                        major: libc::major(rdev),
-                        minor: libc::minor(rdev),
-                    }
+                    FileKind::BlockDevice { major: libc::major(rdev), minor: libc::minor(rdev) }
                 } else if ft.is_file() {
                     FileKind::File
                 } else if ft.is_dir() {
@@ -123,19 +117,14 @@ impl System for RealSystem {
     }
 
     fn list_dir(&mut self, path: &Path) -> io::Result<Vec<String>> {
-        let mut names: Vec<String> = std::fs::read_dir(path)?
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .collect();
+        let mut names: Vec<String> =
+            std::fs::read_dir(path)?.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
         names.sort();
         Ok(names)
     }
 
     fn spawn(&mut self, daemon: &DaemonSpec) -> io::Result<ProcessId> {
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&daemon.log)?;
+        let log = std::fs::OpenOptions::new().create(true).append(true).open(&daemon.log)?;
         let mut cmd = Command::new(&daemon.command.program);
         cmd.args(&daemon.command.args)
             .stdin(Stdio::null())
@@ -194,8 +183,7 @@ impl System for RealSystem {
 
 fn identity(pid: u32) -> io::Result<ProcessId> {
     // The child is ours and cannot have been reaped yet, so its /proc entry exists.
-    ProcessId::of(pid as i32)
-        .ok_or_else(|| io::Error::other(format!("process {pid} vanished at start")))
+    ProcessId::of(pid as i32).ok_or_else(|| io::Error::other(format!("process {pid} vanished at start")))
 }
 
 /// STATX_ATTR_DAX from linux/stat.h: "File is currently in DAX state".
@@ -207,15 +195,7 @@ pub fn statx_dax(path: &Path) -> io::Result<bool> {
     let c = CString::new(path.as_os_str().as_encoded_bytes()).map_err(io::Error::other)?;
     let mut buf: libc::statx = unsafe { std::mem::zeroed() };
     // SAFETY: valid C string and a zeroed statx buffer of the right type.
-    let rc = unsafe {
-        libc::statx(
-            libc::AT_FDCWD,
-            c.as_ptr(),
-            0,
-            libc::STATX_BASIC_STATS,
-            &mut buf,
-        )
-    };
+    let rc = unsafe { libc::statx(libc::AT_FDCWD, c.as_ptr(), 0, libc::STATX_BASIC_STATS, &mut buf) };
     if rc != 0 {
         return Err(io::Error::last_os_error());
     }
@@ -232,18 +212,10 @@ pub struct Canned {
 
 impl Canned {
     pub fn ok(stdout: impl Into<String>) -> Self {
-        Canned {
-            status: 0,
-            stdout: stdout.into(),
-            stderr: String::new(),
-        }
+        Canned { status: 0, stdout: stdout.into(), stderr: String::new() }
     }
     pub fn fail(status: i32, stderr: impl Into<String>) -> Self {
-        Canned {
-            status,
-            stdout: String::new(),
-            stderr: stderr.into(),
-        }
+        Canned { status, stdout: String::new(), stderr: stderr.into() }
     }
 }
 
@@ -263,30 +235,21 @@ pub struct FakeSystem {
 
 impl FakeSystem {
     pub fn new() -> Self {
-        FakeSystem {
-            next_pid: 40_000,
-            ..Default::default()
-        }
+        FakeSystem { next_pid: 40_000, ..Default::default() }
     }
 
     /// Every command starting with `prefix` gets `answer`.
     pub fn answer(&mut self, prefix: &str, answer: Canned) -> &mut Self {
-        self.answers
-            .push((prefix.to_string(), VecDeque::from([answer]), true));
+        self.answers.push((prefix.to_string(), VecDeque::from([answer]), true));
         self
     }
 
     /// The next command starting with `prefix` gets `answer` (queued; used once).
     pub fn answer_once(&mut self, prefix: &str, answer: Canned) -> &mut Self {
-        if let Some(entry) = self
-            .answers
-            .iter_mut()
-            .find(|(p, _, sticky)| p == prefix && !*sticky)
-        {
+        if let Some(entry) = self.answers.iter_mut().find(|(p, _, sticky)| p == prefix && !*sticky) {
             entry.1.push_back(answer);
         } else {
-            self.answers
-                .push((prefix.to_string(), VecDeque::from([answer]), false));
+            self.answers.push((prefix.to_string(), VecDeque::from([answer]), false));
         }
         self
     }
@@ -297,8 +260,7 @@ impl FakeSystem {
     }
 
     pub fn block_device(&mut self, path: impl Into<PathBuf>, major: u32, minor: u32) -> &mut Self {
-        self.kinds
-            .insert(path.into(), FileKind::BlockDevice { major, minor });
+        self.kinds.insert(path.into(), FileKind::BlockDevice { major, minor });
         self
     }
 
@@ -309,10 +271,7 @@ impl FakeSystem {
 
     /// Commands run so far (not file reads), as shell-quoted lines.
     pub fn commands(&self) -> Vec<String> {
-        self.calls
-            .iter()
-            .filter_map(|c| c.strip_prefix("run: ").map(str::to_string))
-            .collect()
+        self.calls.iter().filter_map(|c| c.strip_prefix("run: ").map(str::to_string)).collect()
     }
 }
 
@@ -322,16 +281,8 @@ impl System for FakeSystem {
         self.calls.push(format!("run: {line}"));
         for (prefix, queue, sticky) in self.answers.iter_mut() {
             if line.starts_with(prefix.as_str()) && !queue.is_empty() {
-                let c = if *sticky {
-                    queue[0].clone()
-                } else {
-                    queue.pop_front().unwrap()
-                };
-                return Ok(Output {
-                    status: c.status,
-                    stdout: c.stdout,
-                    stderr: c.stderr,
-                });
+                let c = if *sticky { queue[0].clone() } else { queue.pop_front().unwrap() };
+                return Ok(Output { status: c.status, stdout: c.stdout, stderr: c.stderr });
             }
         }
         Ok(Output::default())
@@ -339,35 +290,29 @@ impl System for FakeSystem {
 
     fn read_to_string(&mut self, path: &Path) -> io::Result<String> {
         self.calls.push(format!("read: {}", path.display()));
-        self.files.get(path).cloned().ok_or_else(|| {
-            io::Error::new(
-                io::ErrorKind::NotFound,
-                format!("{} (fake)", path.display()),
-            )
-        })
+        self.files
+            .get(path)
+            .cloned()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("{} (fake)", path.display())))
     }
 
     fn write(&mut self, path: &Path, contents: &str) -> io::Result<()> {
-        self.calls
-            .push(format!("write: {} <- {}", path.display(), contents.trim()));
+        self.calls.push(format!("write: {} <- {}", path.display(), contents.trim()));
         Ok(())
     }
 
     fn create_dir_all(&mut self, path: &Path, mode: u32) -> io::Result<()> {
-        self.calls
-            .push(format!("mkdir: {} {mode:o}", path.display()));
+        self.calls.push(format!("mkdir: {} {mode:o}", path.display()));
         Ok(())
     }
 
     fn create_sparse_file(&mut self, path: &Path, size: u64) -> io::Result<()> {
-        self.calls
-            .push(format!("sparse-file: {} {size}", path.display()));
+        self.calls.push(format!("sparse-file: {} {size}", path.display()));
         Ok(())
     }
 
     fn chown(&mut self, path: &Path, uid: u32, gid: u32, mode: u32) -> io::Result<()> {
-        self.calls
-            .push(format!("chown: {} {uid}:{gid} {mode:o}", path.display()));
+        self.calls.push(format!("chown: {} {uid}:{gid} {mode:o}", path.display()));
         Ok(())
     }
 
@@ -376,11 +321,7 @@ impl System for FakeSystem {
     }
 
     fn canonicalize(&mut self, path: &Path) -> io::Result<PathBuf> {
-        Ok(self
-            .links
-            .get(path)
-            .cloned()
-            .unwrap_or_else(|| path.to_path_buf()))
+        Ok(self.links.get(path).cloned().unwrap_or_else(|| path.to_path_buf()))
     }
 
     fn list_dir(&mut self, path: &Path) -> io::Result<Vec<String>> {
@@ -401,18 +342,11 @@ impl System for FakeSystem {
     fn spawn(&mut self, daemon: &DaemonSpec) -> io::Result<ProcessId> {
         self.calls.push(format!(
             "spawn: {}{}",
-            daemon
-                .netns
-                .as_ref()
-                .map(|n| format!("[netns {n}] "))
-                .unwrap_or_default(),
+            daemon.netns.as_ref().map(|n| format!("[netns {n}] ")).unwrap_or_default(),
             daemon.command
         ));
         self.next_pid += 1;
-        Ok(ProcessId {
-            pid: self.next_pid,
-            start_time: 1,
-        })
+        Ok(ProcessId { pid: self.next_pid, start_time: 1 })
     }
 
     fn tcp_reachable(&mut self, _address: &str, _port: u16) -> bool {

@@ -58,20 +58,10 @@ pub fn signatures(export: &BTreeMap<String, String>) -> Vec<Signature> {
     let mut out = Vec::new();
     if let Some(name) = non_empty("TYPE") {
         let kind = non_empty("USAGE").unwrap_or_else(|| guess_usage(&name).to_string());
-        out.push(Signature {
-            kind,
-            name,
-            label: non_empty("LABEL"),
-            uuid: non_empty("UUID"),
-        });
+        out.push(Signature { kind, name, label: non_empty("LABEL"), uuid: non_empty("UUID") });
     }
     if let Some(name) = non_empty("PTTYPE") {
-        out.push(Signature {
-            kind: "partition-table".to_string(),
-            name,
-            label: None,
-            uuid: non_empty("PTUUID"),
-        });
+        out.push(Signature { kind: "partition-table".to_string(), name, label: None, uuid: non_empty("PTUUID") });
     }
     out
 }
@@ -79,8 +69,7 @@ pub fn signatures(export: &BTreeMap<String, String>) -> Vec<Signature> {
 fn guess_usage(fs_type: &str) -> &'static str {
     match fs_type {
         "swap" => "other",
-        "LVM2_member" | "linux_raid_member" | "zfs_member" | "isw_raid_member"
-        | "ddf_raid_member" => "raid",
+        "LVM2_member" | "linux_raid_member" | "zfs_member" | "isw_raid_member" | "ddf_raid_member" => "raid",
         "crypto_LUKS" | "BitLocker" => "crypto",
         _ => "filesystem",
     }
@@ -153,10 +142,8 @@ mod tests {
     const P_GPT: &str = include_str!("../../tests/fixtures/local/blkid-p-export.gpt-disk.txt");
     const P_EMPTY: &str = include_str!("../../tests/fixtures/local/blkid-p-export.empty-disk.txt");
     const P_MSDOS: &str = include_str!("../../tests/fixtures/local/blkid-p-export.msdos-disk.txt");
-    const P_LABEL_SPACE: &str =
-        include_str!("../../tests/fixtures/local/blkid-p-export.xfs-label-space.txt");
-    const P_LABEL_UTF8: &str =
-        include_str!("../../tests/fixtures/local/blkid-p-export.xfs-label-utf8.txt");
+    const P_LABEL_SPACE: &str = include_str!("../../tests/fixtures/local/blkid-p-export.xfs-label-space.txt");
+    const P_LABEL_UTF8: &str = include_str!("../../tests/fixtures/local/blkid-p-export.xfs-label-utf8.txt");
     const CACHE_XFS: &str = include_str!("../../tests/fixtures/local/blkid-export.xfs.txt");
 
     #[test]
@@ -187,10 +174,7 @@ mod tests {
         assert_eq!(sigs.len(), 1);
         assert_eq!(sigs[0].name, "ext4");
         assert_eq!(sigs[0].kind, "filesystem");
-        assert_eq!(
-            sigs[0].uuid.as_deref(),
-            Some("ee81010c-1c84-476d-be4f-daf0addfa135")
-        );
+        assert_eq!(sigs[0].uuid.as_deref(), Some("ee81010c-1c84-476d-be4f-daf0addfa135"));
     }
 
     #[test]
@@ -242,10 +226,7 @@ mod tests {
         assert_eq!(map["PART_ENTRY_SCHEME"], "dos");
         let sigs = signatures(&map);
         assert_eq!(sigs[0].label.as_deref(), Some("pg data"));
-        assert_eq!(
-            sigs[0].uuid.as_deref(),
-            Some("0a794247-0550-43b8-b996-49c1cd6e846c")
-        );
+        assert_eq!(sigs[0].uuid.as_deref(), Some("0a794247-0550-43b8-b996-49c1cd6e846c"));
 
         // printed as `LABEL=pg\ dM-CM-\$tM-CM-\$`
         let map = parse_export(P_LABEL_UTF8);

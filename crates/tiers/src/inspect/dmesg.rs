@@ -33,10 +33,8 @@ fn device_before(prefix: &str) -> Option<String> {
     let head = prefix.trim_end().strip_suffix("):")?;
     let open = head.rfind('(')?;
     let name = &head[open + 1..];
-    let valid = !name.is_empty()
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | ':' | '!'));
+    let valid =
+        !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | ':' | '!'));
     if valid { Some(name.to_string()) } else { None }
 }
 
@@ -44,20 +42,14 @@ fn device_before(prefix: &str) -> Option<String> {
 mod tests {
     use super::*;
 
-    const LOCAL_XFS: &str =
-        include_str!("../../tests/fixtures/local/dmesg.xfs-mount-dax-always-on-loop.txt");
-    const LOCAL_XFS_LEGACY: &str =
-        include_str!("../../tests/fixtures/local/dmesg.xfs-mount-dax-legacy-on-loop.txt");
-    const LOCAL_EXT4: &str =
-        include_str!("../../tests/fixtures/local/dmesg.ext4-mount-dax-always-on-loop.txt");
-    const LOCAL_SESSION: &str =
-        include_str!("../../tests/fixtures/local/dmesg.all-captured-session.txt");
-    const KB_GLUED: &str = include_str!(
-        "../../tests/fixtures/kernel/dmesg.xfs-dax-unsupported.raw-namespace.pmem-kb100000016.txt"
-    );
-    const PPC64_NO_TIMESTAMPS: &str = include_str!(
-        "../../tests/fixtures/kernel/dmesg.xfs-dax-unsupported.ppc64-pmem.linux-nvdimm-2019.txt"
-    );
+    const LOCAL_XFS: &str = include_str!("../../tests/fixtures/local/dmesg.xfs-mount-dax-always-on-loop.txt");
+    const LOCAL_XFS_LEGACY: &str = include_str!("../../tests/fixtures/local/dmesg.xfs-mount-dax-legacy-on-loop.txt");
+    const LOCAL_EXT4: &str = include_str!("../../tests/fixtures/local/dmesg.ext4-mount-dax-always-on-loop.txt");
+    const LOCAL_SESSION: &str = include_str!("../../tests/fixtures/local/dmesg.all-captured-session.txt");
+    const KB_GLUED: &str =
+        include_str!("../../tests/fixtures/kernel/dmesg.xfs-dax-unsupported.raw-namespace.pmem-kb100000016.txt");
+    const PPC64_NO_TIMESTAMPS: &str =
+        include_str!("../../tests/fixtures/kernel/dmesg.xfs-dax-unsupported.ppc64-pmem.linux-nvdimm-2019.txt");
     const REFLINK_CONFLICT: &str = include_str!(
         "../../tests/fixtures/kernel/dmesg.xfs-dax-and-reflink-cannot-be-used-together.pmem-kb100000005.txt"
     );

@@ -52,10 +52,7 @@ pub fn parse(json: &str) -> Result<Vec<BlockDevice>, InspectError> {
     let devices = match root.get("blockdevices") {
         Some(Value::Array(devices)) => devices,
         Some(_) => {
-            return Err(InspectError::unexpected(
-                TOOL,
-                "\"blockdevices\" is not an array",
-            ));
+            return Err(InspectError::unexpected(TOOL, "\"blockdevices\" is not an array"));
         }
         None => return Err(InspectError::unexpected(TOOL, "no \"blockdevices\" key")),
     };
@@ -74,18 +71,15 @@ pub fn flatten(devs: &[BlockDevice]) -> Vec<&BlockDevice> {
 
 fn read_device(obj: &Value) -> Result<BlockDevice, InspectError> {
     if !obj.is_object() {
-        return Err(InspectError::unexpected(
-            TOOL,
-            "device entry is not an object",
-        ));
+        return Err(InspectError::unexpected(TOOL, "device entry is not an object"));
     }
     let name = str_field(obj, "name")
         .or_else(|| str_field(obj, "kname"))
         .ok_or_else(|| InspectError::unexpected(TOOL, "device without \"name\" or \"kname\""))?;
     let size_bytes = match obj.get("size") {
-        Some(Value::String(s)) => Some(parse_size(s).ok_or_else(|| {
-            InspectError::unexpected(TOOL, format!("{name}: unreadable size {s:?}"))
-        })?),
+        Some(Value::String(s)) => Some(
+            parse_size(s).ok_or_else(|| InspectError::unexpected(TOOL, format!("{name}: unreadable size {s:?}")))?,
+        ),
         Some(v) => value_as_u64(v),
         None => None,
     };
@@ -105,16 +99,10 @@ fn read_device(obj: &Value) -> Result<BlockDevice, InspectError> {
     }
 
     let children = match obj.get("children") {
-        Some(Value::Array(items)) => items
-            .iter()
-            .map(read_device)
-            .collect::<Result<Vec<_>, _>>()?,
+        Some(Value::Array(items)) => items.iter().map(read_device).collect::<Result<Vec<_>, _>>()?,
         Some(Value::Null) | None => Vec::new(),
         Some(_) => {
-            return Err(InspectError::unexpected(
-                TOOL,
-                format!("{name}: \"children\" is not an array"),
-            ));
+            return Err(InspectError::unexpected(TOOL, format!("{name}: \"children\" is not an array")));
         }
     };
 
@@ -160,8 +148,7 @@ mod tests {
     const LOOP_J_O: &str = include_str!("../../tests/fixtures/local/lsblk-J-o.loop.json");
     const LOOP_J_B_O: &str = include_str!("../../tests/fixtures/local/lsblk-J-b-o.loop.json");
     const LOOP_MSDOS: &str = include_str!("../../tests/fixtures/local/lsblk-J-b-o.msdos-xfs.json");
-    const NVME_SYSROOT: &str =
-        include_str!("../../tests/fixtures/lsblk/lsblk-J-o.util-linux-simple-nvme-sysroot.json");
+    const NVME_SYSROOT: &str = include_str!("../../tests/fixtures/lsblk/lsblk-J-o.util-linux-simple-nvme-sysroot.json");
     const NVME_SYSROOT_B: &str =
         include_str!("../../tests/fixtures/lsblk/lsblk-J-b-o.util-linux-simple-nvme-sysroot.json");
 
@@ -247,13 +234,7 @@ mod tests {
         let exact = parse(NVME_SYSROOT_B).unwrap();
         assert_eq!(exact[2].size_bytes, Some(240_057_409_536));
         assert_eq!(exact[0].children[3].mountpoints, ["/"]);
-        assert_eq!(
-            flatten(&exact)
-                .iter()
-                .map(|d| d.name.as_str())
-                .collect::<Vec<_>>(),
-            names(&devs)
-        );
+        assert_eq!(flatten(&exact).iter().map(|d| d.name.as_str()).collect::<Vec<_>>(), names(&devs));
     }
 
     #[test]
@@ -276,8 +257,7 @@ mod tests {
 
     #[test]
     fn several_mountpoints() {
-        let json =
-            r#"{"blockdevices":[{"kname":"vda1","mountpoint":"/a","mountpoints":["/a","/b"]}]}"#;
+        let json = r#"{"blockdevices":[{"kname":"vda1","mountpoint":"/a","mountpoints":["/a","/b"]}]}"#;
         let devs = parse(json).unwrap();
         assert_eq!(devs[0].name, "vda1");
         assert_eq!(devs[0].mountpoints, ["/a", "/b"]);
@@ -288,10 +268,7 @@ mod tests {
         assert_eq!(parse("").unwrap(), vec![]);
         assert_eq!(parse(r#"{"blockdevices": []}"#).unwrap(), vec![]);
         let err = parse("{\"blockdevices\": [").unwrap_err();
-        assert!(matches!(
-            err,
-            InspectError::InvalidJson { tool: "lsblk", .. }
-        ));
+        assert!(matches!(err, InspectError::InvalidJson { tool: "lsblk", .. }));
         assert!(parse("{}").is_err());
         assert!(parse(r#"{"blockdevices":[{"size":"1G"}]}"#).is_err());
         assert!(parse(r#"{"blockdevices":[{"name":"x","size":"huge"}]}"#).is_err());

@@ -56,46 +56,28 @@ impl InspectError {
     }
 
     pub(crate) fn unexpected(tool: &'static str, detail: impl Into<String>) -> Self {
-        InspectError::Unexpected {
-            tool,
-            detail: detail.into(),
-        }
+        InspectError::Unexpected { tool, detail: detail.into() }
     }
 }
 
 /// Parses one JSON value.
 pub(crate) fn parse_json(tool: &'static str, text: &str) -> Result<Value, InspectError> {
-    serde_json::from_str(text).map_err(|e| InspectError::InvalidJson {
-        tool,
-        detail: e.to_string(),
-    })
+    serde_json::from_str(text).map_err(|e| InspectError::InvalidJson { tool, detail: e.to_string() })
 }
 
 /// Parses a stream of JSON values written one after the other (old `ndctl`
 /// printed several top-level objects without an enclosing array).
-pub(crate) fn parse_json_stream(
-    tool: &'static str,
-    text: &str,
-) -> Result<Vec<Value>, InspectError> {
+pub(crate) fn parse_json_stream(tool: &'static str, text: &str) -> Result<Vec<Value>, InspectError> {
     serde_json::Deserializer::from_str(text)
         .into_iter::<Value>()
-        .map(|item| {
-            item.map_err(|e| InspectError::InvalidJson {
-                tool,
-                detail: e.to_string(),
-            })
-        })
+        .map(|item| item.map_err(|e| InspectError::InvalidJson { tool, detail: e.to_string() }))
         .collect()
 }
 
 /// A string field, trimmed; `None` when absent, null, not a string or empty.
 pub(crate) fn str_field(obj: &Value, key: &str) -> Option<String> {
     let s = obj.get(key)?.as_str()?.trim();
-    if s.is_empty() {
-        None
-    } else {
-        Some(s.to_string())
-    }
+    if s.is_empty() { None } else { Some(s.to_string()) }
 }
 
 /// A non-negative integer field. Accepts JSON numbers (whole floats too) and
@@ -113,11 +95,7 @@ pub(crate) fn value_as_u64(v: &Value) -> Option<u64> {
                 None // negative integer
             } else {
                 let f = n.as_f64()?;
-                if f.is_finite() && f >= 0.0 && f.fract() == 0.0 && f < 1.8e19 {
-                    Some(f as u64)
-                } else {
-                    None
-                }
+                if f.is_finite() && f >= 0.0 && f.fract() == 0.0 && f < 1.8e19 { Some(f as u64) } else { None }
             }
         }
         Value::String(s) => s.trim().parse::<u64>().ok(),
@@ -135,9 +113,7 @@ pub(crate) fn value_as_u64(v: &Value) -> Option<u64> {
 /// figures give approximate byte counts, rounded to the nearest byte.
 pub(crate) fn parse_size(text: &str) -> Option<u64> {
     let first = text.split('(').next()?.trim();
-    let split_at = first
-        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == ','))
-        .unwrap_or(first.len());
+    let split_at = first.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == ',')).unwrap_or(first.len());
     let (number, unit) = first.split_at(split_at);
     let multiplier: u128 = match unit.trim() {
         "" | "B" => 1,
@@ -166,16 +142,8 @@ pub(crate) fn parse_size(text: &str) -> Option<u64> {
     if !all_digits(int_part) || !all_digits(frac_part) || frac_part.len() > 18 {
         return None;
     }
-    let int_value: u128 = if int_part.is_empty() {
-        0
-    } else {
-        int_part.parse().ok()?
-    };
-    let frac_value: u128 = if frac_part.is_empty() {
-        0
-    } else {
-        frac_part.parse().ok()?
-    };
+    let int_value: u128 = if int_part.is_empty() { 0 } else { int_part.parse().ok()? };
+    let frac_value: u128 = if frac_part.is_empty() { 0 } else { frac_part.parse().ok()? };
     let scale = 10u128.pow(frac_part.len() as u32);
     let scaled = int_value.checked_mul(scale)?.checked_add(frac_value)?;
     let bytes = scaled.checked_mul(multiplier)?;
@@ -220,8 +188,7 @@ mod tests {
 
     #[test]
     fn integer_fields() {
-        let v: Value =
-            serde_json::json!({"a": 5, "b": -2147483648i64, "c": "77", "d": 3.0, "e": null});
+        let v: Value = serde_json::json!({"a": 5, "b": -2147483648i64, "c": "77", "d": 3.0, "e": null});
         assert_eq!(u64_field(&v, "a"), Some(5));
         assert_eq!(u64_field(&v, "b"), None);
         assert_eq!(u64_field(&v, "c"), Some(77));
@@ -234,10 +201,7 @@ mod tests {
     fn error_messages_name_the_tool() {
         let e = parse_json("nvme list", "{").unwrap_err();
         assert_eq!(e.tool(), "nvme list");
-        assert!(
-            e.to_string()
-                .starts_with("nvme list: output is not valid JSON")
-        );
+        assert!(e.to_string().starts_with("nvme list: output is not valid JSON"));
         let e = InspectError::Empty { tool: "parted" };
         assert_eq!(e.to_string(), "parted: printed nothing");
     }

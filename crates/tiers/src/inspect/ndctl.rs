@@ -109,9 +109,7 @@ pub fn parse_create_namespace(json: &str) -> Result<PmemNamespace, InspectError>
     for value in parse_json_stream(CREATE, json)? {
         collect(CREATE, &value, None, &mut out)?;
     }
-    out.into_iter()
-        .next()
-        .ok_or_else(|| InspectError::unexpected(CREATE, "no namespace object in the output"))
+    out.into_iter().next().ok_or_else(|| InspectError::unexpected(CREATE, "no namespace object in the output"))
 }
 
 /// Finds a namespace by its `dev` (`"namespace0.0"`), block device (`"pmem0"`
@@ -123,17 +121,13 @@ pub fn find<'a>(list: &'a [PmemNamespace], wanted: &str) -> Option<&'a PmemNames
     list.iter()
         .find(|ns| ns.dev == short)
         .or_else(|| {
-            list.iter().find(|ns| {
-                ns.blockdev.as_deref() == Some(short) || ns.chardev.as_deref() == Some(short)
-            })
+            list.iter().find(|ns| ns.blockdev.as_deref() == Some(short) || ns.chardev.as_deref() == Some(short))
         })
         .or_else(|| list.iter().find(|ns| ns.name.as_deref() == Some(wanted)))
 }
 
 fn is_namespace_dev(obj: &Value) -> bool {
-    obj.get("dev")
-        .and_then(Value::as_str)
-        .is_some_and(|d| d.starts_with("namespace"))
+    obj.get("dev").and_then(Value::as_str).is_some_and(|d| d.starts_with("namespace"))
 }
 
 /// Walks any ndctl listing value and collects the namespaces in it.
@@ -161,9 +155,9 @@ fn collect(
                 _ => region,
             };
             if let Some(namespaces) = value.get("namespaces") {
-                let items = namespaces.as_array().ok_or_else(|| {
-                    InspectError::unexpected(tool, "\"namespaces\" is not an array")
-                })?;
+                let items = namespaces
+                    .as_array()
+                    .ok_or_else(|| InspectError::unexpected(tool, "\"namespaces\" is not an array"))?;
                 for item in items {
                     out.push(read_namespace(tool, item, own_region)?);
                 }
@@ -171,43 +165,29 @@ fn collect(
             for key in ["regions", "buses"] {
                 if let Some(nested) = value.get(key) {
                     if !nested.is_array() {
-                        return Err(InspectError::unexpected(
-                            tool,
-                            format!("\"{key}\" is not an array"),
-                        ));
+                        return Err(InspectError::unexpected(tool, format!("\"{key}\" is not an array")));
                     }
                     collect(tool, nested, own_region, out)?;
                 }
             }
             Ok(())
         }
-        _ => Err(InspectError::unexpected(
-            tool,
-            "expected JSON objects or arrays of objects",
-        )),
+        _ => Err(InspectError::unexpected(tool, "expected JSON objects or arrays of objects")),
     }
 }
 
-fn read_namespace(
-    tool: &'static str,
-    obj: &Value,
-    region: Option<&str>,
-) -> Result<PmemNamespace, InspectError> {
+fn read_namespace(tool: &'static str, obj: &Value, region: Option<&str>) -> Result<PmemNamespace, InspectError> {
     if !obj.is_object() {
-        return Err(InspectError::unexpected(
-            tool,
-            "namespace entry is not an object",
-        ));
+        return Err(InspectError::unexpected(tool, "namespace entry is not an object"));
     }
-    let dev = str_field(obj, "dev")
-        .ok_or_else(|| InspectError::unexpected(tool, "namespace without \"dev\""))?;
+    let dev = str_field(obj, "dev").ok_or_else(|| InspectError::unexpected(tool, "namespace without \"dev\""))?;
     let mode = str_field(obj, "mode")
         .map(|m| PmemMode::from_ndctl(&m))
         .ok_or_else(|| InspectError::unexpected(tool, format!("{dev} has no \"mode\"")))?;
     let size_bytes = match obj.get("size") {
-        Some(Value::String(s)) => Some(parse_size(s).ok_or_else(|| {
-            InspectError::unexpected(tool, format!("{dev}: unreadable size {s:?}"))
-        })?),
+        Some(Value::String(s)) => {
+            Some(parse_size(s).ok_or_else(|| InspectError::unexpected(tool, format!("{dev}: unreadable size {s:?}")))?)
+        }
         Some(v) => value_as_u64(v),
         None => None,
     };
@@ -239,12 +219,9 @@ mod tests {
 
     const LOCAL_LIST: &str = include_str!("../../tests/fixtures/local/ndctl-list.no-pmem.txt");
     const LOCAL_LIST_N: &str = include_str!("../../tests/fixtures/local/ndctl-list-N.no-pmem.txt");
-    const LOCAL_LIST_NV: &str =
-        include_str!("../../tests/fixtures/local/ndctl-list-N-v.no-pmem.txt");
-    const LOCAL_LIST_NDR: &str =
-        include_str!("../../tests/fixtures/local/ndctl-list-NDR.no-pmem.txt");
-    const LOCAL_CREATE: &str =
-        include_str!("../../tests/fixtures/local/ndctl-create-namespace-m-fsdax.no-pmem.txt");
+    const LOCAL_LIST_NV: &str = include_str!("../../tests/fixtures/local/ndctl-list-N-v.no-pmem.txt");
+    const LOCAL_LIST_NDR: &str = include_str!("../../tests/fixtures/local/ndctl-list-NDR.no-pmem.txt");
+    const LOCAL_CREATE: &str = include_str!("../../tests/fixtures/local/ndctl-create-namespace-m-fsdax.no-pmem.txt");
 
     fn one(json: &str) -> PmemNamespace {
         let list = parse_list(json).unwrap();
@@ -254,23 +231,14 @@ mod tests {
 
     #[test]
     fn list_without_pmem_is_empty() {
-        for text in [
-            LOCAL_LIST,
-            LOCAL_LIST_N,
-            LOCAL_LIST_NV,
-            LOCAL_LIST_NDR,
-            "",
-            "\n",
-        ] {
+        for text in [LOCAL_LIST, LOCAL_LIST_N, LOCAL_LIST_NV, LOCAL_LIST_NDR, "", "\n"] {
             assert_eq!(parse_list(text).unwrap(), vec![]);
         }
     }
 
     #[test]
     fn list_bare_object_fsdax() {
-        let ns = one(include_str!(
-            "../../tests/fixtures/ndctl/ndctl-list-N.fsdax.json"
-        ));
+        let ns = one(include_str!("../../tests/fixtures/ndctl/ndctl-list-N.fsdax.json"));
         assert_eq!(
             ns,
             PmemNamespace {
@@ -290,26 +258,18 @@ mod tests {
 
     #[test]
     fn list_human_sizes() {
-        let ns = one(include_str!(
-            "../../tests/fixtures/ndctl/ndctl-list-Nu.fsdax.human.json"
-        ));
+        let ns = one(include_str!("../../tests/fixtures/ndctl/ndctl-list-Nu.fsdax.human.json"));
         assert_eq!(ns.size_bytes, Some(4 << 30));
         assert_eq!(ns.blockdev.as_deref(), Some("pmem0"));
 
-        let list = parse_list(include_str!(
-            "../../tests/fixtures/ndctl/ndctl-list-u.two-fsdax.array.json"
-        ))
-        .unwrap();
+        let list = parse_list(include_str!("../../tests/fixtures/ndctl/ndctl-list-u.two-fsdax.array.json")).unwrap();
         assert_eq!(list.len(), 2);
         assert_eq!(list[0].dev, "namespace1.0");
         assert_eq!(list[0].blockdev.as_deref(), Some("pmem1"));
         assert_eq!(list[1].dev, "namespace0.0");
         // 3.93 GiB
         assert_eq!(list[1].size_bytes, Some(4_219_805_368));
-        assert!(
-            list.iter()
-                .all(|ns| ns.mode == PmemMode::Fsdax && ns.region.is_none())
-        );
+        assert!(list.iter().all(|ns| ns.mode == PmemMode::Fsdax && ns.region.is_none()));
     }
 
     #[test]
@@ -325,19 +285,15 @@ mod tests {
 
     #[test]
     fn list_disabled_namespaces() {
-        let list = parse_list(include_str!(
-            "../../tests/fixtures/ndctl/ndctl-list-Ni.disabled-raw.array.json"
-        ))
-        .unwrap();
+        let list =
+            parse_list(include_str!("../../tests/fixtures/ndctl/ndctl-list-Ni.disabled-raw.array.json")).unwrap();
         assert_eq!(list.len(), 1);
         assert!(!list[0].enabled);
         assert_eq!(list[0].mode, PmemMode::Raw);
         assert_eq!(list[0].size_bytes, Some(0));
         assert_eq!(list[0].blockdev, None);
 
-        let ns = one(include_str!(
-            "../../tests/fixtures/ndctl/ndctl-list-Ni-n.disabled.json"
-        ));
+        let ns = one(include_str!("../../tests/fixtures/ndctl/ndctl-list-Ni-n.disabled.json"));
         assert!(!ns.enabled);
         assert_eq!(ns.name.as_deref(), Some("prod_web_db1"));
         assert_eq!(ns.size_bytes, Some(21_474_836_480));
@@ -345,16 +301,12 @@ mod tests {
 
     #[test]
     fn list_regions_with_namespaces() {
-        let ns = one(include_str!(
-            "../../tests/fixtures/ndctl/ndctl-list-RuN.region0-fsdax-map-dev.json"
-        ));
+        let ns = one(include_str!("../../tests/fixtures/ndctl/ndctl-list-RuN.region0-fsdax-map-dev.json"));
         assert_eq!(ns.region.as_deref(), Some("region0"));
         assert_eq!(ns.map.as_deref(), Some("dev"));
         assert_eq!(ns.size_bytes, Some(263_184_858_481)); // 245.11 GiB
 
-        let ns = one(include_str!(
-            "../../tests/fixtures/ndctl/ndctl-list-RuN.region0-fsdax-map-mem.json"
-        ));
+        let ns = one(include_str!("../../tests/fixtures/ndctl/ndctl-list-RuN.region0-fsdax-map-mem.json"));
         assert_eq!(ns.region.as_deref(), Some("region0"));
         assert_eq!(ns.map.as_deref(), Some("mem"));
         assert_eq!(ns.size_bytes, Some(249 << 30));
@@ -362,9 +314,7 @@ mod tests {
 
     #[test]
     fn list_dimms_regions_namespaces() {
-        let ns = one(include_str!(
-            "../../tests/fixtures/ndctl/ndctl-list-DRN.dimms-regions-namespaces.json"
-        ));
+        let ns = one(include_str!("../../tests/fixtures/ndctl/ndctl-list-DRN.dimms-regions-namespaces.json"));
         assert_eq!(ns.dev, "namespace1.0");
         assert_eq!(ns.region.as_deref(), Some("region1"));
         assert_eq!(ns.blockdev.as_deref(), Some("pmem1"));
@@ -374,10 +324,8 @@ mod tests {
 
     #[test]
     fn list_concatenated_bus_objects() {
-        let list = parse_list(include_str!(
-            "../../tests/fixtures/ndctl/ndctl-list-B-N.nfit_test-e820.ndctl-doc.json"
-        ))
-        .unwrap();
+        let list = parse_list(include_str!("../../tests/fixtures/ndctl/ndctl-list-B-N.nfit_test-e820.ndctl-doc.json"))
+            .unwrap();
         assert_eq!(list.len(), 2);
         assert_eq!(list[0].dev, "namespace9.0");
         assert_eq!(list[0].mode, PmemMode::Raw);
@@ -390,18 +338,14 @@ mod tests {
 
     #[test]
     fn list_devdax_and_media_errors() {
-        let ns = one(include_str!(
-            "../../tests/fixtures/ndctl/ndctl-list-X.devdax.ndctl-doc.json"
-        ));
+        let ns = one(include_str!("../../tests/fixtures/ndctl/ndctl-list-X.devdax.ndctl-doc.json"));
         assert_eq!(ns.mode, PmemMode::Devdax);
         assert_eq!(ns.blockdev, None);
         assert_eq!(ns.chardev.as_deref(), Some("dax0.0"));
         assert_eq!(ns.align, Some(2_097_152));
         assert_eq!(ns.size_bytes, Some(4_225_761_280));
 
-        let ns = one(include_str!(
-            "../../tests/fixtures/ndctl/ndctl-list-M.raw-badblocks.ndctl-doc.json"
-        ));
+        let ns = one(include_str!("../../tests/fixtures/ndctl/ndctl-list-M.raw-badblocks.ndctl-doc.json"));
         assert_eq!(ns.dev, "namespace7.0");
         assert_eq!(ns.mode, PmemMode::Raw);
         assert_eq!(ns.blockdev.as_deref(), Some("pmem7"));
@@ -409,24 +353,18 @@ mod tests {
 
     #[test]
     fn list_reconfiguration_sequence() {
-        let before = one(include_str!(
-            "../../tests/fixtures/ndctl/ndctl-list-N-n.fsdax-map-mem.before-reconfig.json"
-        ));
+        let before = one(include_str!("../../tests/fixtures/ndctl/ndctl-list-N-n.fsdax-map-mem.before-reconfig.json"));
         assert_eq!(before.mode, PmemMode::Fsdax);
         assert_eq!(before.map.as_deref(), Some("mem"));
         assert_eq!(before.blockdev.as_deref(), Some("pmem0"));
 
-        let after = one(include_str!(
-            "../../tests/fixtures/ndctl/ndctl-list-N-n.devdax.after-reconfig.json"
-        ));
+        let after = one(include_str!("../../tests/fixtures/ndctl/ndctl-list-N-n.devdax.after-reconfig.json"));
         assert_eq!(after.mode, PmemMode::Devdax);
         assert_eq!(after.blockdev, None);
         assert_eq!(after.chardev.as_deref(), Some("dax0.0"));
         assert_eq!(after.size_bytes, Some(4_225_761_280));
 
-        let named = one(include_str!(
-            "../../tests/fixtures/ndctl/ndctl-list-N-n.fsdax-enabled-named.json"
-        ));
+        let named = one(include_str!("../../tests/fixtures/ndctl/ndctl-list-N-n.fsdax-enabled-named.json"));
         assert!(named.enabled);
         assert_eq!(named.name.as_deref(), Some("prod_web_db1"));
         assert_eq!(named.size_bytes, Some(21_137_195_008));
@@ -457,24 +395,20 @@ mod tests {
         assert_eq!(ns.dev, "namespace0.1");
         assert_eq!(ns.blockdev.as_deref(), Some("pmem0.1"));
 
-        let ns = parse_create_namespace(include_str!(
-            "../../tests/fixtures/ndctl/ndctl-create-namespace-n-name.fsdax.json"
-        ))
-        .unwrap();
+        let ns =
+            parse_create_namespace(include_str!("../../tests/fixtures/ndctl/ndctl-create-namespace-n-name.fsdax.json"))
+                .unwrap();
         assert_eq!(ns.name.as_deref(), Some("PROD Web DB 1"));
 
-        let ns = parse_create_namespace(include_str!(
-            "../../tests/fixtures/ndctl/ndctl-create-namespace-m-sector.json"
-        ))
-        .unwrap();
+        let ns =
+            parse_create_namespace(include_str!("../../tests/fixtures/ndctl/ndctl-create-namespace-m-sector.json"))
+                .unwrap();
         assert_eq!(ns.mode, PmemMode::Sector);
         assert_eq!(ns.blockdev.as_deref(), Some("pmem0s"));
         assert_eq!(ns.size_bytes, Some(134_088_878_981));
 
-        let ns = parse_create_namespace(include_str!(
-            "../../tests/fixtures/ndctl/ndctl-create-namespace-m-raw.json"
-        ))
-        .unwrap();
+        let ns = parse_create_namespace(include_str!("../../tests/fixtures/ndctl/ndctl-create-namespace-m-raw.json"))
+            .unwrap();
         assert_eq!(ns.mode, PmemMode::Raw);
         assert_eq!(ns.size_bytes, Some(125 << 30));
         assert_eq!(ns.map, None);
@@ -501,10 +435,9 @@ mod tests {
 
     #[test]
     fn create_namespace_reconfigure_and_align() {
-        let ns = parse_create_namespace(include_str!(
-            "../../tests/fixtures/ndctl/ndctl-create-namespace-fe-rename.json"
-        ))
-        .unwrap();
+        let ns =
+            parse_create_namespace(include_str!("../../tests/fixtures/ndctl/ndctl-create-namespace-fe-rename.json"))
+                .unwrap();
         assert_eq!(ns.name.as_deref(), Some("prod_web_db1"));
         assert_eq!(ns.size_bytes, Some(52_849_572_577));
 
@@ -514,7 +447,9 @@ mod tests {
         .unwrap();
         assert_eq!(ns.size_bytes, Some(21_141_976_515)); // 19.69 GiB
 
-        let ns = parse_create_namespace(include_str!("../../tests/fixtures/ndctl/ndctl-create-namespace-r0-m-fsdax.with-align.pmem-kb100000005.json"))
+        let ns = parse_create_namespace(include_str!(
+            "../../tests/fixtures/ndctl/ndctl-create-namespace-r0-m-fsdax.with-align.pmem-kb100000005.json"
+        ))
         .unwrap();
         assert_eq!(ns.align, Some(2_097_152));
         assert_eq!(ns.size_bytes, Some(1_598_125_118_587)); // 1488.37 GiB
@@ -523,7 +458,9 @@ mod tests {
 
     #[test]
     fn create_namespace_legacy_mode_memory() {
-        let ns = parse_create_namespace(include_str!("../../tests/fixtures/ndctl/ndctl-create-namespace-fe-fsdax.LEGACY-mode-memory.pmem-kb100000016.json"))
+        let ns = parse_create_namespace(include_str!(
+            "../../tests/fixtures/ndctl/ndctl-create-namespace-fe-fsdax.LEGACY-mode-memory.pmem-kb100000016.json"
+        ))
         .unwrap();
         assert_eq!(ns.mode, PmemMode::Fsdax);
         assert_eq!(ns.size_bytes, Some(690 << 20));
@@ -537,18 +474,10 @@ mod tests {
     fn create_namespace_errors() {
         assert_eq!(
             parse_create_namespace(LOCAL_CREATE).unwrap_err(),
-            InspectError::Empty {
-                tool: "ndctl create-namespace"
-            }
+            InspectError::Empty { tool: "ndctl create-namespace" }
         );
         let err = parse_create_namespace("{\"dev\":").unwrap_err();
-        assert!(matches!(
-            err,
-            InspectError::InvalidJson {
-                tool: "ndctl create-namespace",
-                ..
-            }
-        ));
+        assert!(matches!(err, InspectError::InvalidJson { tool: "ndctl create-namespace", .. }));
         assert!(parse_create_namespace(r#"{"dev":"region0"}"#).is_err());
         assert!(parse_create_namespace(r#"{"dev":"namespace0.0"}"#).is_err()); // no mode
     }
@@ -562,44 +491,29 @@ mod tests {
         assert!(parse_list(r#"{"dev":"namespace0.0","mode":"fsdax","size":"lots"}"#).is_err());
         // dimm-only and region-only listings have no namespaces
         assert_eq!(parse_list(r#"{"dev":"nmem0","id":"x"}"#).unwrap(), vec![]);
-        assert_eq!(
-            parse_list(r#"[{"dev":"region0","size":1}]"#).unwrap(),
-            vec![]
-        );
+        assert_eq!(parse_list(r#"[{"dev":"region0","size":1}]"#).unwrap(), vec![]);
     }
 
     #[test]
     fn find_by_dev_blockdev_chardev_or_name() {
-        let mut list = parse_list(include_str!(
-            "../../tests/fixtures/ndctl/ndctl-list-u.two-fsdax.array.json"
-        ))
-        .unwrap();
+        let mut list =
+            parse_list(include_str!("../../tests/fixtures/ndctl/ndctl-list-u.two-fsdax.array.json")).unwrap();
         list.push(
-            parse_create_namespace(include_str!(
-                "../../tests/fixtures/ndctl/ndctl-create-namespace-n-name.fsdax.json"
-            ))
-            .unwrap(),
+            parse_create_namespace(include_str!("../../tests/fixtures/ndctl/ndctl-create-namespace-n-name.fsdax.json"))
+                .unwrap(),
         );
         list.push(
-            parse_list(include_str!(
-                "../../tests/fixtures/ndctl/ndctl-list-X.devdax.ndctl-doc.json"
-            ))
-            .unwrap()
-            .remove(0),
+            parse_list(include_str!("../../tests/fixtures/ndctl/ndctl-list-X.devdax.ndctl-doc.json"))
+                .unwrap()
+                .remove(0),
         );
 
-        assert_eq!(
-            find(&list, "namespace1.0").unwrap().blockdev.as_deref(),
-            Some("pmem1")
-        );
+        assert_eq!(find(&list, "namespace1.0").unwrap().blockdev.as_deref(), Some("pmem1"));
         assert_eq!(find(&list, "pmem1").unwrap().dev, "namespace1.0");
         assert_eq!(find(&list, "/dev/pmem1").unwrap().dev, "namespace1.0");
         // dev wins over a later entry with the same blockdev
         assert_eq!(find(&list, "/dev/pmem0").unwrap().dev, "namespace0.0");
-        assert_eq!(
-            find(&list, "PROD Web DB 1").unwrap().size_bytes,
-            Some(132_113_194_025)
-        );
+        assert_eq!(find(&list, "PROD Web DB 1").unwrap().size_bytes, Some(132_113_194_025));
         assert_eq!(find(&list, "/dev/dax0.0").unwrap().mode, PmemMode::Devdax);
         assert!(find(&list, "pmem9").is_none());
         assert!(find(&[], "pmem0").is_none());

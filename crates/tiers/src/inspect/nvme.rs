@@ -93,10 +93,7 @@ pub fn parse_list(json: &str) -> Result<Vec<NvmeNamespace>, InspectError> {
     let devices = match root.get("Devices") {
         Some(Value::Array(devices)) => devices,
         Some(_) => {
-            return Err(InspectError::unexpected(
-                LIST,
-                "\"Devices\" is not an array",
-            ));
+            return Err(InspectError::unexpected(LIST, "\"Devices\" is not an array"));
         }
         None => return Err(InspectError::unexpected(LIST, "no \"Devices\" key")),
     };
@@ -141,27 +138,18 @@ impl ControllerInfo<'_> {
 }
 
 /// The `Subsystems` array of one host in the detailed shape.
-fn read_detailed_host(
-    subsystems: &Value,
-    out: &mut Vec<NvmeNamespace>,
-) -> Result<(), InspectError> {
-    let subsystems = subsystems
-        .as_array()
-        .ok_or_else(|| InspectError::unexpected(LIST, "\"Subsystems\" is not an array"))?;
+fn read_detailed_host(subsystems: &Value, out: &mut Vec<NvmeNamespace>) -> Result<(), InspectError> {
+    let subsystems =
+        subsystems.as_array().ok_or_else(|| InspectError::unexpected(LIST, "\"Subsystems\" is not an array"))?;
     for subsystem in subsystems {
         let nqn = str_field(subsystem, "SubsystemNQN");
-        let controllers: &[Value] = subsystem
-            .get("Controllers")
-            .and_then(Value::as_array)
-            .map(Vec::as_slice)
-            .unwrap_or(&[]);
+        let controllers: &[Value] =
+            subsystem.get("Controllers").and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[]);
 
         // Namespaces attached to one controller (PCIe, non-multipath).
         for controller in controllers {
             for ns in array_field(controller, "Namespaces") {
-                let info = ControllerInfo {
-                    object: Some(controller),
-                };
+                let info = ControllerInfo { object: Some(controller) };
                 out.push(read_detailed_namespace(ns, &nqn, &info)?);
             }
         }
@@ -170,8 +158,7 @@ fn read_detailed_host(
         for ns in array_field(subsystem, "Namespaces") {
             let ns_name = str_field(ns, "NameSpace").unwrap_or_default();
             let info = ControllerInfo {
-                object: best_path_of_namespace(ns)
-                    .or_else(|| best_controller_for(controllers, &ns_name)),
+                object: best_path_of_namespace(ns).or_else(|| best_controller_for(controllers, &ns_name)),
             };
             out.push(read_detailed_namespace(ns, &nqn, &info)?);
         }
@@ -180,10 +167,7 @@ fn read_detailed_host(
 }
 
 fn array_field<'a>(obj: &'a Value, key: &str) -> &'a [Value] {
-    obj.get(key)
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or(&[])
+    obj.get(key).and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[])
 }
 
 fn read_detailed_namespace(
@@ -193,14 +177,8 @@ fn read_detailed_namespace(
 ) -> Result<NvmeNamespace, InspectError> {
     let name = str_field(ns, "NameSpace")
         .ok_or_else(|| InspectError::unexpected(LIST, "namespace entry without \"NameSpace\""))?;
-    let device = if name.starts_with('/') {
-        name.clone()
-    } else {
-        format!("/dev/{name}")
-    };
-    let nsid = u64_field(ns, "NSID")
-        .or_else(|| u64_field(ns, "NameSpace"))
-        .and_then(|n| u32::try_from(n).ok());
+    let device = if name.starts_with('/') { name.clone() } else { format!("/dev/{name}") };
+    let nsid = u64_field(ns, "NSID").or_else(|| u64_field(ns, "NameSpace")).and_then(|n| u32::try_from(n).ok());
     Ok(NvmeNamespace {
         device,
         nsid,
@@ -238,9 +216,7 @@ fn best_controller_for<'a>(controllers: &'a [Value], ns_name: &str) -> Option<&'
     let mut best: Option<(&Value, u8)> = None;
     for controller in controllers {
         for path in array_field(controller, "Paths") {
-            let reaches = str_field(path, "Path")
-                .and_then(|p| path_namespace_name(&p))
-                .is_some_and(|n| n == ns_name);
+            let reaches = str_field(path, "Path").and_then(|p| path_namespace_name(&p)).is_some_and(|n| n == ns_name);
             if !reaches {
                 continue;
             }
@@ -292,10 +268,7 @@ pub fn parse_list_subsys(json: &str) -> Result<Vec<NvmeSubsystem>, InspectError>
         }
         Value::Object(_) => read_subsystems(&root, &mut out)?,
         _ => {
-            return Err(InspectError::unexpected(
-                LIST_SUBSYS,
-                "top level is neither an object nor an array",
-            ));
+            return Err(InspectError::unexpected(LIST_SUBSYS, "top level is neither an object nor an array"));
         }
     }
     Ok(out)
@@ -305,16 +278,10 @@ fn read_subsystems(host: &Value, out: &mut Vec<NvmeSubsystem>) -> Result<(), Ins
     let entries = match host.get("Subsystems") {
         Some(Value::Array(entries)) => entries,
         Some(_) => {
-            return Err(InspectError::unexpected(
-                LIST_SUBSYS,
-                "\"Subsystems\" is not an array",
-            ));
+            return Err(InspectError::unexpected(LIST_SUBSYS, "\"Subsystems\" is not an array"));
         }
         None => {
-            return Err(InspectError::unexpected(
-                LIST_SUBSYS,
-                "no \"Subsystems\" key",
-            ));
+            return Err(InspectError::unexpected(LIST_SUBSYS, "no \"Subsystems\" key"));
         }
     };
     // Index in `out` of the subsystem that a bare {"Paths":[...]} entry
@@ -324,19 +291,13 @@ fn read_subsystems(host: &Value, out: &mut Vec<NvmeSubsystem>) -> Result<(), Ins
         let paths = read_paths(entry)?;
         if entry.get("NQN").is_some() || entry.get("Name").is_some() {
             let name = str_field(entry, "Name").unwrap_or_default();
-            let nqn = str_field(entry, "NQN").ok_or_else(|| {
-                InspectError::unexpected(LIST_SUBSYS, format!("subsystem {name:?} has no NQN"))
-            })?;
-            out.push(NvmeSubsystem {
-                name,
-                nqn,
-                controllers: paths,
-            });
+            let nqn = str_field(entry, "NQN")
+                .ok_or_else(|| InspectError::unexpected(LIST_SUBSYS, format!("subsystem {name:?} has no NQN")))?;
+            out.push(NvmeSubsystem { name, nqn, controllers: paths });
             current = Some(out.len() - 1);
         } else if entry.get("Paths").is_some() {
-            let index = current.ok_or_else(|| {
-                InspectError::unexpected(LIST_SUBSYS, "\"Paths\" entry before any subsystem entry")
-            })?;
+            let index = current
+                .ok_or_else(|| InspectError::unexpected(LIST_SUBSYS, "\"Paths\" entry before any subsystem entry"))?;
             out[index].controllers.extend(paths);
         }
     }
@@ -388,10 +349,7 @@ pub fn find_namespace_for_nqn(
     let nqn = nqn.trim();
     let wanted = |ns: &NvmeNamespace| nsid.is_none_or(|n| ns.nsid == Some(n));
 
-    if let Some(ns) = list
-        .iter()
-        .find(|ns| ns.subsystem_nqn.as_deref().map(str::trim) == Some(nqn) && wanted(ns))
-    {
+    if let Some(ns) = list.iter().find(|ns| ns.subsystem_nqn.as_deref().map(str::trim) == Some(nqn) && wanted(ns)) {
         return Some(ns.device.clone());
     }
 
@@ -399,10 +357,7 @@ pub fn find_namespace_for_nqn(
     if targets.is_empty() {
         return None;
     }
-    let target_subsys: BTreeSet<u32> = targets
-        .iter()
-        .filter_map(|s| subsystem_instance(&s.name))
-        .collect();
+    let target_subsys: BTreeSet<u32> = targets.iter().filter_map(|s| subsystem_instance(&s.name)).collect();
     let target_ctrls: BTreeSet<u32> = targets
         .iter()
         .flat_map(|s| s.controllers.iter())
@@ -414,36 +369,24 @@ pub fn find_namespace_for_nqn(
         return None; // every controller of the subsystem is going away
     }
 
-    let unattributed: Vec<&NvmeNamespace> = list
+    let unattributed: Vec<&NvmeNamespace> = list.iter().filter(|ns| ns.subsystem_nqn.is_none()).collect();
+    let by_subsys = unattributed
         .iter()
-        .filter(|ns| ns.subsystem_nqn.is_none())
-        .collect();
-    let by_subsys = unattributed.iter().find(|ns| {
-        wanted(ns) && namespace_instance(&ns.device).is_some_and(|x| target_subsys.contains(&x))
-    });
-    let by_ctrl = unattributed.iter().find(|ns| {
-        wanted(ns) && namespace_instance(&ns.device).is_some_and(|x| target_ctrls.contains(&x))
-    });
+        .find(|ns| wanted(ns) && namespace_instance(&ns.device).is_some_and(|x| target_subsys.contains(&x)));
+    let by_ctrl = unattributed
+        .iter()
+        .find(|ns| wanted(ns) && namespace_instance(&ns.device).is_some_and(|x| target_ctrls.contains(&x)));
 
-    let all_subsys: BTreeSet<u32> = subsystems
-        .iter()
-        .filter_map(|s| subsystem_instance(&s.name))
-        .collect();
-    let all_ctrls: BTreeSet<u32> = subsystems
-        .iter()
-        .flat_map(|s| s.controllers.iter())
-        .filter_map(|c| controller_instance(&c.name))
-        .collect();
+    let all_subsys: BTreeSet<u32> = subsystems.iter().filter_map(|s| subsystem_instance(&s.name)).collect();
+    let all_ctrls: BTreeSet<u32> =
+        subsystems.iter().flat_map(|s| s.controllers.iter()).filter_map(|c| controller_instance(&c.name)).collect();
     let consistent = |known: &BTreeSet<u32>| {
-        unattributed
-            .iter()
-            .all(|ns| namespace_instance(&ns.device).is_none_or(|x| known.contains(&x)))
+        unattributed.iter().all(|ns| namespace_instance(&ns.device).is_none_or(|x| known.contains(&x)))
     };
-    let (multipath_possible, plain_possible) =
-        match (consistent(&all_subsys), consistent(&all_ctrls)) {
-            (false, false) => (true, true), // listing incomplete: nothing ruled out
-            other => other,
-        };
+    let (multipath_possible, plain_possible) = match (consistent(&all_subsys), consistent(&all_ctrls)) {
+        (false, false) => (true, true), // listing incomplete: nothing ruled out
+        other => other,
+    };
     let by_subsys = by_subsys.filter(|_| multipath_possible);
     let by_ctrl = by_ctrl.filter(|_| plain_possible);
 
@@ -499,20 +442,12 @@ pub fn parse_id_ctrl(json: &str) -> Result<NvmeController, InspectError> {
     }
     let root = parse_json(ID_CTRL, json)?;
     if !root.is_object() {
-        return Err(InspectError::unexpected(
-            ID_CTRL,
-            "top level is not an object",
-        ));
+        return Err(InspectError::unexpected(ID_CTRL, "top level is not an object"));
     }
     let field = |key: &str| {
-        str_field(&root, key)
-            .ok_or_else(|| InspectError::unexpected(ID_CTRL, format!("missing \"{key}\"")))
+        str_field(&root, key).ok_or_else(|| InspectError::unexpected(ID_CTRL, format!("missing \"{key}\"")))
     };
-    Ok(NvmeController {
-        model: field("mn")?,
-        serial: field("sn")?,
-        firmware: field("fr")?,
-    })
+    Ok(NvmeController { model: field("mn")?, serial: field("sn")?, firmware: field("fr")? })
 }
 
 /// Reads the stdout of `nvme connect` and returns the new controller's name
@@ -530,9 +465,7 @@ pub fn connected_device(stdout: &str) -> Option<String> {
     }
     text.lines().find_map(|line| {
         let line = line.trim();
-        let rest = line
-            .strip_prefix("connecting to device:")
-            .or_else(|| line.strip_prefix("device:"))?;
+        let rest = line.strip_prefix("connecting to device:").or_else(|| line.strip_prefix("device:"))?;
         let name = rest.trim();
         controller_instance(name).map(|_| name.to_string())
     })
@@ -566,61 +499,41 @@ pub fn disconnected_count(stdout: &str) -> Option<u32> {
 mod tests {
     use super::*;
 
-    const FLAT_POWERSTORE: &str = include_str!(
-        "../../tests/fixtures/nvme/nvme-list-o-json.pre-2.11-flat.tcp-powerstore.gonvme-test.json"
-    );
-    const FLAT_NETDATA: &str = include_str!(
-        "../../tests/fixtures/nvme/nvme-list-o-json.v1-flat.pcie.netdata-testdata-labelled-v2.3.json"
-    );
-    const FLAT_CRUSOE: &str = include_str!(
-        "../../tests/fixtures/nvme/nvme-list-o-json.v1-flat.redacted.crusoe-test.json"
-    );
-    const FLAT_NVMET: &str =
-        include_str!("../../tests/fixtures/nvme/nvme-list-o-json.v1.fabrics-linux-nvmet.json");
-    const FLAT_OVERFLOW: &str = include_str!(
-        "../../tests/fixtures/nvme/nvme-list-o-json.v2-simple.pcie.int-overflow.issue-2028.json"
-    );
-    const VERBOSE_MICRON: &str = include_str!(
-        "../../tests/fixtures/nvme/nvme-list-o-json.v2-verbose.pcie-micron.redacted.crusoe-test.json"
-    );
-    const VERBOSE_SUBSYS_NS: &str = include_str!(
-        "../../tests/fixtures/nvme/nvme-list-o-json.v2-verbose.subsys-level-ns.redacted.crusoe-test.json"
-    );
-    const VERBOSE_LIGHTBITS: &str = include_str!(
-        "../../tests/fixtures/nvme/nvme-list-o-json.v2-verbose.tcp-lightbits+pcie.crusoe-test.json"
-    );
-    const DETAILED_NETDATA: &str = include_str!(
-        "../../tests/fixtures/nvme/nvme-list-o-json.v2.11-detailed.pcie.netdata-testdata.json"
-    );
-    const DETAILED_POWERMAX: &str = include_str!(
-        "../../tests/fixtures/nvme/nvme-list-o-json.v2.11-detailed.tcp-powermax.gonvme-test.json"
-    );
+    const FLAT_POWERSTORE: &str =
+        include_str!("../../tests/fixtures/nvme/nvme-list-o-json.pre-2.11-flat.tcp-powerstore.gonvme-test.json");
+    const FLAT_NETDATA: &str =
+        include_str!("../../tests/fixtures/nvme/nvme-list-o-json.v1-flat.pcie.netdata-testdata-labelled-v2.3.json");
+    const FLAT_CRUSOE: &str =
+        include_str!("../../tests/fixtures/nvme/nvme-list-o-json.v1-flat.redacted.crusoe-test.json");
+    const FLAT_NVMET: &str = include_str!("../../tests/fixtures/nvme/nvme-list-o-json.v1.fabrics-linux-nvmet.json");
+    const FLAT_OVERFLOW: &str =
+        include_str!("../../tests/fixtures/nvme/nvme-list-o-json.v2-simple.pcie.int-overflow.issue-2028.json");
+    const VERBOSE_MICRON: &str =
+        include_str!("../../tests/fixtures/nvme/nvme-list-o-json.v2-verbose.pcie-micron.redacted.crusoe-test.json");
+    const VERBOSE_SUBSYS_NS: &str =
+        include_str!("../../tests/fixtures/nvme/nvme-list-o-json.v2-verbose.subsys-level-ns.redacted.crusoe-test.json");
+    const VERBOSE_LIGHTBITS: &str =
+        include_str!("../../tests/fixtures/nvme/nvme-list-o-json.v2-verbose.tcp-lightbits+pcie.crusoe-test.json");
+    const DETAILED_NETDATA: &str =
+        include_str!("../../tests/fixtures/nvme/nvme-list-o-json.v2.11-detailed.pcie.netdata-testdata.json");
+    const DETAILED_POWERMAX: &str =
+        include_str!("../../tests/fixtures/nvme/nvme-list-o-json.v2.11-detailed.tcp-powermax.gonvme-test.json");
     const DETAILED_POWERSTORE: &str = include_str!(
         "../../tests/fixtures/nvme/nvme-list-o-json.v2.11-detailed.tcp-powerstore-multipath.gonvme-test.json"
     );
-    const SUBSYS_V1_DOC: &str =
-        include_str!("../../tests/fixtures/nvme/nvme-list-subsys-o-json.v1-doc.rdma.json");
-    const SUBSYS_V2: &str =
-        include_str!("../../tests/fixtures/nvme/nvme-list-subsys-o-json.v2.tcp.gonvme-test.json");
-    const SUBSYS_V2_DELETING: &str = include_str!(
-        "../../tests/fixtures/nvme/nvme-list-subsys-o-json.v2.tcp.state-deleting.gonvme-testdata.json"
-    );
-    const ID_CTRL_WDC: &str =
-        include_str!("../../tests/fixtures/nvme/nvme-id-ctrl-o-json.v1.wdc-sn730.ironic.json");
-    const CONNECT_27: &str =
-        include_str!("../../tests/fixtures/nvme/nvme-connect-t-tcp.v2.7plus.oracle-blog.txt");
-    const DISCONNECT_V1: &str =
-        include_str!("../../tests/fixtures/nvme/nvme-disconnect-n.v1.commit-f4806f68.txt");
-    const DISCOVER_JSON: &str =
-        include_str!("../../tests/fixtures/nvme/nvme-discover-o-json.tcp.nvme-cli-pr940.json");
-    const LOCAL_LIST_EMPTY: &str =
-        include_str!("../../tests/fixtures/local/nvme-list-json.no-nvme-module.txt");
+    const SUBSYS_V1_DOC: &str = include_str!("../../tests/fixtures/nvme/nvme-list-subsys-o-json.v1-doc.rdma.json");
+    const SUBSYS_V2: &str = include_str!("../../tests/fixtures/nvme/nvme-list-subsys-o-json.v2.tcp.gonvme-test.json");
+    const SUBSYS_V2_DELETING: &str =
+        include_str!("../../tests/fixtures/nvme/nvme-list-subsys-o-json.v2.tcp.state-deleting.gonvme-testdata.json");
+    const ID_CTRL_WDC: &str = include_str!("../../tests/fixtures/nvme/nvme-id-ctrl-o-json.v1.wdc-sn730.ironic.json");
+    const CONNECT_27: &str = include_str!("../../tests/fixtures/nvme/nvme-connect-t-tcp.v2.7plus.oracle-blog.txt");
+    const DISCONNECT_V1: &str = include_str!("../../tests/fixtures/nvme/nvme-disconnect-n.v1.commit-f4806f68.txt");
+    const DISCOVER_JSON: &str = include_str!("../../tests/fixtures/nvme/nvme-discover-o-json.tcp.nvme-cli-pr940.json");
+    const LOCAL_LIST_EMPTY: &str = include_str!("../../tests/fixtures/local/nvme-list-json.no-nvme-module.txt");
     const LOCAL_SUBSYS_EMPTY: &str =
         include_str!("../../tests/fixtures/local/nvme-list-subsys-json.no-nvme-module.txt");
-    const LOCAL_ID_CTRL_EMPTY: &str =
-        include_str!("../../tests/fixtures/local/nvme-id-ctrl-json.no-device.txt");
-    const LOCAL_CONNECT_EMPTY: &str =
-        include_str!("../../tests/fixtures/local/nvme-connect-tcp.no-nvme-module.txt");
+    const LOCAL_ID_CTRL_EMPTY: &str = include_str!("../../tests/fixtures/local/nvme-id-ctrl-json.no-device.txt");
+    const LOCAL_CONNECT_EMPTY: &str = include_str!("../../tests/fixtures/local/nvme-connect-tcp.no-nvme-module.txt");
     const LOCAL_DISCONNECT_EMPTY: &str =
         include_str!("../../tests/fixtures/local/nvme-disconnect-n.no-nvme-module.txt");
 
@@ -655,10 +568,7 @@ mod tests {
     fn list_flat_1x_pcie_with_product_name() {
         let list = parse_list(FLAT_NETDATA).unwrap();
         assert_eq!(devices(&list), ["/dev/nvme0n1", "/dev/nvme1n1"]);
-        assert_eq!(
-            list[1].model.as_deref(),
-            Some("Seagate FireCuda 530 ZP4000GM30023")
-        );
+        assert_eq!(list[1].model.as_deref(), Some("Seagate FireCuda 530 ZP4000GM30023"));
         assert_eq!(list[1].serial.as_deref(), Some("XXX01YYY"));
         assert_eq!(list[1].firmware.as_deref(), Some("SU6SM001"));
         assert_eq!(list[1].size_bytes, Some(4_000_787_030_016));
@@ -720,10 +630,7 @@ mod tests {
         assert_eq!(list[0].device, "/dev/nvme4n1");
         assert_eq!(list[0].nsid, Some(1));
         assert_eq!(list[0].size_bytes, Some(12_802_494_652_416));
-        assert_eq!(
-            list[0].subsystem_nqn.as_deref(),
-            Some("nqn.2016-08.com.micron:nvme:nvm-subsystem-sn-XXXXX")
-        );
+        assert_eq!(list[0].subsystem_nqn.as_deref(), Some("nqn.2016-08.com.micron:nvme:nvm-subsystem-sn-XXXXX"));
         assert_eq!(list[0].model, None);
         assert_eq!(list[0].transport, None);
         assert_eq!(list[0].address, None);
@@ -735,18 +642,12 @@ mod tests {
         assert_eq!(devices(&list), ["/dev/nvme9n1", "/dev/nvme3n1"]);
         let tcp = &list[0];
         assert_eq!(tcp.nsid, Some(29017));
-        assert_eq!(
-            tcp.subsystem_nqn.as_deref(),
-            Some("nqn.2016-01.com.lightbitslabs:uuid:696-aa11-4912-acf9-eb2cfcd")
-        );
+        assert_eq!(tcp.subsystem_nqn.as_deref(), Some("nqn.2016-01.com.lightbitslabs:uuid:696-aa11-4912-acf9-eb2cfcd"));
         assert_eq!(tcp.model.as_deref(), Some("Lightbits LightOS"));
         assert_eq!(tcp.firmware.as_deref(), Some("3.6"));
         assert_eq!(tcp.transport.as_deref(), Some("tcp"));
         // nvme11 reaches the namespace through path nvme9c11n1 "optimized"
-        assert_eq!(
-            tcp.address.as_deref(),
-            Some("traddr=10.50.4.13,trsvcid=4420")
-        );
+        assert_eq!(tcp.address.as_deref(), Some("traddr=10.50.4.13,trsvcid=4420"));
         assert_eq!(tcp.serial.as_deref(), Some("69a8c48ac"));
         assert_eq!(tcp.size_bytes, Some(137_438_953_472));
 
@@ -761,19 +662,14 @@ mod tests {
     #[test]
     fn list_2_11_detailed_pcie_three_subsystems() {
         let list = parse_list(DETAILED_NETDATA).unwrap();
-        assert_eq!(
-            devices(&list),
-            ["/dev/nvme0n1", "/dev/nvme1n1", "/dev/nvme2n1"]
-        );
+        assert_eq!(devices(&list), ["/dev/nvme0n1", "/dev/nvme1n1", "/dev/nvme2n1"]);
         assert_eq!(list[0].firmware.as_deref(), Some("SU6SM005"));
         assert_eq!(list[2].serial.as_deref(), Some("7VS00KNX"));
         assert_eq!(list[2].address.as_deref(), Some("0000:61:00.0"));
         // padded NQN: ends trimmed, inner padding kept as printed
         assert_eq!(
             list[1].subsystem_nqn.as_deref(),
-            Some(
-                "nqn.2014.08.org.nvmexpress:1bb11bb1XXX00YYY            Seagate FireCuda 530 ZP4000GM30023"
-            )
+            Some("nqn.2014.08.org.nvmexpress:1bb11bb1XXX00YYY            Seagate FireCuda 530 ZP4000GM30023")
         );
     }
 
@@ -787,14 +683,8 @@ mod tests {
         assert_eq!(ns.size_bytes, Some(3_222_405_120));
         assert_eq!(ns.model.as_deref(), Some("EMC PowerMax_2500"));
         assert_eq!(ns.transport.as_deref(), Some("tcp"));
-        assert_eq!(
-            ns.address.as_deref(),
-            Some("traddr=10.11.12.13,trsvcid=4420,src_addr=10.10.10.21")
-        );
-        assert_eq!(
-            ns.subsystem_nqn.as_deref(),
-            Some("nqn.1988-11.com.dell:PowerMax_2500:00:000120001647")
-        );
+        assert_eq!(ns.address.as_deref(), Some("traddr=10.11.12.13,trsvcid=4420,src_addr=10.10.10.21"));
+        assert_eq!(ns.subsystem_nqn.as_deref(), Some("nqn.1988-11.com.dell:PowerMax_2500:00:000120001647"));
     }
 
     #[test]
@@ -808,10 +698,7 @@ mod tests {
         assert_eq!(ns.model.as_deref(), Some("dellemc-powerstore"));
         assert_eq!(ns.serial.as_deref(), Some("883YCJ3"));
         assert_eq!(ns.firmware.as_deref(), Some("4.1.0.0"));
-        assert_eq!(
-            ns.address.as_deref(),
-            Some("traddr=10.11.12.13,trsvcid=4420,src_addr=10.10.10.21")
-        );
+        assert_eq!(ns.address.as_deref(), Some("traddr=10.11.12.13,trsvcid=4420,src_addr=10.10.10.21"));
     }
 
     /// Shape of `nvme list -v --output-format-version=2` (nvme-cli 2.16+),
@@ -835,10 +722,7 @@ mod tests {
         assert_eq!(list[0].device, "/dev/nvme1n1");
         assert_eq!(list[0].nsid, Some(5));
         assert_eq!(list[0].model.as_deref(), Some("M"));
-        assert_eq!(
-            list[0].address.as_deref(),
-            Some("traddr=127.0.0.2,trsvcid=4420")
-        );
+        assert_eq!(list[0].address.as_deref(), Some("traddr=127.0.0.2,trsvcid=4420"));
     }
 
     #[test]
@@ -848,20 +732,9 @@ mod tests {
         assert_eq!(parse_list(r#"{"Devices":[]}"#).unwrap(), vec![]);
 
         let err = parse_list("{\"Devices\":[").unwrap_err();
-        assert!(matches!(
-            err,
-            InspectError::InvalidJson {
-                tool: "nvme list",
-                ..
-            }
-        ));
+        assert!(matches!(err, InspectError::InvalidJson { tool: "nvme list", .. }));
         assert!(err.to_string().starts_with("nvme list:"));
-        assert!(
-            parse_list("[]")
-                .unwrap_err()
-                .to_string()
-                .contains("Devices")
-        );
+        assert!(parse_list("[]").unwrap_err().to_string().contains("Devices"));
         assert!(parse_list(r#"{"Devices":{}}"#).is_err());
         assert!(parse_list(r#"{"Devices":[{"NameSpace":1}]}"#).is_err());
         // `nvme discover -o json` is not a listing of namespaces
@@ -870,14 +743,8 @@ mod tests {
 
     #[test]
     fn path_names_map_to_namespaces() {
-        assert_eq!(
-            path_namespace_name("nvme9c11n1").as_deref(),
-            Some("nvme9n1")
-        );
-        assert_eq!(
-            path_namespace_name("nvme0c0n12").as_deref(),
-            Some("nvme0n12")
-        );
+        assert_eq!(path_namespace_name("nvme9c11n1").as_deref(), Some("nvme9n1"));
+        assert_eq!(path_namespace_name("nvme0c0n12").as_deref(), Some("nvme0n12"));
         assert_eq!(path_namespace_name("nvme0n1"), None);
         assert_eq!(path_namespace_name("nvmec1n1"), None);
     }
@@ -908,11 +775,7 @@ mod tests {
             ]
         );
         assert_eq!(subs[1].nqn, "nvmf-test2");
-        let names: Vec<&str> = subs[1]
-            .controllers
-            .iter()
-            .map(|c| c.name.as_str())
-            .collect();
+        let names: Vec<&str> = subs[1].controllers.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(names, ["nvme2", "nvme3"]);
     }
 
@@ -921,10 +784,7 @@ mod tests {
         let subs = parse_list_subsys(SUBSYS_V2).unwrap();
         assert_eq!(subs.len(), 1);
         assert_eq!(subs[0].name, "nvme-subsys0");
-        assert_eq!(
-            subs[0].nqn,
-            "nqn.1988-11.com.dell:mock:00:1a1111a1111aAA11111A"
-        );
+        assert_eq!(subs[0].nqn, "nqn.1988-11.com.dell:mock:00:1a1111a1111aAA11111A");
         assert_eq!(subs[0].controllers.len(), 2);
         assert_eq!(
             subs[0].controllers[0],
@@ -942,17 +802,11 @@ mod tests {
     fn list_subsys_single_host_object_with_deleting_path() {
         let subs = parse_list_subsys(SUBSYS_V2_DELETING).unwrap();
         assert_eq!(subs.len(), 1);
-        assert_eq!(
-            subs[0].nqn,
-            "nqn.1988-11.com.dell.mock:00:e6e2d5b871f1403E169D"
-        );
+        assert_eq!(subs[0].nqn, "nqn.1988-11.com.dell.mock:00:e6e2d5b871f1403E169D");
         assert_eq!(subs[0].controllers[0].state.as_deref(), Some("live"));
         assert_eq!(subs[0].controllers[1].name, "nvme1");
         assert_eq!(subs[0].controllers[1].state.as_deref(), Some("deleting"));
-        assert_eq!(
-            subs[0].controllers[1].address,
-            "traddr=10.230.1.2,trsvcid=4420,src_addr=10.230.1.4"
-        );
+        assert_eq!(subs[0].controllers[1].address, "traddr=10.230.1.2,trsvcid=4420,src_addr=10.230.1.4");
     }
 
     #[test]
@@ -977,28 +831,16 @@ mod tests {
     fn find_by_subsystem_nqn_in_detailed_lists() {
         let list = parse_list(DETAILED_POWERSTORE).unwrap();
         let nqn = "nqn.1988-11.com.dell:powerstore:00:42c92aa830b1FF113003";
-        assert_eq!(
-            find_namespace_for_nqn(&list, &[], nqn, None).as_deref(),
-            Some("/dev/nvme0n1")
-        );
-        assert_eq!(
-            find_namespace_for_nqn(&list, &[], nqn, Some(293)).as_deref(),
-            Some("/dev/nvme0n1")
-        );
+        assert_eq!(find_namespace_for_nqn(&list, &[], nqn, None).as_deref(), Some("/dev/nvme0n1"));
+        assert_eq!(find_namespace_for_nqn(&list, &[], nqn, Some(293)).as_deref(), Some("/dev/nvme0n1"));
         assert_eq!(find_namespace_for_nqn(&list, &[], nqn, Some(1)), None);
         assert_eq!(find_namespace_for_nqn(&list, &[], "nqn.other", None), None);
 
         let list = parse_list(VERBOSE_LIGHTBITS).unwrap();
         let lightbits = "nqn.2016-01.com.lightbitslabs:uuid:696-aa11-4912-acf9-eb2cfcd";
-        assert_eq!(
-            find_namespace_for_nqn(&list, &[], lightbits, Some(29017)).as_deref(),
-            Some("/dev/nvme9n1")
-        );
+        assert_eq!(find_namespace_for_nqn(&list, &[], lightbits, Some(29017)).as_deref(), Some("/dev/nvme9n1"));
         let micron = "nqn.2016-08.com.micron:nvme:nvm-subsystem-sn-2402473F6E8C";
-        assert_eq!(
-            find_namespace_for_nqn(&list, &[], micron, None).as_deref(),
-            Some("/dev/nvme3n1")
-        );
+        assert_eq!(find_namespace_for_nqn(&list, &[], micron, None).as_deref(), Some("/dev/nvme3n1"));
     }
 
     #[test]
@@ -1007,15 +849,8 @@ mod tests {
         // a list-subsys claiming the NQN must not redirect to a listed device
         // whose NQN is known to be different.
         let list = parse_list(VERBOSE_LIGHTBITS).unwrap();
-        let subs = vec![NvmeSubsystem {
-            name: "nvme-subsys3".into(),
-            nqn: "nqn.absent".into(),
-            controllers: vec![],
-        }];
-        assert_eq!(
-            find_namespace_for_nqn(&list, &subs, "nqn.absent", None),
-            None
-        );
+        let subs = vec![NvmeSubsystem { name: "nvme-subsys3".into(), nqn: "nqn.absent".into(), controllers: vec![] }];
+        assert_eq!(find_namespace_for_nqn(&list, &subs, "nqn.absent", None), None);
     }
 
     #[test]
@@ -1026,23 +861,11 @@ mod tests {
         let list = parse_list(FLAT_POWERSTORE).unwrap();
         let subs = parse_list_subsys(SUBSYS_V2).unwrap();
         let nqn = "nqn.1988-11.com.dell:mock:00:1a1111a1111aAA11111A";
-        assert_eq!(
-            find_namespace_for_nqn(&list, &subs, nqn, None).as_deref(),
-            Some("/dev/nvme0n1")
-        );
-        assert_eq!(
-            find_namespace_for_nqn(&list, &subs, nqn, Some(9222)).as_deref(),
-            Some("/dev/nvme0n2")
-        );
-        assert_eq!(
-            find_namespace_for_nqn(&list, &subs, nqn, Some(9217)).as_deref(),
-            Some("/dev/nvme0n1")
-        );
+        assert_eq!(find_namespace_for_nqn(&list, &subs, nqn, None).as_deref(), Some("/dev/nvme0n1"));
+        assert_eq!(find_namespace_for_nqn(&list, &subs, nqn, Some(9222)).as_deref(), Some("/dev/nvme0n2"));
+        assert_eq!(find_namespace_for_nqn(&list, &subs, nqn, Some(9217)).as_deref(), Some("/dev/nvme0n1"));
         assert_eq!(find_namespace_for_nqn(&list, &subs, nqn, Some(1)), None);
-        assert_eq!(
-            find_namespace_for_nqn(&list, &subs, "nqn.unknown", None),
-            None
-        );
+        assert_eq!(find_namespace_for_nqn(&list, &subs, "nqn.unknown", None), None);
     }
 
     fn flat(device: &str, nsid: u32) -> NvmeNamespace {
@@ -1065,10 +888,7 @@ mod tests {
         let subs = parse_list_subsys(SUBSYS_V2_DELETING).unwrap();
         let nqn = "nqn.1988-11.com.dell.mock:00:e6e2d5b871f1403E169D";
         let list = vec![flat("/dev/nvme1n1", 7), flat("/dev/nvme0n1", 7)];
-        assert_eq!(
-            find_namespace_for_nqn(&list, &subs, nqn, Some(7)).as_deref(),
-            Some("/dev/nvme0n1")
-        );
+        assert_eq!(find_namespace_for_nqn(&list, &subs, nqn, Some(7)).as_deref(), Some("/dev/nvme0n1"));
         // only the deleting controller's namespace is listed
         let list = vec![flat("/dev/nvme1n1", 7)];
         assert_eq!(find_namespace_for_nqn(&list, &subs, nqn, None), None);
@@ -1076,10 +896,7 @@ mod tests {
         let mut gone = subs.clone();
         gone[0].controllers[0].state = Some("connecting".into());
         let list = vec![flat("/dev/nvme0n1", 7)];
-        assert_eq!(
-            find_namespace_for_nqn(&list, &subs, nqn, None).as_deref(),
-            Some("/dev/nvme0n1")
-        );
+        assert_eq!(find_namespace_for_nqn(&list, &subs, nqn, None).as_deref(), Some("/dev/nvme0n1"));
         assert_eq!(find_namespace_for_nqn(&list, &gone, nqn, None), None);
     }
 
@@ -1114,14 +931,8 @@ mod tests {
             },
         ];
         let list = vec![flat("/dev/nvme3n1", 1), flat("/dev/nvme9n1", 29017)];
-        assert_eq!(
-            find_namespace_for_nqn(&list, &subs, "nqn.lightbits", None).as_deref(),
-            Some("/dev/nvme9n1")
-        );
-        assert_eq!(
-            find_namespace_for_nqn(&list, &subs, "nqn.micron", None).as_deref(),
-            Some("/dev/nvme3n1")
-        );
+        assert_eq!(find_namespace_for_nqn(&list, &subs, "nqn.lightbits", None).as_deref(), Some("/dev/nvme9n1"));
+        assert_eq!(find_namespace_for_nqn(&list, &subs, "nqn.micron", None).as_deref(), Some("/dev/nvme3n1"));
     }
 
     #[test]
@@ -1154,17 +965,11 @@ mod tests {
         // the listing is multipath-named, so the answer is nvme0n1, not the
         // local disk nvme2n1.
         let list = vec![flat("/dev/nvme0n1", 1), flat("/dev/nvme2n1", 1)];
-        assert_eq!(
-            find_namespace_for_nqn(&list, &subs, "nqn.target", None).as_deref(),
-            Some("/dev/nvme0n1")
-        );
+        assert_eq!(find_namespace_for_nqn(&list, &subs, "nqn.target", None).as_deref(), Some("/dev/nvme0n1"));
         // If both readings fit the listing and disagree: no guess.
         let mut subs2 = subs.clone();
         subs2[1].controllers[0].name = "nvme0".into();
-        assert_eq!(
-            find_namespace_for_nqn(&list, &subs2, "nqn.target", None),
-            None
-        );
+        assert_eq!(find_namespace_for_nqn(&list, &subs2, "nqn.target", None), None);
     }
 
     // ---- id-ctrl, connect, disconnect ----
@@ -1184,16 +989,8 @@ mod tests {
 
     #[test]
     fn id_ctrl_errors() {
-        assert_eq!(
-            parse_id_ctrl(LOCAL_ID_CTRL_EMPTY).unwrap_err(),
-            InspectError::Empty {
-                tool: "nvme id-ctrl"
-            }
-        );
-        assert_eq!(
-            parse_id_ctrl("{\"mn\":").unwrap_err().tool(),
-            "nvme id-ctrl"
-        );
+        assert_eq!(parse_id_ctrl(LOCAL_ID_CTRL_EMPTY).unwrap_err(), InspectError::Empty { tool: "nvme id-ctrl" });
+        assert_eq!(parse_id_ctrl("{\"mn\":").unwrap_err().tool(), "nvme id-ctrl");
         let err = parse_id_ctrl(r#"{"mn":"M","sn":"S"}"#).unwrap_err();
         assert!(err.to_string().contains("\"fr\""));
         assert!(parse_id_ctrl("[]").is_err());
@@ -1202,18 +999,9 @@ mod tests {
     #[test]
     fn connect_stdout_variants() {
         assert_eq!(connected_device(CONNECT_27).as_deref(), Some("nvme1"));
-        assert_eq!(
-            connected_device("device: nvme12\n").as_deref(),
-            Some("nvme12")
-        );
-        assert_eq!(
-            connected_device("{\n  \"device\" : \"nvme3\"\n}\n").as_deref(),
-            Some("nvme3")
-        );
-        assert_eq!(
-            connected_device(r#"{"device":"nvme1"}"#).as_deref(),
-            Some("nvme1")
-        );
+        assert_eq!(connected_device("device: nvme12\n").as_deref(), Some("nvme12"));
+        assert_eq!(connected_device("{\n  \"device\" : \"nvme3\"\n}\n").as_deref(), Some("nvme3"));
+        assert_eq!(connected_device(r#"{"device":"nvme1"}"#).as_deref(), Some("nvme1"));
         assert_eq!(connected_device(LOCAL_CONNECT_EMPTY), None);
         assert_eq!(connected_device(""), None);
         assert_eq!(connected_device("already connected\n"), None);
@@ -1224,24 +1012,11 @@ mod tests {
     #[test]
     fn disconnect_counts() {
         assert_eq!(disconnected_count(DISCONNECT_V1), Some(1));
+        assert_eq!(disconnected_count("NQN:nqn.2014-08.org.nvmexpress:uuid:1 disconnected 2 controller(s)\n"), Some(2));
+        assert_eq!(disconnected_count("NQN:a disconnected 0 controller(s)\n"), Some(0));
+        assert_eq!(disconnected_count("disconnected 3 controller(s)\n"), Some(3));
         assert_eq!(
-            disconnected_count(
-                "NQN:nqn.2014-08.org.nvmexpress:uuid:1 disconnected 2 controller(s)\n"
-            ),
-            Some(2)
-        );
-        assert_eq!(
-            disconnected_count("NQN:a disconnected 0 controller(s)\n"),
-            Some(0)
-        );
-        assert_eq!(
-            disconnected_count("disconnected 3 controller(s)\n"),
-            Some(3)
-        );
-        assert_eq!(
-            disconnected_count(
-                "NQN:a disconnected 1 controller(s)\nNQN:b disconnected 2 controller(s)\n"
-            ),
+            disconnected_count("NQN:a disconnected 1 controller(s)\nNQN:b disconnected 2 controller(s)\n"),
             Some(3)
         );
         assert_eq!(disconnected_count(LOCAL_DISCONNECT_EMPTY), None);

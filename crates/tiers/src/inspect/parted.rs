@@ -55,16 +55,11 @@ pub fn parse_machine(text: &str) -> Result<PartedDisk, InspectError> {
         .find(|l| matches!(*l, "BYT;" | "CHS;" | "CYL;"))
         .ok_or_else(|| InspectError::unexpected(TOOL, "no \"BYT;\" line (was -m given?)"))?;
     if header != "BYT;" {
-        return Err(InspectError::unexpected(
-            TOOL,
-            format!("unit {header} is not supported, use `unit B`"),
-        ));
+        return Err(InspectError::unexpected(TOOL, format!("unit {header} is not supported, use `unit B`")));
     }
 
     let mut records = lines.filter_map(|l| l.strip_suffix(';')).map(split_fields);
-    let disk = records
-        .next()
-        .ok_or_else(|| InspectError::unexpected(TOOL, "no disk line after \"BYT;\""))?;
+    let disk = records.next().ok_or_else(|| InspectError::unexpected(TOOL, "no disk line after \"BYT;\""))?;
     if disk.len() < 7 {
         return Err(InspectError::unexpected(
             TOOL,
@@ -127,9 +122,7 @@ fn split_fields(record: &str) -> Vec<String> {
 }
 
 fn parse_number<T: std::str::FromStr>(text: &str, what: &str) -> Result<T, InspectError> {
-    text.trim()
-        .parse()
-        .map_err(|_| InspectError::unexpected(TOOL, format!("unreadable {what} {text:?}")))
+    text.trim().parse().map_err(|_| InspectError::unexpected(TOOL, format!("unreadable {what} {text:?}")))
 }
 
 /// `"1048576B"` -> 1048576; `"2048s"` -> 2048 * sector.
@@ -140,10 +133,7 @@ fn parse_bytes(text: &str, sector: u32) -> Result<u64, InspectError> {
         let n: u64 = sectors.parse().map_err(|_| bad())?;
         return n.checked_mul(u64::from(sector)).ok_or_else(bad);
     }
-    text.strip_suffix('B')
-        .unwrap_or(text)
-        .parse()
-        .map_err(|_| bad())
+    text.strip_suffix('B').unwrap_or(text).parse().map_err(|_| bad())
 }
 
 /// The device node of partition `number` on `disk`, following the kernel's
@@ -158,11 +148,7 @@ pub fn partition_node(disk: &str, number: u32) -> String {
     if disk.starts_with("/dev/disk/by-") {
         return format!("{disk}-part{number}");
     }
-    if disk.ends_with(|c: char| c.is_ascii_digit()) {
-        format!("{disk}p{number}")
-    } else {
-        format!("{disk}{number}")
-    }
+    if disk.ends_with(|c: char| c.is_ascii_digit()) { format!("{disk}p{number}") } else { format!("{disk}{number}") }
 }
 
 /// Whether a partition starting at `start_bytes` is aligned to
@@ -177,10 +163,8 @@ mod tests {
     use super::*;
 
     const GPT: &str = include_str!("../../tests/fixtures/local/parted-machine-print.txt");
-    const MSDOS: &str =
-        include_str!("../../tests/fixtures/local/parted-machine-print.msdos-boot.txt");
-    const UNLABELED: &str =
-        include_str!("../../tests/fixtures/local/parted-machine-print.unlabeled.txt");
+    const MSDOS: &str = include_str!("../../tests/fixtures/local/parted-machine-print.msdos-boot.txt");
+    const UNLABELED: &str = include_str!("../../tests/fixtures/local/parted-machine-print.unlabeled.txt");
 
     #[test]
     fn gpt_loop_disk() {
@@ -216,11 +200,7 @@ mod tests {
                 ],
             }
         );
-        assert!(
-            disk.partitions
-                .iter()
-                .all(|p| is_aligned_start(p.start_bytes, 1 << 20))
-        );
+        assert!(disk.partitions.iter().all(|p| is_aligned_start(p.start_bytes, 1 << 20)));
     }
 
     #[test]
@@ -257,10 +237,7 @@ mod tests {
         assert_eq!(disk.physical_sector, 4096);
         assert_eq!(disk.partitions.len(), 1);
         let p = &disk.partitions[0];
-        assert_eq!(
-            (p.start_bytes, p.end_bytes, p.size_bytes),
-            (1 << 20, 2 * (1 << 20) - 512, 1 << 20)
-        );
+        assert_eq!((p.start_bytes, p.end_bytes, p.size_bytes), (1 << 20, 2 * (1 << 20) - 512, 1 << 20));
         assert_eq!(p.fstype, "xfs");
         assert_eq!(p.name, "pg data");
         assert_eq!(p.flags, "boot, esp");
@@ -268,18 +245,14 @@ mod tests {
 
     #[test]
     fn old_parted_disk_line_without_flags() {
-        let disk =
-            parse_machine("BYT;\n/dev/sda:500107862016B:scsi:512:512:msdos:ATA Disk;\n").unwrap();
+        let disk = parse_machine("BYT;\n/dev/sda:500107862016B:scsi:512:512:msdos:ATA Disk;\n").unwrap();
         assert_eq!(disk.model, "ATA Disk");
         assert_eq!(disk.size_bytes, 500_107_862_016);
     }
 
     #[test]
     fn errors() {
-        assert_eq!(
-            parse_machine("").unwrap_err(),
-            InspectError::Empty { tool: "parted" }
-        );
+        assert_eq!(parse_machine("").unwrap_err(), InspectError::Empty { tool: "parted" });
         let err = parse_machine("sh: 1: udevadm: not found\n").unwrap_err();
         assert!(err.to_string().starts_with("parted: "));
         assert!(parse_machine("BYT;\n").is_err());
@@ -307,10 +280,7 @@ mod tests {
             partition_node("/dev/disk/by-path/pci-0000:4f:00.0-nvme-1", 2),
             "/dev/disk/by-path/pci-0000:4f:00.0-nvme-1-part2"
         );
-        assert_eq!(
-            partition_node("/dev/disk/by-id/ata-WDC_WD800JD", 1),
-            "/dev/disk/by-id/ata-WDC_WD800JD-part1"
-        );
+        assert_eq!(partition_node("/dev/disk/by-id/ata-WDC_WD800JD", 1), "/dev/disk/by-id/ata-WDC_WD800JD-part1");
     }
 
     #[test]

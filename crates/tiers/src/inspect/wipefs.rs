@@ -46,10 +46,7 @@ pub fn parse_table(text: &str) -> Result<Vec<WipefsSignature>, InspectError> {
         match &columns {
             None => {
                 let header = read_header(line).ok_or_else(|| {
-                    InspectError::unexpected(
-                        TOOL,
-                        format!("expected the table header, got {line:?}"),
-                    )
+                    InspectError::unexpected(TOOL, format!("expected the table header, got {line:?}"))
                 })?;
                 columns = Some(header);
             }
@@ -80,11 +77,7 @@ fn read_header(line: &str) -> Option<Vec<(String, usize)>> {
         cols.push((word, s));
     }
     let has = |name: &str| cols.iter().any(|(n, _)| n == name);
-    if has("OFFSET") && has("TYPE") {
-        Some(cols)
-    } else {
-        None
-    }
+    if has("OFFSET") && has("TYPE") { Some(cols) } else { None }
 }
 
 fn read_row(cols: &[(String, usize)], line: &str) -> Result<WipefsSignature, InspectError> {
@@ -92,30 +85,17 @@ fn read_row(cols: &[(String, usize)], line: &str) -> Result<WipefsSignature, Ins
     let cell = |name: &str| -> Option<String> {
         let index = cols.iter().position(|(n, _)| n == name)?;
         let start = cols[index].1.min(chars.len());
-        let end = cols
-            .get(index + 1)
-            .map_or(chars.len(), |(_, s)| (*s).min(chars.len()));
+        let end = cols.get(index + 1).map_or(chars.len(), |(_, s)| (*s).min(chars.len()));
         let text: String = chars[start..end].iter().collect();
         let text = text.trim();
-        if text.is_empty() {
-            None
-        } else {
-            Some(text.to_string())
-        }
+        if text.is_empty() { None } else { Some(text.to_string()) }
     };
-    let offset_text = cell("OFFSET")
-        .ok_or_else(|| InspectError::unexpected(TOOL, format!("row without offset: {line:?}")))?;
-    let offset = parse_offset(&offset_text).ok_or_else(|| {
-        InspectError::unexpected(TOOL, format!("unreadable offset {offset_text:?}"))
-    })?;
-    let kind = cell("TYPE")
-        .ok_or_else(|| InspectError::unexpected(TOOL, format!("row without type: {line:?}")))?;
-    Ok(WipefsSignature {
-        offset,
-        kind,
-        uuid: cell("UUID"),
-        label: cell("LABEL"),
-    })
+    let offset_text =
+        cell("OFFSET").ok_or_else(|| InspectError::unexpected(TOOL, format!("row without offset: {line:?}")))?;
+    let offset = parse_offset(&offset_text)
+        .ok_or_else(|| InspectError::unexpected(TOOL, format!("unreadable offset {offset_text:?}")))?;
+    let kind = cell("TYPE").ok_or_else(|| InspectError::unexpected(TOOL, format!("row without type: {line:?}")))?;
+    Ok(WipefsSignature { offset, kind, uuid: cell("UUID"), label: cell("LABEL") })
 }
 
 /// `loop0p1: 4 bytes were erased at offset 0x00000000 (xfs): 58 46 53 42`
@@ -132,12 +112,7 @@ fn parse_erased_line(line: &str) -> Result<Option<WipefsSignature>, InspectError
         .map(|(k, _)| k.trim().to_string())
         .filter(|k| !k.is_empty())
         .ok_or_else(malformed)?;
-    Ok(Some(WipefsSignature {
-        offset,
-        kind,
-        uuid: None,
-        label: None,
-    }))
+    Ok(Some(WipefsSignature { offset, kind, uuid: None, label: None }))
 }
 
 /// `"0x1fe"` -> 510; plain decimal is accepted too.
@@ -160,10 +135,7 @@ pub fn parse_json(json: &str) -> Result<Vec<WipefsSignature>, InspectError> {
     let items = match root.get("signatures") {
         Some(Value::Array(items)) => items,
         Some(_) => {
-            return Err(InspectError::unexpected(
-                TOOL,
-                "\"signatures\" is not an array",
-            ));
+            return Err(InspectError::unexpected(TOOL, "\"signatures\" is not an array"));
         }
         None => return Err(InspectError::unexpected(TOOL, "no \"signatures\" key")),
     };
@@ -175,14 +147,9 @@ pub fn parse_json(json: &str) -> Result<Vec<WipefsSignature>, InspectError> {
             _ => None,
         }
         .ok_or_else(|| InspectError::unexpected(TOOL, "signature without a readable \"offset\""))?;
-        let kind = str_field(item, "type")
-            .ok_or_else(|| InspectError::unexpected(TOOL, "signature without \"type\""))?;
-        out.push(WipefsSignature {
-            offset,
-            kind,
-            uuid: str_field(item, "uuid"),
-            label: str_field(item, "label"),
-        });
+        let kind =
+            str_field(item, "type").ok_or_else(|| InspectError::unexpected(TOOL, "signature without \"type\""))?;
+        out.push(WipefsSignature { offset, kind, uuid: str_field(item, "uuid"), label: str_field(item, "label") });
     }
     Ok(out)
 }
@@ -196,43 +163,22 @@ mod tests {
     const GPT: &str = include_str!("../../tests/fixtures/local/wipefs-no-act.gpt-disk.txt");
     const MSDOS: &str = include_str!("../../tests/fixtures/local/wipefs-no-act.msdos-disk.txt");
     const EMPTY: &str = include_str!("../../tests/fixtures/local/wipefs-no-act.empty-disk.txt");
-    const LABEL_SPACE: &str =
-        include_str!("../../tests/fixtures/local/wipefs-no-act.xfs-label-space.txt");
-    const LABEL_UTF8: &str =
-        include_str!("../../tests/fixtures/local/wipefs-no-act.xfs-label-utf8.txt");
+    const LABEL_SPACE: &str = include_str!("../../tests/fixtures/local/wipefs-no-act.xfs-label-space.txt");
+    const LABEL_UTF8: &str = include_str!("../../tests/fixtures/local/wipefs-no-act.xfs-label-utf8.txt");
     const ALL_NO_ACT: &str = include_str!("../../tests/fixtures/local/wipefs-all-no-act.xfs.txt");
     const JSON_GPT: &str = include_str!("../../tests/fixtures/local/wipefs-json.gpt-disk.json");
-    const JSON_LABEL: &str =
-        include_str!("../../tests/fixtures/local/wipefs-json.xfs-label-space.json");
+    const JSON_LABEL: &str = include_str!("../../tests/fixtures/local/wipefs-json.xfs-label-space.json");
 
     fn sig(offset: u64, kind: &str, uuid: Option<&str>, label: Option<&str>) -> WipefsSignature {
-        WipefsSignature {
-            offset,
-            kind: kind.into(),
-            uuid: uuid.map(Into::into),
-            label: label.map(Into::into),
-        }
+        WipefsSignature { offset, kind: kind.into(), uuid: uuid.map(Into::into), label: label.map(Into::into) }
     }
 
     #[test]
     fn table_filesystems() {
-        assert_eq!(
-            parse_table(XFS).unwrap(),
-            vec![sig(
-                0,
-                "xfs",
-                Some("eeee9378-0741-40c7-9261-fa9fd17f6f74"),
-                None
-            )]
-        );
+        assert_eq!(parse_table(XFS).unwrap(), vec![sig(0, "xfs", Some("eeee9378-0741-40c7-9261-fa9fd17f6f74"), None)]);
         assert_eq!(
             parse_table(EXT4).unwrap(),
-            vec![sig(
-                0x438,
-                "ext4",
-                Some("ee81010c-1c84-476d-be4f-daf0addfa135"),
-                None
-            )]
+            vec![sig(0x438, "ext4", Some("ee81010c-1c84-476d-be4f-daf0addfa135"), None)]
         );
     }
 
@@ -240,53 +186,32 @@ mod tests {
     fn table_partition_tables() {
         assert_eq!(
             parse_table(GPT).unwrap(),
-            vec![
-                sig(0x200, "gpt", None, None),
-                sig(0x7fff_fe00, "gpt", None, None),
-                sig(0x1fe, "PMBR", None, None),
-            ]
+            vec![sig(0x200, "gpt", None, None), sig(0x7fff_fe00, "gpt", None, None), sig(0x1fe, "PMBR", None, None),]
         );
-        assert_eq!(
-            parse_table(MSDOS).unwrap(),
-            vec![sig(0x1fe, "dos", None, None)]
-        );
+        assert_eq!(parse_table(MSDOS).unwrap(), vec![sig(0x1fe, "dos", None, None)]);
     }
 
     #[test]
     fn table_labels_with_spaces_and_utf8() {
         assert_eq!(
             parse_table(LABEL_SPACE).unwrap(),
-            vec![sig(
-                0,
-                "xfs",
-                Some("0a794247-0550-43b8-b996-49c1cd6e846c"),
-                Some("pg data")
-            )]
+            vec![sig(0, "xfs", Some("0a794247-0550-43b8-b996-49c1cd6e846c"), Some("pg data"))]
         );
         assert_eq!(
             parse_table(LABEL_UTF8).unwrap(),
-            vec![sig(
-                0,
-                "xfs",
-                Some("b5c72bc6-fe64-4ff0-936c-9e4f6f6feb37"),
-                Some("pg dätä")
-            )]
+            vec![sig(0, "xfs", Some("b5c72bc6-fe64-4ff0-936c-9e4f6f6feb37"), Some("pg dätä"))]
         );
     }
 
     #[test]
     fn table_all_no_act_lines() {
-        assert_eq!(
-            parse_table(ALL_NO_ACT).unwrap(),
-            vec![sig(0, "xfs", None, None)]
-        );
+        assert_eq!(parse_table(ALL_NO_ACT).unwrap(), vec![sig(0, "xfs", None, None)]);
     }
 
     #[test]
     fn table_empty_and_malformed() {
         assert_eq!(parse_table(EMPTY).unwrap(), vec![]);
-        let err =
-            parse_table("wipefs: error: /dev/x: probing initialization failed\n").unwrap_err();
+        let err = parse_table("wipefs: error: /dev/x: probing initialization failed\n").unwrap_err();
         assert_eq!(err.tool(), "wipefs");
         let err = parse_table("DEVICE OFFSET TYPE UUID LABEL\nloop0  zz     gpt\n").unwrap_err();
         assert!(err.to_string().contains("offset"));
@@ -298,20 +223,11 @@ mod tests {
     fn json_outputs() {
         assert_eq!(
             parse_json(JSON_GPT).unwrap(),
-            vec![
-                sig(0x200, "gpt", None, None),
-                sig(0x7fff_fe00, "gpt", None, None),
-                sig(0x1fe, "PMBR", None, None),
-            ]
+            vec![sig(0x200, "gpt", None, None), sig(0x7fff_fe00, "gpt", None, None), sig(0x1fe, "PMBR", None, None),]
         );
         assert_eq!(
             parse_json(JSON_LABEL).unwrap(),
-            vec![sig(
-                0,
-                "xfs",
-                Some("0a794247-0550-43b8-b996-49c1cd6e846c"),
-                Some("pg data")
-            )]
+            vec![sig(0, "xfs", Some("0a794247-0550-43b8-b996-49c1cd6e846c"), Some("pg data"))]
         );
         assert_eq!(parse_json("").unwrap(), vec![]);
         assert_eq!(parse_json("{\"signatures\": [\n\n]}").unwrap(), vec![]);
@@ -320,10 +236,7 @@ mod tests {
     #[test]
     fn json_malformed() {
         let err = parse_json("{\"signatures\": [").unwrap_err();
-        assert!(matches!(
-            err,
-            InspectError::InvalidJson { tool: "wipefs", .. }
-        ));
+        assert!(matches!(err, InspectError::InvalidJson { tool: "wipefs", .. }));
         assert!(parse_json("{}").is_err());
         assert!(parse_json(r#"{"signatures":[{"offset":"nope","type":"xfs"}]}"#).is_err());
         assert!(parse_json(r#"{"signatures":[{"offset":"0x0"}]}"#).is_err());

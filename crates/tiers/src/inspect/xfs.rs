@@ -81,27 +81,20 @@ pub fn parse_info(text: &str) -> Result<XfsInfo, InspectError> {
             if let Some((key, value)) = token.split_once('=')
                 && !key.is_empty()
             {
-                values
-                    .entry((current.clone(), key.to_string()))
-                    .or_insert_with(|| value.to_string());
+                values.entry((current.clone(), key.to_string())).or_insert_with(|| value.to_string());
             }
         }
     }
 
     let get = |section: &str, key: &str| values.get(&(section.to_string(), key.to_string()));
     let number = |section: &str, key: &str| -> Result<u64, InspectError> {
-        let text = get(section, key).ok_or_else(|| {
-            InspectError::unexpected(TOOL, format!("no {key}= in the {section} section"))
-        })?;
-        text.parse().map_err(|_| {
-            InspectError::unexpected(TOOL, format!("{section} {key}={text} is not a number"))
-        })
+        let text = get(section, key)
+            .ok_or_else(|| InspectError::unexpected(TOOL, format!("no {key}= in the {section} section")))?;
+        text.parse().map_err(|_| InspectError::unexpected(TOOL, format!("{section} {key}={text} is not a number")))
     };
     let small = |section: &str, key: &str| -> Result<u32, InspectError> {
         let n = number(section, key)?;
-        u32::try_from(n).map_err(|_| {
-            InspectError::unexpected(TOOL, format!("{section} {key}={n} is too large"))
-        })
+        u32::try_from(n).map_err(|_| InspectError::unexpected(TOOL, format!("{section} {key}={n} is too large")))
     };
     let flag = |section: &str, key: &str| match get(section, key).map(String::as_str) {
         Some("1") => Some(true),
@@ -134,16 +127,12 @@ mod tests {
 
     const MKFS_DEFAULT: &str = include_str!("../../tests/fixtures/local/mkfs.xfs.default.txt");
     const MKFS_REFLINK0: &str = include_str!("../../tests/fixtures/local/mkfs.xfs.reflink0.txt");
-    const MKFS_STRIPED: &str =
-        include_str!("../../tests/fixtures/local/mkfs.xfs.su64k-sw4.label.txt");
+    const MKFS_STRIPED: &str = include_str!("../../tests/fixtures/local/mkfs.xfs.su64k-sw4.label.txt");
     const INFO_MOUNTED: &str = include_str!("../../tests/fixtures/local/xfs_info.txt");
-    const INFO_UNMOUNTED: &str =
-        include_str!("../../tests/fixtures/local/xfs_info-unmounted-dev.txt");
+    const INFO_UNMOUNTED: &str = include_str!("../../tests/fixtures/local/xfs_info-unmounted-dev.txt");
     const INFO_STRIPED: &str = include_str!("../../tests/fixtures/local/xfs_info.su64k-sw4.txt");
-    const PMEM_REFLINK1: &str =
-        include_str!("../../tests/fixtures/xfs/mkfs.xfs.pmem0.reflink1.pmem-kb100000005.txt");
-    const PMEM_REFLINK0: &str =
-        include_str!("../../tests/fixtures/xfs/mkfs.xfs-m-reflink0.pmem0.pmem-kb100000005.txt");
+    const PMEM_REFLINK1: &str = include_str!("../../tests/fixtures/xfs/mkfs.xfs.pmem0.reflink1.pmem-kb100000005.txt");
+    const PMEM_REFLINK0: &str = include_str!("../../tests/fixtures/xfs/mkfs.xfs-m-reflink0.pmem0.pmem-kb100000005.txt");
 
     fn loop_geometry(raw: &str, reflink: bool) -> XfsInfo {
         XfsInfo {
@@ -163,32 +152,15 @@ mod tests {
 
     #[test]
     fn mkfs_output_with_discarding_line() {
-        assert_eq!(
-            parse_info(MKFS_DEFAULT).unwrap(),
-            loop_geometry(MKFS_DEFAULT, true)
-        );
-        assert_eq!(
-            parse_info(MKFS_REFLINK0).unwrap(),
-            loop_geometry(MKFS_REFLINK0, false)
-        );
-        assert!(
-            parse_info(MKFS_DEFAULT)
-                .unwrap()
-                .raw
-                .ends_with("Discarding blocks...Done.")
-        );
+        assert_eq!(parse_info(MKFS_DEFAULT).unwrap(), loop_geometry(MKFS_DEFAULT, true));
+        assert_eq!(parse_info(MKFS_REFLINK0).unwrap(), loop_geometry(MKFS_REFLINK0, false));
+        assert!(parse_info(MKFS_DEFAULT).unwrap().raw.ends_with("Discarding blocks...Done."));
     }
 
     #[test]
     fn xfs_info_mounted_and_unmounted() {
-        assert_eq!(
-            parse_info(INFO_MOUNTED).unwrap(),
-            loop_geometry(INFO_MOUNTED, true)
-        );
-        assert_eq!(
-            parse_info(INFO_UNMOUNTED).unwrap(),
-            loop_geometry(INFO_UNMOUNTED, true)
-        );
+        assert_eq!(parse_info(INFO_MOUNTED).unwrap(), loop_geometry(INFO_MOUNTED, true));
+        assert_eq!(parse_info(INFO_UNMOUNTED).unwrap(), loop_geometry(INFO_UNMOUNTED, true));
     }
 
     #[test]
@@ -242,27 +214,12 @@ mod tests {
 
     #[test]
     fn errors() {
-        assert_eq!(
-            parse_info("").unwrap_err(),
-            InspectError::Empty {
-                tool: "xfs_info/mkfs.xfs"
-            }
-        );
+        assert_eq!(parse_info("").unwrap_err(), InspectError::Empty { tool: "xfs_info/mkfs.xfs" });
         let err = parse_info("xfs_info: /dev/sdz is not a valid XFS filesystem\n").unwrap_err();
-        assert!(
-            err.to_string()
-                .starts_with("xfs_info/mkfs.xfs: unexpected output")
-        );
-        let truncated: String = INFO_MOUNTED
-            .lines()
-            .take(5)
-            .map(|l| format!("{l}\n"))
-            .collect();
+        assert!(err.to_string().starts_with("xfs_info/mkfs.xfs: unexpected output"));
+        let truncated: String = INFO_MOUNTED.lines().take(5).map(|l| format!("{l}\n")).collect();
         let err = parse_info(&truncated).unwrap_err();
-        assert!(
-            err.to_string().contains("no blocks= in the log section"),
-            "{err}"
-        );
+        assert!(err.to_string().contains("no blocks= in the log section"), "{err}");
         let bad = INFO_MOUNTED.replace("agcount=4", "agcount=four");
         assert!(parse_info(&bad).is_err());
     }
