@@ -118,17 +118,20 @@ pub fn group_digits(v: f64, decimals: usize) -> String {
     if v < 0.0 { format!("-{out}") } else { out }
 }
 
-/// Draws the title, subtitle and footnote; returns the area left for the plot.
+/// Draws the title, subtitle, a legend row and the footnote; returns the area left for the plot.
+/// The legend sits above the plot, so it never hides a bar or its label.
 pub fn frame<'a, DB: DrawingBackend>(
     root: &'a DrawingArea<DB, Shift>,
     title: &str,
     subtitle: &str,
+    legend: &[(String, RGBColor)],
     footnote: &[String],
 ) -> Result<DrawingArea<DB, Shift>, String> {
     root.fill(&WHITE).map_err(s)?;
     let (w, h) = root.dim_in_pixel();
     let title_style = ("sans-serif", 30).into_font().style(FontStyle::Bold).color(&BLACK);
     root.draw(&Text::new(title.to_string(), (24, 14), title_style)).map_err(s)?;
+    let mut top = 56;
     if !subtitle.is_empty() {
         root.draw(&Text::new(
             subtitle.to_string(),
@@ -136,6 +139,25 @@ pub fn frame<'a, DB: DrawingBackend>(
             ("sans-serif", 19).into_font().color(&RGBColor(0x44, 0x44, 0x44)),
         ))
         .map_err(s)?;
+        top = 84;
+    }
+    if !legend.is_empty() {
+        let font = ("sans-serif", 16).into_font();
+        let (mut x, mut y) = (24i32, top as i32 + 4);
+        for (text, color) in legend {
+            let tw = root
+                .estimate_text_size(text, &font.clone().into_text_style(root))
+                .map(|(tw, _)| tw as i32)
+                .unwrap_or(8 * text.len() as i32);
+            if x + 26 + tw > w as i32 - 24 {
+                x = 24;
+                y += 24;
+            }
+            root.draw(&Rectangle::new([(x, y + 2), (x + 18, y + 16)], color.filled())).map_err(s)?;
+            root.draw(&Text::new(text.clone(), (x + 24, y), font.clone().color(&BLACK))).map_err(s)?;
+            x += 24 + tw + 28;
+        }
+        top = (y + 28) as u32;
     }
     let foot_h = 20 * footnote.len() as i32 + 12;
     for (i, line) in footnote.iter().enumerate() {
@@ -143,16 +165,15 @@ pub fn frame<'a, DB: DrawingBackend>(
         root.draw(&Text::new(line.clone(), (24, y), ("sans-serif", 15).into_font().color(&RGBColor(0x55, 0x55, 0x55))))
             .map_err(s)?;
     }
-    let top = if subtitle.is_empty() { 56 } else { 84 };
-    let _ = w;
     Ok(root.margin(top, foot_h as u32, 0, 0))
 }
 
 fn draw_bar_chart<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, c: &BarChart) -> Result<(), String> {
-    let area = frame(root, &c.title, &c.subtitle, &c.footnote)?;
+    let legend: Vec<(String, RGBColor)> = c.bars.iter().map(|b| (b.legend.clone(), b.color)).collect();
+    let area = frame(root, &c.title, &c.subtitle, &legend, &c.footnote)?;
     let n = c.bars.len().max(1);
     let top = c.bars.iter().map(|b| b.value + b.error.filter(|e| e.is_finite()).unwrap_or(0.0)).fold(0.0, f64::max);
-    let ymax = if top > 0.0 { top * 1.28 } else { 1.0 };
+    let ymax = if top > 0.0 { top * 1.2 } else { 1.0 };
     let labels: Vec<String> = c.bars.iter().map(|b| b.label.clone()).collect();
     let mut chart = ChartBuilder::on(&area)
         .margin_left(20)
@@ -180,18 +201,14 @@ fn draw_bar_chart<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, c: &BarChar
         .y_desc(c.y_label.as_str())
         .label_style(("sans-serif", 18))
         .axis_desc_style(("sans-serif", 20))
-        .light_line_style(RGBColor(0xEE, 0xEE, 0xEE))
+        .light_line_style(WHITE)
+        .bold_line_style(RGBColor(0xE4, 0xE4, 0xE4))
         .draw()
         .map_err(s)?;
     for (i, b) in c.bars.iter().enumerate() {
         let x = i as f64;
         let fill = if b.within_noise { b.color.mix(0.4).filled() } else { b.color.filled() };
-        let color = b.color;
-        chart
-            .draw_series(std::iter::once(Rectangle::new([(x - 0.32, 0.0), (x + 0.32, b.value)], fill)))
-            .map_err(s)?
-            .label(b.legend.clone())
-            .legend(move |(lx, ly)| Rectangle::new([(lx, ly - 7), (lx + 18, ly + 7)], color.filled()));
+        chart.draw_series(std::iter::once(Rectangle::new([(x - 0.32, 0.0), (x + 0.32, b.value)], fill))).map_err(s)?;
         if b.within_noise {
             chart
                 .draw_series(std::iter::once(Rectangle::new(
@@ -227,14 +244,6 @@ fn draw_bar_chart<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, c: &BarChar
             ])
             .map_err(s)?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.9))
-        .border_style(RGBColor(0xBB, 0xBB, 0xBB))
-        .label_font(("sans-serif", 16))
-        .draw()
-        .map_err(s)?;
     Ok(())
 }
 

@@ -1,0 +1,302 @@
+//! The whole pipeline, for real: a tiny experiment on the three emulated tier classes (loop
+//! device, zram, nbdkit over a network namespace), real XFS, real PostgreSQL and pgbench. Checks
+//! the CSV rows, the charts, the manifest, and that nothing is left mounted or running. Needs
+//! root; PGTIER_SKIP_ROOT_TESTS=1 skips these tests explicitly where root is not available.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn root_or_skip() -> bool {
+    if nix::unistd::geteuid().is_root() {
+        return true;
+    }
+    if std::env::var("PGTIER_SKIP_ROOT_TESTS").as_deref() == Ok("1") {
+        eprintln!("SKIPPED: needs root (PGTIER_SKIP_ROOT_TESTS=1)");
+        return false;
+    }
+    panic!(
+        "this test provisions real block devices and runs PostgreSQL; run it as root, or set PGTIER_SKIP_ROOT_TESTS=1 to skip it explicitly"
+    );
+}
+
+const TINY: &str = r#"
+[experiment]
+name = "tiny"
+description = "integration test"
+baseline = "disk"
+repetitions = 2
+
+[postgres]
+profiles = ["default"]
+memory_limits = ["256MiB"]
+
+[[device]]
+name = "disk"
+class = "nvme"
+path = "/dev/disk/by-id/not-used-when-emulating"
+mount_options = ["noatime"]
+[device.emulate]
+size = "512MiB"
+
+[[device]]
+name = "pm"
+class = "pmem"
+namespace = "namespace0.0"
+[device.emulate]
+size = "512MiB"
+
+[[device]]
+name = "remote"
+class = "nvme-tcp"
+address = "192.0.2.1"
+nqn = "nqn.2014-08.org.example:tiny"
+[device.emulate]
+size = "512MiB"
+latency = "1ms"
+
+[[placement]]
+name = "disk"
+data = "disk"
+wal = "disk"
+
+[[placement]]
+name = "wal-on-pm"
+data = "disk"
+wal = "pm"
+
+[[placement]]
+name = "remote"
+data = "remote"
+wal = "remote"
+
+[[workload]]
+name = "rw"
+kind = "pgbench"
+builtin = "tpcb-like"
+scale = 2
+clients = [2]
+duration = "DURATION"
+ramp_up = "1s"
+
+[[workload]]
+name = "ro"
+kind = "pgbench"
+builtin = "select-only"
+scale = 2
+clients = [2]
+duration = "DURATION"
+"#;
+
+struct Env {
+    dir: tempfile::TempDir,
+}
+
+impl Env {
+    fn new() -> Env {
+        Env { dir: tempfile::Builder::new().prefix("pgtier-it-").tempdir_in("/var/tmp").unwrap() }
+    }
+    fn state(&self) -> PathBuf {
+        self.dir.path().join("state")
+    }
+    fn config(&self, duration: &str) -> PathBuf {
+        let p = self.dir.path().join("tiny.toml");
+        std::fs::write(&p, TINY.replace("DURATION", duration)).unwrap();
+        p
+    }
+    fn xtask(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_xtask"));
+        c.args(args).env("PGTIER_STATE_DIR", self.state());
+        c
+    }
+}
+
+fn text(o: &Output) -> (String, String) {
+    (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
+}
+
+/// Nothing of the run under `state` is mounted, attached or running.
+fn assert_nothing_left(state: &Path) {
+    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
+    let state_s = state.to_string_lossy();
+    assert!(
+        !mounts.contains(state_s.as_ref()),
+        "still mounted:\n{}",
+        mounts.lines().filter(|l| l.contains(state_s.as_ref())).collect::<Vec<_>>().join("\n")
+    );
+    for e in std::fs::read_dir("/sys/block").unwrap().flatten() {
+        if let Ok(b) = std::fs::read_to_string(e.path().join("loop/backing_file")) {
+            assert!(!b.contains(state_s.as_ref()), "loop device {:?} still attached to {b}", e.file_name());
+        }
+    }
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        if let Ok(cmd) = std::fs::read(e.path().join("cmdline")) {
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            if cmd.contains(state_s.as_ref()) && !cmd.contains("cargo") {
+                panic!("process still running: {cmd}");
+            }
+        }
+    }
+    let journals: Vec<_> = std::fs::read_dir(state.join("journal"))
+        .map(|rd| rd.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default();
+    assert!(journals.iter().all(|j| j.ends_with(".closed.jsonl")), "unfinished run records: {journals:?}");
+    let work: Vec<_> = std::fs::read_dir(state.join("work")).map(|rd| rd.flatten().collect()).unwrap_or_default();
+    assert!(work.is_empty(), "work directories left: {work:?}");
+}
+
+fn csv_rows(path: &Path) -> Vec<std::collections::HashMap<String, String>> {
+    let mut r = csv::Reader::from_path(path).unwrap();
+    let headers = r.headers().unwrap().clone();
+    r.records()
+        .map(|rec| headers.iter().zip(rec.unwrap().iter()).map(|(h, v)| (h.to_string(), v.to_string())).collect())
+        .collect()
+}
+
+#[test]
+fn tiny_experiment_end_to_end() {
+    if !root_or_skip() {
+        return;
+    }
+    let env = Env::new();
+    let out = env.dir.path().join("results");
+    let cfg = env.config("2s");
+    let o = env
+        .xtask(&["compare", "--config", cfg.to_str().unwrap(), "--emulate", "--out", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&o);
+    assert!(o.status.success(), "compare failed\nstdout:\n{stdout}\nstderr:\n{stderr}");
+    assert_eq!(stdout.lines().last(), Some(out.to_str().unwrap()), "the last line on stdout is the results directory");
+
+    let summary = csv_rows(&out.join("summary.csv"));
+    assert_eq!(summary.len(), 6, "3 placements x 2 workloads");
+    for row in &summary {
+        assert_eq!(row["runs"], "2");
+        let tps: f64 = row["tps_mean"].parse().unwrap();
+        assert!(tps > 0.0);
+        if row["placement"] == "disk" {
+            assert_eq!(row["tps_delta_pct"], "0.00", "baseline rows have a zero delta");
+        } else {
+            let d: f64 = row["tps_delta_pct"].parse().expect("a delta against the baseline");
+            let ratio: f64 = row["tps_ratio"].parse().unwrap();
+            assert!(((ratio - 1.0) * 100.0 - d).abs() < 0.01, "delta and ratio agree");
+            assert!(!row["within_noise"].is_empty());
+        }
+    }
+    let runs = csv_rows(&out.join("runs.csv"));
+    assert_eq!(runs.len(), 12);
+    assert!(runs.iter().all(|r| r["status"] == "ok"), "{runs:?}");
+    // Interleaved order: placements alternate.
+    let order: Vec<&str> = runs.iter().take(3).map(|r| r["placement"].as_str()).collect();
+    assert_eq!(order, ["disk", "wal-on-pm", "remote"]);
+    // Raw output next to every parsed figure.
+    for r in &runs {
+        let dir = out.join("runs").join(&r["run_id"]);
+        let raw = std::fs::read_to_string(dir.join("pgbench.stdout")).unwrap();
+        assert!(raw.contains("tps = "), "raw pgbench output kept for {}", r["run_id"]);
+        assert!(std::fs::read_to_string(dir.join("pgbench.stderr")).unwrap().contains("progress:"));
+    }
+    // Charts: PNG and SVG for throughput and latency of both workloads.
+    for kind in ["throughput", "latency"] {
+        for w in ["rw", "ro"] {
+            let stem = out.join("charts").join(format!("{kind}-{w}-c2-mem256MiB"));
+            let png = std::fs::read(stem.with_extension("png")).unwrap();
+            assert_eq!(&png[1..4], b"PNG");
+            assert!(png.len() > 20_000, "a real picture, not an empty canvas");
+            let svg = std::fs::read_to_string(stem.with_extension("svg")).unwrap();
+            assert!(svg.contains("baseline") && svg.contains('%'), "% labels on the bars");
+        }
+    }
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("manifest.json")).unwrap()).unwrap();
+    let pm = manifest["devices"].as_array().unwrap().iter().find(|d| d["name"] == "pm").unwrap();
+    assert_eq!(pm["dax_requested"], "required");
+    assert_eq!(pm["dax_honoured"], false, "the emulated PMem cannot honour DAX and the results say so");
+    assert!(manifest["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().contains("DAX")));
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(report.contains("NOT in effect"));
+    assert_nothing_left(&env.state());
+
+    // A second cleanup finds nothing to do.
+    let o = env.xtask(&["cleanup"]).output().unwrap();
+    assert!(o.status.success());
+    assert!(text(&o).0.contains("nothing to clean up"), "{:?}", text(&o));
+}
+
+#[test]
+fn invalid_file_exits_2_and_touches_nothing() {
+    let env = Env::new();
+    let cfg = env.dir.path().join("bad.toml");
+    let bad = TINY.replace("DURATION", "2s").replace("wal = \"pm\"", "wal = \"pmm\"");
+    std::fs::write(&cfg, &bad).unwrap();
+    let o = env.xtask(&["compare", "--config", cfg.to_str().unwrap(), "--emulate"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let (_, stderr) = text(&o);
+    let line = bad.lines().position(|l| l.contains("\"pmm\"")).unwrap() + 1;
+    assert!(stderr.contains(&format!("bad.toml:{line}:")), "{stderr}");
+    assert!(stderr.contains("placement[wal-on-pm].wal") && stderr.contains("nothing was touched"), "{stderr}");
+    assert!(!env.state().exists(), "no state directory was created");
+}
+
+#[test]
+fn dry_run_prints_the_plan_and_touches_nothing() {
+    let env = Env::new();
+    let cfg = env.config("2s");
+    let o = env.xtask(&["compare", "--config", cfg.to_str().unwrap(), "--emulate", "--dry-run"]).output().unwrap();
+    assert!(o.status.success());
+    let (stdout, _) = text(&o);
+    for needle in [
+        "losetup --find --show --direct-io=on",
+        "hot_add",
+        "nbdkit",
+        "nbdfuse",
+        "mkfs.xfs",
+        "mount -t xfs",
+        "why:",
+        "pgbench --builtin=tpcb-like",
+    ] {
+        assert!(stdout.contains(needle), "dry run shows {needle}:\n{stdout}");
+    }
+    assert!(!env.state().exists(), "a dry run creates nothing");
+}
+
+#[test]
+fn interrupt_mid_run_tears_down_and_keeps_finished_runs() {
+    if !root_or_skip() {
+        return;
+    }
+    let env = Env::new();
+    let out = env.dir.path().join("results");
+    let cfg = env.config("4s");
+    let mut child = env
+        .xtask(&["compare", "--config", cfg.to_str().unwrap(), "--emulate", "--out", out.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until at least one run finished and the next one is measuring.
+    let start = Instant::now();
+    loop {
+        let done = std::fs::read_dir(out.join("runs"))
+            .map(|rd| rd.flatten().filter(|e| e.path().join("result.json").exists()).count())
+            .unwrap_or(0);
+        if done >= 1 {
+            std::thread::sleep(Duration::from_secs(3));
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(180), "no run finished in time");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT).unwrap();
+    let o = child.wait_with_output().unwrap();
+    let (_, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "an interrupted run is a runtime failure\n{stderr}");
+    assert!(stderr.contains("teardown complete"), "{stderr}");
+    assert_nothing_left(&env.state());
+    // What finished is kept and reported; what did not is listed as missing.
+    let runs = csv_rows(&out.join("runs.csv"));
+    assert!(!runs.is_empty());
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(report.contains("Missing cells") || runs.len() == 12, "{report}");
+}
