@@ -3,8 +3,10 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
-use crate::plan::{Action, Check, Plan, Resolve, Template, Value, nbdkit_delay};
-use crate::spec::{Backing, DaxPolicy, DeviceSpec, RealDevice};
+use std::time::Duration;
+
+use crate::plan::{Action, Check, EmulatedDelay, MICROSECOND_DELAY_PLUGIN, Plan, Resolve, Template, Value};
+use crate::spec::{Backing, DaxPolicy, DeviceClass, DeviceSpec, RealDevice};
 
 /// Where and for whom a plan provisions.
 #[derive(Clone, Debug)]
@@ -43,6 +45,7 @@ pub fn package_of(program: &str) -> &'static str {
         "ndctl" => "ndctl",
         "fio" => "fio",
         "dd" => "coreutils",
+        "cc" => "gcc (nbdkit's cc plugin compiles the microsecond delay plugin)",
         _ => "(unknown)",
     }
 }
@@ -93,6 +96,11 @@ fn tools_needed(devices: &[DeviceSpec], emulate: bool) -> Vec<String> {
                 Backing::Zram => {}
                 Backing::Nbd => {
                     t.extend(["losetup", "ip", "nbdkit", "nbdfuse", "fusermount3"]);
+                    if let Some(EmulatedDelay::MicrosecondPlugin { .. }) =
+                        d.emulation.latency.and_then(EmulatedDelay::for_latency)
+                    {
+                        t.insert("cc");
+                    }
                 }
             }
         } else {
@@ -113,6 +121,9 @@ fn tools_needed(devices: &[DeviceSpec], emulate: bool) -> Vec<String> {
             if d.discard {
                 t.insert("blkdiscard");
             }
+            if d.precondition.is_some() {
+                t.insert("fio");
+            }
         }
     }
     t.into_iter().map(str::to_string).collect()
@@ -127,10 +138,15 @@ fn mkfs_template(d: &DeviceSpec, device: Value, force: bool, skip_discard: bool)
     if skip_discard && !d.mkfs_options.iter().any(|o| o == "-K") {
         t = t.lit("-K");
     }
-    if d.dax != DaxPolicy::Off && !d.mkfs_options.iter().any(|o| o.contains("reflink")) {
+    if (d.dax != DaxPolicy::Off || d.class == DeviceClass::Pmem)
+        && !d.mkfs_options.iter().any(|o| o.contains("reflink"))
+    {
+        // XFS cannot mount with DAX while reflink is on (kernel: "DAX and reflink cannot be used together").
         t = t.lits(["-m", "reflink=0"]);
     }
-    t.lits(d.mkfs_options.iter().cloned()).lits(["-L", &label(&d.name)]).val(device)
+    // Wiping is the experiment file's decision (allow_wipe), not an mkfs option's.
+    let options = d.mkfs_options.iter().filter(|o| force || !matches!(o.as_str(), "-f" | "--force"));
+    t.lits(options.cloned()).lits(["-L", &label(&d.name)]).val(device)
 }
 
 /// XFS labels are at most 12 characters.
@@ -252,7 +268,11 @@ fn emulated_device(plan: &mut Plan, d: &DeviceSpec, index: usize, ctx: &PlanCont
         }
         Backing::Nbd => {
             let img = img_dir.join(format!("{}.img", d.name));
-            plan.push(name, Action::MakeDir { path: img_dir, mode: 0o700, remove_on_teardown: false }, "backing files");
+            plan.push(
+                name,
+                Action::MakeDir { path: img_dir.clone(), mode: 0o700, remove_on_teardown: false },
+                "backing files",
+            );
             plan.push(
                 name,
                 Action::SparseFile { path: img.clone(), size: e.size_bytes },
@@ -281,13 +301,34 @@ fn emulated_device(plan: &mut Plan, d: &DeviceSpec, index: usize, ctx: &PlanCont
             let port = 10809u16;
             let mut nbdkit =
                 Template::new("nbdkit").lits(["--foreground", "--ipaddr", &target_ip, "--port", &port.to_string()]);
-            if let Some(lat) = e.latency.filter(|l| !l.is_zero()) {
-                let ms = nbdkit_delay(lat);
-                nbdkit = nbdkit.lit("--filter=delay");
-                nbdkit = nbdkit.lit("file").lit(img.display().to_string());
-                nbdkit = nbdkit.lit(format!("delay-read={ms}")).lit(format!("delay-write={ms}"));
-            } else {
-                nbdkit = nbdkit.lit("file").lit(img.display().to_string());
+            let delay = e.latency.and_then(EmulatedDelay::for_latency);
+            match delay {
+                None => nbdkit = nbdkit.lit("file").lit(img.display().to_string()),
+                Some(EmulatedDelay::DelayFilter { ms }) => {
+                    nbdkit = nbdkit
+                        .lit("--filter=delay")
+                        .lit("file")
+                        .lit(img.display().to_string())
+                        .lit(format!("delay-read={ms}ms"))
+                        .lit(format!("delay-write={ms}ms"));
+                }
+                Some(EmulatedDelay::MicrosecondPlugin { us }) => {
+                    let source = img_dir.join("pgtier-usdelay.c");
+                    plan.push(
+                        name,
+                        Action::WriteFile {
+                            path: source.clone(),
+                            contents: MICROSECOND_DELAY_PLUGIN.to_string(),
+                            what: "nbdkit plugin source, part of pgtier".into(),
+                        },
+                        "nbdkit's delay filter takes whole milliseconds only; this small plugin sleeps a number of microseconds before each read and write",
+                    );
+                    nbdkit = nbdkit
+                        .lit("cc")
+                        .lit(source.display().to_string())
+                        .lit(format!("file={}", img.display()))
+                        .lit(format!("delay_us={us}"));
+                }
             }
             plan.push(
                 name,
@@ -298,12 +339,13 @@ fn emulated_device(plan: &mut Plan, d: &DeviceSpec, index: usize, ctx: &PlanCont
                     log: ctx.log_dir.join(format!("nbdkit-{}.log", d.name)),
                     ready_tcp: Some((target_ip.clone(), port)),
                 },
-                match e.latency {
-                    Some(l) if !l.is_zero() => format!(
-                        "NBD target in its namespace, adding {} to every read and write (nbdkit delay filter)",
-                        nbdkit_delay(l)
+                match delay {
+                    Some(delay) => format!(
+                        "NBD target in its namespace, adding {}{}; nbdkit, nbdfuse and the loop device add about 0.1 ms of their own per I/O",
+                        delay.describe(),
+                        latency_note(e.latency.unwrap_or_default(), delay)
                     ),
-                    _ => "NBD target in its namespace".to_string(),
+                    None => "NBD target in its namespace; nbdkit, nbdfuse and the loop device add about 0.1 ms of their own per I/O".to_string(),
                 },
             );
             let fuse_dir = ctx.work_dir.join("fuse").join(&d.name);
@@ -344,6 +386,11 @@ fn emulated_device(plan: &mut Plan, d: &DeviceSpec, index: usize, ctx: &PlanCont
     finish_filesystem(plan, d, Value::var(&d.name), ctx, true);
 }
 
+/// Says when the applied delay differs from the one asked for (cut to whole microseconds).
+fn latency_note(asked: Duration, delay: EmulatedDelay) -> String {
+    if asked == delay.applied() { String::new() } else { format!(" (asked for {asked:?}, cut to whole microseconds)") }
+}
+
 /// Link-local /30 addresses for device `index` of a run.
 fn link_addresses(short_id: &str, index: usize) -> (String, String) {
     let h = short_id.bytes().fold(0u32, |a, b| a.wrapping_mul(31).wrapping_add(b as u32));
@@ -352,20 +399,30 @@ fn link_addresses(short_id: &str, index: usize) -> (String, String) {
     (format!("169.254.{third}.{}", base + 1), format!("169.254.{third}.{}", base + 2))
 }
 
+/// Every safety check of every device, before anything writes to a device. An NVMe/TCP namespace
+/// can only be checked once connected: its `nvme connect` comes first (it attaches the remote
+/// subsystem and writes nothing; teardown disconnects it).
 fn real_checks(plan: &mut Plan, devices: &[DeviceSpec]) {
     for d in devices {
         let name = Some(d.name.as_str());
+        let not_in_use = |plan: &mut Plan, why: &str| {
+            plan.push(
+                name,
+                Action::Check(Check::IsBlockDevice { device: Value::var(disk_var(d)) }),
+                "refuse anything that is not a block device",
+            );
+            plan.push(
+                name,
+                Action::Check(Check::NotInUse { device: Value::var(disk_var(d)), allow_wipe: d.allow_wipe }),
+                why,
+            );
+        };
         match &d.real {
             RealDevice::Local { path, model, serial } => {
                 plan.push(
                     name,
                     Action::Resolve { what: Resolve::Canonical { path: path.clone() }, bind: disk_var(d) },
-                    "stable names are links to the kernel's name",
-                );
-                plan.push(
-                    name,
-                    Action::Check(Check::IsBlockDevice { device: Value::var(disk_var(d)) }),
-                    "refuse anything that is not a block device",
+                    "stable names (/dev/disk/by-id/...) are links to the kernel's name, which can change at boot",
                 );
                 if model.is_some() || serial.is_some() {
                     plan.push(
@@ -375,14 +432,10 @@ fn real_checks(plan: &mut Plan, devices: &[DeviceSpec]) {
                             model: model.clone(),
                             serial: serial.clone(),
                         }),
-                        "make sure this is the device the experiment file names",
+                        "make sure this is the device the experiment file names (sysfs device/model, device/serial)",
                     );
                 }
-                plan.push(
-                    name,
-                    Action::Check(Check::NotInUse { device: Value::var(disk_var(d)), allow_wipe: d.allow_wipe }),
-                    "never format a device that holds data or backs the system",
-                );
+                not_in_use(plan, "never touch a device that holds data or backs the system");
             }
             RealDevice::Pmem { namespace, allow_reconfigure } => {
                 plan.push(
@@ -393,28 +446,58 @@ fn real_checks(plan: &mut Plan, devices: &[DeviceSpec]) {
                     }),
                     "DAX needs an fsdax namespace",
                 );
-                if !*allow_reconfigure {
-                    plan.push(
-                        name,
-                        Action::Resolve {
-                            what: Resolve::PmemNamespace { namespace: namespace.clone() },
-                            bind: disk_var(d),
-                        },
-                        "the namespace's block device (pmemN)",
-                    );
-                    plan.push(
-                        name,
-                        Action::Check(Check::IsBlockDevice { device: Value::var(disk_var(d)) }),
-                        "refuse anything that is not a block device",
-                    );
-                    plan.push(
-                        name,
-                        Action::Check(Check::NotInUse { device: Value::var(disk_var(d)), allow_wipe: d.allow_wipe }),
-                        "never format a device that holds data or backs the system",
-                    );
-                }
+                plan.push(
+                    name,
+                    Action::Check(Check::PmemNotInUse { namespace: namespace.clone(), allow_wipe: d.allow_wipe }),
+                    "never touch a namespace that holds data or is in use",
+                );
             }
-            RealDevice::NvmeTcp(_) => {}
+            RealDevice::NvmeTcp(t) => {
+                plan.push(
+                    name,
+                    Action::Check(Check::NvmeNotConnected { nqn: t.nqn.clone() }),
+                    "teardown disconnects the subsystem, so pgtier must not reuse someone else's connection",
+                );
+                let mut connect = Template::new("nvme").lits([
+                    "connect",
+                    "--transport",
+                    "tcp",
+                    "--traddr",
+                    &t.address,
+                    "--trsvcid",
+                    &t.port.to_string(),
+                    "--nqn",
+                    &t.nqn,
+                ]);
+                if let Some(h) = &t.host_nqn {
+                    connect = connect.lits(["--hostnqn", h]);
+                }
+                if let Some(s) = &t.dhchap_secret {
+                    connect = connect.lit("--dhchap-secret").val(Value::Secret(s.clone()));
+                }
+                plan.push(
+                    name,
+                    Action::Run { command: connect, undo_nvme_nqn: Some(t.nqn.clone()), timeout_secs: 120 },
+                    format!(
+                        "attach the remote subsystem so that its namespace can be checked (writes nothing); teardown runs nvme disconnect -n {}{}",
+                        t.nqn,
+                        if t.dhchap_secret.is_some() {
+                            "; the DH-HMAC-CHAP secret is read when the command runs and is never printed or recorded"
+                        } else {
+                            ""
+                        }
+                    ),
+                );
+                plan.push(
+                    name,
+                    Action::Resolve {
+                        what: Resolve::NvmeNamespace { nqn: t.nqn.clone(), nsid: t.nsid },
+                        bind: disk_var(d),
+                    },
+                    "kernel names like nvme2n1 are not stable: find the namespace by its subsystem NQN",
+                );
+                not_in_use(plan, "never touch a namespace that holds data");
+            }
         }
     }
 }
@@ -423,124 +506,57 @@ fn disk_var(d: &DeviceSpec) -> String {
     if d.partition.is_some() { format!("{}.disk", d.name) } else { d.name.clone() }
 }
 
+fn run(command: Template, timeout_secs: u64) -> Action {
+    Action::Run { command, undo_nvme_nqn: None, timeout_secs }
+}
+
 fn real_device(plan: &mut Plan, d: &DeviceSpec, ctx: &PlanContext) {
     let name = Some(d.name.as_str());
-    match &d.real {
-        RealDevice::Local { .. } => {}
-        RealDevice::Pmem { namespace, allow_reconfigure } => {
-            if *allow_reconfigure {
-                plan.push(
-                    name,
-                    Action::Run {
-                        command: Template::new("ndctl").lits([
-                            "create-namespace",
-                            "--force",
-                            "--reconfig",
-                            namespace,
-                            "--mode",
-                            "fsdax",
-                        ]),
-                        undo_nvme_nqn: None,
-                        timeout_secs: 600,
-                    },
-                    "the experiment file allows reconfiguring this namespace to fsdax (destroys its data)",
-                );
-                plan.push(
-                    name,
-                    Action::Resolve {
-                        what: Resolve::PmemNamespace { namespace: namespace.clone() },
-                        bind: disk_var(d),
-                    },
-                    "the namespace's block device (pmemN)",
-                );
-                plan.push(
-                    name,
-                    Action::Check(Check::IsBlockDevice { device: Value::var(disk_var(d)) }),
-                    "refuse anything that is not a block device",
-                );
-            }
-        }
-        RealDevice::NvmeTcp(t) => {
-            let mut connect = Template::new("nvme").lits([
-                "connect",
-                "--transport",
-                "tcp",
-                "--traddr",
-                &t.address,
-                "--trsvcid",
-                &t.port.to_string(),
-                "--nqn",
-                &t.nqn,
-            ]);
-            if let Some(h) = &t.host_nqn {
-                connect = connect.lits(["--hostnqn", h]);
-            }
-            if let Some(s) = &t.dhchap_secret {
-                connect = connect.lit("--dhchap-secret").val(Value::Secret(s.clone()));
-            }
+    if let RealDevice::Pmem { namespace, allow_reconfigure } = &d.real {
+        if *allow_reconfigure {
             plan.push(
                 name,
-                Action::Run { command: connect, undo_nvme_nqn: Some(t.nqn.clone()), timeout_secs: 120 },
-                "attach the remote subsystem; teardown runs nvme disconnect -n NQN",
-            );
-            plan.push(
-                name,
-                Action::Resolve {
-                    what: Resolve::NvmeNamespace { nqn: t.nqn.clone(), nsid: t.nsid },
-                    bind: disk_var(d),
-                },
-                "kernel names like nvme2n1 are not stable: find the namespace by its subsystem NQN",
-            );
-            plan.push(
-                name,
-                Action::Check(Check::IsBlockDevice { device: Value::var(disk_var(d)) }),
-                "refuse anything that is not a block device",
-            );
-            plan.push(
-                name,
-                Action::Check(Check::NotInUse { device: Value::var(disk_var(d)), allow_wipe: d.allow_wipe }),
-                "never format a namespace that holds data",
+                Action::PmemReconfigure { namespace: namespace.clone() },
+                "the experiment file allows reconfiguring this namespace to fsdax (destroys its data)",
             );
         }
+        plan.push(
+            name,
+            Action::Resolve { what: Resolve::PmemNamespace { namespace: namespace.clone() }, bind: disk_var(d) },
+            "the namespace's block device (pmemN)",
+        );
     }
+    let disk = Value::var(disk_var(d));
     if d.discard {
         plan.push(
             name,
-            Action::Run {
-                command: Template::new("blkdiscard").val(Value::var(disk_var(d))),
-                undo_nvme_nqn: None,
-                timeout_secs: 3600,
-            },
+            run(Template::new("blkdiscard").val(disk.clone()), 3600),
             "start from a trimmed device (experiment file: discard = true)",
         );
     }
     if let Some(pre) = &d.precondition {
+        let percent = ((pre.fill_fraction * 100.0).round() as u64).clamp(1, 100);
         plan.push(
             name,
-            Action::Run {
-                command: Template::new("fio")
-                    .lits([
-                        "--name=precondition",
-                        "--rw=write",
-                        "--bs=1M",
-                        "--direct=1",
-                        "--ioengine=libaio",
-                        "--iodepth=32",
-                        &format!("--size={}%", (pre.fill_fraction * 100.0).round() as u64),
-                    ])
-                    .val(Value::var(disk_var(d))),
-                undo_nvme_nqn: None,
-                timeout_secs: 24 * 3600,
-            },
-            "precondition: write the device so an SSD is measured in steady state, not fresh out of the box",
+            run(
+                Template::new("fio")
+                    .lits(["--name=precondition", "--filename"])
+                    .val(disk.clone())
+                    .lits(["--rw=write", "--bs=1M", "--direct=1", "--ioengine=libaio", "--iodepth=32"])
+                    .lit(format!("--size={percent}%")),
+                24 * 3600,
+            ),
+            format!(
+                "precondition (seed 002): write {percent}% of the device so an SSD is measured in steady state, not fresh out of the box; keep the filesystem under 50% full (pgtier notes the limit after mounting)"
+            ),
         );
     }
-    let mut fs_dev = Value::var(disk_var(d));
+    let mut fs_dev = disk.clone();
     if let Some(p) = &d.partition {
         plan.push(
             name,
-            Action::Run {
-                command: Template::new("parted").lits(["-s"]).val(Value::var(disk_var(d))).lits([
+            run(
+                Template::new("parted").lits(["-s"]).val(disk.clone()).lits([
                     "mklabel",
                     "gpt",
                     "mkpart",
@@ -548,23 +564,14 @@ fn real_device(plan: &mut Plan, d: &DeviceSpec, ctx: &PlanContext) {
                     &format!("{}s", p.start_sector),
                     "100%",
                 ]),
-                undo_nvme_nqn: None,
-                timeout_secs: 120,
-            },
+                120,
+            ),
             "a GPT label and one partition aligned at 1 MiB (seed 003)",
         );
         plan.push(
             name,
-            Action::Run {
-                command: Template::new("parted").lits(["-s"]).val(Value::var(disk_var(d))).lits([
-                    "align-check",
-                    "opt",
-                    "1",
-                ]),
-                undo_nvme_nqn: None,
-                timeout_secs: 60,
-            },
-            "fail unless partition 1 is optimally aligned (parted -s answers by exit status)",
+            run(Template::new("parted").lits(["-s"]).val(disk.clone()).lits(["align-check", "opt", "1"]), 60),
+            "fail unless partition 1 is optimally aligned (with -s parted answers by exit status only)",
         );
         plan.push(
             name,
@@ -573,17 +580,19 @@ fn real_device(plan: &mut Plan, d: &DeviceSpec, ctx: &PlanContext) {
         );
         fs_dev = Value::var(&d.name);
     }
+    let skip_discard = d.precondition.is_some();
     plan.push(
         name,
-        Action::Run {
-            command: mkfs_template(d, fs_dev.clone(), d.allow_wipe || d.partition.is_some(), false),
-            undo_nvme_nqn: None,
-            timeout_secs: 3600,
-        },
-        if d.allow_wipe {
-            "XFS with the experiment's options (-f: the file allows wiping)"
-        } else {
-            "XFS with the experiment's options"
+        run(mkfs_template(d, fs_dev.clone(), d.allow_wipe, skip_discard), 3600),
+        match (d.allow_wipe, skip_discard) {
+            (true, false) => "XFS with the experiment's options (-f: the experiment file allows wiping)",
+            (false, false) => {
+                "XFS with the experiment's options (no -f: mkfs.xfs itself refuses a device that holds a filesystem)"
+            }
+            (true, true) => {
+                "XFS with the experiment's options (-f: wiping allowed; -K: a discard would undo the preconditioning)"
+            }
+            (false, true) => "XFS with the experiment's options (-K: a discard would undo the preconditioning)",
         },
     );
     finish_filesystem(plan, d, fs_dev, ctx, false);

@@ -86,6 +86,11 @@ pub enum Check {
     NotInUse { device: Value, allow_wipe: bool },
     /// The PMem namespace exists and is in fsdax mode (or may be reconfigured).
     PmemFsdax { namespace: String, allow_reconfigure: bool },
+    /// Whatever device the PMem namespace has now (`pmemN` block device, `daxN.M` character
+    /// device) is not in use, and (unless wiping is allowed) carries no signature.
+    PmemNotInUse { namespace: String, allow_wipe: bool },
+    /// The NVMe subsystem is not connected yet (teardown disconnects it, so it must be ours).
+    NvmeNotConnected { nqn: String },
 }
 
 impl fmt::Display for Check {
@@ -109,9 +114,21 @@ impl fmt::Display for Check {
             ),
             Check::PmemFsdax { namespace, allow_reconfigure } => write!(
                 f,
-                "check ndctl list -N: namespace {namespace} exists in fsdax mode{}",
-                if *allow_reconfigure { " (else reconfigure it)" } else { "" }
+                "check ndctl list -N: namespace {namespace} exists and is in fsdax mode{}",
+                if *allow_reconfigure { " (or may be reconfigured: allow_reconfigure = true)" } else { "" }
             ),
+            Check::PmemNotInUse { namespace, allow_wipe } => write!(
+                f,
+                "check the device of namespace {namespace} (pmemN or daxN.M) is not mounted, not swap, not held, not open{}",
+                if *allow_wipe {
+                    " (existing signatures may be wiped: allow_wipe = true)"
+                } else {
+                    ", and carries no filesystem or partition-table signature (blkid -p, wipefs --no-act)"
+                }
+            ),
+            Check::NvmeNotConnected { nqn } => {
+                write!(f, "check nvme list-subsys -o json: subsystem {nqn} is not connected yet")
+            }
         }
     }
 }
@@ -134,6 +151,17 @@ pub enum Resolve {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "action", rename_all = "kebab-case")]
 pub enum Action {
+    /// Write a file this run needs (removed at teardown); `what` says what it is.
+    WriteFile {
+        path: PathBuf,
+        contents: String,
+        what: String,
+    },
+    /// `ndctl create-namespace -f -e NS -m fsdax`, only if the namespace is not in fsdax mode
+    /// already (destroys the namespace's data).
+    PmemReconfigure {
+        namespace: String,
+    },
     /// A program must be installed.
     RequireTool {
         program: String,
@@ -237,6 +265,12 @@ impl Action {
             Action::RequireTool { program, package } => {
                 format!("require {program} (Debian package {package})")
             }
+            Action::WriteFile { path, contents, what } => {
+                format!("write {} ({what}, {} lines)", path.display(), contents.lines().count())
+            }
+            Action::PmemReconfigure { namespace } => {
+                format!("ndctl create-namespace -f -e {namespace} -m fsdax  # only if not in fsdax mode already")
+            }
             Action::Check(c) => c.to_string(),
             Action::MakeDir { path, mode, .. } => {
                 format!("mkdir -p -m {mode:o} {}", path.display())
@@ -314,6 +348,30 @@ impl Action {
             Action::RequireTool { .. } | Action::Check(_) | Action::Resolve { .. } | Action::VerifyMount { .. }
         )
     }
+
+    /// True for `nvme connect`: it changes the machine (a new controller and namespace appear;
+    /// teardown disconnects them) but writes nothing to any device. The safety checks of a remote
+    /// namespace can only run after it.
+    pub fn is_attach(&self) -> bool {
+        matches!(self, Action::Run { undo_nvme_nqn: Some(_), .. })
+    }
+
+    /// What teardown does for this step, if anything (never a format or a write to a device).
+    pub fn teardown(&self) -> Option<String> {
+        match self {
+            Action::MakeDir { path, remove_on_teardown: true, .. } => Some(format!("rm -r {}", path.display())),
+            Action::SparseFile { path, .. } | Action::WriteFile { path, .. } => Some(format!("rm {}", path.display())),
+            Action::AttachLoop { file, .. } => Some(format!("losetup -d <loop device of {}>", file.display())),
+            Action::CreateZram { bind, .. } => Some(format!("reset and remove <{bind}> (zram)")),
+            Action::CreateNetns { name } => Some(format!("ip netns delete {name}")),
+            Action::CreateVeth { host_if, .. } => Some(format!("ip link delete {host_if}")),
+            Action::StartDaemon { label, .. } => Some(format!("stop {label} (SIGTERM, then SIGKILL)")),
+            Action::StartFuse { mountpoint, .. } => Some(format!("fusermount3 -u {}", mountpoint.display())),
+            Action::Run { undo_nvme_nqn: Some(nqn), .. } => Some(format!("nvme disconnect -n {nqn}")),
+            Action::Mount { target, .. } => Some(format!("umount {}", target.display())),
+            _ => None,
+        }
+    }
 }
 
 /// One step of a plan.
@@ -342,13 +400,70 @@ impl Plan {
     }
 }
 
+impl Plan {
+    /// Index of the first step that may write to a device or change the machine beyond
+    /// attaching a remote subsystem; every safety check comes before it.
+    pub fn first_destructive_step(&self) -> Option<usize> {
+        self.steps.iter().position(|s| s.action.is_destructive() && !s.action.is_attach())
+    }
+
+    /// What teardown will do, newest first, as a reader would type it.
+    pub fn teardown(&self) -> Vec<String> {
+        self.steps.iter().rev().filter_map(|s| s.action.teardown()).collect()
+    }
+}
+
 impl fmt::Display for Plan {
+    /// One line per command, its reason under it; the tool requirements on one line; a rule
+    /// after the last safety check; the teardown at the end.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let width = self.steps.len().to_string().len();
-        for (i, s) in self.steps.iter().enumerate() {
+        let n = self.steps.len();
+        let width = (2 * n.to_string().len() + 1).max(3);
+        let first_destructive = self.first_destructive_step();
+        let mut i = 0;
+        while i < n {
+            if Some(i) == first_destructive && i > 0 && !self.emulated {
+                writeln!(
+                    f,
+                    "{:>width$}  ---- nothing above writes to any device{}; every check above passes before anything below runs ----",
+                    "",
+                    if self.steps[..i].iter().any(|s| s.action.is_attach()) {
+                        " (nvme connect only attaches the remote subsystem, so that it can be checked)"
+                    } else {
+                        ""
+                    }
+                )?;
+            }
+            let s = &self.steps[i];
+            if let Action::RequireTool { .. } = s.action {
+                let mut j = i;
+                let mut tools = Vec::new();
+                while j < n {
+                    let Action::RequireTool { program, package } = &self.steps[j].action else { break };
+                    tools.push(format!("{program} ({package})"));
+                    j += 1;
+                }
+                let label = if j - i > 1 { format!("{}-{}", i + 1, j) } else { format!("{}", i + 1) };
+                writeln!(f, "{label:>width$}. require: {}", tools.join(", "))?;
+                writeln!(
+                    f,
+                    "{:>width$}  why: used below; missing programs stop the run before anything is touched",
+                    ""
+                )?;
+                i = j;
+                continue;
+            }
             let who = s.device.as_deref().map(|d| format!("[{d}] ")).unwrap_or_default();
             writeln!(f, "{:>width$}. {who}{}", i + 1, s.action.describe())?;
             writeln!(f, "{:>width$}  why: {}", "", s.reason)?;
+            i += 1;
+        }
+        let teardown = self.teardown();
+        if !teardown.is_empty() {
+            writeln!(f, "\nTeardown (from the run record, newest first; it never formats or writes to a device):")?;
+            for t in teardown {
+                writeln!(f, "  - {t}")?;
+            }
         }
         Ok(())
     }
@@ -366,7 +481,59 @@ pub fn human_bytes(n: u64) -> String {
     if i == 0 { format!("{n} B") } else { format!("{v:.1} {}", UNITS[i]) }
 }
 
-/// `1ms`-style durations for nbdkit's delay filter, which only takes whole milliseconds.
+/// `1ms`-style durations for nbdkit's delay filter, which only takes whole milliseconds
+/// (anything finer is cut off: use [`EmulatedDelay`] to choose the mechanism).
 pub fn nbdkit_delay(d: Duration) -> String {
     format!("{}ms", d.as_millis())
 }
+
+/// How an added per-I/O latency is made on the emulated NBD target.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "mechanism", rename_all = "kebab-case")]
+pub enum EmulatedDelay {
+    /// nbdkit's delay filter (`delay-read=Nms`): whole milliseconds only.
+    DelayFilter { ms: u64 },
+    /// A small nbdkit plugin compiled by nbdkit's cc plugin that sleeps `us` microseconds
+    /// (`clock_nanosleep`, timer slack 1 ns) before each read and write. Needs a C compiler.
+    MicrosecondPlugin { us: u64 },
+}
+
+impl EmulatedDelay {
+    /// The mechanism for `d`: the delay filter for whole milliseconds, the plugin otherwise
+    /// (whole microseconds; anything finer is cut off). `None` for no delay.
+    pub fn for_latency(d: Duration) -> Option<EmulatedDelay> {
+        let us = d.as_micros() as u64;
+        if us == 0 {
+            None
+        } else if us.is_multiple_of(1000) {
+            Some(EmulatedDelay::DelayFilter { ms: us / 1000 })
+        } else {
+            Some(EmulatedDelay::MicrosecondPlugin { us })
+        }
+    }
+
+    /// The delay actually applied.
+    pub fn applied(self) -> Duration {
+        match self {
+            EmulatedDelay::DelayFilter { ms } => Duration::from_millis(ms),
+            EmulatedDelay::MicrosecondPlugin { us } => Duration::from_micros(us),
+        }
+    }
+
+    /// `+200 µs per read and write (nbdkit cc plugin)`-style text.
+    pub fn describe(self) -> String {
+        match self {
+            EmulatedDelay::DelayFilter { ms } => format!("+{ms} ms per read and write (nbdkit delay filter)"),
+            EmulatedDelay::MicrosecondPlugin { us } => {
+                format!("+{us} µs per read and write (nbdkit cc plugin, clock_nanosleep)")
+            }
+        }
+    }
+}
+
+/// The nbdkit plugin behind [`EmulatedDelay::MicrosecondPlugin`], compiled at start by nbdkit's
+/// cc plugin (`nbdkit cc FILE file=IMAGE delay_us=N`). Debian ships no nbdkit-plugin.h with
+/// nbdkit, so the plugin declares the leading part of `struct nbdkit_plugin` (API version 2)
+/// itself; nbdkit reads only `_struct_size` bytes of it, which is how it stays compatible with
+/// plugins built against older headers.
+pub const MICROSECOND_DELAY_PLUGIN: &str = include_str!("usdelay.c");

@@ -2,6 +2,9 @@
 //! partitions), is swap, is held by LVM/md/dm, backs the running system, carries a filesystem or
 //! partition-table signature (unless wiping is allowed), is not a block device, or is not the
 //! model/serial the experiment file names.
+//!
+//! Every check fails closed: when a probe cannot answer (blkid or wipefs fails, sysfs cannot be
+//! read where it must be), the device is refused rather than assumed empty.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -9,8 +12,11 @@ use std::time::Duration;
 use journal::CommandLine;
 use journal::mounts::parse_proc_mounts;
 
-use crate::inspect::blkid;
+use crate::inspect::{blkid, nvme, wipefs};
 use crate::system::{FileKind, System};
+
+/// Mount points whose device backs the running system.
+pub const SYSTEM_MOUNTS: [&str; 7] = ["/", "/boot", "/boot/efi", "/usr", "/var", "/home", "/opt"];
 
 /// Why a device was refused.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -30,14 +36,38 @@ pub enum Refusal {
     )]
     HasSignature { device: String, found: String },
     #[error(
-        "{device} is a {actual_field} mismatch: the experiment file says {expected:?}, the device reports {actual:?}"
+        "{device}: {actual_field} mismatch: the experiment file says {expected:?}, the device reports {actual:?}; is this the right device?"
     )]
     IdentityMismatch { device: String, actual_field: String, expected: String, actual: String },
+    #[error("{device}: could not be checked ({detail}); refusing rather than assuming it is empty")]
+    ProbeFailed { device: String, detail: String },
+    #[error(
+        "{device} is busy: the kernel refused to open it exclusively (it is mounted in another mount namespace, or claimed by a driver, swap or device-mapper)"
+    )]
+    Busy { device: String },
+    #[error("{device} is open or mapped by process(es) {pids}")]
+    OpenByProcess { device: String, pids: String },
+    #[error(
+        "NVMe subsystem {nqn} is already connected on this host ({controllers}); pgtier only uses connections it makes itself, so that its teardown (nvme disconnect -n) cannot cut off anyone else. If nothing uses it, disconnect it first"
+    )]
+    AlreadyConnected { nqn: String, controllers: String },
 }
 
 /// The kernel name of a device node (`/dev/nvme1n1p1` -> `nvme1n1p1`).
 pub fn kernel_name(dev: &Path) -> String {
     dev.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
+/// The sysfs directory of the whole disk that `dev` is (or is a partition of).
+pub fn disk_sysfs_dir(sys: &mut dyn System, dev: &Path) -> PathBuf {
+    let class = Path::new("/sys/class/block").join(kernel_name(dev));
+    if sys.read_to_string(&class.join("partition")).is_ok()
+        && let Ok(real) = sys.canonicalize(&class)
+        && let Some(parent) = real.parent()
+    {
+        return parent.to_path_buf();
+    }
+    class
 }
 
 /// The device and its partitions, as `/dev/...` paths.
@@ -52,6 +82,16 @@ fn device_and_partitions(sys: &mut dyn System, dev: &Path) -> Vec<PathBuf> {
         }
     }
     all
+}
+
+/// `MAJ:MIN` of a block device: from the node, else from sysfs.
+fn dev_number(sys: &mut dyn System, dev: &Path) -> Option<(u32, u32)> {
+    if let FileKind::BlockDevice { major, minor } = sys.file_kind(dev) {
+        return Some((major, minor));
+    }
+    let text = sys.read_to_string(&Path::new("/sys/class/block").join(kernel_name(dev)).join("dev")).ok()?;
+    let (a, b) = text.trim().split_once(':')?;
+    Some((a.parse().ok()?, b.parse().ok()?))
 }
 
 /// Checks that `dev` is a block device.
@@ -70,14 +110,16 @@ pub fn check_block_device(sys: &mut dyn System, dev: &Path) -> Result<(), Refusa
     }
 }
 
-/// Checks the model and serial the kernel reports against the expected ones.
+/// Checks the model and serial the kernel reports (sysfs `device/model`, `device/serial` of the
+/// whole disk; for an NVMe namespace that is its controller) against the expected ones. A field
+/// the kernel does not report is a mismatch.
 pub fn check_identity(
     sys: &mut dyn System,
     dev: &Path,
     model: Option<&str>,
     serial: Option<&str>,
 ) -> Result<(), Refusal> {
-    let base = Path::new("/sys/class/block").join(kernel_name(dev)).join("device");
+    let base = disk_sysfs_dir(sys, dev).join("device");
     for (field, expected) in [("model", model), ("serial", serial)] {
         let Some(expected) = expected else { continue };
         let actual = sys.read_to_string(&base.join(field)).unwrap_or_default();
@@ -86,7 +128,11 @@ pub fn check_identity(
                 device: dev.display().to_string(),
                 actual_field: field.to_string(),
                 expected: expected.to_string(),
-                actual: actual.trim().to_string(),
+                actual: if actual.trim().is_empty() {
+                    format!("nothing ({} is missing or empty)", base.join(field).display())
+                } else {
+                    actual.trim().to_string()
+                },
             });
         }
     }
@@ -94,12 +140,13 @@ pub fn check_identity(
 }
 
 /// Checks that nothing uses `dev` or its partitions, and (unless `allow_wipe`) that it carries
-/// no signature.
+/// no signature. Order: holders, mounts (by path and by device number), swap, signatures.
 pub fn check_not_in_use(sys: &mut dyn System, dev: &Path, allow_wipe: bool) -> Result<(), Refusal> {
     let device = dev.display().to_string();
     let members = device_and_partitions(sys, dev);
     let canon = |sys: &mut dyn System, p: &Path| sys.canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
     let member_set: Vec<PathBuf> = members.iter().map(|m| canon(sys, m)).collect();
+    let numbers: Vec<Option<(u32, u32)>> = members.iter().map(|m| dev_number(sys, m)).collect();
 
     // Holders first: a device under LVM/md/dm is in use even when not mounted directly.
     for m in &members {
@@ -110,51 +157,165 @@ pub fn check_not_in_use(sys: &mut dyn System, dev: &Path, allow_wipe: bool) -> R
         }
     }
 
+    let mounted = |target: String, hit: usize| {
+        let via = (hit != 0).then(|| member_set[hit].display().to_string());
+        if SYSTEM_MOUNTS.contains(&target.as_str()) {
+            Refusal::BacksSystem { device: device.clone(), target, via: member_set[hit].display().to_string() }
+        } else {
+            Refusal::Mounted { device: device.clone(), target, via }
+        }
+    };
+    // By device number: also catches a root filesystem shown as /dev/root.
+    if let Ok(info) = sys.read_to_string(Path::new("/proc/self/mountinfo")) {
+        let mut hits: Vec<(String, usize)> = Vec::new();
+        for line in info.lines() {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let (Some(num), Some(target)) = (f.get(2), f.get(4)) else { continue };
+            let Some((a, b)) = num.split_once(':') else { continue };
+            let (Ok(a), Ok(b)) = (a.parse::<u32>(), b.parse::<u32>()) else { continue };
+            if let Some(hit) = numbers.iter().position(|n| *n == Some((a, b))) {
+                let target = journal::mounts::parse_proc_mounts(&format!("x {target} x x"))
+                    .first()
+                    .map(|m| m.target.display().to_string())
+                    .unwrap_or_else(|| target.to_string());
+                hits.push((target, hit));
+            }
+        }
+        // A system mount point is the more important thing to say.
+        hits.sort_by_key(|(t, _)| !SYSTEM_MOUNTS.contains(&t.as_str()));
+        if let Some((target, hit)) = hits.into_iter().next() {
+            return Err(mounted(target, hit));
+        }
+    }
     let mounts = parse_proc_mounts(&sys.read_to_string(Path::new("/proc/self/mounts")).unwrap_or_default());
+    let mut hits: Vec<(String, usize)> = Vec::new();
     for m in &mounts {
         if !m.source.starts_with("/dev/") {
             continue;
         }
         let src = canon(sys, Path::new(&m.source));
-        if let Some(hit) = member_set.iter().find(|x| **x == src) {
-            let via = (hit != &member_set[0]).then(|| hit.display().to_string());
-            let target = m.target.display().to_string();
-            if ["/", "/boot", "/boot/efi", "/usr", "/var"].contains(&target.as_str()) {
-                return Err(Refusal::BacksSystem { device, target, via: src.display().to_string() });
-            }
-            return Err(Refusal::Mounted { device, target, via });
+        if let Some(hit) = member_set.iter().position(|x| *x == src) {
+            hits.push((m.target.display().to_string(), hit));
         }
+    }
+    hits.sort_by_key(|(t, _)| !SYSTEM_MOUNTS.contains(&t.as_str()));
+    if let Some((target, hit)) = hits.into_iter().next() {
+        return Err(mounted(target, hit));
     }
 
     let swaps = sys.read_to_string(Path::new("/proc/swaps")).unwrap_or_default();
     for line in swaps.lines().skip(1) {
         if let Some(src) = line.split_whitespace().next() {
             let src = canon(sys, Path::new(src));
-            if let Some(hit) = member_set.iter().find(|x| **x == src) {
-                let via = (hit != &member_set[0]).then(|| hit.display().to_string());
+            if let Some(hit) = member_set.iter().position(|x| *x == src) {
+                let via = (hit != 0).then(|| member_set[hit].display().to_string());
                 return Err(Refusal::Swap { device, via });
             }
         }
     }
 
-    if !allow_wipe {
-        let mut found = Vec::new();
-        for m in &members {
-            let out = sys
-                .run(&CommandLine::new("blkid").args(["-p", "-o", "export"]).arg(m), Duration::from_secs(60))
-                .map(|o| o.stdout)
-                .unwrap_or_default();
-            for s in blkid::signatures(&blkid::parse_export(&out)) {
-                let mut what = format!("a {} {} signature on {}", s.name, s.kind, m.display());
-                if let Some(l) = s.label.filter(|l| !l.is_empty()) {
-                    what.push_str(&format!(" (label {l})"));
-                }
-                found.push(what);
+    // The kernel's own answer, which also sees mounts of other mount namespaces: a block device
+    // that is mounted or claimed anywhere cannot be opened with O_EXCL.
+    for m in &members {
+        match sys.busy(m) {
+            Ok(false) => {}
+            Ok(true) => {
+                let device = if m == dev { device } else { format!("{device} (through {})", m.display()) };
+                return Err(Refusal::Busy { device });
             }
+            Err(e) => return Err(Refusal::ProbeFailed { device, detail: format!("open {} O_EXCL: {e}", m.display()) }),
         }
+    }
+
+    if !allow_wipe {
+        let found =
+            signatures(sys, &members).map_err(|detail| Refusal::ProbeFailed { device: device.clone(), detail })?;
         if !found.is_empty() {
             return Err(Refusal::HasSignature { device, found: found.join(", ") });
         }
     }
     Ok(())
+}
+
+/// Every signature on the members, as phrases: `blkid -p` (exit 0 = found, 2 = nothing) and
+/// `wipefs -J --no-act` (which also lists secondary signatures such as a backup GPT). Any other
+/// outcome is an error: the caller refuses the device.
+fn signatures(sys: &mut dyn System, members: &[PathBuf]) -> Result<Vec<String>, String> {
+    let mut found = Vec::new();
+    for m in members {
+        let cmd = CommandLine::new("blkid").args(["-p", "-o", "export"]).arg(m);
+        let out = sys.run(&cmd, Duration::from_secs(60)).map_err(|e| e.to_string())?;
+        let mut names = Vec::new();
+        match out.status {
+            0 => {
+                for s in blkid::signatures(&blkid::parse_export(&out.stdout)) {
+                    let mut what = format!("a {} {} signature on {}", s.name, s.kind, m.display());
+                    if let Some(l) = s.label.filter(|l| !l.is_empty()) {
+                        what.push_str(&format!(" (label {l})"));
+                    }
+                    names.push(s.name.to_lowercase());
+                    found.push(what);
+                }
+            }
+            2 => {}
+            s => return Err(format!("`{cmd}` exited with status {s}: {}", out.stderr.trim())),
+        }
+        let cmd = CommandLine::new("wipefs").args(["-J", "--no-act"]).arg(m);
+        let out = sys.run(&cmd, Duration::from_secs(60)).map_err(|e| e.to_string())?;
+        if out.status != 0 {
+            return Err(format!("`{cmd}` exited with status {}: {}", out.status, out.stderr.trim()));
+        }
+        let listed = wipefs::parse_json(&out.stdout).map_err(|e| e.to_string())?;
+        for s in listed {
+            // blkid names the protective MBR of a GPT disk "gpt"; wipefs lists it as "PMBR".
+            let kind = s.kind.to_lowercase();
+            if names.contains(&kind) || (kind == "pmbr" && names.iter().any(|n| n == "gpt")) {
+                continue;
+            }
+            names.push(kind);
+            found.push(format!("a {} signature at offset {:#x} of {} (wipefs)", s.kind, s.offset, m.display()));
+        }
+    }
+    Ok(found)
+}
+
+/// Checks that no process has `dev` (a character device such as `/dev/dax0.0`) open or mapped.
+pub fn check_not_open(sys: &mut dyn System, dev: &Path) -> Result<(), Refusal> {
+    let wanted = dev.display().to_string();
+    let mut pids = Vec::new();
+    for entry in sys.list_dir(Path::new("/proc")).unwrap_or_default() {
+        if !entry.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let proc_dir = Path::new("/proc").join(&entry);
+        let mapped = sys
+            .read_to_string(&proc_dir.join("maps"))
+            .map(|m| m.lines().any(|l| l.split_whitespace().nth(5) == Some(wanted.as_str())))
+            .unwrap_or(false);
+        let open = !mapped && {
+            let fds = sys.list_dir(&proc_dir.join("fd")).unwrap_or_default();
+            fds.iter().any(|fd| sys.canonicalize(&proc_dir.join("fd").join(fd)).is_ok_and(|t| t == dev))
+        };
+        if mapped || open {
+            pids.push(entry);
+        }
+    }
+    if pids.is_empty() { Ok(()) } else { Err(Refusal::OpenByProcess { device: wanted, pids: pids.join(", ") }) }
+}
+
+/// Checks that subsystem `nqn` is not connected already (from `nvme list-subsys -o json`).
+pub fn check_nvme_not_connected(subsystems: &[nvme::NvmeSubsystem], nqn: &str) -> Result<(), Refusal> {
+    let hits: Vec<String> = subsystems
+        .iter()
+        .filter(|s| s.nqn.trim() == nqn.trim())
+        .map(|s| {
+            let ctrls: Vec<String> = s.controllers.iter().map(|c| c.name.clone()).collect();
+            if ctrls.is_empty() { s.name.clone() } else { format!("{}: {}", s.name, ctrls.join(", ")) }
+        })
+        .collect();
+    if hits.is_empty() {
+        Ok(())
+    } else {
+        Err(Refusal::AlreadyConnected { nqn: nqn.to_string(), controllers: hits.join("; ") })
+    }
 }

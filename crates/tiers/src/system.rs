@@ -40,6 +40,18 @@ pub struct DaemonSpec {
 pub trait System {
     /// Runs a command and returns its output, whatever its exit status.
     fn run(&mut self, cmd: &CommandLine, timeout: Duration) -> Result<Output, CommandError>;
+    /// Runs `cmd` with the argument at each index of `secrets` replaced by the secret. `cmd`
+    /// holds a placeholder there and is the only form that may be recorded or printed; outputs
+    /// and errors come back with every secret replaced by `<redacted>`.
+    fn run_secret(
+        &mut self,
+        cmd: &CommandLine,
+        secrets: &[(usize, String)],
+        timeout: Duration,
+    ) -> Result<Output, CommandError>;
+    /// True when the kernel refuses to open the block device exclusively (`O_EXCL`): it is
+    /// mounted (in any mount namespace) or claimed by swap, device-mapper, md or a driver.
+    fn busy(&mut self, dev: &Path) -> io::Result<bool>;
     fn read_to_string(&mut self, path: &Path) -> io::Result<String>;
     fn write(&mut self, path: &Path, contents: &str) -> io::Result<()>;
     fn create_dir_all(&mut self, path: &Path, mode: u32) -> io::Result<()>;
@@ -67,6 +79,50 @@ pub struct RealSystem;
 impl System for RealSystem {
     fn run(&mut self, cmd: &CommandLine, timeout: Duration) -> Result<Output, CommandError> {
         cmd.output(Some(timeout))
+    }
+
+    fn run_secret(
+        &mut self,
+        cmd: &CommandLine,
+        secrets: &[(usize, String)],
+        timeout: Duration,
+    ) -> Result<Output, CommandError> {
+        let mut real = cmd.clone();
+        for (i, secret) in secrets {
+            if let Some(a) = real.args.get_mut(*i) {
+                *a = secret.clone();
+            }
+        }
+        let values: Vec<&str> = secrets.iter().map(|(_, s)| s.as_str()).collect();
+        let shown = cmd.to_string();
+        match real.output(Some(timeout)) {
+            Ok(out) => Ok(Output {
+                status: out.status,
+                stdout: redact(&out.stdout, &values),
+                stderr: redact(&out.stderr, &values),
+            }),
+            // The errors carry the command line: give them the placeholder form.
+            Err(CommandError::Spawn { source, .. }) => Err(CommandError::Spawn {
+                command: shown,
+                source: io::Error::new(source.kind(), redact(&source.to_string(), &values)),
+            }),
+            Err(CommandError::Timeout { after, .. }) => Err(CommandError::Timeout { command: shown, after }),
+            Err(CommandError::Failed { status, stderr, stdout, .. }) => Err(CommandError::Failed {
+                command: shown,
+                status,
+                stderr: redact(&stderr, &values),
+                stdout: redact(&stdout, &values),
+            }),
+        }
+    }
+
+    fn busy(&mut self, dev: &Path) -> io::Result<bool> {
+        use std::os::unix::fs::OpenOptionsExt;
+        match std::fs::OpenOptions::new().read(true).custom_flags(libc::O_EXCL).open(dev) {
+            Ok(_) => Ok(false),
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => Ok(true),
+            Err(e) => Err(e),
+        }
     }
 
     fn read_to_string(&mut self, path: &Path) -> io::Result<String> {
@@ -186,6 +242,15 @@ fn identity(pid: u32) -> io::Result<ProcessId> {
     ProcessId::of(pid as i32).ok_or_else(|| io::Error::other(format!("process {pid} vanished at start")))
 }
 
+/// `text` with every non-empty secret replaced by `<redacted>`.
+pub fn redact(text: &str, secrets: &[&str]) -> String {
+    let mut t = text.to_string();
+    for s in secrets.iter().filter(|s| !s.is_empty()) {
+        t = t.replace(s, "<redacted>");
+    }
+    t
+}
+
 /// STATX_ATTR_DAX from linux/stat.h: "File is currently in DAX state".
 pub const STATX_ATTR_DAX: u64 = 0x0020_0000;
 
@@ -198,6 +263,10 @@ pub fn statx_dax(path: &Path) -> io::Result<bool> {
     let rc = unsafe { libc::statx(libc::AT_FDCWD, c.as_ptr(), 0, libc::STATX_BASIC_STATS, &mut buf) };
     if rc != 0 {
         return Err(io::Error::last_os_error());
+    }
+    if buf.stx_attributes_mask & STATX_ATTR_DAX == 0 {
+        // Kernels before 5.8 (and filesystems without DAX) do not report the attribute at all.
+        return Err(io::Error::new(io::ErrorKind::Unsupported, "statx does not report STATX_ATTR_DAX here"));
     }
     Ok(buf.stx_attributes & STATX_ATTR_DAX != 0)
 }
@@ -230,6 +299,12 @@ pub struct FakeSystem {
     pub kinds: BTreeMap<PathBuf, FileKind>,
     pub links: BTreeMap<PathBuf, PathBuf>,
     pub dax_files: Vec<PathBuf>,
+    /// Block devices the kernel would report busy (O_EXCL open fails).
+    pub busy_devices: Vec<PathBuf>,
+    /// Secrets handed to [`System::run_secret`], in order (kept out of `calls`).
+    pub delivered_secrets: Vec<String>,
+    /// After a command starting with the prefix runs, the file gets these contents.
+    effects: Vec<(String, PathBuf, String)>,
     next_pid: i32,
 }
 
@@ -269,6 +344,32 @@ impl FakeSystem {
         self
     }
 
+    /// After a command starting with `prefix` runs, `path` reads as `contents` (for example the
+    /// mount table after `mount`).
+    pub fn on_run(&mut self, prefix: &str, path: impl Into<PathBuf>, contents: impl Into<String>) -> &mut Self {
+        self.effects.push((prefix.to_string(), path.into(), contents.into()));
+        self
+    }
+
+    fn answer_for(&mut self, line: &str) -> Output {
+        let mut out = Output::default();
+        for (prefix, queue, sticky) in self.answers.iter_mut() {
+            if line.starts_with(prefix.as_str()) && !queue.is_empty() {
+                let c = if *sticky { queue[0].clone() } else { queue.pop_front().unwrap() };
+                out = Output { status: c.status, stdout: c.stdout, stderr: c.stderr };
+                break;
+            }
+        }
+        if out.status == 0 {
+            for (prefix, path, contents) in &self.effects {
+                if line.starts_with(prefix.as_str()) {
+                    self.files.insert(path.clone(), contents.clone());
+                }
+            }
+        }
+        out
+    }
+
     /// Commands run so far (not file reads), as shell-quoted lines.
     pub fn commands(&self) -> Vec<String> {
         self.calls.iter().filter_map(|c| c.strip_prefix("run: ").map(str::to_string)).collect()
@@ -279,13 +380,31 @@ impl System for FakeSystem {
     fn run(&mut self, cmd: &CommandLine, _timeout: Duration) -> Result<Output, CommandError> {
         let line = cmd.to_string();
         self.calls.push(format!("run: {line}"));
-        for (prefix, queue, sticky) in self.answers.iter_mut() {
-            if line.starts_with(prefix.as_str()) && !queue.is_empty() {
-                let c = if *sticky { queue[0].clone() } else { queue.pop_front().unwrap() };
-                return Ok(Output { status: c.status, stdout: c.stdout, stderr: c.stderr });
-            }
+        Ok(self.answer_for(&line))
+    }
+
+    fn run_secret(
+        &mut self,
+        cmd: &CommandLine,
+        secrets: &[(usize, String)],
+        _timeout: Duration,
+    ) -> Result<Output, CommandError> {
+        // Only the placeholder form is recorded; the secrets are kept apart so that a test can
+        // check they were delivered.
+        let line = cmd.to_string();
+        self.calls.push(format!("run: {line}"));
+        for (i, s) in secrets {
+            assert!(*i < cmd.args.len(), "secret index {i} out of range for `{line}`");
+            self.delivered_secrets.push(s.clone());
         }
-        Ok(Output::default())
+        let out = self.answer_for(&line);
+        let values: Vec<&str> = secrets.iter().map(|(_, s)| s.as_str()).collect();
+        Ok(Output { status: out.status, stdout: redact(&out.stdout, &values), stderr: redact(&out.stderr, &values) })
+    }
+
+    fn busy(&mut self, dev: &Path) -> io::Result<bool> {
+        self.calls.push(format!("busy?: {}", dev.display()));
+        Ok(self.busy_devices.iter().any(|b| b == dev))
     }
 
     fn read_to_string(&mut self, path: &Path) -> io::Result<String> {

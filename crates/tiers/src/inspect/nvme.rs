@@ -319,6 +319,22 @@ fn read_paths(entry: &Value) -> Result<Vec<NvmePath>, InspectError> {
     Ok(paths)
 }
 
+/// What [`match_namespace_for_nqn`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NqnMatch {
+    /// The namespace block device, e.g. `"/dev/nvme2n1"`.
+    Found(String),
+    /// `nvme list-subsys` does not list the subsystem (not connected, or not yet).
+    NotListed,
+    /// The subsystem is listed, but every controller is connecting, deleting or dead.
+    NoLiveController,
+    /// The subsystem is listed, but no namespace (with the NSID asked for) belongs to it.
+    NoNamespace,
+    /// The flat `nvme list` names no subsystem, and `nvmeXnY` reads as two different devices
+    /// (X as subsystem instance or as controller): these candidates, not a guess.
+    Ambiguous(Vec<String>),
+}
+
 /// Finds the namespace block device (e.g. `"/dev/nvme2n1"`) of the subsystem
 /// with NQN `nqn`, from `nvme list -o json` ([`parse_list`]) and
 /// `nvme list-subsys -o json` ([`parse_list_subsys`]). With `nsid`, only
@@ -340,22 +356,37 @@ fn read_paths(entry: &Value) -> Result<Vec<NvmePath>, InspectError> {
 ///    subsystem instance (resp. not a controller) known to `subsystems`. If
 ///    both readings stay possible and disagree, this returns `None` rather
 ///    than guess.
+///
+/// `None` in every case but a single match; [`match_namespace_for_nqn`] says why.
 pub fn find_namespace_for_nqn(
     list: &[NvmeNamespace],
     subsystems: &[NvmeSubsystem],
     nqn: &str,
     nsid: Option<u32>,
 ) -> Option<String> {
+    match match_namespace_for_nqn(list, subsystems, nqn, nsid) {
+        NqnMatch::Found(d) => Some(d),
+        _ => None,
+    }
+}
+
+/// Like [`find_namespace_for_nqn`], with the reason when there is no single answer.
+pub fn match_namespace_for_nqn(
+    list: &[NvmeNamespace],
+    subsystems: &[NvmeSubsystem],
+    nqn: &str,
+    nsid: Option<u32>,
+) -> NqnMatch {
     let nqn = nqn.trim();
     let wanted = |ns: &NvmeNamespace| nsid.is_none_or(|n| ns.nsid == Some(n));
 
     if let Some(ns) = list.iter().find(|ns| ns.subsystem_nqn.as_deref().map(str::trim) == Some(nqn) && wanted(ns)) {
-        return Some(ns.device.clone());
+        return NqnMatch::Found(ns.device.clone());
     }
 
     let targets: Vec<&NvmeSubsystem> = subsystems.iter().filter(|s| s.nqn.trim() == nqn).collect();
     if targets.is_empty() {
-        return None;
+        return NqnMatch::NotListed;
     }
     let target_subsys: BTreeSet<u32> = targets.iter().filter_map(|s| subsystem_instance(&s.name)).collect();
     let target_ctrls: BTreeSet<u32> = targets
@@ -366,7 +397,7 @@ pub fn find_namespace_for_nqn(
         .collect();
     let has_controllers = targets.iter().any(|s| !s.controllers.is_empty());
     if has_controllers && target_ctrls.is_empty() {
-        return None; // every controller of the subsystem is going away
+        return NqnMatch::NoLiveController; // every controller of the subsystem is going away
     }
 
     let unattributed: Vec<&NvmeNamespace> = list.iter().filter(|ns| ns.subsystem_nqn.is_none()).collect();
@@ -391,10 +422,10 @@ pub fn find_namespace_for_nqn(
     let by_ctrl = by_ctrl.filter(|_| plain_possible);
 
     match (by_subsys, by_ctrl) {
-        (Some(a), Some(b)) if a.device == b.device => Some(a.device.clone()),
-        (Some(_), Some(_)) => None,
-        (Some(a), None) | (None, Some(a)) => Some(a.device.clone()),
-        (None, None) => None,
+        (Some(a), Some(b)) if a.device == b.device => NqnMatch::Found(a.device.clone()),
+        (Some(a), Some(b)) => NqnMatch::Ambiguous(vec![a.device.clone(), b.device.clone()]),
+        (Some(a), None) | (None, Some(a)) => NqnMatch::Found(a.device.clone()),
+        (None, None) => NqnMatch::NoNamespace,
     }
 }
 
