@@ -1,0 +1,521 @@
+//! The driver: virtual users on tokio sharing a deadpool-postgres pool, ramp-up, a measured
+//! interval bracketed by two snapshots of the database's counters, per-type histograms.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use hdrhistogram::Histogram;
+use tokio::sync::watch;
+use tokio_postgres::Client;
+
+use crate::cpu::{ServerCpu, process_cpu_seconds};
+use crate::random::{NurandConstants, Rng};
+use crate::terminal::{Terminal, TxKind};
+use crate::transactions::{Outcome, Prepared, error_kind, execute};
+use crate::{
+    ConnectSpec, DriveProgress, DriveReport, Mode, Side, TpccConfig, TpccError, TxStats,
+    describe_pg_error,
+};
+
+/// Most distinct error messages kept for the report.
+const MAX_ERROR_SAMPLES: usize = 20;
+/// How long virtual users get to finish their current transaction after the measured interval.
+const STOP_GRACE: Duration = Duration::from_secs(60);
+
+/// Counters shared by all virtual users.
+struct Shared {
+    /// True during the measured interval (completions then go into the histograms).
+    measuring: AtomicBool,
+    /// Completed transactions and the sum of their latencies (µs), whole run.
+    completed: AtomicU64,
+    latency_us: AtomicU64,
+    /// Committed new-orders, whole run.
+    new_orders: AtomicU64,
+    /// Distinct error messages (bounded).
+    samples: std::sync::Mutex<Vec<String>>,
+}
+
+impl Shared {
+    fn sample(&self, msg: String) {
+        let mut s = self.samples.lock().unwrap();
+        if s.len() < MAX_ERROR_SAMPLES && !s.contains(&msg) {
+            s.push(msg);
+        }
+    }
+}
+
+/// One virtual user's measured figures.
+struct VuStats {
+    hist: Vec<Histogram<u64>>,
+    rollbacks: [u64; 5],
+    errors: Vec<BTreeMap<String, u64>>,
+}
+
+impl VuStats {
+    fn new() -> VuStats {
+        VuStats {
+            hist: (0..5)
+                .map(|_| Histogram::new(3).expect("3 significant figures is valid"))
+                .collect(),
+            rollbacks: [0; 5],
+            errors: vec![BTreeMap::new(); 5],
+        }
+    }
+
+    fn merge(&mut self, other: &VuStats) {
+        for i in 0..5 {
+            let _ = self.hist[i].add(&other.hist[i]);
+            self.rollbacks[i] += other.rollbacks[i];
+            for (k, v) in &other.errors[i] {
+                *self.errors[i].entry(k.clone()).or_default() += v;
+            }
+        }
+    }
+}
+
+/// Counter snapshot taken at both ends of the measured interval.
+#[derive(Clone, Copy, Debug)]
+struct Snapshot {
+    at: Instant,
+    next_o_id_sum: i64,
+    commits: i64,
+    rollbacks: i64,
+    client_cpu: f64,
+    server_cpu: Option<f64>,
+}
+
+const SNAPSHOT_SQL: &str = "SELECT (SELECT sum(d_next_o_id)::int8 FROM district), \
+     sum(xact_commit)::int8, sum(xact_rollback)::int8 FROM pg_stat_database";
+
+async fn snapshot(monitor: &Client, server: Option<&ServerCpu>) -> Result<Snapshot, TpccError> {
+    let sent = Instant::now();
+    let row = monitor
+        .query_one(SNAPSHOT_SQL, &[])
+        .await
+        .map_err(|e| TpccError::sql("read the new-order and transaction counters", e))?;
+    let got = Instant::now();
+    Ok(Snapshot {
+        at: sent + (got - sent) / 2,
+        next_o_id_sum: row.get::<_, Option<i64>>(0).unwrap_or(0),
+        commits: row.get::<_, Option<i64>>(1).unwrap_or(0),
+        rollbacks: row.get::<_, Option<i64>>(2).unwrap_or(0),
+        client_cpu: process_cpu_seconds(),
+        server_cpu: server.and_then(ServerCpu::sample),
+    })
+}
+
+/// Drives `virtual_users` virtual users for `ramp_up` then `duration` against a database
+/// loaded by [`crate::create_schema_and_load`].
+///
+/// The figures are HammerDB's: when ramp-up ends and again when the measured time ends, one
+/// query reads `sum(d_next_o_id)` from DISTRICT and `sum(xact_commit)`, `sum(xact_rollback)`
+/// from `pg_stat_database` (all databases, as HammerDB reads it); NOPM and TPM are the growth
+/// of the first and of commits + rollbacks, per minute of the interval between the two
+/// snapshots. Virtual users keep running through both snapshots and are stopped after the
+/// second. Latencies are measured by the client around each transaction and kept per type
+/// for transactions that complete inside the measured interval. Failed transactions are
+/// counted by kind and never retried; the virtual user goes on with a new transaction.
+///
+/// `progress` is called about once a second. When `cancel` becomes true the virtual users
+/// are stopped and [`TpccError::Cancelled`] is returned.
+///
+/// `client_cpu_seconds` in the report is getrusage(RUSAGE_SELF) over the measured interval:
+/// CPU of this whole process, including whatever else the caller runs meanwhile.
+pub async fn run(
+    conn: &ConnectSpec,
+    cfg: &TpccConfig,
+    virtual_users: u32,
+    ramp_up: Duration,
+    duration: Duration,
+    cancel: &AtomicBool,
+    progress: &mut (dyn FnMut(DriveProgress) + Send),
+) -> Result<DriveReport, TpccError> {
+    if virtual_users == 0 {
+        return Err(TpccError::Config("virtual_users must be at least 1".into()));
+    }
+    if duration.is_zero() {
+        return Err(TpccError::Config("the measured duration must not be zero".into()));
+    }
+    let monitor = conn.connect("pgtier-tpcc-monitor").await?;
+    let (warehouses, load_nurand) = read_meta(&monitor).await?;
+    if warehouses != cfg.warehouses {
+        return Err(TpccError::Config(format!(
+            "the database holds {warehouses} warehouses but the configuration says {}; load it again or change the configuration",
+            cfg.warehouses
+        )));
+    }
+    if cfg.side == Side::ServerProcedures {
+        let n: i64 = monitor
+            .query_one(
+                "SELECT count(*) FROM pg_proc WHERE proname IN \
+                 ('tpcc_new_order', 'tpcc_payment', 'tpcc_order_status', 'tpcc_delivery', 'tpcc_stock_level')",
+                &[],
+            )
+            .await
+            .map_err(|e| TpccError::sql("look for the transaction functions", e))?
+            .get(0);
+        if n != 5 {
+            return Err(TpccError::Schema(format!(
+                "{n} of the 5 tpcc_* functions exist; load the database with this version of pgtier"
+            )));
+        }
+    }
+    let backend_pid: i32 = monitor
+        .query_one("SELECT pg_backend_pid()", &[])
+        .await
+        .map_err(|e| TpccError::sql("read the monitor's backend pid", e))?
+        .get(0);
+    let server_cpu = ServerCpu::from_backend(backend_pid);
+
+    let mut seed_rng = Rng::from_entropy(u64::from(virtual_users));
+    let mut nurand = NurandConstants::for_run(&mut seed_rng, &load_nurand);
+    if cfg.mode == Mode::HammerDb {
+        // HammerDB generates C_LAST with the same constant at load and run time.
+        nurand.c_last = load_nurand.c_last;
+    }
+
+    let mut pg = conn.pg_config("pgtier-tpcc");
+    pg.connect_timeout(Duration::from_secs(30));
+    let manager = Manager::from_config(
+        pg,
+        tokio_postgres::NoTls,
+        ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        },
+    );
+    let pool = Pool::builder(manager)
+        .max_size(virtual_users as usize)
+        .build()
+        .map_err(|e| TpccError::Pool(e.to_string()))?;
+
+    let shared = Arc::new(Shared {
+        measuring: AtomicBool::new(false),
+        completed: AtomicU64::new(0),
+        latency_us: AtomicU64::new(0),
+        new_orders: AtomicU64::new(0),
+        samples: std::sync::Mutex::new(Vec::new()),
+    });
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let start = Instant::now();
+    let mut handles = Vec::with_capacity(virtual_users as usize);
+    for vu in 0..virtual_users {
+        let terminal = Terminal::new(
+            cfg.mode,
+            warehouses,
+            vu,
+            virtual_users,
+            cfg.all_warehouses,
+            nurand,
+            Rng::seeded(seed_rng.next_u64()),
+        );
+        let ctx = VuContext {
+            pool: pool.clone(),
+            shared: shared.clone(),
+            stop: stop_rx.clone(),
+            mode: cfg.mode,
+            side: cfg.side,
+            keying_and_thinking: cfg.keying_and_thinking,
+        };
+        handles.push(tokio::spawn(virtual_user(ctx, terminal)));
+    }
+
+    let result = supervise(
+        &monitor,
+        server_cpu.as_ref(),
+        &shared,
+        start,
+        ramp_up,
+        duration,
+        cancel,
+        progress,
+    )
+    .await;
+
+    // Stop the virtual users whatever happened, and collect what they measured.
+    let _ = stop_tx.send(true);
+    let mut stats = VuStats::new();
+    let deadline = tokio::time::Instant::now() + STOP_GRACE;
+    let mut lost = 0;
+    for mut h in handles {
+        match tokio::time::timeout_at(deadline, &mut h).await {
+            Ok(Ok(s)) => stats.merge(&s),
+            Ok(Err(e)) => {
+                lost += 1;
+                shared.sample(format!("virtual user task failed: {e}"));
+            }
+            Err(_) => {
+                h.abort();
+                lost += 1;
+            }
+        }
+    }
+    if lost > 0 {
+        shared.sample(format!(
+            "{lost} virtual user(s) did not stop within {STOP_GRACE:?}; their latencies are missing"
+        ));
+    }
+    pool.close();
+    let (begin, end, per_second) = result?;
+
+    let minutes = (end.at - begin.at).as_secs_f64() / 60.0;
+    let new_orders = end.next_o_id_sum - begin.next_o_id_sum;
+    let commits = end.commits - begin.commits;
+    let rollbacks = end.rollbacks - begin.rollbacks;
+    let mut per_type = Vec::new();
+    let mut errors: BTreeMap<String, u64> = BTreeMap::new();
+    let mut client_transactions = 0;
+    for kind in TxKind::ALL {
+        let i = kind.index();
+        let h = &stats.hist[i];
+        let ms = |q: f64| h.value_at_quantile(q) as f64 / 1000.0;
+        for (k, v) in &stats.errors[i] {
+            *errors.entry(k.clone()).or_default() += v;
+        }
+        client_transactions += h.len();
+        per_type.push(TxStats {
+            name: kind.name().to_string(),
+            count: h.len(),
+            rollbacks: stats.rollbacks[i],
+            errors_by_kind: stats.errors[i].clone(),
+            p50_ms: ms(0.5),
+            p90_ms: ms(0.9),
+            p95_ms: ms(0.95),
+            p99_ms: ms(0.99),
+            p999_ms: ms(0.999),
+            mean_ms: if h.is_empty() { 0.0 } else { h.mean() / 1000.0 },
+            max_ms: h.max() as f64 / 1000.0,
+        });
+    }
+    let error_samples = shared.samples.lock().unwrap().clone();
+    Ok(DriveReport {
+        mode: cfg.mode,
+        side: cfg.side,
+        virtual_users,
+        warehouses,
+        all_warehouses: cfg.all_warehouses,
+        keying_and_thinking: cfg.keying_and_thinking,
+        nopm: new_orders as f64 / minutes,
+        tpm: (commits + rollbacks) as f64 / minutes,
+        new_orders,
+        commits,
+        rollbacks,
+        measured_seconds: minutes * 60.0,
+        ramp_up_seconds: ramp_up.as_secs_f64(),
+        per_type,
+        errors,
+        error_samples,
+        per_second,
+        client_transactions,
+        client_cpu_seconds: end.client_cpu - begin.client_cpu,
+        server_cpu_seconds: match (begin.server_cpu, end.server_cpu) {
+            (Some(a), Some(b)) => Some(b - a),
+            _ => None,
+        },
+        nurand,
+    })
+}
+
+async fn read_meta(monitor: &Client) -> Result<(u32, NurandConstants), TpccError> {
+    let row = monitor
+        .query_opt(
+            "SELECT warehouses, c_last_load, c_id_load, ol_i_id_load FROM tpcc_meta LIMIT 1",
+            &[],
+        )
+        .await
+        .map_err(|e| {
+            TpccError::Schema(format!(
+                "cannot read tpcc_meta ({}); load the database first",
+                describe_pg_error(&e)
+            ))
+        })?
+        .ok_or_else(|| TpccError::Schema("tpcc_meta is empty; the load did not finish".into()))?;
+    let w: i32 = row.get(0);
+    Ok((
+        w as u32,
+        NurandConstants {
+            c_last: i64::from(row.get::<_, i32>(1)),
+            c_id: i64::from(row.get::<_, i32>(2)),
+            ol_i_id: i64::from(row.get::<_, i32>(3)),
+        },
+    ))
+}
+
+type PerSecond = Vec<(f64, f64, f64)>;
+
+/// Ticks every second, takes the two snapshots on time, reports progress.
+#[allow(clippy::too_many_arguments)]
+async fn supervise(
+    monitor: &Client,
+    server_cpu: Option<&ServerCpu>,
+    shared: &Shared,
+    start: Instant,
+    ramp_up: Duration,
+    duration: Duration,
+    cancel: &AtomicBool,
+    progress: &mut (dyn FnMut(DriveProgress) + Send),
+) -> Result<(Snapshot, Snapshot, PerSecond), TpccError> {
+    let ramp_end = start + ramp_up;
+    let mut begin: Option<Snapshot> = None;
+    let mut per_second = Vec::new();
+    let mut next_tick = start + Duration::from_secs(1);
+    let (mut last_count, mut last_lat) = (0u64, 0u64);
+    let (mut phase_start, mut phase_new_orders) = (start, 0u64);
+    loop {
+        if cancel.load(Ordering::SeqCst) {
+            return Err(TpccError::Cancelled);
+        }
+        let now = Instant::now();
+        // The second that just ended belongs to the phase it ran in: report it first.
+        if now >= next_tick {
+            let count = shared.completed.load(Ordering::SeqCst);
+            let lat = shared.latency_us.load(Ordering::SeqCst);
+            let (dc, dl) = (count - last_count, lat - last_lat);
+            (last_count, last_lat) = (count, lat);
+            let t = (next_tick - start).as_secs_f64();
+            let mean_ms = if dc == 0 { 0.0 } else { dl as f64 / dc as f64 / 1000.0 };
+            per_second.push((t, dc as f64, mean_ms));
+            let phase_minutes = phase_start.elapsed().as_secs_f64() / 60.0;
+            let no = shared.new_orders.load(Ordering::SeqCst) - phase_new_orders;
+            progress(DriveProgress {
+                elapsed_seconds: t,
+                in_ramp_up: begin.is_none(),
+                transactions_per_second: dc as f64,
+                new_orders_per_minute: if phase_minutes > 0.0 {
+                    no as f64 / phase_minutes
+                } else {
+                    0.0
+                },
+            });
+            next_tick += Duration::from_secs(1);
+        }
+        if begin.is_none() && now >= ramp_end {
+            let s = snapshot(monitor, server_cpu).await?;
+            shared.measuring.store(true, Ordering::SeqCst);
+            phase_start = Instant::now();
+            phase_new_orders = shared.new_orders.load(Ordering::SeqCst);
+            begin = Some(s);
+        }
+        if let Some(b) = begin
+            && Instant::now() >= b.at + duration
+        {
+            let e = snapshot(monitor, server_cpu).await?;
+            shared.measuring.store(false, Ordering::SeqCst);
+            return Ok((b, e, per_second));
+        }
+        // Sleep to the next event: a tick, the end of ramp-up or of the measured interval,
+        // but never more than 100 ms so cancellation is noticed quickly.
+        let mut wake = next_tick.min(Instant::now() + Duration::from_millis(100));
+        match begin {
+            None => wake = wake.min(ramp_end),
+            Some(b) => wake = wake.min(b.at + duration),
+        }
+        tokio::time::sleep_until(wake.into()).await;
+    }
+}
+
+struct VuContext {
+    pool: Pool,
+    shared: Arc<Shared>,
+    stop: watch::Receiver<bool>,
+    mode: Mode,
+    side: Side,
+    keying_and_thinking: bool,
+}
+
+/// Sleeps for `d` unless told to stop first; returns false when stopping.
+async fn pause(stop: &mut watch::Receiver<bool>, d: Duration) -> bool {
+    if *stop.borrow() {
+        return false;
+    }
+    tokio::select! {
+        _ = tokio::time::sleep(d) => !*stop.borrow(),
+        _ = stop.changed() => false,
+    }
+}
+
+async fn virtual_user(mut ctx: VuContext, mut terminal: Terminal) -> VuStats {
+    let mut stats = VuStats::new();
+    let mut conn: Option<(deadpool_postgres::Object, Prepared)> = None;
+    loop {
+        if *ctx.stop.borrow() {
+            break;
+        }
+        let kind = terminal.next_kind();
+        if ctx.keying_and_thinking && !pause(&mut ctx.stop, Terminal::keying_time(kind)).await {
+            break;
+        }
+        if conn.is_none() {
+            match connect(&ctx).await {
+                Ok(c) => conn = Some(c),
+                Err(msg) => {
+                    if ctx.shared.measuring.load(Ordering::SeqCst) {
+                        *stats.errors[kind.index()].entry("other".into()).or_default() += 1;
+                    }
+                    ctx.shared.sample(msg);
+                    if !pause(&mut ctx.stop, Duration::from_millis(500)).await {
+                        break;
+                    }
+                    continue;
+                }
+            }
+        }
+        let (client, prepared) = conn.as_mut().expect("connected above");
+        let input = terminal.input(kind);
+        let t0 = Instant::now();
+        let result = execute(client, prepared, &input, ctx.mode).await;
+        let us = t0.elapsed().as_micros() as u64;
+        let measuring = ctx.shared.measuring.load(Ordering::SeqCst);
+        let i = kind.index();
+        match result {
+            Ok(Outcome::Committed) | Ok(Outcome::RolledBack) => {
+                let rolled_back = matches!(result, Ok(Outcome::RolledBack));
+                ctx.shared.completed.fetch_add(1, Ordering::Relaxed);
+                ctx.shared.latency_us.fetch_add(us, Ordering::Relaxed);
+                if kind == TxKind::NewOrder && !rolled_back {
+                    ctx.shared.new_orders.fetch_add(1, Ordering::Relaxed);
+                }
+                if measuring {
+                    stats.hist[i].saturating_record(us.max(1));
+                    if rolled_back {
+                        stats.rollbacks[i] += 1;
+                    }
+                }
+            }
+            Ok(Outcome::NoCustomer(msg)) => {
+                if measuring {
+                    *stats.errors[i].entry("other".into()).or_default() += 1;
+                }
+                ctx.shared.sample(format!("{}: {msg}", kind.name()));
+            }
+            Err(e) => {
+                if measuring {
+                    *stats.errors[i].entry(error_kind(&e).into()).or_default() += 1;
+                }
+                ctx.shared
+                    .sample(format!("{}: {}", kind.name(), describe_pg_error(&e)));
+                if e.is_closed() {
+                    conn = None;
+                }
+            }
+        }
+        if ctx.keying_and_thinking && !pause(&mut ctx.stop, terminal.think_time(kind)).await {
+            break;
+        }
+    }
+    stats
+}
+
+async fn connect(ctx: &VuContext) -> Result<(deadpool_postgres::Object, Prepared), String> {
+    let obj = ctx
+        .pool
+        .get()
+        .await
+        .map_err(|e| format!("connect: {e}"))?;
+    let prepared = Prepared::new(&obj, ctx.side)
+        .await
+        .map_err(|e| format!("prepare statements: {}", describe_pg_error(&e)))?;
+    Ok((obj, prepared))
+}
