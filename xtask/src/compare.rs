@@ -241,19 +241,26 @@ fn matrix_spec(exp: &Experiment, plan: &tiers::Plan, provisioned: Option<&Provis
         .placements
         .iter()
         .map(|p| {
-            let devices = if p.data == p.wal {
-                vec![DeviceRole { role: "data+wal".into(), device: p.data.clone(), kernel_name: kernel(&p.data) }]
-            } else {
-                vec![
-                    DeviceRole { role: "data".into(), device: p.data.clone(), kernel_name: kernel(&p.data) },
-                    DeviceRole { role: "wal".into(), device: p.wal.clone(), kernel_name: kernel(&p.wal) },
-                ]
+            let mut devices: Vec<DeviceRole> = Vec::new();
+            let mut add = |role: &str, dev: &str| match devices.iter_mut().find(|d| d.device == dev) {
+                Some(d) => d.role = format!("{}+{role}", d.role),
+                None => devices.push(DeviceRole { role: role.into(), device: dev.into(), kernel_name: kernel(dev) }),
             };
+            add("data", &p.data);
+            add("wal", &p.wal);
+            for (role, dev) in &p.tablespaces {
+                add(role, dev);
+            }
             PlacementTarget {
                 name: p.name.clone(),
                 data_dir: mount(&p.data).join(&p.name).join("pgdata"),
                 wal_dir: mount(&p.wal).join(&p.name).join("pg_wal"),
                 devices,
+                tablespaces: p
+                    .tablespaces
+                    .iter()
+                    .map(|(role, dev)| (role.clone(), mount(dev).join(&p.name).join(format!("ts_{role}"))))
+                    .collect(),
             }
         })
         .collect();
@@ -289,7 +296,7 @@ fn print_dry_run(
     println!("\n## Data sets (built once, then copied onto each placement)\n");
     let mut seen = Vec::new();
     for w in &matrix.workloads {
-        let d = w.dataset();
+        let d = w.dataset(&matrix.tablespace_roles());
         if !seen.contains(&d) {
             println!("- {}: pgbench -i -s {}", d.key(), w.scale());
             seen.push(d);
@@ -406,7 +413,7 @@ impl Session<'_> {
         let mut goldens: HashMap<String, Golden> = HashMap::new();
         let load_settings = self.exp.profiles.first().map(|p| p.profile.settings.clone()).unwrap_or_default();
         for w in &matrix.workloads {
-            let spec = w.dataset();
+            let spec = w.dataset(&matrix.tablespace_roles());
             let key = spec.key();
             if goldens.contains_key(&key) {
                 continue;
@@ -459,12 +466,13 @@ impl Session<'_> {
             }
             let placement = &matrix.placements[planned.placement];
             let workload = &matrix.workloads[planned.workload];
-            let key = workload.dataset().key();
+            let key = workload.dataset(&matrix.tablespace_roles()).key();
             if placed.get(&placement.name) != Some(&key) {
                 let golden = &goldens[&key];
                 progress.println(&format!("copying data set {key} onto placement {}", placement.name));
-                let secs = dataset::relocate(&env, golden, &placement.data_dir, &placement.wal_dir)
-                    .map_err(|e| anyhow!("{e}"))?;
+                let secs =
+                    dataset::relocate(&env, golden, &placement.data_dir, &placement.wal_dir, &placement.tablespaces)
+                        .map_err(|e| anyhow!("{e}"))?;
                 relocate_total += secs;
                 if let Some(d) = self.manifest.datasets.iter_mut().find(|d| d.key == key) {
                     d.relocate_seconds.insert(placement.name.clone(), secs);
@@ -585,7 +593,7 @@ impl Session<'_> {
                     description: p.description.clone(),
                     data_device: p.data.clone(),
                     wal_device: p.wal.clone(),
-                    tablespaces: BTreeMap::new(),
+                    tablespaces: p.tablespaces.clone(),
                 })
                 .collect(),
             datasets: vec![],

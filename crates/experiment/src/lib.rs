@@ -42,6 +42,17 @@ pub struct Placement {
     pub description: String,
     pub data: String,
     pub wal: String,
+    /// Tablespace role (`tables`, `indexes`, `temp`) -> device name.
+    pub tablespaces: BTreeMap<String, String>,
+}
+
+impl Placement {
+    /// Every device this placement uses.
+    pub fn devices(&self) -> Vec<&str> {
+        let mut v = vec![self.data.as_str(), self.wal.as_str()];
+        v.extend(self.tablespaces.values().map(String::as_str));
+        v
+    }
 }
 
 /// The experiment, validated and resolved (overrides applied when emulating).
@@ -230,7 +241,8 @@ impl Validator<'_> {
             let (text, settings) = match m.get_ref() {
                 RawMemoryLimit::Plain(s) => (s.clone(), BTreeMap::new()),
                 RawMemoryLimit::WithSettings(t) => {
-                    let spanned = t.settings.iter().map(|(k, v)| (k.clone(), Spanned::new(m.span(), v.clone()))).collect();
+                    let spanned =
+                        t.settings.iter().map(|(k, v)| (k.clone(), Spanned::new(m.span(), v.clone()))).collect();
                     (t.limit.clone(), self.settings(&spanned, key))
                 }
             };
@@ -786,7 +798,18 @@ impl Validator<'_> {
             if !seen.insert(n.clone()) {
                 self.err(span(&r.name), format!("placement[{n}].name"), format!("placement {n:?} is defined twice"));
             }
-            for (field, value) in [("data", &r.data), ("wal", &r.wal)] {
+            let mut refs: Vec<(String, &Spanned<String>)> = vec![("data".into(), &r.data), ("wal".into(), &r.wal)];
+            for (role, dev) in &r.tablespaces {
+                if !runner::matrix::TABLESPACE_ROLES.contains(&role.as_str()) {
+                    self.err(
+                        span(dev),
+                        format!("placement[{n}].tablespaces.{role}"),
+                        format!("unknown tablespace role {role:?}; use tables, indexes or temp"),
+                    );
+                }
+                refs.push((format!("tablespaces.{role}"), dev));
+            }
+            for (field, value) in refs {
                 if !device_names.contains(value.get_ref()) {
                     self.err(
                         span(value),
@@ -800,6 +823,7 @@ impl Validator<'_> {
                 description: r.description.clone().unwrap_or_default(),
                 data: r.data.get_ref().clone(),
                 wal: r.wal.get_ref().clone(),
+                tablespaces: r.tablespaces.iter().map(|(k, v)| (k.clone(), v.get_ref().clone())).collect(),
             });
         }
         if raw.placement.is_empty() {
@@ -818,7 +842,7 @@ impl Validator<'_> {
             );
         }
         for d in &devices {
-            if !placements.iter().any(|p| p.data == d.name || p.wal == d.name) {
+            if !placements.iter().any(|p| p.devices().contains(&d.name.as_str())) {
                 self.warnings.push(format!("device {:?} is used by no placement and will not be provisioned", d.name));
             }
         }

@@ -172,6 +172,9 @@ pub struct RawPlacement {
     pub description: Option<String>,
     pub data: Spanned<String>,
     pub wal: Spanned<String>,
+    /// Tablespace role (`tables`, `indexes`, `temp`) -> device.
+    #[serde(default)]
+    pub tablespaces: BTreeMap<String, Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -87,6 +87,18 @@ pub struct DeviceIo {
     pub peak_write_iops: f64,
 }
 
+/// One second of I/O on one device (by kernel name).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct IoSample {
+    /// Seconds since the start of the measured interval (end of this sample).
+    pub t: f64,
+    pub device: String,
+    pub read_iops: f64,
+    pub write_iops: f64,
+    pub read_mb_s: f64,
+    pub write_mb_s: f64,
+}
+
 /// CPU time split over the measured interval, in % of all CPUs.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -161,6 +173,12 @@ pub struct RunRecord {
     pub series: Vec<SecondSample>,
     #[serde(default)]
     pub devices: Vec<DeviceIo>,
+    /// Per-second I/O of each device of the placement.
+    #[serde(default)]
+    pub io_series: Vec<IoSample>,
+    /// CPU seconds the once-a-second sampler itself used during the run.
+    #[serde(default)]
+    pub sampler_cpu_s: f64,
     #[serde(default)]
     pub cpu: Option<CpuSplit>,
     #[serde(default)]

@@ -16,6 +16,17 @@ fn civil(days: i64) -> (i64, u32, u32) {
     (y, m, d)
 }
 
+/// Days since 1970-01-01 of a civil date (inverse of `civil`).
+pub fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let mp = (m as i64 + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d as i64 - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
 fn parts(t: SystemTime) -> (i64, u32, u32, u64, u64, u64, u32) {
     let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
     let secs = d.as_secs();
@@ -44,6 +55,14 @@ pub fn now_rfc3339() -> String {
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    #[test]
+    fn civil_round_trip() {
+        for days in [-1000, 0, 59, 60, 11_016, 20_786, 40_000] {
+            let (y, m, d) = civil(days);
+            assert_eq!(days_from_civil(y, m, d), days);
+        }
+    }
 
     #[test]
     fn known_dates() {

@@ -11,6 +11,7 @@ use serde::Serialize;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 use crate::env::RunnerEnv;
+use crate::matrix::tablespace_name;
 use crate::pgbench;
 use crate::server::{self, Server};
 use crate::{DATABASE, RunnerError};
@@ -18,19 +19,24 @@ use crate::{DATABASE, RunnerError};
 /// What a data set is built from; equal keys share one golden copy.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 pub enum DatasetSpec {
-    /// `pgbench -i -s SCALE [init args]`.
-    Pgbench { scale: u32, init_args: Vec<String> },
+    /// `pgbench -i -s SCALE [init args]`, with tables and indexes in pgtier's tablespaces
+    /// when `tablespaces` names those roles.
+    Pgbench { scale: u32, init_args: Vec<String>, tablespaces: Vec<String> },
 }
 
 impl DatasetSpec {
     /// A short name usable as a directory name.
     pub fn key(&self) -> String {
         match self {
-            DatasetSpec::Pgbench { scale, init_args } => {
+            DatasetSpec::Pgbench { scale, init_args, tablespaces } => {
                 let mut k = format!("pgbench-s{scale}");
                 for a in init_args {
                     k.push('-');
                     k.extend(a.chars().filter(|c| c.is_ascii_alphanumeric()));
+                }
+                for t in tablespaces {
+                    k.push_str("-ts");
+                    k.push_str(t);
                 }
                 k
             }
@@ -114,10 +120,26 @@ async fn load(
         .batch_execute(&format!("CREATE DATABASE {DATABASE}"))
         .await
         .map_err(|e| RunnerError::Server(format!("create database: {e:#}")))?;
-    let DatasetSpec::Pgbench { scale, init_args } = spec;
+    let DatasetSpec::Pgbench { scale, init_args, tablespaces } = spec;
+    // Tablespaces first live in the golden directory; relocation moves them to their devices.
+    let golden_dir = srv.data_dir.parent().expect("golden PGDATA has a parent").to_path_buf();
+    let mut args = init_args.clone();
+    for role in tablespaces {
+        let dir = golden_dir.join(format!("ts_{role}"));
+        make_owned_dir(env, &dir)?;
+        client
+            .batch_execute(&format!("CREATE TABLESPACE {} LOCATION '{}'", tablespace_name(role), dir.display()))
+            .await
+            .map_err(|e| RunnerError::Server(format!("create tablespace for {role}: {e:#}")))?;
+        match role.as_str() {
+            "tables" => args.push(format!("--tablespace={}", tablespace_name(role))),
+            "indexes" => args.push(format!("--index-tablespace={}", tablespace_name(role))),
+            _ => {}
+        }
+    }
     let target =
         pgbench::Target { socket_dir: &env.socket_dir, port: env.port, user: server::DB_ROLE, database: DATABASE };
-    let cmd = pgbench::init_command(&env.install.bin_dir, &target, *scale, init_args);
+    let cmd = pgbench::init_command(&env.install.bin_dir, &target, *scale, &args);
     let log_path = logs.join("pgbench-init.log");
     let mut log = std::fs::File::create(&log_path).map_err(|e| RunnerError::Setup(e.to_string()))?;
     let mut child = tokio::process::Command::new(&cmd.program)
@@ -173,11 +195,31 @@ async fn load(
 }
 
 /// Copies the golden cluster to a placement: PGDATA to `data_dir`, the WAL to `wal_dir`, and
-/// `pg_wal` re-pointed at `wal_dir` (a plain `cp -a` would keep pointing at the golden WAL).
-/// Returns the seconds it took, including the sync.
-pub fn relocate(env: &RunnerEnv, golden: &Golden, data_dir: &Path, wal_dir: &Path) -> Result<f64, RunnerError> {
+/// `pg_wal` re-pointed at `wal_dir` (a plain `cp -a` would keep pointing at the golden WAL);
+/// each tablespace to the directory its role has on this placement (`tablespaces`), or next to
+/// PGDATA when the placement does not place that role. Returns the seconds it took, including
+/// the sync.
+pub fn relocate(
+    env: &RunnerEnv,
+    golden: &Golden,
+    data_dir: &Path,
+    wal_dir: &Path,
+    tablespaces: &BTreeMap<String, PathBuf>,
+) -> Result<f64, RunnerError> {
     let started = Instant::now();
-    for d in [data_dir, wal_dir] {
+    let golden_root = golden.data_dir.parent().expect("golden PGDATA has a parent");
+    let ts_dir = |role: &str| {
+        tablespaces
+            .get(role)
+            .cloned()
+            .unwrap_or_else(|| data_dir.parent().unwrap_or(data_dir).join(format!("ts_{role}")))
+    };
+    let roles: Vec<String> = match &golden.spec {
+        DatasetSpec::Pgbench { tablespaces, .. } => tablespaces.clone(),
+    };
+    let mut targets = vec![data_dir.to_path_buf(), wal_dir.to_path_buf()];
+    targets.extend(roles.iter().map(|r| ts_dir(r)));
+    for d in &targets {
         if d.exists() {
             std::fs::remove_dir_all(d).map_err(|e| RunnerError::Setup(format!("rm -r {}: {e}", d.display())))?;
         }
@@ -189,11 +231,33 @@ pub fn relocate(env: &RunnerEnv, golden: &Golden, data_dir: &Path, wal_dir: &Pat
         rel == Path::new("pg_wal") || rel == Path::new("postmaster.pid")
     })?;
     copy_tree(&golden.wal_dir, wal_dir, &|_| false)?;
-    std::os::unix::fs::symlink(wal_dir, data_dir.join("pg_wal"))
-        .map_err(|e| RunnerError::Setup(format!("link pg_wal: {e}")))?;
-    let _ = std::os::unix::fs::lchown(data_dir.join("pg_wal"), Some(env.user.uid), Some(env.user.gid));
+    relink(env, &data_dir.join("pg_wal"), wal_dir)?;
+    // pg_tblspc/<oid> links point into the golden directory: copy each and point it at its copy.
+    let tblspc = data_dir.join("pg_tblspc");
+    for e in std::fs::read_dir(&tblspc).map_err(|e| RunnerError::Setup(format!("{}: {e}", tblspc.display())))?.flatten()
+    {
+        let link = e.path();
+        let Ok(target) = std::fs::read_link(&link) else { continue };
+        let Some(role) = roles.iter().find(|r| target == golden_root.join(format!("ts_{r}"))) else {
+            return Err(RunnerError::Setup(format!(
+                "tablespace link {} points to {} (not pgtier's)",
+                link.display(),
+                target.display()
+            )));
+        };
+        let dest = ts_dir(role);
+        copy_tree(&target, &dest, &|_| false)?;
+        relink(env, &link, &dest)?;
+    }
     sync_all();
     Ok(started.elapsed().as_secs_f64())
+}
+
+fn relink(env: &RunnerEnv, link: &Path, to: &Path) -> Result<(), RunnerError> {
+    let _ = std::fs::remove_file(link);
+    std::os::unix::fs::symlink(to, link).map_err(|e| RunnerError::Setup(format!("link {}: {e}", link.display())))?;
+    std::os::unix::fs::lchown(link, Some(env.user.uid), Some(env.user.gid))
+        .map_err(|e| RunnerError::Setup(format!("chown {}: {e}", link.display())))
 }
 
 /// Copies a directory tree with modes and ownership; `skip` gets paths relative to `from`.

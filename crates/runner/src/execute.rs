@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use journal::{CommandLine, ProcessId, Undo};
 use results::record::{Metrics, RunRecord, RunStatus, SecondSample, StatementLatency};
@@ -15,6 +15,8 @@ use crate::cgroup::ServerCgroup;
 use crate::env::RunnerEnv;
 use crate::matrix::{MemoryLimit, PlacementTarget, PlannedRun, Profile, WorkloadKind, WorkloadSpec};
 use crate::pgbench::{self, Progress, RunOptions};
+use crate::pgstats;
+use crate::sampler::{self, Sampler};
 use crate::server::{self, Server};
 use crate::{DATABASE, RunnerError};
 
@@ -89,6 +91,8 @@ fn base_record(inp: &RunInputs, started_at: String) -> RunRecord {
         postgres: None,
         memory: None,
         checkpoints_at_s: vec![],
+        io_series: vec![],
+        sampler_cpu_s: 0.0,
         server_settings: Default::default(),
         command: String::new(),
         raw_files: vec![],
@@ -114,14 +118,12 @@ async fn measure(
     obs: &mut dyn Observer,
 ) -> Result<(), RunnerError> {
     let p = inp.planned;
-    server::write_config(
-        &inp.placement.data_dir,
-        env.port,
-        &env.socket_dir,
-        &inp.profile.settings,
-        env.user.uid,
-        env.user.gid,
-    )?;
+    let mut settings = inp.profile.settings.clone();
+    settings.extend(inp.memory.settings.clone());
+    if inp.placement.tablespaces.contains_key("temp") {
+        settings.insert("temp_tablespaces".into(), crate::matrix::tablespace_name("temp"));
+    }
+    server::write_config(&inp.placement.data_dir, env.port, &env.socket_dir, &settings, env.user.uid, env.user.gid)?;
     let cgroup = match (&env.cgroups, p.memory_limit) {
         (Some(h), limit) => Some(ServerCgroup::create(env.journal, h, &env.run_token, &p.run_id, limit)?),
         (None, Some(_)) => {
@@ -207,18 +209,70 @@ async fn measure_on(
         transaction_log: None,
         extra: w.extra_args.clone(),
     };
+    // Expected transactions, to size the sampled transaction log (about 50,000 lines).
+    let mut expected_tps = 5_000.0;
     if !inp.workload.ramp_up.is_zero() {
         let cmd = pgbench::run_command(&env.install.bin_dir, &target, &options);
         let out = run_pgbench(env, &cmd, &run_dir.join("rampup"), obs, true).await?;
         if !out.success {
             return Err(RunnerError::Workload(format!("ramp-up pgbench failed: {}", out.stderr_tail())));
         }
+        if let Ok(s) = pgbench::parse_summary(&out.stdout) {
+            expected_tps = s.tps.max(1.0);
+        }
     }
     options.duration = inp.workload.duration;
+    let rate = (50_000.0 / (expected_tps * inp.workload.duration.as_secs_f64())).clamp(0.0001, 1.0);
+    options.transaction_log = Some((round_rate(rate), run_dir.join("txlog").display().to_string()));
     let cmd = pgbench::run_command(&env.install.bin_dir, &target, &options);
     record.command = cmd.to_string();
     std::fs::write(run_dir.join("command.txt"), format!("{cmd}\n")).map_err(|e| RunnerError::Setup(e.to_string()))?;
-    let out = run_pgbench(env, &cmd, &run_dir.join("pgbench"), obs, false).await?;
+
+    // Evidence around the measured run: PostgreSQL's counters, CPU of client and server, I/O.
+    let client = srv.connect(DATABASE).await?;
+    let before =
+        pgstats::snapshot(&client).await.map_err(|e| RunnerError::Server(format!("read statistics: {e:#}")))?;
+    let server_cpu0 = srv.cgroup.as_ref().and_then(|c| c.cpu_seconds());
+    let client_cpu0 = sampler::children_cpu_seconds();
+    let wall0 = std::time::Instant::now();
+    let started = SystemTime::now();
+    let sampler = Sampler::start(inp.placement.devices.clone(), Duration::from_secs(1));
+    let out = run_pgbench(env, &cmd, &run_dir.join("pgbench"), obs, false).await;
+    let sampled = sampler.finish();
+    let ended = SystemTime::now();
+    let wall = wall0.elapsed().as_secs_f64();
+    let client_cpu = sampler::children_cpu_seconds() - client_cpu0;
+    let server_cpu = match (server_cpu0, srv.cgroup.as_ref().and_then(|c| c.cpu_seconds())) {
+        (Some(a), Some(b)) => b - a,
+        _ => 0.0,
+    };
+    let out = out?;
+    if let Ok(after) = pgstats::snapshot(&client).await {
+        record.postgres = Some(pgstats::delta(&before, &after));
+    }
+    drop(client);
+    record.devices = sampled.devices;
+    record.io_series = sampled.series;
+    record.sampler_cpu_s = sampled.seconds;
+    let mut cpu = sampled.cpu;
+    cpu.client_cpu_s = client_cpu;
+    cpu.server_cpu_s = server_cpu;
+    cpu.client_core_pct = client_cpu / wall.max(1e-3) * 100.0;
+    if cpu.client_core_pct > 80.0 {
+        record.warnings.push(format!(
+            "the pgbench client used {:.0}% of a core: the client, not storage, may be the limit",
+            cpu.client_core_pct
+        ));
+    }
+    record.cpu = Some(cpu);
+    let log = std::fs::read_to_string(&srv.log).unwrap_or_default();
+    record.checkpoints_at_s = pgstats::checkpoints_between(&log, started, ended);
+    if !record.checkpoints_at_s.is_empty() {
+        record.warnings.push(format!(
+            "a checkpoint started inside the measured run (at {} s): runs with and without a checkpoint are not comparable; prefer longer runs",
+            record.checkpoints_at_s.iter().map(|t| format!("{t:.0}")).collect::<Vec<_>>().join(", ")
+        ));
+    }
     record.series = out
         .progress
         .iter()
@@ -244,6 +298,12 @@ async fn measure_on(
         initial_connection_ms: summary.initial_connection_ms,
         ..Default::default()
     };
+    if let Some([p50, p90, p95, p99, p999]) = pgstats::percentiles_ms(pgstats::read_transaction_logs(run_dir, "txlog"))
+    {
+        let m = &mut record.metrics;
+        (m.latency_ms_p50, m.latency_ms_p90, m.latency_ms_p95, m.latency_ms_p99, m.latency_ms_p999) =
+            (Some(p50), Some(p90), Some(p95), Some(p99), Some(p999));
+    }
     record.statements = summary
         .statements
         .iter()
@@ -339,4 +399,14 @@ pub async fn run_pgbench(
     std::fs::write(with_ext("stderr"), &stderr_text).map_err(|e| RunnerError::Setup(e.to_string()))?;
     let stdout = std::fs::read_to_string(with_ext("stdout")).unwrap_or_default();
     Ok(PgbenchOutput { success: status.success(), stdout, stderr: stderr_text, progress })
+}
+
+/// A sampling rate pgbench prints back unchanged (4 significant digits).
+fn round_rate(r: f64) -> f64 {
+    if r >= 1.0 {
+        return 1.0;
+    }
+    let digits = (-r.log10()).ceil() as i32 + 3;
+    let f = 10f64.powi(digits);
+    (r * f).round() / f
 }

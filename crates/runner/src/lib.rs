@@ -10,6 +10,8 @@ pub mod execute;
 pub mod install;
 pub mod matrix;
 pub mod pgbench;
+pub mod pgstats;
+pub mod sampler;
 pub mod server;
 
 pub use env::RunnerEnv;

@@ -20,6 +20,17 @@ pub struct PlacementTarget {
     pub wal_dir: PathBuf,
     /// Devices whose I/O is recorded: (role, device name, kernel name for /proc/diskstats).
     pub devices: Vec<DeviceRole>,
+    /// Tablespace role (`tables`, `indexes`, `temp`) -> directory on its device.
+    pub tablespaces: BTreeMap<String, PathBuf>,
+}
+
+/// Tablespace roles a placement may put on their own device (seed 001: `--tablespace`,
+/// `--index-tablespace`; `temp` becomes `temp_tablespaces`).
+pub const TABLESPACE_ROLES: [&str; 3] = ["tables", "indexes", "temp"];
+
+/// The tablespace name pgtier gives a role.
+pub fn tablespace_name(role: &str) -> String {
+    format!("pgtier_{role}")
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -68,11 +79,14 @@ impl WorkloadSpec {
         }
     }
 
-    pub fn dataset(&self) -> crate::dataset::DatasetSpec {
+    /// The data set this workload runs on; `tablespace_roles` are the roles any placement uses.
+    pub fn dataset(&self, tablespace_roles: &[String]) -> crate::dataset::DatasetSpec {
         match &self.kind {
-            WorkloadKind::Pgbench(p) => {
-                crate::dataset::DatasetSpec::Pgbench { scale: p.scale, init_args: p.init_args.clone() }
-            }
+            WorkloadKind::Pgbench(p) => crate::dataset::DatasetSpec::Pgbench {
+                scale: p.scale,
+                init_args: p.init_args.clone(),
+                tablespaces: tablespace_roles.to_vec(),
+            },
         }
     }
 }
@@ -121,6 +135,17 @@ pub struct MatrixSpec {
     pub repetitions: u32,
     pub order: Order,
     pub cores: u32,
+}
+
+impl MatrixSpec {
+    /// Tablespace roles used by any placement, in a fixed order.
+    pub fn tablespace_roles(&self) -> Vec<String> {
+        TABLESPACE_ROLES
+            .iter()
+            .filter(|r| self.placements.iter().any(|p| p.tablespaces.contains_key(**r)))
+            .map(|r| r.to_string())
+            .collect()
+    }
 }
 
 /// One run to make.
@@ -233,8 +258,13 @@ mod tests {
     use super::*;
 
     fn spec(order: Order) -> MatrixSpec {
-        let pl =
-            |n: &str| PlacementTarget { name: n.into(), data_dir: "/d".into(), wal_dir: "/w".into(), devices: vec![] };
+        let pl = |n: &str| PlacementTarget {
+            name: n.into(),
+            data_dir: "/d".into(),
+            wal_dir: "/w".into(),
+            devices: vec![],
+            tablespaces: BTreeMap::new(),
+        };
         let w = |n: &str, b| WorkloadSpec {
             name: n.into(),
             kind: WorkloadKind::Pgbench(PgbenchWorkload {

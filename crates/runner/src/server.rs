@@ -108,6 +108,9 @@ pub fn write_config(
     body.push_str("logging_collector = off\n");
     body.push_str("log_line_prefix = '%m [%p] '\n");
     body.push_str("log_checkpoints = on\n");
+    body.push_str("log_timezone = 'UTC'\n");
+    // Evidence: WAL write and sync times in pg_stat_wal (a few clock reads per WAL write).
+    body.push_str("track_wal_io_timing = on\n");
     for (k, v) in settings {
         body.push_str(&format!("{k} = '{}'\n", v.replace('\'', "''")));
     }

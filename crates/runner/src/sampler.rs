@@ -1,0 +1,268 @@
+//! Once a second during a measured run: I/O of each device of the placement (/proc/diskstats),
+//! CPU of the whole machine (/proc/stat), and the server cgroup's memory. Cheap: a handful of
+//! small file reads per second.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use results::record::{CpuSplit, DeviceIo, IoSample};
+
+use crate::matrix::DeviceRole;
+
+/// Counters of one block device (from /proc/diskstats).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct DiskCounters {
+    pub reads: u64,
+    pub read_sectors: u64,
+    pub read_ms: u64,
+    pub writes: u64,
+    pub write_sectors: u64,
+    pub write_ms: u64,
+}
+
+/// Parses /proc/diskstats into counters per kernel name.
+pub fn parse_diskstats(text: &str) -> BTreeMap<String, DiskCounters> {
+    text.lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            if f.len() < 11 {
+                return None;
+            }
+            let n = |i: usize| f[i].parse::<u64>().unwrap_or(0);
+            Some((
+                f[2].to_string(),
+                DiskCounters {
+                    reads: n(3),
+                    read_sectors: n(5),
+                    read_ms: n(6),
+                    writes: n(7),
+                    write_sectors: n(9),
+                    write_ms: n(10),
+                },
+            ))
+        })
+        .collect()
+}
+
+/// CPU jiffies of the machine (first line of /proc/stat).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct CpuCounters {
+    pub user: u64,
+    pub system: u64,
+    pub iowait: u64,
+    pub idle: u64,
+    pub total: u64,
+}
+
+pub fn parse_proc_stat(text: &str) -> CpuCounters {
+    let Some(line) = text.lines().find(|l| l.starts_with("cpu ")) else { return CpuCounters::default() };
+    let v: Vec<u64> = line.split_whitespace().skip(1).filter_map(|x| x.parse().ok()).collect();
+    let g = |i: usize| v.get(i).copied().unwrap_or(0);
+    // user nice system idle iowait irq softirq steal guest guest_nice (guest is inside user)
+    CpuCounters {
+        user: g(0) + g(1),
+        system: g(2) + g(5) + g(6),
+        idle: g(3),
+        iowait: g(4),
+        total: g(0) + g(1) + g(2) + g(3) + g(4) + g(5) + g(6) + g(7),
+    }
+}
+
+fn rates(a: &DiskCounters, b: &DiskCounters, secs: f64) -> (f64, f64, f64, f64) {
+    let s = secs.max(1e-6);
+    (
+        (b.reads.saturating_sub(a.reads)) as f64 / s,
+        (b.writes.saturating_sub(a.writes)) as f64 / s,
+        (b.read_sectors.saturating_sub(a.read_sectors)) as f64 * 512.0 / 1e6 / s,
+        (b.write_sectors.saturating_sub(a.write_sectors)) as f64 * 512.0 / 1e6 / s,
+    )
+}
+
+struct Snapshot {
+    at: Instant,
+    disks: BTreeMap<String, DiskCounters>,
+    cpu: CpuCounters,
+}
+
+fn snapshot() -> Snapshot {
+    Snapshot {
+        at: Instant::now(),
+        disks: parse_diskstats(&std::fs::read_to_string("/proc/diskstats").unwrap_or_default()),
+        cpu: parse_proc_stat(&std::fs::read_to_string("/proc/stat").unwrap_or_default()),
+    }
+}
+
+/// A running sampler; `finish` stops it and returns what it saw.
+pub struct Sampler {
+    stop: Arc<AtomicBool>,
+    handle: std::thread::JoinHandle<(Vec<IoSample>, f64)>,
+    first: Snapshot,
+    devices: Vec<DeviceRole>,
+}
+
+/// What the sampler measured over the whole interval.
+pub struct Sampled {
+    pub devices: Vec<DeviceIo>,
+    pub cpu: CpuSplit,
+    pub series: Vec<IoSample>,
+    /// CPU seconds the sampler's thread used (its own cost, for the monitoring-cost benchmark).
+    pub seconds: f64,
+}
+
+impl Sampler {
+    /// Starts sampling `devices` every `interval`.
+    pub fn start(devices: Vec<DeviceRole>, interval: Duration) -> Sampler {
+        let stop = Arc::new(AtomicBool::new(false));
+        let first = snapshot();
+        let names: Vec<String> = devices.iter().map(|d| d.kernel_name.clone()).collect();
+        let stop2 = stop.clone();
+        let start = first.at;
+        let mut prev = BTreeMap::new();
+        for n in &names {
+            prev.insert(n.clone(), first.disks.get(n).copied().unwrap_or_default());
+        }
+        let handle = std::thread::spawn(move || {
+            let mut series = Vec::new();
+            let mut last = Instant::now();
+            while !stop2.load(Ordering::SeqCst) {
+                std::thread::sleep(Duration::from_millis(50));
+                if last.elapsed() < interval {
+                    continue;
+                }
+                let now = snapshot();
+                let secs = now.at.duration_since(last).as_secs_f64();
+                last = now.at;
+                for n in &names {
+                    let cur = now.disks.get(n).copied().unwrap_or_default();
+                    let (ri, wi, rm, wm) = rates(&prev[n], &cur, secs);
+                    series.push(IoSample {
+                        t: now.at.duration_since(start).as_secs_f64(),
+                        device: n.clone(),
+                        read_iops: ri,
+                        write_iops: wi,
+                        read_mb_s: rm,
+                        write_mb_s: wm,
+                    });
+                    prev.insert(n.clone(), cur);
+                }
+            }
+            (series, thread_cpu_seconds())
+        });
+        Sampler { stop, handle, first, devices }
+    }
+
+    /// Stops sampling and summarises the interval since `start`.
+    pub fn finish(self) -> Sampled {
+        let last = snapshot();
+        self.stop.store(true, Ordering::SeqCst);
+        let (series, sampler_cpu) = self.handle.join().unwrap_or_default();
+        let secs = last.at.duration_since(self.first.at).as_secs_f64();
+        let devices = self
+            .devices
+            .iter()
+            .map(|d| {
+                let a = self.first.disks.get(&d.kernel_name).copied().unwrap_or_default();
+                let b = last.disks.get(&d.kernel_name).copied().unwrap_or_default();
+                let (ri, wi, rm, wm) = rates(&a, &b, secs);
+                let ios = (b.reads - a.reads.min(b.reads)) + (b.writes - a.writes.min(b.writes));
+                let ms = (b.read_ms.saturating_sub(a.read_ms)) + (b.write_ms.saturating_sub(a.write_ms));
+                let mine: Vec<&IoSample> = series.iter().filter(|s| s.device == d.kernel_name).collect();
+                DeviceIo {
+                    device: d.device.clone(),
+                    role: d.role.clone(),
+                    kernel_name: d.kernel_name.clone(),
+                    read_iops: ri,
+                    write_iops: wi,
+                    read_mb_s: rm,
+                    write_mb_s: wm,
+                    avg_wait_ms: if ios > 0 { ms as f64 / ios as f64 } else { 0.0 },
+                    peak_read_iops: mine.iter().map(|s| s.read_iops).fold(0.0, f64::max),
+                    peak_write_iops: mine.iter().map(|s| s.write_iops).fold(0.0, f64::max),
+                }
+            })
+            .collect();
+        let (c0, c1) = (self.first.cpu, last.cpu);
+        let total = (c1.total.saturating_sub(c0.total)).max(1) as f64;
+        let pct = |a: u64, b: u64| (b.saturating_sub(a)) as f64 / total * 100.0;
+        let cpu = CpuSplit {
+            user_pct: pct(c0.user, c1.user),
+            system_pct: pct(c0.system, c1.system),
+            iowait_pct: pct(c0.iowait, c1.iowait),
+            idle_pct: pct(c0.idle, c1.idle),
+            ..Default::default()
+        };
+        Sampled { devices, cpu, series, seconds: sampler_cpu }
+    }
+}
+
+/// CPU seconds (user + system) of reaped children of this process so far (getrusage).
+pub fn children_cpu_seconds() -> f64 {
+    // SAFETY: getrusage fills the struct it is given.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) } != 0 {
+        return 0.0;
+    }
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+/// CPU seconds (user + system) of the calling thread.
+pub fn thread_cpu_seconds() -> f64 {
+    // SAFETY: getrusage fills the struct it is given.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) } != 0 {
+        return 0.0;
+    }
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn diskstats_fields() {
+        let t = "   7       3 loop3 1200 0 9600 300 800 10 6400 500 0 900 800 0 0 0 0\n 253 0 zram1 5 0 40 0 7 0 56 0 0 0 0\n";
+        let d = parse_diskstats(t);
+        assert_eq!(
+            d["loop3"],
+            DiskCounters {
+                reads: 1200,
+                read_sectors: 9600,
+                read_ms: 300,
+                writes: 800,
+                write_sectors: 6400,
+                write_ms: 500
+            }
+        );
+        assert_eq!(d["zram1"].writes, 7);
+        let a = DiskCounters::default();
+        let (ri, wi, rm, wm) = rates(&a, &d["loop3"], 2.0);
+        assert_eq!((ri, wi), (600.0, 400.0));
+        assert!((rm - 9600.0 * 512.0 / 1e6 / 2.0).abs() < 1e-9);
+        assert!((wm - 6400.0 * 512.0 / 1e6 / 2.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn proc_stat_split() {
+        let c = parse_proc_stat("cpu  100 5 50 800 40 3 2 0 0 0\ncpu0 1 2 3\n");
+        assert_eq!(c, CpuCounters { user: 105, system: 55, idle: 800, iowait: 40, total: 1000 });
+    }
+
+    #[test]
+    fn samples_a_real_device_list() {
+        let s = Sampler::start(
+            vec![DeviceRole { role: "data".into(), device: "x".into(), kernel_name: "loop0".into() }],
+            Duration::from_millis(100),
+        );
+        std::thread::sleep(Duration::from_millis(350));
+        let out = s.finish();
+        assert_eq!(out.devices.len(), 1);
+        assert!(out.series.len() >= 2, "{:?}", out.series);
+        let c = out.cpu;
+        assert!((c.user_pct + c.system_pct + c.iowait_pct + c.idle_pct) <= 100.5);
+    }
+}
