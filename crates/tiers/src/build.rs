@@ -145,7 +145,7 @@ fn mkfs_template(d: &DeviceSpec, device: Value, force: bool, skip_discard: bool)
         t = t.lits(["-m", "reflink=0"]);
     }
     // Wiping is the experiment file's decision (allow_wipe), not an mkfs option's.
-    let options = d.mkfs_options.iter().filter(|o| force || !matches!(o.as_str(), "-f" | "--force"));
+    let options = d.mkfs_options.iter().filter(|o| !matches!(o.as_str(), "-f" | "--force"));
     t.lits(options.cloned()).lits(["-L", &label(&d.name)]).val(device)
 }
 

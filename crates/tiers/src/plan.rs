@@ -33,7 +33,8 @@ impl fmt::Display for Value {
         match self {
             Value::Lit(s) => f.write_str(&journal::command::shell_quote(s)),
             Value::Var(v) => write!(f, "<{v}>"),
-            Value::Secret(s) => write!(f, "{s}"),
+            // Quoted like a literal, so that the placeholder reads as one word.
+            Value::Secret(s) => f.write_str(&journal::command::shell_quote(&s.to_string())),
         }
     }
 }

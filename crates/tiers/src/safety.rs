@@ -94,6 +94,11 @@ fn dev_number(sys: &mut dyn System, dev: &Path) -> Option<(u32, u32)> {
     Some((a.parse().ok()?, b.parse().ok()?))
 }
 
+/// `/` first, then the other system mount points, then everything else.
+fn system_rank(target: &str) -> usize {
+    SYSTEM_MOUNTS.iter().position(|s| *s == target).unwrap_or(SYSTEM_MOUNTS.len())
+}
+
 /// Checks that `dev` is a block device.
 pub fn check_block_device(sys: &mut dyn System, dev: &Path) -> Result<(), Refusal> {
     match sys.file_kind(dev) {
@@ -182,7 +187,7 @@ pub fn check_not_in_use(sys: &mut dyn System, dev: &Path, allow_wipe: bool) -> R
             }
         }
         // A system mount point is the more important thing to say.
-        hits.sort_by_key(|(t, _)| !SYSTEM_MOUNTS.contains(&t.as_str()));
+        hits.sort_by_key(|(t, _)| system_rank(t));
         if let Some((target, hit)) = hits.into_iter().next() {
             return Err(mounted(target, hit));
         }
@@ -198,7 +203,7 @@ pub fn check_not_in_use(sys: &mut dyn System, dev: &Path, allow_wipe: bool) -> R
             hits.push((m.target.display().to_string(), hit));
         }
     }
-    hits.sort_by_key(|(t, _)| !SYSTEM_MOUNTS.contains(&t.as_str()));
+    hits.sort_by_key(|(t, _)| system_rank(t));
     if let Some((target, hit)) = hits.into_iter().next() {
         return Err(mounted(target, hit));
     }

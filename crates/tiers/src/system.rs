@@ -289,8 +289,9 @@ impl Canned {
 }
 
 /// A machine made of recorded tool outputs. Commands are answered by the first registered
-/// prefix that matches the command line (answers registered with [`FakeSystem::answer_once`] are
-/// used up in order); unanswered commands succeed with empty output. Every call is recorded.
+/// prefix that matches the command line; answers registered with [`FakeSystem::answer_once`] come
+/// first and are used up in order. Unanswered commands succeed with empty output. Every call is
+/// recorded.
 #[derive(Default)]
 pub struct FakeSystem {
     pub calls: Vec<String>,
@@ -353,12 +354,14 @@ impl FakeSystem {
 
     fn answer_for(&mut self, line: &str) -> Output {
         let mut out = Output::default();
-        for (prefix, queue, sticky) in self.answers.iter_mut() {
-            if line.starts_with(prefix.as_str()) && !queue.is_empty() {
-                let c = if *sticky { queue[0].clone() } else { queue.pop_front().unwrap() };
-                out = Output { status: c.status, stdout: c.stdout, stderr: c.stderr };
-                break;
-            }
+        // Queued one-time answers come before standing ones.
+        let once =
+            self.answers.iter().position(|(p, q, sticky)| !*sticky && !q.is_empty() && line.starts_with(p.as_str()));
+        let standing = self.answers.iter().position(|(p, _, sticky)| *sticky && line.starts_with(p.as_str()));
+        if let Some(i) = once.or(standing) {
+            let (_, queue, sticky) = &mut self.answers[i];
+            let c = if *sticky { queue[0].clone() } else { queue.pop_front().unwrap() };
+            out = Output { status: c.status, stdout: c.stdout, stderr: c.stderr };
         }
         if out.status == 0 {
             for (prefix, path, contents) in &self.effects {

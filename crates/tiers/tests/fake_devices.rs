@@ -1,0 +1,547 @@
+//! Real-device planning and execution for hardware this machine lacks (PMem, NVMe namespaces,
+//! disks with partitions, device-mapper), run through `FakeSystem` answering with recorded tool
+//! outputs (tests/fixtures, see SOURCES.md). Each test asserts the exact command sequence.
+
+mod common;
+
+use std::path::Path;
+
+use common::*;
+use tiers::DaxPolicy;
+use tiers::inspect::lsblk;
+use tiers::plan::{Action, Check};
+use tiers::safety::Refusal;
+use tiers::spec::{Precondition, RealDevice};
+use tiers::system::{Canned, FakeSystem};
+
+fn pmem_machine(list_fixture: &str) -> FakeSystem {
+    let mut f = fake_machine();
+    f.answer("ndctl list -N", Canned::ok(fixture(list_fixture)))
+        .answer("mkfs.xfs", Canned::ok(fixture("xfs/mkfs.xfs-m-reflink0.pmem0.pmem-kb100000005.txt")))
+        .block_device("/dev/pmem0", 259, 0);
+    f
+}
+
+/// The /proc/mounts line of XFS on PMem with DAX active. No such line was captured (SOURCES.md,
+/// "Not found"); this is the form the kernel source gives (xfs_fs_show_options), with the
+/// options of the captured local/proc-mounts.xfs-default.txt plus `dax=always`.
+fn dax_line(source: &str, target: &Path) -> String {
+    format!("{source} {} xfs rw,relatime,dax=always,inode64,logbufs=8,logbsize=32k,noquota 0 0", target.display())
+}
+
+#[test]
+fn pmem_in_fsdax_mode_is_formatted_without_reflink_and_mounted_with_dax() {
+    let mut f = pmem_machine("ndctl/ndctl-list-N.fsdax.json");
+    let mp = mountpoint("pmem-data");
+    mount_adds(&mut f, &dax_line("/dev/pmem0", &mp));
+    f.dax_files.push(mp.clone());
+    let specs = [pmem("pmem-data", "namespace0.0", false)];
+    let o = run_plan(&specs, &fake_ctx(), &mut f);
+    let p = o.result.as_ref().unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        f.commands(),
+        vec![
+            "ndctl list -N".to_string(),
+            "blkid -p -o export /dev/pmem0".into(),
+            "wipefs -J --no-act /dev/pmem0".into(),
+            "mkfs.xfs -m reflink=0 -L pmem-data /dev/pmem0".into(),
+            format!("mount -t xfs -o noatime,dax=always /dev/pmem0 {}", mp.display()),
+            format!("xfs_info {}", mp.display()),
+        ]
+    );
+    let d = p.device("pmem-data").unwrap();
+    assert_eq!(d.block_device, Path::new("/dev/pmem0"));
+    assert!(d.mount.dax.in_mount_options && d.mount.dax.statx_dax == Some(true) && d.mount.dax.honoured);
+    assert_eq!(d.description, "PMem namespace namespace0.0 (fsdax)");
+    // The probe file for statx was written in the filesystem and removed again.
+    assert!(f.calls.iter().any(|c| c == &format!("statx: {}/.pgtier-dax-probe", mp.display())));
+    assert!(f.calls.iter().any(|c| c == &format!("rm: {}/.pgtier-dax-probe", mp.display())));
+    assert!(o.journal_text.contains("\"kind\":\"unmount\""));
+}
+
+#[test]
+fn pmem_in_devdax_mode_is_refused_without_allow_reconfigure() {
+    let mut f = pmem_machine("ndctl/ndctl-list-N-n.devdax.after-reconfig.json");
+    let o = run_plan(&[pmem("pm", "namespace0.0", false)], &fake_ctx(), &mut f);
+    let e = step_error(&o);
+    assert!(e.contains("namespace0.0 is in devdax mode, not fsdax"), "{e}");
+    assert!(e.contains("allow_reconfigure = true"), "{e}");
+    assert_eq!(f.commands(), vec!["ndctl list -N"]);
+    assert!(!f.calls.iter().any(|c| c.starts_with("mkdir")), "nothing was created: {:?}", f.calls);
+}
+
+#[test]
+fn pmem_in_devdax_mode_is_reconfigured_when_allowed() {
+    let mut f = fake_machine();
+    f.answer_once("ndctl list -N", Canned::ok(fixture("ndctl/ndctl-list-N-n.devdax.after-reconfig.json")))
+        .answer_once("ndctl list -N", Canned::ok(fixture("ndctl/ndctl-list-N-n.fsdax-enabled-named.json")))
+        .answer("ndctl create-namespace", Canned::ok(fixture("ndctl/ndctl-create-namespace-fe-rename.json")))
+        .answer("mkfs.xfs", Canned::ok(fixture("xfs/mkfs.xfs-m-reflink0.pmem0.pmem-kb100000005.txt")))
+        .block_device("/dev/pmem0", 259, 0)
+        // A process that maps something else: the device-DAX check reads its maps.
+        .file("/proc/4242/maps", "7f0000000000-7f0000200000 rw-s 00000000 00:05 12 /dev/zero (deleted)\n");
+    let mp = mountpoint("pm");
+    mount_adds(&mut f, &dax_line("/dev/pmem0", &mp));
+    f.dax_files.push(mp.clone());
+    let mut d = pmem("pm", "namespace0.0", true);
+    d.allow_wipe = true;
+    let o = run_plan(&[d], &fake_ctx(), &mut f);
+    o.result.as_ref().unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        f.commands(),
+        vec![
+            "ndctl list -N".to_string(),
+            "ndctl create-namespace -f -e namespace0.0 -m fsdax".into(),
+            "ndctl list -N".into(),
+            "mkfs.xfs -f -m reflink=0 -L pm /dev/pmem0".into(),
+            format!("mount -t xfs -o noatime,dax=always /dev/pmem0 {}", mp.display()),
+            format!("xfs_info {}", mp.display()),
+        ]
+    );
+    assert!(f.calls.iter().any(|c| c == "read: /proc/4242/maps"), "device-DAX users were looked for");
+    assert!(o.notes.iter().any(|n| n.contains("reconfigured from devdax to fsdax (pmem0)")), "{:?}", o.notes);
+}
+
+#[test]
+fn pmem_devdax_reconfigure_also_needs_allow_wipe() {
+    let mut f = pmem_machine("ndctl/ndctl-list-N-n.devdax.after-reconfig.json");
+    let o = run_plan(&[pmem("pm", "namespace0.0", true)], &fake_ctx(), &mut f);
+    let e = step_error(&o);
+    assert!(e.contains("device-DAX namespace (/dev/dax0.0)") && e.contains("allow_wipe = true"), "{e}");
+    assert_eq!(f.commands(), vec!["ndctl list -N"]);
+}
+
+#[test]
+fn pmem_devdax_in_use_is_refused() {
+    let mut f = pmem_machine("ndctl/ndctl-list-N-n.devdax.after-reconfig.json");
+    f.file("/proc/777/maps", "7f0000000000-7f0040000000 rw-s 00000000 00:06 321 /dev/dax0.0\n");
+    let mut d = pmem("pm", "namespace0.0", true);
+    d.allow_wipe = true;
+    let o = run_plan(&[d], &fake_ctx(), &mut f);
+    assert_eq!(refusal(&o), Refusal::OpenByProcess { device: "/dev/dax0.0".into(), pids: "777".into() });
+    assert_eq!(f.commands(), vec!["ndctl list -N"]);
+}
+
+#[test]
+fn pmem_already_fsdax_is_not_reconfigured_even_when_allowed() {
+    let mut f = pmem_machine("ndctl/ndctl-list-N.fsdax.json");
+    let mp = mountpoint("pm");
+    mount_adds(&mut f, &dax_line("/dev/pmem0", &mp));
+    f.dax_files.push(mp.clone());
+    let o = run_plan(&[pmem("pm", "namespace0.0", true)], &fake_ctx(), &mut f);
+    o.result.as_ref().unwrap_or_else(|e| panic!("{e}"));
+    assert!(!f.commands().iter().any(|c| c.starts_with("ndctl create-namespace")), "{:?}", f.commands());
+    assert!(o.notes.iter().any(|n| n.contains("fsdax mode already")), "{:?}", o.notes);
+}
+
+#[test]
+fn pmem_with_a_filesystem_is_refused_unless_wiping_is_allowed() {
+    let mut f = pmem_machine("ndctl/ndctl-list-N.fsdax.json");
+    f.answer_once("blkid -p", Canned::ok(fixture("local/blkid-p-export.xfs.txt")));
+    let o = run_plan(&[pmem("pm", "namespace0.0", false)], &fake_ctx(), &mut f);
+    match refusal(&o) {
+        Refusal::HasSignature { device, found } => {
+            assert_eq!(device, "/dev/pmem0");
+            assert!(found.contains("a xfs filesystem signature on /dev/pmem0"), "{found}");
+        }
+        r => panic!("{r}"),
+    }
+    assert_eq!(f.commands(), vec!["ndctl list -N", "blkid -p -o export /dev/pmem0", "wipefs -J --no-act /dev/pmem0"]);
+}
+
+#[test]
+fn dax_required_but_fallen_back_fails_the_run() {
+    let mut f = pmem_machine("ndctl/ndctl-list-N.fsdax.json");
+    let mp = mountpoint("pm");
+    mount_adds(&mut f, &mounts_line_from("local/proc-mounts.xfs-dax-always-fallback.txt", "/dev/pmem0", &mp));
+    let o = run_plan(&[pmem("pm", "namespace0.0", false)], &fake_ctx(), &mut f);
+    let e = step_error(&o);
+    assert!(e.contains("DAX was required but is not in effect"), "{e}");
+    assert!(e.contains("/proc/mounts shows dax=never, statx DAX attribute not set"), "{e}");
+    assert!(e.contains("set dax = \"optional\""), "{e}");
+    // The mount happened and is in the journal, so teardown unmounts it.
+    assert!(o.journal_text.contains(&format!("\"target\":\"{}\"", mp.display())));
+}
+
+#[test]
+fn dax_optional_and_fallen_back_carries_on_with_a_note() {
+    let mut f = pmem_machine("ndctl/ndctl-list-N.fsdax.json");
+    let mp = mountpoint("pm");
+    mount_adds(&mut f, &mounts_line_from("local/proc-mounts.xfs-dax-always-fallback.txt", "/dev/pmem0", &mp));
+    let mut d = pmem("pm", "namespace0.0", false);
+    d.dax = DaxPolicy::Optional;
+    let o = run_plan(&[d], &fake_ctx(), &mut f);
+    let p = o.result.as_ref().unwrap_or_else(|e| panic!("{e}"));
+    let dax = &p.device("pm").unwrap().mount.dax;
+    assert!(!dax.honoured && !dax.in_mount_options && dax.statx_dax == Some(false));
+    assert!(dax.note.contains("NOT honoured") && dax.note.contains("fell back to page-cache I/O"), "{}", dax.note);
+    assert!(o.notes.iter().any(|n| n.contains("NOT honoured")), "{:?}", o.notes);
+}
+
+#[test]
+fn dax_in_mount_options_but_not_on_the_file_is_not_honoured() {
+    // The legacy `dax` option (kernel/mount-grep-pmem0...: `rw,relatime,attr2,dax,inode64,noquota`)
+    // counts as asked for, but statx must also say so.
+    let mut f = pmem_machine("ndctl/ndctl-list-N.fsdax.json");
+    let mp = mountpoint("pm");
+    mount_adds(&mut f, &format!("/dev/pmem0 {} xfs rw,relatime,attr2,dax,inode64,noquota 0 0", mp.display()));
+    let o = run_plan(&[pmem("pm", "namespace0.0", false)], &fake_ctx(), &mut f);
+    let e = step_error(&o);
+    assert!(e.contains("dax (legacy option), statx DAX attribute not set"), "{e}");
+}
+
+fn nvme_disk_machine() -> FakeSystem {
+    let mut f = fake_machine();
+    f.link("/dev/disk/by-id/nvme-SAMSUNG_MZPLL1T6HAJQ-00005_S3HBNX0K900001", "/dev/nvme0n1")
+        .block_device("/dev/nvme0n1", 259, 0)
+        .block_device("/dev/nvme0n1p1", 259, 1)
+        .file("/sys/class/block/nvme0n1/device/model", "SAMSUNG MZPLL1T6HAJQ-00005              \n")
+        .file("/sys/class/block/nvme0n1/device/serial", "S3HBNX0K900001      \n")
+        .file("/sys/class/block/nvme0n1/device/firmware_rev", "KPYA8R3Q\n")
+        .file("/sys/class/block/nvme0n1/queue/rotational", "0\n")
+        .file("/sys/class/block/nvme0n1/queue/scheduler", "[none] mq-deadline\n")
+        .answer("parted -s /dev/nvme0n1 mklabel", Canned::ok(""))
+        .answer(
+            "parted -s /dev/nvme0n1 align-check",
+            Canned::ok(fixture("local/parted-s-align-check-opt-2.aligned.txt")),
+        )
+        .answer("mkfs.xfs", Canned::ok(fixture("local/mkfs.xfs.default.txt")));
+    f
+}
+
+fn samsung(name: &str) -> tiers::DeviceSpec {
+    let mut d = local(name, "/dev/disk/by-id/nvme-SAMSUNG_MZPLL1T6HAJQ-00005_S3HBNX0K900001");
+    d.real = RealDevice::Local {
+        path: "/dev/disk/by-id/nvme-SAMSUNG_MZPLL1T6HAJQ-00005_S3HBNX0K900001".into(),
+        model: Some("SAMSUNG MZPLL1T6HAJQ-00005".into()),
+        serial: Some("S3HBNX0K900001".into()),
+    };
+    d
+}
+
+#[test]
+fn local_nvme_with_identity_and_partition_as_in_seed_003() {
+    let mut f = nvme_disk_machine();
+    let mp = mountpoint("nvme-data");
+    mount_adds(&mut f, &mounts_line_from("local/proc-mounts.xfs-default.txt", "/dev/nvme0n1p1", &mp));
+    let specs = [partitioned(samsung("nvme-data"))];
+    let o = run_plan(&specs, &fake_ctx(), &mut f);
+    let p = o.result.as_ref().unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        f.commands(),
+        vec![
+            "blkid -p -o export /dev/nvme0n1".to_string(),
+            "wipefs -J --no-act /dev/nvme0n1".into(),
+            "parted -s /dev/nvme0n1 mklabel gpt mkpart primary 2048s 100%".into(),
+            "parted -s /dev/nvme0n1 align-check opt 1".into(),
+            "mkfs.xfs -L nvme-data /dev/nvme0n1p1".into(),
+            format!("mount -t xfs -o noatime /dev/nvme0n1p1 {}", mp.display()),
+            format!("xfs_info {}", mp.display()),
+        ]
+    );
+    let d = p.device("nvme-data").unwrap();
+    assert_eq!(d.block_device, Path::new("/dev/nvme0n1p1"));
+    assert!(d.mount.dax.note.is_empty());
+    assert!(d.facts.xfs_info.is_some());
+}
+
+#[test]
+fn local_nvme_facts_come_from_the_controller_in_sysfs() {
+    let mut f = nvme_disk_machine();
+    let mp = mountpoint("nvme-data");
+    mount_adds(&mut f, &mounts_line_from("local/proc-mounts.xfs-default.txt", "/dev/nvme0n1", &mp));
+    let o = run_plan(&[samsung("nvme-data")], &fake_ctx(), &mut f);
+    let p = o.result.as_ref().unwrap_or_else(|e| panic!("{e}"));
+    let facts = &p.device("nvme-data").unwrap().facts;
+    assert_eq!(facts.model.as_deref(), Some("SAMSUNG MZPLL1T6HAJQ-00005"));
+    assert_eq!(facts.serial.as_deref(), Some("S3HBNX0K900001"));
+    assert_eq!(facts.firmware.as_deref(), Some("KPYA8R3Q"));
+    assert_eq!(facts.rotational, Some(false));
+    assert_eq!(facts.scheduler.as_deref(), Some("[none] mq-deadline"));
+}
+
+#[test]
+fn misaligned_partition_stops_before_mkfs() {
+    let mut f = nvme_disk_machine();
+    f.answer_once(
+        "parted -s /dev/nvme0n1 align-check",
+        Canned {
+            status: fixture("local/parted-s-align-check-opt-1.misaligned.txt.rc").trim().parse().unwrap(),
+            stdout: fixture("local/parted-s-align-check-opt-1.misaligned.txt"),
+            stderr: String::new(),
+        },
+    );
+    let o = run_plan(&[partitioned(samsung("d"))], &fake_ctx(), &mut f);
+    let e = step_error(&o);
+    assert!(e.contains("align-check opt 1` exited with status 1"), "{e}");
+    assert!(!f.commands().iter().any(|c| c.starts_with("mkfs")), "{:?}", f.commands());
+}
+
+#[test]
+fn discard_precondition_and_partition_in_order_without_mkfs_discard() {
+    let mut f = nvme_disk_machine();
+    let mp = mountpoint("d");
+    mount_adds(&mut f, &mounts_line_from("local/proc-mounts.xfs-default.txt", "/dev/nvme0n1p1", &mp));
+    let mut d = partitioned(samsung("d"));
+    d.discard = true;
+    d.precondition = Some(Precondition { fill_fraction: 1.0 });
+    d.allow_wipe = true;
+    d.mkfs_options = vec!["-f".into(), "-d".into(), "su=64k,sw=4".into()];
+    let o = run_plan(&[d], &fake_ctx(), &mut f);
+    o.result.as_ref().unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        f.commands(),
+        vec![
+            "blkdiscard /dev/nvme0n1".to_string(),
+            "fio --name=precondition --filename /dev/nvme0n1 --rw=write --bs=1M --direct=1 --ioengine=libaio --iodepth=32 --size=100%".into(),
+            "parted -s /dev/nvme0n1 mklabel gpt mkpart primary 2048s 100%".into(),
+            "parted -s /dev/nvme0n1 align-check opt 1".into(),
+            "mkfs.xfs -f -K -d su=64k,sw=4 -L d /dev/nvme0n1p1".into(),
+            format!("mount -t xfs -o noatime /dev/nvme0n1p1 {}", mp.display()),
+            format!("xfs_info {}", mp.display()),
+        ],
+        "allow_wipe: no signature probe; -K keeps mkfs from discarding the preconditioned device"
+    );
+    assert!(o.notes.iter().any(|n| n.contains("keep this filesystem under 50% full")), "{:?}", o.notes);
+}
+
+#[test]
+fn an_mkfs_force_option_without_allow_wipe_is_dropped() {
+    let mut f = nvme_disk_machine();
+    let mp = mountpoint("d");
+    mount_adds(&mut f, &mounts_line_from("local/proc-mounts.xfs-default.txt", "/dev/nvme0n1", &mp));
+    let mut d = samsung("d");
+    d.mkfs_options = vec!["-f".into(), "-b".into(), "size=4096".into()];
+    let o = run_plan(&[d], &fake_ctx(), &mut f);
+    o.result.as_ref().unwrap_or_else(|e| panic!("{e}"));
+    assert!(f.commands().contains(&"mkfs.xfs -b size=4096 -L d /dev/nvme0n1".to_string()), "{:?}", f.commands());
+}
+
+#[test]
+fn identity_mismatch_is_refused_before_anything_runs() {
+    let mut f = nvme_disk_machine();
+    let mut d = samsung("d");
+    d.real = RealDevice::Local {
+        path: "/dev/disk/by-id/nvme-SAMSUNG_MZPLL1T6HAJQ-00005_S3HBNX0K900001".into(),
+        model: Some("HPE MO001600KXPTR".into()),
+        serial: None,
+    };
+    let o = run_plan(&[d], &fake_ctx(), &mut f);
+    assert_eq!(
+        refusal(&o),
+        Refusal::IdentityMismatch {
+            device: "/dev/nvme0n1".into(),
+            actual_field: "model".into(),
+            expected: "HPE MO001600KXPTR".into(),
+            actual: "SAMSUNG MZPLL1T6HAJQ-00005".into(),
+        }
+    );
+    assert!(f.commands().is_empty(), "{:?}", f.commands());
+    assert!(!f.calls.iter().any(|c| c.starts_with("mkdir")));
+}
+
+#[test]
+fn identity_serial_missing_in_sysfs_is_a_mismatch() {
+    let mut f = nvme_disk_machine();
+    f.files.remove(Path::new("/sys/class/block/nvme0n1/device/serial"));
+    let o = run_plan(&[samsung("d")], &fake_ctx(), &mut f);
+    match refusal(&o) {
+        Refusal::IdentityMismatch { actual_field, actual, .. } => {
+            assert_eq!(actual_field, "serial");
+            assert!(actual.starts_with("nothing"), "{actual}");
+        }
+        r => panic!("{r}"),
+    }
+}
+
+#[test]
+fn identity_of_a_partition_is_read_from_its_disk() {
+    let mut f = nvme_disk_machine();
+    f.link("/dev/disk/by-id/nvme-SAMSUNG-part1", "/dev/nvme0n1p1")
+        .file("/sys/class/block/nvme0n1p1/partition", "1\n")
+        .link("/sys/class/block/nvme0n1p1", "/sys/devices/pci0000:00/0000:00:03.0/nvme/nvme0/nvme0n1/nvme0n1p1");
+    let dev = Path::new("/dev/nvme0n1p1");
+    assert_eq!(
+        tiers::safety::disk_sysfs_dir(&mut f, dev),
+        Path::new("/sys/devices/pci0000:00/0000:00:03.0/nvme/nvme0/nvme0n1")
+    );
+}
+
+/// A machine laid out as the util-linux lsblk dump (lsblk/lsblk-J-b-o.util-linux-simple-nvme-sysroot.json):
+/// sysfs partition entries and /proc/self/mounts built from it (fstype is not in the dump).
+fn lsblk_machine() -> FakeSystem {
+    let mut f = fake_machine();
+    let devs = lsblk::parse(&fixture("lsblk/lsblk-J-b-o.util-linux-simple-nvme-sysroot.json")).unwrap();
+    let mut mounts = String::new();
+    for (i, disk) in devs.iter().enumerate() {
+        f.block_device(format!("/dev/{}", disk.name), 8 + i as u32, 0);
+        for (j, part) in disk.children.iter().enumerate() {
+            f.file(format!("/sys/class/block/{}/{}/partition", disk.name, part.name), format!("{}\n", j + 1));
+            f.block_device(format!("/dev/{}", part.name), 8 + i as u32, 1 + j as u32);
+            for m in &part.mountpoints {
+                mounts.push_str(&format!("/dev/{} {} xfs rw,relatime 0 0\n", part.name, m));
+            }
+        }
+    }
+    f.file("/proc/self/mounts", mounts);
+    f
+}
+
+#[test]
+fn a_disk_with_a_mounted_partition_is_refused() {
+    let mut f = lsblk_machine();
+    let o = run_plan(&[local("d", "/dev/sdb")], &fake_ctx(), &mut f);
+    assert_eq!(
+        refusal(&o),
+        Refusal::Mounted { device: "/dev/sdb".into(), target: "/home/archive".into(), via: Some("/dev/sdb1".into()) }
+    );
+    assert!(f.commands().is_empty());
+}
+
+#[test]
+fn a_disk_backing_the_system_is_refused_as_such() {
+    let mut f = lsblk_machine();
+    let o = run_plan(&[local("d", "/dev/sda")], &fake_ctx(), &mut f);
+    assert_eq!(
+        refusal(&o),
+        Refusal::BacksSystem { device: "/dev/sda".into(), target: "/".into(), via: "/dev/sda4".into() }
+    );
+    let o = run_plan(&[local("d", "/dev/nvme0n1")], &fake_ctx(), &mut f);
+    assert_eq!(
+        refusal(&o),
+        Refusal::BacksSystem { device: "/dev/nvme0n1".into(), target: "/home".into(), via: "/dev/nvme0n1p2".into() }
+    );
+}
+
+#[test]
+fn a_root_filesystem_shown_as_dev_root_is_found_by_device_number() {
+    let mut f = fake_machine();
+    f.block_device("/dev/sdc", 8, 32)
+        .block_device("/dev/sdc2", 8, 34)
+        .file("/sys/class/block/sdc/sdc2/partition", "2\n")
+        .file("/proc/self/mounts", "/dev/root / ext4 rw,relatime 0 0\n")
+        .file("/proc/self/mountinfo", "22 1 8:34 / / rw,relatime shared:1 - ext4 /dev/root rw\n");
+    let o = run_plan(&[local("d", "/dev/sdc")], &fake_ctx(), &mut f);
+    assert_eq!(
+        refusal(&o),
+        Refusal::BacksSystem { device: "/dev/sdc".into(), target: "/".into(), via: "/dev/sdc2".into() }
+    );
+}
+
+#[test]
+fn a_device_held_by_device_mapper_is_refused() {
+    let mut f = fake_machine();
+    f.block_device("/dev/sdd", 8, 48).file("/sys/class/block/sdd/holders/dm-0", "");
+    let o = run_plan(&[local("d", "/dev/sdd")], &fake_ctx(), &mut f);
+    assert_eq!(refusal(&o), Refusal::Held { device: "/dev/sdd".into(), holders: "dm-0".into() });
+    assert!(f.commands().is_empty());
+}
+
+#[test]
+fn a_device_used_as_swap_through_a_partition_is_refused() {
+    let mut f = fake_machine();
+    f.block_device("/dev/sde", 8, 64)
+        .block_device("/dev/sde1", 8, 65)
+        .file("/sys/class/block/sde/sde1/partition", "1\n");
+    f.file(
+        "/proc/swaps",
+        "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n/dev/sde1                               partition\t8388604\t\t0\t\t-2\n",
+    );
+    let o = run_plan(&[local("d", "/dev/sde")], &fake_ctx(), &mut f);
+    assert_eq!(refusal(&o), Refusal::Swap { device: "/dev/sde".into(), via: Some("/dev/sde1".into()) });
+}
+
+#[test]
+fn a_device_the_kernel_reports_busy_is_refused() {
+    let mut f = fake_machine();
+    f.block_device("/dev/sdf", 8, 80);
+    f.busy_devices.push("/dev/sdf".into());
+    let o = run_plan(&[local("d", "/dev/sdf")], &fake_ctx(), &mut f);
+    assert_eq!(refusal(&o), Refusal::Busy { device: "/dev/sdf".into() });
+}
+
+#[test]
+fn a_partition_table_or_a_failed_probe_is_refused() {
+    let mut f = fake_machine();
+    f.block_device("/dev/sdg", 8, 96).answer_once("blkid -p", Canned::ok(fixture("local/blkid-p-export.gpt-disk.txt")));
+    let o = run_plan(&[local("d", "/dev/sdg")], &fake_ctx(), &mut f);
+    match refusal(&o) {
+        Refusal::HasSignature { found, .. } => assert!(found.contains("gpt partition-table"), "{found}"),
+        r => panic!("{r}"),
+    }
+    let mut f = fake_machine();
+    f.block_device("/dev/sdg", 8, 96)
+        .answer_once("blkid -p", Canned::fail(4, "blkid: error: /dev/sdg: Permission denied"));
+    let o = run_plan(&[local("d", "/dev/sdg")], &fake_ctx(), &mut f);
+    match refusal(&o) {
+        Refusal::ProbeFailed { detail, .. } => assert!(detail.contains("Permission denied"), "{detail}"),
+        r => panic!("{r}"),
+    }
+    // wipefs sees what blkid -p does not report (a secondary signature).
+    let mut f = fake_machine();
+    f.block_device("/dev/sdg", 8, 96).answer_once("wipefs", Canned::ok(fixture("local/wipefs-json.gpt-disk.json")));
+    let o = run_plan(&[local("d", "/dev/sdg")], &fake_ctx(), &mut f);
+    match refusal(&o) {
+        Refusal::HasSignature { found, .. } => assert!(found.contains("(wipefs)"), "{found}"),
+        r => panic!("{r}"),
+    }
+}
+
+#[test]
+fn every_check_of_every_device_comes_before_the_first_write() {
+    let mut local_dev = partitioned(samsung("a"));
+    local_dev.discard = true;
+    local_dev.precondition = Some(Precondition { fill_fraction: 0.5 });
+    let specs = [local_dev, pmem("b", "namespace0.0", true), nvme_tcp("c", "nqn.2014-08.org.example:c", None)];
+    let plan = tiers::build_plan(&specs, &fake_ctx());
+    let first = plan.first_destructive_step().expect("a plan that writes");
+    for (i, s) in plan.steps.iter().enumerate() {
+        if let Action::Check(_) = s.action {
+            assert!(i < first, "check at step {} after the first write (step {}):\n{plan}", i + 1, first + 1);
+        }
+        if i < first && s.action.is_destructive() {
+            assert!(s.action.is_attach(), "only nvme connect may precede the checks' end: {}", s.action.describe());
+        }
+    }
+    let checks: Vec<&Check> =
+        plan.steps.iter().filter_map(|s| if let Action::Check(c) = &s.action { Some(c) } else { None }).collect();
+    assert_eq!(checks.len(), 3 + 2 + 3, "{plan}");
+    let text = plan.to_string();
+    let rule = text.find("---- nothing above writes to any device").expect("the rule is shown");
+    assert!(text.find("nvme connect").unwrap() < rule && rule < text.find("] blkdiscard").unwrap(), "{text}");
+}
+
+#[test]
+fn dry_run_of_a_pmem_file_reads_in_order() {
+    let mut d = pmem("pmem-data", "namespace0.0", true);
+    d.allow_wipe = true;
+    let plan = tiers::build_plan(&[d], &fake_ctx());
+    let text = plan.to_string();
+    println!("{text}");
+    let order = [
+        "require: blkid (util-linux / mount), mkfs.xfs (xfsprogs), mount (util-linux / mount), ndctl (ndctl)",
+        "check ndctl list -N: namespace namespace0.0 exists and is in fsdax mode",
+        "check the device of namespace namespace0.0 (pmemN or daxN.M) is not mounted",
+        "---- nothing above writes to any device; every check above passes",
+        "mkdir -p -m 711 /run/pgtier-fake/work",
+        "ndctl create-namespace -f -e namespace0.0 -m fsdax",
+        "ndctl list -N -n namespace0.0 -> /dev/<blockdev>",
+        "mkfs.xfs -f -m reflink=0 -L pmem-data <pmem-data>",
+        "mount -t xfs -o noatime,dax=always <pmem-data> /run/pgtier-fake/work/mnt/pmem-data",
+        "check /proc/mounts for /run/pgtier-fake/work/mnt/pmem-data: options noatime,dax=always; DAX via /proc/mounts and statx (required)",
+        "Teardown (from the run record, newest first; it never formats or writes to a device):",
+        "umount /run/pgtier-fake/work/mnt/pmem-data",
+        "rm -r /run/pgtier-fake/work",
+    ];
+    let mut at = 0;
+    for o in order {
+        let found = text[at..].find(o).unwrap_or_else(|| panic!("{o:?} missing or out of order in:\n{text}"));
+        at += found + o.len();
+    }
+    // One line for every command, a reason under it.
+    for line in text.lines().filter(|l| l.trim_start().chars().next().is_some_and(|c| c.is_ascii_digit())) {
+        let next = text.lines().skip_while(|l| *l != line).nth(1).unwrap_or_default();
+        assert!(next.trim_start().starts_with("why: "), "{line:?} has no reason under it");
+    }
+    assert!(!Path::new(FAKE_WORK).exists(), "planning touches nothing");
+}
