@@ -316,7 +316,7 @@ impl Executor<'_> {
                     .into());
                 }
             }
-            Action::Check(check) => self.check(check)?,
+            Action::Check(check) => self.check(n, check)?,
             Action::MakeDir { path, mode, remove_on_teardown } => {
                 if *remove_on_teardown {
                     if self.sys.file_kind(path) != FileKind::Missing {
@@ -539,20 +539,20 @@ impl Executor<'_> {
         Ok(())
     }
 
-    fn check(&mut self, check: &Check) -> Result<(), StepError> {
+    fn check(&mut self, n: usize, check: &Check) -> Result<(), StepError> {
         match check {
             Check::IsBlockDevice { device } => {
                 let dev = self.value(device)?;
-                safety::check_block_device(self.sys, Path::new(&dev)).map_err(StepError::Refused)
+                self.probe(n, |s| safety::check_block_device(s, Path::new(&dev))).map_err(StepError::Refused)
             }
             Check::Identity { device, model, serial } => {
                 let dev = self.value(device)?;
-                safety::check_identity(self.sys, Path::new(&dev), model.as_deref(), serial.as_deref())
+                self.probe(n, |s| safety::check_identity(s, Path::new(&dev), model.as_deref(), serial.as_deref()))
                     .map_err(StepError::Refused)
             }
             Check::NotInUse { device, allow_wipe } => {
                 let dev = self.value(device)?;
-                safety::check_not_in_use(self.sys, Path::new(&dev), *allow_wipe).map_err(StepError::Refused)
+                self.probe(n, |s| safety::check_not_in_use(s, Path::new(&dev), *allow_wipe)).map_err(StepError::Refused)
             }
             Check::PmemFsdax { namespace, allow_reconfigure } => {
                 let list = self.ndctl_list()?;
@@ -589,12 +589,12 @@ impl Executor<'_> {
                     .clone();
                 if let Some(b) = &ns.blockdev {
                     let dev = PathBuf::from("/dev").join(b.trim_start_matches("/dev/"));
-                    safety::check_block_device(self.sys, &dev).map_err(StepError::Refused)?;
-                    safety::check_not_in_use(self.sys, &dev, *allow_wipe).map_err(StepError::Refused)?;
+                    self.probe(n, |s| safety::check_block_device(s, &dev)).map_err(StepError::Refused)?;
+                    self.probe(n, |s| safety::check_not_in_use(s, &dev, *allow_wipe)).map_err(StepError::Refused)?;
                 }
                 if let Some(c) = &ns.chardev {
                     let dev = PathBuf::from("/dev").join(c.trim_start_matches("/dev/"));
-                    safety::check_not_open(self.sys, &dev).map_err(StepError::Refused)?;
+                    self.probe(n, |s| safety::check_not_open(s, &dev)).map_err(StepError::Refused)?;
                     if !allow_wipe {
                         // A device-DAX namespace holds whatever an application wrote through its
                         // mapping; no tool can tell whether that matters.
@@ -608,10 +608,19 @@ impl Executor<'_> {
                 Ok(())
             }
             Check::NvmeNotConnected { nqn } => {
-                let subsystems = self.nvme_subsystems(0)?;
+                let subsystems = self.nvme_subsystems(n)?;
                 safety::check_nvme_not_connected(&subsystems, nqn).map_err(StepError::Refused)
             }
         }
+    }
+
+    /// Runs a safety check with every command it runs recorded in the provisioning log.
+    fn probe<T>(&mut self, step: usize, f: impl FnOnce(&mut dyn System) -> T) -> T {
+        let mut rec = Recorder { inner: &mut *self.sys, step, runs: Vec::new() };
+        let out = f(&mut rec);
+        let runs = std::mem::take(&mut rec.runs);
+        self.commands.extend(runs);
+        out
     }
 
     /// `ndctl list -N`, read once until a command may have changed it.
@@ -806,6 +815,85 @@ impl Executor<'_> {
             not_shown,
             dax: status,
         })
+    }
+}
+
+/// A [`System`] that records the commands it runs (for the read-only probes of the checks).
+struct Recorder<'a> {
+    inner: &'a mut dyn System,
+    step: usize,
+    runs: Vec<ExecutedCommand>,
+}
+
+impl System for Recorder<'_> {
+    fn run(&mut self, cmd: &CommandLine, timeout: Duration) -> Result<journal::Output, journal::CommandError> {
+        let start = Instant::now();
+        let out = self.inner.run(cmd, timeout)?;
+        self.runs.push(ExecutedCommand {
+            step: self.step,
+            command: cmd.to_string(),
+            status: out.status,
+            stdout: out.stdout.clone(),
+            stderr: out.stderr.clone(),
+            seconds: start.elapsed().as_secs_f64(),
+        });
+        Ok(out)
+    }
+    fn run_secret(
+        &mut self,
+        cmd: &CommandLine,
+        secrets: &[(usize, String)],
+        timeout: Duration,
+    ) -> Result<journal::Output, journal::CommandError> {
+        self.inner.run_secret(cmd, secrets, timeout)
+    }
+    fn busy(&mut self, dev: &Path) -> std::io::Result<bool> {
+        self.inner.busy(dev)
+    }
+    fn read_to_string(&mut self, path: &Path) -> std::io::Result<String> {
+        self.inner.read_to_string(path)
+    }
+    fn write(&mut self, path: &Path, contents: &str) -> std::io::Result<()> {
+        self.inner.write(path, contents)
+    }
+    fn create_dir_all(&mut self, path: &Path, mode: u32) -> std::io::Result<()> {
+        self.inner.create_dir_all(path, mode)
+    }
+    fn create_sparse_file(&mut self, path: &Path, size: u64) -> std::io::Result<()> {
+        self.inner.create_sparse_file(path, size)
+    }
+    fn chown(&mut self, path: &Path, uid: u32, gid: u32, mode: u32) -> std::io::Result<()> {
+        self.inner.chown(path, uid, gid, mode)
+    }
+    fn file_kind(&mut self, path: &Path) -> FileKind {
+        self.inner.file_kind(path)
+    }
+    fn canonicalize(&mut self, path: &Path) -> std::io::Result<PathBuf> {
+        self.inner.canonicalize(path)
+    }
+    fn list_dir(&mut self, path: &Path) -> std::io::Result<Vec<String>> {
+        self.inner.list_dir(path)
+    }
+    fn spawn(&mut self, daemon: &DaemonSpec) -> std::io::Result<journal::ProcessId> {
+        self.inner.spawn(daemon)
+    }
+    fn tcp_reachable(&mut self, address: &str, port: u16) -> bool {
+        self.inner.tcp_reachable(address, port)
+    }
+    fn is_alive(&mut self, process: journal::ProcessId) -> bool {
+        self.inner.is_alive(process)
+    }
+    fn statx_dax(&mut self, path: &Path) -> std::io::Result<bool> {
+        self.inner.statx_dax(path)
+    }
+    fn remove_file(&mut self, path: &Path) -> std::io::Result<()> {
+        self.inner.remove_file(path)
+    }
+    fn has_program(&mut self, program: &str) -> bool {
+        self.inner.has_program(program)
+    }
+    fn sleep(&mut self, d: Duration) {
+        self.inner.sleep(d)
     }
 }
 
