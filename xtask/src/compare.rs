@@ -13,7 +13,7 @@ use experiment::{Experiment, LoadOptions};
 use journal::Journal;
 use results::manifest::{DatasetRecord, DeviceRecord, PlacementRecord, PostgresInfo};
 use results::{Manifest, ResultsDir, RunStatus, timestamp};
-use runner::cgroup::Hierarchy;
+use runner::cgroup::{BlkioThrottle, Hierarchy};
 use runner::dataset::{self, Golden};
 use runner::execute::{RunInputs, execute_run};
 use runner::matrix::{DeviceRole, MatrixSpec, PlacementTarget, plan_runs};
@@ -353,6 +353,21 @@ impl Session<'_> {
         self.init_manifest();
         self.write_manifest()?;
 
+        // Kernel settings the experiment asks for (restored at teardown from the run record).
+        if !self.exp.kernel.is_empty() {
+            if self.exp.kernel.apply {
+                let applied = crate::kernel::apply(&self.exp.kernel, self.journal)?;
+                for line in &applied {
+                    eprintln!("kernel: {line}");
+                }
+                self.manifest.kernel_changes = applied;
+            } else {
+                self.manifest.kernel_changes =
+                    vec!["[kernel] settings listed in the experiment file were NOT applied (emulated run)".into()];
+            }
+            self.write_manifest()?;
+        }
+
         // Provision.
         let t0 = Instant::now();
         let devices: Vec<tiers::DeviceSpec> = self.exp.used_devices().into_iter().cloned().collect();
@@ -381,6 +396,12 @@ impl Session<'_> {
         };
         write_provision_log(&self.results.root, &provisioned)?;
         self.manifest.devices = provisioned.devices.iter().map(device_record).collect();
+        let throttles = self.throttles(&provisioned)?;
+        for t in &throttles {
+            if let Some(d) = self.manifest.devices.iter_mut().find(|d| d.name == t.device) {
+                d.throttle = Some(describe_throttle(t));
+            }
+        }
         for d in &provisioned.devices {
             if d.mount.dax.requested != tiers::DaxPolicy::Off && !d.mount.dax.honoured {
                 self.manifest
@@ -403,6 +424,7 @@ impl Session<'_> {
             logs_dir: self.results.logs_dir(),
             cancel: self.interrupts.cancel.clone(),
             drop_caches: true,
+            throttles,
         };
         dataset::make_owned_dir(&env, &socket_dir).map_err(|e| anyhow!("{e}"))?;
         let matrix = matrix_spec(self.exp, plan, Some(&provisioned), host::hardware_threads());
@@ -529,6 +551,30 @@ impl Session<'_> {
         Ok(())
     }
 
+    /// I/O caps for devices that emulate a slower class, by device number.
+    fn throttles(&self, provisioned: &Provisioned) -> Result<Vec<BlkioThrottle>> {
+        use std::os::unix::fs::MetadataExt;
+        let mut out = Vec::new();
+        for spec in self.exp.used_devices() {
+            let Some(t) = &spec.throttle else { continue };
+            let dev =
+                provisioned.device(&spec.name).ok_or_else(|| anyhow!("device {} was not provisioned", spec.name))?;
+            let rdev = std::fs::metadata(&dev.block_device)
+                .with_context(|| format!("stat {}", dev.block_device.display()))?
+                .rdev();
+            out.push(BlkioThrottle {
+                device: spec.name.clone(),
+                major: nix::sys::stat::major(rdev) as u32,
+                minor: nix::sys::stat::minor(rdev) as u32,
+                read_iops: t.read_iops,
+                write_iops: t.write_iops,
+                read_bytes_per_sec: t.read_bytes_per_sec,
+                write_bytes_per_sec: t.write_bytes_per_sec,
+            });
+        }
+        Ok(out)
+    }
+
     fn fits_in_memory_warning(&mut self, g: &Golden) {
         let host_mem = self.manifest.host.memory_bytes;
         for limit in &self.exp.memory_limits {
@@ -600,6 +646,7 @@ impl Session<'_> {
             run_order: runs.iter().map(|r| r.run_id.clone()).collect(),
             planned_cells: runs.iter().map(|r| (r.run_id.clone(), r.cell.clone())).collect(),
             phase_seconds: BTreeMap::new(),
+            kernel_changes: vec![],
             warnings: exp.warnings.clone(),
         };
     }
@@ -706,4 +753,24 @@ fn write_provision_log(dir: &Path, p: &Provisioned) -> Result<()> {
         s.push('\n');
     }
     std::fs::write(dir.join("provision.log"), s).context("write provision.log")
+}
+
+fn describe_throttle(t: &BlkioThrottle) -> String {
+    let mut parts = Vec::new();
+    for (name, v) in [("read IOPS", t.read_iops), ("write IOPS", t.write_iops)] {
+        if let Some(v) = v {
+            parts.push(format!("{name} <= {v}"));
+        }
+    }
+    for (name, v) in [("read", t.read_bytes_per_sec), ("write", t.write_bytes_per_sec)] {
+        if let Some(v) = v {
+            parts.push(format!("{name} <= {:.1} MiB/s", v as f64 / 1048576.0));
+        }
+    }
+    format!(
+        "cgroup blkio throttle on {}:{} for the server's processes: {} (direct and fsync'd I/O only; cgroup v1 does not attribute buffered writeback)",
+        t.major,
+        t.minor,
+        parts.join(", ")
+    )
 }

@@ -3,6 +3,7 @@
 mod cleanup;
 mod compare;
 mod host;
+mod kernel;
 mod paths;
 mod progress;
 mod setup;

@@ -55,6 +55,22 @@ impl Placement {
     }
 }
 
+/// Kernel settings to apply for the run (and restore afterwards).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct KernelSettings {
+    pub sysctls: BTreeMap<String, String>,
+    pub transparent_hugepages: Option<String>,
+    pub cpu_governor: Option<String>,
+    /// False when the file lists settings but they are not applied (emulated run).
+    pub apply: bool,
+}
+
+impl KernelSettings {
+    pub fn is_empty(&self) -> bool {
+        self.sysctls.is_empty() && self.transparent_hugepages.is_none() && self.cpu_governor.is_none()
+    }
+}
+
 /// The experiment, validated and resolved (overrides applied when emulating).
 #[derive(Clone, Debug, Serialize)]
 pub struct Experiment {
@@ -73,6 +89,7 @@ pub struct Experiment {
     pub devices: Vec<DeviceSpec>,
     pub placements: Vec<Placement>,
     pub workloads: Vec<WorkloadSpec>,
+    pub kernel: KernelSettings,
     /// Things worth knowing that are not errors.
     pub warnings: Vec<String>,
 }
@@ -865,7 +882,8 @@ impl Validator<'_> {
         if raw.workload.is_empty() {
             self.err(span(&raw.experiment), "workload", "the experiment defines no [[workload]]");
         }
-        self.cross_checks(&profiles, &memory_limits, &devices, &placements, &workloads);
+        let kernel = self.kernel(raw.kernel.as_ref(), emulate, opts);
+        self.cross_checks(&profiles, &memory_limits, &devices, &placements, &workloads, opts.emulate);
         if !self.errors.is_empty() {
             return None;
         }
@@ -885,8 +903,55 @@ impl Validator<'_> {
             devices,
             placements,
             workloads,
+            kernel,
             warnings: Vec::new(),
         })
+    }
+
+    fn kernel(
+        &mut self,
+        k: Option<&Spanned<RawKernel>>,
+        emulate: Option<&RawEmulate>,
+        opts: &LoadOptions,
+    ) -> KernelSettings {
+        let Some(k) = k.map(|k| k.get_ref()) else { return KernelSettings::default() };
+        let mut out = KernelSettings {
+            sysctls: BTreeMap::new(),
+            transparent_hugepages: None,
+            cpu_governor: k.cpu_governor.clone(),
+            apply: !opts.emulate || emulate.and_then(|e| e.apply_kernel_settings).unwrap_or(false),
+        };
+        for (key, v) in self.settings_any(&k.sysctls, "kernel.sysctls") {
+            if !key.contains('.') || key.contains("..") || key.contains('/') {
+                self.err(None, format!("kernel.sysctls.{key}"), "a sysctl name looks like vm.swappiness");
+                continue;
+            }
+            out.sysctls.insert(key, v);
+        }
+        if let Some(t) = &k.transparent_hugepages {
+            if ["always", "madvise", "never"].contains(&t.get_ref().as_str()) {
+                out.transparent_hugepages = Some(t.get_ref().clone());
+            } else {
+                self.err(span(t), "kernel.transparent_hugepages", "use \"always\", \"madvise\" or \"never\"");
+            }
+        }
+        if !out.is_empty() && !out.apply {
+            self.warnings.push("the [kernel] settings are recorded but not applied when emulating (set [emulate] apply_kernel_settings = true to apply them)".into());
+        }
+        out
+    }
+
+    /// Like `settings`, for keys with dots (sysctls).
+    fn settings_any(&mut self, map: &BTreeMap<String, Spanned<toml::Value>>, key: &str) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        for (k, v) in map {
+            match v.get_ref() {
+                toml::Value::String(s) => out.push((k.clone(), s.clone())),
+                toml::Value::Integer(i) => out.push((k.clone(), i.to_string())),
+                _ => self.err(span(v), format!("{key}.{k}"), "a kernel setting is a string or an integer"),
+            }
+        }
+        out
     }
 
     /// Checks across sections: a memory limit the server cannot live in; devices too small.
@@ -897,6 +962,7 @@ impl Validator<'_> {
         devices: &[DeviceSpec],
         placements: &[Placement],
         workloads: &[WorkloadSpec],
+        emulate: bool,
     ) {
         for p in profiles {
             for l in limits {
@@ -924,7 +990,7 @@ impl Validator<'_> {
         let need = max_scale * 16 << 20;
         for d in devices {
             let copies = placements.iter().filter(|p| p.data == d.name).count() as u64;
-            if copies > 0 && d.emulation.size_bytes < need * copies + (256 << 20) {
+            if emulate && copies > 0 && d.emulation.size_bytes < need * copies + (256 << 20) {
                 self.warnings.push(format!(
                     "emulated device {:?} ({} MiB) may be too small for {copies} cop{} of a scale-{max_scale} data set (about {} MiB each)",
                     d.name,

@@ -20,6 +20,23 @@ pub struct RawFile {
     pub workload: Vec<Spanned<RawWorkload>>,
     #[serde(default)]
     pub emulate: Option<Spanned<RawEmulate>>,
+    #[serde(default)]
+    pub kernel: Option<Spanned<RawKernel>>,
+}
+
+/// Kernel settings the study changed; applied only when the file asks, restored afterwards.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawKernel {
+    /// `"vm.swappiness" = "0"`, ...
+    #[serde(default)]
+    pub sysctls: BTreeMap<String, Spanned<toml::Value>>,
+    /// `always`, `madvise` or `never`.
+    #[serde(default)]
+    pub transparent_hugepages: Option<Spanned<String>>,
+    /// e.g. `performance`.
+    #[serde(default)]
+    pub cpu_governor: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -223,6 +240,10 @@ pub struct RawEmulate {
     pub device_size: Option<Spanned<String>>,
     #[serde(default)]
     pub repetitions: Option<Spanned<u32>>,
+    /// Apply the [kernel] settings when emulating too (default: record them, change nothing on a
+    /// shared development box).
+    #[serde(default)]
+    pub apply_kernel_settings: Option<bool>,
     /// Settings applied on top of every profile when emulating (e.g. a smaller shared_buffers).
     #[serde(default)]
     pub settings: Option<Spanned<BTreeMap<String, Spanned<toml::Value>>>>,

@@ -132,9 +132,15 @@ impl Exporter for MarkdownExporter {
         if !h.sysctls.is_empty() {
             let _ = writeln!(
                 s,
-                "\nKernel settings: {}",
+                "\nKernel settings before the run: {}",
                 h.sysctls.iter().map(|(k, v)| format!("`{k}={v}`")).collect::<Vec<_>>().join(", ")
             );
+        }
+        if !m.kernel_changes.is_empty() {
+            let _ = writeln!(s, "\nChanged for the run (restored afterwards):\n");
+            for c in &m.kernel_changes {
+                let _ = writeln!(s, "- {c}");
+            }
         }
 
         let _ = writeln!(s, "\n## Devices\n");
@@ -159,6 +165,11 @@ impl Exporter for MarkdownExporter {
         }
         for d in m.devices.iter().filter(|d| !d.dax_note.is_empty()) {
             let _ = writeln!(s, "\n- {}: {}", d.name, d.dax_note);
+        }
+        for d in &m.devices {
+            if let Some(t) = &d.throttle {
+                let _ = writeln!(s, "\n- {} is capped to behave like a slower device: {t}", d.name);
+            }
         }
         let _ = writeln!(s, "\n## Placements\n");
         for p in &m.placements {

@@ -116,6 +116,8 @@ pub struct Manifest {
     pub run_order: Vec<String>,
     /// The matrix cell of every planned run id.
     pub planned_cells: BTreeMap<String, crate::record::CellKey>,
+    /// Kernel settings changed for the run (and restored at teardown), one line each.
+    pub kernel_changes: Vec<String>,
     /// Seconds spent provisioning, loading, relocating, measuring and tearing down.
     pub phase_seconds: BTreeMap<String, f64>,
     pub warnings: Vec<String>,

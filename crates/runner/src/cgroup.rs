@@ -11,8 +11,8 @@ use crate::RunnerError;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Hierarchy {
-    /// cgroup v1: separate memory and (optional) cpuacct hierarchies.
-    V1 { memory: PathBuf, cpuacct: Option<PathBuf> },
+    /// cgroup v1: separate memory, (optional) cpuacct and (optional) blkio hierarchies.
+    V1 { memory: PathBuf, cpuacct: Option<PathBuf>, blkio: Option<PathBuf> },
     /// cgroup v2: one unified hierarchy.
     V2 { root: PathBuf },
 }
@@ -28,7 +28,8 @@ impl Hierarchy {
         if memory.join("memory.limit_in_bytes").exists() {
             let cpuacct =
                 [root.join("cpuacct"), root.join("cpu,cpuacct")].into_iter().find(|p| p.join("cpuacct.usage").exists());
-            return Some(Hierarchy::V1 { memory, cpuacct });
+            let blkio = Some(root.join("blkio")).filter(|p| p.join("blkio.throttle.read_iops_device").exists());
+            return Some(Hierarchy::V1 { memory, cpuacct, blkio });
         }
         None
     }
@@ -49,9 +50,55 @@ pub struct ServerCgroup {
     pub dir: PathBuf,
     /// cpuacct directory (v1 only).
     pub cpu_dir: Option<PathBuf>,
+    /// blkio directory (v1 only, when throttles are set).
+    pub blkio_dir: Option<PathBuf>,
     pub limit_bytes: Option<u64>,
     /// Journal records of the directories this cgroup created, oldest first.
     records: Vec<RecordId>,
+}
+
+/// An I/O cap on one block device for the server's processes (emulates a slower device).
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct BlkioThrottle {
+    pub device: String,
+    pub major: u32,
+    pub minor: u32,
+    pub read_iops: Option<u64>,
+    pub write_iops: Option<u64>,
+    pub read_bytes_per_sec: Option<u64>,
+    pub write_bytes_per_sec: Option<u64>,
+}
+
+impl BlkioThrottle {
+    /// `riops=N wiops=N rbps=N wbps=N` as cgroup v2's io.max takes it.
+    fn io_max(&self) -> String {
+        let mut s = format!("{}:{}", self.major, self.minor);
+        for (k, v) in [
+            ("riops", self.read_iops),
+            ("wiops", self.write_iops),
+            ("rbps", self.read_bytes_per_sec),
+            ("wbps", self.write_bytes_per_sec),
+        ] {
+            if let Some(v) = v {
+                s.push_str(&format!(" {k}={v}"));
+            }
+        }
+        s
+    }
+
+    /// (cgroup v1 file, value) pairs.
+    fn v1_files(&self) -> Vec<(&'static str, String)> {
+        let dev = format!("{}:{}", self.major, self.minor);
+        [
+            ("blkio.throttle.read_iops_device", self.read_iops),
+            ("blkio.throttle.write_iops_device", self.write_iops),
+            ("blkio.throttle.read_bps_device", self.read_bytes_per_sec),
+            ("blkio.throttle.write_bps_device", self.write_bytes_per_sec),
+        ]
+        .into_iter()
+        .filter_map(|(f, v)| v.map(|v| (f, format!("{dev} {v}"))))
+        .collect()
+    }
 }
 
 /// Memory figures of the cgroup.
@@ -95,11 +142,12 @@ impl ServerCgroup {
         run: &str,
         name: &str,
         limit_bytes: Option<u64>,
+        throttles: &[BlkioThrottle],
     ) -> Result<ServerCgroup, RunnerError> {
         let rel = PathBuf::from("pgtier").join(run).join(name);
         let mut records = Vec::new();
         match hierarchy {
-            Hierarchy::V1 { memory, cpuacct } => {
+            Hierarchy::V1 { memory, cpuacct, blkio } => {
                 let dir = create_dirs(journal, memory, &rel, &mut records)?;
                 if let Some(limit) = limit_bytes {
                     write(&dir.join("memory.limit_in_bytes"), &limit.to_string())?;
@@ -108,14 +156,31 @@ impl ServerCgroup {
                     Some(c) => Some(create_dirs(journal, c, &rel, &mut records)?),
                     None => None,
                 };
-                Ok(ServerCgroup { hierarchy: hierarchy.clone(), dir, cpu_dir, limit_bytes, records })
+                let blkio_dir = match (blkio, throttles.is_empty()) {
+                    (_, true) => None,
+                    (Some(b), false) => {
+                        let d = create_dirs(journal, b, &rel, &mut records)?;
+                        for t in throttles {
+                            for (file, value) in t.v1_files() {
+                                write(&d.join(file), &value)?;
+                            }
+                        }
+                        Some(d)
+                    }
+                    (None, false) => {
+                        return Err(RunnerError::Setup(
+                            "an I/O throttle needs the cgroup v1 blkio controller (/sys/fs/cgroup/blkio), which is not mounted".into(),
+                        ));
+                    }
+                };
+                Ok(ServerCgroup { hierarchy: hierarchy.clone(), dir, cpu_dir, blkio_dir, limit_bytes, records })
             }
             Hierarchy::V2 { root } => {
                 // A leaf can only use the controllers every ancestor enables for its children.
                 let mut parent = root.clone();
                 let mut so_far = PathBuf::new();
                 for c in rel.components() {
-                    let _ = std::fs::write(parent.join("cgroup.subtree_control"), "+memory +cpu");
+                    let _ = std::fs::write(parent.join("cgroup.subtree_control"), "+memory +cpu +io");
                     so_far.push(c);
                     parent = create_dirs(journal, root, &so_far, &mut records)?;
                 }
@@ -123,7 +188,17 @@ impl ServerCgroup {
                 if let Some(limit) = limit_bytes {
                     write(&dir.join("memory.max"), &limit.to_string())?;
                 }
-                Ok(ServerCgroup { hierarchy: hierarchy.clone(), dir, cpu_dir: None, limit_bytes, records })
+                for t in throttles {
+                    write(&dir.join("io.max"), &t.io_max())?;
+                }
+                Ok(ServerCgroup {
+                    hierarchy: hierarchy.clone(),
+                    dir,
+                    cpu_dir: None,
+                    blkio_dir: None,
+                    limit_bytes,
+                    records,
+                })
             }
         }
     }
@@ -131,7 +206,7 @@ impl ServerCgroup {
     /// Open `cgroup.procs` files; a child writes "0" to each before exec to join the cgroup.
     pub fn open_procs_files(&self) -> Result<Vec<File>, RunnerError> {
         let mut files = Vec::new();
-        for d in std::iter::once(&self.dir).chain(self.cpu_dir.iter()) {
+        for d in std::iter::once(&self.dir).chain(self.cpu_dir.iter()).chain(self.blkio_dir.iter()) {
             let p = d.join("cgroup.procs");
             files.push(
                 std::fs::OpenOptions::new()
@@ -202,5 +277,32 @@ impl ServerCgroup {
             }),
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn throttle_files() {
+        let t = BlkioThrottle {
+            device: "raid".into(),
+            major: 7,
+            minor: 3,
+            read_iops: Some(400),
+            write_iops: Some(300),
+            read_bytes_per_sec: None,
+            write_bytes_per_sec: Some(100 << 20),
+        };
+        assert_eq!(t.io_max(), "7:3 riops=400 wiops=300 wbps=104857600");
+        assert_eq!(
+            t.v1_files(),
+            vec![
+                ("blkio.throttle.read_iops_device", "7:3 400".to_string()),
+                ("blkio.throttle.write_iops_device", "7:3 300".to_string()),
+                ("blkio.throttle.write_bps_device", "7:3 104857600".to_string()),
+            ]
+        );
     }
 }

@@ -26,6 +26,8 @@ pub struct RunnerEnv<'a> {
     pub cancel: Arc<AtomicBool>,
     /// Drop the kernel's page cache before each measured run (needs root).
     pub drop_caches: bool,
+    /// I/O caps applied to every server (each only affects I/O to its own device).
+    pub throttles: Vec<crate::cgroup::BlkioThrottle>,
 }
 
 impl RunnerEnv<'_> {

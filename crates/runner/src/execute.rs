@@ -125,7 +125,12 @@ async fn measure(
     }
     server::write_config(&inp.placement.data_dir, env.port, &env.socket_dir, &settings, env.user.uid, env.user.gid)?;
     let cgroup = match (&env.cgroups, p.memory_limit) {
-        (Some(h), limit) => Some(ServerCgroup::create(env.journal, h, &env.run_token, &p.run_id, limit)?),
+        (Some(h), limit) => {
+            Some(ServerCgroup::create(env.journal, h, &env.run_token, &p.run_id, limit, &env.throttles)?)
+        }
+        (None, _) if !env.throttles.is_empty() => {
+            return Err(RunnerError::Setup("an I/O throttle needs cgroups, and this machine has none".into()));
+        }
         (None, Some(_)) => {
             return Err(RunnerError::Setup(
                 "a memory limit needs a cgroup memory controller, and this machine has none".into(),
