@@ -597,3 +597,90 @@ fn real_device(plan: &mut Plan, d: &DeviceSpec, ctx: &PlanContext) {
     );
     finish_filesystem(plan, d, fs_dev, ctx, false);
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::spec::{DeviceClass, Emulation};
+
+    fn nbd(latency: Option<Duration>) -> DeviceSpec {
+        DeviceSpec {
+            name: "remote".into(),
+            class: DeviceClass::NvmeTcp,
+            description: None,
+            real: RealDevice::Local { path: "/dev/null-not-used".into(), model: None, serial: None },
+            mkfs_options: vec![],
+            mount_options: vec![],
+            dax: DaxPolicy::Off,
+            partition: None,
+            allow_wipe: false,
+            discard: false,
+            precondition: None,
+            throttle: None,
+            emulation: Emulation { backing: Backing::Nbd, size_bytes: 1 << 30, latency, zram_algorithm: "lz4".into() },
+        }
+    }
+
+    fn ctx() -> PlanContext {
+        PlanContext {
+            short_id: "t1".into(),
+            work_dir: "/w".into(),
+            log_dir: "/l".into(),
+            owner_uid: 0,
+            owner_gid: 0,
+            emulate: true,
+        }
+    }
+
+    fn nbdkit_line(plan: &Plan) -> String {
+        plan.steps
+            .iter()
+            .find_map(|s| match &s.action {
+                Action::StartDaemon { command, .. } => Some(command.to_string()),
+                _ => None,
+            })
+            .unwrap()
+    }
+
+    #[test]
+    fn whole_milliseconds_use_the_delay_filter() {
+        let plan = build_plan(&[nbd(Some(Duration::from_millis(2)))], &ctx());
+        assert!(nbdkit_line(&plan).ends_with("--filter=delay file /w/img/remote.img delay-read=2ms delay-write=2ms"));
+        assert!(
+            !plan.steps.iter().any(|s| matches!(&s.action, Action::RequireTool { program, .. } if program == "cc"))
+        );
+        let d = crate::provision::describe_device(&nbd(Some(Duration::from_millis(2))), true);
+        assert!(d.contains("+2 ms per read and write (nbdkit delay filter)"), "{d}");
+    }
+
+    #[test]
+    fn sub_millisecond_latency_uses_the_microsecond_plugin_and_says_so() {
+        let plan = build_plan(&[nbd(Some(Duration::from_micros(200)))], &ctx());
+        assert!(
+            nbdkit_line(&plan).ends_with("cc /w/img/pgtier-usdelay.c file=/w/img/remote.img delay_us=200"),
+            "{}",
+            nbdkit_line(&plan)
+        );
+        assert!(plan.steps.iter().any(|s| matches!(&s.action, Action::RequireTool { program, .. } if program == "cc")));
+        assert!(plan.steps.iter().any(|s| matches!(&s.action, Action::WriteFile { path, contents, .. }
+            if path.ends_with("pgtier-usdelay.c") && contents.contains("plugin_init"))));
+        let text = plan.to_string();
+        assert!(text.contains("adding +200 µs per read and write (nbdkit cc plugin"), "{text}");
+        let d = crate::provision::describe_device(&nbd(Some(Duration::from_micros(200))), true);
+        assert!(d.contains("+200 µs per read and write"), "{d}");
+        // 1.5 ms is not whole milliseconds either; sub-microsecond parts are cut and said so.
+        let plan = build_plan(&[nbd(Some(Duration::from_micros(1500)))], &ctx());
+        assert!(nbdkit_line(&plan).ends_with("delay_us=1500"));
+        let plan = build_plan(&[nbd(Some(Duration::from_nanos(250_500)))], &ctx());
+        assert!(nbdkit_line(&plan).ends_with("delay_us=250"));
+        assert!(plan.to_string().contains("cut to whole microseconds"));
+    }
+
+    #[test]
+    fn no_latency_means_no_filter() {
+        let plan = build_plan(&[nbd(Some(Duration::ZERO))], &ctx());
+        assert!(nbdkit_line(&plan).ends_with("file /w/img/remote.img"));
+    }
+}
