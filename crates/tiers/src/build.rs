@@ -45,7 +45,7 @@ pub fn package_of(program: &str) -> &'static str {
         "ndctl" => "ndctl",
         "fio" => "fio",
         "dd" => "coreutils",
-        "cc" => "gcc (nbdkit's cc plugin compiles the microsecond delay plugin)",
+        "cc" => "gcc",
         _ => "(unknown)",
     }
 }

@@ -4,6 +4,13 @@
 //! The flow is data first: [`build::build_plan`] turns [`spec::DeviceSpec`]s into a
 //! [`plan::Plan`] (printed by `--dry-run`), and [`provision::execute`] carries it out through a
 //! [`system::System`], recording every undo in the run's [`journal::Journal`].
+//!
+//! Real devices: every safety check of every device ([`safety`]) comes before the first step
+//! that writes to a device ([`plan::Plan::first_destructive_step`]); the only change before it
+//! is `nvme connect`, which attaches a remote subsystem so that its namespace can be checked.
+//! Teardown unmounts, disconnects and removes what the run made; it never formats or writes to
+//! a device. Secrets (the DH-HMAC-CHAP key) are read when the command runs and reach only that
+//! command's argument vector ([`system::System::run_secret`]).
 
 pub mod build;
 pub mod facts;
