@@ -39,8 +39,11 @@ pub fn render(dir: &Path) -> Result<(Summary, Vec<PathBuf>), ReportError> {
     let set = ResultSet::load(dir)?;
     let summary = summarize(&set);
     let mut files = Vec::new();
-    for e in [&CsvExporter as &dyn Exporter, &JsonExporter, &ChartsExporter, &MarkdownExporter] {
+    for e in [&CsvExporter as &dyn Exporter, &JsonExporter] {
         files.extend(e.export(&set, &summary, dir)?);
     }
+    let (charts, captions) = views::render_all(&set, &summary, dir)?;
+    files.extend(charts);
+    files.extend(MarkdownExporter { charts: captions }.export(&set, &summary, dir)?);
     Ok((summary, files))
 }

@@ -9,7 +9,10 @@ use crate::model::{ResultSet, Summary, describe};
 use crate::stats::Delta;
 use crate::views;
 
-pub struct MarkdownExporter;
+/// `report.md`, embedding the charts the charts exporter wrote.
+pub struct MarkdownExporter {
+    pub charts: Vec<views::ChartFile>,
+}
 
 fn fmt_delta(d: Option<&Delta>, baseline: bool) -> String {
     match d {
@@ -106,10 +109,16 @@ impl Exporter for MarkdownExporter {
         }
 
         let _ = writeln!(s, "\n## Charts\n");
-        for g in views::groups(summary) {
-            let [tp, lat] = views::chart_files(g[0]);
-            let _ = writeln!(s, "### {}\n", views::describe_group(g[0]));
-            let _ = writeln!(s, "![throughput]({tp})\n\n![latency]({lat})\n");
+        let mut section = String::new();
+        for c in &self.charts {
+            if c.section != section {
+                section = c.section.clone();
+                let _ = writeln!(s, "### {section}\n");
+            }
+            let _ = writeln!(s, "![{}]({})\n", c.caption, c.file);
+        }
+        if self.charts.is_empty() {
+            let _ = writeln!(s, "No charts (no successful runs).\n");
         }
 
         let h = &m.host;

@@ -1,14 +1,25 @@
-//! Which charts a result set gets, built from the summary.
+//! Which charts a result set gets, built from the summary and the runs.
 
 use std::path::{Path, PathBuf};
 
-use crate::charts::{self, Bar, BarChart};
+use plotters::style::RGBColor;
+use results::record::RunStatus;
+
+use crate::charts::{self, Bar, BarChart, BarGroup, Line, LineChart};
 use crate::export::{ExportError, Exporter};
 use crate::model::{CellSummary, ResultSet, Summary};
-use crate::stats::Delta;
+use crate::stats::{Delta, Estimate};
+
+/// A chart written, for the report: its file (relative to the results directory) and a caption.
+#[derive(Clone, Debug)]
+pub struct ChartFile {
+    pub section: String,
+    pub file: String,
+    pub caption: String,
+}
 
 /// The environment line(s) printed under every chart.
-pub fn footnote(set: &ResultSet, cells: &[&CellSummary]) -> Vec<String> {
+pub fn footnote(set: &ResultSet, cells: &[&CellSummary], bars: bool) -> Vec<String> {
     let m = &set.manifest;
     let h = &m.host;
     let first = cells.first().and_then(|c| set.runs.iter().find(|r| r.cell == c.key));
@@ -22,18 +33,24 @@ pub fn footnote(set: &ResultSet, cells: &[&CellSummary]) -> Vec<String> {
         m.postgres.version
     )];
     if let Some(r) = first {
+        let mut scripts: Vec<&str> = Vec::new();
+        for c in cells {
+            if let Some(x) = set.runs.iter().find(|r| r.cell == c.key)
+                && !scripts.contains(&x.script.as_str())
+            {
+                scripts.push(&x.script);
+            }
+        }
         lines.push(format!(
-            "{} {} scale {}, {} clients, {} threads, {:.0} s measured after {:.0} s ramp-up; {} runs per bar, {} order; server memory {}; error bars: 95% CI; pale bars: within noise",
+            "{} {} scale {}, {:.0} s measured after {:.0} s ramp-up; {} runs per point, {} order{}",
             r.workload_kind,
-            r.script,
+            scripts.join(" / "),
             r.scale,
-            r.cell.clients,
-            r.threads,
             r.duration_s,
             r.ramp_up_s,
             cells.iter().map(|c| c.runs).min().unwrap_or(0),
             m.order,
-            r.cell.memory_limit
+            if bars { "; error bars: 95% CI; pale bars: within noise" } else { "" }
         ));
     }
     lines
@@ -58,9 +75,11 @@ fn annotation(delta: Option<&Delta>, is_baseline: bool, lower_is_better: bool) -
     }
 }
 
+fn clean(s: &str) -> String {
+    s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect()
+}
+
 fn file_stem(kind: &str, c: &CellSummary) -> String {
-    let clean =
-        |s: &str| s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect::<String>();
     let mut s = format!("{kind}-{}-c{}", clean(&c.key.workload), c.key.clients);
     if c.key.memory_limit != "unlimited" {
         s.push_str(&format!("-mem{}", clean(&c.key.memory_limit)));
@@ -73,15 +92,18 @@ fn file_stem(kind: &str, c: &CellSummary) -> String {
 
 /// Groups of cells that differ only by placement.
 pub fn groups(summary: &Summary) -> Vec<Vec<&CellSummary>> {
+    group_by(summary, |a, b| {
+        a.key.workload == b.key.workload
+            && a.key.clients == b.key.clients
+            && a.key.memory_limit == b.key.memory_limit
+            && a.key.profile == b.key.profile
+    })
+}
+
+fn group_by<'a>(summary: &'a Summary, same: impl Fn(&CellSummary, &CellSummary) -> bool) -> Vec<Vec<&'a CellSummary>> {
     let mut out: Vec<Vec<&CellSummary>> = Vec::new();
     for c in &summary.cells {
-        let same = |o: &&CellSummary| {
-            o.key.workload == c.key.workload
-                && o.key.clients == c.key.clients
-                && o.key.memory_limit == c.key.memory_limit
-                && o.key.profile == c.key.profile
-        };
-        match out.iter_mut().find(|g| g.first().is_some_and(same)) {
+        match out.iter_mut().find(|g| g.first().is_some_and(|o| same(o, c))) {
             Some(g) => g.push(c),
             None => out.push(vec![c]),
         }
@@ -89,87 +111,7 @@ pub fn groups(summary: &Summary) -> Vec<Vec<&CellSummary>> {
     out
 }
 
-/// Throughput and latency bar charts per workload (and client count, memory limit, profile).
-pub struct ChartsExporter;
-
-impl Exporter for ChartsExporter {
-    fn name(&self) -> &'static str {
-        "charts"
-    }
-
-    fn export(&self, set: &ResultSet, summary: &Summary, out: &Path) -> Result<Vec<PathBuf>, ExportError> {
-        let dir = out.join("charts");
-        std::fs::create_dir_all(&dir).map_err(|e| ExportError::Write { path: dir.clone(), message: e.to_string() })?;
-        let placements = set.placements();
-        let legend = |name: &str| {
-            let p = set.manifest.placements.iter().find(|p| p.name == name);
-            match p {
-                Some(p) if p.data_device == p.wal_device => {
-                    format!("{name}: data + WAL on {}", p.data_device)
-                }
-                Some(p) => format!("{name}: data on {}, WAL on {}", p.data_device, p.wal_device),
-                None => name.to_string(),
-            }
-        };
-        let color = |name: &str| charts::placement_color(placements.iter().position(|p| p == name).unwrap_or(0));
-        let mut written = Vec::new();
-        for g in groups(summary) {
-            let c0 = g[0];
-            let what = describe_group(c0);
-            for kind in ["throughput", "latency"] {
-                let bars = g
-                    .iter()
-                    .map(|c| {
-                        let (value, err, delta) = if kind == "throughput" {
-                            (c.tps.mean, c.tps.ci95, c.tps_delta.as_ref())
-                        } else {
-                            (c.latency_ms.mean, c.latency_ms.ci95, c.latency_delta.as_ref())
-                        };
-                        let (annotation, noise) = annotation(delta, c.is_baseline, kind == "latency");
-                        Bar {
-                            label: c.key.placement.clone(),
-                            legend: legend(&c.key.placement),
-                            value,
-                            error: err.is_finite().then_some(err),
-                            color: color(&c.key.placement),
-                            annotation,
-                            within_noise: noise,
-                        }
-                    })
-                    .collect();
-                let chart = BarChart {
-                    title: format!(
-                        "{}: {} by placement",
-                        set.manifest.experiment_name,
-                        if kind == "throughput" { "throughput" } else { "average latency" }
-                    ),
-                    subtitle: format!(
-                        "{what}; % change against baseline {} ({})",
-                        set.manifest.baseline,
-                        if kind == "throughput" { "higher is better" } else { "lower is better" }
-                    ),
-                    x_label: "placement".into(),
-                    y_label: if kind == "throughput" {
-                        "throughput (transactions/s)".into()
-                    } else {
-                        "average latency (ms)".into()
-                    },
-                    bars,
-                    footnote: footnote(set, &g),
-                    value_decimals: if kind == "throughput" { 0 } else { 2 },
-                };
-                let stem = dir.join(file_stem(kind, c0));
-                charts::render_bar_chart(&chart, &stem)
-                    .map_err(|e| ExportError::Write { path: stem.clone(), message: e.to_string() })?;
-                written.push(stem.with_extension("png"));
-                written.push(stem.with_extension("svg"));
-            }
-        }
-        Ok(written)
-    }
-}
-
-/// `workload tpcb (pgbench tpcb-like), 8 clients, memory 256MiB` for titles.
+/// `workload tpcb, 8 clients, server memory 256MiB` for titles.
 pub fn describe_group(c: &CellSummary) -> String {
     let mut s = format!("workload {}, {} clients", c.key.workload, c.key.clients);
     if c.key.memory_limit != "unlimited" {
@@ -181,7 +123,502 @@ pub fn describe_group(c: &CellSummary) -> String {
     s
 }
 
-/// The chart files of a group, relative to the results directory.
-pub fn chart_files(c: &CellSummary) -> [String; 2] {
-    [format!("charts/{}.png", file_stem("throughput", c)), format!("charts/{}.png", file_stem("latency", c))]
+fn context_without_clients(c: &CellSummary) -> String {
+    let mut s = format!("workload {}", c.key.workload);
+    if c.key.memory_limit != "unlimited" {
+        s.push_str(&format!(", server memory {}", c.key.memory_limit));
+    }
+    if c.key.profile != "default" {
+        s.push_str(&format!(", profile {}", c.key.profile));
+    }
+    s
+}
+
+struct Ctx<'a> {
+    set: &'a ResultSet,
+    summary: &'a Summary,
+    dir: PathBuf,
+    placements: Vec<String>,
+    written: Vec<PathBuf>,
+    files: Vec<ChartFile>,
+}
+
+impl Ctx<'_> {
+    fn color(&self, placement: &str) -> RGBColor {
+        charts::placement_color(self.placements.iter().position(|p| p == placement).unwrap_or(0))
+    }
+
+    fn legend(&self, name: &str) -> String {
+        match self.set.manifest.placements.iter().find(|p| p.name == name) {
+            Some(p) if p.data_device == p.wal_device => format!("{name}: data + WAL on {}", p.data_device),
+            Some(p) => format!("{name}: data on {}, WAL on {}", p.data_device, p.wal_device),
+            None => name.to_string(),
+        }
+    }
+
+    fn done(&mut self, stem: PathBuf, section: &str, caption: String) {
+        self.files.push(ChartFile {
+            section: section.to_string(),
+            file: format!("charts/{}.png", stem.file_name().unwrap_or_default().to_string_lossy()),
+            caption,
+        });
+        self.written.push(stem.with_extension("png"));
+        self.written.push(stem.with_extension("svg"));
+    }
+
+    fn bar(&mut self, chart: BarChart, stem: String, section: &str) -> Result<(), ExportError> {
+        let p = self.dir.join(&stem);
+        charts::render_bar_chart(&chart, &p)
+            .map_err(|e| ExportError::Write { path: p.clone(), message: e.to_string() })?;
+        self.done(p, section, chart.title.clone());
+        Ok(())
+    }
+
+    fn line(&mut self, chart: LineChart, stem: String, section: &str) -> Result<(), ExportError> {
+        let p = self.dir.join(&stem);
+        charts::render_line_chart(&chart, &p)
+            .map_err(|e| ExportError::Write { path: p.clone(), message: e.to_string() })?;
+        self.done(p, section, chart.title.clone());
+        Ok(())
+    }
+}
+
+/// Every chart of a result set; returns the files written and, for the report, captions.
+pub fn render_all(
+    set: &ResultSet,
+    summary: &Summary,
+    out: &Path,
+) -> Result<(Vec<PathBuf>, Vec<ChartFile>), ExportError> {
+    let dir = out.join("charts");
+    std::fs::create_dir_all(&dir).map_err(|e| ExportError::Write { path: dir.clone(), message: e.to_string() })?;
+    let mut cx = Ctx { set, summary, dir, placements: set.placements(), written: Vec::new(), files: Vec::new() };
+    per_cell_bars(&mut cx)?;
+    normalised(&mut cx)?;
+    scaling(&mut cx)?;
+    dimension_comparison(&mut cx, "memory", |c| c.key.memory_limit.clone())?;
+    dimension_comparison(&mut cx, "profile", |c| c.key.profile.clone())?;
+    stability(&mut cx)?;
+    device_io(&mut cx)?;
+    Ok((cx.written, cx.files))
+}
+
+/// Throughput, average latency and p99 latency per placement, for each cell group.
+fn per_cell_bars(cx: &mut Ctx) -> Result<(), ExportError> {
+    let set = cx.set;
+    for g in groups(cx.summary) {
+        let c0 = g[0];
+        let what = describe_group(c0);
+        type Pick = fn(&CellSummary) -> Option<(Estimate, Option<Delta>)>;
+        let kinds: [(&str, &str, &str, Pick, bool); 3] = [
+            ("throughput", "throughput", "throughput (transactions/s)", |c| Some((c.tps, c.tps_delta)), false),
+            ("latency", "average latency", "average latency (ms)", |c| Some((c.latency_ms, c.latency_delta)), true),
+            (
+                "latency-p99",
+                "99th percentile latency",
+                "p99 latency (ms)",
+                |c| c.latency_p99_ms.map(|e| (e, c.latency_p99_delta)),
+                true,
+            ),
+        ];
+        for (kind, name, y_label, pick, lower) in kinds {
+            if g.iter().any(|c| pick(c).is_none()) {
+                continue;
+            }
+            let groups = g
+                .iter()
+                .map(|c| {
+                    let (e, d) = pick(c).expect("checked above");
+                    let (annotation, noise) = annotation(d.as_ref(), c.is_baseline, lower);
+                    BarGroup {
+                        label: c.key.placement.clone(),
+                        bars: vec![Bar {
+                            legend: cx.legend(&c.key.placement),
+                            value: e.mean,
+                            error: e.ci95.is_finite().then_some(e.ci95),
+                            color: cx.color(&c.key.placement),
+                            annotation,
+                            within_noise: noise,
+                        }],
+                    }
+                })
+                .collect();
+            let chart = BarChart {
+                title: format!("{}: {name} by placement", set.manifest.experiment_name),
+                subtitle: format!(
+                    "{what}; % change against baseline {} ({} is better)",
+                    set.manifest.baseline,
+                    if lower { "lower" } else { "higher" }
+                ),
+                x_label: "placement".into(),
+                y_label: y_label.into(),
+                groups,
+                footnote: footnote(set, &g, true),
+                value_decimals: if lower { 2 } else { 0 },
+                reference: None,
+            };
+            cx.bar(chart, file_stem(kind, c0), &what)?;
+        }
+    }
+    Ok(())
+}
+
+/// Throughput normalised to the baseline (= 1.0) across workloads (seed 003's figure).
+fn normalised(cx: &mut Ctx) -> Result<(), ExportError> {
+    let set = cx.set;
+    let by_context =
+        group_by(cx.summary, |a, b| a.key.memory_limit == b.key.memory_limit && a.key.profile == b.key.profile);
+    for cells in by_context {
+        let contenders: Vec<&CellSummary> =
+            cells.iter().copied().filter(|c| !c.is_baseline && c.tps_delta.is_some()).collect();
+        if contenders.is_empty() {
+            continue;
+        }
+        let many_clients = cells.iter().map(|c| c.key.clients).collect::<std::collections::BTreeSet<_>>().len() > 1;
+        let mut labels: Vec<(String, u32)> = Vec::new();
+        for c in &cells {
+            let k = (c.key.workload.clone(), c.key.clients);
+            if !labels.contains(&k) {
+                labels.push(k);
+            }
+        }
+        let groups = labels
+            .iter()
+            .map(|(w, clients)| BarGroup {
+                label: if many_clients { format!("{w} @{clients}") } else { w.clone() },
+                bars: contenders
+                    .iter()
+                    .filter(|c| &c.key.workload == w && c.key.clients == *clients)
+                    .map(|c| {
+                        let d = c.tps_delta.expect("filtered");
+                        let half = if d.has_interval() { (d.pct_high - d.pct_low) / 200.0 } else { f64::NAN };
+                        Bar {
+                            legend: cx.legend(&c.key.placement),
+                            value: d.ratio,
+                            error: half.is_finite().then_some(half),
+                            color: cx.color(&c.key.placement),
+                            annotation: if d.within_noise { "~ noise".into() } else { String::new() },
+                            within_noise: d.within_noise,
+                        }
+                    })
+                    .collect(),
+            })
+            .collect();
+        let c0 = cells[0];
+        let mut ctx = String::new();
+        if c0.key.memory_limit != "unlimited" {
+            ctx.push_str(&format!(", server memory {}", c0.key.memory_limit));
+        }
+        if c0.key.profile != "default" {
+            ctx.push_str(&format!(", profile {}", c0.key.profile));
+        }
+        let chart = BarChart {
+            title: format!("{}: throughput normalised to {}", set.manifest.experiment_name, set.manifest.baseline),
+            subtitle: format!("baseline = 1.0 (dashed){ctx}; ~ marks a ratio within noise"),
+            x_label: if many_clients { "workload @ clients".into() } else { "workload".into() },
+            y_label: "throughput relative to baseline".into(),
+            groups,
+            footnote: footnote(set, &cells, true),
+            value_decimals: 2,
+            reference: Some((1.0, format!("{} = 1.0", set.manifest.baseline))),
+        };
+        let mut stem = "normalised-throughput".to_string();
+        if c0.key.memory_limit != "unlimited" {
+            stem.push_str(&format!("-mem{}", clean(&c0.key.memory_limit)));
+        }
+        if c0.key.profile != "default" {
+            stem.push_str(&format!("-{}", clean(&c0.key.profile)));
+        }
+        cx.bar(chart, stem, "Normalised throughput")?;
+    }
+    Ok(())
+}
+
+/// TPS against clients per placement, the peak of each marked and the delta at peak stated.
+fn scaling(cx: &mut Ctx) -> Result<(), ExportError> {
+    let set = cx.set;
+    let by_context = group_by(cx.summary, |a, b| {
+        a.key.workload == b.key.workload && a.key.memory_limit == b.key.memory_limit && a.key.profile == b.key.profile
+    });
+    for cells in by_context {
+        let clients: std::collections::BTreeSet<u32> = cells.iter().map(|c| c.key.clients).collect();
+        if clients.len() < 2 {
+            continue;
+        }
+        let mut series = Vec::new();
+        let mut peaks: Vec<(String, u32, f64)> = Vec::new();
+        for p in &cx.placements {
+            let mut pts: Vec<&CellSummary> = cells.iter().copied().filter(|c| &c.key.placement == p).collect();
+            if pts.is_empty() {
+                continue;
+            }
+            pts.sort_by_key(|c| c.key.clients);
+            let peak = pts.iter().max_by(|a, b| a.tps.mean.total_cmp(&b.tps.mean)).expect("non-empty");
+            peaks.push((p.clone(), peak.key.clients, peak.tps.mean));
+            series.push(Line {
+                name: cx.legend(p),
+                color: cx.color(p),
+                points: pts.iter().map(|c| (c.key.clients as f64, c.tps.mean)).collect(),
+                errors: Some(pts.iter().map(|c| c.tps.ci95).collect()),
+                markers: true,
+                dashed: false,
+                mark: Some((
+                    peak.key.clients as f64,
+                    peak.tps.mean,
+                    format!("peak {} @{}", charts::group_digits(peak.tps.mean, 0), peak.key.clients),
+                )),
+            });
+        }
+        let base = peaks.iter().find(|p| p.0 == set.manifest.baseline).cloned();
+        let deltas: Vec<String> = match &base {
+            Some((_, bc, bt)) => peaks
+                .iter()
+                .filter(|p| p.0 != set.manifest.baseline)
+                .map(|(n, c, t)| {
+                    format!("{n} {:+.1}% at its peak ({c} clients; baseline peak at {bc})", (t / bt - 1.0) * 100.0)
+                })
+                .collect(),
+            None => vec![],
+        };
+        let c0 = cells[0];
+        let chart = LineChart {
+            title: format!("{}: scaling with clients", set.manifest.experiment_name),
+            subtitle: format!(
+                "{}; delta at peak: {}",
+                context_without_clients(c0),
+                if deltas.is_empty() { "n/a".into() } else { deltas.join("; ") }
+            ),
+            x_label: "clients".into(),
+            y_label: "throughput (transactions/s)".into(),
+            series,
+            vlines: vec![],
+            footnote: footnote(set, &cells, false),
+            integer_x: true,
+        };
+        let mut stem = format!("scaling-{}", clean(&c0.key.workload));
+        if c0.key.memory_limit != "unlimited" {
+            stem.push_str(&format!("-mem{}", clean(&c0.key.memory_limit)));
+        }
+        if c0.key.profile != "default" {
+            stem.push_str(&format!("-{}", clean(&c0.key.profile)));
+        }
+        cx.line(chart, stem, "Scaling")?;
+    }
+    Ok(())
+}
+
+/// The same cells under each value of another dimension (memory limit or profile), side by side
+/// per placement, annotated with each placement's change against the baseline under that value.
+fn dimension_comparison(cx: &mut Ctx, what: &str, value: fn(&CellSummary) -> String) -> Result<(), ExportError> {
+    let set = cx.set;
+    let values: Vec<String> = {
+        let mut v: Vec<String> = Vec::new();
+        for c in &cx.summary.cells {
+            let x = value(c);
+            if !v.contains(&x) {
+                v.push(x);
+            }
+        }
+        v
+    };
+    if values.len() < 2 {
+        return Ok(());
+    }
+    let others = group_by(cx.summary, |a, b| {
+        a.key.workload == b.key.workload
+            && a.key.clients == b.key.clients
+            && (what == "memory" || a.key.memory_limit == b.key.memory_limit)
+            && (what == "profile" || a.key.profile == b.key.profile)
+    });
+    let shades = [
+        RGBColor(0x3B, 0x5B, 0x92),
+        RGBColor(0xE0, 0x9F, 0x3E),
+        RGBColor(0x6F, 0xA2, 0x87),
+        RGBColor(0x9E, 0x6F, 0xB5),
+    ];
+    for cells in others {
+        let groups = cx
+            .placements
+            .iter()
+            .filter(|p| cells.iter().any(|c| &c.key.placement == *p))
+            .map(|p| BarGroup {
+                label: p.clone(),
+                bars: values
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(vi, v)| {
+                        let c = cells.iter().find(|c| &c.key.placement == p && &value(c) == v)?;
+                        let (annotation, noise) = annotation(c.tps_delta.as_ref(), c.is_baseline, false);
+                        Some(Bar {
+                            legend: format!("{what} {v}"),
+                            value: c.tps.mean,
+                            error: c.tps.ci95.is_finite().then_some(c.tps.ci95),
+                            color: shades[vi % shades.len()],
+                            annotation,
+                            within_noise: noise,
+                        })
+                    })
+                    .collect(),
+            })
+            .collect();
+        let c0 = cells[0];
+        let chart = BarChart {
+            title: format!("{}: throughput by {what}", set.manifest.experiment_name),
+            subtitle: format!(
+                "workload {}, {} clients; labels: change against baseline {} under the same {what}",
+                c0.key.workload, c0.key.clients, set.manifest.baseline
+            ),
+            x_label: "placement".into(),
+            y_label: "throughput (transactions/s)".into(),
+            groups,
+            footnote: footnote(set, &cells, true),
+            value_decimals: 0,
+            reference: None,
+        };
+        let stem = format!("by-{what}-{}-c{}", clean(&c0.key.workload), c0.key.clients);
+        cx.bar(chart, stem, if what == "memory" { "Memory-limited against unlimited" } else { "Settings profiles" })?;
+    }
+    Ok(())
+}
+
+/// TPS per second over the first repetition of each placement, checkpoints marked.
+fn stability(cx: &mut Ctx) -> Result<(), ExportError> {
+    let set = cx.set;
+    for g in groups(cx.summary) {
+        let c0 = g[0];
+        let mut series = Vec::new();
+        let mut vlines = Vec::new();
+        for c in &g {
+            let Some(run) =
+                set.runs.iter().filter(|r| r.cell == c.key && r.status == RunStatus::Ok).min_by_key(|r| r.repetition)
+            else {
+                continue;
+            };
+            if run.series.is_empty() {
+                continue;
+            }
+            series.push(Line {
+                name: format!("{} (run {})", c.key.placement, run.repetition),
+                color: cx.color(&c.key.placement),
+                points: run.series.iter().map(|s| (s.t, s.tps)).collect(),
+                errors: None,
+                markers: false,
+                dashed: false,
+                mark: None,
+            });
+            for t in &run.checkpoints_at_s {
+                vlines.push((*t, format!("checkpoint ({})", c.key.placement)));
+            }
+        }
+        if series.is_empty() {
+            continue;
+        }
+        let outliers: usize = g
+            .iter()
+            .filter_map(|c| set.runs.iter().find(|r| r.cell == c.key && r.status == RunStatus::Ok))
+            .map(|r| crate::stats::outliers_mad(&r.series.iter().map(|s| s.tps).collect::<Vec<_>>(), 3.5).len())
+            .sum();
+        let chart = LineChart {
+            title: format!("{}: throughput over each run", set.manifest.experiment_name),
+            subtitle: format!(
+                "{}; 1 s per point; dashed: checkpoints; outlier seconds (> 3.5 MAD): {}",
+                describe_group(c0),
+                outliers
+            ),
+            x_label: "seconds into the measured run".into(),
+            y_label: "throughput (transactions/s)".into(),
+            series,
+            vlines,
+            footnote: footnote(set, &g, false),
+            integer_x: false,
+        };
+        cx.line(chart, file_stem("stability", c0), &describe_group(c0))?;
+    }
+    Ok(())
+}
+
+/// Read and write IOPS and bandwidth per device of each placement (mean over the runs).
+fn device_io(cx: &mut Ctx) -> Result<(), ExportError> {
+    let set = cx.set;
+    let read = RGBColor(0x4C, 0x72, 0xB0);
+    let write = RGBColor(0xC4, 0x4E, 0x52);
+    for g in groups(cx.summary) {
+        let c0 = g[0];
+        let mut iops_groups = Vec::new();
+        let mut mbs_groups = Vec::new();
+        for c in &g {
+            let runs: Vec<_> = set
+                .runs
+                .iter()
+                .filter(|r| r.cell == c.key && r.status == RunStatus::Ok && !r.devices.is_empty())
+                .collect();
+            let Some(first) = runs.first() else { continue };
+            for d in &first.devices {
+                let pick = |f: fn(&results::record::DeviceIo) -> f64| {
+                    let v: Vec<f64> = runs
+                        .iter()
+                        .filter_map(|r| r.devices.iter().find(|x| x.kernel_name == d.kernel_name))
+                        .map(f)
+                        .collect();
+                    Estimate::of(&v)
+                };
+                let label = format!("{}: {} ({})", c.key.placement, d.device, d.role);
+                let bars = |r: Option<Estimate>, w: Option<Estimate>| {
+                    [(r, "read", read), (w, "write", write)]
+                        .into_iter()
+                        .filter_map(|(e, name, color)| {
+                            let e = e?;
+                            Some(Bar {
+                                legend: name.to_string(),
+                                value: e.mean,
+                                error: e.ci95.is_finite().then_some(e.ci95),
+                                color,
+                                annotation: String::new(),
+                                within_noise: false,
+                            })
+                        })
+                        .collect::<Vec<_>>()
+                };
+                iops_groups
+                    .push(BarGroup { label: label.clone(), bars: bars(pick(|x| x.read_iops), pick(|x| x.write_iops)) });
+                mbs_groups.push(BarGroup { label, bars: bars(pick(|x| x.read_mb_s), pick(|x| x.write_mb_s)) });
+            }
+        }
+        if iops_groups.is_empty() {
+            continue;
+        }
+        for (kind, groups, y, decimals) in [
+            ("iops", iops_groups, "I/O operations per second (mean over the run)", 0),
+            ("bandwidth", mbs_groups, "MB/s (mean over the run)", 1),
+        ] {
+            let chart = BarChart {
+                title: format!(
+                    "{}: device {} per placement",
+                    set.manifest.experiment_name,
+                    if kind == "iops" { "IOPS" } else { "bandwidth" }
+                ),
+                subtitle: format!("{}; from /proc/diskstats, each device of the placement", describe_group(c0)),
+                x_label: "placement: device (role)".into(),
+                y_label: y.into(),
+                groups,
+                footnote: footnote(set, &g, true),
+                value_decimals: decimals,
+                reference: None,
+            };
+            cx.bar(chart, file_stem(kind, c0), &describe_group(c0))?;
+        }
+    }
+    Ok(())
+}
+
+/// Every chart, as an exporter.
+pub struct ChartsExporter;
+
+impl Exporter for ChartsExporter {
+    fn name(&self) -> &'static str {
+        "charts"
+    }
+
+    fn export(&self, set: &ResultSet, summary: &Summary, out: &Path) -> Result<Vec<PathBuf>, ExportError> {
+        render_all(set, summary, out).map(|(w, _)| w)
+    }
 }
