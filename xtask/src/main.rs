@@ -42,10 +42,20 @@ enum Command {
     },
     /// Undo what a killed run left behind, from its run record.
     Cleanup,
-    /// Re-render CSV, charts and report.md from a results directory, without running anything.
+    /// Re-render CSV, charts and report.md from a results directory, without running anything;
+    /// or compare two result sets (--baseline A --contender B).
     Report {
-        /// The results directory.
-        dir: PathBuf,
+        /// The results directory to re-render.
+        dir: Option<PathBuf>,
+        /// The earlier (or reference) result set of a comparison.
+        #[arg(long, requires = "contender", conflicts_with = "dir")]
+        baseline: Option<PathBuf>,
+        /// The later result set of a comparison.
+        #[arg(long, requires = "baseline")]
+        contender: Option<PathBuf>,
+        /// Where the comparison goes (default: <contender>/comparison).
+        #[arg(long, requires = "baseline")]
+        out: Option<PathBuf>,
     },
     /// Install what pgtier needs from Debian's packages (as root), or say what is missing.
     Setup {
@@ -73,21 +83,56 @@ fn main() -> ExitCode {
             rt.block_on(compare::run(compare::Args { config, emulate, dry_run, out }))
         }
         Command::Cleanup => cleanup::run(),
-        Command::Report { dir } => match report::render(&dir) {
-            Ok((summary, files)) => {
-                for w in &summary.warnings {
-                    eprintln!("warning: {w}");
+        Command::Report { dir, baseline, contender, out } => report_command(dir, baseline, contender, out),
+        Command::Setup { check } => setup::run(check),
+        Command::Test { args } => setup::test(&args),
+    }
+}
+
+fn report_command(
+    dir: Option<PathBuf>,
+    baseline: Option<PathBuf>,
+    contender: Option<PathBuf>,
+    out: Option<PathBuf>,
+) -> ExitCode {
+    if let (Some(a), Some(b)) = (baseline, contender) {
+        let out = out.unwrap_or_else(|| b.join("comparison"));
+        return match report::compare::compare(&a, &b, &out) {
+            Ok((cmp, files)) => {
+                eprintln!(
+                    "{} difference(s) in environment and configuration; {} matching cell(s)",
+                    cmp.changes.len(),
+                    cmp.cells.len()
+                );
+                for c in cmp.changes.iter().take(20) {
+                    eprintln!("  changed: {}: {} -> {}", c.what, c.baseline, c.contender);
                 }
                 eprintln!("wrote {} files", files.len());
-                println!("{}", dir.display());
+                println!("{}", out.display());
                 ExitCode::SUCCESS
             }
             Err(e) => {
                 eprintln!("error: {e}");
                 ExitCode::FAILURE
             }
-        },
-        Command::Setup { check } => setup::run(check),
-        Command::Test { args } => setup::test(&args),
+        };
+    }
+    let Some(dir) = dir else {
+        eprintln!("error: give a results directory, or --baseline DIR_A --contender DIR_B");
+        return ExitCode::from(2);
+    };
+    match report::render(&dir) {
+        Ok((summary, files)) => {
+            for w in &summary.warnings {
+                eprintln!("warning: {w}");
+            }
+            eprintln!("wrote {} files", files.len());
+            println!("{}", dir.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
     }
 }

@@ -3,6 +3,7 @@
 //! `cargo xtask report DIR` can re-render a result set at any time.
 
 pub mod charts;
+pub mod compare;
 pub mod export;
 pub mod markdown;
 pub mod model;

@@ -1,0 +1,367 @@
+//! Two result sets taken at different times or on different machines (seed 001: the same
+//! benchmark across software releases): what changed in the environment and configuration
+//! first, then the deltas of every matching cell, with intervals, as a table and a chart.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::ReportError;
+use crate::charts::{self, Bar, BarChart, BarGroup};
+use crate::export::{ExportError, num, write};
+use crate::model::{ResultSet, describe, summarize};
+use crate::stats::Delta;
+
+/// One difference between the two environments or configurations.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Change {
+    pub what: String,
+    pub baseline: String,
+    pub contender: String,
+}
+
+/// One cell present in both result sets.
+#[derive(Clone, Debug, Serialize)]
+pub struct CellComparison {
+    pub cell: String,
+    pub baseline_tps: f64,
+    pub contender_tps: f64,
+    pub tps: Option<Delta>,
+    pub latency: Option<Delta>,
+    /// Per-statement latency changes (pgbench -r), e.g. the UPDATE statement of seed 001.
+    pub statements: Vec<(String, f64, f64)>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Comparison {
+    pub changes: Vec<Change>,
+    pub cells: Vec<CellComparison>,
+    /// Cells in only one of the two sets.
+    pub unmatched: Vec<String>,
+}
+
+fn s(v: &Value) -> String {
+    match v {
+        Value::String(x) => x.clone(),
+        Value::Null => "(none)".into(),
+        other => other.to_string(),
+    }
+}
+
+/// Scalar differences between two JSON documents, as dotted paths.
+pub fn json_diff(a: &Value, b: &Value, path: &str, out: &mut Vec<Change>) {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            let keys: std::collections::BTreeSet<&String> = x.keys().chain(y.keys()).collect();
+            for k in keys {
+                let p = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
+                json_diff(x.get(k).unwrap_or(&Value::Null), y.get(k).unwrap_or(&Value::Null), &p, out);
+            }
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
+            for (i, (xa, ya)) in x.iter().zip(y).enumerate() {
+                json_diff(xa, ya, &format!("{path}[{i}]"), out);
+            }
+        }
+        (Value::Null, Value::Object(m)) | (Value::Object(m), Value::Null) if m.is_empty() => {}
+        (Value::Null, Value::Array(v)) | (Value::Array(v), Value::Null) if v.is_empty() => {}
+        _ if a != b => out.push(Change { what: path.to_string(), baseline: s(a), contender: s(b) }),
+        _ => {}
+    }
+}
+
+/// What differs between the two runs' environments and configurations.
+pub fn environment_changes(a: &ResultSet, b: &ResultSet) -> Vec<Change> {
+    let (ma, mb) = (&a.manifest, &b.manifest);
+    let mut out = Vec::new();
+    let mut push = |what: &str, x: String, y: String| {
+        if x != y {
+            out.push(Change { what: what.into(), baseline: x, contender: y });
+        }
+    };
+    push("CPU", ma.host.cpu_model.clone(), mb.host.cpu_model.clone());
+    push(
+        "CPU cores/threads",
+        format!("{}/{}", ma.host.cpu_cores, ma.host.cpu_threads),
+        format!("{}/{}", mb.host.cpu_cores, mb.host.cpu_threads),
+    );
+    push("memory", format!("{} bytes", ma.host.memory_bytes), format!("{} bytes", mb.host.memory_bytes));
+    push("kernel", ma.host.kernel.clone(), mb.host.kernel.clone());
+    push("operating system", ma.host.os.clone(), mb.host.os.clone());
+    push("virtualisation", ma.host.virtualization.clone(), mb.host.virtualization.clone());
+    push("host", ma.host.hostname.clone(), mb.host.hostname.clone());
+    push("CPU governor", format!("{:?}", ma.host.cpu_governor), format!("{:?}", mb.host.cpu_governor));
+    push(
+        "transparent huge pages",
+        format!("{:?}", ma.host.transparent_hugepages),
+        format!("{:?}", mb.host.transparent_hugepages),
+    );
+    push("PostgreSQL", ma.postgres.version.clone(), mb.postgres.version.clone());
+    push("emulated tiers", ma.emulated.to_string(), mb.emulated.to_string());
+    push("pgtier commit", ma.git_commit.clone().unwrap_or_default(), mb.git_commit.clone().unwrap_or_default());
+    push(
+        "load average at start",
+        ma.host.load_average.clone().unwrap_or_default(),
+        mb.host.load_average.clone().unwrap_or_default(),
+    );
+    let keys: std::collections::BTreeSet<&String> = ma.host.sysctls.keys().chain(mb.host.sysctls.keys()).collect();
+    for k in keys {
+        push(
+            &format!("sysctl {k}"),
+            ma.host.sysctls.get(k).cloned().unwrap_or_default(),
+            mb.host.sysctls.get(k).cloned().unwrap_or_default(),
+        );
+    }
+    let tools: std::collections::BTreeSet<&String> = ma.tools.keys().chain(mb.tools.keys()).collect();
+    for t in tools {
+        push(
+            &format!("tool {t}"),
+            ma.tools.get(t).cloned().unwrap_or_default(),
+            mb.tools.get(t).cloned().unwrap_or_default(),
+        );
+    }
+    for da in &ma.devices {
+        let Some(db) = mb.devices.iter().find(|d| d.name == da.name) else {
+            push(&format!("device {}", da.name), da.description.clone(), "(absent)".into());
+            continue;
+        };
+        push(&format!("device {} description", da.name), da.description.clone(), db.description.clone());
+        push(
+            &format!("device {} mount options", da.name),
+            da.effective_mount_options.join(","),
+            db.effective_mount_options.join(","),
+        );
+        push(&format!("device {} DAX in effect", da.name), da.dax_honoured.to_string(), db.dax_honoured.to_string());
+        for f in ["model", "serial", "firmware", "size_bytes", "rotational", "scheduler"] {
+            push(
+                &format!("device {} {f}", da.name),
+                s(da.facts.get(f).unwrap_or(&Value::Null)),
+                s(db.facts.get(f).unwrap_or(&Value::Null)),
+            );
+        }
+    }
+    let mut cfg = Vec::new();
+    json_diff(&ma.resolved_config, &mb.resolved_config, "config", &mut cfg);
+    cfg.retain(|c| c.what != "config.file");
+    out.extend(cfg);
+    out
+}
+
+/// Compares two result sets and writes `comparison.md`, `comparison.csv` and a chart to `out`.
+pub fn compare(baseline: &Path, contender: &Path, out: &Path) -> Result<(Comparison, Vec<PathBuf>), ReportError> {
+    let a = ResultSet::load(baseline)?;
+    let b = ResultSet::load(contender)?;
+    let (sa, sb) = (summarize(&a), summarize(&b));
+    let changes = environment_changes(&a, &b);
+    let mut cells = Vec::new();
+    let mut unmatched = Vec::new();
+    for ca in &sa.cells {
+        let Some(cb) = sb.cells.iter().find(|c| c.key == ca.key) else {
+            unmatched.push(format!("{} (only in the baseline set)", describe(&ca.key)));
+            continue;
+        };
+        let stmt = |set: &ResultSet| -> BTreeMap<String, f64> {
+            let mut m: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+            for r in set.runs.iter().filter(|r| r.cell == ca.key) {
+                for st in &r.statements {
+                    m.entry(st.statement.clone()).or_default().push(st.latency_ms);
+                }
+            }
+            m.into_iter().map(|(k, v)| (k, v.iter().sum::<f64>() / v.len() as f64)).collect()
+        };
+        let (xa, xb) = (stmt(&a), stmt(&b));
+        let statements = xa.iter().filter_map(|(k, va)| xb.get(k).map(|vb| (k.clone(), *va, *vb))).collect();
+        cells.push(CellComparison {
+            cell: describe(&ca.key),
+            baseline_tps: ca.tps.mean,
+            contender_tps: cb.tps.mean,
+            tps: Delta::between(&ca.tps, &cb.tps),
+            latency: Delta::between(&ca.latency_ms, &cb.latency_ms),
+            statements,
+        });
+    }
+    for cb in &sb.cells {
+        if !sa.cells.iter().any(|c| c.key == cb.key) {
+            unmatched.push(format!("{} (only in the contender set)", describe(&cb.key)));
+        }
+    }
+    let cmp = Comparison { changes, cells, unmatched };
+    std::fs::create_dir_all(out).map_err(|e| ExportError::Write { path: out.to_path_buf(), message: e.to_string() })?;
+    let mut files = Vec::new();
+
+    // Markdown: what changed first.
+    let mut md = String::new();
+    let _ = writeln!(md, "# Comparison: {} against {}\n", contender.display(), baseline.display());
+    let _ = writeln!(
+        md,
+        "Baseline set: `{}` ({}, started {}).  ",
+        baseline.display(),
+        a.manifest.experiment_name,
+        a.manifest.started_at
+    );
+    let _ = writeln!(
+        md,
+        "Contender set: `{}` ({}, started {}).\n",
+        contender.display(),
+        b.manifest.experiment_name,
+        b.manifest.started_at
+    );
+    let _ = writeln!(md, "## What changed between the two runs\n");
+    if cmp.changes.is_empty() {
+        let _ = writeln!(md, "Nothing pgtier records differs: same machine facts, tools, devices and configuration.\n");
+    } else {
+        let _ = writeln!(
+            md,
+            "Read these before any delta: a change below can explain a delta as well as the thing under test.\n"
+        );
+        let _ = writeln!(md, "| what | baseline | contender |\n|---|---|---|");
+        for c in &cmp.changes {
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} |",
+                c.what,
+                c.baseline.replace('|', "\\|"),
+                c.contender.replace('|', "\\|")
+            );
+        }
+    }
+    let _ = writeln!(md, "\n## Deltas (contender against baseline, same cell)\n");
+    let _ = writeln!(
+        md,
+        "| cell | baseline TPS | contender TPS | TPS change [95% CI] | latency change [95% CI] |\n|---|---:|---:|---|---|"
+    );
+    let fmt = |d: &Option<Delta>| match d {
+        Some(d) if d.has_interval() => format!(
+            "{:+.1}% [{:+.1}, {:+.1}]{}",
+            d.pct,
+            d.pct_low,
+            d.pct_high,
+            if d.within_noise { " within noise" } else { "" }
+        ),
+        Some(d) => format!("{:+.1}% (no interval)", d.pct),
+        None => "n/a".into(),
+    };
+    for c in &cmp.cells {
+        let _ = writeln!(
+            md,
+            "| {} | {:.1} | {:.1} | {} | {} |",
+            c.cell,
+            c.baseline_tps,
+            c.contender_tps,
+            fmt(&c.tps),
+            fmt(&c.latency)
+        );
+    }
+    let with_statements: Vec<&CellComparison> = cmp.cells.iter().filter(|c| !c.statements.is_empty()).collect();
+    if !with_statements.is_empty() {
+        let _ = writeln!(md, "\n### Per-statement average latency (pgbench -r)\n");
+        let _ = writeln!(md, "| cell | statement | baseline ms | contender ms | change |\n|---|---|---:|---:|---:|");
+        for c in with_statements {
+            for (st, x, y) in &c.statements {
+                let _ =
+                    writeln!(md, "| {} | `{}` | {:.3} | {:.3} | {:+.1}% |", c.cell, st, x, y, (y / x - 1.0) * 100.0);
+            }
+        }
+    }
+    if !cmp.unmatched.is_empty() {
+        let _ = writeln!(md, "\nCells without a counterpart: {}", cmp.unmatched.join("; "));
+    }
+    let _ = writeln!(md, "\n![comparison](comparison-throughput.png)");
+    let p = out.join("comparison.md");
+    write(&p, md.as_bytes())?;
+    files.push(p);
+
+    // CSV.
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let _ = w.write_record([
+        "cell",
+        "baseline_tps",
+        "contender_tps",
+        "tps_delta_pct",
+        "tps_delta_ci95_low_pct",
+        "tps_delta_ci95_high_pct",
+        "latency_delta_pct",
+        "within_noise",
+    ]);
+    for c in &cmp.cells {
+        let d = c.tps.unwrap_or(Delta {
+            pct: f64::NAN,
+            ratio: f64::NAN,
+            pct_low: f64::NAN,
+            pct_high: f64::NAN,
+            within_noise: false,
+        });
+        let _ = w.write_record([
+            c.cell.clone(),
+            num(c.baseline_tps, 3),
+            num(c.contender_tps, 3),
+            num(d.pct, 2),
+            num(d.pct_low, 2),
+            num(d.pct_high, 2),
+            c.latency.map(|l| num(l.pct, 2)).unwrap_or_default(),
+            if d.has_interval() { d.within_noise.to_string() } else { "unknown".into() },
+        ]);
+    }
+    let p = out.join("comparison.csv");
+    write(&p, &w.into_inner().unwrap_or_default())?;
+    files.push(p);
+
+    // Chart: contender/baseline ratio per cell.
+    let groups = cmp
+        .cells
+        .iter()
+        .filter_map(|c| {
+            let d = c.tps?;
+            let half = if d.has_interval() { (d.pct_high - d.pct_low) / 200.0 } else { f64::NAN };
+            Some(BarGroup {
+                label: c.cell.split(" / ").take(3).collect::<Vec<_>>().join(" / "),
+                bars: vec![Bar {
+                    legend: String::new(),
+                    value: d.ratio,
+                    error: half.is_finite().then_some(half),
+                    color: charts::placement_color(1),
+                    annotation: format!("{:+.1}%{}", d.pct, if d.within_noise { " (noise)" } else { "" }),
+                    within_noise: d.within_noise,
+                }],
+            })
+        })
+        .collect();
+    let chart = BarChart {
+        title: "contender against baseline result set".into(),
+        subtitle: format!(
+            "TPS ratio per cell (1.0 = baseline set); {} environment/configuration difference(s) listed in comparison.md",
+            cmp.changes.len()
+        ),
+        x_label: "cell (placement / workload / clients)".into(),
+        y_label: "contender TPS / baseline TPS".into(),
+        groups,
+        footnote: vec![format!("baseline: {}", baseline.display()), format!("contender: {}", contender.display())],
+        value_decimals: 2,
+        reference: Some((1.0, "baseline set = 1.0".into())),
+    };
+    let stem = out.join("comparison-throughput");
+    charts::render_bar_chart(&chart, &stem)
+        .map_err(|e| ExportError::Write { path: stem.clone(), message: e.to_string() })?;
+    files.push(stem.with_extension("png"));
+    files.push(stem.with_extension("svg"));
+    Ok((cmp, files))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_diff_lists_scalar_paths() {
+        let a: Value = serde_json::json!({"x": 1, "y": {"z": "a", "w": [1, 2]}});
+        let b: Value = serde_json::json!({"x": 1, "y": {"z": "b", "w": [1, 3]}, "n": true});
+        let mut out = Vec::new();
+        json_diff(&a, &b, "", &mut out);
+        let paths: Vec<&str> = out.iter().map(|c| c.what.as_str()).collect();
+        assert_eq!(paths, ["n", "y.w[1]", "y.z"]);
+        assert_eq!(out[2].baseline, "a");
+    }
+}
