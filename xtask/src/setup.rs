@@ -19,6 +19,7 @@ const PACKAGES: &[(&str, &str)] = &[
     ("parted", "parted"),
     ("nvme-cli", "nvme"),
     ("ndctl", "ndctl"),
+    ("gcc", "gcc"),
 ];
 
 fn installed(pkg: &str) -> bool {

@@ -269,7 +269,7 @@ fn interrupt_mid_run_tears_down_and_keeps_finished_runs() {
     let env = Env::new();
     let out = env.dir.path().join("results");
     let cfg = env.config("4s");
-    let mut child = env
+    let child = env
         .xtask(&["compare", "--config", cfg.to_str().unwrap(), "--emulate", "--out", out.to_str().unwrap()])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -559,12 +559,17 @@ impl Validator<'_> {
             let d = self.duration(l, &key("emulate.latency"))?;
             if backing != Backing::Nbd {
                 self.err(span(l), key("emulate.latency"), "added latency needs the \"nbd\" backing");
-            } else if opts.emulate && d.as_micros() % 1000 != 0 {
+            } else if opts.emulate && d.as_nanos() % 1000 != 0 {
                 self.err(
                     span(l),
                     key("emulate.latency"),
-                    "nbdkit's delay filter takes whole milliseconds only (0.2ms would silently become 0); give a whole number of ms, or 0 for none",
+                    "added latency is applied in whole microseconds; give e.g. \"200us\" or \"1ms\"",
                 );
+            } else if opts.emulate && d.as_micros() % 1000 != 0 {
+                self.warnings.push(format!(
+                    "device {n:?}: a latency below whole milliseconds ({}) is added by a small nbdkit plugin compiled with gcc at start (nbdkit's delay filter only takes whole milliseconds)",
+                    l.get_ref()
+                ));
             }
             Some(d)
         });

@@ -172,13 +172,18 @@ fn memory_limit_below_shared_buffers_is_rejected() {
 }
 
 #[test]
-fn sub_millisecond_nbd_latency_is_refused_when_emulating() {
-    let text = BASE.replace(
-        "namespace = \"namespace0.0\"",
-        "namespace = \"namespace0.0\"\n[device.emulate]\nbacking = \"nbd\"\nlatency = \"200us\"",
-    );
-    let e = errors(&text, true);
-    assert!(e.0.iter().any(|e| e.message.contains("whole milliseconds")), "{e}");
+fn nbd_latency_in_whole_microseconds() {
+    let with = |lat: &str| {
+        BASE.replace(
+            "namespace = \"namespace0.0\"",
+            &format!("namespace = \"namespace0.0\"\n[device.emulate]\nbacking = \"nbd\"\nlatency = \"{lat}\""),
+        )
+    };
+    let e = parse(Path::new("exp.toml"), &with("200us"), &opts(true)).unwrap();
+    assert_eq!(e.devices[1].emulation.latency, Some(Duration::from_micros(200)));
+    assert!(e.warnings.iter().any(|w| w.contains("gcc")), "{:?}", e.warnings);
+    let e = errors(&with("0.5us"), true);
+    assert!(e.0.iter().any(|e| e.message.contains("whole microseconds")), "{e}");
 }
 
 #[test]

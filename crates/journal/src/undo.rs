@@ -156,7 +156,8 @@ impl Undo {
                     .args(["disconnect", "-n", nqn.as_str()])
                     .output(Some(Duration::from_secs(60)))
                     .map_err(|e| e.to_string())?;
-                if out.stdout.contains("disconnected 0 controller") {
+                // No subsystem at all ("Failed to scan topology") or none of ours: nothing to undo.
+                if out.stdout.contains("disconnected 0 controller") || out.stderr.contains("Failed to scan topology") {
                     Ok(Outcome::NothingLeft)
                 } else if out.status == 0 {
                     Ok(Outcome::Done)

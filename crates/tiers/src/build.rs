@@ -392,10 +392,14 @@ fn latency_note(asked: Duration, delay: EmulatedDelay) -> String {
 }
 
 /// Link-local /30 addresses for device `index` of a run.
+/// One of the 16,000-odd link-local /30 subnets (169.254.1.0 to 169.254.254.255), chosen from
+/// the run's token and the device index, so that concurrent runs do not collide.
 fn link_addresses(short_id: &str, index: usize) -> (String, String) {
-    let h = short_id.bytes().fold(0u32, |a, b| a.wrapping_mul(31).wrapping_add(b as u32));
-    let third = 16 + (h % 200);
-    let base = (index as u32 % 63) * 4;
+    let h = short_id.bytes().fold(2_166_136_261u32, |a, b| (a ^ b as u32).wrapping_mul(16_777_619));
+    let subnets = 254 * 64; // third octet 1..=254, 64 /30 subnets each
+    let n = (h.wrapping_mul(64).wrapping_add(index as u32)) % subnets;
+    let third = 1 + n / 64;
+    let base = (n % 64) * 4;
     (format!("169.254.{third}.{}", base + 1), format!("169.254.{third}.{}", base + 2))
 }
 
