@@ -192,6 +192,9 @@ fn preflight(exp: &Experiment, plan: &tiers::Plan, user: Result<DbUser, RunnerEr
             missing.push(format!("{program} (package {package})"));
         }
     }
+    if !exp.device_probe.is_zero() && journal::command::which("fio").is_none() {
+        missing.push("fio (package fio; or set device_probe = \"0s\")".into());
+    }
     let install = PgInstall::detect(exp.bin_dir.as_deref()).map_err(|e| anyhow!("{e}"))?;
     if journal::command::which("pgbench").is_none() && !install.program("pgbench").exists() {
         missing.push("pgbench (package postgresql-contrib or postgresql)".into());
@@ -411,6 +414,43 @@ impl Session<'_> {
         }
         self.write_manifest()?;
 
+        // The physical ceilings of each device (fio), before any data is on it.
+        if !self.exp.device_probe.is_zero() {
+            let t0 = Instant::now();
+            let dir = self.results.root.join("probes");
+            std::fs::create_dir_all(&dir).with_context(|| format!("create {}", dir.display()))?;
+            for d in &provisioned.devices {
+                if self.interrupts.cancelled() {
+                    bail!("interrupted while probing the devices");
+                }
+                eprintln!(
+                    "probing {} with fio ({} s per job: 8 KiB write+fdatasync, 4 KiB random read QD32)",
+                    d.name,
+                    self.exp.device_probe.as_secs()
+                );
+                let p =
+                    tiers::probe::probe(&mut sys, &d.name, &d.mountpoint, self.exp.device_probe, 256, &dir, "probes")
+                        .map_err(|e| anyhow!("{e}"))?;
+                eprintln!(
+                    "  {}: {:.0} write+fdatasync IOPS (sync p50 {:.0} us, p99 {:.0} us), {:.0} random-read IOPS",
+                    d.name, p.wal_write_iops, p.wal_sync_p50_us, p.wal_sync_p99_us, p.randread_iops
+                );
+                self.manifest.device_probes.push(results::manifest::DeviceProbeRecord {
+                    device: p.device,
+                    fio_version: p.fio_version,
+                    wal_write_iops: p.wal_write_iops,
+                    wal_sync_p50_us: p.wal_sync_p50_us,
+                    wal_sync_p99_us: p.wal_sync_p99_us,
+                    randread_iops: p.randread_iops,
+                    randread_p99_us: p.randread_p99_us,
+                    runtime_s: p.runtime_s,
+                    raw_files: p.raw_files,
+                });
+            }
+            self.phases.insert("probe".into(), t0.elapsed().as_secs_f64());
+            self.write_manifest()?;
+        }
+
         // The runner's environment.
         let socket_dir = self.work_dir.join("sock");
         let env = RunnerEnv {
@@ -594,7 +634,7 @@ impl Session<'_> {
     fn init_manifest(&mut self) {
         let exp = self.exp;
         let host = host::collect();
-        let mut programs = vec!["mkfs.xfs", "losetup", "ip"];
+        let mut programs = vec!["mkfs.xfs", "losetup", "ip", "fio"];
         if exp.devices.iter().any(|d| d.emulation.backing == tiers::Backing::Nbd) {
             programs.extend(["nbdkit", "nbdfuse"]);
         }
@@ -631,6 +671,7 @@ impl Session<'_> {
             },
             tools: host::tool_versions(&self.pre.install.bin_dir, &programs),
             devices: vec![],
+            device_probes: vec![],
             placements: exp
                 .placements
                 .iter()

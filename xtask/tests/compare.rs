@@ -24,6 +24,7 @@ const TINY: &str = r#"
 [experiment]
 name = "tiny"
 description = "integration test"
+device_probe = "1s"
 baseline = "disk"
 repetitions = 2
 

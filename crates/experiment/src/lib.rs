@@ -81,6 +81,8 @@ pub struct Experiment {
     pub baseline: String,
     pub repetitions: u32,
     pub order: Order,
+    /// How long each fio probe job runs per device (zero: no probe).
+    pub device_probe: Duration,
     pub emulated: bool,
     pub bin_dir: Option<PathBuf>,
     pub os_user: String,
@@ -729,6 +731,16 @@ impl Validator<'_> {
         {
             repetitions = *r.get_ref();
         }
+        let mut device_probe = ex
+            .device_probe
+            .as_ref()
+            .and_then(|d| self.duration(d, "experiment.device_probe"))
+            .unwrap_or(if opts.emulate { Duration::from_secs(3) } else { Duration::from_secs(20) });
+        if opts.emulate
+            && let Some(d) = emulate.and_then(|e| e.device_probe.as_ref())
+        {
+            device_probe = self.duration(d, "emulate.device_probe").unwrap_or(device_probe);
+        }
         if repetitions == 0 {
             self.err(ex.repetitions.as_ref().map(|r| r.span()), "experiment.repetitions", "at least 1 repetition");
         }
@@ -900,6 +912,7 @@ impl Validator<'_> {
             baseline: ex.baseline.get_ref().clone(),
             repetitions,
             order,
+            device_probe,
             emulated: opts.emulate,
             bin_dir,
             os_user,

@@ -53,6 +53,9 @@ pub struct RawExperiment {
     pub repetitions: Option<Spanned<u32>>,
     #[serde(default)]
     pub order: Option<Spanned<String>>,
+    /// Seconds each fio job runs on each device before the matrix (`"0s"` = no probe).
+    #[serde(default)]
+    pub device_probe: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -240,6 +243,8 @@ pub struct RawEmulate {
     pub device_size: Option<Spanned<String>>,
     #[serde(default)]
     pub repetitions: Option<Spanned<u32>>,
+    #[serde(default)]
+    pub device_probe: Option<Spanned<String>>,
     /// Apply the [kernel] settings when emulating too (default: record them, change nothing on a
     /// shared development box).
     #[serde(default)]

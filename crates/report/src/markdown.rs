@@ -180,6 +180,27 @@ impl Exporter for MarkdownExporter {
                 let _ = writeln!(s, "\n- {} is capped to behave like a slower device: {t}", d.name);
             }
         }
+        if !m.device_probes.is_empty() {
+            let _ = writeln!(s, "\n### Device ceilings (fio, before the matrix)\n");
+            let _ = writeln!(
+                s,
+                "| device | 8 KiB write+fdatasync IOPS | fdatasync p50 / p99 (us) | 4 KiB random read QD32 IOPS | read p99 (us) | raw |"
+            );
+            let _ = writeln!(s, "|---|---:|---:|---:|---:|---|");
+            for p in &m.device_probes {
+                let _ = writeln!(
+                    s,
+                    "| {} | {:.0} | {:.0} / {:.0} | {:.0} | {:.0} | {} |",
+                    p.device,
+                    p.wal_write_iops,
+                    p.wal_sync_p50_us,
+                    p.wal_sync_p99_us,
+                    p.randread_iops,
+                    p.randread_p99_us,
+                    p.raw_files.iter().map(|f| format!("[{f}]({f})")).collect::<Vec<_>>().join(" ")
+                );
+            }
+        }
         let _ = writeln!(s, "\n## Placements\n");
         for p in &m.placements {
             let _ = writeln!(

@@ -199,6 +199,7 @@ pub fn render_all(
     dimension_comparison(&mut cx, "profile", |c| c.key.profile.clone())?;
     stability(&mut cx)?;
     device_io(&mut cx)?;
+    ceilings(&mut cx)?;
     Ok((cx.written, cx.files))
 }
 
@@ -606,6 +607,83 @@ fn device_io(cx: &mut Ctx) -> Result<(), ExportError> {
             };
             cx.bar(chart, file_stem(kind, c0), &describe_group(c0))?;
         }
+    }
+    Ok(())
+}
+
+/// Peak device IOPS during the runs as a share of what fio measured on that device: writes
+/// against the 8 KiB write+fdatasync ceiling, reads against the 4 KiB QD32 random-read ceiling.
+fn ceilings(cx: &mut Ctx) -> Result<(), ExportError> {
+    let set = cx.set;
+    if set.manifest.device_probes.is_empty() {
+        return Ok(());
+    }
+    let read = RGBColor(0x4C, 0x72, 0xB0);
+    let write = RGBColor(0xC4, 0x4E, 0x52);
+    for g in groups(cx.summary) {
+        let c0 = g[0];
+        let mut groups = Vec::new();
+        for c in &g {
+            let runs: Vec<_> = set.runs.iter().filter(|r| r.cell == c.key && r.status == RunStatus::Ok).collect();
+            let Some(first) = runs.first() else { continue };
+            for d in &first.devices {
+                let Some(probe) = set.manifest.device_probes.iter().find(|p| p.device == d.device) else { continue };
+                let peak = |f: fn(&results::record::DeviceIo) -> f64| {
+                    runs.iter()
+                        .filter_map(|r| r.devices.iter().find(|x| x.kernel_name == d.kernel_name))
+                        .map(f)
+                        .fold(0.0, f64::max)
+                };
+                let mut bars = Vec::new();
+                for (value, ceiling, name, color) in [
+                    (
+                        peak(|x| x.peak_write_iops),
+                        probe.wal_write_iops,
+                        "peak write IOPS / fio 8k write+fdatasync IOPS",
+                        write,
+                    ),
+                    (
+                        peak(|x| x.peak_read_iops),
+                        probe.randread_iops,
+                        "peak read IOPS / fio 4k random-read QD32 IOPS",
+                        read,
+                    ),
+                ] {
+                    if ceiling > 0.0 {
+                        bars.push(Bar {
+                            legend: name.to_string(),
+                            value: value / ceiling * 100.0,
+                            error: None,
+                            color,
+                            annotation: format!(
+                                "{} of {}",
+                                charts::group_digits(value, 0),
+                                charts::group_digits(ceiling, 0)
+                            ),
+                            within_noise: false,
+                        });
+                    }
+                }
+                groups.push(BarGroup { label: format!("{}: {} ({})", c.key.placement, d.device, d.role), bars });
+            }
+        }
+        if groups.is_empty() {
+            continue;
+        }
+        let chart = BarChart {
+            title: format!("{}: device I/O against its fio ceiling", set.manifest.experiment_name),
+            subtitle: format!(
+                "{}; peak one-second IOPS over the runs as % of what fio measured on the same device before the matrix",
+                describe_group(c0)
+            ),
+            x_label: "placement: device (role)".into(),
+            y_label: "% of the device's fio ceiling".into(),
+            groups,
+            footnote: footnote(set, &g, false),
+            value_decimals: 0,
+            reference: Some((100.0, "fio ceiling = 100%".into())),
+        };
+        cx.bar(chart, file_stem("ceiling", c0), &describe_group(c0))?;
     }
     Ok(())
 }

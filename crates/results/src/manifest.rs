@@ -86,6 +86,23 @@ pub struct DatasetRecord {
     pub relocate_seconds: BTreeMap<String, f64>,
 }
 
+/// A device's ceilings, measured with fio before the matrix (see `tiers::probe`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DeviceProbeRecord {
+    pub device: String,
+    pub fio_version: String,
+    /// 8 KiB sequential writes, each followed by fdatasync (a WAL commit stand-in).
+    pub wal_write_iops: f64,
+    pub wal_sync_p50_us: f64,
+    pub wal_sync_p99_us: f64,
+    /// 4 KiB random reads, queue depth 32, direct I/O.
+    pub randread_iops: f64,
+    pub randread_p99_us: f64,
+    pub runtime_s: f64,
+    pub raw_files: Vec<String>,
+}
+
 /// `manifest.json`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -110,6 +127,8 @@ pub struct Manifest {
     /// Tool -> version line.
     pub tools: BTreeMap<String, String>,
     pub devices: Vec<DeviceRecord>,
+    /// fio ceilings of each device (empty when probing is off).
+    pub device_probes: Vec<DeviceProbeRecord>,
     pub placements: Vec<PlacementRecord>,
     pub datasets: Vec<DatasetRecord>,
     /// Planned run ids in execution order.

@@ -16,6 +16,7 @@ pub mod build;
 pub mod facts;
 pub mod inspect;
 pub mod plan;
+pub mod probe;
 pub mod provision;
 pub mod safety;
 pub mod spec;
