@@ -163,11 +163,6 @@ pub async fn check_consistency(conn: &ConnectSpec) -> Result<Vec<String>, TpccEr
         }
     }
     let _ = client.batch_execute("COMMIT").await;
-    violated.sort_by_key(|s| {
-        s.split_whitespace()
-            .nth(1)
-            .and_then(|n| n.parse::<u32>().ok())
-            .unwrap_or(0)
-    });
+    violated.sort_by_key(|s| s.split_whitespace().nth(1).and_then(|n| n.parse::<u32>().ok()).unwrap_or(0));
     Ok(violated)
 }

@@ -43,12 +43,7 @@ fn read_stat(proc_dir: &Path, pid: i32) -> Option<ProcStat> {
 }
 
 fn comm(proc_dir: &Path, pid: i32) -> Option<String> {
-    Some(
-        std::fs::read_to_string(proc_dir.join(pid.to_string()).join("comm"))
-            .ok()?
-            .trim()
-            .to_string(),
-    )
+    Some(std::fs::read_to_string(proc_dir.join(pid.to_string()).join("comm")).ok()?.trim().to_string())
 }
 
 /// The CPU time of a PostgreSQL server: its postmaster (including children it has reaped)
@@ -106,14 +101,7 @@ mod tests {
     #[test]
     fn parses_stat_with_odd_command_names() {
         let line = "1234 (postgres: a (b) c) S 1200 1234 1234 0 -1 4194560 100 0 0 0 250 75 3 4 20 0 1 0 500 1000 10 18446744073709551615";
-        assert_eq!(
-            parse_stat(line),
-            Some(ProcStat {
-                ppid: 1200,
-                own_ticks: 325,
-                children_ticks: 7
-            })
-        );
+        assert_eq!(parse_stat(line), Some(ProcStat { ppid: 1200, own_ticks: 325, children_ticks: 7 }));
         assert_eq!(parse_stat("garbage"), None);
     }
 

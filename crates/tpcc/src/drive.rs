@@ -15,10 +15,7 @@ use crate::cpu::{ServerCpu, process_cpu_seconds};
 use crate::random::{NurandConstants, Rng};
 use crate::terminal::{Terminal, TxKind};
 use crate::transactions::{Outcome, Prepared, error_kind, execute};
-use crate::{
-    ConnectSpec, DriveProgress, DriveReport, Mode, Side, TpccConfig, TpccError, TxStats,
-    describe_pg_error,
-};
+use crate::{ConnectSpec, DriveProgress, DriveReport, Mode, Side, TpccConfig, TpccError, TxStats, describe_pg_error};
 
 /// Most distinct error messages kept for the report.
 const MAX_ERROR_SAMPLES: usize = 20;
@@ -57,9 +54,7 @@ struct VuStats {
 impl VuStats {
     fn new() -> VuStats {
         VuStats {
-            hist: (0..5)
-                .map(|_| Histogram::new(3).expect("3 significant figures is valid"))
-                .collect(),
+            hist: (0..5).map(|_| Histogram::new(3).expect("3 significant figures is valid")).collect(),
             rollbacks: [0; 5],
             errors: vec![BTreeMap::new(); 5],
         }
@@ -177,20 +172,6 @@ pub async fn run(
         nurand.c_last = load_nurand.c_last;
     }
 
-    let mut pg = conn.pg_config("pgtier-tpcc");
-    pg.connect_timeout(Duration::from_secs(30));
-    let manager = Manager::from_config(
-        pg,
-        tokio_postgres::NoTls,
-        ManagerConfig {
-            recycling_method: RecyclingMethod::Fast,
-        },
-    );
-    let pool = Pool::builder(manager)
-        .max_size(virtual_users as usize)
-        .build()
-        .map_err(|e| TpccError::Pool(e.to_string()))?;
-
     let shared = Arc::new(Shared {
         measuring: AtomicBool::new(false),
         completed: AtomicU64::new(0),
@@ -200,9 +181,14 @@ pub async fn run(
     });
     let (stop_tx, stop_rx) = watch::channel(false);
     let start = Instant::now();
-    let mut handles = Vec::with_capacity(virtual_users as usize);
+
+    // Virtual users run on dedicated threads, each with a single-threaded runtime and its own
+    // pool: a transaction's wake-ups then stay on one thread, which costs far less CPU than
+    // hopping between the worker threads of a multi-threaded runtime.
+    let threads = driver_threads(virtual_users);
+    let mut groups: Vec<Vec<Terminal>> = (0..threads).map(|_| Vec::new()).collect();
     for vu in 0..virtual_users {
-        let terminal = Terminal::new(
+        groups[vu as usize % threads].push(Terminal::new(
             cfg.mode,
             warehouses,
             vu,
@@ -210,54 +196,52 @@ pub async fn run(
             cfg.all_warehouses,
             nurand,
             Rng::seeded(seed_rng.next_u64()),
-        );
-        let ctx = VuContext {
-            pool: pool.clone(),
+        ));
+    }
+    let mut pg = conn.pg_config("pgtier-tpcc");
+    pg.connect_timeout(Duration::from_secs(30));
+    let mut finished = Vec::with_capacity(threads);
+    for (t, terminals) in groups.into_iter().enumerate() {
+        let (done_tx, done_rx) = tokio::sync::oneshot::channel();
+        let group = DriverGroup {
+            pg: pg.clone(),
+            terminals,
             shared: shared.clone(),
             stop: stop_rx.clone(),
             mode: cfg.mode,
             side: cfg.side,
             keying_and_thinking: cfg.keying_and_thinking,
         };
-        handles.push(tokio::spawn(virtual_user(ctx, terminal)));
+        let spawned = std::thread::Builder::new().name(format!("tpcc-driver-{t}")).spawn(move || {
+            let _ = done_tx.send(group.run());
+        });
+        if let Err(e) = spawned {
+            let _ = stop_tx.send(true);
+            return Err(TpccError::Internal(format!("start a driver thread: {e}")));
+        }
+        finished.push(done_rx);
     }
 
-    let result = supervise(
-        &monitor,
-        server_cpu.as_ref(),
-        &shared,
-        start,
-        ramp_up,
-        duration,
-        cancel,
-        progress,
-    )
-    .await;
+    let result = supervise(&monitor, server_cpu.as_ref(), &shared, start, ramp_up, duration, cancel, progress).await;
 
     // Stop the virtual users whatever happened, and collect what they measured.
     let _ = stop_tx.send(true);
     let mut stats = VuStats::new();
-    let deadline = tokio::time::Instant::now() + STOP_GRACE;
     let mut lost = 0;
-    for mut h in handles {
-        match tokio::time::timeout_at(deadline, &mut h).await {
-            Ok(Ok(s)) => stats.merge(&s),
-            Ok(Err(e)) => {
-                lost += 1;
-                shared.sample(format!("virtual user task failed: {e}"));
+    for rx in finished {
+        match tokio::time::timeout(STOP_GRACE + Duration::from_secs(10), rx).await {
+            Ok(Ok(Ok((s, l)))) => {
+                stats.merge(&s);
+                lost += l;
             }
-            Err(_) => {
-                h.abort();
-                lost += 1;
-            }
+            Ok(Ok(Err(e))) => shared.sample(e),
+            Ok(Err(_)) | Err(_) => shared.sample("a driver thread did not report back".into()),
         }
     }
     if lost > 0 {
-        shared.sample(format!(
-            "{lost} virtual user(s) did not stop within {STOP_GRACE:?}; their latencies are missing"
-        ));
+        shared
+            .sample(format!("{lost} virtual user(s) did not stop within {STOP_GRACE:?}; their latencies are missing"));
     }
-    pool.close();
     let (begin, end, per_second) = result?;
 
     let minutes = (end.at - begin.at).as_secs_f64() / 60.0;
@@ -320,16 +304,10 @@ pub async fn run(
 
 async fn read_meta(monitor: &Client) -> Result<(u32, NurandConstants), TpccError> {
     let row = monitor
-        .query_opt(
-            "SELECT warehouses, c_last_load, c_id_load, ol_i_id_load FROM tpcc_meta LIMIT 1",
-            &[],
-        )
+        .query_opt("SELECT warehouses, c_last_load, c_id_load, ol_i_id_load FROM tpcc_meta LIMIT 1", &[])
         .await
         .map_err(|e| {
-            TpccError::Schema(format!(
-                "cannot read tpcc_meta ({}); load the database first",
-                describe_pg_error(&e)
-            ))
+            TpccError::Schema(format!("cannot read tpcc_meta ({}); load the database first", describe_pg_error(&e)))
         })?
         .ok_or_else(|| TpccError::Schema("tpcc_meta is empty; the load did not finish".into()))?;
     let w: i32 = row.get(0);
@@ -383,11 +361,7 @@ async fn supervise(
                 elapsed_seconds: t,
                 in_ramp_up: begin.is_none(),
                 transactions_per_second: dc as f64,
-                new_orders_per_minute: if phase_minutes > 0.0 {
-                    no as f64 / phase_minutes
-                } else {
-                    0.0
-                },
+                new_orders_per_minute: if phase_minutes > 0.0 { no as f64 / phase_minutes } else { 0.0 },
             });
             next_tick += Duration::from_secs(1);
         }
@@ -413,6 +387,81 @@ async fn supervise(
             Some(b) => wake = wake.min(b.at + duration),
         }
         tokio::time::sleep_until(wake.into()).await;
+    }
+}
+
+/// Driver threads for `virtual_users`: one per 32 virtual users, at most one per CPU.
+fn driver_threads(virtual_users: u32) -> usize {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    (virtual_users as usize).div_ceil(32).clamp(1, cpus)
+}
+
+/// The virtual users of one driver thread.
+struct DriverGroup {
+    pg: tokio_postgres::Config,
+    terminals: Vec<Terminal>,
+    shared: Arc<Shared>,
+    stop: watch::Receiver<bool>,
+    mode: Mode,
+    side: Side,
+    keying_and_thinking: bool,
+}
+
+impl DriverGroup {
+    /// Runs the group's virtual users on a single-threaded runtime until told to stop.
+    /// Returns their merged figures and how many did not stop in time.
+    fn run(self) -> Result<(VuStats, u32), String> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| format!("start a driver runtime: {e}"))?;
+        rt.block_on(async move {
+            let manager = Manager::from_config(
+                self.pg,
+                tokio_postgres::NoTls,
+                ManagerConfig { recycling_method: RecyclingMethod::Fast },
+            );
+            let pool = Pool::builder(manager)
+                .max_size(self.terminals.len().max(1))
+                .build()
+                .map_err(|e| format!("connection pool: {e}"))?;
+            let mut handles = Vec::with_capacity(self.terminals.len());
+            for terminal in self.terminals {
+                let ctx = VuContext {
+                    pool: pool.clone(),
+                    shared: self.shared.clone(),
+                    stop: self.stop.clone(),
+                    mode: self.mode,
+                    side: self.side,
+                    keying_and_thinking: self.keying_and_thinking,
+                };
+                handles.push(tokio::spawn(virtual_user(ctx, terminal)));
+            }
+            let mut stop = self.stop;
+            while !*stop.borrow() {
+                if stop.changed().await.is_err() {
+                    break;
+                }
+            }
+            let deadline = tokio::time::Instant::now() + STOP_GRACE;
+            let mut stats = VuStats::new();
+            let mut lost = 0;
+            for mut h in handles {
+                match tokio::time::timeout_at(deadline, &mut h).await {
+                    Ok(Ok(s)) => stats.merge(&s),
+                    Ok(Err(e)) => {
+                        lost += 1;
+                        self.shared.sample(format!("virtual user task failed: {e}"));
+                    }
+                    Err(_) => {
+                        h.abort();
+                        lost += 1;
+                    }
+                }
+            }
+            pool.close();
+            Ok((stats, lost))
+        })
     }
 }
 
@@ -478,7 +527,9 @@ async fn virtual_user(mut ctx: VuContext, mut terminal: Terminal) -> VuStats {
                     ctx.shared.new_orders.fetch_add(1, Ordering::Relaxed);
                 }
                 if measuring {
-                    stats.hist[i].saturating_record(us.max(1));
+                    // record() grows the auto-resizing histogram; saturating_record() would clamp
+                    // to its current (initially tiny) range.
+                    let _ = stats.hist[i].record(us.max(1));
                     if rolled_back {
                         stats.rollbacks[i] += 1;
                     }
@@ -494,8 +545,7 @@ async fn virtual_user(mut ctx: VuContext, mut terminal: Terminal) -> VuStats {
                 if measuring {
                     *stats.errors[i].entry(error_kind(&e).into()).or_default() += 1;
                 }
-                ctx.shared
-                    .sample(format!("{}: {}", kind.name(), describe_pg_error(&e)));
+                ctx.shared.sample(format!("{}: {}", kind.name(), describe_pg_error(&e)));
                 if e.is_closed() {
                     conn = None;
                 }
@@ -509,13 +559,8 @@ async fn virtual_user(mut ctx: VuContext, mut terminal: Terminal) -> VuStats {
 }
 
 async fn connect(ctx: &VuContext) -> Result<(deadpool_postgres::Object, Prepared), String> {
-    let obj = ctx
-        .pool
-        .get()
-        .await
-        .map_err(|e| format!("connect: {e}"))?;
-    let prepared = Prepared::new(&obj, ctx.side)
-        .await
-        .map_err(|e| format!("prepare statements: {}", describe_pg_error(&e)))?;
+    let obj = ctx.pool.get().await.map_err(|e| format!("connect: {e}"))?;
+    let prepared =
+        Prepared::new(&obj, ctx.side).await.map_err(|e| format!("prepare statements: {}", describe_pg_error(&e)))?;
     Ok((obj, prepared))
 }

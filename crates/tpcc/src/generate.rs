@@ -113,12 +113,7 @@ fn stream_seed(p: &GenParams, table: u64, w_id: i32, d_id: i32) -> u64 {
 /// Generates `table` for warehouse `w_id` (ignored for ITEM), handing chunks of binary COPY
 /// data (the first with the header, the last with the trailer) to `emit`. Stops early when
 /// `emit` returns false. Returns the number of rows generated.
-pub fn generate(
-    table: Table,
-    w_id: i32,
-    p: &GenParams,
-    emit: &mut dyn FnMut(Bytes) -> bool,
-) -> u64 {
+pub fn generate(table: Table, w_id: i32, p: &GenParams, emit: &mut dyn FnMut(Bytes) -> bool) -> u64 {
     let mut g = Gen {
         w: CopyWriter::new(CHUNK + 4096, true),
         rng: Rng::seeded(stream_seed(p, table.index(), w_id, 0)),
@@ -283,11 +278,8 @@ impl Gen<'_> {
                 self.astring(8, 16);
                 self.w.text(b"OE");
                 self.s.clear();
-                let num = if c_id <= 1000 {
-                    i64::from(c_id - 1)
-                } else {
-                    self.rng.nurand(A_C_LAST, 0, 999, p.c_last_load)
-                };
+                let num =
+                    if c_id <= 1000 { i64::from(c_id - 1) } else { self.rng.nurand(A_C_LAST, 0, 999, p.c_last_load) };
                 last_name_into(&mut self.s, num);
                 self.w.text(&self.s);
                 self.address();
@@ -419,11 +411,7 @@ mod tests {
     use super::*;
 
     fn params() -> GenParams {
-        GenParams {
-            seed: 42,
-            c_last_load: 77,
-            now_unix_micros: 1_700_000_000_000_000,
-        }
+        GenParams { seed: 42, c_last_load: 77, now_unix_micros: 1_700_000_000_000_000 }
     }
 
     fn collect(table: Table, w: i32) -> (u64, Vec<u8>) {

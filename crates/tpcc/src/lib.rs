@@ -125,18 +125,10 @@ impl ConnectSpec {
     }
 
     /// Opens one connection; its connection task runs on the current tokio runtime.
-    pub async fn connect(
-        &self,
-        application_name: &str,
-    ) -> Result<tokio_postgres::Client, TpccError> {
-        let (client, connection) = self
-            .pg_config(application_name)
-            .connect(tokio_postgres::NoTls)
-            .await
-            .map_err(|source| TpccError::Connect {
-                target: self.describe(),
-                message: describe_pg_error(&source),
-                source,
+    pub async fn connect(&self, application_name: &str) -> Result<tokio_postgres::Client, TpccError> {
+        let (client, connection) =
+            self.pg_config(application_name).connect(tokio_postgres::NoTls).await.map_err(|source| {
+                TpccError::Connect { target: self.describe(), message: describe_pg_error(&source), source }
             })?;
         tokio::spawn(async move {
             let _ = connection.await;
@@ -200,11 +192,7 @@ pub enum TpccError {
 
 impl TpccError {
     pub(crate) fn sql(context: impl Into<String>, source: tokio_postgres::Error) -> TpccError {
-        TpccError::Sql {
-            context: context.into(),
-            message: describe_pg_error(&source),
-            source,
-        }
+        TpccError::Sql { context: context.into(), message: describe_pg_error(&source), source }
     }
 }
 

@@ -21,10 +21,7 @@ const POLL: Duration = Duration::from_millis(100);
 /// What workers tell the coordinator.
 enum Event {
     /// A job finished: `warehouse` is `None` for ITEM; rows per table.
-    Loaded {
-        warehouse: Option<u32>,
-        rows: Vec<(Table, u64)>,
-    },
+    Loaded { warehouse: Option<u32>, rows: Vec<(Table, u64)> },
     /// An index or a VACUUM ANALYZE finished.
     Step(String),
 }
@@ -62,14 +59,8 @@ pub async fn create_schema_and_load(
 
     // Schema.
     let admin = conn.connect("pgtier-tpcc-load").await?;
-    admin
-        .batch_execute(CREATE_TABLES)
-        .await
-        .map_err(|e| TpccError::sql("create the TPC-C tables", e))?;
-    admin
-        .batch_execute(FUNCTIONS)
-        .await
-        .map_err(|e| TpccError::sql("create the TPC-C functions", e))?;
+    admin.batch_execute(CREATE_TABLES).await.map_err(|e| TpccError::sql("create the TPC-C tables", e))?;
+    admin.batch_execute(FUNCTIONS).await.map_err(|e| TpccError::sql("create the TPC-C functions", e))?;
     let mut rng = Rng::from_entropy(u64::from(total));
     let nurand = NurandConstants::for_load(&mut rng);
     admin
@@ -142,14 +133,10 @@ pub async fn create_schema_and_load(
 
     // Keys and indexes, then VACUUM ANALYZE, over `workers` connections.
     let index_start = Instant::now();
-    let statements: Vec<(String, String)> = INDEXES
-        .iter()
-        .map(|(name, sql)| (format!("index {name}"), sql.to_string()))
-        .collect();
-    run_parallel(conn, statements, workers, cancel, &mut |d| {
-        progress(report(LoadPhase::Index, done, rows_total, d))
-    })
-    .await?;
+    let statements: Vec<(String, String)> =
+        INDEXES.iter().map(|(name, sql)| (format!("index {name}"), sql.to_string())).collect();
+    run_parallel(conn, statements, workers, cancel, &mut |d| progress(report(LoadPhase::Index, done, rows_total, d)))
+        .await?;
     let index_seconds = index_start.elapsed().as_secs_f64();
 
     let analyze_start = Instant::now();
@@ -158,10 +145,8 @@ pub async fn create_schema_and_load(
         .chain(std::iter::once(&"tpcc_meta"))
         .map(|t| (format!("vacuum analyze {t}"), format!("VACUUM ANALYZE {t}")))
         .collect();
-    run_parallel(conn, statements, workers, cancel, &mut |d| {
-        progress(report(LoadPhase::Analyze, done, rows_total, d))
-    })
-    .await?;
+    run_parallel(conn, statements, workers, cancel, &mut |d| progress(report(LoadPhase::Analyze, done, rows_total, d)))
+        .await?;
     let analyze_seconds = analyze_start.elapsed().as_secs_f64();
 
     let database_bytes: i64 = admin
@@ -188,11 +173,7 @@ pub async fn create_schema_and_load(
 }
 
 fn check(cancel: &AtomicBool) -> Result<(), TpccError> {
-    if cancel.load(Ordering::SeqCst) {
-        Err(TpccError::Cancelled)
-    } else {
-        Ok(())
-    }
+    if cancel.load(Ordering::SeqCst) { Err(TpccError::Cancelled) } else { Ok(()) }
 }
 
 /// Hands events to `on_event` until every sender is gone, raising `stop` when `cancel` is.
@@ -224,9 +205,7 @@ async fn join_all(
 ) -> Result<(), TpccError> {
     let mut first: Option<TpccError> = None;
     for h in handles {
-        let r = h
-            .await
-            .unwrap_or_else(|e| Err(TpccError::Internal(format!("load worker: {e}"))));
+        let r = h.await.unwrap_or_else(|e| Err(TpccError::Internal(format!("load worker: {e}"))));
         if let Err(e) = r {
             let replace = match &first {
                 None => true,
@@ -269,11 +248,8 @@ async fn copy_worker(
         if job >= jobs {
             return Ok(());
         }
-        let (warehouse, tables): (Option<u32>, &[Table]) = if job == 0 {
-            (None, &[Table::Item])
-        } else {
-            (Some(job as u32), &Table::PER_WAREHOUSE)
-        };
+        let (warehouse, tables): (Option<u32>, &[Table]) =
+            if job == 0 { (None, &[Table::Item]) } else { (Some(job as u32), &Table::PER_WAREHOUSE) };
         let mut rows = Vec::with_capacity(tables.len());
         for &table in tables {
             let n = copy_table(&client, table, job as i32, params, stop).await?;
@@ -292,10 +268,7 @@ async fn copy_table(
     stop: &Arc<AtomicBool>,
 ) -> Result<u64, TpccError> {
     let context = || format!("COPY {} for warehouse {w_id}", table.name());
-    let sink = client
-        .copy_in::<_, Bytes>(table.copy_sql())
-        .await
-        .map_err(|e| TpccError::sql(context(), e))?;
+    let sink = client.copy_in::<_, Bytes>(table.copy_sql()).await.map_err(|e| TpccError::sql(context(), e))?;
     futures_util::pin_mut!(sink);
     let (tx, mut rx) = mpsc::channel::<Bytes>(4);
     let gen_stop = stop.clone();
@@ -305,22 +278,14 @@ async fn copy_table(
         })
     });
     while let Some(chunk) = rx.recv().await {
-        sink.send(chunk)
-            .await
-            .map_err(|e| TpccError::sql(context(), e))?;
+        sink.send(chunk).await.map_err(|e| TpccError::sql(context(), e))?;
     }
-    let rows = generator
-        .await
-        .map_err(|e| TpccError::Internal(format!("{}: generator: {e}", context())))?;
+    let rows = generator.await.map_err(|e| TpccError::Internal(format!("{}: generator: {e}", context())))?;
     if stop.load(Ordering::SeqCst) {
         // Dropping the unfinished sink aborts the COPY.
         return Err(TpccError::Cancelled);
     }
-    let copied = sink
-        .as_mut()
-        .finish()
-        .await
-        .map_err(|e| TpccError::sql(context(), e))?;
+    let copied = sink.as_mut().finish().await.map_err(|e| TpccError::sql(context(), e))?;
     if copied != rows {
         return Err(TpccError::Internal(format!(
             "{}: generated {rows} rows but the server copied {copied}",
@@ -345,13 +310,8 @@ async fn run_parallel(
     let (tx, mut rx) = mpsc::unbounded_channel();
     let mut handles = Vec::new();
     for _ in 0..(workers as usize).min(statements.len()) {
-        let (conn, statements, next, stop, tx) = (
-            conn.clone(),
-            statements.clone(),
-            next.clone(),
-            stop.clone(),
-            tx.clone(),
-        );
+        let (conn, statements, next, stop, tx) =
+            (conn.clone(), statements.clone(), next.clone(), stop.clone(), tx.clone());
         handles.push(tokio::spawn(async move {
             let result: Result<(), TpccError> = async {
                 let client = conn.connect("pgtier-tpcc-load").await?;
@@ -367,10 +327,7 @@ async fn run_parallel(
                     let Some((label, sql)) = statements.get(i) else {
                         return Ok(());
                     };
-                    client
-                        .batch_execute(sql)
-                        .await
-                        .map_err(|e| TpccError::sql(label.clone(), e))?;
+                    client.batch_execute(sql).await.map_err(|e| TpccError::sql(label.clone(), e))?;
                     let _ = tx.send(Event::Step(label.clone()));
                 }
             }

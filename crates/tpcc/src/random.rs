@@ -11,9 +11,7 @@ pub struct Rng {
 impl Rng {
     /// A generator with a fixed seed (same seed, same sequence).
     pub fn seeded(seed: u64) -> Rng {
-        let mut r = Rng {
-            state: seed ^ 0x9e37_79b9_7f4a_7c15,
-        };
+        let mut r = Rng { state: seed ^ 0x9e37_79b9_7f4a_7c15 };
         r.next_u64();
         r
     }
@@ -72,8 +70,7 @@ impl Rng {
     /// Appends exactly `len` random alphanumeric characters.
     #[inline]
     pub fn alnum_into(&mut self, out: &mut Vec<u8>, len: usize) {
-        const ALNUM: &[u8; 62] =
-            b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+        const ALNUM: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
         let mut left = len;
         while left > 0 {
             // Five characters from one 64-bit draw: each step takes the integer part of
@@ -116,9 +113,7 @@ impl Rng {
 }
 
 /// The ten syllables of customer last names (clause 4.3.2.3).
-pub const SYLLABLES: [&str; 10] = [
-    "BAR", "OUGHT", "ABLE", "PRI", "PRES", "ESE", "ANTI", "CALLY", "ATION", "EING",
-];
+pub const SYLLABLES: [&str; 10] = ["BAR", "OUGHT", "ABLE", "PRI", "PRES", "ESE", "ANTI", "CALLY", "ATION", "EING"];
 
 /// Appends the last name for `num` in `[0, 999]`: the syllables of its three digits.
 pub fn last_name_into(out: &mut Vec<u8>, num: i64) {
@@ -151,9 +146,7 @@ pub fn valid_c_last_delta(c_load: i64, c_run: i64) -> bool {
 
 /// Picks the run-time C for C_LAST in `[0, 255]` satisfying [`valid_c_last_delta`].
 pub fn pick_c_last_run(rng: &mut Rng, c_load: i64) -> i64 {
-    let candidates: Vec<i64> = (0..=A_C_LAST)
-        .filter(|&c| valid_c_last_delta(c_load, c))
-        .collect();
+    let candidates: Vec<i64> = (0..=A_C_LAST).filter(|&c| valid_c_last_delta(c_load, c)).collect();
     candidates[rng.range(0, candidates.len() as i64 - 1) as usize]
 }
 
@@ -171,11 +164,7 @@ pub struct NurandConstants {
 impl NurandConstants {
     /// Random constants for a load: each C uniform in `[0, A]`.
     pub fn for_load(rng: &mut Rng) -> NurandConstants {
-        NurandConstants {
-            c_last: rng.range(0, A_C_LAST),
-            c_id: rng.range(0, A_C_ID),
-            ol_i_id: rng.range(0, A_OL_I_ID),
-        }
+        NurandConstants { c_last: rng.range(0, A_C_LAST), c_id: rng.range(0, A_C_ID), ol_i_id: rng.range(0, A_OL_I_ID) }
     }
 
     /// Constants for a run against a database loaded with `load`: C_LAST obeys the C-Run /
@@ -251,11 +240,7 @@ mod tests {
         let mut r = Rng::seeded(4);
         for c_load in 0..=A_C_LAST {
             for _ in 0..20 {
-                let load = NurandConstants {
-                    c_last: c_load,
-                    c_id: 0,
-                    ol_i_id: 0,
-                };
+                let load = NurandConstants { c_last: c_load, c_id: 0, ol_i_id: 0 };
                 let run = NurandConstants::for_run(&mut r, &load);
                 assert!((0..=A_C_LAST).contains(&run.c_last));
                 assert!(valid_c_last_delta(c_load, run.c_last), "{c_load} -> {}", run.c_last);

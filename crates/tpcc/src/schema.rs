@@ -11,17 +11,8 @@ pub const CREATE_TABLES: &str = include_str!("sql/schema.sql");
 pub const FUNCTIONS: &str = include_str!("sql/functions.sql");
 
 /// The nine TPC-C tables, largest first (the order keys are built and tables analysed in).
-pub const TABLES: [&str; 9] = [
-    "order_line",
-    "stock",
-    "customer",
-    "orders",
-    "history",
-    "new_order",
-    "item",
-    "district",
-    "warehouse",
-];
+pub const TABLES: [&str; 9] =
+    ["order_line", "stock", "customer", "orders", "history", "new_order", "item", "district", "warehouse"];
 
 /// Primary keys and the two secondary indexes TPC-C's lookups need (customer by last name,
 /// a customer's latest order), largest first so parallel builders finish together.
@@ -30,42 +21,15 @@ pub const INDEXES: [(&str, &str); 10] = [
         "order_line_pkey",
         "ALTER TABLE order_line ADD CONSTRAINT order_line_pkey PRIMARY KEY (ol_w_id, ol_d_id, ol_o_id, ol_number)",
     ),
-    (
-        "stock_pkey",
-        "ALTER TABLE stock ADD CONSTRAINT stock_pkey PRIMARY KEY (s_w_id, s_i_id)",
-    ),
-    (
-        "customer_pkey",
-        "ALTER TABLE customer ADD CONSTRAINT customer_pkey PRIMARY KEY (c_w_id, c_d_id, c_id)",
-    ),
-    (
-        "customer_last_name",
-        "CREATE INDEX customer_last_name ON customer (c_w_id, c_d_id, c_last, c_first)",
-    ),
-    (
-        "orders_pkey",
-        "ALTER TABLE orders ADD CONSTRAINT orders_pkey PRIMARY KEY (o_w_id, o_d_id, o_id)",
-    ),
-    (
-        "orders_customer",
-        "CREATE UNIQUE INDEX orders_customer ON orders (o_w_id, o_d_id, o_c_id, o_id)",
-    ),
-    (
-        "new_order_pkey",
-        "ALTER TABLE new_order ADD CONSTRAINT new_order_pkey PRIMARY KEY (no_w_id, no_d_id, no_o_id)",
-    ),
-    (
-        "item_pkey",
-        "ALTER TABLE item ADD CONSTRAINT item_pkey PRIMARY KEY (i_id)",
-    ),
-    (
-        "district_pkey",
-        "ALTER TABLE district ADD CONSTRAINT district_pkey PRIMARY KEY (d_w_id, d_id)",
-    ),
-    (
-        "warehouse_pkey",
-        "ALTER TABLE warehouse ADD CONSTRAINT warehouse_pkey PRIMARY KEY (w_id)",
-    ),
+    ("stock_pkey", "ALTER TABLE stock ADD CONSTRAINT stock_pkey PRIMARY KEY (s_w_id, s_i_id)"),
+    ("customer_pkey", "ALTER TABLE customer ADD CONSTRAINT customer_pkey PRIMARY KEY (c_w_id, c_d_id, c_id)"),
+    ("customer_last_name", "CREATE INDEX customer_last_name ON customer (c_w_id, c_d_id, c_last, c_first)"),
+    ("orders_pkey", "ALTER TABLE orders ADD CONSTRAINT orders_pkey PRIMARY KEY (o_w_id, o_d_id, o_id)"),
+    ("orders_customer", "CREATE UNIQUE INDEX orders_customer ON orders (o_w_id, o_d_id, o_c_id, o_id)"),
+    ("new_order_pkey", "ALTER TABLE new_order ADD CONSTRAINT new_order_pkey PRIMARY KEY (no_w_id, no_d_id, no_o_id)"),
+    ("item_pkey", "ALTER TABLE item ADD CONSTRAINT item_pkey PRIMARY KEY (i_id)"),
+    ("district_pkey", "ALTER TABLE district ADD CONSTRAINT district_pkey PRIMARY KEY (d_w_id, d_id)"),
+    ("warehouse_pkey", "ALTER TABLE warehouse ADD CONSTRAINT warehouse_pkey PRIMARY KEY (w_id)"),
 ];
 
 /// Column lists of the binary COPY statements, in the order the generator writes fields.
@@ -81,13 +45,11 @@ pub mod copy_sql {
     /// COPY into `orders`.
     pub const ORDERS: &str = "COPY orders (o_id, o_d_id, o_w_id, o_c_id, o_entry_d, o_carrier_id, o_ol_cnt, o_all_local) FROM STDIN (FORMAT binary)";
     /// COPY into `new_order`.
-    pub const NEW_ORDER: &str =
-        "COPY new_order (no_o_id, no_d_id, no_w_id) FROM STDIN (FORMAT binary)";
+    pub const NEW_ORDER: &str = "COPY new_order (no_o_id, no_d_id, no_w_id) FROM STDIN (FORMAT binary)";
     /// COPY into `order_line`.
     pub const ORDER_LINE: &str = "COPY order_line (ol_o_id, ol_d_id, ol_w_id, ol_number, ol_i_id, ol_supply_w_id, ol_delivery_d, ol_quantity, ol_amount, ol_dist_info) FROM STDIN (FORMAT binary)";
     /// COPY into `item`.
-    pub const ITEM: &str =
-        "COPY item (i_id, i_im_id, i_name, i_price, i_data) FROM STDIN (FORMAT binary)";
+    pub const ITEM: &str = "COPY item (i_id, i_im_id, i_name, i_price, i_data) FROM STDIN (FORMAT binary)";
     /// COPY into `stock`.
     pub const STOCK: &str = "COPY stock (s_i_id, s_w_id, s_quantity, s_dist_01, s_dist_02, s_dist_03, s_dist_04, s_dist_05, s_dist_06, s_dist_07, s_dist_08, s_dist_09, s_dist_10, s_ytd, s_order_cnt, s_remote_cnt, s_data) FROM STDIN (FORMAT binary)";
 }

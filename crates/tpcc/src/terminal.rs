@@ -24,13 +24,8 @@ pub enum TxKind {
 
 impl TxKind {
     /// All five, in report order.
-    pub const ALL: [TxKind; 5] = [
-        TxKind::NewOrder,
-        TxKind::Payment,
-        TxKind::OrderStatus,
-        TxKind::Delivery,
-        TxKind::StockLevel,
-    ];
+    pub const ALL: [TxKind; 5] =
+        [TxKind::NewOrder, TxKind::Payment, TxKind::OrderStatus, TxKind::Delivery, TxKind::StockLevel];
 
     /// Snake-case name used in reports.
     pub fn name(self) -> &'static str {
@@ -198,15 +193,7 @@ impl Terminal {
             Mode::HammerDb => (rng.range_i32(1, w), rng.range_i32(1, DISTRICTS)),
         };
         let spread = all_warehouses.then(|| spread_warehouses(vu, virtual_users, warehouses));
-        Terminal {
-            mode,
-            warehouses: w,
-            home_w_id,
-            stock_level_d_id,
-            spread,
-            nurand,
-            rng,
-        }
+        Terminal { mode, warehouses: w, home_w_id, stock_level_d_id, spread, nurand, rng }
     }
 
     /// The home warehouse (the first of the spread with "all warehouses").
@@ -254,10 +241,7 @@ impl Terminal {
                 d_id: self.rng.range_i32(1, DISTRICTS),
                 customer: self.customer_key(),
             }),
-            TxKind::Delivery => TxInput::Delivery(DeliveryInput {
-                w_id,
-                carrier_id: self.rng.range_i32(1, 10),
-            }),
+            TxKind::Delivery => TxInput::Delivery(DeliveryInput { w_id, carrier_id: self.rng.range_i32(1, 10) }),
             TxKind::StockLevel => TxInput::StockLevel(StockLevelInput {
                 w_id,
                 d_id: self.stock_level_d_id,
@@ -268,18 +252,14 @@ impl Terminal {
 
     fn c_id(&mut self) -> i32 {
         match self.mode {
-            Mode::Spec => self
-                .rng
-                .nurand(A_C_ID, 1, i64::from(CUSTOMERS), self.nurand.c_id) as i32,
+            Mode::Spec => self.rng.nurand(A_C_ID, 1, i64::from(CUSTOMERS), self.nurand.c_id) as i32,
             Mode::HammerDb => self.rng.range_i32(1, CUSTOMERS),
         }
     }
 
     fn i_id(&mut self) -> i32 {
         match self.mode {
-            Mode::Spec => self
-                .rng
-                .nurand(A_OL_I_ID, 1, i64::from(ITEMS), self.nurand.ol_i_id) as i32,
+            Mode::Spec => self.rng.nurand(A_OL_I_ID, 1, i64::from(ITEMS), self.nurand.ol_i_id) as i32,
             Mode::HammerDb => self.rng.range_i32(1, ITEMS),
         }
     }
@@ -307,31 +287,14 @@ impl Terminal {
         let invalid_item = self.rng.range(1, 100) == 1;
         let mut lines = Vec::with_capacity(ol_cnt);
         for n in 0..ol_cnt {
-            let i_id = if invalid_item && n == ol_cnt - 1 {
-                UNUSED_ITEM_ID
-            } else {
-                self.i_id()
-            };
-            let supply_w_id = if self.warehouses > 1 && self.rng.range(1, 100) == 1 {
-                self.other_warehouse(w_id)
-            } else {
-                w_id
-            };
+            let i_id = if invalid_item && n == ol_cnt - 1 { UNUSED_ITEM_ID } else { self.i_id() };
+            let supply_w_id =
+                if self.warehouses > 1 && self.rng.range(1, 100) == 1 { self.other_warehouse(w_id) } else { w_id };
             let quantity = self.rng.range_i32(1, 10);
-            lines.push(LineInput {
-                supply_w_id,
-                i_id,
-                quantity,
-            });
+            lines.push(LineInput { supply_w_id, i_id, quantity });
         }
         lines.sort_by_key(|l| (l.supply_w_id, l.i_id));
-        NewOrderInput {
-            w_id,
-            d_id,
-            c_id,
-            lines,
-            invalid_item,
-        }
+        NewOrderInput { w_id, d_id, c_id, lines, invalid_item }
     }
 
     fn payment(&mut self, w_id: i32) -> PaymentInput {
@@ -343,14 +306,7 @@ impl Terminal {
             (self.other_warehouse(w_id), d)
         };
         let customer = self.customer_key();
-        PaymentInput {
-            w_id,
-            d_id,
-            c_w_id,
-            c_d_id,
-            customer,
-            amount_cents: self.rng.range_i32(100, 500_000),
-        }
+        PaymentInput { w_id, d_id, c_w_id, c_d_id, customer, amount_cents: self.rng.range_i32(100, 500_000) }
     }
 
     /// Keying time before `kind` (clause 5.2.5.7): 18, 3, 2, 2, 2 seconds.
@@ -387,9 +343,7 @@ pub fn spread_warehouses(vu: u32, n: u32, warehouses: u32) -> Vec<i32> {
     let n = n.max(1);
     let w = warehouses.max(1);
     let count = w.div_ceil(n);
-    (0..count)
-        .map(|k| ((vu + k * n) % w) as i32 + 1)
-        .collect()
+    (0..count).map(|k| ((vu + k * n) % w) as i32 + 1).collect()
 }
 
 #[cfg(test)]
@@ -397,11 +351,7 @@ mod tests {
     use super::*;
 
     fn nurand() -> NurandConstants {
-        NurandConstants {
-            c_last: 200,
-            c_id: 300,
-            ol_i_id: 4000,
-        }
+        NurandConstants { c_last: 200, c_id: 300, ol_i_id: 4000 }
     }
 
     fn terminal(mode: Mode, w: u32, vu: u32, seed: u64) -> Terminal {
@@ -443,9 +393,7 @@ mod tests {
         let (mut invalid, mut lines_total, mut remote) = (0, 0, 0);
         let orders = 100_000;
         for _ in 0..orders {
-            let TxInput::NewOrder(o) = t.input(TxKind::NewOrder) else {
-                unreachable!()
-            };
+            let TxInput::NewOrder(o) = t.input(TxKind::NewOrder) else { unreachable!() };
             assert_eq!(o.w_id, 3);
             assert!((1..=10).contains(&o.d_id));
             assert!((1..=3000).contains(&o.c_id));
@@ -500,9 +448,7 @@ mod tests {
         let (mut remote, mut by_name) = (0, 0);
         let n = 100_000;
         for _ in 0..n {
-            let TxInput::Payment(p) = t.input(TxKind::Payment) else {
-                unreachable!()
-            };
+            let TxInput::Payment(p) = t.input(TxKind::Payment) else { unreachable!() };
             assert_eq!(p.w_id, 1);
             assert!((100..=500_000).contains(&p.amount_cents));
             if p.c_w_id != p.w_id {
@@ -540,10 +486,7 @@ mod tests {
                 (t.home_w_id(), t.stock_level_d_id())
             })
             .collect();
-        assert_eq!(
-            homes,
-            vec![(1, 1), (2, 1), (3, 1), (4, 1), (1, 2), (2, 2), (3, 2), (4, 2)]
-        );
+        assert_eq!(homes, vec![(1, 1), (2, 1), (3, 1), (4, 1), (1, 2), (2, 2), (3, 2), (4, 2)]);
         for vu in 0..50 {
             let t = terminal(Mode::HammerDb, 4, vu, u64::from(vu));
             assert!((1..=4).contains(&t.home_w_id()));

@@ -1,8 +1,9 @@
 //! Running one transaction on one connection: a single call of the server-side function, or
 //! the same statements sent from the client inside BEGIN ... COMMIT.
 
+use futures_util::future::{try_join, try_join_all, try_join3};
 use tokio_postgres::error::SqlState;
-use tokio_postgres::types::Type;
+use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{Client, Statement};
 
 use crate::terminal::{CustomerKey, TxInput};
@@ -45,14 +46,8 @@ const SERVER: [(&str, &[Type]); 5] = [
         "SELECT tpcc_new_order($1, $2, $3, $4, $5, $6, $7)",
         &[I4, I4, I4, Type::INT4_ARRAY, Type::INT4_ARRAY, Type::INT4_ARRAY, Type::BOOL],
     ),
-    (
-        "SELECT tpcc_payment($1, $2, $3, $4, $5, $6, $7)",
-        &[I4, I4, I4, I4, I4, Type::VARCHAR, I4],
-    ),
-    (
-        "SELECT tpcc_order_status($1, $2, $3, $4)",
-        &[I4, I4, I4, Type::VARCHAR],
-    ),
+    ("SELECT tpcc_payment($1, $2, $3, $4, $5, $6, $7)", &[I4, I4, I4, I4, I4, Type::VARCHAR, I4]),
+    ("SELECT tpcc_order_status($1, $2, $3, $4)", &[I4, I4, I4, Type::VARCHAR]),
     ("SELECT tpcc_delivery($1, $2)", &[I4, I4]),
     ("SELECT tpcc_stock_level($1, $2, $3)", &[I4, I4, I4]),
 ];
@@ -100,14 +95,8 @@ const CLIENT: [(&str, &[Type]); 24] = [
          VALUES ($1, $2, $3, $4, now(), NULL, $5, $6)",
         &[I4, I4, I4, I4, I4, I4],
     ),
-    (
-        "INSERT INTO new_order (no_o_id, no_d_id, no_w_id) VALUES ($1, $2, $3)",
-        &[I4, I4, I4],
-    ),
-    (
-        "SELECT (i_price * 100)::int4, i_name, i_data FROM item WHERE i_id = $1",
-        &[I4],
-    ),
+    ("INSERT INTO new_order (no_o_id, no_d_id, no_w_id) VALUES ($1, $2, $3)", &[I4, I4, I4]),
+    ("SELECT (i_price * 100)::int4, i_name, i_data FROM item WHERE i_id = $1", &[I4]),
     (
         "UPDATE stock SET s_quantity = CASE WHEN s_quantity >= $3 + 10 THEN s_quantity - $3 \
          ELSE s_quantity - $3 + 91 END, s_ytd = s_ytd + $3, s_order_cnt = s_order_cnt + 1, \
@@ -172,14 +161,8 @@ const CLIENT: [(&str, &[Type]); 24] = [
          ORDER BY no_o_id LIMIT 1 FOR UPDATE",
         &[I4, I4],
     ),
-    (
-        "SELECT EXISTS (SELECT 1 FROM new_order WHERE no_w_id = $1 AND no_d_id = $2)",
-        &[I4, I4],
-    ),
-    (
-        "DELETE FROM new_order WHERE no_w_id = $1 AND no_d_id = $2 AND no_o_id = $3",
-        &[I4, I4, I4],
-    ),
+    ("SELECT EXISTS (SELECT 1 FROM new_order WHERE no_w_id = $1 AND no_d_id = $2)", &[I4, I4]),
+    ("DELETE FROM new_order WHERE no_w_id = $1 AND no_d_id = $2 AND no_o_id = $3", &[I4, I4, I4]),
     (
         "UPDATE orders SET o_carrier_id = $4 WHERE o_w_id = $1 AND o_d_id = $2 AND o_id = $3 \
          RETURNING o_c_id",
@@ -196,10 +179,7 @@ const CLIENT: [(&str, &[Type]); 24] = [
          WHERE c_w_id = $1 AND c_d_id = $2 AND c_id = $3",
         &[I4, I4, I4, Type::INT8],
     ),
-    (
-        "SELECT d_next_o_id FROM district WHERE d_w_id = $1 AND d_id = $2",
-        &[I4, I4],
-    ),
+    ("SELECT d_next_o_id FROM district WHERE d_w_id = $1 AND d_id = $2", &[I4, I4]),
     (
         "SELECT count(DISTINCT s_i_id) FROM order_line JOIN stock ON s_w_id = $1 AND s_i_id = ol_i_id \
          WHERE ol_w_id = $1 AND ol_d_id = $2 AND ol_o_id >= $3 - 20 AND ol_o_id < $3 \
@@ -263,17 +243,12 @@ async fn execute_server(
             let items: Vec<i32> = o.lines.iter().map(|l| l.i_id).collect();
             let qty: Vec<i32> = o.lines.iter().map(|l| l.quantity).collect();
             let commits = mode == Mode::HammerDb;
-            client
-                .query_one(s, &[&o.w_id, &o.d_id, &o.c_id, &supply, &items, &qty, &commits])
-                .await
+            client.query_one(s, &[&o.w_id, &o.d_id, &o.c_id, &supply, &items, &qty, &commits]).await
         }
         TxInput::Payment(pay) => {
             let (c_id, name) = customer_args(&pay.customer);
             client
-                .query_one(
-                    s,
-                    &[&pay.w_id, &pay.d_id, &pay.c_w_id, &pay.c_d_id, &c_id, &name, &pay.amount_cents],
-                )
+                .query_one(s, &[&pay.w_id, &pay.d_id, &pay.c_w_id, &pay.c_d_id, &c_id, &name, &pay.amount_cents])
                 .await
         }
         TxInput::OrderStatus(os) => {
@@ -281,11 +256,7 @@ async fn execute_server(
             client.query_one(s, &[&os.w_id, &os.d_id, &c_id, &name]).await
         }
         TxInput::Delivery(d) => client.query_one(s, &[&d.w_id, &d.carrier_id]).await,
-        TxInput::StockLevel(sl) => {
-            client
-                .query_one(s, &[&sl.w_id, &sl.d_id, &sl.threshold])
-                .await
-        }
+        TxInput::StockLevel(sl) => client.query_one(s, &[&sl.w_id, &sl.d_id, &sl.threshold]).await,
     };
     match result {
         Ok(_) => Ok(Outcome::Committed),
@@ -302,9 +273,7 @@ async fn customer_by_name(
     d_id: i32,
     name: &str,
 ) -> Result<Option<i32>, tokio_postgres::Error> {
-    let rows = tx
-        .query(&p.stmts[CUSTOMER_BY_NAME], &[&w_id, &d_id, &name])
-        .await?;
+    let rows = tx.query(&p.stmts[CUSTOMER_BY_NAME], &[&w_id, &d_id, &name]).await?;
     if rows.is_empty() {
         return Ok(None);
     }
@@ -321,118 +290,130 @@ async fn execute_client(
     let tx = client.transaction().await?;
     match input {
         TxInput::NewOrder(o) => {
-            tx.query_one(&s[NO_WAREHOUSE], &[&o.w_id]).await?;
-            let row = tx.query_one(&s[NO_DISTRICT], &[&o.w_id, &o.d_id]).await?;
-            let o_id: i32 = row.get(1);
-            tx.query_one(&s[NO_CUSTOMER], &[&o.w_id, &o.d_id, &o.c_id])
-                .await?;
-            let all_local = i32::from(o.lines.iter().all(|l| l.supply_w_id == o.w_id));
-            let ol_cnt = o.lines.len() as i32;
-            tx.execute(
-                &s[NO_ORDER],
-                &[&o_id, &o.d_id, &o.w_id, &o.c_id, &ol_cnt, &all_local],
+            // Statements that do not depend on each other's results are pipelined: sent
+            // together, executed by the server one after the other in the order sent (so stock
+            // rows are still locked in sorted order), answered together.
+            let (_, district, _) = try_join3(
+                tx.query_one(&s[NO_WAREHOUSE], &[&o.w_id]),
+                tx.query_one(&s[NO_DISTRICT], &[&o.w_id, &o.d_id]),
+                tx.query_one(&s[NO_CUSTOMER], &[&o.w_id, &o.d_id, &o.c_id]),
             )
             .await?;
-            tx.execute(&s[NO_NEW_ORDER], &[&o_id, &o.d_id, &o.w_id])
-                .await?;
-            for (n, line) in o.lines.iter().enumerate() {
-                let number = n as i32 + 1;
-                let item = tx.query_opt(&s[NO_ITEM], &[&line.i_id]).await?;
-                let Some(item) = item else {
-                    if mode == Mode::HammerDb {
-                        let zero = 0i32;
-                        let blank = " ".repeat(24);
-                        tx.execute(
-                            &s[NO_LINE],
-                            &[
-                                &o_id, &o.d_id, &o.w_id, &number, &line.i_id, &line.supply_w_id,
-                                &line.quantity, &zero, &blank,
-                            ],
-                        )
-                        .await?;
-                        continue;
-                    }
-                    tx.rollback().await?;
-                    return Ok(Outcome::RolledBack);
-                };
-                let price_cents: i32 = item.get(0);
-                let remote = i32::from(line.supply_w_id != o.w_id);
-                let stock = tx
-                    .query_one(
-                        &s[NO_STOCK],
-                        &[&line.supply_w_id, &line.i_id, &line.quantity, &o.d_id, &remote],
-                    )
-                    .await?;
-                let dist: &str = stock.get(1);
-                let amount_cents = line.quantity * price_cents;
-                tx.execute(
-                    &s[NO_LINE],
-                    &[
-                        &o_id, &o.d_id, &o.w_id, &number, &line.i_id, &line.supply_w_id,
-                        &line.quantity, &amount_cents, &dist,
-                    ],
-                )
-                .await?;
+            let o_id: i32 = district.get(1);
+            let all_local = i32::from(o.lines.iter().all(|l| l.supply_w_id == o.w_id));
+            let ol_cnt = o.lines.len() as i32;
+            // (Parameter lists live here so the pipelined futures can borrow them.)
+            let item_params: Vec<[&(dyn ToSql + Sync); 1]> = o.lines.iter().map(|l| [&l.i_id as _]).collect();
+            let (_, _, items) = try_join3(
+                tx.execute(&s[NO_ORDER], &[&o_id, &o.d_id, &o.w_id, &o.c_id, &ol_cnt, &all_local]),
+                tx.execute(&s[NO_NEW_ORDER], &[&o_id, &o.d_id, &o.w_id]),
+                try_join_all(item_params.iter().map(|params| tx.query_opt(&s[NO_ITEM], params))),
+            )
+            .await?;
+            let prices: Vec<Option<i32>> = items.iter().map(|r| r.as_ref().map(|r| r.get(0))).collect();
+            if mode == Mode::Spec && prices.iter().any(Option::is_none) {
+                tx.rollback().await?;
+                return Ok(Outcome::RolledBack);
             }
+            let remote: Vec<i32> = o.lines.iter().map(|l| i32::from(l.supply_w_id != o.w_id)).collect();
+            // HammerDB mode: a line with an unknown item updates no stock and is stored with
+            // amount 0 and a blank OL_DIST_INFO.
+            let stock_params: Vec<[&(dyn ToSql + Sync); 5]> = o
+                .lines
+                .iter()
+                .zip(&prices)
+                .zip(&remote)
+                .filter(|((_, price), _)| price.is_some())
+                .map(|((l, _), r)| [&l.supply_w_id as _, &l.i_id as _, &l.quantity as _, &o.d_id as _, r as _])
+                .collect();
+            let stock_rows = try_join_all(stock_params.iter().map(|params| tx.query_one(&s[NO_STOCK], params))).await?;
+            let blank = " ".repeat(24);
+            let mut stock = stock_rows.iter();
+            let mut dists: Vec<&str> = Vec::with_capacity(o.lines.len());
+            let mut amounts: Vec<i32> = Vec::with_capacity(o.lines.len());
+            for (l, price) in o.lines.iter().zip(&prices) {
+                match price {
+                    Some(cents) => {
+                        dists.push(stock.next().expect("one stock row per known item").get(1));
+                        amounts.push(l.quantity * cents);
+                    }
+                    None => {
+                        dists.push(&blank);
+                        amounts.push(0);
+                    }
+                }
+            }
+            let numbers: Vec<i32> = (1..=ol_cnt).collect();
+            let line_params: Vec<[&(dyn ToSql + Sync); 9]> = o
+                .lines
+                .iter()
+                .enumerate()
+                .map(|(n, l)| {
+                    [
+                        &o_id as _,
+                        &o.d_id as _,
+                        &o.w_id as _,
+                        &numbers[n] as _,
+                        &l.i_id as _,
+                        &l.supply_w_id as _,
+                        &l.quantity as _,
+                        &amounts[n] as _,
+                        &dists[n] as _,
+                    ]
+                })
+                .collect();
+            try_join_all(line_params.iter().map(|params| tx.execute(&s[NO_LINE], params))).await?;
         }
         TxInput::Payment(pay) => {
-            let w = tx
-                .query_one(&s[P_WAREHOUSE], &[&pay.w_id, &pay.amount_cents])
-                .await?;
+            let (w, d) = try_join(
+                tx.query_one(&s[P_WAREHOUSE], &[&pay.w_id, &pay.amount_cents]),
+                tx.query_one(&s[P_DISTRICT], &[&pay.w_id, &pay.d_id, &pay.amount_cents]),
+            )
+            .await?;
             let w_name: &str = w.get(0);
-            let d = tx
-                .query_one(&s[P_DISTRICT], &[&pay.w_id, &pay.d_id, &pay.amount_cents])
-                .await?;
             let d_name: &str = d.get(0);
             let c_id = match &pay.customer {
                 CustomerKey::Id(id) => *id,
-                CustomerKey::LastName(name) => {
-                    match customer_by_name(&tx, p, pay.c_w_id, pay.c_d_id, name).await? {
-                        Some(id) => id,
-                        None => {
-                            tx.rollback().await?;
-                            return Ok(Outcome::NoCustomer(format!(
-                                "no customer named {name} in warehouse {} district {}",
-                                pay.c_w_id, pay.c_d_id
-                            )));
-                        }
+                CustomerKey::LastName(name) => match customer_by_name(&tx, p, pay.c_w_id, pay.c_d_id, name).await? {
+                    Some(id) => id,
+                    None => {
+                        tx.rollback().await?;
+                        return Ok(Outcome::NoCustomer(format!(
+                            "no customer named {name} in warehouse {} district {}",
+                            pay.c_w_id, pay.c_d_id
+                        )));
                     }
-                }
+                },
             };
-            tx.query_one(
-                &s[P_CUSTOMER],
-                &[&pay.c_w_id, &pay.c_d_id, &c_id, &pay.amount_cents, &pay.d_id, &pay.w_id],
-            )
-            .await?;
             let h_data = format!("{w_name}    {d_name}");
-            tx.execute(
-                &s[P_HISTORY],
-                &[&c_id, &pay.c_d_id, &pay.c_w_id, &pay.d_id, &pay.w_id, &pay.amount_cents, &h_data],
+            try_join(
+                tx.query_one(
+                    &s[P_CUSTOMER],
+                    &[&pay.c_w_id, &pay.c_d_id, &c_id, &pay.amount_cents, &pay.d_id, &pay.w_id],
+                ),
+                tx.execute(
+                    &s[P_HISTORY],
+                    &[&c_id, &pay.c_d_id, &pay.c_w_id, &pay.d_id, &pay.w_id, &pay.amount_cents, &h_data],
+                ),
             )
             .await?;
         }
         TxInput::OrderStatus(os) => {
             let c_id = match &os.customer {
                 CustomerKey::Id(id) => *id,
-                CustomerKey::LastName(name) => {
-                    match customer_by_name(&tx, p, os.w_id, os.d_id, name).await? {
-                        Some(id) => id,
-                        None => {
-                            tx.rollback().await?;
-                            return Ok(Outcome::NoCustomer(format!(
-                                "no customer named {name} in warehouse {} district {}",
-                                os.w_id, os.d_id
-                            )));
-                        }
+                CustomerKey::LastName(name) => match customer_by_name(&tx, p, os.w_id, os.d_id, name).await? {
+                    Some(id) => id,
+                    None => {
+                        tx.rollback().await?;
+                        return Ok(Outcome::NoCustomer(format!(
+                            "no customer named {name} in warehouse {} district {}",
+                            os.w_id, os.d_id
+                        )));
                     }
-                }
+                },
             };
-            tx.query_one(&s[OS_CUSTOMER], &[&os.w_id, &os.d_id, &c_id])
-                .await?;
-            if let Some(order) = tx
-                .query_opt(&s[OS_ORDER], &[&os.w_id, &os.d_id, &c_id])
-                .await?
-            {
+            tx.query_one(&s[OS_CUSTOMER], &[&os.w_id, &os.d_id, &c_id]).await?;
+            if let Some(order) = tx.query_opt(&s[OS_ORDER], &[&os.w_id, &os.d_id, &c_id]).await? {
                 let o_id: i32 = order.get(0);
                 tx.query(&s[OS_LINES], &[&os.w_id, &os.d_id, &o_id]).await?;
             }
@@ -452,25 +433,14 @@ async fn execute_client(
                     continue;
                 }
                 tx.execute(&s[D_DELETE], &[&d.w_id, &d_id, &o_id]).await?;
-                let c_id: i32 = tx
-                    .query_one(&s[D_ORDER], &[&d.w_id, &d_id, &o_id, &d.carrier_id])
-                    .await?
-                    .get(0);
-                let total_cents: i64 = tx
-                    .query_one(&s[D_LINES], &[&d.w_id, &d_id, &o_id])
-                    .await?
-                    .get(0);
-                tx.execute(&s[D_CUSTOMER], &[&d.w_id, &d_id, &c_id, &total_cents])
-                    .await?;
+                let c_id: i32 = tx.query_one(&s[D_ORDER], &[&d.w_id, &d_id, &o_id, &d.carrier_id]).await?.get(0);
+                let total_cents: i64 = tx.query_one(&s[D_LINES], &[&d.w_id, &d_id, &o_id]).await?.get(0);
+                tx.execute(&s[D_CUSTOMER], &[&d.w_id, &d_id, &c_id, &total_cents]).await?;
             }
         }
         TxInput::StockLevel(sl) => {
-            let next: i32 = tx
-                .query_one(&s[SL_DISTRICT], &[&sl.w_id, &sl.d_id])
-                .await?
-                .get(0);
-            tx.query_one(&s[SL_COUNT], &[&sl.w_id, &sl.d_id, &next, &sl.threshold])
-                .await?;
+            let next: i32 = tx.query_one(&s[SL_DISTRICT], &[&sl.w_id, &sl.d_id]).await?.get(0);
+            tx.query_one(&s[SL_COUNT], &[&sl.w_id, &sl.d_id, &next, &sl.threshold]).await?;
         }
     }
     tx.commit().await?;

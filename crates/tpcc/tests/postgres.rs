@@ -33,7 +33,7 @@ async fn load_drive_and_stay_consistent() {
     if !root_or_skip() {
         return;
     }
-    let cluster = Cluster::start("lifecycle").await;
+    let cluster = Cluster::start("lifecycle", Cluster::TEST_SETTINGS).await;
     let cancel = AtomicBool::new(false);
     let cfg = TpccConfig::new(WAREHOUSES);
 
@@ -59,17 +59,11 @@ async fn load_drive_and_stay_consistent() {
     assert!(load.warehouses_per_minute > 0.0 && load.database_bytes > 0);
 
     let db = cluster.connect("tpcc").await;
-    assert_eq!(
-        one(&db, "SELECT count(*) FROM order_line").await as u64,
-        rows("order_line")
-    );
+    assert_eq!(one(&db, "SELECT count(*) FROM order_line").await as u64, rows("order_line"));
 
     // Population rules of clause 4.3.3.1, on the database as loaded.
-    let bc_share: f64 = db
-        .query_one("SELECT avg((c_credit = 'BC')::int)::float8 FROM customer", &[])
-        .await
-        .unwrap()
-        .get(0);
+    let bc_share: f64 =
+        db.query_one("SELECT avg((c_credit = 'BC')::int)::float8 FROM customer", &[]).await.unwrap().get(0);
     assert!((0.08..=0.12).contains(&bc_share), "BC share {bc_share}");
     let original = one(&db, "SELECT count(*) FROM item WHERE i_data LIKE '%ORIGINAL%'").await;
     assert!((9_000..=11_000).contains(&original), "{original} items with ORIGINAL");
@@ -126,8 +120,11 @@ async fn load_drive_and_stay_consistent() {
         assert_eq!(out, Outcome::Committed, "{side:?}");
         assert_eq!(one(&db, next_o_id).await, before + 1);
         let o_id = before;
-        let lines = one(&db, &format!(
-            "SELECT count(*) FROM order_line WHERE ol_w_id = 1 AND ol_d_id = 4 AND ol_o_id = {o_id}")).await;
+        let lines = one(
+            &db,
+            &format!("SELECT count(*) FROM order_line WHERE ol_w_id = 1 AND ol_d_id = 4 AND ol_o_id = {o_id}"),
+        )
+        .await;
         assert_eq!(lines, 3);
         let remote = one(&db, "SELECT s_remote_cnt::int8 FROM stock WHERE s_w_id = 2 AND s_i_id = 99").await;
         assert!(remote >= 1);
@@ -147,9 +144,10 @@ async fn load_drive_and_stay_consistent() {
 
     // A short driven run: specification mode, server-side functions.
     let mut ticks: Vec<DriveProgress> = Vec::new();
-    let spec = run(&cluster.conn, &cfg, 4, Duration::from_secs(1), Duration::from_secs(4), &cancel, &mut |p| ticks.push(p))
-        .await
-        .unwrap_or_else(|e| panic!("run failed: {e}\nserver log:\n{}", cluster.log()));
+    let spec =
+        run(&cluster.conn, &cfg, 4, Duration::from_secs(1), Duration::from_secs(4), &cancel, &mut |p| ticks.push(p))
+            .await
+            .unwrap_or_else(|e| panic!("run failed: {e}\nserver log:\n{}", cluster.log()));
     assert_eq!(spec.mode, Mode::Spec);
     assert!(spec.new_orders > 0 && spec.nopm > 0.0, "{spec:#?}");
     assert!(spec.tpm > spec.nopm, "{spec:#?}");
@@ -166,19 +164,11 @@ async fn load_drive_and_stay_consistent() {
     assert!(!spec.per_second.is_empty());
     assert!(ticks.iter().any(|t| t.in_ramp_up) && ticks.iter().any(|t| !t.in_ramp_up));
     // The specification mode never leaves an unused item in ORDER-LINE.
-    assert_eq!(
-        one(&db, &format!("SELECT count(*) FROM order_line WHERE ol_i_id = {UNUSED_ITEM_ID}")).await,
-        2
-    );
+    assert_eq!(one(&db, &format!("SELECT count(*) FROM order_line WHERE ol_i_id = {UNUSED_ITEM_ID}")).await, 2);
     assert_consistent(&cluster, "after the specification-mode run").await;
 
     // HammerDB mode, client-side SQL, all warehouses.
-    let hcfg = TpccConfig {
-        mode: Mode::HammerDb,
-        side: Side::ClientSql,
-        all_warehouses: true,
-        ..cfg.clone()
-    };
+    let hcfg = TpccConfig { mode: Mode::HammerDb, side: Side::ClientSql, all_warehouses: true, ..cfg.clone() };
     let hammer = run(&cluster.conn, &hcfg, 3, Duration::from_secs(1), Duration::from_secs(3), &cancel, &mut |_| {})
         .await
         .unwrap_or_else(|e| panic!("run failed: {e}\nserver log:\n{}", cluster.log()));
@@ -197,12 +187,10 @@ async fn refuses_unloaded_or_mismatched_databases_and_cancels() {
     if !root_or_skip() {
         return;
     }
-    let cluster = Cluster::start("errors").await;
+    let cluster = Cluster::start("errors", Cluster::TEST_SETTINGS).await;
     let no = AtomicBool::new(false);
     let cfg = TpccConfig::new(1);
-    let err = run(&cluster.conn, &cfg, 1, Duration::ZERO, Duration::from_secs(1), &no, &mut |_| {})
-        .await
-        .unwrap_err();
+    let err = run(&cluster.conn, &cfg, 1, Duration::ZERO, Duration::from_secs(1), &no, &mut |_| {}).await.unwrap_err();
     assert!(matches!(err, TpccError::Schema(_)), "{err}");
 
     // Cancel the load as soon as rows start flowing.
@@ -229,9 +217,7 @@ async fn refuses_unloaded_or_mismatched_databases_and_cancels() {
         .unwrap_err();
     assert!(matches!(err, TpccError::Cancelled), "{err}");
 
-    let err = create_schema_and_load(&cluster.conn, &TpccConfig::new(0), 1, &no, &mut |_| {})
-        .await
-        .unwrap_err();
+    let err = create_schema_and_load(&cluster.conn, &TpccConfig::new(0), 1, &no, &mut |_| {}).await.unwrap_err();
     assert!(matches!(err, TpccError::Config(_)), "{err}");
     cluster.shutdown().await;
 }

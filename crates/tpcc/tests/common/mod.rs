@@ -48,14 +48,21 @@ fn chown_dir(path: &Path, user: &DbUser, mode: u32) {
 }
 
 impl Cluster {
-    /// initdb, start, and create database `tpcc`.
-    pub async fn start(name: &str) -> Cluster {
+    /// Settings for tests: durability off, so they spend their time on the workload.
+    pub const TEST_SETTINGS: &'static [(&'static str, &'static str)] = &[
+        ("shared_buffers", "256MB"),
+        ("max_connections", "60"),
+        ("fsync", "off"),
+        ("synchronous_commit", "off"),
+        ("full_page_writes", "off"),
+        ("max_wal_size", "2GB"),
+    ];
+
+    /// initdb, start with `settings`, and create database `tpcc`.
+    pub async fn start(name: &str, settings: &[(&str, &str)]) -> Cluster {
         let install = PgInstall::detect(None).expect("PostgreSQL server binaries");
         let user = DbUser::lookup("postgres").expect("OS user postgres");
-        let dir = tempfile::Builder::new()
-            .prefix(&format!("pgtier-tpcc-{name}-"))
-            .tempdir_in("/var/tmp")
-            .unwrap();
+        let dir = tempfile::Builder::new().prefix(&format!("pgtier-tpcc-{name}-")).tempdir_in("/var/tmp").unwrap();
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o711)).unwrap();
         let data = dir.path().join("data");
         let wal = dir.path().join("wal");
@@ -64,40 +71,26 @@ impl Cluster {
             chown_dir(d, &user, 0o700);
         }
         let journal = Journal::begin(&dir.path().join("journal"), name, "tpcc test").unwrap();
-        initdb(&install, &user, &data, &wal, &dir.path().join("initdb.log"))
-            .await
-            .expect("initdb");
-        let settings: BTreeMap<String, String> = [
-            ("shared_buffers", "256MB"),
-            ("max_connections", "60"),
-            ("fsync", "off"),
-            ("synchronous_commit", "off"),
-            ("full_page_writes", "off"),
-            ("max_wal_size", "2GB"),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
+        initdb(&install, &user, &data, &wal, &dir.path().join("initdb.log")).await.expect("initdb");
+        let settings: BTreeMap<String, String> = settings.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         let port = 5432;
         write_config(&data, port, &sock, &settings, user.uid, user.gid).unwrap();
         let log = dir.path().join("server.log");
-        let server = Server::start(&install, &user, &journal, &data, &sock, port, None, &log)
-            .await
-            .expect("start PostgreSQL");
-        let admin = server.connect("postgres").await.unwrap();
-        admin.batch_execute("CREATE DATABASE tpcc").await.unwrap();
-        let conn = ConnectSpec {
-            socket_dir: sock,
-            port,
-            user: runner::server::DB_ROLE.to_string(),
-            database: "tpcc".into(),
+        let server = match Server::start(&install, &user, &journal, &data, &sock, port, None, &log).await {
+            Ok(s) => s,
+            Err(e) => {
+                // The journal may hold a half-started server: undo before failing.
+                let _ = journal.teardown(|_, _| {});
+                panic!("start PostgreSQL: {e}\nlog: {}", std::fs::read_to_string(&log).unwrap_or_default());
+            }
         };
-        Cluster {
-            server: Some(server),
-            journal,
-            conn,
-            dir,
-        }
+        let conn =
+            ConnectSpec { socket_dir: sock, port, user: runner::server::DB_ROLE.to_string(), database: "tpcc".into() };
+        // From here on the guard stops the server whatever happens.
+        let cluster = Cluster { server: Some(server), journal, conn, dir };
+        let admin = cluster.connect("postgres").await;
+        admin.batch_execute("CREATE DATABASE tpcc").await.unwrap();
+        cluster
     }
 
     /// A connection to `database`.
