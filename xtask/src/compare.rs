@@ -16,6 +16,7 @@ use results::{Manifest, ResultsDir, RunStatus, timestamp};
 use runner::cgroup::{BlkioThrottle, Hierarchy};
 use runner::dataset::{self, Golden};
 use runner::execute::{RunInputs, execute_run};
+use runner::faults::{Fault, FaultAction};
 use runner::matrix::{DeviceRole, MatrixSpec, PlacementTarget, plan_runs};
 use runner::{DbUser, PgInstall, RunnerEnv, RunnerError};
 use tiers::{PlanContext, Provisioned, build_plan};
@@ -26,7 +27,10 @@ use crate::progress::MatrixProgress;
 use crate::signals::Interrupts;
 
 pub struct Args {
-    pub config: PathBuf,
+    /// The experiment file (with --resume: defaults to the one the results directory records).
+    pub config: Option<PathBuf>,
+    /// Continue the interrupted matrix in this results directory.
+    pub resume: Option<PathBuf>,
     pub emulate: bool,
     pub dry_run: bool,
     pub out: Option<PathBuf>,
@@ -36,7 +40,25 @@ pub struct Args {
 pub async fn run(args: Args) -> ExitCode {
     let threads = host::hardware_threads();
     let opts = LoadOptions { emulate: args.emulate, configs_dir: paths::configs_dir(), hardware_threads: threads };
-    let exp = match experiment::load(&args.config, &opts) {
+    let previous = match &args.resume {
+        None => None,
+        Some(dir) => match ResultsDir::new(dir).read_manifest() {
+            Ok(m) => Some(m),
+            Err(e) => {
+                eprintln!("error: --resume {}: {e}", dir.display());
+                return ExitCode::from(2);
+            }
+        },
+    };
+    let config = match (&args.config, &previous) {
+        (Some(c), _) => c.clone(),
+        (None, Some(m)) => PathBuf::from(&m.experiment_file),
+        (None, None) => {
+            eprintln!("error: give --config FILE (or --resume DIR)");
+            return ExitCode::from(2);
+        }
+    };
+    let exp = match experiment::load(&config, &opts) {
         Ok(e) => e,
         Err(errors) => {
             eprintln!("{errors}");
@@ -48,12 +70,16 @@ pub async fn run(args: Args) -> ExitCode {
         eprintln!("warning: {w}");
     }
     let started = SystemTime::now();
-    let run_id = format!("{}-{}", exp.name, timestamp::compact(started));
-    let short_id = short_token(&run_id);
-    let results_dir = args
-        .out
-        .clone()
-        .unwrap_or_else(|| paths::repo_root().join("results").join(&exp.name).join(timestamp::compact(started)));
+    // Unique even for two runs of one experiment started in the same second (cgroups, network
+    // namespaces and work directories are machine-wide).
+    let stamp = format!("{}-{}", exp.name, timestamp::compact(started));
+    let short_id = short_token(&stamp);
+    let run_id = format!("{stamp}-{short_id}");
+    let results_dir = match (&args.resume, &args.out) {
+        (Some(r), _) => r.clone(),
+        (None, Some(o)) => o.clone(),
+        (None, None) => paths::repo_root().join("results").join(&exp.name).join(timestamp::compact(started)),
+    };
     let work_dir = paths::work_root().join(&run_id);
     let user = DbUser::lookup(&exp.os_user);
     let (uid, gid) = match &user {
@@ -76,6 +102,22 @@ pub async fn run(args: Args) -> ExitCode {
     if args.dry_run {
         print_dry_run(&exp, &plan, &matrix, &runs, user.as_ref().err());
         return ExitCode::SUCCESS;
+    }
+    if let Some(prev) = &previous
+        && let Err(why) = resumable(prev, &exp, &runs)
+    {
+        eprintln!("error: cannot resume {}: {why}", results_dir.display());
+        eprintln!("Nothing was touched; start a new result set instead (without --resume).");
+        return ExitCode::from(2);
+    }
+    for f in &exp.faults {
+        if f.run as usize > runs.len() {
+            eprintln!(
+                "warning: a fault is set for run {}, but the matrix has {} runs; it will not fire",
+                f.run,
+                runs.len()
+            );
+        }
     }
 
     // Everything that can be checked before touching the machine.
@@ -117,6 +159,8 @@ pub async fn run(args: Args) -> ExitCode {
         work_dir,
         started,
         manifest: Manifest::default(),
+        previous,
+        ctx: ctx.clone(),
         phases: BTreeMap::new(),
     };
     let outcome = session.go(&plan).await;
@@ -162,6 +206,34 @@ pub async fn run(args: Args) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Whether `prev` (an interrupted result set) can be continued with `exp`: same resolved
+/// configuration (the file's path aside) and the same planned runs.
+fn resumable(prev: &Manifest, exp: &Experiment, runs: &[runner::matrix::PlannedRun]) -> Result<(), String> {
+    let mut now = serde_json::to_value(exp).map_err(|e| e.to_string())?;
+    let mut before = prev.resolved_config.clone();
+    for v in [&mut now, &mut before] {
+        if let Some(o) = v.as_object_mut() {
+            o.remove("file");
+            o.remove("warnings");
+        }
+    }
+    let mut changes = Vec::new();
+    report::compare::json_diff(&before, &now, "config", &mut changes);
+    if !changes.is_empty() {
+        let list: Vec<String> =
+            changes.iter().take(10).map(|c| format!("{}: {} -> {}", c.what, c.baseline, c.contender)).collect();
+        return Err(format!(
+            "the configuration changed since those runs ({}); mixing cells of two configurations would make the deltas meaningless",
+            list.join("; ")
+        ));
+    }
+    let order: Vec<&String> = runs.iter().map(|r| &r.run_id).collect();
+    if prev.run_order.iter().collect::<Vec<_>>() != order {
+        return Err("the planned runs differ from the recorded run order".into());
+    }
+    Ok(())
 }
 
 /// A 6-character token naming this run's interfaces and namespaces.
@@ -340,6 +412,9 @@ struct Session<'a> {
     work_dir: PathBuf,
     started: SystemTime,
     manifest: Manifest,
+    /// The manifest of the interrupted result set being resumed.
+    previous: Option<Manifest>,
+    ctx: PlanContext,
     phases: BTreeMap<String, f64>,
 }
 
@@ -464,6 +539,7 @@ impl Session<'_> {
             logs_dir: self.results.logs_dir(),
             cancel: self.interrupts.cancel.clone(),
             drop_caches: true,
+            watchdog_grace: self.exp.watchdog_grace,
             throttles,
         };
         dataset::make_owned_dir(&env, &socket_dir).map_err(|e| anyhow!("{e}"))?;
@@ -515,8 +591,18 @@ impl Session<'_> {
         self.phases.insert("load".into(), t0.elapsed().as_secs_f64());
         self.write_manifest()?;
 
-        // Runs.
-        let mut progress = MatrixProgress::new(runs.len());
+        // Runs. When resuming, finished runs are kept and an interrupted one is set aside.
+        let done: std::collections::HashSet<String> = self
+            .results
+            .read_runs()
+            .map(|r| r.into_iter().filter(|r| r.status == RunStatus::Ok).map(|r| r.run_id).collect())
+            .unwrap_or_default();
+        if self.previous.is_some() {
+            set_aside_unfinished(&self.results, &done)?;
+            eprintln!("resuming: {} of {} runs already finished; they are kept", done.len(), runs.len());
+        }
+        let mut progress = MatrixProgress::new(runs.len() - done.len().min(runs.len()));
+        let mut broken: HashMap<String, String> = HashMap::new();
         let mut placed: HashMap<String, String> = HashMap::new();
         let mut relocate_total = 0.0;
         let mut measure_total = 0.0;
@@ -526,8 +612,19 @@ impl Session<'_> {
                 progress.finish();
                 bail!("interrupted; {} of {} runs finished", progress_done(&self.results), runs.len());
             }
+            if done.contains(&planned.run_id) {
+                continue;
+            }
             let placement = &matrix.placements[planned.placement];
             let workload = &matrix.workloads[planned.workload];
+            if let Some(why) = broken.get(&placement.name) {
+                // Contained: the placement is unusable; its remaining runs are recorded as not run.
+                let mut r = runner::execute::not_run(planned, workload, &format!("not run: {why}"));
+                r.failure_kind = Some("placement-unusable".into());
+                self.results.write_run(&r).context("write result")?;
+                failures += 1;
+                continue;
+            }
             let key = workload.dataset(&matrix.tablespace_roles()).key();
             if placed.get(&placement.name) != Some(&key) {
                 let golden = &goldens[&key];
@@ -550,6 +647,7 @@ impl Session<'_> {
                 profile: &matrix.profiles[planned.profile],
                 memory: &matrix.memory_limits[planned.memory],
                 results: &self.results,
+                faults: &self.faults_for(planned.sequence, &provisioned),
             };
             let record = match execute_run(&env, &inputs, &mut progress).await {
                 Ok(r) => r,
@@ -578,6 +676,22 @@ impl Session<'_> {
                 }
             };
             progress.finish_run(&line);
+            if record.failure_kind.as_deref() == Some("server-start") {
+                let why = format!(
+                    "placement {} unusable since run {}: its server did not start ({})",
+                    placement.name,
+                    planned.run_id,
+                    record.failure.as_deref().unwrap_or("")
+                );
+                progress.println(&format!("  {why}; its remaining runs are skipped"));
+                self.manifest.warnings.push(why.clone());
+                if placement.name == self.exp.baseline {
+                    progress.finish();
+                    let _ = report::refresh_tables(&self.results.root);
+                    bail!("{why}; the baseline is needed for every delta, so the matrix stops here");
+                }
+                broken.insert(placement.name.clone(), why);
+            }
             if let Err(e) = report::refresh_tables(&self.results.root) {
                 progress.println(&format!("  warning: could not refresh the tables: {e}"));
             }
@@ -587,8 +701,57 @@ impl Session<'_> {
         self.phases.insert("measure".into(), measure_total);
         if failures > 0 {
             self.manifest.warnings.push(format!("{failures} run(s) failed; see their failure column and runs/<id>/"));
+            // The matrix ran to its end; only some of its runs failed.
+            self.manifest.finished_at = Some(timestamp::now_rfc3339());
+            bail!(
+                "{failures} of {} runs failed (each with its reason in runs.csv and its evidence in runs/<id>/); the report covers the rest",
+                runs.len()
+            );
         }
         Ok(())
+    }
+
+    /// The faults the experiment file injects into run number `sequence`, made concrete.
+    fn faults_for(&self, sequence: u32, provisioned: &Provisioned) -> Vec<Fault> {
+        use experiment::FaultKind;
+        self.exp
+            .faults
+            .iter()
+            .filter(|f| f.run == sequence)
+            .filter_map(|f| {
+                let dev = f.device.as_deref().and_then(|d| provisioned.device(d));
+                let (action, description) = match f.kind {
+                    FaultKind::IoErrors => (
+                        FaultAction::CreateFile(tiers::build::error_file(&self.ctx, f.device.as_deref()?)),
+                        format!("every I/O of {} fails with EIO (nbdkit error filter)", f.device.as_deref()?),
+                    ),
+                    FaultKind::FillDevice => {
+                        let name = f.device.as_deref()?;
+                        // A WAL device: the server is also made to need a new segment file soon.
+                        let holds_wal = self.exp.placements.iter().any(|p| p.wal == name);
+                        (
+                            FaultAction::FillFilesystem { dir: dev?.mountpoint.clone(), switch_wal: holds_wal },
+                            format!(
+                                "the filesystem of {name} is filled up{}",
+                                if holds_wal { " (and WAL segment switches are requested)" } else { "" }
+                            ),
+                        )
+                    }
+                    FaultKind::KillServer => {
+                        (FaultAction::KillServer, "the PostgreSQL server is killed (SIGKILL)".into())
+                    }
+                    FaultKind::StopTarget => {
+                        let (_, process) = dev?.helpers.iter().find(|(l, _)| l == "nbdkit")?;
+                        (
+                            FaultAction::KillProcess { label: "nbdkit".into(), process: *process },
+                            format!("the target of {} goes away (nbdkit killed)", f.device.as_deref()?),
+                        )
+                    }
+                    FaultKind::HangClient => (FaultAction::StopClient, "the pgbench client hangs (SIGSTOP)".into()),
+                };
+                Some(Fault { after: f.after, action, description })
+            })
+            .collect()
     }
 
     /// I/O caps for devices that emulate a slower class, by device number.
@@ -687,9 +850,20 @@ impl Session<'_> {
             run_order: runs.iter().map(|r| r.run_id.clone()).collect(),
             planned_cells: runs.iter().map(|r| (r.run_id.clone(), r.cell.clone())).collect(),
             phase_seconds: BTreeMap::new(),
+            resumed_at: vec![],
             kernel_changes: vec![],
             warnings: exp.warnings.clone(),
         };
+        if let Some(prev) = &self.previous {
+            self.manifest.started_at = prev.started_at.clone();
+            self.manifest.resumed_at = prev.resumed_at.clone();
+            self.manifest.resumed_at.push(timestamp::rfc3339(self.started));
+            self.manifest.device_probes = prev.device_probes.clone();
+            self.manifest.warnings.push(format!(
+                "this result set was resumed ({}): the runs after the interruption were made on freshly provisioned devices with a freshly loaded data set",
+                self.manifest.resumed_at.join(", ")
+            ));
+        }
     }
 
     /// Writes the final manifest and renders the report; returns a short text summary.
@@ -814,4 +988,27 @@ fn describe_throttle(t: &BlkioThrottle) -> String {
         t.minor,
         parts.join(", ")
     )
+}
+
+/// Moves run directories without a finished record (an interrupted run) to `interrupted/`,
+/// so that the run is made again and its partial output is kept as evidence.
+fn set_aside_unfinished(results: &ResultsDir, done: &std::collections::HashSet<String>) -> Result<()> {
+    let Ok(rd) = std::fs::read_dir(results.runs_dir()) else { return Ok(()) };
+    for e in rd.flatten() {
+        let id = e.file_name().to_string_lossy().into_owned();
+        let finished = e.path().join("result.json").exists();
+        if done.contains(&id) || !e.path().is_dir() {
+            continue;
+        }
+        let to = results.root.join("interrupted").join(format!("{id}-{}", timestamp::compact(SystemTime::now())));
+        std::fs::create_dir_all(to.parent().expect("has a parent"))?;
+        std::fs::rename(e.path(), &to).with_context(|| format!("set aside {}", e.path().display()))?;
+        eprintln!(
+            "resuming: {} {} is made again (its earlier output is kept in {})",
+            id,
+            if finished { "failed and" } else { "was cut off and" },
+            to.display()
+        );
+    }
+    Ok(())
 }

@@ -26,8 +26,12 @@ enum Command {
     /// Provision the tiers, run the workload matrix, report, tear down.
     Compare {
         /// The experiment file (tiers/*.toml).
-        #[arg(long)]
-        config: PathBuf,
+        #[arg(long, required_unless_present = "resume")]
+        config: Option<PathBuf>,
+        /// Continue an interrupted matrix in this results directory: finished runs are kept, the
+        /// rest are made on freshly provisioned tiers (the configuration must be unchanged).
+        #[arg(long, conflicts_with_all = ["out", "dry_run"])]
+        resume: Option<PathBuf>,
         /// Emulate the devices with RAM-, file- and network-backed block devices, and apply the
         /// file's [emulate] overrides.
         #[arg(long)]
@@ -74,13 +78,13 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Compare { config, emulate, dry_run, out } => {
+        Command::Compare { config, resume, emulate, dry_run, out } => {
             let rt = tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(2)
                 .enable_all()
                 .build()
                 .expect("tokio runtime");
-            rt.block_on(compare::run(compare::Args { config, emulate, dry_run, out }))
+            rt.block_on(compare::run(compare::Args { config, resume, emulate, dry_run, out }))
         }
         Command::Cleanup => cleanup::run(),
         Command::Report { dir, baseline, contender, out } => report_command(dir, baseline, contender, out),

@@ -3,22 +3,13 @@
 //! the CSV rows, the charts, the manifest, and that nothing is left mounted or running. Needs
 //! root; PGTIER_SKIP_ROOT_TESTS=1 skips these tests explicitly where root is not available.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+mod common;
+
+use std::path::PathBuf;
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-fn root_or_skip() -> bool {
-    if nix::unistd::geteuid().is_root() {
-        return true;
-    }
-    if std::env::var("PGTIER_SKIP_ROOT_TESTS").as_deref() == Ok("1") {
-        eprintln!("SKIPPED: needs root (PGTIER_SKIP_ROOT_TESTS=1)");
-        return false;
-    }
-    panic!(
-        "this test provisions real block devices and runs PostgreSQL; run it as root, or set PGTIER_SKIP_ROOT_TESTS=1 to skip it explicitly"
-    );
-}
+use common::*;
 
 const TINY: &str = r#"
 [experiment]
@@ -89,69 +80,8 @@ clients = [2]
 duration = "DURATION"
 "#;
 
-struct Env {
-    dir: tempfile::TempDir,
-}
-
-impl Env {
-    fn new() -> Env {
-        Env { dir: tempfile::Builder::new().prefix("pgtier-it-").tempdir_in("/var/tmp").unwrap() }
-    }
-    fn state(&self) -> PathBuf {
-        self.dir.path().join("state")
-    }
-    fn config(&self, duration: &str) -> PathBuf {
-        let p = self.dir.path().join("tiny.toml");
-        std::fs::write(&p, TINY.replace("DURATION", duration)).unwrap();
-        p
-    }
-    fn xtask(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_xtask"));
-        c.args(args).env("PGTIER_STATE_DIR", self.state());
-        c
-    }
-}
-
-fn text(o: &Output) -> (String, String) {
-    (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
-}
-
-/// Nothing of the run under `state` is mounted, attached or running.
-fn assert_nothing_left(state: &Path) {
-    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
-    let state_s = state.to_string_lossy();
-    assert!(
-        !mounts.contains(state_s.as_ref()),
-        "still mounted:\n{}",
-        mounts.lines().filter(|l| l.contains(state_s.as_ref())).collect::<Vec<_>>().join("\n")
-    );
-    for e in std::fs::read_dir("/sys/block").unwrap().flatten() {
-        if let Ok(b) = std::fs::read_to_string(e.path().join("loop/backing_file")) {
-            assert!(!b.contains(state_s.as_ref()), "loop device {:?} still attached to {b}", e.file_name());
-        }
-    }
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        if let Ok(cmd) = std::fs::read(e.path().join("cmdline")) {
-            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
-            if cmd.contains(state_s.as_ref()) && !cmd.contains("cargo") {
-                panic!("process still running: {cmd}");
-            }
-        }
-    }
-    let journals: Vec<_> = std::fs::read_dir(state.join("journal"))
-        .map(|rd| rd.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
-        .unwrap_or_default();
-    assert!(journals.iter().all(|j| j.ends_with(".closed.jsonl")), "unfinished run records: {journals:?}");
-    let work: Vec<_> = std::fs::read_dir(state.join("work")).map(|rd| rd.flatten().collect()).unwrap_or_default();
-    assert!(work.is_empty(), "work directories left: {work:?}");
-}
-
-fn csv_rows(path: &Path) -> Vec<std::collections::HashMap<String, String>> {
-    let mut r = csv::Reader::from_path(path).unwrap();
-    let headers = r.headers().unwrap().clone();
-    r.records()
-        .map(|rec| headers.iter().zip(rec.unwrap().iter()).map(|(h, v)| (h.to_string(), v.to_string())).collect())
-        .collect()
+fn config(env: &Env, duration: &str) -> PathBuf {
+    env.write("tiny.toml", &TINY.replace("DURATION", duration))
 }
 
 #[test]
@@ -161,7 +91,7 @@ fn tiny_experiment_end_to_end() {
     }
     let env = Env::new();
     let out = env.dir.path().join("results");
-    let cfg = env.config("2s");
+    let cfg = config(&env, "2s");
     let o = env
         .xtask(&["compare", "--config", cfg.to_str().unwrap(), "--emulate", "--out", out.to_str().unwrap()])
         .output()
@@ -243,7 +173,7 @@ fn invalid_file_exits_2_and_touches_nothing() {
 #[test]
 fn dry_run_prints_the_plan_and_touches_nothing() {
     let env = Env::new();
-    let cfg = env.config("2s");
+    let cfg = config(&env, "2s");
     let o = env.xtask(&["compare", "--config", cfg.to_str().unwrap(), "--emulate", "--dry-run"]).output().unwrap();
     assert!(o.status.success());
     let (stdout, _) = text(&o);
@@ -269,7 +199,7 @@ fn interrupt_mid_run_tears_down_and_keeps_finished_runs() {
     }
     let env = Env::new();
     let out = env.dir.path().join("results");
-    let cfg = env.config("4s");
+    let cfg = config(&env, "4s");
     let child = env
         .xtask(&["compare", "--config", cfg.to_str().unwrap(), "--emulate", "--out", out.to_str().unwrap()])
         .stdout(Stdio::piped())

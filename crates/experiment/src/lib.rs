@@ -55,6 +55,31 @@ impl Placement {
     }
 }
 
+/// What a fault does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FaultKind {
+    /// Every I/O of the device fails with EIO (nbdkit's error filter; emulated nbd devices).
+    IoErrors,
+    /// The device's filesystem fills up (a filler file takes the free space).
+    FillDevice,
+    /// The PostgreSQL server is killed (SIGKILL to the postmaster).
+    KillServer,
+    /// The NVMe/TCP target goes away (nbdkit is killed; emulated nbd devices).
+    StopTarget,
+    /// The benchmark client stops responding (SIGSTOP); the watchdog must end the run.
+    HangClient,
+}
+
+/// A fault injected at `after` into the measured interval of run number `run`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FaultSpec {
+    pub run: u32,
+    pub after: Duration,
+    pub kind: FaultKind,
+    pub device: Option<String>,
+}
+
 /// Kernel settings to apply for the run (and restore afterwards).
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct KernelSettings {
@@ -83,6 +108,8 @@ pub struct Experiment {
     pub order: Order,
     /// How long each fio probe job runs per device (zero: no probe).
     pub device_probe: Duration,
+    /// Set by the file: how long a benchmark may outlive its duration before the watchdog acts.
+    pub watchdog_grace: Option<Duration>,
     pub emulated: bool,
     pub bin_dir: Option<PathBuf>,
     pub os_user: String,
@@ -92,6 +119,7 @@ pub struct Experiment {
     pub placements: Vec<Placement>,
     pub workloads: Vec<WorkloadSpec>,
     pub kernel: KernelSettings,
+    pub faults: Vec<FaultSpec>,
     /// Things worth knowing that are not errors.
     pub warnings: Vec<String>,
 }
@@ -595,6 +623,7 @@ impl Validator<'_> {
                 size_bytes: size.unwrap_or(4 << 30),
                 latency,
                 zram_algorithm: e.and_then(|e| e.get_ref().zram_algorithm.clone()).unwrap_or_else(|| "lz4".into()),
+                error_injection: false,
             },
         })
     }
@@ -900,6 +929,7 @@ impl Validator<'_> {
             self.err(span(&raw.experiment), "workload", "the experiment defines no [[workload]]");
         }
         let kernel = self.kernel(raw.kernel.as_ref(), emulate, opts);
+        let faults = self.faults(&raw.fault, &mut devices, opts);
         self.cross_checks(&profiles, &memory_limits, &devices, &placements, &workloads, opts.emulate);
         if !self.errors.is_empty() {
             return None;
@@ -913,6 +943,7 @@ impl Validator<'_> {
             repetitions,
             order,
             device_probe,
+            watchdog_grace: ex.watchdog_grace.as_ref().and_then(|d| self.duration(d, "experiment.watchdog_grace")),
             emulated: opts.emulate,
             bin_dir,
             os_user,
@@ -922,6 +953,7 @@ impl Validator<'_> {
             placements,
             workloads,
             kernel,
+            faults,
             warnings: Vec::new(),
         })
     }
@@ -968,6 +1000,69 @@ impl Validator<'_> {
                 toml::Value::Integer(i) => out.push((k.clone(), i.to_string())),
                 _ => self.err(span(v), format!("{key}.{k}"), "a kernel setting is a string or an integer"),
             }
+        }
+        out
+    }
+
+    fn faults(&mut self, raw: &[Spanned<RawFault>], devices: &mut [DeviceSpec], opts: &LoadOptions) -> Vec<FaultSpec> {
+        let mut out = Vec::new();
+        for (i, f) in raw.iter().enumerate() {
+            let r = f.get_ref();
+            let key = |k: &str| format!("fault[{i}].{k}");
+            let kind = match r.kind.get_ref().as_str() {
+                "io-errors" => FaultKind::IoErrors,
+                "fill-device" => FaultKind::FillDevice,
+                "kill-server" => FaultKind::KillServer,
+                "stop-target" => FaultKind::StopTarget,
+                "hang-client" => FaultKind::HangClient,
+                other => {
+                    self.err(
+                        span(&r.kind),
+                        key("kind"),
+                        format!("unknown fault {other:?}; use io-errors, fill-device, kill-server, stop-target or hang-client"),
+                    );
+                    continue;
+                }
+            };
+            let Some(after) = self.duration(&r.after, &key("after")) else { continue };
+            if *r.run.get_ref() == 0 {
+                self.err(span(&r.run), key("run"), "runs are numbered from 1 in the executed order (see --dry-run)");
+            }
+            let needs_device = matches!(kind, FaultKind::IoErrors | FaultKind::FillDevice | FaultKind::StopTarget);
+            let device = r.device.as_ref().map(|d| d.get_ref().clone());
+            match (&r.device, needs_device) {
+                (None, true) => {
+                    self.err(span(f), key("device"), format!("a {} fault needs `device`", r.kind.get_ref()))
+                }
+                (Some(d), false) => {
+                    self.err(span(d), key("device"), format!("a {} fault takes no device", r.kind.get_ref()))
+                }
+                _ => {}
+            }
+            if let Some(dname) = &device {
+                match devices.iter_mut().find(|x| &x.name == dname) {
+                    None => self.err(
+                        r.device.as_ref().map(|d| d.span()),
+                        key("device"),
+                        format!("no device named {dname:?}"),
+                    ),
+                    Some(dev) => {
+                        if matches!(kind, FaultKind::IoErrors | FaultKind::StopTarget) {
+                            if !opts.emulate || dev.emulation.backing != Backing::Nbd {
+                                self.err(
+                                    span(f),
+                                    key("kind"),
+                                    format!("{} is injected through nbdkit: it needs --emulate and a device with the nbd backing", r.kind.get_ref()),
+                                );
+                            }
+                            if kind == FaultKind::IoErrors {
+                                dev.emulation.error_injection = true;
+                            }
+                        }
+                    }
+                }
+            }
+            out.push(FaultSpec { run: *r.run.get_ref(), after, kind, device });
         }
         out
     }

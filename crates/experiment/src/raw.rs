@@ -22,6 +22,22 @@ pub struct RawFile {
     pub emulate: Option<Spanned<RawEmulate>>,
     #[serde(default)]
     pub kernel: Option<Spanned<RawKernel>>,
+    #[serde(default)]
+    pub fault: Vec<Spanned<RawFault>>,
+}
+
+/// A fault injected into one measured run (fault-handling studies, and pgtier's own tests).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawFault {
+    /// The run, by its position in the executed order (1-based).
+    pub run: Spanned<u32>,
+    /// When, into the measured interval.
+    pub after: Spanned<String>,
+    /// `io-errors`, `fill-device`, `kill-server`, `stop-target` or `hang-client`.
+    pub kind: Spanned<String>,
+    #[serde(default)]
+    pub device: Option<Spanned<String>>,
 }
 
 /// Kernel settings the study changed; applied only when the file asks, restored afterwards.
@@ -56,6 +72,10 @@ pub struct RawExperiment {
     /// Seconds each fio job runs on each device before the matrix (`"0s"` = no probe).
     #[serde(default)]
     pub device_probe: Option<Spanned<String>>,
+    /// How long a benchmark may outlive its duration before the watchdog ends it (default 30s or
+    /// half the duration, whichever is longer).
+    #[serde(default)]
+    pub watchdog_grace: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]

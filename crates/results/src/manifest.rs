@@ -122,6 +122,8 @@ pub struct Manifest {
     pub resolved_config: serde_json::Value,
     pub started_at: String,
     pub finished_at: Option<String>,
+    /// When an interrupted matrix was continued (`compare --resume`), each time.
+    pub resumed_at: Vec<String>,
     pub host: HostFacts,
     pub postgres: PostgresInfo,
     /// Tool -> version line.

@@ -166,6 +166,12 @@ pub struct RunRecord {
     pub finished_at: String,
     pub status: RunStatus,
     pub failure: Option<String>,
+    /// What failed: `server-start`, `server-crash`, `workload`, `watchdog`, `setup`.
+    #[serde(default)]
+    pub failure_kind: Option<String>,
+    /// Faults injected into this run (experiment file `[[fault]]`), as sentences.
+    #[serde(default)]
+    pub faults: Vec<String>,
     pub metrics: Metrics,
     #[serde(default)]
     pub statements: Vec<StatementLatency>,

@@ -109,25 +109,45 @@ pub struct MemoryStats {
     pub page_cache: Option<u64>,
 }
 
+/// Creates `base/rel` one level at a time. `pgtier` (the first level) is shared by every run and
+/// never recorded (it is removed when found empty); deeper levels belong to this run and are
+/// recorded before they are made. Concurrent runs may create or remove `pgtier` meanwhile.
 fn create_dirs(
     journal: &Journal,
     base: &Path,
     rel: &Path,
     records: &mut Vec<RecordId>,
 ) -> Result<PathBuf, RunnerError> {
-    let mut p = base.to_path_buf();
-    for c in rel.components() {
-        p.push(c);
-        if !p.exists() {
-            records.push(
-                journal
-                    .record(Undo::RemoveCgroup { path: p.clone() }, "server cgroup")
-                    .map_err(|e| RunnerError::Setup(e.to_string()))?,
-            );
-            std::fs::create_dir(&p).map_err(|e| RunnerError::Setup(format!("create cgroup {}: {e}", p.display())))?;
+    for _attempt in 0..5 {
+        let mut p = base.to_path_buf();
+        let mut vanished = false;
+        for (depth, c) in rel.components().enumerate() {
+            p.push(c);
+            if p.exists() {
+                continue;
+            }
+            if depth > 0 {
+                records.push(
+                    journal
+                        .record(Undo::RemoveCgroup { path: p.clone() }, "server cgroup")
+                        .map_err(|e| RunnerError::Setup(e.to_string()))?,
+                );
+            }
+            match std::fs::create_dir(&p) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    vanished = true;
+                    break;
+                }
+                Err(e) => return Err(RunnerError::Setup(format!("create cgroup {}: {e}", p.display()))),
+            }
+        }
+        if !vanished {
+            return Ok(p);
         }
     }
-    Ok(p)
+    Err(RunnerError::Setup(format!("create cgroup {}: its parent keeps disappearing", base.join(rel).display())))
 }
 
 fn write(p: &Path, v: &str) -> Result<(), RunnerError> {
@@ -218,10 +238,19 @@ impl ServerCgroup {
         Ok(files)
     }
 
-    /// Removes the directories this cgroup created (its processes must have exited).
+    /// Removes the directories this cgroup created (its processes must have exited), and
+    /// pgtier's top cgroup when no other run uses it any more.
     pub fn remove(self, journal: &Journal) -> Result<(), RunnerError> {
         for id in self.records.iter().rev() {
             journal.undo_now(*id).map_err(RunnerError::Setup)?;
+        }
+        for d in std::iter::once(&self.dir).chain(self.cpu_dir.iter()).chain(self.blkio_dir.iter()) {
+            // <hierarchy>/pgtier/<run>/<server>: the run's directory, then pgtier's, if empty.
+            for up in [d.parent(), d.parent().and_then(Path::parent)].into_iter().flatten() {
+                if up.file_name().is_some_and(|n| n == "pgtier") || up.parent().is_some_and(|p| p.ends_with("pgtier")) {
+                    let _ = std::fs::remove_dir(up);
+                }
+            }
         }
         Ok(())
     }

@@ -26,6 +26,9 @@ pub struct RunnerEnv<'a> {
     pub cancel: Arc<AtomicBool>,
     /// Drop the kernel's page cache before each measured run (needs root).
     pub drop_caches: bool,
+    /// How long a benchmark may outlive its duration before the watchdog kills it (None: 30 s
+    /// or half the duration, whichever is longer).
+    pub watchdog_grace: Option<std::time::Duration>,
     /// I/O caps applied to every server (each only affects I/O to its own device).
     pub throttles: Vec<crate::cgroup::BlkioThrottle>,
 }

@@ -13,6 +13,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 
 use crate::cgroup::ServerCgroup;
 use crate::env::RunnerEnv;
+use crate::faults::{self, Fault, Injected};
 use crate::matrix::{MemoryLimit, PlacementTarget, PlannedRun, Profile, WorkloadKind, WorkloadSpec};
 use crate::pgbench::{self, Progress, RunOptions};
 use crate::pgstats;
@@ -35,6 +36,8 @@ pub struct RunInputs<'a> {
     pub profile: &'a Profile,
     pub memory: &'a MemoryLimit,
     pub results: &'a ResultsDir,
+    /// Faults to inject into the measured interval.
+    pub faults: &'a [Fault],
 }
 
 /// Makes one run. Failures of the run itself (the server does not start, pgbench fails) give a
@@ -47,13 +50,20 @@ pub async fn execute_run(
     let run_dir = inp.results.run_dir(&inp.planned.run_id);
     std::fs::create_dir_all(&run_dir).map_err(|e| RunnerError::Setup(format!("mkdir {}: {e}", run_dir.display())))?;
     let started_at = timestamp::now_rfc3339();
-    let mut record = base_record(inp, started_at);
+    let mut record = base_record(inp.planned, inp.workload, started_at);
     match measure(env, inp, &run_dir, &mut record, obs).await {
         Ok(()) => {}
         Err(RunnerError::Cancelled) => return Err(RunnerError::Cancelled),
         Err(e) => {
             record.status = RunStatus::Failed;
-            record.failure = Some(e.to_string());
+            let mut why = e.to_string();
+            let excerpt = log_excerpt(&run_dir.join("postgres.log"));
+            if !excerpt.is_empty() {
+                why.push_str(&format!("; server log: {excerpt}"));
+            }
+            record.failure = Some(why);
+            record.failure_kind.get_or_insert_with(|| "setup".into());
+            save_kernel_messages(&run_dir.join("dmesg.txt"));
         }
     }
     record.finished_at = timestamp::now_rfc3339();
@@ -64,25 +74,27 @@ pub async fn execute_run(
     Ok(record)
 }
 
-fn base_record(inp: &RunInputs, started_at: String) -> RunRecord {
-    let (kind, script) = match &inp.workload.kind {
+fn base_record(planned: &PlannedRun, workload: &WorkloadSpec, started_at: String) -> RunRecord {
+    let (kind, script) = match &workload.kind {
         WorkloadKind::Pgbench(p) => ("pgbench", p.builtin.as_str()),
     };
     RunRecord {
-        run_id: inp.planned.run_id.clone(),
-        sequence: inp.planned.sequence,
-        cell: inp.planned.cell.clone(),
-        repetition: inp.planned.repetition,
+        run_id: planned.run_id.clone(),
+        sequence: planned.sequence,
+        cell: planned.cell.clone(),
+        repetition: planned.repetition,
         workload_kind: kind.into(),
         script: script.into(),
-        threads: inp.planned.threads,
-        scale: inp.workload.scale(),
-        duration_s: inp.workload.duration.as_secs_f64(),
-        ramp_up_s: inp.workload.ramp_up.as_secs_f64(),
+        threads: planned.threads,
+        scale: workload.scale(),
+        duration_s: workload.duration.as_secs_f64(),
+        ramp_up_s: workload.ramp_up.as_secs_f64(),
         started_at,
         finished_at: String::new(),
         status: RunStatus::Ok,
         failure: None,
+        failure_kind: None,
+        faults: vec![],
         metrics: Metrics::default(),
         statements: vec![],
         series: vec![],
@@ -98,6 +110,16 @@ fn base_record(inp: &RunInputs, started_at: String) -> RunRecord {
         raw_files: vec![],
         warnings: vec![],
     }
+}
+
+/// The record of a run that was not made (its placement became unusable), with the reason.
+pub fn not_run(planned: &PlannedRun, workload: &WorkloadSpec, reason: &str) -> RunRecord {
+    let now = timestamp::now_rfc3339();
+    let mut r = base_record(planned, workload, now.clone());
+    r.finished_at = now;
+    r.status = RunStatus::Failed;
+    r.failure = Some(reason.to_string());
+    r
 }
 
 fn list_files(dir: &Path) -> Vec<String> {
@@ -117,43 +139,18 @@ async fn measure(
     record: &mut RunRecord,
     obs: &mut dyn Observer,
 ) -> Result<(), RunnerError> {
-    let p = inp.planned;
-    let mut settings = inp.profile.settings.clone();
-    settings.extend(inp.memory.settings.clone());
-    if inp.placement.tablespaces.contains_key("temp") {
-        settings.insert("temp_tablespaces".into(), crate::matrix::tablespace_name("temp"));
-    }
-    server::write_config(&inp.placement.data_dir, env.port, &env.socket_dir, &settings, env.user.uid, env.user.gid)?;
-    let cgroup = match (&env.cgroups, p.memory_limit) {
-        (Some(h), limit) => {
-            Some(ServerCgroup::create(env.journal, h, &env.run_token, &p.run_id, limit, &env.throttles)?)
-        }
-        (None, _) if !env.throttles.is_empty() => {
-            return Err(RunnerError::Setup("an I/O throttle needs cgroups, and this machine has none".into()));
-        }
-        (None, Some(_)) => {
-            return Err(RunnerError::Setup(
-                "a memory limit needs a cgroup memory controller, and this machine has none".into(),
-            ));
-        }
-        (None, None) => None,
-    };
-    let srv = Server::start(
-        &env.install,
-        &env.user,
-        env.journal,
-        &inp.placement.data_dir,
-        &env.socket_dir,
-        env.port,
-        cgroup,
-        &run_dir.join("postgres.log"),
-    )
-    .await;
+    let srv = start_server(env, inp, run_dir).await;
     let mut srv = match srv {
         Ok(s) => s,
-        Err(e) => return Err(e),
+        Err(e) => {
+            record.failure_kind = Some("server-start".into());
+            return Err(e);
+        }
     };
     let outcome = measure_on(env, inp, run_dir, record, obs, &mut srv).await;
+    if outcome.is_err() && record.failure_kind.is_none() {
+        record.failure_kind = Some(if srv.is_running() { "workload" } else { "server-crash" }.into());
+    }
     let cgroup = srv.cgroup.take();
     if let Some(c) = &cgroup {
         let m = c.memory();
@@ -175,6 +172,43 @@ async fn measure(
     }
     outcome?;
     stopped
+}
+
+/// Writes the server's configuration, makes its cgroup and starts it. Any failure here means
+/// the placement cannot run a server ("server-start").
+async fn start_server(env: &RunnerEnv<'_>, inp: &RunInputs<'_>, run_dir: &Path) -> Result<Server, RunnerError> {
+    let p = inp.planned;
+    let mut settings = inp.profile.settings.clone();
+    settings.extend(inp.memory.settings.clone());
+    if inp.placement.tablespaces.contains_key("temp") {
+        settings.insert("temp_tablespaces".into(), crate::matrix::tablespace_name("temp"));
+    }
+    server::write_config(&inp.placement.data_dir, env.port, &env.socket_dir, &settings, env.user.uid, env.user.gid)?;
+    let cgroup = match (&env.cgroups, p.memory_limit) {
+        (Some(h), limit) => {
+            Some(ServerCgroup::create(env.journal, h, &env.run_token, &p.run_id, limit, &env.throttles)?)
+        }
+        (None, _) if !env.throttles.is_empty() => {
+            return Err(RunnerError::Setup("an I/O throttle needs cgroups, and this machine has none".into()));
+        }
+        (None, Some(_)) => {
+            return Err(RunnerError::Setup(
+                "a memory limit needs a cgroup memory controller, and this machine has none".into(),
+            ));
+        }
+        (None, None) => None,
+    };
+    Server::start(
+        &env.install,
+        &env.user,
+        env.journal,
+        &inp.placement.data_dir,
+        &env.socket_dir,
+        env.port,
+        cgroup,
+        &run_dir.join("postgres.log"),
+    )
+    .await
 }
 
 async fn measure_on(
@@ -218,7 +252,8 @@ async fn measure_on(
     let mut expected_tps = 5_000.0;
     if !inp.workload.ramp_up.is_zero() {
         let cmd = pgbench::run_command(&env.install.bin_dir, &target, &options);
-        let out = run_pgbench(env, &cmd, &run_dir.join("rampup"), obs, true).await?;
+        let watch = Watch { duration: inp.workload.ramp_up, faults: &[], server: Some(srv.process) };
+        let out = run_pgbench(env, &cmd, &run_dir.join("rampup"), obs, true, watch).await?;
         if !out.success {
             return Err(RunnerError::Workload(format!("ramp-up pgbench failed: {}", out.stderr_tail())));
         }
@@ -242,7 +277,8 @@ async fn measure_on(
     let wall0 = std::time::Instant::now();
     let started = SystemTime::now();
     let sampler = Sampler::start(inp.placement.devices.clone(), Duration::from_secs(1));
-    let out = run_pgbench(env, &cmd, &run_dir.join("pgbench"), obs, false).await;
+    let watch = Watch { duration: inp.workload.duration, faults: inp.faults, server: Some(srv.process) };
+    let out = run_pgbench(env, &cmd, &run_dir.join("pgbench"), obs, false, watch).await;
     let sampled = sampler.finish();
     let ended = SystemTime::now();
     let wall = wall0.elapsed().as_secs_f64();
@@ -252,6 +288,11 @@ async fn measure_on(
         _ => 0.0,
     };
     let out = out?;
+    record.faults = out.injected.clone();
+    if let Some(w) = &out.watchdog {
+        record.failure_kind = Some("watchdog".into());
+        return Err(RunnerError::Workload(w.clone()));
+    }
     if let Ok(after) = pgstats::snapshot(&client).await {
         record.postgres = Some(pgstats::delta(&before, &after));
     }
@@ -330,6 +371,10 @@ pub struct PgbenchOutput {
     pub stdout: String,
     pub stderr: String,
     pub progress: Vec<Progress>,
+    /// Set when the watchdog killed pgbench.
+    pub watchdog: Option<String>,
+    /// Faults injected during the run, as sentences.
+    pub injected: Vec<String>,
 }
 
 impl PgbenchOutput {
@@ -347,6 +392,7 @@ pub async fn run_pgbench(
     prefix: &Path,
     obs: &mut dyn Observer,
     ramp_up: bool,
+    watch: Watch<'_>,
 ) -> Result<PgbenchOutput, RunnerError> {
     let with_ext = |ext: &str| -> PathBuf { PathBuf::from(format!("{}.{ext}", prefix.display())) };
     let stdout_file = std::fs::File::create(with_ext("stdout")).map_err(|e| RunnerError::Setup(e.to_string()))?;
@@ -373,6 +419,13 @@ pub async fn run_pgbench(
     let mut stderr_text = String::new();
     let mut progress = Vec::new();
     let mut lines = BufReader::new(child.stderr.take().expect("piped")).lines();
+    let started = std::time::Instant::now();
+    // The watchdog: a run that outlives its duration by this much is hung, and is killed.
+    let limit = watch.duration + env.watchdog_grace.unwrap_or(Duration::from_secs(30).max(watch.duration / 2));
+    let mut fired = vec![false; watch.faults.len()];
+    let mut injected = Injected::default();
+    let client = child.id();
+    let mut hung = false;
     loop {
         tokio::select! {
             line = lines.next_line() => match line {
@@ -386,24 +439,61 @@ pub async fn run_pgbench(
                 }
                 _ => break,
             },
-            _ = tokio::time::sleep(Duration::from_millis(200)) => {
+            _ = tokio::time::sleep(Duration::from_millis(100)) => {
                 if env.cancelled() {
                     let _ = child.start_kill();
                     let _ = child.wait().await;
                     std::fs::write(with_ext("stderr"), &stderr_text).ok();
                     if let Some(r) = record { let _ = env.journal.release(r); }
+                    injected.revert(env.journal);
                     return Err(RunnerError::Cancelled);
+                }
+                let elapsed = started.elapsed();
+                for (i, f) in watch.faults.iter().enumerate() {
+                    if !fired[i] && elapsed >= f.after {
+                        fired[i] = true;
+                        let at = elapsed.as_secs_f64();
+                        if let Err(e) = faults::fire(f, env.journal, watch.server, client, &mut injected, at) {
+                            injected.log.push(format!("at {at:.1} s: could not inject {}: {e}", f.description));
+                        }
+                        if let faults::FaultAction::FillFilesystem { switch_wal: true, .. } = f.action {
+                            tokio::spawn(switch_wal_segments(env.socket_dir.clone(), env.port));
+                        }
+                        obs.note(&format!("fault injected: {}", injected.log.last().map(String::as_str).unwrap_or("")));
+                    }
+                }
+                if elapsed > limit {
+                    hung = true;
+                    let _ = child.start_kill();
+                    break;
                 }
             }
         }
     }
     let status = child.wait().await.map_err(|e| RunnerError::Setup(e.to_string()))?;
+    let injected = injected.revert(env.journal);
     if let Some(r) = record {
         let _ = env.journal.release(r);
     }
     std::fs::write(with_ext("stderr"), &stderr_text).map_err(|e| RunnerError::Setup(e.to_string()))?;
     let stdout = std::fs::read_to_string(with_ext("stdout")).unwrap_or_default();
-    Ok(PgbenchOutput { success: status.success(), stdout, stderr: stderr_text, progress })
+    let watchdog = hung.then(|| {
+        format!(
+            "pgbench did not finish within {} s of a {} s run and was killed by the watchdog (hung client or stalled storage)",
+            limit.as_secs(),
+            watch.duration.as_secs()
+        )
+    });
+    Ok(PgbenchOutput { success: status.success() && !hung, stdout, stderr: stderr_text, progress, watchdog, injected })
+}
+
+/// What to watch while pgbench runs: its duration (for the watchdog), faults to inject, and
+/// the server they may target.
+#[derive(Clone, Copy)]
+pub struct Watch<'a> {
+    pub duration: Duration,
+    pub faults: &'a [Fault],
+    pub server: Option<ProcessId>,
 }
 
 /// A sampling rate pgbench prints back unchanged (4 significant digits).
@@ -414,4 +504,54 @@ fn round_rate(r: f64) -> f64 {
     let digits = (-r.log10()).ceil() as i32 + 3;
     let f = 10f64.powi(digits);
     (r * f).round() / f
+}
+
+/// The server log lines that explain a failure (PANIC, FATAL, ERROR, crashes), last few.
+pub fn log_excerpt(log: &Path) -> String {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let hits: Vec<&str> = text
+        .lines()
+        .filter(|l| {
+            ["PANIC", "FATAL", "ERROR", "terminated by signal", "No space left", "Input/output error", "could not"]
+                .iter()
+                .any(|k| l.contains(k))
+        })
+        .collect();
+    hits[hits.len().saturating_sub(6)..].join(" | ")
+}
+
+/// Keeps the kernel's recent messages (I/O errors, XFS shutdowns) next to a failed run.
+fn save_kernel_messages(to: &Path) {
+    let text = match CommandLine::new("dmesg").output(Some(Duration::from_secs(10))) {
+        Ok(o) if o.status == 0 => {
+            let lines: Vec<&str> = o.stdout.lines().collect();
+            lines[lines.len().saturating_sub(200)..].join("\n")
+        }
+        Ok(o) => format!("dmesg exited with {}: {}", o.status, o.stderr.trim()),
+        Err(e) => format!("dmesg could not run: {e}"),
+    };
+    let _ = std::fs::write(to, text);
+}
+
+/// Asks the server for WAL segment switches (errors ignored: the server may be failing).
+async fn switch_wal_segments(socket_dir: PathBuf, port: u16) {
+    let Ok((client, conn)) = tokio_postgres::Config::new()
+        .host_path(&socket_dir)
+        .port(port)
+        .user(server::DB_ROLE)
+        .dbname(DATABASE)
+        .connect(tokio_postgres::NoTls)
+        .await
+    else {
+        return;
+    };
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    for _ in 0..40 {
+        if client.batch_execute("SELECT pg_switch_wal()").await.is_err() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }

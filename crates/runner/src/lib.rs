@@ -7,6 +7,7 @@ pub mod cgroup;
 pub mod dataset;
 pub mod env;
 pub mod execute;
+pub mod faults;
 pub mod install;
 pub mod matrix;
 pub mod pgbench;

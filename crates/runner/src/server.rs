@@ -202,7 +202,21 @@ impl Server {
             log: log.to_path_buf(),
             cgroup,
         };
-        server.wait_ready(Duration::from_secs(120)).await?;
+        if let Err(e) = server.wait_ready(Duration::from_secs(120)).await {
+            // Leave nothing behind: stop what started and remove its cgroup.
+            let cgroup = server.cgroup.take();
+            let _ = server.stop(journal).await;
+            if let Some(c) = cgroup {
+                for _ in 0..50 {
+                    if c.pids().is_empty() {
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                let _ = c.remove(journal);
+            }
+            return Err(e);
+        }
         Ok(server)
     }
 

@@ -37,7 +37,7 @@ pub fn package_of(program: &str) -> &'static str {
         "mkfs.xfs" | "xfs_info" | "xfs_io" => "xfsprogs",
         "ip" => "iproute2",
         "nbdkit" => "nbdkit",
-        "nbdfuse" => "nbdfuse",
+        "nbdfuse" => "libnbd-bin",
         "nbdinfo" => "libnbd-bin",
         "fusermount3" => "fuse3",
         "parted" => "parted",
@@ -147,6 +147,12 @@ fn mkfs_template(d: &DeviceSpec, device: Value, force: bool, skip_discard: bool)
     // Wiping is the experiment file's decision (allow_wipe), not an mkfs option's.
     let options = d.mkfs_options.iter().filter(|o| !matches!(o.as_str(), "-f" | "--force"));
     t.lits(options.cloned()).lits(["-L", &label(&d.name)]).val(device)
+}
+
+/// While this file exists, nbdkit's error filter fails every I/O of the device with EIO (only
+/// for devices emulated with `error_injection`).
+pub fn error_file(ctx: &PlanContext, device: &str) -> PathBuf {
+    ctx.work_dir.join("faults").join(format!("{device}.inject-errors"))
 }
 
 /// XFS labels are at most 12 characters.
@@ -301,6 +307,24 @@ fn emulated_device(plan: &mut Plan, d: &DeviceSpec, index: usize, ctx: &PlanCont
             let port = 10809u16;
             let mut nbdkit =
                 Template::new("nbdkit").lits(["--foreground", "--ipaddr", &target_ip, "--port", &port.to_string()]);
+            if e.error_injection {
+                let faults = ctx.work_dir.join("faults");
+                plan.push(
+                    name,
+                    Action::MakeDir { path: faults.clone(), mode: 0o700, remove_on_teardown: false },
+                    "switches for injected faults",
+                );
+                nbdkit = nbdkit.lit("--filter=error");
+            }
+            let error_args: Vec<String> = if e.error_injection {
+                vec![
+                    "error=EIO".into(),
+                    "error-rate=100%".into(),
+                    format!("error-file={}", error_file(ctx, &d.name).display()),
+                ]
+            } else {
+                vec![]
+            };
             let delay = e.latency.and_then(EmulatedDelay::for_latency);
             match delay {
                 None => nbdkit = nbdkit.lit("file").lit(img.display().to_string()),
@@ -330,6 +354,7 @@ fn emulated_device(plan: &mut Plan, d: &DeviceSpec, index: usize, ctx: &PlanCont
                         .lit(format!("delay_us={us}"));
                 }
             }
+            nbdkit = nbdkit.lits(error_args);
             plan.push(
                 name,
                 Action::StartDaemon {

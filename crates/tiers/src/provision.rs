@@ -56,6 +56,8 @@ pub struct ProvisionedDevice {
     pub mountpoint: PathBuf,
     pub mount: MountCheck,
     pub facts: DeviceFacts,
+    /// Helper processes behind the device (nbdkit, nbdfuse), by label.
+    pub helpers: Vec<(String, journal::ProcessId)>,
 }
 
 /// A command the executor ran, with its output (secrets redacted).
@@ -123,6 +125,7 @@ pub fn execute(
         commands: Vec::new(),
         mounts: HashMap::new(),
         ndctl_cache: None,
+        helpers: HashMap::new(),
     };
     for (i, step) in plan.steps.iter().enumerate() {
         let n = i + 1;
@@ -178,6 +181,7 @@ pub fn execute(
             mountpoint,
             mount,
             facts,
+            helpers: ex.helpers.remove(&d.name).unwrap_or_default(),
         });
     }
     Ok(Provisioned { devices, commands: ex.commands, seconds: started.elapsed().as_secs_f64() })
@@ -233,6 +237,8 @@ struct Executor<'a> {
     mounts: HashMap<PathBuf, MountCheck>,
     /// `ndctl list -N` as last read; dropped whenever a command may have changed it.
     ndctl_cache: Option<Vec<ndctl::PmemNamespace>>,
+    /// Helper processes started, by device.
+    helpers: HashMap<String, Vec<(String, journal::ProcessId)>>,
 }
 
 /// A command ready to run: secrets are placeholders in `cmd` (the only form ever shown or
@@ -412,6 +418,9 @@ impl Executor<'_> {
                     Undo::StopProcess { label: label.clone(), process, signal: "TERM".into(), grace_ms: 5000 },
                     label,
                 )?;
+                if let Some(d) = &step.device {
+                    self.helpers.entry(d.clone()).or_default().push(("nbdkit".into(), process));
+                }
                 self.commands.push(ExecutedCommand {
                     step: n,
                     command: format!("{shown} &"),
@@ -437,6 +446,9 @@ impl Executor<'_> {
                 let spec = DaemonSpec { label: "nbdfuse".into(), command: cmd, netns: None, log: log.clone() };
                 let process = self.sys.spawn(&spec).map_err(|e| format!("start {shown}: {e}"))?;
                 self.record(Undo::StopFuse { mountpoint: mountpoint.clone(), process }, "nbdfuse")?;
+                if let Some(d) = &step.device {
+                    self.helpers.entry(d.clone()).or_default().push(("nbdfuse".into(), process));
+                }
                 self.commands.push(ExecutedCommand {
                     step: n,
                     command: format!("{shown} &"),

@@ -170,6 +170,9 @@ pub struct Emulation {
     pub latency: Option<Duration>,
     /// zram compression algorithm.
     pub zram_algorithm: String,
+    /// Put nbdkit's error filter in front of the device (nbd backing): I/O fails with EIO while
+    /// the device's error file exists, so a fault can be switched on mid-run.
+    pub error_injection: bool,
 }
 
 /// One device of an experiment.

@@ -1,0 +1,105 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// True when running as root; otherwise fails the test with the reason, unless
+/// PGTIER_SKIP_ROOT_TESTS=1 asks to skip it explicitly.
+pub fn root_or_skip() -> bool {
+    if nix::unistd::geteuid().is_root() {
+        return true;
+    }
+    if std::env::var("PGTIER_SKIP_ROOT_TESTS").as_deref() == Ok("1") {
+        eprintln!("SKIPPED: needs root (PGTIER_SKIP_ROOT_TESTS=1)");
+        return false;
+    }
+    panic!(
+        "this test provisions real block devices and runs PostgreSQL; run it as root, or set PGTIER_SKIP_ROOT_TESTS=1 to skip it explicitly"
+    );
+}
+
+/// A private state directory (journals, work directories) and scratch space for one test.
+pub struct Env {
+    pub dir: tempfile::TempDir,
+}
+
+impl Env {
+    pub fn new() -> Env {
+        Env { dir: tempfile::Builder::new().prefix("pgtier-it-").tempdir_in("/var/tmp").unwrap() }
+    }
+    pub fn state(&self) -> PathBuf {
+        self.dir.path().join("state")
+    }
+    pub fn write(&self, name: &str, contents: &str) -> PathBuf {
+        let p = self.dir.path().join(name);
+        std::fs::write(&p, contents).unwrap();
+        p
+    }
+    pub fn xtask(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_xtask"));
+        c.args(args).env("PGTIER_STATE_DIR", self.state());
+        c
+    }
+}
+
+pub fn text(o: &Output) -> (String, String) {
+    (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
+}
+
+/// Nothing of the runs under `state` is mounted, attached or running, and every run record is
+/// closed.
+pub fn assert_nothing_left(state: &Path) {
+    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
+    let state_s = state.to_string_lossy();
+    assert!(
+        !mounts.contains(state_s.as_ref()),
+        "still mounted:\n{}",
+        mounts.lines().filter(|l| l.contains(state_s.as_ref())).collect::<Vec<_>>().join("\n")
+    );
+    for e in std::fs::read_dir("/sys/block").unwrap().flatten() {
+        if let Ok(b) = std::fs::read_to_string(e.path().join("loop/backing_file")) {
+            assert!(!b.contains(state_s.as_ref()), "loop device {:?} still attached to {b}", e.file_name());
+        }
+    }
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        if let Ok(cmd) = std::fs::read(e.path().join("cmdline")) {
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            if cmd.contains(state_s.as_ref()) && !cmd.contains("cargo") {
+                panic!("process still running: {cmd}");
+            }
+        }
+    }
+    let journals: Vec<_> = std::fs::read_dir(state.join("journal"))
+        .map(|rd| rd.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default();
+    assert!(journals.iter().all(|j| j.ends_with(".closed.jsonl")), "unfinished run records: {journals:?}");
+    let work: Vec<_> = std::fs::read_dir(state.join("work")).map(|rd| rd.flatten().collect()).unwrap_or_default();
+    assert!(work.is_empty(), "work directories left: {work:?}");
+    let cgroups: Vec<_> = [
+        "/sys/fs/cgroup/memory/pgtier",
+        "/sys/fs/cgroup/cpuacct/pgtier",
+        "/sys/fs/cgroup/blkio/pgtier",
+        "/sys/fs/cgroup/pgtier",
+    ]
+    .iter()
+    .flat_map(|d| std::fs::read_dir(d).into_iter().flatten().flatten())
+    .filter(|e| {
+        std::fs::read_dir(state.join("journal")).into_iter().flatten().flatten().any(|j| {
+            let name = j.file_name().to_string_lossy().replace(".closed.jsonl", "");
+            e.file_name().to_string_lossy() == name
+        })
+    })
+    .map(|e| e.path())
+    .collect();
+    assert!(cgroups.is_empty(), "cgroups left: {cgroups:?}");
+}
+
+pub fn csv_rows(path: &Path) -> Vec<HashMap<String, String>> {
+    let mut r = csv::Reader::from_path(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let headers = r.headers().unwrap().clone();
+    r.records()
+        .map(|rec| headers.iter().zip(rec.unwrap().iter()).map(|(h, v)| (h.to_string(), v.to_string())).collect())
+        .collect()
+}
