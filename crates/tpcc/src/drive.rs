@@ -489,7 +489,8 @@ async fn virtual_user(mut ctx: VuContext, mut terminal: Terminal) -> VuStats {
     let mut stats = VuStats::new();
     let mut conn: Option<(deadpool_postgres::Object, Prepared)> = None;
     loop {
-        if *ctx.stop.borrow() {
+        // Stop when told to, or when `run` was dropped (the sender is gone).
+        if *ctx.stop.borrow() || ctx.stop.has_changed().is_err() {
             break;
         }
         let kind = terminal.next_kind();
