@@ -183,6 +183,7 @@ pub async fn run(args: Args) -> ExitCode {
         eprintln!("error: {e:#}");
     }
     // The report covers whatever finished, also after a failure or an interruption.
+    eprintln!("reporting: tables, charts and report.md in {}", results_dir.display());
     let rendered = session.finish_report(finished_ok);
     if !report.is_clean() {
         eprintln!("error: teardown left {} thing(s) in place: {}", report.failed.len(), report.failed.join("; "));
