@@ -253,3 +253,36 @@ fn resume_refuses_a_changed_configuration() {
     assert!(stderr.contains("configuration changed") && stderr.contains("duration"), "{stderr}");
     assert_nothing_left(&env.state());
 }
+
+#[test]
+fn cleanup_after_every_process_of_the_run_died() {
+    if !root_or_skip() {
+        return;
+    }
+    // As after a crash of everything: the harness, the server, pgbench, nbdkit and nbdfuse are
+    // all SIGKILLed; mounts, loop devices, zram, namespaces and cgroups remain.
+    let env = Env::new();
+    let out = env.dir.path().join("results");
+    let mut r = Running::start(&env, &out, &[]);
+    r.wait_for("[2/4] 0002-b-rw-c2-r1: starting");
+    r.wait_for("measuring");
+    r.signal(Signal::SIGKILL);
+    let _ = r.finish();
+    let state = env.state().to_string_lossy().into_owned();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else { continue };
+        let cmd = std::fs::read(e.path().join("cmdline"))
+            .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+            .unwrap_or_default();
+        let is_ours = cmd.contains(&state) && !cmd.contains("cargo");
+        let is_backend = std::fs::read_link(e.path().join("cwd")).is_ok_and(|c| c.to_string_lossy().contains(&state));
+        if is_ours || is_backend {
+            let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+        }
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let o = env.xtask(&["cleanup"]).output().unwrap();
+    let (stdout, stderr) = text(&o);
+    assert!(o.status.success(), "{stdout}\n{stderr}");
+    assert_nothing_left(&env.state());
+}

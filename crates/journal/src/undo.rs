@@ -19,8 +19,14 @@ pub enum Undo {
     Unmount { target: PathBuf },
     /// Detach every loop device whose backing file is `backing_file`.
     DetachLoop { backing_file: PathBuf },
-    /// Reset and remove the zram device `/dev/zram{id}` (created by `hot_add`).
-    RemoveZram { id: u32 },
+    /// Reset and remove the zram device `/dev/zram{id}` (created by `hot_add`) — unless the
+    /// machine restarted since (`boot_id` differs): then that device is gone and the number may
+    /// belong to someone else's.
+    RemoveZram {
+        id: u32,
+        #[serde(default)]
+        boot_id: Option<String>,
+    },
     /// Stop a process: `signal`, then SIGKILL after `grace_ms`.
     StopProcess { label: String, process: ProcessId, signal: String, grace_ms: u64 },
     /// Unmount a FUSE mount (`fusermount3 -u`) and wait for its daemon to exit.
@@ -50,7 +56,7 @@ impl fmt::Display for Undo {
             Undo::DetachLoop { backing_file } => {
                 write!(f, "detach loop devices backed by {}", backing_file.display())
             }
-            Undo::RemoveZram { id } => write!(f, "reset and remove /dev/zram{id}"),
+            Undo::RemoveZram { id, .. } => write!(f, "reset and remove /dev/zram{id}"),
             Undo::StopProcess { label, process, signal, .. } => {
                 write!(f, "stop {label} (pid {}) with SIG{signal}", process.pid)
             }
@@ -88,7 +94,12 @@ impl Undo {
         match self {
             Undo::Unmount { target } => unmount(target),
             Undo::DetachLoop { backing_file } => detach_loops(backing_file),
-            Undo::RemoveZram { id } => remove_zram(*id),
+            Undo::RemoveZram { id, boot_id } => {
+                if boot_id.as_ref().is_some_and(|b| Some(b) != current_boot_id().as_ref()) {
+                    return Ok(Outcome::NothingLeft);
+                }
+                remove_zram(*id)
+            }
             Undo::StopProcess { process, signal, grace_ms, label } => {
                 if !process.is_alive() {
                     process.wait_gone(Duration::ZERO);
@@ -351,4 +362,9 @@ fn loops_under(dir: &Path) -> Vec<PathBuf> {
         }
     }
     found
+}
+
+/// This boot's identity (changes at every restart).
+pub fn current_boot_id() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok().map(|s| s.trim().to_string())
 }

@@ -374,7 +374,7 @@ impl Executor<'_> {
                     .read_to_string(Path::new("/sys/class/zram-control/hot_add"))
                     .map_err(|e| format!("read /sys/class/zram-control/hot_add (is the zram module loaded?): {e}"))?;
                 let id: u32 = id_text.trim().parse().map_err(|_| format!("hot_add printed {id_text:?}"))?;
-                self.record(Undo::RemoveZram { id }, bind)?;
+                self.record(Undo::RemoveZram { id, boot_id: journal::undo::current_boot_id() }, bind)?;
                 let sys_dir = PathBuf::from(format!("/sys/block/zram{id}"));
                 if let Err(e) = self.sys.write(&sys_dir.join("comp_algorithm"), algorithm) {
                     on_event(Event::Note(format!(
