@@ -163,7 +163,18 @@ pub async fn run(args: Args) -> ExitCode {
         ctx: ctx.clone(),
         phases: BTreeMap::new(),
     };
-    let outcome = session.go(&plan).await;
+    // A panic inside the run must not skip teardown: it becomes an error like any other.
+    let outcome = match futures_util::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(session.go(&plan))).await {
+        Ok(r) => r,
+        Err(panic) => Err(anyhow!(
+            "internal error (a bug in pgtier): {}",
+            panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default()
+        )),
+    };
 
     // Teardown, whatever happened.
     interrupts.tearing_down.store(true, Ordering::SeqCst);
@@ -184,7 +195,8 @@ pub async fn run(args: Args) -> ExitCode {
     }
     // The report covers whatever finished, also after a failure or an interruption.
     eprintln!("reporting: tables, charts and report.md in {}", results_dir.display());
-    let rendered = session.finish_report(finished_ok);
+    let rendered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| session.finish_report(finished_ok)))
+        .unwrap_or_else(|_| Err(anyhow!("internal error while rendering the report (a bug in pgtier)")));
     if !report.is_clean() {
         eprintln!("error: teardown left {} thing(s) in place: {}", report.failed.len(), report.failed.join("; "));
         eprintln!("Run `cargo xtask cleanup` to retry; the run record is {}", journal.path().display());
@@ -374,7 +386,15 @@ fn print_dry_run(
     for w in &matrix.workloads {
         let d = w.dataset(&matrix.tablespace_roles());
         if !seen.contains(&d) {
-            println!("- {}: pgbench -i -s {}", d.key(), w.scale());
+            match &w.kind {
+                runner::matrix::WorkloadKind::Pgbench(_) => println!("- {}: pgbench -i -s {}", d.key(), w.scale()),
+                runner::matrix::WorkloadKind::Tpcc(t) => println!(
+                    "- {}: TPC-C, {} warehouses, {} parallel binary-COPY loaders, then keys, indexes, VACUUM ANALYZE",
+                    d.key(),
+                    t.warehouses,
+                    t.load_workers
+                ),
+            }
             seen.push(d);
         }
     }
@@ -385,15 +405,22 @@ fn print_dry_run(
     );
     for r in runs {
         let w = &matrix.workloads[r.workload];
-        let runner::matrix::WorkloadKind::Pgbench(p) = &w.kind;
+        let what = match &w.kind {
+            runner::matrix::WorkloadKind::Pgbench(p) => format!(
+                "pgbench --builtin={} -c {} -j {} -T {} -P 1{}",
+                p.builtin.as_str(),
+                r.clients,
+                r.threads,
+                w.duration.as_secs(),
+                if p.per_statement { " -r" } else { "" }
+            ),
+            runner::matrix::WorkloadKind::Tpcc(t) => {
+                format!("TPC-C {} with {} virtual users for {} s", t.script(), r.clients, w.duration.as_secs())
+            }
+        };
         println!(
-            "{}  pgbench --builtin={} -c {} -j {} -T {} -P 1{}  (ramp-up {} s, memory {}, profile {})",
+            "{}  {what}  (ramp-up {} s, memory {}, profile {})",
             r.run_id,
-            p.builtin.as_str(),
-            r.clients,
-            r.threads,
-            w.duration.as_secs(),
-            if p.per_statement { " -r" } else { "" },
             w.ramp_up.as_secs(),
             r.cell.memory_limit,
             r.cell.profile
@@ -883,10 +910,11 @@ impl Session<'_> {
         let mut text = String::new();
         text.push_str(&format!(
             "{:<16} {:<14} {:>7} {:>12} {:>8} {:>26} {:>11}\n",
-            "placement", "workload", "clients", "tps", "cv%", "tps change [95% CI]", "latency ms"
+            "placement", "workload", "clients", "tps|NOPM", "cv%", "change [95% CI]", "latency ms"
         ));
         for c in &summary.cells {
-            let delta = match (&c.tps_delta, c.is_baseline) {
+            let (head, head_delta, _) = c.headline();
+            let delta = match (&head_delta, c.is_baseline) {
                 (_, true) => "baseline".to_string(),
                 (Some(d), _) if d.has_interval() => format!(
                     "{:+.1}% [{:+.1},{:+.1}]{}",
@@ -900,7 +928,7 @@ impl Session<'_> {
             };
             text.push_str(&format!(
                 "{:<16} {:<14} {:>7} {:>12.1} {:>8.1} {:>26} {:>11.3}\n",
-                c.key.placement, c.key.workload, c.key.clients, c.tps.mean, c.tps.cv_pct, delta, c.latency_ms.mean
+                c.key.placement, c.key.workload, c.key.clients, head.mean, head.cv_pct, delta, c.latency_ms.mean
             ));
         }
         text.push_str("(~ = within noise: the 95% interval of the change contains 0)\n");

@@ -107,6 +107,19 @@ impl runner::execute::Observer for MatrixProgress {
         }
     }
 
+    fn live(&mut self, text: &str) {
+        let text = format!("{}: {text}", self.current);
+        match &self.bar {
+            Some(b) => b.set_message(text),
+            None => {
+                if self.last_print.elapsed() >= Duration::from_secs(5) {
+                    eprintln!("  {text}");
+                    self.last_print = Instant::now();
+                }
+            }
+        }
+    }
+
     fn note(&mut self, text: &str) {
         self.println(&format!("  {text}"));
     }

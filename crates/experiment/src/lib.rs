@@ -638,13 +638,70 @@ impl Validator<'_> {
         let n = r.name.get_ref().clone();
         let key = |k: &str| format!("workload[{n}].{k}");
         self.name(&r.name, &key("name"));
-        if r.kind.get_ref() != "pgbench" {
-            self.err(
-                span(&r.kind),
-                key("kind"),
-                format!("unknown workload kind {:?}; use \"pgbench\"", r.kind.get_ref()),
-            );
-            return None;
+        let is_tpcc = match r.kind.get_ref().as_str() {
+            "pgbench" => false,
+            "tpcc" => true,
+            other => {
+                self.err(
+                    span(&r.kind),
+                    key("kind"),
+                    format!("unknown workload kind {other:?}; use \"pgbench\" or \"tpcc\""),
+                );
+                return None;
+            }
+        };
+        let kind = if is_tpcc { self.tpcc_workload(w, emulate, opts) } else { self.pgbench_workload(w, emulate, opts) };
+        let em = |f: fn(&RawEmulate) -> bool| opts.emulate && emulate.is_some_and(f);
+        let clients = if em(|e| e.clients.is_some()) {
+            self.clients(emulate.unwrap().clients.as_ref().unwrap(), "emulate.clients", opts.hardware_threads)
+        } else {
+            self.clients(&r.clients, &key("clients"), opts.hardware_threads)
+        };
+        let threads = if em(|e| e.threads.is_some()) {
+            emulate.unwrap().threads.as_ref().map(|t| *t.get_ref())
+        } else {
+            r.threads.as_ref().map(|t| *t.get_ref())
+        };
+        if threads == Some(0) {
+            self.err(span(w), key("threads"), "threads must be at least 1");
+        }
+        let duration = if em(|e| e.duration.is_some()) {
+            self.duration(emulate.unwrap().duration.as_ref().unwrap(), "emulate.duration")
+        } else {
+            self.duration(&r.duration, &key("duration"))
+        };
+        if let Some(d) = duration
+            && d < Duration::from_secs(1)
+        {
+            self.err(span(&r.duration), key("duration"), "a run lasts at least 1s");
+        }
+        let ramp_up = if em(|e| e.ramp_up.is_some()) {
+            self.duration(emulate.unwrap().ramp_up.as_ref().unwrap(), "emulate.ramp_up")
+        } else {
+            r.ramp_up.as_ref().and_then(|d| self.duration(d, &key("ramp_up"))).or(Some(Duration::ZERO))
+        };
+        Some(WorkloadSpec { name: n, kind: kind?, clients, threads, duration: duration?, ramp_up: ramp_up? })
+    }
+
+    fn pgbench_workload(
+        &mut self,
+        w: &Spanned<RawWorkload>,
+        emulate: Option<&RawEmulate>,
+        opts: &LoadOptions,
+    ) -> Option<WorkloadKind> {
+        let r = w.get_ref();
+        let key = |k: &str| format!("workload[{}].{k}", r.name.get_ref());
+        for (present, k) in [
+            (r.warehouses.is_some(), "warehouses"),
+            (r.mode.is_some(), "mode"),
+            (r.side.is_some(), "side"),
+            (r.keying_and_thinking.is_some(), "keying_and_thinking"),
+            (r.all_warehouses.is_some(), "all_warehouses"),
+            (r.load_workers.is_some(), "load_workers"),
+        ] {
+            if present {
+                self.err(span(w), key(k), format!("`{k}` belongs to TPC-C workloads (kind = \"tpcc\")"));
+            }
         }
         let builtin = match &r.builtin {
             None => {
@@ -680,35 +737,6 @@ impl Validator<'_> {
         if scale == 0 {
             self.err(r.scale.as_ref().map(|s| s.span()), key("scale"), "scale must be at least 1");
         }
-        let em = |f: fn(&RawEmulate) -> bool| opts.emulate && emulate.is_some_and(f);
-        let clients = if em(|e| e.clients.is_some()) {
-            self.clients(emulate.unwrap().clients.as_ref().unwrap(), "emulate.clients", opts.hardware_threads)
-        } else {
-            self.clients(&r.clients, &key("clients"), opts.hardware_threads)
-        };
-        let threads = if em(|e| e.threads.is_some()) {
-            emulate.unwrap().threads.as_ref().map(|t| *t.get_ref())
-        } else {
-            r.threads.as_ref().map(|t| *t.get_ref())
-        };
-        if threads == Some(0) {
-            self.err(span(w), key("threads"), "threads must be at least 1");
-        }
-        let duration = if em(|e| e.duration.is_some()) {
-            self.duration(emulate.unwrap().duration.as_ref().unwrap(), "emulate.duration")
-        } else {
-            self.duration(&r.duration, &key("duration"))
-        };
-        if let Some(d) = duration
-            && d < Duration::from_secs(1)
-        {
-            self.err(span(&r.duration), key("duration"), "a run lasts at least 1s");
-        }
-        let ramp_up = if em(|e| e.ramp_up.is_some()) {
-            self.duration(emulate.unwrap().ramp_up.as_ref().unwrap(), "emulate.ramp_up")
-        } else {
-            r.ramp_up.as_ref().and_then(|d| self.duration(d, &key("ramp_up"))).or(Some(Duration::ZERO))
-        };
         for a in r.extra_args.iter().chain(&r.init_args) {
             if ["-c", "-j", "-T", "-t", "-h", "-p", "-U", "-s", "-i", "-P"].contains(&a.as_str())
                 || a.starts_with("--builtin")
@@ -716,20 +744,76 @@ impl Validator<'_> {
                 self.err(span(w), key("extra_args"), format!("{a:?} is set by pgtier from the other keys; remove it"));
             }
         }
-        Some(WorkloadSpec {
-            name: n,
-            kind: WorkloadKind::Pgbench(PgbenchWorkload {
-                builtin: builtin?,
-                scale,
-                init_args: r.init_args.clone(),
-                extra_args: r.extra_args.clone(),
-                per_statement: r.per_statement.unwrap_or(true),
-            }),
-            clients,
-            threads,
-            duration: duration?,
-            ramp_up: ramp_up?,
-        })
+        Some(WorkloadKind::Pgbench(PgbenchWorkload {
+            builtin: builtin?,
+            scale,
+            init_args: r.init_args.clone(),
+            extra_args: r.extra_args.clone(),
+            per_statement: r.per_statement.unwrap_or(true),
+        }))
+    }
+
+    fn tpcc_workload(
+        &mut self,
+        w: &Spanned<RawWorkload>,
+        emulate: Option<&RawEmulate>,
+        opts: &LoadOptions,
+    ) -> Option<WorkloadKind> {
+        let r = w.get_ref();
+        let key = |k: &str| format!("workload[{}].{k}", r.name.get_ref());
+        for (present, k) in [
+            (r.builtin.is_some(), "builtin"),
+            (r.scale.is_some(), "scale"),
+            (!r.init_args.is_empty(), "init_args"),
+            (!r.extra_args.is_empty(), "extra_args"),
+        ] {
+            if present {
+                self.err(
+                    span(w),
+                    key(k),
+                    format!("`{k}` belongs to pgbench workloads; a TPC-C workload takes `warehouses`"),
+                );
+            }
+        }
+        let warehouses =
+            match (opts.emulate.then(|| emulate.and_then(|e| e.warehouses.as_ref())).flatten(), &r.warehouses) {
+                (Some(s), _) | (None, Some(s)) => *s.get_ref(),
+                (None, None) => {
+                    self.err(span(w), key("warehouses"), "a TPC-C workload needs `warehouses`");
+                    1
+                }
+            };
+        if warehouses == 0 {
+            self.err(r.warehouses.as_ref().map(|s| s.span()), key("warehouses"), "at least 1 warehouse");
+        }
+        let mode = match r.mode.as_ref().map(|m| m.get_ref().as_str()) {
+            None | Some("spec") => tpcc::Mode::Spec,
+            Some("hammerdb") => tpcc::Mode::HammerDb,
+            Some(other) => {
+                self.err(r.mode.as_ref().map(|m| m.span()), key("mode"), format!("{other:?}: use \"spec\" (the TPC-C specification) or \"hammerdb\" (HammerDB's departures, for like-for-like NOPM)"));
+                tpcc::Mode::Spec
+            }
+        };
+        let side = match r.side.as_ref().map(|m| m.get_ref().as_str()) {
+            None | Some("procedures") => tpcc::Side::ServerProcedures,
+            Some("client-sql") => tpcc::Side::ClientSql,
+            Some(other) => {
+                self.err(
+                    r.side.as_ref().map(|m| m.span()),
+                    key("side"),
+                    format!("{other:?}: use \"procedures\" (server-side PL/pgSQL, as HammerDB) or \"client-sql\""),
+                );
+                tpcc::Side::ServerProcedures
+            }
+        };
+        Some(WorkloadKind::Tpcc(runner::matrix::TpccWorkload {
+            warehouses,
+            mode,
+            side,
+            keying_and_thinking: r.keying_and_thinking.unwrap_or(false),
+            all_warehouses: r.all_warehouses.unwrap_or(false),
+            load_workers: r.load_workers.unwrap_or(4).max(1),
+        }))
     }
 
     fn resolve(&mut self, raw: RawFile, opts: &LoadOptions) -> Option<Experiment> {
@@ -1098,9 +1182,9 @@ impl Validator<'_> {
                 }
             }
         }
-        // pgbench data is about 15 MiB per scale unit (tables + indexes); WAL and copies add more.
-        let max_scale = workloads.iter().map(|w| w.scale()).max().unwrap_or(0) as u64;
-        let need = max_scale * 16 << 20;
+        // pgbench data is about 15 MiB per scale unit, TPC-C about 100 MiB per warehouse.
+        let need = workloads.iter().map(|w| w.estimated_bytes()).max().unwrap_or(0);
+        let max_scale = workloads.iter().map(|w| w.scale()).max().unwrap_or(0);
         for d in devices {
             let copies = placements.iter().filter(|p| p.data == d.name).count() as u64;
             if emulate && copies > 0 && d.emulation.size_bytes < need * copies + (256 << 20) {

@@ -240,6 +240,21 @@ pub struct RawWorkload {
     pub init_args: Vec<String>,
     #[serde(default)]
     pub extra_args: Vec<String>,
+    // TPC-C (kind = "tpcc"); `clients` are the virtual users.
+    #[serde(default)]
+    pub warehouses: Option<Spanned<u32>>,
+    /// `spec` (default) or `hammerdb`.
+    #[serde(default)]
+    pub mode: Option<Spanned<String>>,
+    /// `procedures` (default, as HammerDB) or `client-sql`.
+    #[serde(default)]
+    pub side: Option<Spanned<String>>,
+    #[serde(default)]
+    pub keying_and_thinking: Option<bool>,
+    #[serde(default)]
+    pub all_warehouses: Option<bool>,
+    #[serde(default)]
+    pub load_workers: Option<u32>,
 }
 
 /// Overrides that make the study fit a small machine (`--emulate`).
@@ -248,6 +263,9 @@ pub struct RawWorkload {
 pub struct RawEmulate {
     #[serde(default)]
     pub scale: Option<Spanned<u32>>,
+    /// TPC-C warehouses when emulating.
+    #[serde(default)]
+    pub warehouses: Option<Spanned<u32>>,
     #[serde(default)]
     pub duration: Option<Spanned<String>>,
     #[serde(default)]

@@ -103,6 +103,11 @@ pub const SUMMARY_COLUMNS: &[&str] = &[
     "latency_delta_ci95_low_pct",
     "latency_delta_ci95_high_pct",
     "within_noise",
+    "nopm_mean",
+    "nopm_ci95",
+    "nopm_delta_pct",
+    "nopm_delta_ci95_low_pct",
+    "nopm_delta_ci95_high_pct",
 ];
 
 /// Columns of `series.csv`.
@@ -210,7 +215,16 @@ impl Exporter for CsvExporter {
                     ld[1].clone(),
                     ld[2].clone(),
                     noise,
+                    c.nopm.map(|e| num(e.mean, 1)).unwrap_or_default(),
+                    c.nopm.map(|e| num(e.ci95, 1)).unwrap_or_default(),
                 ]
+                .into_iter()
+                .chain(if c.nopm.is_some() {
+                    delta_cols(c.nopm_delta.as_ref(), c.is_baseline).to_vec()
+                } else {
+                    vec![String::new(); 3]
+                })
+                .collect()
             })
             .collect();
         let series = set

@@ -91,6 +91,30 @@ impl Exporter for MarkdownExporter {
                 fmt_delta(c.latency_delta.as_ref(), c.is_baseline),
             );
         }
+        let tpcc: Vec<_> = summary.cells.iter().filter(|c| c.nopm.is_some()).collect();
+        if !tpcc.is_empty() {
+            let _ = writeln!(
+                s,
+                "\nTPC-C cells: new orders per minute as HammerDB computes them (growth of sum(d_next_o_id) over the measured interval); TPS above is HammerDB's TPM / 60 (commits + rollbacks of all databases); latency percentiles are the new-order transaction's, every type's are in each run's tpcc-report.json.\n"
+            );
+            let _ = writeln!(
+                s,
+                "| placement | workload | virtual users | NOPM (mean ± CI95) | NOPM change |\n|---|---|---:|---:|---|"
+            );
+            for c in tpcc {
+                let n = c.nopm.expect("filtered");
+                let _ = writeln!(
+                    s,
+                    "| {} | {} | {} | {:.0} ± {} | {} |",
+                    c.key.placement,
+                    c.key.workload,
+                    c.key.clients,
+                    n.mean,
+                    if n.ci95.is_finite() { format!("{:.0}", n.ci95) } else { "n/a".into() },
+                    fmt_delta(c.nopm_delta.as_ref(), c.is_baseline)
+                );
+            }
+        }
         if !summary.missing.is_empty() {
             let _ = writeln!(s, "\n**Missing cells** (planned, no successful run):\n");
             for k in &summary.missing {

@@ -56,6 +56,19 @@ pub struct CellSummary {
     pub tps_delta: Option<Delta>,
     pub latency_delta: Option<Delta>,
     pub latency_p99_delta: Option<Delta>,
+    /// TPC-C: new orders per minute (HammerDB's NOPM) and its change against the baseline.
+    pub nopm: Option<Estimate>,
+    pub nopm_delta: Option<Delta>,
+}
+
+impl CellSummary {
+    /// The figure a reader compares first: NOPM for TPC-C, TPS otherwise, with its change and unit.
+    pub fn headline(&self) -> (Estimate, Option<Delta>, &'static str) {
+        match self.nopm {
+            Some(n) => (n, self.nopm_delta, "new orders per minute (NOPM)"),
+            None => (self.tps, self.tps_delta, "throughput (transactions/s)"),
+        }
+    }
 }
 
 /// Every cell, in a stable order, and what a reader must be warned about.
@@ -103,37 +116,44 @@ pub fn summarize(set: &ResultSet) -> Summary {
     for r in &set.runs {
         by_cell.entry(r.cell.clone()).or_default().push(r);
     }
-    let mut estimates: BTreeMap<CellKey, (Estimate, Estimate, Option<Estimate>, usize)> = BTreeMap::new();
+    let mut estimates: BTreeMap<CellKey, (Estimate, Estimate, Option<Estimate>, Option<Estimate>)> = BTreeMap::new();
     for (k, runs) in &by_cell {
         let ok: Vec<&&RunRecord> = runs.iter().filter(|r| r.status == RunStatus::Ok).collect();
         let failed = runs.len() - ok.len();
         let tps: Vec<f64> = ok.iter().map(|r| r.metrics.tps).collect();
         let lat: Vec<f64> = ok.iter().map(|r| r.metrics.latency_ms_avg).collect();
         let p99: Vec<f64> = ok.iter().filter_map(|r| r.metrics.latency_ms_p99).collect();
+        let nopm: Vec<f64> = ok.iter().filter_map(|r| r.metrics.nopm).collect();
+        let _ = failed;
         if let (Some(t), Some(l)) = (Estimate::of(&tps), Estimate::of(&lat)) {
             let p = if p99.len() == ok.len() { Estimate::of(&p99) } else { None };
-            estimates.insert(k.clone(), (t, l, p, failed));
+            let n = if nopm.len() == ok.len() { Estimate::of(&nopm) } else { None };
+            estimates.insert(k.clone(), (t, l, p, n));
         }
     }
     let mut warnings = Vec::new();
     let mut cells = Vec::new();
     for k in cell_order(set) {
         let failed = by_cell.get(&k).map(|r| r.iter().filter(|r| r.status != RunStatus::Ok).count()).unwrap_or(0);
-        let Some((tps, lat, p99, _)) = estimates.get(&k).cloned() else {
+        let Some((tps, lat, p99, nopm)) = estimates.get(&k).cloned() else {
             continue;
         };
         let is_baseline = k.placement == baseline;
         let base = estimates.get(&k.with_placement(&baseline));
-        let (tps_delta, latency_delta, latency_p99_delta) = match (is_baseline, base) {
-            (false, Some((bt, bl, bp, _))) => (
+        let (tps_delta, latency_delta, latency_p99_delta, nopm_delta) = match (is_baseline, base) {
+            (false, Some((bt, bl, bp, bn))) => (
                 Delta::between(bt, &tps),
                 Delta::between(bl, &lat),
                 match (bp, &p99) {
                     (Some(bp), Some(p)) => Delta::between(bp, p),
                     _ => None,
                 },
+                match (bn, &nopm) {
+                    (Some(bn), Some(n)) => Delta::between(bn, n),
+                    _ => None,
+                },
             ),
-            _ => (None, None, None),
+            _ => (None, None, None, None),
         };
         if tps.n >= 2 && tps.cv_pct > 5.0 {
             warnings.push(format!(
@@ -156,6 +176,8 @@ pub fn summarize(set: &ResultSet) -> Summary {
             tps_delta,
             latency_delta,
             latency_p99_delta,
+            nopm,
+            nopm_delta,
         });
     }
     if cells.iter().any(|c| c.runs < 2) {

@@ -211,7 +211,7 @@ fn per_cell_bars(cx: &mut Ctx) -> Result<(), ExportError> {
         let what = describe_group(c0);
         type Pick = fn(&CellSummary) -> Option<(Estimate, Option<Delta>)>;
         let kinds: [(&str, &str, &str, Pick, bool); 3] = [
-            ("throughput", "throughput", "throughput (transactions/s)", |c| Some((c.tps, c.tps_delta)), false),
+            ("throughput", "throughput", "", |c| Some((c.headline().0, c.headline().1)), false),
             ("latency", "average latency", "average latency (ms)", |c| Some((c.latency_ms, c.latency_delta)), true),
             (
                 "latency-p99",
@@ -251,7 +251,7 @@ fn per_cell_bars(cx: &mut Ctx) -> Result<(), ExportError> {
                     if lower { "lower" } else { "higher" }
                 ),
                 x_label: "placement".into(),
-                y_label: y_label.into(),
+                y_label: if y_label.is_empty() { c0.headline().2.into() } else { y_label.into() },
                 groups,
                 footnote: footnote(set, &g, true),
                 value_decimals: if lower { 2 } else { 0 },
@@ -290,7 +290,7 @@ fn normalised(cx: &mut Ctx) -> Result<(), ExportError> {
                     .iter()
                     .filter(|c| &c.key.workload == w && c.key.clients == *clients)
                     .map(|c| {
-                        let d = c.tps_delta.expect("filtered");
+                        let d = c.headline().1.expect("filtered");
                         let half = if d.has_interval() { (d.pct_high - d.pct_low) / 200.0 } else { f64::NAN };
                         Bar {
                             legend: cx.legend(&c.key.placement),
@@ -353,43 +353,45 @@ fn scaling(cx: &mut Ctx) -> Result<(), ExportError> {
                 continue;
             }
             pts.sort_by_key(|c| c.key.clients);
-            let peak = pts.iter().max_by(|a, b| a.tps.mean.total_cmp(&b.tps.mean)).expect("non-empty");
-            peaks.push((p.clone(), peak.key.clients, peak.tps.mean));
+            let peak =
+                pts.iter().max_by(|a, b| a.headline().0.mean.total_cmp(&b.headline().0.mean)).expect("non-empty");
+            peaks.push((p.clone(), peak.key.clients, peak.headline().0.mean));
             series.push(Line {
                 name: cx.legend(p),
                 color: cx.color(p),
-                points: pts.iter().map(|c| (c.key.clients as f64, c.tps.mean)).collect(),
-                errors: Some(pts.iter().map(|c| c.tps.ci95).collect()),
+                points: pts.iter().map(|c| (c.key.clients as f64, c.headline().0.mean)).collect(),
+                errors: Some(pts.iter().map(|c| c.headline().0.ci95).collect()),
                 markers: true,
                 dashed: false,
                 mark: Some((
                     peak.key.clients as f64,
-                    peak.tps.mean,
-                    format!("peak {} @{}", charts::group_digits(peak.tps.mean, 0), peak.key.clients),
+                    peak.headline().0.mean,
+                    format!("peak {} @{}", charts::group_digits(peak.headline().0.mean, 0), peak.key.clients),
                 )),
             });
         }
         let base = peaks.iter().find(|p| p.0 == set.manifest.baseline).cloned();
+        let who = if cells[0].nopm.is_some() { "virtual users" } else { "clients" };
         let deltas: Vec<String> = match &base {
             Some((_, bc, bt)) => peaks
                 .iter()
                 .filter(|p| p.0 != set.manifest.baseline)
                 .map(|(n, c, t)| {
-                    format!("{n} {:+.1}% at its peak ({c} clients; baseline peak at {bc})", (t / bt - 1.0) * 100.0)
+                    format!("{n} {:+.1}% at its peak ({c} {who}; baseline peak at {bc})", (t / bt - 1.0) * 100.0)
                 })
                 .collect(),
             None => vec![],
         };
         let c0 = cells[0];
         let chart = LineChart {
-            title: format!("{}: scaling with clients", set.manifest.experiment_name),
+            title: format!("{}: scaling with {who}", set.manifest.experiment_name),
             subtitle: format!(
                 "{}; delta at peak: {}",
                 context_without_clients(c0),
                 if deltas.is_empty() { "n/a".into() } else { deltas.join("; ") }
             ),
-            x_label: "clients".into(),
-            y_label: "throughput (transactions/s)".into(),
+            x_label: if cells[0].nopm.is_some() { "virtual users".into() } else { "clients".into() },
+            y_label: cells[0].headline().2.into(),
             series,
             vlines: vec![],
             footnote: footnote(set, &cells, false),
@@ -448,11 +450,12 @@ fn dimension_comparison(cx: &mut Ctx, what: &str, value: fn(&CellSummary) -> Str
                     .enumerate()
                     .filter_map(|(vi, v)| {
                         let c = cells.iter().find(|c| &c.key.placement == p && &value(c) == v)?;
-                        let (annotation, noise) = annotation(c.tps_delta.as_ref(), c.is_baseline, false);
+                        let (e, d, _) = c.headline();
+                        let (annotation, noise) = annotation(d.as_ref(), c.is_baseline, false);
                         Some(Bar {
                             legend: format!("{what} {v}"),
-                            value: c.tps.mean,
-                            error: c.tps.ci95.is_finite().then_some(c.tps.ci95),
+                            value: e.mean,
+                            error: e.ci95.is_finite().then_some(e.ci95),
                             color: shades[vi % shades.len()],
                             annotation,
                             within_noise: noise,
@@ -469,7 +472,7 @@ fn dimension_comparison(cx: &mut Ctx, what: &str, value: fn(&CellSummary) -> Str
                 c0.key.workload, c0.key.clients, set.manifest.baseline
             ),
             x_label: "placement".into(),
-            y_label: "throughput (transactions/s)".into(),
+            y_label: c0.headline().2.into(),
             groups,
             footnote: footnote(set, &cells, true),
             value_decimals: 0,

@@ -22,6 +22,9 @@ pub enum DatasetSpec {
     /// `pgbench -i -s SCALE [init args]`, with tables and indexes in pgtier's tablespaces
     /// when `tablespaces` names those roles.
     Pgbench { scale: u32, init_args: Vec<String>, tablespaces: Vec<String> },
+    /// The nine TPC-C tables with `warehouses` warehouses (tpcc crate loader, `workers` parallel
+    /// connections; the data does not depend on them).
+    Tpcc { warehouses: u32, workers: u32 },
 }
 
 impl DatasetSpec {
@@ -40,6 +43,7 @@ impl DatasetSpec {
                 }
                 k
             }
+            DatasetSpec::Tpcc { warehouses, .. } => format!("tpcc-w{warehouses}"),
         }
     }
 }
@@ -120,7 +124,12 @@ async fn load(
         .batch_execute(&format!("CREATE DATABASE {DATABASE}"))
         .await
         .map_err(|e| RunnerError::Server(format!("create database: {e:#}")))?;
-    let DatasetSpec::Pgbench { scale, init_args, tablespaces } = spec;
+    let (scale, init_args, tablespaces) = match spec {
+        DatasetSpec::Pgbench { scale, init_args, tablespaces } => (scale, init_args, tablespaces),
+        DatasetSpec::Tpcc { warehouses, workers } => {
+            return load_tpcc(env, *warehouses, *workers, srv, logs, on_line).await;
+        }
+    };
     // Tablespaces first live in the golden directory; relocation moves them to their devices.
     let golden_dir = srv.data_dir.parent().expect("golden PGDATA has a parent").to_path_buf();
     let mut args = init_args.clone();
@@ -194,6 +203,48 @@ async fn load(
     Ok((cmd.to_string(), size as u64))
 }
 
+/// Loads a TPC-C data set with the tpcc crate's parallel binary-COPY loader.
+async fn load_tpcc(
+    env: &RunnerEnv<'_>,
+    warehouses: u32,
+    workers: u32,
+    srv: &Server,
+    logs: &Path,
+    on_line: &mut (dyn FnMut(&str) + Send),
+) -> Result<(String, u64), RunnerError> {
+    let conn = tpcc::ConnectSpec {
+        socket_dir: env.socket_dir.clone(),
+        port: env.port,
+        user: server::DB_ROLE.into(),
+        database: DATABASE.into(),
+    };
+    let workers = workers.clamp(1, warehouses.max(1));
+    let cfg = tpcc::TpccConfig::new(warehouses);
+    let mut report_line = |p: tpcc::LoadProgress| {
+        on_line(&format!(
+            "tpcc load: {:?} {}/{} warehouses, {} rows, {:.0} s ({})",
+            p.phase, p.warehouses_done, p.warehouses_total, p.rows, p.elapsed_seconds, p.detail
+        ))
+    };
+    let report = tpcc::create_schema_and_load(&conn, &cfg, workers, &env.cancel, &mut report_line).await.map_err(
+        |e| match e {
+            tpcc::TpccError::Cancelled => RunnerError::Cancelled,
+            other => RunnerError::Workload(format!("TPC-C load: {other}")),
+        },
+    )?;
+    let json = serde_json::to_string_pretty(&report).unwrap_or_default();
+    std::fs::write(logs.join("tpcc-load.json"), json).map_err(|e| RunnerError::Setup(e.to_string()))?;
+    let db = srv.connect(DATABASE).await?;
+    db.batch_execute("CHECKPOINT").await.map_err(|e| RunnerError::Server(format!("checkpoint: {e:#}")))?;
+    Ok((
+        format!(
+            "tpcc loader: {warehouses} warehouses, {workers} workers, binary COPY, then keys, indexes and VACUUM ANALYZE ({:.1} warehouses/min)",
+            report.warehouses_per_minute
+        ),
+        report.database_bytes.max(0) as u64,
+    ))
+}
+
 /// Copies the golden cluster to a placement: PGDATA to `data_dir`, the WAL to `wal_dir`, and
 /// `pg_wal` re-pointed at `wal_dir` (a plain `cp -a` would keep pointing at the golden WAL);
 /// each tablespace to the directory its role has on this placement (`tablespaces`), or next to
@@ -216,6 +267,7 @@ pub fn relocate(
     };
     let roles: Vec<String> = match &golden.spec {
         DatasetSpec::Pgbench { tablespaces, .. } => tablespaces.clone(),
+        DatasetSpec::Tpcc { .. } => vec![],
     };
     let mut targets = vec![data_dir.to_path_buf(), wal_dir.to_path_buf()];
     targets.extend(roles.iter().map(|r| ts_dir(r)));

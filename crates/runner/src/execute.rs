@@ -26,6 +26,8 @@ pub trait Observer: Send {
     /// A `-P` progress line of the measured run (`ramp_up` true during the discarded ramp-up).
     fn progress(&mut self, _p: &Progress, _ramp_up: bool) {}
     fn note(&mut self, _text: &str) {}
+    /// A live status line (replaces the previous one on a terminal).
+    fn live(&mut self, _text: &str) {}
 }
 
 /// What a run needs.
@@ -76,7 +78,8 @@ pub async fn execute_run(
 
 fn base_record(planned: &PlannedRun, workload: &WorkloadSpec, started_at: String) -> RunRecord {
     let (kind, script) = match &workload.kind {
-        WorkloadKind::Pgbench(p) => ("pgbench", p.builtin.as_str()),
+        WorkloadKind::Pgbench(p) => ("pgbench", p.builtin.as_str().to_string()),
+        WorkloadKind::Tpcc(t) => ("tpcc", t.script()),
     };
     RunRecord {
         run_id: planned.run_id.clone(),
@@ -219,7 +222,6 @@ async fn measure_on(
     obs: &mut dyn Observer,
     srv: &mut Server,
 ) -> Result<(), RunnerError> {
-    let WorkloadKind::Pgbench(w) = &inp.workload.kind;
     let client = srv.connect(DATABASE).await?;
     let rows = client
         .query("SELECT name, setting || coalesce(' ' || unit, '') FROM pg_settings WHERE source NOT IN ('default', 'override') ORDER BY name", &[])
@@ -236,6 +238,21 @@ async fn measure_on(
     if let Some(c) = &srv.cgroup {
         c.reset_peak();
     }
+    match &inp.workload.kind {
+        WorkloadKind::Pgbench(w) => measure_pgbench(env, inp, run_dir, record, obs, srv, w).await,
+        WorkloadKind::Tpcc(w) => crate::tpcc_run::measure(env, inp, run_dir, record, obs, srv, w).await,
+    }
+}
+
+async fn measure_pgbench(
+    env: &RunnerEnv<'_>,
+    inp: &RunInputs<'_>,
+    run_dir: &Path,
+    record: &mut RunRecord,
+    obs: &mut dyn Observer,
+    srv: &mut Server,
+    w: &crate::matrix::PgbenchWorkload,
+) -> Result<(), RunnerError> {
     let target =
         pgbench::Target { socket_dir: &env.socket_dir, port: env.port, user: server::DB_ROLE, database: DATABASE };
     let mut options = RunOptions {
@@ -268,56 +285,15 @@ async fn measure_on(
     record.command = cmd.to_string();
     std::fs::write(run_dir.join("command.txt"), format!("{cmd}\n")).map_err(|e| RunnerError::Setup(e.to_string()))?;
 
-    // Evidence around the measured run: PostgreSQL's counters, CPU of client and server, I/O.
-    let client = srv.connect(DATABASE).await?;
-    let before =
-        pgstats::snapshot(&client).await.map_err(|e| RunnerError::Server(format!("read statistics: {e:#}")))?;
-    let server_cpu0 = srv.cgroup.as_ref().and_then(|c| c.cpu_seconds());
-    let client_cpu0 = sampler::children_cpu_seconds();
-    let wall0 = std::time::Instant::now();
-    let started = SystemTime::now();
-    let sampler = Sampler::start(inp.placement.devices.clone(), Duration::from_secs(1));
+    let evidence = Evidence::begin(srv, inp.placement).await?;
     let watch = Watch { duration: inp.workload.duration, faults: inp.faults, server: Some(srv.process) };
     let out = run_pgbench(env, &cmd, &run_dir.join("pgbench"), obs, false, watch).await;
-    let sampled = sampler.finish();
-    let ended = SystemTime::now();
-    let wall = wall0.elapsed().as_secs_f64();
-    let client_cpu = sampler::children_cpu_seconds() - client_cpu0;
-    let server_cpu = match (server_cpu0, srv.cgroup.as_ref().and_then(|c| c.cpu_seconds())) {
-        (Some(a), Some(b)) => b - a,
-        _ => 0.0,
-    };
+    evidence.end(srv, record, None, "pgbench").await;
     let out = out?;
     record.faults = out.injected.clone();
     if let Some(w) = &out.watchdog {
         record.failure_kind = Some("watchdog".into());
         return Err(RunnerError::Workload(w.clone()));
-    }
-    if let Ok(after) = pgstats::snapshot(&client).await {
-        record.postgres = Some(pgstats::delta(&before, &after));
-    }
-    drop(client);
-    record.devices = sampled.devices;
-    record.io_series = sampled.series;
-    record.sampler_cpu_s = sampled.seconds;
-    let mut cpu = sampled.cpu;
-    cpu.client_cpu_s = client_cpu;
-    cpu.server_cpu_s = server_cpu;
-    cpu.client_core_pct = client_cpu / wall.max(1e-3) * 100.0;
-    if cpu.client_core_pct > 80.0 {
-        record.warnings.push(format!(
-            "the pgbench client used {:.0}% of a core: the client, not storage, may be the limit",
-            cpu.client_core_pct
-        ));
-    }
-    record.cpu = Some(cpu);
-    let log = std::fs::read_to_string(&srv.log).unwrap_or_default();
-    record.checkpoints_at_s = pgstats::checkpoints_between(&log, started, ended);
-    if !record.checkpoints_at_s.is_empty() {
-        record.warnings.push(format!(
-            "a checkpoint started inside the measured run (at {} s): runs with and without a checkpoint are not comparable; prefer longer runs",
-            record.checkpoints_at_s.iter().map(|t| format!("{t:.0}")).collect::<Vec<_>>().join(", ")
-        ));
     }
     record.series = out
         .progress
@@ -363,6 +339,73 @@ async fn measure_on(
         )));
     }
     Ok(())
+}
+
+/// What is measured around a measured interval besides the workload's own figures:
+/// PostgreSQL's counters, client and server CPU, device I/O, checkpoints.
+pub(crate) struct Evidence {
+    client: tokio_postgres::Client,
+    before: pgstats::Snapshot,
+    server_cpu0: Option<f64>,
+    client_cpu0: f64,
+    wall0: std::time::Instant,
+    started: SystemTime,
+    sampler: Sampler,
+}
+
+impl Evidence {
+    pub(crate) async fn begin(srv: &Server, placement: &PlacementTarget) -> Result<Evidence, RunnerError> {
+        let client = srv.connect(DATABASE).await?;
+        let before =
+            pgstats::snapshot(&client).await.map_err(|e| RunnerError::Server(format!("read statistics: {e:#}")))?;
+        Ok(Evidence {
+            client,
+            before,
+            server_cpu0: srv.cgroup.as_ref().and_then(|c| c.cpu_seconds()),
+            client_cpu0: sampler::children_cpu_seconds(),
+            wall0: std::time::Instant::now(),
+            started: SystemTime::now(),
+            sampler: Sampler::start(placement.devices.clone(), Duration::from_secs(1)),
+        })
+    }
+
+    /// Fills the record. `client_cpu` overrides the CPU of reaped children (for an in-process
+    /// client such as the TPC-C driver).
+    pub(crate) async fn end(self, srv: &Server, record: &mut RunRecord, client_cpu: Option<f64>, client_name: &str) {
+        let sampled = self.sampler.finish();
+        let ended = SystemTime::now();
+        let wall = self.wall0.elapsed().as_secs_f64();
+        let client_cpu = client_cpu.unwrap_or_else(|| sampler::children_cpu_seconds() - self.client_cpu0);
+        let server_cpu = match (self.server_cpu0, srv.cgroup.as_ref().and_then(|c| c.cpu_seconds())) {
+            (Some(a), Some(b)) => b - a,
+            _ => 0.0,
+        };
+        if let Ok(after) = pgstats::snapshot(&self.client).await {
+            record.postgres = Some(pgstats::delta(&self.before, &after));
+        }
+        record.devices = sampled.devices;
+        record.io_series = sampled.series;
+        record.sampler_cpu_s = sampled.seconds;
+        let mut cpu = sampled.cpu;
+        cpu.client_cpu_s = client_cpu;
+        cpu.server_cpu_s = server_cpu;
+        cpu.client_core_pct = client_cpu / wall.max(1e-3) * 100.0;
+        if cpu.client_core_pct > 80.0 {
+            record.warnings.push(format!(
+                "the {client_name} client used {:.0}% of a core: the client, not storage, may be the limit",
+                cpu.client_core_pct
+            ));
+        }
+        record.cpu = Some(cpu);
+        let log = std::fs::read_to_string(&srv.log).unwrap_or_default();
+        record.checkpoints_at_s = pgstats::checkpoints_between(&log, self.started, ended);
+        if !record.checkpoints_at_s.is_empty() {
+            record.warnings.push(format!(
+                "a checkpoint started inside the measured run (at {} s): runs with and without a checkpoint are not comparable; prefer longer runs",
+                record.checkpoints_at_s.iter().map(|t| format!("{t:.0}")).collect::<Vec<_>>().join(", ")
+            ));
+        }
+    }
 }
 
 /// What a pgbench invocation printed.

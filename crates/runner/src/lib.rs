@@ -14,6 +14,7 @@ pub mod pgbench;
 pub mod pgstats;
 pub mod sampler;
 pub mod server;
+mod tpcc_run;
 
 pub use env::RunnerEnv;
 pub use install::{DbUser, PgInstall};

@@ -52,10 +52,47 @@ pub struct PgbenchWorkload {
     pub per_statement: bool,
 }
 
+/// A TPC-C workload (HammerDB TPROC-C semantics, `tpcc` crate).
+#[derive(Clone, Debug, Serialize)]
+pub struct TpccWorkload {
+    pub warehouses: u32,
+    pub mode: tpcc::Mode,
+    pub side: tpcc::Side,
+    pub keying_and_thinking: bool,
+    pub all_warehouses: bool,
+    /// Parallel loader connections.
+    pub load_workers: u32,
+}
+
+impl TpccWorkload {
+    pub fn config(&self) -> tpcc::TpccConfig {
+        tpcc::TpccConfig {
+            warehouses: self.warehouses,
+            mode: self.mode,
+            side: self.side,
+            keying_and_thinking: self.keying_and_thinking,
+            all_warehouses: self.all_warehouses,
+        }
+    }
+
+    /// `tpcc-spec-procedures`-style name of what runs.
+    pub fn script(&self) -> String {
+        format!(
+            "tpcc-{}-{}",
+            self.mode.as_str(),
+            match self.side {
+                tpcc::Side::ServerProcedures => "procedures",
+                tpcc::Side::ClientSql => "client-sql",
+            }
+        )
+    }
+}
+
 #[derive(Clone, Debug, Serialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum WorkloadKind {
     Pgbench(PgbenchWorkload),
+    Tpcc(TpccWorkload),
 }
 
 /// One workload of the experiment.
@@ -73,9 +110,18 @@ pub struct WorkloadSpec {
 }
 
 impl WorkloadSpec {
+    /// Rough size of the data set on disk (tables and indexes), to check device sizes.
+    pub fn estimated_bytes(&self) -> u64 {
+        match &self.kind {
+            WorkloadKind::Pgbench(p) => p.scale as u64 * (16 << 20),
+            WorkloadKind::Tpcc(t) => t.warehouses as u64 * (110 << 20),
+        }
+    }
+
     pub fn scale(&self) -> u32 {
         match &self.kind {
             WorkloadKind::Pgbench(p) => p.scale,
+            WorkloadKind::Tpcc(t) => t.warehouses,
         }
     }
 
@@ -87,6 +133,9 @@ impl WorkloadSpec {
                 init_args: p.init_args.clone(),
                 tablespaces: tablespace_roles.to_vec(),
             },
+            WorkloadKind::Tpcc(t) => {
+                crate::dataset::DatasetSpec::Tpcc { warehouses: t.warehouses, workers: t.load_workers }
+            }
         }
     }
 }

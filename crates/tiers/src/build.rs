@@ -648,7 +648,13 @@ mod tests {
             discard: false,
             precondition: None,
             throttle: None,
-            emulation: Emulation { backing: Backing::Nbd, size_bytes: 1 << 30, latency, zram_algorithm: "lz4".into() },
+            emulation: Emulation {
+                backing: Backing::Nbd,
+                size_bytes: 1 << 30,
+                latency,
+                zram_algorithm: "lz4".into(),
+                error_injection: false,
+            },
         }
     }
 

@@ -44,6 +44,7 @@ fn device(name: &str, class: DeviceClass, backing: Backing, latency_ms: u64, dax
             size_bytes: 512 << 20,
             latency: (latency_ms > 0).then(|| Duration::from_millis(latency_ms)),
             zram_algorithm: "lz4".into(),
+            error_injection: false,
         },
     }
 }

@@ -31,7 +31,13 @@ fn nbd(name: &str, latency: Option<Duration>) -> DeviceSpec {
         discard: false,
         precondition: None,
         throttle: None,
-        emulation: Emulation { backing: Backing::Nbd, size_bytes: 512 << 20, latency, zram_algorithm: "lz4".into() },
+        emulation: Emulation {
+            backing: Backing::Nbd,
+            size_bytes: 512 << 20,
+            latency,
+            zram_algorithm: "lz4".into(),
+            error_injection: false,
+        },
     }
 }
 

@@ -54,6 +54,7 @@ pub fn spec(name: &str, class: DeviceClass, real: RealDevice) -> DeviceSpec {
             size_bytes: 512 << 20,
             latency: None,
             zram_algorithm: "lz4".into(),
+            error_injection: false,
         },
     }
 }
