@@ -318,7 +318,15 @@ fn prepare_state(run_id: &str, exp: &Experiment) -> Result<Journal> {
 
 /// The matrix as the runner sees it; directories come from the plan's mount points.
 fn matrix_spec(exp: &Experiment, plan: &tiers::Plan, provisioned: Option<&Provisioned>, threads: u32) -> MatrixSpec {
-    let mount = |dev: &str| plan.mountpoints.iter().find(|(n, _)| n == dev).map(|(_, p)| p.clone()).unwrap_or_default();
+    // Every device a placement names is in the plan (used_devices covers data, WAL and
+    // tablespaces); a missing one would be a bug, and a relative path must never be used.
+    let mount = |dev: &str| {
+        plan.mountpoints
+            .iter()
+            .find(|(n, _)| n == dev)
+            .map(|(_, p)| p.clone())
+            .unwrap_or_else(|| panic!("device {dev} has no mount point in the plan"))
+    };
     let kernel = |dev: &str| {
         provisioned
             .and_then(|p| p.device(dev))

@@ -1,5 +1,6 @@
 //! pgtier's entry point: `cargo xtask <command>`.
 
+mod bench;
 mod cleanup;
 mod compare;
 mod host;
@@ -67,11 +68,34 @@ enum Command {
         #[arg(long)]
         check: bool,
     },
+    /// Benchmarks (results go to results/bench-*/ and are quoted in docs/benchmarks.md).
+    Bench {
+        #[command(subcommand)]
+        which: BenchCommand,
+    },
     /// Run the test suite (integration tests need root; see README).
     Test {
         /// Extra arguments for `cargo test`.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
+    },
+}
+
+#[derive(Subcommand)]
+enum BenchCommand {
+    /// pgtier's measured TPS against plain pgbench by hand, same options, same data, interleaved.
+    Fidelity {
+        #[arg(long, default_value_t = 3)]
+        runs: u32,
+        #[arg(long, default_value = "20s")]
+        duration: String,
+        #[arg(long, default_value_t = 20)]
+        scale: u32,
+        #[arg(long, default_value_t = 4)]
+        clients: u32,
+        /// tpcb-like, simple-update or select-only.
+        #[arg(long, default_value = "tpcb-like")]
+        builtin: String,
     },
 }
 
@@ -90,6 +114,20 @@ fn main() -> ExitCode {
         Command::Report { dir, baseline, contender, out } => report_command(dir, baseline, contender, out),
         Command::Setup { check } => setup::run(check),
         Command::Test { args } => setup::test(&args),
+        Command::Bench { which: BenchCommand::Fidelity { runs, duration, scale, clients, builtin } } => {
+            let (Ok(duration), Some(builtin)) =
+                (experiment::units::parse_duration(&duration), runner::pgbench::Builtin::parse(&builtin))
+            else {
+                eprintln!("error: --duration takes e.g. 20s; --builtin takes tpcb-like, simple-update or select-only");
+                return ExitCode::from(2);
+            };
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .expect("tokio runtime");
+            rt.block_on(bench::fidelity(bench::FidelityArgs { runs, duration, scale, clients, builtin }))
+        }
     }
 }
 

@@ -149,10 +149,116 @@ fn tiny_experiment_end_to_end() {
     assert!(report.contains("NOT in effect"));
     assert_nothing_left(&env.state());
 
+    // Everything is re-rendered from the results directory alone: identical CSV, the charts back.
+    let csv_before: Vec<Vec<u8>> =
+        ["runs.csv", "summary.csv", "series.csv"].iter().map(|f| std::fs::read(out.join(f)).unwrap()).collect();
+    std::fs::remove_dir_all(out.join("charts")).unwrap();
+    for f in ["runs.csv", "summary.csv", "series.csv", "report.md"] {
+        std::fs::remove_file(out.join(f)).unwrap();
+    }
+    let o = env.xtask(&["report", out.to_str().unwrap()]).output().unwrap();
+    assert!(o.status.success(), "{:?}", text(&o));
+    let csv_after: Vec<Vec<u8>> =
+        ["runs.csv", "summary.csv", "series.csv"].iter().map(|f| std::fs::read(out.join(f)).unwrap()).collect();
+    assert_eq!(csv_before, csv_after, "re-rendered CSV is identical");
+    assert!(out.join("charts/throughput-rw-c2-mem256MiB.png").exists() && out.join("report.md").exists());
+
+    // A result set compared with itself: nothing changed, no delta outside the noise.
+    let cmp = env.dir.path().join("cmp");
+    let o = env
+        .xtask(&[
+            "report",
+            "--baseline",
+            out.to_str().unwrap(),
+            "--contender",
+            out.to_str().unwrap(),
+            "--out",
+            cmp.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{:?}", text(&o));
+    let md = std::fs::read_to_string(cmp.join("comparison.md")).unwrap();
+    assert!(md.contains("Nothing pgtier records differs"), "{md}");
+    for row in csv_rows(&cmp.join("comparison.csv")) {
+        assert_eq!(row["tps_delta_pct"], "0.00");
+    }
+
     // A second cleanup finds nothing to do.
     let o = env.xtask(&["cleanup"]).output().unwrap();
     assert!(o.status.success());
     assert!(text(&o).0.contains("nothing to clean up"), "{:?}", text(&o));
+}
+
+#[test]
+fn tablespaces_on_their_own_device() {
+    if !root_or_skip() {
+        return;
+    }
+    // Seed 001's layout: PGDATA and WAL on one device, tables and indexes in tablespaces on another.
+    let env = Env::new();
+    let out = env.dir.path().join("results");
+    let cfg = env.write(
+        "ts.toml",
+        r#"
+[experiment]
+name = "ts"
+baseline = "split"
+repetitions = 1
+device_probe = "0s"
+
+[[device]]
+name = "sys"
+class = "nvme"
+path = "/dev/disk/by-id/not-used"
+[device.emulate]
+size = "512MiB"
+
+[[device]]
+name = "store"
+class = "nvme"
+path = "/dev/disk/by-id/not-used-either"
+[device.emulate]
+size = "512MiB"
+
+[[placement]]
+name = "split"
+data = "sys"
+wal = "sys"
+tablespaces = { tables = "store", indexes = "store" }
+
+[[workload]]
+name = "nu"
+kind = "pgbench"
+builtin = "simple-update"
+scale = 2
+clients = [2]
+duration = "3s"
+"#,
+    );
+    let o = env
+        .xtask(&["compare", "--config", cfg.to_str().unwrap(), "--emulate", "--out", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{:?}", text(&o));
+    let id = &csv_rows(&out.join("runs.csv"))[0]["run_id"];
+    let r: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("runs").join(id).join("result.json")).unwrap()).unwrap();
+    let store = r["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["device"] == "store")
+        .expect("the tablespace device is sampled");
+    assert_eq!(store["role"], "indexes+tables");
+    // The page cache was dropped before the run: reading tables and indexes goes to their device.
+    assert!(store["read_iops"].as_f64().unwrap() > 0.0, "table and index reads reach the tablespace device: {store}");
+    let statements = r["statements"].as_array().unwrap();
+    assert!(
+        statements.iter().any(|s| s["statement"].as_str().unwrap().starts_with("UPDATE pgbench_accounts")),
+        "per-statement latency kept"
+    );
+    assert_nothing_left(&env.state());
 }
 
 #[test]

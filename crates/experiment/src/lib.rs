@@ -131,7 +131,7 @@ impl Experiment {
 
     /// Devices used by at least one placement, in file order.
     pub fn used_devices(&self) -> Vec<&DeviceSpec> {
-        self.devices.iter().filter(|d| self.placements.iter().any(|p| p.data == d.name || p.wal == d.name)).collect()
+        self.devices.iter().filter(|d| self.placements.iter().any(|p| p.devices().contains(&d.name.as_str()))).collect()
     }
 }
 

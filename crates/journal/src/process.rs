@@ -122,10 +122,11 @@ mod tests {
 
     #[test]
     fn terminate_a_child() {
-        let child = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+        let mut child = std::process::Command::new("sleep").arg("30").spawn().unwrap();
         let id = ProcessId::of(child.id() as i32).unwrap();
         assert!(id.is_alive());
         assert!(!id.terminate(Signal::SIGTERM, Duration::from_secs(5)));
         assert!(!id.is_alive());
+        let _ = child.wait();
     }
 }

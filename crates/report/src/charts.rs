@@ -181,8 +181,8 @@ pub fn group_digits(v: f64, decimals: usize) -> String {
 
 /// Draws the title, subtitle, a legend row and the footnote; returns the area left for the plot.
 /// The legend sits above the plot, so it never hides a bar or its label.
-pub fn frame<'a, DB: DrawingBackend>(
-    root: &'a DrawingArea<DB, Shift>,
+pub fn frame<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
     title: &str,
     subtitle: &str,
     legend: &[(String, RGBColor)],

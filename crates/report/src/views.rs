@@ -100,7 +100,7 @@ pub fn groups(summary: &Summary) -> Vec<Vec<&CellSummary>> {
     })
 }
 
-fn group_by<'a>(summary: &'a Summary, same: impl Fn(&CellSummary, &CellSummary) -> bool) -> Vec<Vec<&'a CellSummary>> {
+fn group_by(summary: &Summary, same: impl Fn(&CellSummary, &CellSummary) -> bool) -> Vec<Vec<&CellSummary>> {
     let mut out: Vec<Vec<&CellSummary>> = Vec::new();
     for c in &summary.cells {
         match out.iter_mut().find(|g| g.first().is_some_and(|o| same(o, c))) {

@@ -258,6 +258,11 @@ pub fn relocate(
     tablespaces: &BTreeMap<String, PathBuf>,
 ) -> Result<f64, RunnerError> {
     let started = Instant::now();
+    for d in [data_dir, wal_dir].into_iter().chain(tablespaces.values().map(PathBuf::as_path)) {
+        if !d.is_absolute() {
+            return Err(RunnerError::Setup(format!("refusing to place data at a relative path ({})", d.display())));
+        }
+    }
     let golden_root = golden.data_dir.parent().expect("golden PGDATA has a parent");
     let ts_dir = |role: &str| {
         tablespaces

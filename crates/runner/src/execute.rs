@@ -87,7 +87,7 @@ fn base_record(planned: &PlannedRun, workload: &WorkloadSpec, started_at: String
         cell: planned.cell.clone(),
         repetition: planned.repetition,
         workload_kind: kind.into(),
-        script: script.into(),
+        script,
         threads: planned.threads,
         scale: workload.scale(),
         duration_s: workload.duration.as_secs_f64(),

@@ -122,11 +122,9 @@ fn fill(path: &Path) -> std::io::Result<()> {
     let mut end = std::fs::metadata(path)?.len();
     use std::io::Seek;
     w.seek(std::io::SeekFrom::Start(end))?;
-    loop {
-        match w.write_all(&chunk).and_then(|_| w.flush()) {
-            Ok(()) => end += chunk.len() as u64,
-            Err(_) => break,
-        }
+    // Until ENOSPC (or well past the free space the filesystem reported).
+    while w.write_all(&chunk).and_then(|_| w.flush()).is_ok() {
+        end += chunk.len() as u64;
         if end > free + (64 << 20) {
             break;
         }

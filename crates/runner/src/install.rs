@@ -74,7 +74,7 @@ fn candidates() -> Vec<PathBuf> {
                 .collect()
         })
         .unwrap_or_default();
-    versions.sort_by(|a, b| b.0.cmp(&a.0));
+    versions.sort_by_key(|v| std::cmp::Reverse(v.0));
     let mut out: Vec<PathBuf> = versions.into_iter().map(|(_, p)| p).collect();
     out.push("/usr/local/pgsql/bin".into());
     if let Some(p) = journal::command::which("postgres").and_then(|p| std::fs::canonicalize(p).ok())

@@ -148,6 +148,7 @@ pub struct Server {
 impl Server {
     /// Starts `postgres -D data_dir` as `user` (inside `cgroup` when given) and waits until it
     /// accepts connections.
+    #[allow(clippy::too_many_arguments)] // each argument is a distinct fact of the server
     pub async fn start(
         install: &PgInstall,
         user: &DbUser,

@@ -1,0 +1,301 @@
+//! `cargo xtask bench fidelity`: does measuring with pgtier change what is measured? On one
+//! emulated placement (a loop device over a sparse file, XFS), pgtier's full run procedure
+//! (server start, CHECKPOINT, drop caches, pgbench with -P 1 -r and a sampled transaction log,
+//! the once-a-second sampler) alternates with a plain pgbench run by hand with the same options
+//! on the same data (server start, CHECKPOINT, drop caches, `pgbench -c -j -T`). Medians of each
+//! are compared; the sampler's own CPU is reported as the monitoring cost.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, SystemTime};
+
+use anyhow::{Context, Result, anyhow, bail};
+use journal::{CommandLine, Journal};
+use results::record::CellKey;
+use results::{ResultsDir, RunStatus, timestamp};
+use runner::dataset::{self, DatasetSpec};
+use runner::execute::{RunInputs, execute_run};
+use runner::matrix::{
+    DeviceRole, MemoryLimit, PgbenchWorkload, PlacementTarget, PlannedRun, Profile, WorkloadKind, WorkloadSpec,
+};
+use runner::pgbench::{self, Builtin};
+use runner::server::{self, Server};
+use runner::{DATABASE, DbUser, PgInstall, RunnerEnv};
+use tiers::spec::{Backing, DaxPolicy, DeviceClass, DeviceSpec, Emulation, RealDevice};
+
+use crate::paths;
+use crate::signals::Interrupts;
+
+pub struct FidelityArgs {
+    pub runs: u32,
+    pub duration: Duration,
+    pub scale: u32,
+    pub clients: u32,
+    pub builtin: Builtin,
+}
+
+pub async fn fidelity(args: FidelityArgs) -> ExitCode {
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("error: the benchmark provisions a loop device and needs root");
+        return ExitCode::FAILURE;
+    }
+    let interrupts = Interrupts::install();
+    let id = format!("bench-fidelity-{}", timestamp::compact(SystemTime::now()));
+    let journal = match Journal::begin(&paths::journal_dir(), &id, "cargo xtask bench fidelity") {
+        Ok(j) => j,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let out = paths::repo_root().join("results").join("bench-fidelity").join(timestamp::compact(SystemTime::now()));
+    let result = run(&args, &journal, &interrupts, &id, &out).await;
+    interrupts.tearing_down.store(true, std::sync::atomic::Ordering::SeqCst);
+    let report = journal.teardown(|_, _| {});
+    match (result, report.is_clean()) {
+        (Ok(text), true) => {
+            print!("{text}");
+            println!("{}", out.display());
+            ExitCode::SUCCESS
+        }
+        (Err(e), _) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+        (Ok(_), false) => {
+            eprintln!("error: teardown left: {}", report.failed.join("; "));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    if n == 0 {
+        f64::NAN
+    } else if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+async fn run(
+    args: &FidelityArgs,
+    journal: &Journal,
+    interrupts: &Interrupts,
+    id: &str,
+    out: &PathBuf,
+) -> Result<String> {
+    std::fs::create_dir_all(out.join("logs"))?;
+    for d in [paths::state_dir(), paths::work_root()] {
+        std::fs::create_dir_all(&d)?;
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o711))?;
+    }
+    let user = DbUser::lookup("postgres").map_err(|e| anyhow!("{e}"))?;
+    let install = PgInstall::detect(None).map_err(|e| anyhow!("{e}"))?;
+    let work_dir = paths::work_root().join(id);
+    let device = DeviceSpec {
+        name: "disk".into(),
+        class: DeviceClass::Nvme,
+        description: None,
+        real: RealDevice::Local { path: "/dev/null".into(), model: None, serial: None },
+        mkfs_options: vec![],
+        mount_options: vec!["noatime".into()],
+        dax: DaxPolicy::Off,
+        partition: None,
+        allow_wipe: false,
+        discard: false,
+        precondition: None,
+        throttle: None,
+        emulation: Emulation {
+            backing: Backing::LoopFile,
+            size_bytes: 4 << 30,
+            latency: None,
+            zram_algorithm: "lz4".into(),
+            error_injection: false,
+        },
+    };
+    let ctx = tiers::PlanContext {
+        short_id: format!("{:06x}", std::process::id() & 0xff_ffff),
+        work_dir: work_dir.clone(),
+        log_dir: out.join("logs"),
+        owner_uid: user.uid,
+        owner_gid: user.gid,
+        emulate: true,
+    };
+    let plan = tiers::build_plan(std::slice::from_ref(&device), &ctx);
+    let provisioned =
+        tiers::execute(&plan, &[device], &mut tiers::system::RealSystem, journal, &interrupts.cancel, &mut |_| {})
+            .map_err(|e| anyhow!("provisioning: {e}"))?;
+    let dev = provisioned.device("disk").context("provisioned")?;
+    let socket_dir = work_dir.join("sock");
+    let env = RunnerEnv {
+        install: install.clone(),
+        user: user.clone(),
+        journal,
+        cgroups: None,
+        run_token: id.to_string(),
+        socket_dir: socket_dir.clone(),
+        port: 5432,
+        logs_dir: out.join("logs"),
+        cancel: interrupts.cancel.clone(),
+        drop_caches: true,
+        watchdog_grace: None,
+        throttles: vec![],
+    };
+    dataset::make_owned_dir(&env, &socket_dir).map_err(|e| anyhow!("{e}"))?;
+    eprintln!("loading pgbench scale {}", args.scale);
+    let spec = DatasetSpec::Pgbench { scale: args.scale, init_args: vec![], tablespaces: vec![] };
+    let golden = dataset::build_golden(&env, &spec, &work_dir.join("golden"), &Default::default(), &mut |_| {})
+        .await
+        .map_err(|e| anyhow!("{e}"))?;
+    let placement = PlacementTarget {
+        name: "disk".into(),
+        data_dir: dev.mountpoint.join("bench").join("pgdata"),
+        wal_dir: dev.mountpoint.join("bench").join("pg_wal"),
+        devices: vec![DeviceRole {
+            role: "data+wal".into(),
+            device: "disk".into(),
+            kernel_name: dev.facts.kernel_name.clone(),
+        }],
+        tablespaces: Default::default(),
+    };
+    dataset::relocate(&env, &golden, &placement.data_dir, &placement.wal_dir, &placement.tablespaces)
+        .map_err(|e| anyhow!("{e}"))?;
+    let threads = args.clients.min(crate::host::hardware_threads()).max(1);
+    let workload = WorkloadSpec {
+        name: "fidelity".into(),
+        kind: WorkloadKind::Pgbench(PgbenchWorkload {
+            builtin: args.builtin,
+            scale: args.scale,
+            init_args: vec![],
+            extra_args: vec![],
+            per_statement: true,
+        }),
+        clients: vec![args.clients],
+        threads: Some(threads),
+        duration: args.duration,
+        ramp_up: Duration::ZERO,
+    };
+    let profile = Profile { name: "default".into(), settings: Default::default() };
+    let memory = MemoryLimit::unlimited();
+    let results = ResultsDir::new(out);
+    let mut pgtier_tps = Vec::new();
+    let mut hand_tps = Vec::new();
+    let mut sampler_pct = Vec::new();
+    let mut lines = Vec::new();
+    for i in 1..=args.runs {
+        if interrupts.cancelled() {
+            bail!("interrupted");
+        }
+        // pgtier's procedure.
+        let planned = PlannedRun {
+            sequence: i,
+            run_id: format!("{i:04}-pgtier"),
+            cell: CellKey {
+                placement: "disk".into(),
+                workload: "fidelity".into(),
+                clients: args.clients,
+                memory_limit: "unlimited".into(),
+                profile: "default".into(),
+            },
+            repetition: i,
+            placement: 0,
+            workload: 0,
+            profile: 0,
+            memory: 0,
+            memory_limit: None,
+            clients: args.clients,
+            threads,
+        };
+        let inputs = RunInputs {
+            planned: &planned,
+            placement: &placement,
+            workload: &workload,
+            profile: &profile,
+            memory: &memory,
+            results: &results,
+            faults: &[],
+        };
+        let rec = execute_run(&env, &inputs, &mut NoProgress).await.map_err(|e| anyhow!("{e}"))?;
+        if rec.status != RunStatus::Ok {
+            bail!("pgtier run failed: {}", rec.failure.unwrap_or_default());
+        }
+        pgtier_tps.push(rec.metrics.tps);
+        sampler_pct.push(rec.sampler_cpu_s / rec.duration_s * 100.0);
+        lines.push(format!("run {i} pgtier: {:.1} tps ({})", rec.metrics.tps, rec.command));
+        // By hand: the same server start, CHECKPOINT and page-cache drop, then plain pgbench.
+        let hand = by_hand(&env, &placement, args, threads, &out.join(format!("{i:04}-hand.log"))).await?;
+        lines.push(format!("run {i} by hand: {hand:.1} tps"));
+        eprintln!("{}\n{}", lines[lines.len() - 2], lines[lines.len() - 1]);
+        hand_tps.push(hand);
+    }
+    let (m_p, m_h) = (median(pgtier_tps.clone()), median(hand_tps.clone()));
+    let mut text = String::new();
+    text.push_str(&format!(
+        "pgbench {} scale {}, {} clients, {} threads, {} s, {} pairs, interleaved\n",
+        args.builtin.as_str(),
+        args.scale,
+        args.clients,
+        threads,
+        args.duration.as_secs(),
+        args.runs
+    ));
+    for l in &lines {
+        text.push_str(l);
+        text.push('\n');
+    }
+    text.push_str(&format!(
+        "median pgtier {m_p:.1} tps, median by hand {m_h:.1} tps: pgtier / hand = {:.4} ({:+.2}%)\n",
+        m_p / m_h,
+        (m_p / m_h - 1.0) * 100.0
+    ));
+    text.push_str(&format!(
+        "sampler (once a second: /proc/diskstats, /proc/stat): {:.3}% of one core (median over the pgtier runs)\n",
+        median(sampler_pct)
+    ));
+    std::fs::write(out.join("fidelity.txt"), &text)?;
+    Ok(text)
+}
+
+struct NoProgress;
+impl runner::execute::Observer for NoProgress {}
+
+async fn by_hand(
+    env: &RunnerEnv<'_>,
+    placement: &PlacementTarget,
+    args: &FidelityArgs,
+    threads: u32,
+    log: &std::path::Path,
+) -> Result<f64> {
+    server::write_config(
+        &placement.data_dir,
+        env.port,
+        &env.socket_dir,
+        &Default::default(),
+        env.user.uid,
+        env.user.gid,
+    )
+    .map_err(|e| anyhow!("{e}"))?;
+    let srv =
+        Server::start(&env.install, &env.user, env.journal, &placement.data_dir, &env.socket_dir, env.port, None, log)
+            .await
+            .map_err(|e| anyhow!("{e}"))?;
+    let client = srv.connect(DATABASE).await.map_err(|e| anyhow!("{e}"))?;
+    client.batch_execute("CHECKPOINT").await?;
+    drop(client);
+    dataset::sync_all();
+    std::fs::write("/proc/sys/vm/drop_caches", "3")?;
+    let cmd = CommandLine::new(env.install.program("pgbench").to_string_lossy())
+        .args(["-h", &env.socket_dir.to_string_lossy(), "-p", &env.port.to_string(), "-U", server::DB_ROLE])
+        .arg(format!("--builtin={}", args.builtin.as_str()))
+        .args(["-c", &args.clients.to_string(), "-j", &threads.to_string(), "-T", &args.duration.as_secs().to_string()])
+        .arg(DATABASE);
+    let out = tokio::task::spawn_blocking(move || cmd.run()).await?.map_err(|e| anyhow!("{e}"))?;
+    srv.stop(env.journal).await.map_err(|e| anyhow!("{e}"))?;
+    let s = pgbench::parse_summary(&out.stdout).map_err(|e| anyhow!("{e}"))?;
+    Ok(s.tps)
+}
