@@ -70,6 +70,8 @@ pub struct BarChart {
     pub footnote: Vec<String>,
     /// Decimal places of the value labels.
     pub value_decimals: usize,
+    /// Appended to value labels (e.g. `%`).
+    pub value_suffix: &'static str,
     /// A dashed horizontal line, e.g. 1.0 for normalised charts.
     pub reference: Option<(f64, String)>,
 }
@@ -243,6 +245,15 @@ fn draw_bar_chart<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, c: &BarChar
         .fold(0.0, f64::max);
     let ymax = if top > 0.0 { top * 1.2 } else { 1.0 };
     let labels: Vec<String> = c.groups.iter().map(|g| g.label.clone()).collect();
+    // Smaller axis labels when many long ones must share the width.
+    let widest = labels.iter().map(|l| l.chars().count()).max().unwrap_or(1) * n;
+    let label_size = if widest > 110 {
+        13
+    } else if widest > 80 {
+        15
+    } else {
+        18
+    };
     let mut chart = ChartBuilder::on(&area)
         .margin_left(20)
         .margin_right(30)
@@ -266,7 +277,8 @@ fn draw_bar_chart<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, c: &BarChar
         .y_label_formatter(&|y| group_digits(*y, if ymax < 10.0 { 1 } else { 0 }))
         .x_desc(c.x_label.as_str())
         .y_desc(c.y_label.as_str())
-        .label_style(("sans-serif", 18))
+        .x_label_style(("sans-serif", label_size))
+        .y_label_style(("sans-serif", 18))
         .axis_desc_style(("sans-serif", 20))
         .light_line_style(WHITE)
         .bold_line_style(RGBColor(0xE4, 0xE4, 0xE4))
@@ -326,7 +338,11 @@ fn draw_bar_chart<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, c: &BarChar
                 .pos(Pos::new(HPos::Center, VPos::Bottom));
             chart
                 .draw_series([
-                    Text::new(group_digits(b.value, c.value_decimals), (x, label_y + ymax * 0.012), value_style),
+                    Text::new(
+                        format!("{}{}", group_digits(b.value, c.value_decimals), c.value_suffix),
+                        (x, label_y + ymax * 0.012),
+                        value_style,
+                    ),
                     Text::new(b.annotation.clone(), (x, label_y + ymax * 0.055), note_style),
                 ])
                 .map_err(s)?;
@@ -456,6 +472,7 @@ mod tests {
             ],
             footnote: vec!["foot".into()],
             value_decimals: 0,
+            value_suffix: "",
             reference: Some((100.0, "baseline".into())),
         };
         render_bar_chart(&chart, &d.path().join("x")).unwrap();

@@ -340,6 +340,7 @@ pub fn compare(baseline: &Path, contender: &Path, out: &Path) -> Result<(Compari
         groups,
         footnote: vec![format!("baseline: {}", baseline.display()), format!("contender: {}", contender.display())],
         value_decimals: 2,
+        value_suffix: "",
         reference: Some((1.0, "baseline set = 1.0".into())),
     };
     let stem = out.join("comparison-throughput");

@@ -133,13 +133,17 @@ impl Exporter for MarkdownExporter {
         }
 
         let _ = writeln!(s, "\n## Charts\n");
-        let mut section = String::new();
+        let mut sections: Vec<&str> = Vec::new();
         for c in &self.charts {
-            if c.section != section {
-                section = c.section.clone();
-                let _ = writeln!(s, "### {section}\n");
+            if !sections.contains(&c.section.as_str()) {
+                sections.push(&c.section);
             }
-            let _ = writeln!(s, "![{}]({})\n", c.caption, c.file);
+        }
+        for section in sections {
+            let _ = writeln!(s, "### {section}\n");
+            for c in self.charts.iter().filter(|c| c.section == section) {
+                let _ = writeln!(s, "![{}]({})\n", c.caption, c.file);
+            }
         }
         if self.charts.is_empty() {
             let _ = writeln!(s, "No charts (no successful runs).\n");

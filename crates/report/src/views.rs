@@ -255,6 +255,7 @@ fn per_cell_bars(cx: &mut Ctx) -> Result<(), ExportError> {
                 groups,
                 footnote: footnote(set, &g, true),
                 value_decimals: if lower { 2 } else { 0 },
+                value_suffix: "",
                 reference: None,
             };
             cx.bar(chart, file_stem(kind, c0), &what)?;
@@ -320,6 +321,7 @@ fn normalised(cx: &mut Ctx) -> Result<(), ExportError> {
             groups,
             footnote: footnote(set, &cells, true),
             value_decimals: 2,
+            value_suffix: "",
             reference: Some((1.0, format!("{} = 1.0", set.manifest.baseline))),
         };
         let mut stem = "normalised-throughput".to_string();
@@ -476,6 +478,7 @@ fn dimension_comparison(cx: &mut Ctx, what: &str, value: fn(&CellSummary) -> Str
             groups,
             footnote: footnote(set, &cells, true),
             value_decimals: 0,
+            value_suffix: "",
             reference: None,
         };
         let stem = format!("by-{what}-{}-c{}", clean(&c0.key.workload), c0.key.clients);
@@ -565,7 +568,7 @@ fn device_io(cx: &mut Ctx) -> Result<(), ExportError> {
                         .collect();
                     Estimate::of(&v)
                 };
-                let label = format!("{}: {} ({})", c.key.placement, d.device, d.role);
+                let label = device_label(&c.key.placement, d);
                 let bars = |r: Option<Estimate>, w: Option<Estimate>| {
                     [(r, "read", read), (w, "write", write)]
                         .into_iter()
@@ -606,6 +609,7 @@ fn device_io(cx: &mut Ctx) -> Result<(), ExportError> {
                 groups,
                 footnote: footnote(set, &g, true),
                 value_decimals: decimals,
+                value_suffix: "",
                 reference: None,
             };
             cx.bar(chart, file_stem(kind, c0), &describe_group(c0))?;
@@ -638,28 +642,35 @@ fn ceilings(cx: &mut Ctx) -> Result<(), ExportError> {
                         .fold(0.0, f64::max)
                 };
                 let mut bars = Vec::new();
-                for (value, ceiling, name, color) in [
+                // WAL writes are small synchronous writes: their ceiling is fio's write+fdatasync
+                // rate. Data, table and index reads are random reads: their ceiling is fio's QD32
+                // random-read rate. (Buffered data writeback has no probe of its own.)
+                let holds_wal = d.role.contains("wal");
+                let holds_data = d.role.split('+').any(|r| r != "wal");
+                for (relevant, value, ceiling, name, color) in [
                     (
+                        holds_wal,
                         peak(|x| x.peak_write_iops),
                         probe.wal_write_iops,
-                        "peak write IOPS / fio 8k write+fdatasync IOPS",
+                        "WAL device: peak write IOPS / fio 8k write+fdatasync IOPS",
                         write,
                     ),
                     (
+                        holds_data,
                         peak(|x| x.peak_read_iops),
                         probe.randread_iops,
-                        "peak read IOPS / fio 4k random-read QD32 IOPS",
+                        "data device: peak read IOPS / fio 4k random-read QD32 IOPS",
                         read,
                     ),
                 ] {
-                    if ceiling > 0.0 {
+                    if relevant && ceiling > 0.0 {
                         bars.push(Bar {
                             legend: name.to_string(),
                             value: value / ceiling * 100.0,
                             error: None,
                             color,
                             annotation: format!(
-                                "{} of {}",
+                                "{} / {}",
                                 charts::group_digits(value, 0),
                                 charts::group_digits(ceiling, 0)
                             ),
@@ -667,7 +678,7 @@ fn ceilings(cx: &mut Ctx) -> Result<(), ExportError> {
                         });
                     }
                 }
-                groups.push(BarGroup { label: format!("{}: {} ({})", c.key.placement, d.device, d.role), bars });
+                groups.push(BarGroup { label: device_label(&c.key.placement, d), bars });
             }
         }
         if groups.is_empty() {
@@ -675,20 +686,27 @@ fn ceilings(cx: &mut Ctx) -> Result<(), ExportError> {
         }
         let chart = BarChart {
             title: format!("{}: device I/O against its fio ceiling", set.manifest.experiment_name),
-            subtitle: format!(
-                "{}; peak one-second IOPS over the runs as % of what fio measured on the same device before the matrix",
-                describe_group(c0)
-            ),
+            subtitle: format!("{}; peak 1-second IOPS as % of fio's figure for the same device", describe_group(c0)),
             x_label: "placement: device (role)".into(),
             y_label: "% of the device's fio ceiling".into(),
             groups,
             footnote: footnote(set, &g, false),
             value_decimals: 0,
+            value_suffix: "%",
             reference: Some((100.0, "fio ceiling = 100%".into())),
         };
         cx.bar(chart, file_stem("ceiling", c0), &describe_group(c0))?;
     }
     Ok(())
+}
+
+/// `placement: device`, with the roles when the device holds several.
+fn device_label(placement: &str, d: &results::record::DeviceIo) -> String {
+    if d.role.contains('+') {
+        format!("{placement}: {} ({})", d.device, d.role)
+    } else {
+        format!("{placement}: {}", d.device)
+    }
 }
 
 /// Every chart, as an exporter.
