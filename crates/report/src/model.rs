@@ -165,6 +165,19 @@ pub fn summarize(set: &ResultSet) -> Summary {
         if failed > 0 {
             warnings.push(format!("{}: {failed} run(s) failed and are left out of the figures", describe(&k)));
         }
+        // Outlier seconds (stalls or bursts) in the per-second series of the cell's runs.
+        let (mut outliers, mut seconds) = (0usize, 0usize);
+        for r in by_cell.get(&k).into_iter().flatten().filter(|r| r.status == RunStatus::Ok) {
+            let tps: Vec<f64> = r.series.iter().map(|s| s.tps).collect();
+            outliers += crate::stats::outliers_mad(&tps, 3.5).len();
+            seconds += tps.len();
+        }
+        if outliers > 0 {
+            warnings.push(format!(
+                "{}: {outliers} of {seconds} seconds lie more than 3.5 median absolute deviations from their run's median TPS (stalls or bursts; see the stability chart)",
+                describe(&k)
+            ));
+        }
         cells.push(CellSummary {
             runs: tps.n,
             failed_runs: failed,
