@@ -110,6 +110,25 @@ pub const SUMMARY_COLUMNS: &[&str] = &[
     "nopm_delta_ci95_high_pct",
 ];
 
+/// Columns of `devices.csv`: one row per device per run (from /proc/diskstats).
+pub const DEVICES_COLUMNS: &[&str] = &[
+    "run_id",
+    "placement",
+    "workload",
+    "clients",
+    "repetition",
+    "device",
+    "role",
+    "kernel_name",
+    "read_iops",
+    "write_iops",
+    "read_mb_s",
+    "write_mb_s",
+    "avg_wait_ms",
+    "peak_read_iops",
+    "peak_write_iops",
+];
+
 /// Columns of `series.csv`.
 pub const SERIES_COLUMNS: &[&str] = &[
     "run_id",
@@ -247,7 +266,33 @@ impl Exporter for CsvExporter {
                 })
             })
             .collect();
+        let devices = set
+            .runs
+            .iter()
+            .flat_map(|r| {
+                r.devices.iter().map(move |d| {
+                    vec![
+                        r.run_id.clone(),
+                        r.cell.placement.clone(),
+                        r.cell.workload.clone(),
+                        r.cell.clients.to_string(),
+                        r.repetition.to_string(),
+                        d.device.clone(),
+                        d.role.clone(),
+                        d.kernel_name.clone(),
+                        num(d.read_iops, 1),
+                        num(d.write_iops, 1),
+                        num(d.read_mb_s, 2),
+                        num(d.write_mb_s, 2),
+                        num(d.avg_wait_ms, 3),
+                        num(d.peak_read_iops, 1),
+                        num(d.peak_write_iops, 1),
+                    ]
+                })
+            })
+            .collect();
         let files = [
+            (out.join("devices.csv"), csv_bytes(DEVICES_COLUMNS, devices)),
             (out.join("runs.csv"), csv_bytes(RUNS_COLUMNS, runs)),
             (out.join("summary.csv"), csv_bytes(SUMMARY_COLUMNS, summary_rows)),
             (out.join("series.csv"), csv_bytes(SERIES_COLUMNS, series)),

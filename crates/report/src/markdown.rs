@@ -115,6 +115,49 @@ impl Exporter for MarkdownExporter {
                 );
             }
         }
+        // Device I/O per cell (seed 001 quotes read and write IOPS at peak; seed 002 per device).
+        let mut io_rows = Vec::new();
+        for c in &summary.cells {
+            let runs: Vec<_> =
+                set.runs.iter().filter(|r| r.cell == c.key && r.status == results::RunStatus::Ok).collect();
+            let Some(first) = runs.first() else { continue };
+            for d in &first.devices {
+                let all: Vec<_> =
+                    runs.iter().filter_map(|r| r.devices.iter().find(|x| x.kernel_name == d.kernel_name)).collect();
+                let n = all.len().max(1) as f64;
+                let mean = |f: fn(&results::record::DeviceIo) -> f64| all.iter().map(|x| f(x)).sum::<f64>() / n;
+                let peak = |f: fn(&results::record::DeviceIo) -> f64| all.iter().map(|x| f(x)).fold(0.0, f64::max);
+                io_rows.push(format!(
+                    "| {} | {} | {} | {} ({}) | {:.0} / {:.0} | {:.0} / {:.0} | {:.1} / {:.1} | {:.2} |",
+                    c.key.placement,
+                    c.key.workload,
+                    c.key.clients,
+                    d.device,
+                    d.role,
+                    mean(|x| x.read_iops),
+                    mean(|x| x.write_iops),
+                    peak(|x| x.peak_read_iops),
+                    peak(|x| x.peak_write_iops),
+                    mean(|x| x.read_mb_s),
+                    mean(|x| x.write_mb_s),
+                    mean(|x| x.avg_wait_ms),
+                ));
+            }
+        }
+        if !io_rows.is_empty() {
+            let _ = writeln!(
+                s,
+                "\nDevice I/O during the measured runs (/proc/diskstats; mean of the runs, peak = highest one-second rate of any run; per run in devices.csv):\n"
+            );
+            let _ = writeln!(
+                s,
+                "| placement | workload | clients | device (role) | read / write IOPS | peak read / write IOPS | read / write MB/s | avg wait ms |"
+            );
+            let _ = writeln!(s, "|---|---|---:|---|---:|---:|---:|---:|");
+            for r in io_rows {
+                let _ = writeln!(s, "{r}");
+            }
+        }
         if !summary.missing.is_empty() {
             let _ = writeln!(s, "\n**Missing cells** (planned, no successful run):\n");
             for k in &summary.missing {
