@@ -234,3 +234,114 @@ pub fn describe(k: &CellKey) -> String {
     }
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use results::record::{Metrics, RunRecord, RunStatus};
+
+    fn run(seq: u32, placement: &str, rep: u32, tps: f64, lat: f64) -> RunRecord {
+        let cell = CellKey {
+            placement: placement.into(),
+            workload: "rw".into(),
+            clients: 8,
+            memory_limit: "unlimited".into(),
+            profile: "default".into(),
+        };
+        RunRecord {
+            run_id: format!("{seq:04}-{placement}-r{rep}"),
+            sequence: seq,
+            cell,
+            repetition: rep,
+            workload_kind: "pgbench".into(),
+            script: "tpcb-like".into(),
+            threads: 2,
+            scale: 1,
+            duration_s: 10.0,
+            ramp_up_s: 0.0,
+            started_at: String::new(),
+            finished_at: String::new(),
+            status: RunStatus::Ok,
+            failure: None,
+            failure_kind: None,
+            faults: vec![],
+            metrics: Metrics { tps, latency_ms_avg: lat, ..Default::default() },
+            statements: vec![],
+            series: vec![],
+            devices: vec![],
+            io_series: vec![],
+            sampler_cpu_s: 0.0,
+            cpu: None,
+            postgres: None,
+            memory: None,
+            checkpoints_at_s: vec![],
+            server_settings: Default::default(),
+            command: String::new(),
+            raw_files: vec![],
+            warnings: vec![],
+        }
+    }
+
+    fn set(runs: Vec<RunRecord>, planned: &[(&str, &str)]) -> ResultSet {
+        let mut m = Manifest { baseline: "a".into(), ..Default::default() };
+        for (id, placement) in planned {
+            m.run_order.push(id.to_string());
+            let mut k = runs[0].cell.clone();
+            k.placement = placement.to_string();
+            m.planned_cells.insert(id.to_string(), k);
+        }
+        m.placements = ["a", "b", "c"]
+            .iter()
+            .map(|p| results::manifest::PlacementRecord { name: p.to_string(), ..Default::default() })
+            .collect();
+        ResultSet { dir: "/nonexistent".into(), manifest: m, runs }
+    }
+
+    #[test]
+    fn deltas_against_the_baseline_and_warnings() {
+        let runs = vec![
+            run(1, "a", 1, 100.0, 10.0),
+            run(2, "b", 1, 150.0, 7.0),
+            run(3, "a", 2, 102.0, 10.2),
+            run(4, "b", 2, 148.0, 7.1),
+            run(5, "a", 3, 98.0, 9.8),
+            run(6, "b", 3, 152.0, 6.9),
+        ];
+        let s = summarize(&set(runs, &[("0007-c-r1", "c")]));
+        assert_eq!(s.cells.len(), 2);
+        let (a, b) = (&s.cells[0], &s.cells[1]);
+        assert!(a.is_baseline && a.tps_delta.is_none());
+        let d = b.tps_delta.unwrap();
+        assert!((d.pct - 50.0).abs() < 1e-9, "{d:?}");
+        assert!(!d.within_noise && d.pct_low > 40.0 && d.pct_high < 60.0, "{d:?}");
+        let l = b.latency_delta.unwrap();
+        assert!((l.pct + 30.0).abs() < 1e-9);
+        assert_eq!(s.missing.len(), 1, "the planned cell of placement c has no run");
+        assert!(s.warnings.is_empty(), "CV is 2%: no warning: {:?}", s.warnings);
+    }
+
+    #[test]
+    fn noisy_cells_failed_runs_and_nopm_headline() {
+        let mut runs = vec![
+            run(1, "a", 1, 100.0, 10.0),
+            run(2, "b", 1, 130.0, 8.0),
+            run(3, "a", 2, 60.0, 12.0),
+            run(4, "b", 2, 90.0, 9.0),
+        ];
+        let mut failed = run(5, "b", 3, 0.0, 0.0);
+        failed.status = RunStatus::Failed;
+        runs.push(failed);
+        for r in &mut runs {
+            r.metrics.nopm = Some(r.metrics.tps * 10.0);
+        }
+        let s = summarize(&set(runs, &[]));
+        let b = &s.cells[1];
+        assert_eq!((b.runs, b.failed_runs), (2, 1));
+        assert!(b.tps_delta.unwrap().within_noise, "two noisy runs each side: inside the noise");
+        let (h, hd, unit) = b.headline();
+        assert!(unit.contains("NOPM") && (h.mean - 1100.0).abs() < 1e-9);
+        assert!((hd.unwrap().pct - b.tps_delta.unwrap().pct).abs() < 1e-9);
+        assert!(s.warnings.iter().any(|w| w.contains("repetitions disagree")));
+        assert!(s.warnings.iter().any(|w| w.contains("1 run(s) failed")));
+    }
+}

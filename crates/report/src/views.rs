@@ -123,17 +123,6 @@ pub fn describe_group(c: &CellSummary) -> String {
     s
 }
 
-fn context_without_clients(c: &CellSummary) -> String {
-    let mut s = format!("workload {}", c.key.workload);
-    if c.key.memory_limit != "unlimited" {
-        s.push_str(&format!(", server memory {}", c.key.memory_limit));
-    }
-    if c.key.profile != "default" {
-        s.push_str(&format!(", profile {}", c.key.profile));
-    }
-    s
-}
-
 struct Ctx<'a> {
     set: &'a ResultSet,
     summary: &'a Summary,
@@ -339,9 +328,28 @@ fn normalised(cx: &mut Ctx) -> Result<(), ExportError> {
 /// TPS against clients per placement, the peak of each marked and the delta at peak stated.
 fn scaling(cx: &mut Ctx) -> Result<(), ExportError> {
     let set = cx.set;
+    // One line per placement; with a single placement and several settings profiles (seed 004:
+    // default against the performance profile), one line per profile instead.
+    let mut profiles: Vec<String> = Vec::new();
+    for c in &cx.summary.cells {
+        if !profiles.contains(&c.key.profile) {
+            profiles.push(c.key.profile.clone());
+        }
+    }
+    let by_profile = cx.placements.len() == 1 && profiles.len() > 1;
     let by_context = group_by(cx.summary, |a, b| {
-        a.key.workload == b.key.workload && a.key.memory_limit == b.key.memory_limit && a.key.profile == b.key.profile
+        a.key.workload == b.key.workload
+            && a.key.memory_limit == b.key.memory_limit
+            && (by_profile || a.key.profile == b.key.profile)
     });
+    let shades = [
+        RGBColor(0x3B, 0x5B, 0x92),
+        RGBColor(0xE0, 0x9F, 0x3E),
+        RGBColor(0x6F, 0xA2, 0x87),
+        RGBColor(0x9E, 0x6F, 0xB5),
+    ];
+    let names: Vec<String> = if by_profile { profiles.clone() } else { cx.placements.clone() };
+    let reference = if by_profile { profiles[0].clone() } else { set.manifest.baseline.clone() };
     for cells in by_context {
         let clients: std::collections::BTreeSet<u32> = cells.iter().map(|c| c.key.clients).collect();
         if clients.len() < 2 {
@@ -349,18 +357,22 @@ fn scaling(cx: &mut Ctx) -> Result<(), ExportError> {
         }
         let mut series = Vec::new();
         let mut peaks: Vec<(String, u32, f64)> = Vec::new();
-        for p in &cx.placements {
-            let mut pts: Vec<&CellSummary> = cells.iter().copied().filter(|c| &c.key.placement == p).collect();
+        for (i, name) in names.iter().enumerate() {
+            let mut pts: Vec<&CellSummary> = cells
+                .iter()
+                .copied()
+                .filter(|c| if by_profile { &c.key.profile == name } else { &c.key.placement == name })
+                .collect();
             if pts.is_empty() {
                 continue;
             }
             pts.sort_by_key(|c| c.key.clients);
             let peak =
                 pts.iter().max_by(|a, b| a.headline().0.mean.total_cmp(&b.headline().0.mean)).expect("non-empty");
-            peaks.push((p.clone(), peak.key.clients, peak.headline().0.mean));
+            peaks.push((name.clone(), peak.key.clients, peak.headline().0.mean));
             series.push(Line {
-                name: cx.legend(p),
-                color: cx.color(p),
+                name: if by_profile { format!("profile {name}") } else { cx.legend(name) },
+                color: if by_profile { shades[i % shades.len()] } else { cx.color(name) },
                 points: pts.iter().map(|c| (c.key.clients as f64, c.headline().0.mean)).collect(),
                 errors: Some(pts.iter().map(|c| c.headline().0.ci95).collect()),
                 markers: true,
@@ -372,27 +384,33 @@ fn scaling(cx: &mut Ctx) -> Result<(), ExportError> {
                 )),
             });
         }
-        let base = peaks.iter().find(|p| p.0 == set.manifest.baseline).cloned();
+        let base = peaks.iter().find(|p| p.0 == reference).cloned();
         let who = if cells[0].nopm.is_some() { "virtual users" } else { "clients" };
         let deltas: Vec<String> = match &base {
             Some((_, bc, bt)) => peaks
                 .iter()
-                .filter(|p| p.0 != set.manifest.baseline)
+                .filter(|p| p.0 != reference)
                 .map(|(n, c, t)| {
-                    format!("{n} {:+.1}% at its peak ({c} {who}; baseline peak at {bc})", (t / bt - 1.0) * 100.0)
+                    format!("{n} {:+.1}% at its peak ({c} {who}; {reference} peaks at {bc})", (t / bt - 1.0) * 100.0)
                 })
                 .collect(),
             None => vec![],
         };
         let c0 = cells[0];
+        let mut context = format!("workload {}", c0.key.workload);
+        if c0.key.memory_limit != "unlimited" {
+            context.push_str(&format!(", server memory {}", c0.key.memory_limit));
+        }
+        if !by_profile && c0.key.profile != "default" {
+            context.push_str(&format!(", profile {}", c0.key.profile));
+        }
         let chart = LineChart {
             title: format!("{}: scaling with {who}", set.manifest.experiment_name),
             subtitle: format!(
-                "{}; delta at peak: {}",
-                context_without_clients(c0),
+                "{context}; delta at peak: {}",
                 if deltas.is_empty() { "n/a".into() } else { deltas.join("; ") }
             ),
-            x_label: if cells[0].nopm.is_some() { "virtual users".into() } else { "clients".into() },
+            x_label: who.into(),
             y_label: cells[0].headline().2.into(),
             series,
             vlines: vec![],
@@ -403,7 +421,7 @@ fn scaling(cx: &mut Ctx) -> Result<(), ExportError> {
         if c0.key.memory_limit != "unlimited" {
             stem.push_str(&format!("-mem{}", clean(&c0.key.memory_limit)));
         }
-        if c0.key.profile != "default" {
+        if !by_profile && c0.key.profile != "default" {
             stem.push_str(&format!("-{}", clean(&c0.key.profile)));
         }
         cx.line(chart, stem, "Scaling")?;
@@ -452,8 +470,13 @@ fn dimension_comparison(cx: &mut Ctx, what: &str, value: fn(&CellSummary) -> Str
                     .enumerate()
                     .filter_map(|(vi, v)| {
                         let c = cells.iter().find(|c| &c.key.placement == p && &value(c) == v)?;
-                        let (e, d, _) = c.headline();
-                        let (annotation, noise) = annotation(d.as_ref(), c.is_baseline, false);
+                        let (e, _, _) = c.headline();
+                        // The change against the same placement under the first value of the
+                        // dimension (e.g. the default profile, or the first memory limit).
+                        let reference = cells.iter().find(|r| &r.key.placement == p && value(r) == values[0])?;
+                        let d = (vi > 0).then(|| Delta::between(&reference.headline().0, &e)).flatten();
+                        let (annotation, noise) = annotation(d.as_ref(), vi == 0, false);
+                        let annotation = if vi == 0 { "reference".to_string() } else { annotation };
                         Some(Bar {
                             legend: format!("{what} {v}"),
                             value: e.mean,
@@ -470,8 +493,8 @@ fn dimension_comparison(cx: &mut Ctx, what: &str, value: fn(&CellSummary) -> Str
         let chart = BarChart {
             title: format!("{}: throughput by {what}", set.manifest.experiment_name),
             subtitle: format!(
-                "workload {}, {} clients; labels: change against baseline {} under the same {what}",
-                c0.key.workload, c0.key.clients, set.manifest.baseline
+                "workload {}, {} clients; labels: change against {what} {} on the same placement",
+                c0.key.workload, c0.key.clients, values[0]
             ),
             x_label: "placement".into(),
             y_label: c0.headline().2.into(),
