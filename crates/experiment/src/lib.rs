@@ -252,6 +252,14 @@ impl Validator<'_> {
         self.errors.push(e);
     }
 
+    /// Reports a second definition of the same name in a section.
+    fn unique(&mut self, seen: &mut BTreeSet<String>, section: &str, name: &Spanned<String>) {
+        let n = name.get_ref();
+        if !seen.insert(n.clone()) {
+            self.err(span(name), format!("{section}[{n}].name"), format!("{section} {n:?} is defined twice"));
+        }
+    }
+
     fn size(&mut self, s: &Spanned<String>, key: &str) -> Option<u64> {
         match units::parse_size(s.get_ref()) {
             Ok(v) => Some(v),
@@ -919,14 +927,7 @@ impl Validator<'_> {
         let mut devices = Vec::new();
         let mut seen = BTreeSet::new();
         for d in &raw.device {
-            let n = d.get_ref().name.get_ref();
-            if !seen.insert(n.clone()) {
-                self.err(
-                    span(&d.get_ref().name),
-                    format!("device[{n}].name"),
-                    format!("device {n:?} is defined twice"),
-                );
-            }
+            self.unique(&mut seen, "device", &d.get_ref().name);
             if let Some(spec) = self.device(d, emulate, opts) {
                 devices.push(spec);
             }
@@ -942,9 +943,7 @@ impl Validator<'_> {
             let r = p.get_ref();
             let n = r.name.get_ref().clone();
             self.name(&r.name, &format!("placement[{n}].name"));
-            if !seen.insert(n.clone()) {
-                self.err(span(&r.name), format!("placement[{n}].name"), format!("placement {n:?} is defined twice"));
-            }
+            self.unique(&mut seen, "placement", &r.name);
             let mut refs: Vec<(String, &Spanned<String>)> = vec![("data".into(), &r.data), ("wal".into(), &r.wal)];
             for (role, dev) in &r.tablespaces {
                 if !runner::matrix::TABLESPACE_ROLES.contains(&role.as_str()) {
@@ -997,14 +996,7 @@ impl Validator<'_> {
         let mut workloads = Vec::new();
         let mut seen = BTreeSet::new();
         for w in &raw.workload {
-            let n = w.get_ref().name.get_ref();
-            if !seen.insert(n.clone()) {
-                self.err(
-                    span(&w.get_ref().name),
-                    format!("workload[{n}].name"),
-                    format!("workload {n:?} is defined twice"),
-                );
-            }
+            self.unique(&mut seen, "workload", &w.get_ref().name);
             if let Some(spec) = self.workload(w, emulate, opts) {
                 workloads.push(spec);
             }
