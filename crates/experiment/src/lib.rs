@@ -353,6 +353,10 @@ impl Validator<'_> {
                 self.err(span(v), format!("{key}.{k}"), "not a PostgreSQL setting name");
                 continue;
             }
+            if let Some(why) = reserved_setting(k) {
+                self.err(span(v), format!("{key}.{k}"), why);
+                continue;
+            }
             let s = match v.get_ref() {
                 toml::Value::String(s) => s.clone(),
                 toml::Value::Integer(i) => i.to_string(),
@@ -613,6 +617,16 @@ impl Validator<'_> {
         });
         let emu_throttle =
             e.and_then(|e| e.get_ref().throttle.as_ref()).map(|t| self.throttle(t, &key("emulate.throttle")));
+        for o in r.mkfs_options.iter().filter_map(|o| unsafe_mkfs_option(o)) {
+            self.err(span(d), key("mkfs_options"), o);
+        }
+        for o in r.mount_options.iter().filter(|o| o.contains("logdev") || o.contains("rtdev")) {
+            self.err(
+                span(d),
+                key("mount_options"),
+                format!("{o:?} names another device, which pgtier has not checked; an external log or realtime device is not supported"),
+            );
+        }
         Some(DeviceSpec {
             name: n,
             class,
@@ -745,11 +759,18 @@ impl Validator<'_> {
         if scale == 0 {
             self.err(r.scale.as_ref().map(|s| s.span()), key("scale"), "scale must be at least 1");
         }
-        for a in r.extra_args.iter().chain(&r.init_args) {
-            if ["-c", "-j", "-T", "-t", "-h", "-p", "-U", "-s", "-i", "-P"].contains(&a.as_str())
-                || a.starts_with("--builtin")
-            {
-                self.err(span(w), key("extra_args"), format!("{a:?} is set by pgtier from the other keys; remove it"));
+        for (args, allowed, k) in
+            [(&r.extra_args, PGBENCH_RUN_ARGS, "extra_args"), (&r.init_args, PGBENCH_INIT_ARGS, "init_args")]
+        {
+            if let Some(bad) = disallowed_args(args, allowed) {
+                self.err(
+                    span(w),
+                    key(k),
+                    format!(
+                        "{bad:?} is not accepted: pgtier sets connection, clients, threads, duration, logs and scripts itself; allowed here: {}",
+                        allowed.iter().map(|(f, _)| *f).collect::<Vec<_>>().join(", ")
+                    ),
+                );
             }
         }
         Some(WorkloadKind::Pgbench(PgbenchWorkload {
@@ -1190,6 +1211,112 @@ impl Validator<'_> {
             }
         }
     }
+}
+
+/// pgbench run options an experiment may add: (flag, takes a value as the next argument).
+/// Everything else (connection, clients, threads, duration, logs, custom scripts with \shell) is
+/// pgtier's, or could run commands as root.
+const PGBENCH_RUN_ARGS: &[(&str, bool)] = &[
+    ("-n", false),
+    ("--no-vacuum", false),
+    ("-M", true),
+    ("--protocol", false),
+    ("--max-tries", false),
+    ("-R", true),
+    ("--rate", false),
+    ("-L", true),
+    ("--latency-limit", false),
+    ("--verbose-errors", false),
+    ("--failures-detailed", false),
+    ("--random-seed", false),
+];
+
+/// pgbench -i options an experiment may add.
+const PGBENCH_INIT_ARGS: &[(&str, bool)] = &[
+    ("-I", true),
+    ("--init-steps", false),
+    ("-F", true),
+    ("--fillfactor", false),
+    ("--partitions", false),
+    ("--partition-method", false),
+    ("--unlogged-tables", false),
+    ("--foreign-keys", false),
+    ("-q", false),
+    ("--quiet", false),
+];
+
+/// The first argument not on the allow-list (long options may carry `=value`).
+fn disallowed_args(args: &[String], allowed: &[(&str, bool)]) -> Option<String> {
+    let mut i = 0;
+    while i < args.len() {
+        let a = &args[i];
+        let name = a.split('=').next().unwrap_or(a);
+        match allowed.iter().find(|(f, _)| *f == name) {
+            Some((_, true)) => i += 2,
+            Some((_, false)) => i += 1,
+            None => return Some(a.clone()),
+        }
+    }
+    None
+}
+
+/// Settings pgtier owns (the private socket, the data directory, authentication) or that would
+/// hand a configuration value to a shell or load files from elsewhere.
+pub fn reserved_setting(name: &str) -> Option<String> {
+    const OWNED: [&str; 12] = [
+        "data_directory",
+        "config_file",
+        "hba_file",
+        "ident_file",
+        "external_pid_file",
+        "listen_addresses",
+        "port",
+        "unix_socket_directories",
+        "unix_socket_group",
+        "unix_socket_permissions",
+        "logging_collector",
+        "log_timezone",
+    ];
+    const SHELL_OR_FILES: [&str; 8] = [
+        "archive_command",
+        "archive_library",
+        "restore_command",
+        "archive_cleanup_command",
+        "recovery_end_command",
+        "ssl_passphrase_command",
+        "include",
+        "include_dir",
+    ];
+    if OWNED.contains(&name) {
+        Some(format!(
+            "{name} is set by pgtier (a private socket, its own data directory, peer authentication); remove it from the profile"
+        ))
+    } else if SHELL_OR_FILES.contains(&name) || name == "include_if_exists" {
+        Some(format!(
+            "{name} runs a command or reads other files; pgtier does not pass it on (remove it from the profile)"
+        ))
+    } else {
+        None
+    }
+}
+
+/// Why an mkfs.xfs option is refused: it would make mkfs write to a device pgtier did not check,
+/// or force an overwrite the experiment file must ask for with `allow_wipe`.
+pub fn unsafe_mkfs_option(o: &str) -> Option<String> {
+    if o.contains("logdev") || o.contains("rtdev") {
+        return Some(format!(
+            "{o:?} names another device, which pgtier has not checked; an external log or realtime device is not supported"
+        ));
+    }
+    if o.starts_with("name=") || o.contains(",name=") || o.starts_with("file") || o.contains(",file") {
+        return Some(format!("{o:?} points mkfs.xfs at a different target; pgtier formats the device it checked"));
+    }
+    if o == "--force" || (o.starts_with('-') && !o.starts_with("--") && o[1..].contains('f')) {
+        return Some(format!(
+            "{o:?} forces an overwrite; set allow_wipe = true on the device instead (pgtier then passes -f itself)"
+        ));
+    }
+    None
 }
 
 /// PostgreSQL memory units (`128MB` = 128 MiB, `8kB`, `1GB`); bare numbers are 8 kB pages.

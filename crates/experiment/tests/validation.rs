@@ -232,3 +232,58 @@ fn shipped_experiment_files_are_valid_both_ways() {
     }
     assert!(n >= 1, "no experiment files found in {}", dir.display());
 }
+
+#[test]
+fn settings_that_pgtier_owns_or_that_run_commands_are_refused() {
+    for (k, v) in [
+        ("data_directory", "'/var/lib/postgresql/15/main'"),
+        ("listen_addresses", "'*'"),
+        ("archive_command", "'cp %p /x'"),
+        ("include_dir", "'conf.d'"),
+    ] {
+        let text = BASE.replace("[emulate.settings]\n", &format!("[emulate.settings]\n{k} = {v}\n"));
+        let e = errors(&text, true);
+        assert!(e.0.iter().any(|e| e.key.as_deref() == Some(&format!("emulate.settings.{k}")[..])), "{k}: {e}");
+    }
+}
+
+#[test]
+fn mkfs_options_that_reach_other_devices_or_force_are_refused() {
+    for opt in [
+        "\"-l\", \"logdev=/dev/sdz,size=1g\"",
+        "\"-r\", \"rtdev=/dev/sdz\"",
+        "\"-Kf\"",
+        "\"--force\"",
+        "\"-d\", \"name=/dev/sdz\"",
+    ] {
+        let text = BASE.replace(
+            "path = \"/dev/disk/by-id/nvme-A\"",
+            &format!("path = \"/dev/disk/by-id/nvme-A\"\nmkfs_options = [{opt}]"),
+        );
+        let e = errors(&text, false);
+        assert!(e.0.iter().any(|e| e.key.as_deref() == Some("device[d1].mkfs_options")), "{opt}: {e}");
+    }
+    let ok = BASE.replace(
+        "path = \"/dev/disk/by-id/nvme-A\"",
+        "path = \"/dev/disk/by-id/nvme-A\"\nmkfs_options = [\"-b\", \"size=4096\", \"-d\", \"agsize=2g\"]",
+    );
+    assert!(parse(Path::new("exp.toml"), &ok, &opts(false)).is_ok());
+    let text = BASE.replace(
+        "path = \"/dev/disk/by-id/nvme-A\"",
+        "path = \"/dev/disk/by-id/nvme-A\"\nmount_options = [\"logdev=/dev/sdz\"]",
+    );
+    assert!(errors(&text, false).0.iter().any(|e| e.key.as_deref() == Some("device[d1].mount_options")));
+}
+
+#[test]
+fn pgbench_arguments_are_an_allow_list() {
+    let with =
+        |args: &str| BASE.replace("duration = \"10min\"", &format!("duration = \"10min\"\nextra_args = [{args}]"));
+    assert!(
+        parse(Path::new("exp.toml"), &with("\"-M\", \"prepared\", \"--max-tries=3\", \"-n\""), &opts(false)).is_ok()
+    );
+    for bad in ["\"-f\", \"x.sql\"", "\"--time=5\"", "\"-T5\"", "\"--log-prefix=/etc/x\"", "\"--client=9\""] {
+        let e = errors(&with(bad), false);
+        assert!(e.0.iter().any(|e| e.message.contains("is not accepted")), "{bad}: {e}");
+    }
+}

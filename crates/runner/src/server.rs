@@ -94,13 +94,19 @@ pub fn write_config(
     let conf = data_dir.join("postgresql.conf");
     let text = std::fs::read_to_string(&conf).map_err(|e| io(&conf, e))?;
     if !text.contains("include_if_exists = 'pgtier.conf'") {
-        std::fs::write(
+        write_owned(
             &conf,
-            format!("{text}\n# Added by pgtier: settings of the current run.\ninclude_if_exists = 'pgtier.conf'\n"),
+            &format!("{text}\n# Added by pgtier: settings of the current run.\ninclude_if_exists = 'pgtier.conf'\n"),
+            uid,
+            gid,
         )
         .map_err(|e| io(&conf, e))?;
     }
     let mut body = String::from("# Written by pgtier for the current run; replaced at every server start.\n");
+    body.push_str("# The settings profile first; pgtier's own lines last, so that they win.\n");
+    for (k, v) in settings {
+        body.push_str(&format!("{k} = '{}'\n", v.replace('\'', "''")));
+    }
     body.push_str("listen_addresses = ''\n");
     body.push_str(&format!("port = {port}\n"));
     body.push_str(&format!("unix_socket_directories = '{}'\n", socket_dir.display()));
@@ -111,9 +117,6 @@ pub fn write_config(
     body.push_str("log_timezone = 'UTC'\n");
     // Evidence: WAL write and sync times in pg_stat_wal (a few clock reads per WAL write).
     body.push_str("track_wal_io_timing = on\n");
-    for (k, v) in settings {
-        body.push_str(&format!("{k} = '{}'\n", v.replace('\'', "''")));
-    }
     let files = [
         (data_dir.join("pgtier.conf"), body),
         (
@@ -127,10 +130,25 @@ pub fn write_config(
         ),
     ];
     for (p, contents) in files {
-        std::fs::write(&p, contents).map_err(|e| io(&p, e))?;
-        std::os::unix::fs::chown(&p, Some(uid), Some(gid)).map_err(|e| io(&p, e))?;
+        write_owned(&p, &contents, uid, gid).map_err(|e| io(&p, e))?;
     }
     Ok(())
+}
+
+/// Writes a file in a directory the database user owns, as root, without following a symlink
+/// planted there (O_NOFOLLOW), and hands it to the user through the open descriptor.
+fn write_owned(path: &Path, contents: &str, uid: u32, gid: u32) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)?;
+    f.write_all(contents.as_bytes())?;
+    std::os::unix::fs::fchown(&f, Some(uid), Some(gid))
 }
 
 /// A running server.
@@ -218,6 +236,11 @@ impl Server {
             }
             return Err(e);
         }
+        // The server must be the private one pgtier configured, whatever a profile said.
+        if let Err(e) = server.verify_private(data_dir).await {
+            let _ = server.stop(journal).await;
+            return Err(e);
+        }
         Ok(server)
     }
 
@@ -241,6 +264,21 @@ impl Server {
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
+    }
+
+    async fn verify_private(&self, data_dir: &Path) -> Result<(), RunnerError> {
+        let c = self.connect("postgres").await?;
+        let row = c
+            .query_one("SELECT current_setting('listen_addresses'), current_setting('data_directory')", &[])
+            .await
+            .map_err(|e| RunnerError::Server(format!("read settings: {e:#}")))?;
+        let (listen, dir): (String, String) = (row.get(0), row.get(1));
+        if !listen.is_empty() || Path::new(&dir) != data_dir {
+            return Err(RunnerError::Server(format!(
+                "the server is not the private one pgtier configured (listen_addresses {listen:?}, data_directory {dir}); stopped"
+            )));
+        }
+        Ok(())
     }
 
     /// A connection over the private socket.
