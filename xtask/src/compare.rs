@@ -78,8 +78,23 @@ pub async fn run(args: Args) -> ExitCode {
     let results_dir = match (&args.resume, &args.out) {
         (Some(r), _) => r.clone(),
         (None, Some(o)) => o.clone(),
-        (None, None) => paths::repo_root().join("results").join(&exp.name).join(timestamp::compact(started)),
+        (None, None) => paths::repo_root()
+            .join("results")
+            .join(&exp.name)
+            .join(format!("{}-{short_id}", timestamp::compact(started))),
     };
+    // A new result set never mixes with an old one: only --resume continues a directory.
+    if args.resume.is_none()
+        && !args.dry_run
+        && std::fs::read_dir(&results_dir).map(|mut d| d.next().is_some()).unwrap_or(false)
+    {
+        eprintln!(
+            "error: --out {} is not empty; give a new directory (or --resume it to continue that result set)",
+            results_dir.display()
+        );
+        eprintln!("Nothing was touched.");
+        return ExitCode::from(2);
+    }
     let work_dir = paths::work_root().join(&run_id);
     let user = DbUser::lookup(&exp.os_user);
     let (uid, gid) = match &user {
@@ -390,17 +405,28 @@ fn print_dry_run(
         println!("- {}: PGDATA {} , pg_wal {}", p.name, p.data_dir.display(), p.wal_dir.display());
     }
     println!("\n## Data sets (built once, then copied onto each placement)\n");
+    let golden_root = paths::work_root().join("<run id>").join("golden");
+    let free = runner::dataset::available_bytes(&paths::work_root())
+        .map(|b| format!("{:.0} MiB free there now", b as f64 / 1048576.0))
+        .unwrap_or_else(|| "free space unknown".into());
+    println!("Built below {} ({free}; set PGTIER_STATE_DIR to move it).\n", golden_root.display());
     let mut seen = Vec::new();
     for w in &matrix.workloads {
         let d = w.dataset(&matrix.tablespace_roles());
         if !seen.contains(&d) {
             match &w.kind {
-                runner::matrix::WorkloadKind::Pgbench(_) => println!("- {}: pgbench -i -s {}", d.key(), w.scale()),
+                runner::matrix::WorkloadKind::Pgbench(_) => println!(
+                    "- {}: pgbench -i -s {} (needs about {:.0} MiB)",
+                    d.key(),
+                    w.scale(),
+                    d.estimated_bytes() as f64 / 1048576.0
+                ),
                 runner::matrix::WorkloadKind::Tpcc(t) => println!(
-                    "- {}: TPC-C, {} warehouses, {} parallel binary-COPY loaders, then keys, indexes, VACUUM ANALYZE",
+                    "- {}: TPC-C, {} warehouses, {} parallel binary-COPY loaders, then keys, indexes, VACUUM ANALYZE (needs about {:.0} MiB)",
                     d.key(),
                     t.warehouses,
-                    t.load_workers
+                    t.load_workers,
+                    d.estimated_bytes() as f64 / 1048576.0
                 ),
             }
             seen.push(d);
@@ -628,11 +654,14 @@ impl Session<'_> {
         self.write_manifest()?;
 
         // Runs. When resuming, finished runs are kept and an interrupted one is set aside.
-        let done: std::collections::HashSet<String> = self
-            .results
-            .read_runs()
-            .map(|r| r.into_iter().filter(|r| r.status == RunStatus::Ok).map(|r| r.run_id).collect())
-            .unwrap_or_default();
+        let done: std::collections::HashSet<String> = if self.previous.is_some() {
+            self.results
+                .read_runs()
+                .map(|r| r.into_iter().filter(|r| r.status == RunStatus::Ok).map(|r| r.run_id).collect())
+                .unwrap_or_default()
+        } else {
+            Default::default()
+        };
         if self.previous.is_some() {
             set_aside_unfinished(&self.results, &done)?;
             eprintln!("resuming: {} of {} runs already finished; they are kept", done.len(), runs.len());

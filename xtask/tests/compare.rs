@@ -274,6 +274,19 @@ fn invalid_file_exits_2_and_touches_nothing() {
     assert!(stderr.contains(&format!("bad.toml:{line}:")), "{stderr}");
     assert!(stderr.contains("placement[wal-on-pm].wal") && stderr.contains("nothing was touched"), "{stderr}");
     assert!(!env.state().exists(), "no state directory was created");
+
+    // A results directory that already holds something is never mixed into.
+    let cfg = config(&env, "2s");
+    let out = env.dir.path().join("old-results");
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(out.join("runs.csv"), "run_id\n").unwrap();
+    let o = env
+        .xtask(&["compare", "--config", cfg.to_str().unwrap(), "--emulate", "--out", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).1.contains("is not empty"), "{}", text(&o).1);
+    assert!(!env.state().exists(), "no state directory was created");
 }
 
 #[test]
@@ -292,6 +305,7 @@ fn dry_run_prints_the_plan_and_touches_nothing() {
         "mount -t xfs",
         "why:",
         "pgbench --builtin=tpcb-like",
+        "needs about",
     ] {
         assert!(stdout.contains(needle), "dry run shows {needle}:\n{stdout}");
     }

@@ -46,6 +46,48 @@ impl DatasetSpec {
             DatasetSpec::Tpcc { warehouses, .. } => format!("tpcc-w{warehouses}"),
         }
     }
+
+    /// A generous estimate of the bytes the built cluster takes (PGDATA and WAL), used to
+    /// refuse a build that would fill a filesystem: pgbench needs about 16 MiB per scale unit
+    /// with its indexes, TPC-C about 110 MiB per warehouse; the WAL of the load and the
+    /// template databases come on top.
+    pub fn estimated_bytes(&self) -> u64 {
+        const MIB: u64 = 1 << 20;
+        let data = match self {
+            DatasetSpec::Pgbench { scale, .. } => u64::from(*scale) * 16 * MIB,
+            DatasetSpec::Tpcc { warehouses, .. } => u64::from(*warehouses) * 110 * MIB,
+        };
+        data + data / 2 + 256 * MIB
+    }
+}
+
+/// Bytes available to an unprivileged writer on the filesystem holding `path` (or its
+/// nearest existing ancestor).
+pub fn available_bytes(path: &Path) -> Option<u64> {
+    let mut p = path;
+    loop {
+        if p.exists() {
+            let st = nix::sys::statvfs::statvfs(p).ok()?;
+            return Some(st.blocks_available() as u64 * st.fragment_size() as u64);
+        }
+        p = p.parent()?;
+    }
+}
+
+/// Refuses to write `needed` bytes below `path` when its filesystem has less free space
+/// (with a 5% margin), naming what would have filled it.
+pub fn ensure_space(path: &Path, needed: u64, what: &str) -> Result<(), RunnerError> {
+    let Some(avail) = available_bytes(path) else { return Ok(()) };
+    if avail < needed + needed / 20 {
+        return Err(RunnerError::Setup(format!(
+            "not enough space for {what} at {}: needs about {:.0} MiB, the filesystem has {:.0} MiB free \
+             (free space there, pick a smaller scale, or set PGTIER_STATE_DIR to a larger filesystem)",
+            path.display(),
+            needed as f64 / 1048576.0,
+            avail as f64 / 1048576.0
+        )));
+    }
+    Ok(())
 }
 
 /// A built, stopped cluster to copy from.
@@ -80,6 +122,7 @@ pub async fn build_golden(
     let started = Instant::now();
     let data_dir = dir.join("pgdata");
     let wal_dir = dir.join("pg_wal");
+    ensure_space(dir, spec.estimated_bytes(), &format!("data set {}", spec.key()))?;
     make_owned_dir(env, dir)?;
     let logs = env.logs_dir.join(format!("dataset-{}", spec.key()));
     std::fs::create_dir_all(&logs).map_err(|e| RunnerError::Setup(e.to_string()))?;
@@ -284,10 +327,17 @@ pub fn relocate(
             make_owned_dir(env, parent)?;
         }
     }
-    copy_tree(&golden.data_dir, data_dir, &|rel: &Path| {
+    check_relocation_space(
+        golden,
+        data_dir,
+        wal_dir,
+        &roles.iter().map(|r| (r.clone(), ts_dir(r))).collect::<Vec<_>>(),
+    )?;
+    let cancel = || env.cancelled();
+    copy_tree(&golden.data_dir, data_dir, &cancel, &|rel: &Path| {
         rel == Path::new("pg_wal") || rel == Path::new("postmaster.pid")
     })?;
-    copy_tree(&golden.wal_dir, wal_dir, &|_| false)?;
+    copy_tree(&golden.wal_dir, wal_dir, &cancel, &|_| false)?;
     relink(env, &data_dir.join("pg_wal"), wal_dir)?;
     // pg_tblspc/<oid> links point into the golden directory: copy each and point it at its copy.
     let tblspc = data_dir.join("pg_tblspc");
@@ -303,11 +353,38 @@ pub fn relocate(
             )));
         };
         let dest = ts_dir(role);
-        copy_tree(&target, &dest, &|_| false)?;
+        copy_tree(&target, &dest, &cancel, &|_| false)?;
         relink(env, &link, &dest)?;
     }
     sync_all();
     Ok(started.elapsed().as_secs_f64())
+}
+
+/// Sums what goes onto each filesystem (PGDATA, WAL, tablespaces; several may share one) and
+/// refuses the copy when one of them lacks the room.
+fn check_relocation_space(
+    golden: &Golden,
+    data_dir: &Path,
+    wal_dir: &Path,
+    tablespace_dirs: &[(String, PathBuf)],
+) -> Result<(), RunnerError> {
+    use std::os::unix::fs::MetadataExt as _;
+    let golden_root = golden.data_dir.parent().expect("golden PGDATA has a parent");
+    let mut parts =
+        vec![(data_dir.to_path_buf(), dir_size(&golden.data_dir)), (wal_dir.to_path_buf(), dir_size(&golden.wal_dir))];
+    for (role, d) in tablespace_dirs {
+        parts.push((d.clone(), dir_size(&golden_root.join(format!("ts_{role}")))));
+    }
+    let mut by_fs: BTreeMap<u64, (PathBuf, u64)> = BTreeMap::new();
+    for (dir, bytes) in parts {
+        let parent = dir.parent().unwrap_or(&dir).to_path_buf();
+        let dev = std::fs::metadata(&parent).map(|m| m.dev()).unwrap_or(0);
+        by_fs.entry(dev).or_insert((parent, 0)).1 += bytes;
+    }
+    for (dir, bytes) in by_fs.values() {
+        ensure_space(dir, *bytes, &format!("a copy of data set {}", golden.spec.key()))?;
+    }
+    Ok(())
 }
 
 fn relink(env: &RunnerEnv, link: &Path, to: &Path) -> Result<(), RunnerError> {
@@ -318,10 +395,19 @@ fn relink(env: &RunnerEnv, link: &Path, to: &Path) -> Result<(), RunnerError> {
 }
 
 /// Copies a directory tree with modes and ownership; `skip` gets paths relative to `from`.
-fn copy_tree(from: &Path, to: &Path, skip: &dyn Fn(&Path) -> bool) -> Result<(), RunnerError> {
+/// Stops with `Cancelled` between files once `cancelled` says so.
+fn copy_tree(
+    from: &Path,
+    to: &Path,
+    cancelled: &dyn Fn() -> bool,
+    skip: &dyn Fn(&Path) -> bool,
+) -> Result<(), RunnerError> {
     let err = |p: &Path, e: std::io::Error| RunnerError::Setup(format!("copy {}: {e}", p.display()));
     let mut stack = vec![PathBuf::new()];
     while let Some(rel) = stack.pop() {
+        if cancelled() {
+            return Err(RunnerError::Cancelled);
+        }
         let src = from.join(&rel);
         let dst = to.join(&rel);
         let meta = std::fs::symlink_metadata(&src).map_err(|e| err(&src, e))?;
@@ -338,13 +424,31 @@ fn copy_tree(from: &Path, to: &Path, skip: &dyn Fn(&Path) -> bool) -> Result<(),
             let target = std::fs::read_link(&src).map_err(|e| err(&src, e))?;
             std::os::unix::fs::symlink(target, &dst).map_err(|e| err(&dst, e))?;
         } else {
-            std::fs::copy(&src, &dst).map_err(|e| err(&src, e))?;
+            copy_file_bytes(&src, &dst).map_err(|e| err(&src, e))?;
         }
         if !meta.file_type().is_symlink() {
             std::fs::set_permissions(&dst, std::fs::Permissions::from_mode(meta.mode() & 0o7777))
                 .map_err(|e| err(&dst, e))?;
         }
         std::os::unix::fs::lchown(&dst, Some(meta.uid()), Some(meta.gid())).map_err(|e| err(&dst, e))?;
+    }
+    Ok(())
+}
+
+/// Copies the bytes of one file with plain reads and writes. `std::fs::copy` uses
+/// copy_file_range, which on a reflink-capable filesystem (XFS, btrfs) may share extents
+/// with the source instead of writing them: the placement would then not own its blocks.
+fn copy_file_bytes(src: &Path, dst: &Path) -> std::io::Result<()> {
+    use std::io::{Read, Write};
+    let mut input = std::fs::File::open(src)?;
+    let mut output = std::fs::OpenOptions::new().write(true).create_new(true).open(dst)?;
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = input.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        output.write_all(&buf[..n])?;
     }
     Ok(())
 }
