@@ -21,6 +21,10 @@ pub fn run() -> ExitCode {
     for path in open {
         let j = match Journal::open(&path) {
             Ok(j) => j,
+            Err(journal::JournalError::InUse { .. }) => {
+                println!("{}: in use by another pgtier process (a run in progress); stop it first", path.display());
+                continue;
+            }
             Err(e) => {
                 eprintln!("error: {e}");
                 failed = true;

@@ -13,8 +13,14 @@ pub fn configs_dir() -> PathBuf {
 }
 
 /// Run records and work directories: `$PGTIER_STATE_DIR`, default `/var/lib/pgtier`.
+/// A relative `PGTIER_STATE_DIR` is made absolute against the current directory once, so that
+/// run records never name paths that depend on where a later `cleanup` is started.
 pub fn state_dir() -> PathBuf {
-    std::env::var_os("PGTIER_STATE_DIR").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/var/lib/pgtier"))
+    match std::env::var_os("PGTIER_STATE_DIR").map(PathBuf::from) {
+        None => PathBuf::from("/var/lib/pgtier"),
+        Some(p) if p.is_absolute() => p,
+        Some(p) => std::path::absolute(&p).unwrap_or(p),
+    }
 }
 
 pub fn journal_dir() -> PathBuf {

@@ -26,6 +26,11 @@ impl Interrupts {
         let mut signals = Signals::new([SIGINT, SIGTERM, SIGHUP]).expect("signal handlers");
         std::thread::spawn(move || {
             for sig in signals.forever() {
+                if sig == SIGHUP {
+                    // The terminal is gone: writing to it would fail (and eprintln! would
+                    // panic in the middle of teardown), so the rest goes to a file.
+                    redirect_output_after_hangup();
+                }
                 let n = me.count.fetch_add(1, Ordering::SeqCst);
                 me.cancel.store(true, Ordering::SeqCst);
                 let name = match sig {
@@ -47,5 +52,20 @@ impl Interrupts {
 
     pub fn cancelled(&self) -> bool {
         self.cancel.load(Ordering::SeqCst)
+    }
+}
+
+/// Points stdout and stderr at `<state dir>/hangup-<pid>.log` (or /dev/null if that cannot be
+/// created).
+fn redirect_output_after_hangup() {
+    let log = crate::paths::state_dir().join(format!("hangup-{}.log", std::process::id()));
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log)
+        .or_else(|_| std::fs::OpenOptions::new().write(true).open("/dev/null"));
+    if let Ok(f) = file {
+        let _ = nix::unistd::dup2_stdout(&f);
+        let _ = nix::unistd::dup2_stderr(&f);
     }
 }

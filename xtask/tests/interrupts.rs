@@ -1,5 +1,5 @@
-//! Interruptions: Ctrl-C in every phase (provisioning, loading, relocation, measuring,
-//! reporting) and a second one during teardown leave nothing behind; after the harness is
+//! Interruptions: Ctrl-C in every phase (provisioning, relocation, measuring, reporting),
+//! a hangup while loading and a second Ctrl-C during teardown leave nothing behind; after the harness is
 //! SIGKILLed, `cleanup` undoes everything from the run record (twice in a row is fine) and
 //! `compare --resume` finishes the matrix. Needs root; PGTIER_SKIP_ROOT_TESTS=1 skips explicitly.
 
@@ -143,13 +143,37 @@ fn ctrl_c_while_provisioning() {
     assert!(stderr.contains("interrupt"), "{stderr}");
 }
 
+/// The terminal goes away while loading (SIGHUP, then stderr is a closed pipe): teardown
+/// still completes, and what it says goes to a file in the state directory.
 #[test]
-fn ctrl_c_while_loading() {
+fn hangup_while_loading() {
     if !root_or_skip() {
         return;
     }
-    let (_env, _out, code, _) = interrupt_at("building data set");
-    assert_eq!(code, Some(1));
+    let env = Env::new();
+    let out = env.dir.path().join("results");
+    let cfg = env.write("interrupts.toml", EXPERIMENT);
+    let mut child = env
+        .xtask(&["compare", "--config", cfg.to_str().unwrap(), "--emulate", "--out", out.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    while !seen.contains("building data set") {
+        let mut line = String::new();
+        assert!(stderr.read_line(&mut line).unwrap() > 0, "never saw the load start:\n{seen}");
+        seen.push_str(&line);
+    }
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGHUP).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    drop(stderr);
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(1), "a hangup is an interruption, not a crash");
+    let log = std::fs::read_to_string(env.state().join(format!("hangup-{}.log", child.id()))).unwrap();
+    assert!(log.contains("teardown complete"), "{log}");
+    assert_nothing_left(&env.state());
 }
 
 #[test]

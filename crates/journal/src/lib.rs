@@ -84,6 +84,25 @@ pub enum JournalError {
     Io { path: PathBuf, source: io::Error },
     #[error("journal {path} line {line}: {message}")]
     Corrupt { path: PathBuf, line: usize, message: String },
+    /// Another process holds the journal (a run in progress, or a cleanup).
+    #[error("journal {path} is in use by another pgtier process (a run in progress or a cleanup)")]
+    InUse { path: PathBuf },
+}
+
+/// Takes the journal's exclusive lock without waiting; the lock lives as long as the file
+/// description (it is released when the process ends, however it ends).
+fn lock_exclusive(file: &File, path: &Path) -> Result<(), JournalError> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: flock on a valid, open descriptor.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+        return Ok(());
+    }
+    let e = io::Error::last_os_error();
+    if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+        Err(JournalError::InUse { path: path.to_path_buf() })
+    } else {
+        Err(JournalError::Io { path: path.to_path_buf(), source: e })
+    }
 }
 
 impl Journal {
@@ -99,6 +118,7 @@ impl Journal {
             .mode(0o600)
             .open(&path)
             .map_err(|source| JournalError::Io { path: path.clone(), source })?;
+        lock_exclusive(&file, &path)?;
         let harness = ProcessId::of(std::process::id() as i32)
             .unwrap_or(ProcessId { pid: std::process::id() as i32, start_time: 0 });
         let journal = Journal {
@@ -129,7 +149,10 @@ impl Journal {
     /// Opens an existing journal to continue or tear down what it records.
     pub fn open(path: &Path) -> Result<Journal, JournalError> {
         let io_err = |source| JournalError::Io { path: path.to_path_buf(), source };
-        let text = std::fs::read_to_string(path).map_err(io_err)?;
+        let mut file = OpenOptions::new().read(true).append(true).open(path).map_err(io_err)?;
+        lock_exclusive(&file, path)?;
+        let mut text = String::new();
+        io::Read::read_to_string(&mut file, &mut text).map_err(io_err)?;
         let mut run_id = String::new();
         let mut description = String::new();
         let mut harness = ProcessId { pid: 0, start_time: 0 };
@@ -171,10 +194,8 @@ impl Journal {
         }
         if good_len < text.len() {
             // Drop the torn tail so that new lines start on a line of their own.
-            let f = OpenOptions::new().write(true).open(path).map_err(io_err)?;
-            f.set_len(good_len as u64).map_err(io_err)?;
+            file.set_len(good_len as u64).map_err(io_err)?;
         }
-        let file = OpenOptions::new().append(true).open(path).map_err(io_err)?;
         Ok(Journal {
             path: path.to_path_buf(),
             run_id,
@@ -280,7 +301,11 @@ impl Journal {
         self.append(&Line::Closed)?;
         self.inner.lock().unwrap().closed = true;
         let closed = self.path.with_extension("closed.jsonl");
-        std::fs::rename(&self.path, &closed).map_err(|source| JournalError::Io { path: self.path.clone(), source })
+        std::fs::rename(&self.path, &closed).map_err(|source| JournalError::Io { path: self.path.clone(), source })?;
+        use std::os::fd::AsRawFd;
+        // SAFETY: flock on a valid, open descriptor.
+        unsafe { libc::flock(self.inner.lock().unwrap().file.as_raw_fd(), libc::LOCK_UN) };
+        Ok(())
     }
 
     fn append(&self, line: &Line) -> Result<(), JournalError> {
@@ -340,6 +365,18 @@ mod tests {
         assert_eq!(order, vec!["a"]);
         assert!(!a.exists() && b.exists());
         assert!(open_journals(&dir.path().join("j")).is_empty(), "closed journals are not listed");
+    }
+
+    #[test]
+    fn a_journal_in_use_cannot_be_opened_twice() {
+        let dir = tempfile::tempdir().unwrap();
+        let j = Journal::begin(dir.path(), "run3", "test").unwrap();
+        assert!(matches!(Journal::open(j.path()), Err(JournalError::InUse { .. })));
+        let path = j.path().to_path_buf();
+        drop(j);
+        let again = Journal::open(&path).unwrap();
+        assert!(matches!(Journal::open(&path), Err(JournalError::InUse { .. })));
+        drop(again);
     }
 
     #[test]

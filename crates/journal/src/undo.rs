@@ -42,7 +42,14 @@ pub enum Undo {
     /// Remove a directory tree this run created.
     RemoveDirAll { path: PathBuf },
     /// Disconnect an NVMe over Fabrics subsystem.
-    NvmeDisconnect { nqn: String },
+    /// Disconnect an NVMe-oF subsystem pgtier connected; skipped when the machine restarted
+    /// since (`boot_id` differs): the connection did not survive, and a connection to the same
+    /// subsystem made after the restart is not pgtier's.
+    NvmeDisconnect {
+        nqn: String,
+        #[serde(default)]
+        boot_id: Option<String>,
+    },
     /// Write back a kernel setting (sysctl, sysfs) to the value it had before the run.
     RestoreFile { path: PathBuf, contents: String },
     /// Last resort after a crash: unmount, detach and stop whatever still refers to `work_dir`.
@@ -68,7 +75,7 @@ impl fmt::Display for Undo {
             Undo::RemoveCgroup { path } => write!(f, "rmdir cgroup {}", path.display()),
             Undo::RemoveFile { path } => write!(f, "rm {}", path.display()),
             Undo::RemoveDirAll { path } => write!(f, "rm -r {}", path.display()),
-            Undo::NvmeDisconnect { nqn } => write!(f, "nvme disconnect -n {nqn}"),
+            Undo::NvmeDisconnect { nqn, .. } => write!(f, "nvme disconnect -n {nqn}"),
             Undo::RestoreFile { path, contents } => {
                 write!(f, "restore {} to {:?}", path.display(), contents.trim())
             }
@@ -162,7 +169,10 @@ impl Undo {
                 std::fs::remove_dir_all(path).map_err(|e| format!("rm -r {}: {e}", path.display()))?;
                 Ok(Outcome::Done)
             }
-            Undo::NvmeDisconnect { nqn } => {
+            Undo::NvmeDisconnect { nqn, boot_id } => {
+                if boot_id.as_ref().is_some_and(|b| Some(b) != current_boot_id().as_ref()) {
+                    return Ok(Outcome::NothingLeft);
+                }
                 let out = CommandLine::new("nvme")
                     .args(["disconnect", "-n", nqn.as_str()])
                     .output(Some(Duration::from_secs(60)))

@@ -196,6 +196,11 @@ async fn load(
     let mut log = std::fs::File::create(&log_path).map_err(|e| RunnerError::Setup(e.to_string()))?;
     let mut child = tokio::process::Command::new(&cmd.program)
         .args(&cmd.args)
+        // Only what pgtier sets: PG* variables in the caller's environment (PGOPTIONS, ...)
+        // would silently change the benchmark.
+        .env_clear()
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("LC_ALL", "C")
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())

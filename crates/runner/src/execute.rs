@@ -441,6 +441,11 @@ pub async fn run_pgbench(
     let stdout_file = std::fs::File::create(with_ext("stdout")).map_err(|e| RunnerError::Setup(e.to_string()))?;
     let mut child = tokio::process::Command::new(&cmd.program)
         .args(&cmd.args)
+        // Only what pgtier sets: PG* variables in the caller's environment (PGOPTIONS, ...)
+        // would silently change the benchmark.
+        .env_clear()
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("LC_ALL", "C")
         .stdin(Stdio::null())
         .stdout(stdout_file)
         .stderr(Stdio::piped())

@@ -19,7 +19,10 @@ pub const DB_ROLE: &str = "postgres";
 
 /// Sets up `cmd` to run as `user` in its own process group, joining the cgroups whose
 /// `cgroup.procs` files are open as `cgroup_files` (those must stay open until spawn returns).
+/// The environment is replaced by a minimal one (PATH, LC_ALL=C): root's environment, which
+/// may hold secrets such as an NVMe DH-HMAC-CHAP key, is not handed to the database user.
 pub fn run_as(cmd: &mut Command, user: &DbUser, cgroup_files: &[std::fs::File]) {
+    cmd.env_clear().env("PATH", "/usr/local/bin:/usr/bin:/bin").env("LC_ALL", "C");
     let fds: Vec<i32> = cgroup_files.iter().map(|f| f.as_raw_fd()).collect();
     let groups: Vec<libc::gid_t> = user.groups.clone();
     let (uid, gid) = (user.uid, user.gid);
@@ -64,7 +67,6 @@ pub async fn initdb(
         .arg(wal_dir)
         .args(["-U", DB_ROLE, "-E", "UTF8", "--locale=C", "--auth-local=peer", "--auth-host=reject"])
         .current_dir("/")
-        .env("LC_ALL", "C")
         .stdin(Stdio::null())
         .stdout(log_file.try_clone().map_err(|e| RunnerError::Setup(e.to_string()))?)
         .stderr(log_file);
@@ -190,7 +192,6 @@ impl Server {
         cmd.arg("-D")
             .arg(data_dir)
             .current_dir("/")
-            .env("LC_ALL", "C")
             .stdin(Stdio::null())
             .stdout(log_file.try_clone().map_err(|e| RunnerError::Setup(e.to_string()))?)
             .stderr(log_file)

@@ -467,7 +467,10 @@ impl Executor<'_> {
             Action::Run { command, undo_nvme_nqn, timeout_secs } => {
                 let ready = self.command(command)?;
                 if let Some(nqn) = undo_nvme_nqn {
-                    self.record(Undo::NvmeDisconnect { nqn: nqn.clone() }, "NVMe/TCP connection")?;
+                    self.record(
+                        Undo::NvmeDisconnect { nqn: nqn.clone(), boot_id: journal::undo::current_boot_id() },
+                        "NVMe/TCP connection",
+                    )?;
                 }
                 self.ndctl_cache = None;
                 self.run_ready(n, &ready, Duration::from_secs(*timeout_secs))?;
@@ -616,6 +619,13 @@ impl Executor<'_> {
                         )
                         .into());
                     }
+                }
+                if ns.blockdev.is_none() && ns.chardev.is_none() && !allow_wipe {
+                    // Disabled or raw: there is no device node to look for signatures or users.
+                    return Err(format!(
+                        "namespace {namespace} has no block or character device to inspect (it is disabled or raw), so pgtier cannot tell whether it holds data; set allow_wipe = true if it may be wiped"
+                    )
+                    .into());
                 }
                 Ok(())
             }

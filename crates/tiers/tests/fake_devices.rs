@@ -112,6 +112,15 @@ fn pmem_devdax_reconfigure_also_needs_allow_wipe() {
 }
 
 #[test]
+fn pmem_disabled_namespace_cannot_be_inspected_so_reconfigure_needs_allow_wipe() {
+    let mut f = pmem_machine("ndctl/ndctl-list-Ni-n.disabled.json");
+    let o = run_plan(&[pmem("pm", "namespace0.0", true)], &fake_ctx(), &mut f);
+    let e = step_error(&o);
+    assert!(e.contains("no block or character device to inspect") && e.contains("allow_wipe = true"), "{e}");
+    assert_eq!(f.commands(), vec!["ndctl list -N"]);
+}
+
+#[test]
 fn pmem_devdax_in_use_is_refused() {
     let mut f = pmem_machine("ndctl/ndctl-list-N-n.devdax.after-reconfig.json");
     f.file("/proc/777/maps", "7f0000000000-7f0040000000 rw-s 00000000 00:06 321 /dev/dax0.0\n");

@@ -100,7 +100,7 @@ fn connect_resolve_mkfs_mount_and_the_secret_stays_out_of_every_record() {
     }
     // Teardown disconnects what was connected.
     assert!(
-        o.journal_text.contains(&format!("{{\"kind\":\"nvme-disconnect\",\"nqn\":\"{NQN}\"}}")),
+        o.journal_text.contains(&format!("{{\"kind\":\"nvme-disconnect\",\"nqn\":\"{NQN}\",\"boot_id\":")),
         "{}",
         o.journal_text
     );
