@@ -565,9 +565,25 @@ impl Session<'_> {
                     d.name,
                     self.exp.device_probe.as_secs()
                 );
-                let p =
-                    tiers::probe::probe(&mut sys, &d.name, &d.mountpoint, self.exp.device_probe, 256, &dir, "probes")
-                        .map_err(|e| anyhow!("{e}"))?;
+                // Random reads over a small file hit the device's own cache: on real devices the
+                // file spans a tenth of the free space, up to 4 GiB.
+                let size_mib = if self.exp.emulated {
+                    256
+                } else {
+                    runner::dataset::available_bytes(&d.mountpoint)
+                        .map(|b| (b / 10 / 1048576).clamp(256, 4096))
+                        .unwrap_or(1024)
+                };
+                let p = tiers::probe::probe(
+                    &mut sys,
+                    &d.name,
+                    &d.mountpoint,
+                    self.exp.device_probe,
+                    size_mib,
+                    &dir,
+                    "probes",
+                )
+                .map_err(|e| anyhow!("{e}"))?;
                 eprintln!(
                     "  {}: {:.0} write+fdatasync IOPS (sync p50 {:.0} us, p99 {:.0} us), {:.0} random-read IOPS",
                     d.name, p.wal_write_iops, p.wal_sync_p50_us, p.wal_sync_p99_us, p.randread_iops

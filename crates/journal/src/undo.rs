@@ -349,7 +349,14 @@ fn sweep(work_dir: &Path) -> Result<Outcome, String> {
         let _ = CommandLine::new("losetup").arg("-d").arg(&dev).output(Some(Duration::from_secs(30)));
         did = Outcome::Done;
     }
+    // Only programs pgtier starts; a shell or pager that happens to name the work directory
+    // is someone else's.
+    const OURS: [&str; 7] = ["nbdkit", "nbdfuse", "postgres", "pgbench", "fio", "initdb", "pg_ctl"];
     for pid in crate::process::pids_with_cmdline_containing(&needle) {
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        if !OURS.contains(&comm.trim()) {
+            continue;
+        }
         if let Some(p) = ProcessId::of(pid) {
             p.terminate(Signal::SIGTERM, Duration::from_secs(5));
             did = Outcome::Done;

@@ -326,6 +326,10 @@ impl Exporter for MarkdownExporter {
             s,
             "- Before every measured run: the placement's server is started (in its memory-limited cgroup where a limit is set), CHECKPOINT, sync, page cache dropped, a ramp-up run whose figures are discarded, then the measured run; the server is stopped afterwards."
         );
+        let _ = writeln!(
+            s,
+            "- The copy is made once per placement and data set: later runs on a placement start from the data as earlier runs left it (read-write workloads grow history tables and leave dead tuples). The run order spreads that drift across placements; it is not reset between runs."
+        );
         let _ =
             writeln!(s, "- {} repetitions per cell, {} order ({} runs):", m.repetitions, m.order, m.run_order.len());
         let _ = writeln!(s, "\n<details><summary>run order and exact commands</summary>\n");

@@ -207,12 +207,28 @@ pub fn summarize(set: &ResultSet) -> Summary {
             missing.push(k);
         }
     }
+    // Per-run warnings; the same kind of warning on many runs (figures aside) becomes one line.
+    let mut groups: Vec<(String, Vec<(&str, &str)>)> = Vec::new();
     for r in &set.runs {
         for w in &r.warnings {
-            let w = format!("{}: {w}", r.run_id);
-            if !warnings.contains(&w) {
-                warnings.push(w);
+            let shape: String = w.chars().map(|c| if c.is_ascii_digit() { '#' } else { c }).collect();
+            match groups.iter_mut().find(|(s, _)| *s == shape) {
+                Some((_, runs)) => runs.push((r.run_id.as_str(), w.as_str())),
+                None => groups.push((shape, vec![(r.run_id.as_str(), w.as_str())])),
             }
+        }
+    }
+    for (_, runs) in groups {
+        if runs.len() <= 3 {
+            warnings.extend(runs.iter().map(|(id, w)| format!("{id}: {w}")));
+        } else {
+            let ids: Vec<&str> = runs.iter().map(|(id, _)| *id).collect();
+            warnings.push(format!(
+                "{} runs ({}): {} (figures of the first; each run's own are in its result.json)",
+                runs.len(),
+                ids.join(", "),
+                runs[0].1
+            ));
         }
     }
     Summary { cells, missing, warnings }

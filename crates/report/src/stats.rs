@@ -88,10 +88,12 @@ impl Delta {
         let vb = baseline.stdev.powi(2) / baseline.n as f64;
         let vc = contender.stdev.powi(2) / contender.n as f64;
         // Var(C/B) ~ (C/B)^2 (vc/C^2 + vb/B^2)
-        let rel_var = vc / contender.mean.powi(2).max(f64::MIN_POSITIVE) + vb / baseline.mean.powi(2);
-        let se = ratio.abs() * rel_var.sqrt();
-        let df = if vb + vc > 0.0 {
-            (vb + vc).powi(2) / (vb.powi(2) / (baseline.n - 1) as f64 + vc.powi(2) / (contender.n - 1) as f64)
+        let (rb, rc) = (vb / baseline.mean.powi(2), vc / contender.mean.powi(2).max(f64::MIN_POSITIVE));
+        let se = ratio.abs() * (rb + rc).sqrt();
+        // Welch-Satterthwaite on the relative variances the interval is built from (on the
+        // absolute ones, the side with the larger mean would dominate the degrees of freedom).
+        let df = if rb + rc > 0.0 {
+            (rb + rc).powi(2) / (rb.powi(2) / (baseline.n - 1) as f64 + rc.powi(2) / (contender.n - 1) as f64)
         } else {
             (baseline.n + contender.n - 2) as f64
         };

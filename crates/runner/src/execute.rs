@@ -390,10 +390,19 @@ impl Evidence {
         cpu.client_cpu_s = client_cpu;
         cpu.server_cpu_s = server_cpu;
         cpu.client_core_pct = client_cpu / wall.max(1e-3) * 100.0;
-        if cpu.client_core_pct > 80.0 {
+        // The client can use one core per thread, and no more cores than the machine has.
+        let hardware = std::thread::available_parallelism().map(|n| n.get() as f64).unwrap_or(1.0);
+        let client_cores = (record.threads.max(1) as f64).min(hardware);
+        if cpu.client_core_pct > 80.0 * client_cores {
             record.warnings.push(format!(
-                "the {client_name} client used {:.0}% of a core: the client, not storage, may be the limit",
-                cpu.client_core_pct
+                "the {client_name} client used {:.0}% of a core with {} thread(s): the client, not storage, may be the limit",
+                cpu.client_core_pct, record.threads
+            ));
+        }
+        let machine_pct = (client_cpu + server_cpu) / wall.max(1e-3) / hardware * 100.0;
+        if machine_pct > 90.0 {
+            record.warnings.push(format!(
+                "client and server together used {machine_pct:.0}% of all {hardware:.0} hardware threads: the run is CPU-bound, so storage differences are understated"
             ));
         }
         record.cpu = Some(cpu);
