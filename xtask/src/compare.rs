@@ -309,6 +309,26 @@ fn preflight(exp: &Experiment, plan: &tiers::Plan, user: Result<DbUser, RunnerEr
             "the experiment limits the server's memory, but this machine has no cgroup memory controller (looked at /sys/fs/cgroup)"
         );
     }
+    if !exp.emulated {
+        // Two names for one device (/dev/nvme0n1 and a /dev/disk/by-id link) would be
+        // formatted and mounted twice.
+        let mut seen: Vec<(u64, &str)> = Vec::new();
+        for d in &exp.devices {
+            if let tiers::spec::RealDevice::Local { path, .. } = &d.real
+                && let Ok(m) = std::fs::metadata(path)
+            {
+                use std::os::unix::fs::MetadataExt;
+                if let Some((_, other)) = seen.iter().find(|(r, _)| *r == m.rdev()) {
+                    bail!(
+                        "devices {other} and {} name the same block device ({}); give each device its own disk",
+                        d.name,
+                        path.display()
+                    );
+                }
+                seen.push((m.rdev(), d.name.as_str()));
+            }
+        }
+    }
     if exp.emulated
         && exp.devices.iter().any(|d| d.emulation.backing == tiers::Backing::Zram)
         && !Path::new("/sys/class/zram-control/hot_add").exists()
@@ -322,6 +342,11 @@ fn preflight(exp: &Experiment, plan: &tiers::Plan, user: Result<DbUser, RunnerEr
 
 fn prepare_state(run_id: &str, exp: &Experiment) -> Result<Journal> {
     for d in [paths::state_dir(), paths::work_root()] {
+        // Only directories pgtier creates get its mode; an existing one (PGTIER_STATE_DIR=/tmp)
+        // is left as it is.
+        if d.exists() {
+            continue;
+        }
         std::fs::create_dir_all(&d).with_context(|| format!("create {}", d.display()))?;
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o711))

@@ -199,8 +199,16 @@ impl ServerCgroup {
                 // A leaf can only use the controllers every ancestor enables for its children.
                 let mut parent = root.clone();
                 let mut so_far = PathBuf::new();
+                // Only what is used: memory (limit and accounting) and io for throttles; CPU time
+                // comes from cpu.stat, which v2 keeps without the cpu controller.
+                let mut wanted = vec!["+memory"];
+                if !throttles.is_empty() {
+                    wanted.push("+io");
+                }
                 for c in rel.components() {
-                    let _ = std::fs::write(parent.join("cgroup.subtree_control"), "+memory +cpu +io");
+                    for w in &wanted {
+                        let _ = std::fs::write(parent.join("cgroup.subtree_control"), w);
+                    }
                     so_far.push(c);
                     parent = create_dirs(journal, root, &so_far, &mut records)?;
                 }

@@ -417,13 +417,17 @@ fn latency_note(asked: Duration, delay: EmulatedDelay) -> String {
 }
 
 /// Link-local /30 addresses for device `index` of a run.
-/// One of the 16,000-odd link-local /30 subnets (169.254.1.0 to 169.254.254.255), chosen from
-/// the run's token and the device index, so that concurrent runs do not collide.
+/// One of the 16,000-odd link-local /30 subnets (169.254.1.0 to 169.254.254.255, without
+/// 169.254.169.0/24, where clouds serve instance metadata), chosen from the run's token and the
+/// device index, so that concurrent runs do not collide.
 fn link_addresses(short_id: &str, index: usize) -> (String, String) {
     let h = short_id.bytes().fold(2_166_136_261u32, |a, b| (a ^ b as u32).wrapping_mul(16_777_619));
-    let subnets = 254 * 64; // third octet 1..=254, 64 /30 subnets each
+    let subnets = 253 * 64; // third octet 1..=254 except 169, 64 /30 subnets each
     let n = (h.wrapping_mul(64).wrapping_add(index as u32)) % subnets;
-    let third = 1 + n / 64;
+    let mut third = 1 + n / 64;
+    if third >= 169 {
+        third += 1;
+    }
     let base = (n % 64) * 4;
     (format!("169.254.{third}.{}", base + 1), format!("169.254.{third}.{}", base + 2))
 }
@@ -717,5 +721,15 @@ mod tests {
     fn no_latency_means_no_filter() {
         let plan = build_plan(&[nbd(Some(Duration::ZERO))], &ctx());
         assert!(nbdkit_line(&plan).ends_with("file /w/img/remote.img"));
+    }
+
+    #[test]
+    fn link_addresses_avoid_the_metadata_subnet_and_stay_link_local() {
+        for i in 0..5000 {
+            let (host, target) = link_addresses(&format!("tok{i}"), i % 4);
+            assert!(host.starts_with("169.254.") && target.starts_with("169.254."), "{host}");
+            assert!(!host.starts_with("169.254.169.") && !host.starts_with("169.254.0."), "{host}");
+            assert!(!host.starts_with("169.254.255."), "{host}");
+        }
     }
 }
