@@ -986,9 +986,32 @@ impl Session<'_> {
         self.phases.insert("report".into(), t0.elapsed().as_secs_f64());
         self.write_manifest()?;
         let mut text = String::new();
+        // Memory limit and profile get a column when the matrix varies them.
+        let varies = |f: &dyn Fn(&report::model::CellSummary) -> &str| {
+            summary.cells.iter().map(f).collect::<std::collections::BTreeSet<_>>().len() > 1
+        };
+        let show_memory = varies(&|c| c.key.memory_limit.as_str());
+        let show_profile = varies(&|c| c.key.profile.as_str());
+        let extra = |memory: &str, profile: &str| {
+            let mut e = String::new();
+            if show_memory {
+                e.push_str(&format!(" {memory:<10}"));
+            }
+            if show_profile {
+                e.push_str(&format!(" {profile:<20}"));
+            }
+            e
+        };
         text.push_str(&format!(
-            "{:<16} {:<14} {:>7} {:>12} {:>8} {:>26} {:>11}\n",
-            "placement", "workload", "clients", "tps|NOPM", "cv%", "change [95% CI]", "latency ms"
+            "{:<16} {:<14}{} {:>7} {:>12} {:>8} {:>26} {:>11}\n",
+            "placement",
+            "workload",
+            extra("memory", "profile"),
+            "clients",
+            "tps|NOPM",
+            "cv%",
+            "change [95% CI]",
+            "latency ms"
         ));
         for c in &summary.cells {
             let (head, head_delta, _) = c.headline();
@@ -1005,8 +1028,15 @@ impl Session<'_> {
                 (None, _) => "n/a".into(),
             };
             text.push_str(&format!(
-                "{:<16} {:<14} {:>7} {:>12.1} {:>8.1} {:>26} {:>11.3}\n",
-                c.key.placement, c.key.workload, c.key.clients, head.mean, head.cv_pct, delta, c.latency_ms.mean
+                "{:<16} {:<14}{} {:>7} {:>12.1} {:>8.1} {:>26} {:>11.3}\n",
+                c.key.placement,
+                c.key.workload,
+                extra(&c.key.memory_limit, &c.key.profile),
+                c.key.clients,
+                head.mean,
+                head.cv_pct,
+                delta,
+                c.latency_ms.mean
             ));
         }
         text.push_str("(~ = within noise: the 95% interval of the change contains 0)\n");

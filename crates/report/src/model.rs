@@ -242,9 +242,7 @@ fn planned_cell(set: &ResultSet, run_id: &str) -> Option<CellKey> {
 /// `tpcb, 8 clients, placement nvme` for messages.
 pub fn describe(k: &CellKey) -> String {
     let mut s = format!("{} / {} / {} clients", k.placement, k.workload, k.clients);
-    if k.memory_limit != "unlimited" {
-        s.push_str(&format!(" / memory {}", k.memory_limit));
-    }
+    s.push_str(&format!(" / memory {}", k.memory_limit));
     if k.profile != "default" {
         s.push_str(&format!(" / profile {}", k.profile));
     }

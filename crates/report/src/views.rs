@@ -114,9 +114,8 @@ fn group_by(summary: &Summary, same: impl Fn(&CellSummary, &CellSummary) -> bool
 /// `workload tpcb, 8 clients, server memory 256MiB` for titles.
 pub fn describe_group(c: &CellSummary) -> String {
     let mut s = format!("workload {}, {} clients", c.key.workload, c.key.clients);
-    if c.key.memory_limit != "unlimited" {
-        s.push_str(&format!(", server memory {}", c.key.memory_limit));
-    }
+    // Always said, "unlimited" included: a reader comparing charts must not have to guess.
+    s.push_str(&format!(", server memory {}", c.key.memory_limit));
     if c.key.profile != "default" {
         s.push_str(&format!(", profile {}", c.key.profile));
     }
@@ -296,9 +295,7 @@ fn normalised(cx: &mut Ctx) -> Result<(), ExportError> {
             .collect();
         let c0 = cells[0];
         let mut ctx = String::new();
-        if c0.key.memory_limit != "unlimited" {
-            ctx.push_str(&format!(", server memory {}", c0.key.memory_limit));
-        }
+        ctx.push_str(&format!(", server memory {}", c0.key.memory_limit));
         if c0.key.profile != "default" {
             ctx.push_str(&format!(", profile {}", c0.key.profile));
         }
@@ -398,9 +395,7 @@ fn scaling(cx: &mut Ctx) -> Result<(), ExportError> {
         };
         let c0 = cells[0];
         let mut context = format!("workload {}", c0.key.workload);
-        if c0.key.memory_limit != "unlimited" {
-            context.push_str(&format!(", server memory {}", c0.key.memory_limit));
-        }
+        context.push_str(&format!(", server memory {}", c0.key.memory_limit));
         if !by_profile && c0.key.profile != "default" {
             context.push_str(&format!(", profile {}", c0.key.profile));
         }
