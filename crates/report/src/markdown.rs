@@ -99,16 +99,18 @@ impl Exporter for MarkdownExporter {
             );
             let _ = writeln!(
                 s,
-                "| placement | workload | virtual users | NOPM (mean ± CI95) | NOPM change |\n|---|---|---:|---:|---|"
+                "| placement | workload | virtual users | memory | profile | NOPM (mean ± CI95) | NOPM change |\n|---|---|---:|---|---|---:|---|"
             );
             for c in tpcc {
                 let n = c.nopm.expect("filtered");
                 let _ = writeln!(
                     s,
-                    "| {} | {} | {} | {:.0} ± {} | {} |",
+                    "| {} | {} | {} | {} | {} | {:.0} ± {} | {} |",
                     c.key.placement,
                     c.key.workload,
                     c.key.clients,
+                    c.key.memory_limit,
+                    c.key.profile,
                     n.mean,
                     if n.ci95.is_finite() { format!("{:.0}", n.ci95) } else { "n/a".into() },
                     fmt_delta(c.nopm_delta.as_ref(), c.is_baseline)
@@ -128,10 +130,12 @@ impl Exporter for MarkdownExporter {
                 let mean = |f: fn(&results::record::DeviceIo) -> f64| all.iter().map(|x| f(x)).sum::<f64>() / n;
                 let peak = |f: fn(&results::record::DeviceIo) -> f64| all.iter().map(|x| f(x)).fold(0.0, f64::max);
                 io_rows.push(format!(
-                    "| {} | {} | {} | {} ({}) | {:.0} / {:.0} | {:.0} / {:.0} | {:.1} / {:.1} | {:.2} |",
+                    "| {} | {} | {} | {} | {} | {} ({}) | {:.0} / {:.0} | {:.0} / {:.0} | {:.1} / {:.1} | {:.2} |",
                     c.key.placement,
                     c.key.workload,
                     c.key.clients,
+                    c.key.memory_limit,
+                    c.key.profile,
                     d.device,
                     d.role,
                     mean(|x| x.read_iops),
@@ -151,9 +155,9 @@ impl Exporter for MarkdownExporter {
             );
             let _ = writeln!(
                 s,
-                "| placement | workload | clients | device (role) | read / write IOPS | peak read / write IOPS | read / write MB/s | avg wait ms |"
+                "| placement | workload | clients | memory | profile | device (role) | read / write IOPS | peak read / write IOPS | read / write MB/s | avg wait ms |"
             );
-            let _ = writeln!(s, "|---|---|---:|---|---:|---:|---:|---:|");
+            let _ = writeln!(s, "|---|---|---:|---|---|---|---:|---:|---:|---:|");
             for r in io_rows {
                 let _ = writeln!(s, "{r}");
             }
