@@ -23,6 +23,8 @@ use runner::server::{self, Server};
 use runner::{DATABASE, DbUser, PgInstall, RunnerEnv};
 use tiers::spec::{Backing, DaxPolicy, DeviceClass, DeviceSpec, Emulation, RealDevice};
 
+use report::stats::median;
+
 use crate::paths;
 use crate::signals::Interrupts;
 
@@ -40,6 +42,10 @@ pub async fn fidelity(args: FidelityArgs) -> ExitCode {
         return ExitCode::FAILURE;
     }
     let interrupts = Interrupts::install();
+    if let Err(e) = paths::ensure_state_dirs() {
+        eprintln!("error: {e:#}");
+        return ExitCode::FAILURE;
+    }
     let id = format!("bench-fidelity-{}", timestamp::compact(SystemTime::now()));
     let journal = match Journal::begin(&paths::journal_dir(), &id, "cargo xtask bench fidelity") {
         Ok(j) => j,
@@ -69,18 +75,6 @@ pub async fn fidelity(args: FidelityArgs) -> ExitCode {
     }
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    let n = v.len();
-    if n == 0 {
-        f64::NAN
-    } else if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
-
 async fn run(
     args: &FidelityArgs,
     journal: &Journal,
@@ -89,11 +83,6 @@ async fn run(
     out: &PathBuf,
 ) -> Result<String> {
     std::fs::create_dir_all(out.join("logs"))?;
-    for d in [paths::state_dir(), paths::work_root()] {
-        std::fs::create_dir_all(&d)?;
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o711))?;
-    }
     let user = DbUser::lookup("postgres").map_err(|e| anyhow!("{e}"))?;
     let install = PgInstall::detect(None).map_err(|e| anyhow!("{e}"))?;
     let work_dir = paths::work_root().join(id);
@@ -233,7 +222,7 @@ async fn run(
         eprintln!("{}\n{}", lines[lines.len() - 2], lines[lines.len() - 1]);
         hand_tps.push(hand);
     }
-    let (m_p, m_h) = (median(pgtier_tps.clone()), median(hand_tps.clone()));
+    let (m_p, m_h) = (median(&pgtier_tps), median(&hand_tps));
     let mut text = String::new();
     text.push_str(&format!(
         "pgbench {} scale {}, {} clients, {} threads, {} s, {} pairs, interleaved\n",
@@ -255,7 +244,7 @@ async fn run(
     ));
     text.push_str(&format!(
         "sampler (once a second: /proc/diskstats, /proc/stat): {:.3}% of one core (median over the pgtier runs)\n",
-        median(sampler_pct)
+        median(&sampler_pct)
     ));
     std::fs::write(out.join("fidelity.txt"), &text)?;
     Ok(text)
@@ -295,6 +284,9 @@ async fn by_hand(
         .args(["-c", &args.clients.to_string(), "-j", &threads.to_string(), "-T", &args.duration.as_secs().to_string()])
         .arg(DATABASE);
     let out = tokio::task::spawn_blocking(move || cmd.run()).await?.map_err(|e| anyhow!("{e}"))?;
+    // The raw pgbench output stays next to the figure parsed from it.
+    std::fs::write(log.with_extension("pgbench.stdout"), &out.stdout)?;
+    std::fs::write(log.with_extension("pgbench.stderr"), &out.stderr)?;
     srv.stop(env.journal).await.map_err(|e| anyhow!("{e}"))?;
     let s = pgbench::parse_summary(&out.stdout).map_err(|e| anyhow!("{e}"))?;
     Ok(s.tps)

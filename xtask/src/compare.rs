@@ -310,24 +310,15 @@ fn preflight(exp: &Experiment, plan: &tiers::Plan, user: Result<DbUser, RunnerEr
         );
     }
     if !exp.emulated {
-        // Two names for one device (/dev/nvme0n1 and a /dev/disk/by-id link) would be
-        // formatted and mounted twice.
-        let mut seen: Vec<(u64, &str)> = Vec::new();
-        for d in &exp.devices {
-            if let tiers::spec::RealDevice::Local { path, .. } = &d.real
-                && let Ok(m) = std::fs::metadata(path)
-            {
-                use std::os::unix::fs::MetadataExt;
-                if let Some((_, other)) = seen.iter().find(|(r, _)| *r == m.rdev()) {
-                    bail!(
-                        "devices {other} and {} name the same block device ({}); give each device its own disk",
-                        d.name,
-                        path.display()
-                    );
-                }
-                seen.push((m.rdev(), d.name.as_str()));
-            }
-        }
+        let local: Vec<(&str, &std::path::Path)> = exp
+            .devices
+            .iter()
+            .filter_map(|d| match &d.real {
+                tiers::spec::RealDevice::Local { path, .. } => Some((d.name.as_str(), path.as_path())),
+                _ => None,
+            })
+            .collect();
+        tiers::safety::check_distinct(&mut tiers::system::RealSystem, &local).map_err(|e| anyhow!("{e}"))?;
     }
     if exp.emulated
         && exp.devices.iter().any(|d| d.emulation.backing == tiers::Backing::Zram)
@@ -341,17 +332,7 @@ fn preflight(exp: &Experiment, plan: &tiers::Plan, user: Result<DbUser, RunnerEr
 }
 
 fn prepare_state(run_id: &str, exp: &Experiment) -> Result<Journal> {
-    for d in [paths::state_dir(), paths::work_root()] {
-        // Only directories pgtier creates get its mode; an existing one (PGTIER_STATE_DIR=/tmp)
-        // is left as it is.
-        if d.exists() {
-            continue;
-        }
-        std::fs::create_dir_all(&d).with_context(|| format!("create {}", d.display()))?;
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o711))
-            .with_context(|| format!("chmod {}", d.display()))?;
-    }
+    paths::ensure_state_dirs()?;
     Journal::begin(&paths::journal_dir(), run_id, &format!("cargo xtask compare: {}", exp.file.display()))
         .map_err(|e| anyhow!("{e}"))
 }
@@ -515,7 +496,7 @@ impl Session<'_> {
         std::fs::create_dir_all(self.results.logs_dir())
             .with_context(|| format!("create {}", self.results.root.display()))?;
         std::fs::write(self.results.root.join("plan.txt"), plan.to_string())?;
-        self.init_manifest();
+        self.init_manifest(plan);
         self.write_manifest()?;
 
         // Kernel settings the experiment asks for (restored at teardown from the run record).
@@ -900,12 +881,20 @@ impl Session<'_> {
         }
     }
 
-    fn init_manifest(&mut self) {
+    fn init_manifest(&mut self, plan: &tiers::Plan) {
         let exp = self.exp;
         let host = host::collect();
-        let mut programs = vec!["mkfs.xfs", "losetup", "ip", "fio"];
-        if exp.devices.iter().any(|d| d.emulation.backing == tiers::Backing::Nbd) {
-            programs.extend(["nbdkit", "nbdfuse"]);
+        // Exactly the tools this run uses: those the plan requires, and fio for the probes.
+        let mut programs: Vec<&str> = plan
+            .steps
+            .iter()
+            .filter_map(|s| match &s.action {
+                tiers::plan::Action::RequireTool { program, .. } => Some(program.as_str()),
+                _ => None,
+            })
+            .collect();
+        if !exp.device_probe.is_zero() && !programs.contains(&"fio") {
+            programs.push("fio");
         }
         let runs = &self.runs;
         self.manifest = Manifest {

@@ -23,6 +23,22 @@ pub fn state_dir() -> PathBuf {
     }
 }
 
+/// Creates the state and work directories with mode 0711 if they do not exist yet; an existing
+/// directory (`PGTIER_STATE_DIR=/tmp`) keeps its mode.
+pub fn ensure_state_dirs() -> anyhow::Result<()> {
+    use anyhow::Context;
+    use std::os::unix::fs::PermissionsExt;
+    for d in [state_dir(), work_root()] {
+        if d.exists() {
+            continue;
+        }
+        std::fs::create_dir_all(&d).with_context(|| format!("create {}", d.display()))?;
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o711))
+            .with_context(|| format!("chmod {}", d.display()))?;
+    }
+    Ok(())
+}
+
 pub fn journal_dir() -> PathBuf {
     state_dir().join("journal")
 }

@@ -51,6 +51,8 @@ pub enum Refusal {
         "NVMe subsystem {nqn} is already connected on this host ({controllers}); pgtier only uses connections it makes itself, so that its teardown (nvme disconnect -n) cannot cut off anyone else. If nothing uses it, disconnect it first"
     )]
     AlreadyConnected { nqn: String, controllers: String },
+    #[error("devices {first} and {second} name the same block device ({device}); give each device its own disk")]
+    SameDevice { first: String, second: String, device: String },
 }
 
 /// The kernel name of a device node (`/dev/nvme1n1p1` -> `nvme1n1p1`).
@@ -92,6 +94,25 @@ fn dev_number(sys: &mut dyn System, dev: &Path) -> Option<(u32, u32)> {
     let text = sys.read_to_string(&Path::new("/sys/class/block").join(kernel_name(dev)).join("dev")).ok()?;
     let (a, b) = text.trim().split_once(':')?;
     Some((a.parse().ok()?, b.parse().ok()?))
+}
+
+/// Refuses two device entries (`name`, node) that name one block device, such as `/dev/nvme0n1`
+/// and its `/dev/disk/by-id` link: it would be formatted and mounted twice. Nodes that are not
+/// block devices are left to [`check_block_device`].
+pub fn check_distinct(sys: &mut dyn System, devices: &[(&str, &Path)]) -> Result<(), Refusal> {
+    let mut seen: Vec<((u32, u32), &str)> = Vec::new();
+    for (name, dev) in devices {
+        let FileKind::BlockDevice { major, minor } = sys.file_kind(dev) else { continue };
+        if let Some((_, first)) = seen.iter().find(|(n, _)| *n == (major, minor)) {
+            return Err(Refusal::SameDevice {
+                first: first.to_string(),
+                second: name.to_string(),
+                device: dev.display().to_string(),
+            });
+        }
+        seen.push(((major, minor), name));
+    }
+    Ok(())
 }
 
 /// `/` first, then the other system mount points, then everything else.

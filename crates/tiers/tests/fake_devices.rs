@@ -554,3 +554,22 @@ fn dry_run_of_a_pmem_file_reads_in_order() {
     }
     assert!(!Path::new(FAKE_WORK).exists(), "planning touches nothing");
 }
+
+#[test]
+fn two_entries_naming_one_block_device_are_refused() {
+    let mut f = FakeSystem::default();
+    f.block_device("/dev/nvme0n1", 259, 0).block_device("/dev/disk/by-id/nvme-Example_SN1", 259, 0).block_device(
+        "/dev/nvme1n1",
+        259,
+        2,
+    );
+    let distinct = [("data", Path::new("/dev/nvme0n1")), ("wal", Path::new("/dev/nvme1n1"))];
+    assert!(tiers::safety::check_distinct(&mut f, &distinct).is_ok());
+    let same = [("data", Path::new("/dev/nvme0n1")), ("wal", Path::new("/dev/disk/by-id/nvme-Example_SN1"))];
+    match tiers::safety::check_distinct(&mut f, &same) {
+        Err(Refusal::SameDevice { first, second, .. }) => {
+            assert_eq!((first.as_str(), second.as_str()), ("data", "wal"))
+        }
+        other => panic!("expected SameDevice, got {other:?}"),
+    }
+}
