@@ -210,7 +210,9 @@ fn ctrl_c_while_reporting() {
     if !root_or_skip() {
         return;
     }
-    let (_env, out, _code, stderr) = interrupt_at("reporting:");
+    let (_env, out, code, stderr) = interrupt_at("reporting:");
+    assert!(stderr.contains("interrupt: teardown is in progress"), "the signal arrived while reporting:\n{stderr}");
+    assert_eq!(code, Some(0), "the matrix had finished; a signal while reporting does not fail it:\n{stderr}");
     assert!(out.join("report.md").exists(), "the report is still written:\n{stderr}");
 }
 

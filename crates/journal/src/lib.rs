@@ -346,25 +346,30 @@ mod tests {
     #[test]
     fn teardown_walks_backwards_and_second_time_finds_nothing() {
         let dir = tempfile::tempdir().unwrap();
-        let a = dir.path().join("a");
-        let b = dir.path().join("b");
-        std::fs::write(&a, "x").unwrap();
-        std::fs::write(&b, "y").unwrap();
+        let [a, b, c] = ["a", "b", "c"].map(|n| dir.path().join(n));
+        for f in [&a, &b, &c] {
+            std::fs::write(f, "x").unwrap();
+        }
         let j = Journal::begin(&dir.path().join("j"), "run1", "test").unwrap();
         j.record(Undo::RemoveFile { path: a.clone() }, "a").unwrap();
         let id_b = j.record(Undo::RemoveFile { path: b.clone() }, "b").unwrap();
+        j.record(Undo::RemoveFile { path: c.clone() }, "c").unwrap();
         j.release(id_b).unwrap();
         let path = j.path().to_path_buf();
         drop(j);
 
         let j = Journal::open(&path).unwrap();
-        assert_eq!(j.pending().len(), 1, "the released record is not pending");
+        assert_eq!(j.pending().len(), 2, "the released record is not pending");
         let mut order = Vec::new();
         let report = j.teardown(|p, _| order.push(p.note.clone()));
         assert!(report.is_clean());
-        assert_eq!(order, vec!["a"]);
-        assert!(!a.exists() && b.exists());
+        assert_eq!(order, vec!["c", "a"], "newest first");
+        assert!(!a.exists() && b.exists() && !c.exists());
         assert!(open_journals(&dir.path().join("j")).is_empty(), "closed journals are not listed");
+        assert!(
+            matches!(Undo::RemoveFile { path: a.clone() }.perform(), Ok(Outcome::NothingLeft)),
+            "undoing again finds nothing left"
+        );
     }
 
     #[test]

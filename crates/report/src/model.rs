@@ -346,15 +346,18 @@ mod tests {
         failed.status = RunStatus::Failed;
         runs.push(failed);
         for r in &mut runs {
-            r.metrics.nopm = Some(r.metrics.tps * 10.0);
+            // Not proportional to TPS, so the NOPM delta differs from the TPS delta.
+            r.metrics.nopm = Some(r.metrics.tps * 10.0 + if r.cell.placement == "b" { 200.0 } else { 0.0 });
         }
         let s = summarize(&set(runs, &[]));
         let b = &s.cells[1];
         assert_eq!((b.runs, b.failed_runs), (2, 1));
         assert!(b.tps_delta.unwrap().within_noise, "two noisy runs each side: inside the noise");
         let (h, hd, unit) = b.headline();
-        assert!(unit.contains("NOPM") && (h.mean - 1100.0).abs() < 1e-9);
-        assert!((hd.unwrap().pct - b.tps_delta.unwrap().pct).abs() < 1e-9);
+        assert!(unit.contains("NOPM") && (h.mean - 1300.0).abs() < 1e-9);
+        let (hd, nd, td) = (hd.unwrap(), b.nopm_delta.unwrap(), b.tps_delta.unwrap());
+        assert!((hd.pct - nd.pct).abs() < 1e-9, "the headline is the NOPM change");
+        assert!((hd.pct - td.pct).abs() > 1.0, "not the TPS change: {hd:?} vs {td:?}");
         assert!(s.warnings.iter().any(|w| w.contains("repetitions disagree")));
         assert!(s.warnings.iter().any(|w| w.contains("1 run(s) failed")));
     }

@@ -113,7 +113,7 @@ mod tests {
             x = x.wrapping_mul(31).wrapping_add(i);
         }
         std::hint::black_box(x);
-        assert!(process_cpu_seconds() >= before);
+        assert!(process_cpu_seconds() > before, "a busy loop of tens of milliseconds shows as CPU time");
         let me = read_stat(Path::new("/proc"), std::process::id() as i32).unwrap();
         assert!(me.ppid > 0);
     }
