@@ -165,7 +165,7 @@ pub fn compare(baseline: &Path, contender: &Path, out: &Path) -> Result<(Compari
         };
         let stmt = |set: &ResultSet| -> BTreeMap<String, f64> {
             let mut m: BTreeMap<String, Vec<f64>> = BTreeMap::new();
-            for r in set.runs.iter().filter(|r| r.cell == ca.key) {
+            for r in set.runs.iter().filter(|r| r.cell == ca.key && r.status == results::RunStatus::Ok) {
                 for st in &r.statements {
                     m.entry(st.statement.clone()).or_default().push(st.latency_ms);
                 }

@@ -163,7 +163,10 @@ impl Exporter for CsvExporter {
             .map(|r| {
                 let m = &r.metrics;
                 let ok = r.status == results::RunStatus::Ok;
+                // A failed run's figures are blank, all of them: partial figures of a run that
+                // did not finish are not measurements.
                 let f = |v: f64, d| if ok { num(v, d) } else { String::new() };
+                let o = |v: Option<f64>, d| if ok { opt(v, d) } else { String::new() };
                 vec![
                     r.run_id.clone(),
                     r.sequence.to_string(),
@@ -182,16 +185,16 @@ impl Exporter for CsvExporter {
                     num(r.ramp_up_s, 1),
                     f(m.tps, 3),
                     f(m.latency_ms_avg, 3),
-                    opt(m.latency_ms_stddev, 3),
-                    opt(m.latency_ms_p50, 3),
-                    opt(m.latency_ms_p90, 3),
-                    opt(m.latency_ms_p95, 3),
-                    opt(m.latency_ms_p99, 3),
-                    opt(m.latency_ms_p999, 3),
+                    o(m.latency_ms_stddev, 3),
+                    o(m.latency_ms_p50, 3),
+                    o(m.latency_ms_p90, 3),
+                    o(m.latency_ms_p95, 3),
+                    o(m.latency_ms_p99, 3),
+                    o(m.latency_ms_p999, 3),
                     if ok { m.transactions.to_string() } else { String::new() },
                     if ok { m.failed_transactions.to_string() } else { String::new() },
-                    opt(m.nopm, 1),
-                    opt(m.tpm, 1),
+                    o(m.nopm, 1),
+                    o(m.tpm, 1),
                     r.started_at.clone(),
                     r.finished_at.clone(),
                     r.failure.clone().unwrap_or_default(),

@@ -119,12 +119,10 @@ pub fn summarize(set: &ResultSet) -> Summary {
     let mut estimates: BTreeMap<CellKey, (Estimate, Estimate, Option<Estimate>, Option<Estimate>)> = BTreeMap::new();
     for (k, runs) in &by_cell {
         let ok: Vec<&&RunRecord> = runs.iter().filter(|r| r.status == RunStatus::Ok).collect();
-        let failed = runs.len() - ok.len();
         let tps: Vec<f64> = ok.iter().map(|r| r.metrics.tps).collect();
         let lat: Vec<f64> = ok.iter().map(|r| r.metrics.latency_ms_avg).collect();
         let p99: Vec<f64> = ok.iter().filter_map(|r| r.metrics.latency_ms_p99).collect();
         let nopm: Vec<f64> = ok.iter().filter_map(|r| r.metrics.nopm).collect();
-        let _ = failed;
         if let (Some(t), Some(l)) = (Estimate::of(&tps), Estimate::of(&lat)) {
             let p = if p99.len() == ok.len() { Estimate::of(&p99) } else { None };
             let n = if nopm.len() == ok.len() { Estimate::of(&nopm) } else { None };

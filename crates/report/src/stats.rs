@@ -20,7 +20,7 @@ pub fn t975(df: f64) -> f64 {
     }
     // Linear interpolation for fractional (Welch) degrees of freedom.
     let a = TABLE[lo - 1];
-    let b = if lo < 30 { TABLE[lo.min(29)] } else { a };
+    let b = TABLE[lo];
     a + (b - a) * (df - lo as f64)
 }
 

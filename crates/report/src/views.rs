@@ -80,12 +80,19 @@ fn clean(s: &str) -> String {
 }
 
 fn file_stem(kind: &str, c: &CellSummary) -> String {
-    let mut s = format!("{kind}-{}-c{}", clean(&c.key.workload), c.key.clients);
-    if c.key.memory_limit != "unlimited" {
-        s.push_str(&format!("-mem{}", clean(&c.key.memory_limit)));
+    format!("{kind}-{}-c{}{}", clean(&c.key.workload), c.key.clients, context_suffix(&c.key, true, true))
+}
+
+/// The part of a chart's file name that tells memory limits and settings profiles apart
+/// (`-mem192MiB`, `-<profile>`); left out for the unlimited / default value and for the dimension
+/// the chart itself compares.
+fn context_suffix(k: &results::record::CellKey, memory: bool, profile: bool) -> String {
+    let mut s = String::new();
+    if memory && k.memory_limit != "unlimited" {
+        s.push_str(&format!("-mem{}", clean(&k.memory_limit)));
     }
-    if c.key.profile != "default" {
-        s.push_str(&format!("-{}", clean(&c.key.profile)));
+    if profile && k.profile != "default" {
+        s.push_str(&format!("-{}", clean(&k.profile)));
     }
     s
 }
@@ -310,13 +317,7 @@ fn normalised(cx: &mut Ctx) -> Result<(), ExportError> {
             value_suffix: "",
             reference: Some((1.0, format!("{} = 1.0", set.manifest.baseline))),
         };
-        let mut stem = "normalised-throughput".to_string();
-        if c0.key.memory_limit != "unlimited" {
-            stem.push_str(&format!("-mem{}", clean(&c0.key.memory_limit)));
-        }
-        if c0.key.profile != "default" {
-            stem.push_str(&format!("-{}", clean(&c0.key.profile)));
-        }
+        let stem = format!("normalised-throughput{}", context_suffix(&c0.key, true, true));
         cx.bar(chart, stem, "Normalised throughput")?;
     }
     Ok(())
@@ -412,13 +413,7 @@ fn scaling(cx: &mut Ctx) -> Result<(), ExportError> {
             footnote: footnote(set, &cells, false),
             integer_x: true,
         };
-        let mut stem = format!("scaling-{}", clean(&c0.key.workload));
-        if c0.key.memory_limit != "unlimited" {
-            stem.push_str(&format!("-mem{}", clean(&c0.key.memory_limit)));
-        }
-        if !by_profile && c0.key.profile != "default" {
-            stem.push_str(&format!("-{}", clean(&c0.key.profile)));
-        }
+        let stem = format!("scaling-{}{}", clean(&c0.key.workload), context_suffix(&c0.key, true, !by_profile));
         cx.line(chart, stem, "Scaling")?;
     }
     Ok(())
@@ -488,8 +483,15 @@ fn dimension_comparison(cx: &mut Ctx, what: &str, value: fn(&CellSummary) -> Str
         let chart = BarChart {
             title: format!("{}: throughput by {what}", set.manifest.experiment_name),
             subtitle: format!(
-                "workload {}, {} clients; labels: change against {what} {} on the same placement",
-                c0.key.workload, c0.key.clients, values[0]
+                "workload {}, {} clients{}; labels: change against {what} {} on the same placement",
+                c0.key.workload,
+                c0.key.clients,
+                if what == "memory" {
+                    format!(", profile {}", c0.key.profile)
+                } else {
+                    format!(", server memory {}", c0.key.memory_limit)
+                },
+                values[0]
             ),
             x_label: "placement".into(),
             y_label: c0.headline().2.into(),
@@ -499,7 +501,14 @@ fn dimension_comparison(cx: &mut Ctx, what: &str, value: fn(&CellSummary) -> Str
             value_suffix: "",
             reference: None,
         };
-        let stem = format!("by-{what}-{}-c{}", clean(&c0.key.workload), c0.key.clients);
+        // Named by the other dimension too, so that charts of two profiles (or memory limits)
+        // do not overwrite each other.
+        let stem = format!(
+            "by-{what}-{}-c{}{}",
+            clean(&c0.key.workload),
+            c0.key.clients,
+            context_suffix(&c0.key, what != "memory", what != "profile")
+        );
         cx.bar(chart, stem, if what == "memory" { "Memory-limited against unlimited" } else { "Settings profiles" })?;
     }
     Ok(())
@@ -512,6 +521,7 @@ fn stability(cx: &mut Ctx) -> Result<(), ExportError> {
         let c0 = g[0];
         let mut series = Vec::new();
         let mut vlines = Vec::new();
+        let mut outliers = 0;
         for c in &g {
             let Some(run) =
                 set.runs.iter().filter(|r| r.cell == c.key && r.status == RunStatus::Ok).min_by_key(|r| r.repetition)
@@ -521,6 +531,9 @@ fn stability(cx: &mut Ctx) -> Result<(), ExportError> {
             if run.series.is_empty() {
                 continue;
             }
+            // Counted on the run that is drawn.
+            let tps: Vec<f64> = run.series.iter().map(|s| s.tps).collect();
+            outliers += crate::stats::outliers_mad(&tps, 3.5).len();
             series.push(Line {
                 name: format!("{} (run {})", c.key.placement, run.repetition),
                 color: cx.color(&c.key.placement),
@@ -537,11 +550,6 @@ fn stability(cx: &mut Ctx) -> Result<(), ExportError> {
         if series.is_empty() {
             continue;
         }
-        let outliers: usize = g
-            .iter()
-            .filter_map(|c| set.runs.iter().find(|r| r.cell == c.key && r.status == RunStatus::Ok))
-            .map(|r| crate::stats::outliers_mad(&r.series.iter().map(|s| s.tps).collect::<Vec<_>>(), 3.5).len())
-            .sum();
         let chart = LineChart {
             title: format!("{}: throughput over each run", set.manifest.experiment_name),
             subtitle: format!(
