@@ -246,6 +246,21 @@ fn span<T>(s: &Spanned<T>) -> Option<Range<usize>> {
     Some(s.span())
 }
 
+/// The value that applies, with the key it came from: the `[emulate]` override when emulating
+/// and set, else the workload's own. Errors about the value then point at the line it came from.
+fn chosen<'a, T>(
+    emulating: bool,
+    override_value: Option<&'a Spanned<T>>,
+    override_key: &str,
+    own: Option<&'a Spanned<T>>,
+    own_key: String,
+) -> Option<(&'a Spanned<T>, String)> {
+    match override_value.filter(|_| emulating) {
+        Some(v) => Some((v, override_key.to_string())),
+        None => own.map(|v| (v, own_key)),
+    }
+}
+
 impl Validator<'_> {
     fn err(&mut self, at: Option<Range<usize>>, key: impl Into<String>, msg: impl Into<String>) {
         let e = self.src.error(at, Some(key.into()), msg);
@@ -687,15 +702,19 @@ impl Validator<'_> {
         if threads == Some(0) {
             self.err(span(w), key("threads"), "threads must be at least 1");
         }
-        let duration = if em(|e| e.duration.is_some()) {
-            self.duration(emulate.unwrap().duration.as_ref().unwrap(), "emulate.duration")
-        } else {
-            self.duration(&r.duration, &key("duration"))
-        };
+        let (duration_value, duration_key) = chosen(
+            opts.emulate,
+            emulate.and_then(|e| e.duration.as_ref()),
+            "emulate.duration",
+            Some(&r.duration),
+            key("duration"),
+        )
+        .expect("the workload's own duration is required");
+        let duration = self.duration(duration_value, &duration_key);
         if let Some(d) = duration
             && d < Duration::from_secs(1)
         {
-            self.err(span(&r.duration), key("duration"), "a run lasts at least 1s");
+            self.err(span(duration_value), duration_key, "a run lasts at least 1s");
         }
         let ramp_up = if em(|e| e.ramp_up.is_some()) {
             self.duration(emulate.unwrap().ramp_up.as_ref().unwrap(), "emulate.ramp_up")
@@ -749,16 +768,24 @@ impl Validator<'_> {
                 parsed
             }
         };
-        let scale = match (opts.emulate.then(|| emulate.and_then(|e| e.scale.as_ref())).flatten(), &r.scale) {
-            (Some(s), _) | (None, Some(s)) => *s.get_ref(),
-            (None, None) => {
+        let scale = match chosen(
+            opts.emulate,
+            emulate.and_then(|e| e.scale.as_ref()),
+            "emulate.scale",
+            r.scale.as_ref(),
+            key("scale"),
+        ) {
+            Some((s, k)) => {
+                if *s.get_ref() == 0 {
+                    self.err(span(s), k, "scale must be at least 1");
+                }
+                *s.get_ref()
+            }
+            None => {
                 self.err(span(w), key("scale"), "a pgbench workload needs `scale` (pgbench -i -s)");
                 1
             }
         };
-        if scale == 0 {
-            self.err(r.scale.as_ref().map(|s| s.span()), key("scale"), "scale must be at least 1");
-        }
         for (args, allowed, k) in
             [(&r.extra_args, PGBENCH_RUN_ARGS, "extra_args"), (&r.init_args, PGBENCH_INIT_ARGS, "init_args")]
         {
@@ -804,17 +831,24 @@ impl Validator<'_> {
                 );
             }
         }
-        let warehouses =
-            match (opts.emulate.then(|| emulate.and_then(|e| e.warehouses.as_ref())).flatten(), &r.warehouses) {
-                (Some(s), _) | (None, Some(s)) => *s.get_ref(),
-                (None, None) => {
-                    self.err(span(w), key("warehouses"), "a TPC-C workload needs `warehouses`");
-                    1
+        let warehouses = match chosen(
+            opts.emulate,
+            emulate.and_then(|e| e.warehouses.as_ref()),
+            "emulate.warehouses",
+            r.warehouses.as_ref(),
+            key("warehouses"),
+        ) {
+            Some((s, k)) => {
+                if *s.get_ref() == 0 {
+                    self.err(span(s), k, "at least 1 warehouse");
                 }
-            };
-        if warehouses == 0 {
-            self.err(r.warehouses.as_ref().map(|s| s.span()), key("warehouses"), "at least 1 warehouse");
-        }
+                *s.get_ref()
+            }
+            None => {
+                self.err(span(w), key("warehouses"), "a TPC-C workload needs `warehouses`");
+                1
+            }
+        };
         let mode = match r.mode.as_ref().map(|m| m.get_ref().as_str()) {
             None | Some("spec") => tpcc::Mode::Spec,
             Some("hammerdb") => tpcc::Mode::HammerDb,

@@ -99,6 +99,18 @@ fn emulate_overrides_apply_only_with_emulate() {
 }
 
 #[test]
+fn errors_in_emulate_overrides_name_the_emulate_line() {
+    let text = BASE.replace("scale = 5", "scale = 0").replace("duration = \"5s\"", "duration = \"500ms\"");
+    let errs = errors(&text, true);
+    let find = |k: &str| errs.0.iter().find(|e| e.key.as_deref() == Some(k)).unwrap_or_else(|| panic!("{k}: {errs}"));
+    assert_eq!(find("emulate.duration").line, Some(line_of(&text, "duration = \"500ms\"")));
+    assert_eq!(find("emulate.scale").line, Some(line_of(&text, "scale = 0")));
+    assert!(!errs.0.iter().any(|e| e.key.as_deref() == Some("workload[rw].duration")), "{errs}");
+    // Without --emulate the overrides do not apply, and the workload's own values are fine.
+    assert!(parse(Path::new("exp.toml"), &text, &opts(false)).is_ok());
+}
+
+#[test]
 fn unknown_key_names_line_and_key() {
     let text = BASE.replace("builtin = \"tpcb-like\"", "builtin = \"tpcb-like\"\nbuiltinn = \"x\"");
     let errs = errors(&text, false);
