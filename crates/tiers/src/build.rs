@@ -364,13 +364,17 @@ fn emulated_device(plan: &mut Plan, d: &DeviceSpec, index: usize, ctx: &PlanCont
                     log: ctx.log_dir.join(format!("nbdkit-{}.log", d.name)),
                     ready_tcp: Some((target_ip.clone(), port)),
                 },
-                match delay {
-                    Some(delay) => format!(
-                        "NBD target in its namespace, adding {}{}; nbdkit, nbdfuse and the loop device add about 0.1-0.2 ms of their own per I/O (measured here: 4 KiB O_DIRECT reads)",
-                        delay.describe(),
-                        latency_note(e.latency.unwrap_or_default(), delay)
-                    ),
-                    None => "NBD target in its namespace; nbdkit, nbdfuse and the loop device add about 0.1-0.2 ms of their own per I/O (measured here: 4 KiB O_DIRECT reads)".to_string(),
+                {
+                    // Measured in docs/benchmarks.md ("Emulated NVMe/TCP: the stack's own latency").
+                    const OWN: &str = "nbdkit, nbdfuse and the loop device add about 0.2 ms of their own per I/O (4 KiB O_DIRECT reads, docs/benchmarks.md)";
+                    match delay {
+                        Some(delay) => format!(
+                            "NBD target in its namespace, adding {}{}; {OWN}",
+                            delay.describe(),
+                            latency_note(e.latency.unwrap_or_default(), delay)
+                        ),
+                        None => format!("NBD target in its namespace; {OWN}"),
+                    }
                 },
             );
             let fuse_dir = ctx.work_dir.join("fuse").join(&d.name);

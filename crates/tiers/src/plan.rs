@@ -251,12 +251,6 @@ pub enum Action {
         gid: u32,
         mode: u32,
     },
-    /// Cap a device's IOPS/bandwidth for processes of `cgroup` (cgroup blkio throttle).
-    Throttle {
-        device: Value,
-        cgroup: PathBuf,
-        settings: Vec<(String, u64)>,
-    },
 }
 
 impl Action {
@@ -334,11 +328,6 @@ impl Action {
             Action::Chown { path, uid, gid, mode } => {
                 format!("chown {uid}:{gid} {}; chmod {mode:o} {}", path.display(), path.display())
             }
-            Action::Throttle { device, cgroup, settings } => settings
-                .iter()
-                .map(|(k, v)| format!("echo \"<MAJ:MIN of {device}> {v}\" > {}/{k}", cgroup.display()))
-                .collect::<Vec<_>>()
-                .join("; "),
         }
     }
 
@@ -480,12 +469,6 @@ pub fn human_bytes(n: u64) -> String {
         i += 1;
     }
     if i == 0 { format!("{n} B") } else { format!("{v:.1} {}", UNITS[i]) }
-}
-
-/// `1ms`-style durations for nbdkit's delay filter, which only takes whole milliseconds
-/// (anything finer is cut off: use [`EmulatedDelay`] to choose the mechanism).
-pub fn nbdkit_delay(d: Duration) -> String {
-    format!("{}ms", d.as_millis())
 }
 
 /// How an added per-I/O latency is made on the emulated NBD target.

@@ -48,8 +48,6 @@ pub struct ProvisionedDevice {
     pub name: String,
     pub class: DeviceClass,
     pub emulated: bool,
-    /// How it is emulated (when emulated).
-    pub backing: Option<Backing>,
     /// One sentence on what stands behind this device.
     pub description: String,
     pub block_device: PathBuf,
@@ -175,7 +173,6 @@ pub fn execute(
             name: d.name.clone(),
             class: d.class,
             emulated: plan.emulated,
-            backing: plan.emulated.then_some(d.emulation.backing),
             description: describe_device(d, plan.emulated),
             block_device: PathBuf::from(dev),
             mountpoint,
@@ -480,7 +477,7 @@ impl Executor<'_> {
                 self.sys.write(path, contents).map_err(|e| format!("write {}: {e}", path.display()))?;
             }
             Action::PmemReconfigure { namespace } => {
-                let list = self.ndctl_list()?;
+                let list = self.ndctl_list(n)?;
                 let current = ndctl::find(&list, namespace)
                     .ok_or_else(|| format!("ndctl list -N shows no namespace {namespace:?}"))?;
                 if current.mode == ndctl::PmemMode::Fsdax && current.enabled && current.blockdev.is_some() {
@@ -539,17 +536,6 @@ impl Executor<'_> {
             Action::Chown { path, uid, gid, mode } => {
                 self.sys.chown(path, *uid, *gid, *mode).map_err(|e| format!("chown {}: {e}", path.display()))?;
             }
-            Action::Throttle { device, cgroup, settings } => {
-                let dev = self.value(device)?;
-                let FileKind::BlockDevice { major, minor } = self.sys.file_kind(Path::new(&dev)) else {
-                    return Err(format!("{dev} is not a block device").into());
-                };
-                for (file, value) in settings {
-                    self.sys
-                        .write(&cgroup.join(file), &format!("{major}:{minor} {value}"))
-                        .map_err(|e| format!("write {}: {e}", cgroup.join(file).display()))?;
-                }
-            }
         }
         Ok(())
     }
@@ -570,7 +556,7 @@ impl Executor<'_> {
                 self.probe(n, |s| safety::check_not_in_use(s, Path::new(&dev), *allow_wipe)).map_err(StepError::Refused)
             }
             Check::PmemFsdax { namespace, allow_reconfigure } => {
-                let list = self.ndctl_list()?;
+                let list = self.ndctl_list(n)?;
                 let Some(ns) = ndctl::find(&list, namespace) else {
                     return Err(format!(
                         "ndctl list -N shows no namespace {namespace:?} (found: {})",
@@ -598,7 +584,7 @@ impl Executor<'_> {
                 Ok(())
             }
             Check::PmemNotInUse { namespace, allow_wipe } => {
-                let list = self.ndctl_list()?;
+                let list = self.ndctl_list(n)?;
                 let ns = ndctl::find(&list, namespace)
                     .ok_or_else(|| format!("ndctl list -N shows no namespace {namespace:?}"))?
                     .clone();
@@ -646,11 +632,11 @@ impl Executor<'_> {
     }
 
     /// `ndctl list -N`, read once until a command may have changed it.
-    fn ndctl_list(&mut self) -> Result<Vec<ndctl::PmemNamespace>, String> {
+    fn ndctl_list(&mut self, n: usize) -> Result<Vec<ndctl::PmemNamespace>, String> {
         if let Some(list) = &self.ndctl_cache {
             return Ok(list.clone());
         }
-        let out = self.run_plain(0, CommandLine::new("ndctl").args(["list", "-N"]))?;
+        let out = self.run_plain(n, CommandLine::new("ndctl").args(["list", "-N"]))?;
         let list = ndctl::parse_list(&out.stdout).map_err(|e| e.to_string())?;
         self.ndctl_cache = Some(list.clone());
         Ok(list)
@@ -661,15 +647,8 @@ impl Executor<'_> {
     fn nvme_subsystems(&mut self, n: usize) -> Result<Vec<nvme::NvmeSubsystem>, String> {
         let cmd = CommandLine::new("nvme").args(["list-subsys", "-o", "json"]);
         let shown = cmd.to_string();
-        let out = self.sys.run(&cmd, Duration::from_secs(60)).map_err(|e| e.to_string())?;
-        self.commands.push(ExecutedCommand {
-            step: n,
-            command: shown.clone(),
-            status: out.status,
-            stdout: out.stdout.clone(),
-            stderr: out.stderr.clone(),
-            seconds: 0.0,
-        });
+        // Recorded (with its time) by the probe recorder; a non-zero exit is judged below.
+        let out = self.probe(n, |s| s.run(&cmd, Duration::from_secs(60))).map_err(|e| e.to_string())?;
         if out.status != 0 {
             if out.stdout.trim().is_empty() && out.stderr.contains("Failed to scan topology") {
                 return Ok(Vec::new());
@@ -685,7 +664,7 @@ impl Executor<'_> {
                 Ok(self.sys.canonicalize(path).map_err(|e| format!("{}: {e}", path.display()))?.display().to_string())
             }
             Resolve::PmemNamespace { namespace } => {
-                let list = self.ndctl_list()?;
+                let list = self.ndctl_list(n)?;
                 let ns = ndctl::find(&list, namespace).ok_or_else(|| format!("no PMem namespace {namespace}"))?;
                 if ns.mode != ndctl::PmemMode::Fsdax {
                     return Err(format!("namespace {namespace} is in {} mode, not fsdax", ns.mode.as_str()).into());
