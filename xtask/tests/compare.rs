@@ -127,6 +127,10 @@ fn tiny_experiment_end_to_end() {
         let raw = std::fs::read_to_string(dir.join("pgbench.stdout")).unwrap();
         assert!(raw.contains("tps = "), "raw pgbench output kept for {}", r["run_id"]);
         assert!(std::fs::read_to_string(dir.join("pgbench.stderr")).unwrap().contains("progress:"));
+        // ... and the raw counters behind the device I/O, CPU and PostgreSQL figures.
+        assert!(std::fs::read_to_string(dir.join("diskstats.per-second.txt")).unwrap().contains("t="));
+        assert!(std::fs::read_to_string(dir.join("stat.end.txt")).unwrap().starts_with("cpu "));
+        assert!(std::fs::read_to_string(dir.join("pg_stat.txt")).unwrap().contains("after:\npg_stat_database:"));
     }
     // Charts: PNG and SVG for throughput and latency of both workloads.
     for kind in ["throughput", "latency"] {

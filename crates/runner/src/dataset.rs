@@ -47,17 +47,22 @@ impl DatasetSpec {
         }
     }
 
-    /// A generous estimate of the bytes the built cluster takes (PGDATA and WAL), used to
-    /// refuse a build that would fill a filesystem: pgbench needs about 16 MiB per scale unit
-    /// with its indexes, TPC-C about 110 MiB per warehouse; the WAL of the load and the
-    /// template databases come on top.
-    pub fn estimated_bytes(&self) -> u64 {
+    /// Rough size of the tables and indexes: pgbench needs about 16 MiB per scale unit with its
+    /// indexes, TPC-C about 110 MiB per warehouse.
+    pub fn data_bytes(&self) -> u64 {
         const MIB: u64 = 1 << 20;
-        let data = match self {
+        match self {
             DatasetSpec::Pgbench { scale, .. } => u64::from(*scale) * 16 * MIB,
             DatasetSpec::Tpcc { warehouses, .. } => u64::from(*warehouses) * 110 * MIB,
-        };
-        data + data / 2 + 256 * MIB
+        }
+    }
+
+    /// A generous estimate of the bytes the built cluster takes (PGDATA and WAL), used to
+    /// refuse a build that would fill a filesystem: the data, the WAL of the load and the
+    /// template databases.
+    pub fn estimated_bytes(&self) -> u64 {
+        let data = self.data_bytes();
+        data + data / 2 + 256 * (1 << 20)
     }
 }
 
@@ -194,20 +199,7 @@ async fn load(
     let cmd = pgbench::init_command(&env.install.bin_dir, &target, *scale, &args);
     let log_path = logs.join("pgbench-init.log");
     let mut log = std::fs::File::create(&log_path).map_err(|e| RunnerError::Setup(e.to_string()))?;
-    let mut child = tokio::process::Command::new(&cmd.program)
-        .args(&cmd.args)
-        // Only what pgtier sets: PG* variables in the caller's environment (PGOPTIONS, ...)
-        // would silently change the benchmark.
-        .env_clear()
-        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-        .env("LC_ALL", "C")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| RunnerError::Setup(format!("start {cmd}: {e}")))?;
+    let (mut child, record) = env.spawn_client(&cmd, std::process::Stdio::null(), "pgbench -i")?;
     // pgbench -i reports progress on stderr, with carriage returns on a terminal.
     let stderr = child.stderr.take().expect("piped");
     let mut lines = BufReader::new(stderr).split(b'\n');
@@ -232,12 +224,17 @@ async fn load(
             _ = tokio::time::sleep(std::time::Duration::from_millis(200)) => {
                 if env.cancelled() {
                     let _ = child.start_kill();
+                    let _ = child.wait().await;
+                    if let Some(r) = record { let _ = env.journal.release(r); }
                     return Err(RunnerError::Cancelled);
                 }
             }
         }
     }
     let status = child.wait().await.map_err(|e| RunnerError::Setup(e.to_string()))?;
+    if let Some(r) = record {
+        let _ = env.journal.release(r);
+    }
     if !status.success() {
         return Err(RunnerError::Workload(format!("`{cmd}` failed ({status}): {last}")));
     }

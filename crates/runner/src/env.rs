@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use journal::Journal;
+use journal::{CommandLine, Journal, ProcessId, RecordId, Undo};
+
+use crate::RunnerError;
 
 use crate::cgroup::Hierarchy;
 use crate::install::{DbUser, PgInstall};
@@ -37,4 +39,45 @@ impl RunnerEnv<'_> {
     pub fn cancelled(&self) -> bool {
         self.cancel.load(Ordering::SeqCst)
     }
+
+    /// Starts a benchmark client (pgbench, pgbench -i) in its own process group, with the minimal
+    /// environment, stderr piped, and records it in the journal so that teardown stops it even
+    /// after a crash of the harness. Release the record once the client has exited.
+    pub(crate) fn spawn_client(
+        &self,
+        cmd: &CommandLine,
+        stdout: std::process::Stdio,
+        label: &str,
+    ) -> Result<(tokio::process::Child, Option<RecordId>), RunnerError> {
+        let mut command = tokio::process::Command::new(&cmd.program);
+        command.args(&cmd.args);
+        minimal_env(command.as_std_mut());
+        let child = command
+            .stdin(std::process::Stdio::null())
+            .stdout(stdout)
+            .stderr(std::process::Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| RunnerError::Setup(format!("start {cmd}: {e}")))?;
+        let record = match child.id().and_then(|pid| ProcessId::of(pid as i32)) {
+            Some(process) => Some(
+                self.journal
+                    .record(
+                        Undo::StopProcess { label: label.into(), process, signal: "TERM".into(), grace_ms: 5000 },
+                        label,
+                    )
+                    .map_err(|e| RunnerError::Setup(e.to_string()))?,
+            ),
+            None => None,
+        };
+        Ok((child, record))
+    }
+}
+
+/// Replaces a child's environment by a minimal one (PATH, LC_ALL=C): PG* variables of the
+/// caller (PGOPTIONS, ...) would silently change the benchmark, and root's environment, which may
+/// hold secrets such as an NVMe DH-HMAC-CHAP key, is not handed on.
+pub(crate) fn minimal_env(cmd: &mut std::process::Command) {
+    cmd.env_clear().env("PATH", "/usr/local/bin:/usr/bin:/bin").env("LC_ALL", "C");
 }

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, SystemTime};
 
-use journal::{CommandLine, ProcessId, Undo};
+use journal::{CommandLine, ProcessId};
 use results::record::{Metrics, RunRecord, RunStatus, SecondSample, StatementLatency};
 use results::{ResultsDir, timestamp};
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -285,7 +285,7 @@ async fn measure_pgbench(
     record.command = cmd.to_string();
     std::fs::write(run_dir.join("command.txt"), format!("{cmd}\n")).map_err(|e| RunnerError::Setup(e.to_string()))?;
 
-    let evidence = Evidence::begin(srv, inp.placement).await?;
+    let evidence = Evidence::begin(srv, inp.placement, run_dir).await?;
     let watch = Watch { duration: inp.workload.duration, faults: inp.faults, server: Some(srv.process) };
     let out = run_pgbench(env, &cmd, &run_dir.join("pgbench"), obs, false, watch).await;
     evidence.end(srv, record, None, "pgbench").await;
@@ -351,10 +351,16 @@ pub(crate) struct Evidence {
     wall0: std::time::Instant,
     started: SystemTime,
     sampler: Sampler,
+    /// The run's directory: the raw counters behind the figures are written there.
+    run_dir: PathBuf,
 }
 
 impl Evidence {
-    pub(crate) async fn begin(srv: &Server, placement: &PlacementTarget) -> Result<Evidence, RunnerError> {
+    pub(crate) async fn begin(
+        srv: &Server,
+        placement: &PlacementTarget,
+        run_dir: &Path,
+    ) -> Result<Evidence, RunnerError> {
         let client = srv.connect(DATABASE).await?;
         let before =
             pgstats::snapshot(&client).await.map_err(|e| RunnerError::Server(format!("read statistics: {e:#}")))?;
@@ -366,6 +372,7 @@ impl Evidence {
             wall0: std::time::Instant::now(),
             started: SystemTime::now(),
             sampler: Sampler::start(placement.devices.clone(), Duration::from_secs(1)),
+            run_dir: run_dir.to_path_buf(),
         })
     }
 
@@ -380,8 +387,15 @@ impl Evidence {
             (Some(a), Some(b)) => b - a,
             _ => 0.0,
         };
+        let mut pg_text = format!("before:\n{}", self.before.to_text());
         if let Ok(after) = pgstats::snapshot(&self.client).await {
+            pg_text.push_str(&format!("after:\n{}", after.to_text()));
             record.postgres = Some(pgstats::delta(&self.before, &after));
+        }
+        // Raw counters next to the figures computed from them (listed in the record's raw files).
+        let _ = std::fs::write(self.run_dir.join("pg_stat.txt"), pg_text);
+        for (name, text) in &sampled.raw {
+            let _ = std::fs::write(self.run_dir.join(name), text);
         }
         record.devices = sampled.devices;
         record.io_series = sampled.series;
@@ -448,31 +462,7 @@ pub async fn run_pgbench(
 ) -> Result<PgbenchOutput, RunnerError> {
     let with_ext = |ext: &str| -> PathBuf { PathBuf::from(format!("{}.{ext}", prefix.display())) };
     let stdout_file = std::fs::File::create(with_ext("stdout")).map_err(|e| RunnerError::Setup(e.to_string()))?;
-    let mut child = tokio::process::Command::new(&cmd.program)
-        .args(&cmd.args)
-        // Only what pgtier sets: PG* variables in the caller's environment (PGOPTIONS, ...)
-        // would silently change the benchmark.
-        .env_clear()
-        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-        .env("LC_ALL", "C")
-        .stdin(Stdio::null())
-        .stdout(stdout_file)
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| RunnerError::Setup(format!("start {cmd}: {e}")))?;
-    let record = match child.id().and_then(|pid| ProcessId::of(pid as i32)) {
-        Some(process) => Some(
-            env.journal
-                .record(
-                    Undo::StopProcess { label: "pgbench".into(), process, signal: "TERM".into(), grace_ms: 5000 },
-                    "pgbench",
-                )
-                .map_err(|e| RunnerError::Setup(e.to_string()))?,
-        ),
-        None => None,
-    };
+    let (mut child, record) = env.spawn_client(cmd, Stdio::from(stdout_file), "pgbench")?;
     let mut stderr_text = String::new();
     let mut progress = Vec::new();
     let mut lines = BufReader::new(child.stderr.take().expect("piped")).lines();
@@ -506,18 +496,8 @@ pub async fn run_pgbench(
                     return Err(RunnerError::Cancelled);
                 }
                 let elapsed = started.elapsed();
-                for (i, f) in watch.faults.iter().enumerate() {
-                    if !fired[i] && elapsed >= f.after {
-                        fired[i] = true;
-                        let at = elapsed.as_secs_f64();
-                        if let Err(e) = faults::fire(f, env.journal, watch.server, client, &mut injected, at) {
-                            injected.log.push(format!("at {at:.1} s: could not inject {}: {e}", f.description));
-                        }
-                        if let faults::FaultAction::FillFilesystem { switch_wal: true, .. } = f.action {
-                            tokio::spawn(switch_wal_segments(env.socket_dir.clone(), env.port));
-                        }
-                        obs.note(&format!("fault injected: {}", injected.log.last().map(String::as_str).unwrap_or("")));
-                    }
+                for note in faults::fire_due(watch.faults, &mut fired, elapsed, env, watch.server, client, &mut injected) {
+                    obs.note(&format!("fault injected: {note}"));
                 }
                 if elapsed > limit {
                     hung = true;
@@ -588,27 +568,4 @@ fn save_kernel_messages(to: &Path) {
         Err(e) => format!("dmesg could not run: {e}"),
     };
     let _ = std::fs::write(to, text);
-}
-
-/// Asks the server for WAL segment switches (errors ignored: the server may be failing).
-async fn switch_wal_segments(socket_dir: PathBuf, port: u16) {
-    let Ok((client, conn)) = tokio_postgres::Config::new()
-        .host_path(&socket_dir)
-        .port(port)
-        .user(server::DB_ROLE)
-        .dbname(DATABASE)
-        .connect(tokio_postgres::NoTls)
-        .await
-    else {
-        return;
-    };
-    tokio::spawn(async move {
-        let _ = conn.await;
-    });
-    for _ in 0..40 {
-        if client.batch_execute("SELECT pg_switch_wal()").await.is_err() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 use journal::{Journal, ProcessId, RecordId, Undo};
 use nix::sys::signal::Signal;
 
-use crate::RunnerError;
+use crate::{RunnerEnv, RunnerError};
 
 /// What to do when a fault fires.
 #[derive(Clone, Debug, PartialEq)]
@@ -68,6 +68,15 @@ pub fn fire(
     at: f64,
 ) -> Result<(), RunnerError> {
     let io = |e: std::io::Error| RunnerError::Setup(format!("inject {}: {e}", f.description));
+    let not_applicable = match &f.action {
+        FaultAction::KillServer => server.is_none().then_some("no server process"),
+        FaultAction::StopClient => client.is_none().then_some("the client runs inside pgtier, not as a process"),
+        _ => None,
+    };
+    if let Some(why) = not_applicable {
+        injected.log.push(format!("at {at:.1} s: {} (not applicable: {why})", f.description));
+        return Ok(());
+    }
     match &f.action {
         FaultAction::CreateFile(p) => {
             let id = record_file(journal, p, "fault switch")?;
@@ -98,6 +107,58 @@ pub fn fire(
     }
     injected.log.push(format!("at {at:.1} s: {}", f.description));
     Ok(())
+}
+
+/// Fires every fault of `list` that is due at `elapsed` and has not fired yet, and returns the
+/// log lines of those it fired. A fill-the-filesystem fault with `switch_wal` then asks the
+/// server for WAL segment switches (in the background).
+pub fn fire_due(
+    list: &[Fault],
+    fired: &mut [bool],
+    elapsed: Duration,
+    env: &RunnerEnv<'_>,
+    server: Option<ProcessId>,
+    client: Option<u32>,
+    injected: &mut Injected,
+) -> Vec<String> {
+    let mut notes = Vec::new();
+    for (i, f) in list.iter().enumerate() {
+        if fired[i] || elapsed < f.after {
+            continue;
+        }
+        fired[i] = true;
+        let at = elapsed.as_secs_f64();
+        if let Err(e) = fire(f, env.journal, server, client, injected, at) {
+            injected.log.push(format!("at {at:.1} s: could not inject {}: {e}", f.description));
+        } else if let FaultAction::FillFilesystem { switch_wal: true, .. } = f.action {
+            tokio::spawn(switch_wal_segments(env.socket_dir.clone(), env.port));
+        }
+        notes.push(injected.log.last().cloned().unwrap_or_default());
+    }
+    notes
+}
+
+/// Asks the server for up to 40 WAL segment switches, 50 ms apart, until one fails.
+async fn switch_wal_segments(socket_dir: PathBuf, port: u16) {
+    let Ok((client, conn)) = tokio_postgres::Config::new()
+        .host_path(&socket_dir)
+        .port(port)
+        .user(crate::server::DB_ROLE)
+        .dbname(crate::DATABASE)
+        .connect(tokio_postgres::NoTls)
+        .await
+    else {
+        return;
+    };
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    for _ in 0..40 {
+        if client.batch_execute("SELECT pg_switch_wal()").await.is_err() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 /// Takes every free byte of the filesystem holding `path` (fallocate, then small writes until

@@ -112,10 +112,7 @@ pub struct WorkloadSpec {
 impl WorkloadSpec {
     /// Rough size of the data set on disk (tables and indexes), to check device sizes.
     pub fn estimated_bytes(&self) -> u64 {
-        match &self.kind {
-            WorkloadKind::Pgbench(p) => p.scale as u64 * (16 << 20),
-            WorkloadKind::Tpcc(t) => t.warehouses as u64 * (110 << 20),
-        }
+        self.dataset(&[]).data_bytes()
     }
 
     pub fn scale(&self) -> u32 {

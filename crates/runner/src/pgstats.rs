@@ -15,6 +15,29 @@ pub struct Snapshot {
     pub wal: Option<(i64, i64, f64, f64)>,
 }
 
+impl Snapshot {
+    /// The counters as read, one view per line, column names as in PostgreSQL (the raw values
+    /// behind the deltas in a run's record).
+    pub fn to_text(&self) -> String {
+        let [hit, read, commit, rollback, temp] = self.db;
+        let mut t = format!(
+            "pg_stat_database: blks_hit={hit} blks_read={read} xact_commit={commit} xact_rollback={rollback} temp_bytes={temp} pg_database_size={}\n",
+            self.database_size
+        );
+        if let Some([timed, req, checkpoint, clean, backend]) = self.bgwriter {
+            t.push_str(&format!(
+                "pg_stat_bgwriter: checkpoints_timed={timed} checkpoints_req={req} buffers_checkpoint={checkpoint} buffers_clean={clean} buffers_backend={backend}\n"
+            ));
+        }
+        if let Some((bytes, sync, write_time, sync_time)) = self.wal {
+            t.push_str(&format!(
+                "pg_stat_wal: wal_bytes={bytes} wal_sync={sync} wal_write_time={write_time} wal_sync_time={sync_time}\n"
+            ));
+        }
+        t
+    }
+}
+
 /// Reads the counters of the connected database.
 pub async fn snapshot(client: &tokio_postgres::Client) -> Result<Snapshot, tokio_postgres::Error> {
     let r = client

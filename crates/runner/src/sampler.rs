@@ -1,10 +1,8 @@
-//! Once a second during a measured run: I/O of each device of the placement (/proc/diskstats),
-//! CPU of the whole machine (/proc/stat), and the server cgroup's memory. Cheap: a handful of
-//! small file reads per second.
+//! During a measured run: I/O of each device of the placement once a second (/proc/diskstats),
+//! and the CPU split of the whole machine over the interval (/proc/stat at its start and end).
+//! Cheap: one small file read per second. The raw counter lines are kept for the run's directory.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use results::record::{CpuSplit, DeviceIo, IoSample};
@@ -24,26 +22,27 @@ pub struct DiskCounters {
 
 /// Parses /proc/diskstats into counters per kernel name.
 pub fn parse_diskstats(text: &str) -> BTreeMap<String, DiskCounters> {
-    text.lines()
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            if f.len() < 11 {
-                return None;
-            }
-            let n = |i: usize| f[i].parse::<u64>().unwrap_or(0);
-            Some((
-                f[2].to_string(),
-                DiskCounters {
-                    reads: n(3),
-                    read_sectors: n(5),
-                    read_ms: n(6),
-                    writes: n(7),
-                    write_sectors: n(9),
-                    write_ms: n(10),
-                },
-            ))
-        })
-        .collect()
+    text.lines().filter_map(parse_diskstats_line).map(|(name, c)| (name.to_string(), c)).collect()
+}
+
+/// One line of /proc/diskstats: the device's kernel name and its counters.
+fn parse_diskstats_line(line: &str) -> Option<(&str, DiskCounters)> {
+    let f: Vec<&str> = line.split_whitespace().collect();
+    if f.len() < 11 {
+        return None;
+    }
+    let n = |i: usize| f[i].parse::<u64>().unwrap_or(0);
+    Some((
+        f[2],
+        DiskCounters {
+            reads: n(3),
+            read_sectors: n(5),
+            read_ms: n(6),
+            writes: n(7),
+            write_sectors: n(9),
+            write_ms: n(10),
+        },
+    ))
 }
 
 /// CPU jiffies of the machine (first line of /proc/stat).
@@ -80,24 +79,40 @@ fn rates(a: &DiskCounters, b: &DiskCounters, secs: f64) -> (f64, f64, f64, f64) 
     )
 }
 
+/// Counters at the start or end of the interval, with the raw text they were parsed from.
 struct Snapshot {
     at: Instant,
     disks: BTreeMap<String, DiskCounters>,
     cpu: CpuCounters,
+    diskstats_text: String,
+    stat_text: String,
 }
 
 fn snapshot() -> Snapshot {
+    let diskstats_text = std::fs::read_to_string("/proc/diskstats").unwrap_or_default();
+    let stat_text = std::fs::read_to_string("/proc/stat").unwrap_or_default();
     Snapshot {
         at: Instant::now(),
-        disks: parse_diskstats(&std::fs::read_to_string("/proc/diskstats").unwrap_or_default()),
-        cpu: parse_proc_stat(&std::fs::read_to_string("/proc/stat").unwrap_or_default()),
+        disks: parse_diskstats(&diskstats_text),
+        cpu: parse_proc_stat(&stat_text),
+        diskstats_text,
+        stat_text,
     }
+}
+
+/// What the sampling thread hands back.
+#[derive(Default)]
+struct ThreadOutput {
+    series: Vec<IoSample>,
+    /// `t=<seconds>` followed by the /proc/diskstats lines of the sampled devices, per sample.
+    raw: String,
+    cpu_seconds: f64,
 }
 
 /// A running sampler; `finish` stops it and returns what it saw.
 pub struct Sampler {
-    stop: Arc<AtomicBool>,
-    handle: std::thread::JoinHandle<(Vec<IoSample>, f64)>,
+    stop: std::sync::mpsc::Sender<()>,
+    handle: std::thread::JoinHandle<ThreadOutput>,
     first: Snapshot,
     devices: Vec<DeviceRole>,
 }
@@ -109,46 +124,55 @@ pub struct Sampled {
     pub series: Vec<IoSample>,
     /// CPU seconds the sampler's thread used (its own cost, for the monitoring-cost benchmark).
     pub seconds: f64,
+    /// The raw counters every figure above was computed from, as files for the run's directory:
+    /// (file name, contents).
+    pub raw: Vec<(&'static str, String)>,
 }
 
 impl Sampler {
     /// Starts sampling `devices` every `interval`.
     pub fn start(devices: Vec<DeviceRole>, interval: Duration) -> Sampler {
-        let stop = Arc::new(AtomicBool::new(false));
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
         let first = snapshot();
         let names: Vec<String> = devices.iter().map(|d| d.kernel_name.clone()).collect();
-        let stop2 = stop.clone();
         let start = first.at;
         let mut prev = BTreeMap::new();
         for n in &names {
             prev.insert(n.clone(), first.disks.get(n).copied().unwrap_or_default());
         }
         let handle = std::thread::spawn(move || {
-            let mut series = Vec::new();
+            let mut out = ThreadOutput::default();
             let mut last = Instant::now();
-            while !stop2.load(Ordering::SeqCst) {
-                std::thread::sleep(Duration::from_millis(50));
-                if last.elapsed() < interval {
-                    continue;
-                }
-                let now = snapshot();
-                let secs = now.at.duration_since(last).as_secs_f64();
-                last = now.at;
-                for n in &names {
-                    let cur = now.disks.get(n).copied().unwrap_or_default();
-                    let (ri, wi, rm, wm) = rates(&prev[n], &cur, secs);
-                    series.push(IoSample {
-                        t: now.at.duration_since(start).as_secs_f64(),
-                        device: n.clone(),
+            // Sleeps until the next sample is due; a message (or a dropped sender) stops it.
+            while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                stopped.recv_timeout(interval.saturating_sub(last.elapsed()))
+            {
+                // Only /proc/diskstats each second; the CPU split needs just the interval's ends.
+                let text = std::fs::read_to_string("/proc/diskstats").unwrap_or_default();
+                let at = Instant::now();
+                let secs = at.duration_since(last).as_secs_f64();
+                last = at;
+                let t = at.duration_since(start).as_secs_f64();
+                out.raw.push_str(&format!("t={t:.3}\n"));
+                for line in text.lines() {
+                    let Some((name, cur)) = parse_diskstats_line(line) else { continue };
+                    let Some(before) = prev.get_mut(name) else { continue };
+                    out.raw.push_str(line);
+                    out.raw.push('\n');
+                    let (ri, wi, rm, wm) = rates(before, &cur, secs);
+                    out.series.push(IoSample {
+                        t,
+                        device: name.to_string(),
                         read_iops: ri,
                         write_iops: wi,
                         read_mb_s: rm,
                         write_mb_s: wm,
                     });
-                    prev.insert(n.clone(), cur);
+                    *before = cur;
                 }
             }
-            (series, thread_cpu_seconds())
+            out.cpu_seconds = thread_cpu_seconds();
+            out
         });
         Sampler { stop, handle, first, devices }
     }
@@ -156,8 +180,8 @@ impl Sampler {
     /// Stops sampling and summarises the interval since `start`.
     pub fn finish(self) -> Sampled {
         let last = snapshot();
-        self.stop.store(true, Ordering::SeqCst);
-        let (series, sampler_cpu) = self.handle.join().unwrap_or_default();
+        let _ = self.stop.send(());
+        let ThreadOutput { series, raw, cpu_seconds: sampler_cpu } = self.handle.join().unwrap_or_default();
         let secs = last.at.duration_since(self.first.at).as_secs_f64();
         let devices = self
             .devices
@@ -193,7 +217,14 @@ impl Sampler {
             idle_pct: pct(c0.idle, c1.idle),
             ..Default::default()
         };
-        Sampled { devices, cpu, series, seconds: sampler_cpu }
+        let raw = vec![
+            ("diskstats.begin.txt", self.first.diskstats_text),
+            ("diskstats.end.txt", last.diskstats_text),
+            ("diskstats.per-second.txt", raw),
+            ("stat.begin.txt", self.first.stat_text),
+            ("stat.end.txt", last.stat_text),
+        ];
+        Sampled { devices, cpu, series, seconds: sampler_cpu, raw }
     }
 }
 
@@ -253,16 +284,26 @@ mod tests {
     }
 
     #[test]
-    fn samples_a_real_device_list() {
+    fn samples_a_real_device_and_keeps_the_raw_lines() {
+        // Any device this machine lists in /proc/diskstats.
+        let text = std::fs::read_to_string("/proc/diskstats").unwrap();
+        let name = parse_diskstats(&text).into_keys().next().expect("a block device");
         let s = Sampler::start(
-            vec![DeviceRole { role: "data".into(), device: "x".into(), kernel_name: "loop0".into() }],
+            vec![DeviceRole { role: "data".into(), device: "x".into(), kernel_name: name.clone() }],
             Duration::from_millis(100),
         );
         std::thread::sleep(Duration::from_millis(350));
         let out = s.finish();
-        assert_eq!(out.devices.len(), 1);
-        assert!(out.series.len() >= 2, "{:?}", out.series);
-        let c = out.cpu;
-        assert!((c.user_pct + c.system_pct + c.iowait_pct + c.idle_pct) <= 100.5);
+        let times: Vec<f64> = out.series.iter().filter(|x| x.device == name).map(|x| x.t).collect();
+        assert!(times.len() >= 2, "{:?}", out.series);
+        assert!(times.windows(2).all(|w| w[1] > w[0]), "{times:?}");
+        let raw = |f: &str| out.raw.iter().find(|(n, _)| *n == f).map(|(_, t)| t.clone()).unwrap();
+        let per_second = raw("diskstats.per-second.txt");
+        assert_eq!(per_second.matches("t=").count(), times.len(), "{per_second}");
+        assert_eq!(
+            per_second.lines().filter(|l| l.split_whitespace().nth(2) == Some(name.as_str())).count(),
+            times.len()
+        );
+        assert!(raw("diskstats.begin.txt").contains(&name) && raw("stat.end.txt").starts_with("cpu "));
     }
 }

@@ -22,7 +22,7 @@ pub const DB_ROLE: &str = "postgres";
 /// The environment is replaced by a minimal one (PATH, LC_ALL=C): root's environment, which
 /// may hold secrets such as an NVMe DH-HMAC-CHAP key, is not handed to the database user.
 pub fn run_as(cmd: &mut Command, user: &DbUser, cgroup_files: &[std::fs::File]) {
-    cmd.env_clear().env("PATH", "/usr/local/bin:/usr/bin:/bin").env("LC_ALL", "C");
+    crate::env::minimal_env(cmd.as_std_mut());
     let fds: Vec<i32> = cgroup_files.iter().map(|f| f.as_raw_fd()).collect();
     let groups: Vec<libc::gid_t> = user.groups.clone();
     let (uid, gid) = (user.uid, user.gid);

@@ -55,17 +55,8 @@ async fn drive(
                     cancel.store(true, Ordering::SeqCst);
                 }
                 let elapsed = started.elapsed();
-                for (i, f) in fault_list.iter().enumerate() {
-                    if !fired[i] && elapsed >= f.after {
-                        fired[i] = true;
-                        let at = elapsed.as_secs_f64();
-                        if matches!(f.action, faults::FaultAction::StopClient) {
-                            injected.log.push(format!("at {at:.1} s: {} (not applicable: the TPC-C driver runs inside pgtier)", f.description));
-                        } else if let Err(e) = faults::fire(f, env.journal, Some(server), None, &mut injected, at) {
-                            injected.log.push(format!("at {at:.1} s: could not inject {}: {e}", f.description));
-                        }
-                        obs.note(&format!("fault injected: {}", injected.log.last().map(String::as_str).unwrap_or("")));
-                    }
+                for note in faults::fire_due(fault_list, &mut fired, elapsed, env, Some(server), None, &mut injected) {
+                    obs.note(&format!("fault injected: {note}"));
                 }
                 if elapsed > limit && watchdog.is_none() {
                     watchdog = Some(format!(
@@ -138,7 +129,7 @@ pub(crate) async fn measure(
     );
     std::fs::write(run_dir.join("command.txt"), format!("{}\n", record.command))
         .map_err(|e| RunnerError::Setup(e.to_string()))?;
-    let evidence = Evidence::begin(srv, inp.placement).await?;
+    let evidence = Evidence::begin(srv, inp.placement, run_dir).await?;
     let d = drive(env, &conn, &cfg, vus, inp.workload.duration, obs, false, inp.faults, srv.process).await;
     let client_cpu = d.as_ref().ok().and_then(|d| d.report.as_ref()).map(|r| r.client_cpu_seconds);
     evidence.end(srv, record, client_cpu, "TPC-C").await;
