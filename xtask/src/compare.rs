@@ -171,12 +171,10 @@ pub async fn run(args: Args) -> ExitCode {
         pre,
         run_id: run_id.clone(),
         runs,
-        work_dir,
         started,
         manifest: Manifest::default(),
         previous,
         ctx: ctx.clone(),
-        phases: BTreeMap::new(),
     };
     // A panic inside the run must not skip teardown: it becomes an error like any other.
     let outcome = match futures_util::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(session.go(&plan))).await {
@@ -200,7 +198,7 @@ pub async fn run(args: Args) -> ExitCode {
         Ok(journal::Outcome::NothingLeft) => {}
         Err(e) => eprintln!("  FAILED: {}: {e}", p.undo),
     });
-    session.phases.insert("teardown".into(), t0.elapsed().as_secs_f64());
+    session.manifest.phase_seconds.insert("teardown".into(), t0.elapsed().as_secs_f64());
     let closed = journal.path().with_extension("closed.jsonl");
     let _ = std::fs::copy(if closed.exists() { &closed } else { journal.path() }, results_dir.join("journal.jsonl"));
 
@@ -477,18 +475,15 @@ struct Session<'a> {
     run_id: String,
     /// The planned runs, in execution order.
     runs: Vec<runner::matrix::PlannedRun>,
-    work_dir: PathBuf,
     started: SystemTime,
     manifest: Manifest,
     /// The manifest of the interrupted result set being resumed.
     previous: Option<Manifest>,
     ctx: PlanContext,
-    phases: BTreeMap<String, f64>,
 }
 
 impl Session<'_> {
     fn write_manifest(&mut self) -> Result<()> {
-        self.manifest.phase_seconds = self.phases.clone();
         self.results.write_manifest(&self.manifest).context("write manifest.json")
     }
 
@@ -532,7 +527,7 @@ impl Session<'_> {
                 }
                 tiers::Event::Note(n) => eprintln!("  note: {n}"),
             });
-        self.phases.insert("provision".into(), t0.elapsed().as_secs_f64());
+        self.manifest.phase_seconds.insert("provision".into(), t0.elapsed().as_secs_f64());
         let provisioned = match provisioned {
             Ok(p) => p,
             Err(tiers::ProvisionError::Cancelled { .. }) => {
@@ -606,12 +601,12 @@ impl Session<'_> {
                     raw_files: p.raw_files,
                 });
             }
-            self.phases.insert("probe".into(), t0.elapsed().as_secs_f64());
+            self.manifest.phase_seconds.insert("probe".into(), t0.elapsed().as_secs_f64());
             self.write_manifest()?;
         }
 
         // The runner's environment.
-        let socket_dir = self.work_dir.join("sock");
+        let socket_dir = self.ctx.work_dir.join("sock");
         let env = RunnerEnv {
             install: self.pre.install.clone(),
             user: self.pre.user.clone(),
@@ -645,7 +640,7 @@ impl Session<'_> {
             let golden = dataset::build_golden(
                 &env,
                 &spec,
-                &self.work_dir.join("golden").join(&key),
+                &self.ctx.work_dir.join("golden").join(&key),
                 &load_settings,
                 &mut |line| {
                     if last.elapsed().as_secs() >= 5 {
@@ -672,7 +667,7 @@ impl Session<'_> {
             self.fits_in_memory_warning(&golden);
             goldens.insert(key, golden);
         }
-        self.phases.insert("load".into(), t0.elapsed().as_secs_f64());
+        self.manifest.phase_seconds.insert("load".into(), t0.elapsed().as_secs_f64());
         self.write_manifest()?;
 
         // Runs. When resuming, finished runs are kept and an interrupted one is set aside.
@@ -784,8 +779,8 @@ impl Session<'_> {
             }
         }
         progress.finish();
-        self.phases.insert("relocate".into(), relocate_total);
-        self.phases.insert("measure".into(), measure_total);
+        self.manifest.phase_seconds.insert("relocate".into(), relocate_total);
+        self.manifest.phase_seconds.insert("measure".into(), measure_total);
         if failures > 0 {
             self.manifest.warnings.push(format!("{failures} run(s) failed; see their failure column and runs/<id>/"));
             // The matrix ran to its end; only some of its runs failed.
@@ -972,63 +967,9 @@ impl Session<'_> {
         let t0 = Instant::now();
         self.write_manifest()?;
         let (summary, files) = report::render(&self.results.root).map_err(|e| anyhow!("{e}"))?;
-        self.phases.insert("report".into(), t0.elapsed().as_secs_f64());
+        self.manifest.phase_seconds.insert("report".into(), t0.elapsed().as_secs_f64());
         self.write_manifest()?;
-        let mut text = String::new();
-        // Memory limit and profile get a column when the matrix varies them.
-        let varies = |f: &dyn Fn(&report::model::CellSummary) -> &str| {
-            summary.cells.iter().map(f).collect::<std::collections::BTreeSet<_>>().len() > 1
-        };
-        let show_memory = varies(&|c| c.key.memory_limit.as_str());
-        let show_profile = varies(&|c| c.key.profile.as_str());
-        let extra = |memory: &str, profile: &str| {
-            let mut e = String::new();
-            if show_memory {
-                e.push_str(&format!(" {memory:<10}"));
-            }
-            if show_profile {
-                e.push_str(&format!(" {profile:<20}"));
-            }
-            e
-        };
-        text.push_str(&format!(
-            "{:<16} {:<14}{} {:>7} {:>12} {:>8} {:>26} {:>11}\n",
-            "placement",
-            "workload",
-            extra("memory", "profile"),
-            "clients",
-            "tps|NOPM",
-            "cv%",
-            "change [95% CI]",
-            "latency ms"
-        ));
-        for c in &summary.cells {
-            let (head, head_delta, _) = c.headline();
-            let delta = match (&head_delta, c.is_baseline) {
-                (_, true) => "baseline".to_string(),
-                (Some(d), _) if d.has_interval() => format!(
-                    "{:+.1}% [{:+.1},{:+.1}]{}",
-                    d.pct,
-                    d.pct_low,
-                    d.pct_high,
-                    if d.within_noise { "~" } else { "" }
-                ),
-                (Some(d), _) => format!("{:+.1}% (1 run)", d.pct),
-                (None, _) => "n/a".into(),
-            };
-            text.push_str(&format!(
-                "{:<16} {:<14}{} {:>7} {:>12.1} {:>8.1} {:>26} {:>11.3}\n",
-                c.key.placement,
-                c.key.workload,
-                extra(&c.key.memory_limit, &c.key.profile),
-                c.key.clients,
-                head.mean,
-                head.cv_pct,
-                delta,
-                c.latency_ms.mean
-            ));
-        }
-        text.push_str("(~ = within noise: the 95% interval of the change contains 0)\n");
+        let mut text = report::text::summary_table(&summary);
         let mut warnings = self.manifest.warnings.clone();
         warnings.extend(summary.warnings.iter().cloned());
         for w in &warnings {

@@ -165,6 +165,7 @@ fn report_command(
     };
     match report::render(&dir) {
         Ok((summary, files)) => {
+            eprint!("{}", report::text::summary_table(&summary));
             for w in &summary.warnings {
                 eprintln!("warning: {w}");
             }

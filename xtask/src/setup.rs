@@ -3,22 +3,23 @@
 
 use std::process::{Command, ExitCode};
 
-/// Debian packages and a program each provides (to check without dpkg).
-const PACKAGES: &[(&str, &str)] = &[
-    ("postgresql", "/usr/lib/postgresql"),
-    ("postgresql-contrib", "/usr/lib/postgresql"),
-    ("xfsprogs", "mkfs.xfs"),
-    ("util-linux", "losetup"),
-    ("mount", "mount"),
-    ("iproute2", "ip"),
-    ("nbdkit", "nbdkit"),
-    ("libnbd-bin", "nbdfuse, nbdinfo"),
-    ("fuse3", "fusermount3"),
-    ("fio", "fio"),
-    ("parted", "parted"),
-    ("nvme-cli", "nvme"),
-    ("ndctl", "ndctl"),
-    ("gcc", "gcc"),
+/// The Debian packages pgtier uses (checked with dpkg-query): PostgreSQL and pgbench, and every
+/// tool the plans name (`tiers::build::package_of`).
+const PACKAGES: &[&str] = &[
+    "postgresql",
+    "postgresql-contrib",
+    "xfsprogs",
+    "util-linux",
+    "mount",
+    "iproute2",
+    "nbdkit",
+    "libnbd-bin",
+    "fuse3",
+    "fio",
+    "parted",
+    "nvme-cli",
+    "ndctl",
+    "gcc",
 ];
 
 fn installed(pkg: &str) -> bool {
@@ -51,13 +52,13 @@ fn kernel_checks() -> Vec<String> {
 }
 
 pub fn run(check_only: bool) -> ExitCode {
-    let missing: Vec<&str> = PACKAGES.iter().map(|(p, _)| *p).filter(|p| !installed(p)).collect();
+    let missing: Vec<&str> = PACKAGES.iter().copied().filter(|p| !installed(p)).collect();
     let kernel = kernel_checks();
     for k in &kernel {
         eprintln!("kernel: missing {k}");
     }
     if missing.is_empty() {
-        eprintln!("setup: all packages present ({})", PACKAGES.iter().map(|(p, _)| *p).collect::<Vec<_>>().join(", "));
+        eprintln!("setup: all packages present ({})", PACKAGES.join(", "));
         return if kernel.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE };
     }
     let cmd = format!("apt-get install -y --no-install-recommends {}", missing.join(" "));

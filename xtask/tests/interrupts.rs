@@ -216,20 +216,26 @@ fn ctrl_c_while_reporting() {
     assert!(out.join("report.md").exists(), "the report is still written:\n{stderr}");
 }
 
-#[test]
-fn sigkill_then_cleanup_twice_then_resume() {
-    if !root_or_skip() {
-        return;
-    }
+/// Starts the experiment and SIGKILLs the harness in the middle of the second measured run
+/// (run b on the NBD tier), leaving everything it made in place.
+fn sigkill_in_second_run() -> (Env, PathBuf) {
     let env = Env::new();
     let out = env.dir.path().join("results");
     let mut r = Running::start(&env, &out, &[]);
-    // Kill the harness in the middle of the second measured run.
     r.wait_for("[2/4] 0002-b-rw-c2-r1: starting");
     r.wait_for("measuring");
     r.signal(Signal::SIGKILL);
     let (code, _) = r.finish();
     assert_eq!(code, None, "killed by a signal");
+    (env, out)
+}
+
+#[test]
+fn sigkill_then_cleanup_twice_then_resume() {
+    if !root_or_skip() {
+        return;
+    }
+    let (env, out) = sigkill_in_second_run();
     let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
     assert!(mounts.contains(env.state().to_str().unwrap()), "a killed harness leaves its mounts");
 
@@ -287,13 +293,7 @@ fn cleanup_after_every_process_of_the_run_died() {
     }
     // As after a crash of everything: the harness, the server, pgbench, nbdkit and nbdfuse are
     // all SIGKILLed; mounts, loop devices, zram, namespaces and cgroups remain.
-    let env = Env::new();
-    let out = env.dir.path().join("results");
-    let mut r = Running::start(&env, &out, &[]);
-    r.wait_for("[2/4] 0002-b-rw-c2-r1: starting");
-    r.wait_for("measuring");
-    r.signal(Signal::SIGKILL);
-    let _ = r.finish();
+    let (env, _out) = sigkill_in_second_run();
     let state = env.state().to_string_lossy().into_owned();
     for e in std::fs::read_dir("/proc").unwrap().flatten() {
         let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else { continue };

@@ -233,17 +233,7 @@ pub fn compare(baseline: &Path, contender: &Path, out: &Path) -> Result<(Compari
         md,
         "| cell | baseline TPS | contender TPS | TPS change [95% CI] | latency change [95% CI] |\n|---|---:|---:|---|---|"
     );
-    let fmt = |d: &Option<Delta>| match d {
-        Some(d) if d.has_interval() => format!(
-            "{:+.1}% [{:+.1}, {:+.1}]{}",
-            d.pct,
-            d.pct_low,
-            d.pct_high,
-            if d.within_noise { " within noise" } else { "" }
-        ),
-        Some(d) => format!("{:+.1}% (no interval)", d.pct),
-        None => "n/a".into(),
-    };
+    let fmt = |d: &Option<Delta>| d.as_ref().map_or("n/a".to_string(), |d| d.text(" within noise"));
     for c in &cmp.cells {
         let _ = writeln!(
             md,

@@ -8,6 +8,7 @@ pub mod export;
 pub mod markdown;
 pub mod model;
 pub mod stats;
+pub mod text;
 pub mod views;
 
 use std::path::{Path, PathBuf};

@@ -18,14 +18,7 @@ fn fmt_delta(d: Option<&Delta>, baseline: bool) -> String {
     match d {
         _ if baseline => "baseline".into(),
         None => "n/a".into(),
-        Some(d) if d.has_interval() => format!(
-            "{:+.1}% [{:+.1}, {:+.1}]{}",
-            d.pct,
-            d.pct_low,
-            d.pct_high,
-            if d.within_noise { " within noise" } else { "" }
-        ),
-        Some(d) => format!("{:+.1}% (no interval: 1 run)", d.pct),
+        Some(d) => d.text(" within noise"),
     }
 }
 

@@ -103,6 +103,22 @@ impl Delta {
     }
 
     /// Whether an interval exists (both sides repeated).
+    /// `+12.3% [+4.5, +20.1]` followed by `noise_mark` when within noise; without an interval
+    /// (one run on a side), `+12.3% (no interval: 1 run)`.
+    pub fn text(&self, noise_mark: &str) -> String {
+        if self.has_interval() {
+            format!(
+                "{:+.1}% [{:+.1}, {:+.1}]{}",
+                self.pct,
+                self.pct_low,
+                self.pct_high,
+                if self.within_noise { noise_mark } else { "" }
+            )
+        } else {
+            format!("{:+.1}% (no interval: 1 run)", self.pct)
+        }
+    }
+
     pub fn has_interval(&self) -> bool {
         self.pct_low.is_finite()
     }

@@ -304,13 +304,23 @@ pub async fn run(
 
 async fn read_meta(monitor: &Client) -> Result<(u32, NurandConstants), TpccError> {
     let row = monitor
-        .query_opt("SELECT warehouses, c_last_load, c_id_load, ol_i_id_load FROM tpcc_meta LIMIT 1", &[])
+        .query_opt(
+            "SELECT warehouses, c_last_load, c_id_load, ol_i_id_load, schema_version FROM tpcc_meta LIMIT 1",
+            &[],
+        )
         .await
         .map_err(|e| {
             TpccError::Schema(format!("cannot read tpcc_meta ({}); load the database first", describe_pg_error(&e)))
         })?
         .ok_or_else(|| TpccError::Schema("tpcc_meta is empty; the load did not finish".into()))?;
     let w: i32 = row.get(0);
+    let version: i32 = row.get(4);
+    if version != crate::schema::SCHEMA_VERSION {
+        return Err(TpccError::Schema(format!(
+            "the database was loaded with TPC-C schema version {version}, this pgtier uses version {}; load it again",
+            crate::schema::SCHEMA_VERSION
+        )));
+    }
     Ok((
         w as u32,
         NurandConstants {

@@ -1,0 +1,57 @@
+//! The summary table printed on the terminal at the end of a compare.
+
+use crate::model::{CellSummary, Summary};
+
+/// One line per cell: the headline figure (TPS, or NOPM for TPC-C), its coefficient of variation,
+/// the change against the baseline with its 95% interval (`~` marks a change within noise) and the
+/// mean latency. Memory limit and profile get a column when the matrix varies them.
+pub fn summary_table(summary: &Summary) -> String {
+    let mut text = String::new();
+    let varies = |f: &dyn Fn(&CellSummary) -> &str| {
+        summary.cells.iter().map(f).collect::<std::collections::BTreeSet<_>>().len() > 1
+    };
+    let show_memory = varies(&|c| c.key.memory_limit.as_str());
+    let show_profile = varies(&|c| c.key.profile.as_str());
+    let extra = |memory: &str, profile: &str| {
+        let mut e = String::new();
+        if show_memory {
+            e.push_str(&format!(" {memory:<10}"));
+        }
+        if show_profile {
+            e.push_str(&format!(" {profile:<20}"));
+        }
+        e
+    };
+    text.push_str(&format!(
+        "{:<16} {:<14}{} {:>7} {:>12} {:>8} {:>28} {:>11}\n",
+        "placement",
+        "workload",
+        extra("memory", "profile"),
+        "clients",
+        "tps|NOPM",
+        "cv%",
+        "change [95% CI]",
+        "latency ms"
+    ));
+    for c in &summary.cells {
+        let (head, head_delta, _) = c.headline();
+        let delta = match (&head_delta, c.is_baseline) {
+            (_, true) => "baseline".to_string(),
+            (Some(d), _) => d.text("~"),
+            (None, _) => "n/a".into(),
+        };
+        text.push_str(&format!(
+            "{:<16} {:<14}{} {:>7} {:>12.1} {:>8.1} {:>28} {:>11.3}\n",
+            c.key.placement,
+            c.key.workload,
+            extra(&c.key.memory_limit, &c.key.profile),
+            c.key.clients,
+            head.mean,
+            head.cv_pct,
+            delta,
+            c.latency_ms.mean
+        ));
+    }
+    text.push_str("(~ = within noise: the 95% interval of the change contains 0)\n");
+    text
+}
