@@ -268,10 +268,6 @@ impl Journal {
         inner.records.iter().filter(|p| !inner.released.contains(&p.id.0)).cloned().collect()
     }
 
-    pub fn is_closed(&self) -> bool {
-        self.inner.lock().unwrap().closed
-    }
-
     /// Undoes every pending side effect, newest first. Each step is reported to `on_step` as it
     /// completes. A failed undo stays pending and teardown carries on with the rest.
     pub fn teardown(&self, mut on_step: impl FnMut(&Pending, &Result<Outcome, String>)) -> TeardownReport {

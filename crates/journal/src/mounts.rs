@@ -37,7 +37,9 @@ pub fn parse_proc_mounts(text: &str) -> Vec<MountEntry> {
         .collect()
 }
 
-fn unescape(s: &str) -> String {
+/// Decodes the octal escapes (`\040` for a space) of paths in /proc/mounts and
+/// /proc/self/mountinfo.
+pub fn unescape(s: &str) -> String {
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;

@@ -294,11 +294,12 @@ impl Exporter for CsvExporter {
                 })
             })
             .collect();
+        let layout = results::ResultsDir::new(out);
         let files = [
-            (out.join("devices.csv"), csv_bytes(DEVICES_COLUMNS, devices)),
-            (out.join("runs.csv"), csv_bytes(RUNS_COLUMNS, runs)),
-            (out.join("summary.csv"), csv_bytes(SUMMARY_COLUMNS, summary_rows)),
-            (out.join("series.csv"), csv_bytes(SERIES_COLUMNS, series)),
+            (layout.devices_csv(), csv_bytes(DEVICES_COLUMNS, devices)),
+            (layout.runs_csv(), csv_bytes(RUNS_COLUMNS, runs)),
+            (layout.summary_csv(), csv_bytes(SUMMARY_COLUMNS, summary_rows)),
+            (layout.series_csv(), csv_bytes(SERIES_COLUMNS, series)),
         ];
         let mut written = Vec::new();
         for (p, b) in files {

@@ -113,8 +113,7 @@ impl Exporter for MarkdownExporter {
         // Device I/O per cell (seed 001 quotes read and write IOPS at peak; seed 002 per device).
         let mut io_rows = Vec::new();
         for c in &summary.cells {
-            let runs: Vec<_> =
-                set.runs.iter().filter(|r| r.cell == c.key && r.status == results::RunStatus::Ok).collect();
+            let runs = set.device_runs(&c.key);
             let Some(first) = runs.first() else { continue };
             for d in &first.devices {
                 let all: Vec<_> =
@@ -351,7 +350,7 @@ impl Exporter for MarkdownExporter {
             s,
             "Raw output of every run (pgbench stdout/stderr, server log) is in `runs/<run id>/`; figures per run in `runs.csv`, per cell in `summary.csv`, per second in `series.csv`; `manifest.json` holds the resolved configuration and environment."
         );
-        let p = out.join("report.md");
+        let p = results::ResultsDir::new(out).report_md();
         write(&p, s.as_bytes())?;
         Ok(vec![p])
     }

@@ -24,6 +24,12 @@ impl ResultSet {
         Ok(ResultSet { dir: dir.to_path_buf(), manifest: rd.read_manifest()?, runs: rd.read_runs()? })
     }
 
+    /// The successful runs of a cell that sampled device I/O: what every device table and chart
+    /// is computed from.
+    pub fn device_runs(&self, cell: &CellKey) -> Vec<&RunRecord> {
+        self.runs.iter().filter(|r| &r.cell == cell && r.status == RunStatus::Ok && !r.devices.is_empty()).collect()
+    }
+
     /// Placement names in the manifest's order (baseline first).
     pub fn placements(&self) -> Vec<String> {
         let mut names: Vec<String> = self.manifest.placements.iter().map(|p| p.name.clone()).collect();

@@ -184,7 +184,7 @@ pub fn render_all(
     summary: &Summary,
     out: &Path,
 ) -> Result<(Vec<PathBuf>, Vec<ChartFile>), ExportError> {
-    let dir = out.join("charts");
+    let dir = results::ResultsDir::new(out).charts_dir();
     std::fs::create_dir_all(&dir).map_err(|e| ExportError::Write { path: dir.clone(), message: e.to_string() })?;
     let mut cx = Ctx { set, summary, dir, placements: set.placements(), written: Vec::new(), files: Vec::new() };
     per_cell_bars(&mut cx)?;
@@ -579,11 +579,7 @@ fn device_io(cx: &mut Ctx) -> Result<(), ExportError> {
         let mut iops_groups = Vec::new();
         let mut mbs_groups = Vec::new();
         for c in &g {
-            let runs: Vec<_> = set
-                .runs
-                .iter()
-                .filter(|r| r.cell == c.key && r.status == RunStatus::Ok && !r.devices.is_empty())
-                .collect();
+            let runs = set.device_runs(&c.key);
             let Some(first) = runs.first() else { continue };
             for d in &first.devices {
                 let pick = |f: fn(&results::record::DeviceIo) -> f64| {
@@ -657,7 +653,7 @@ fn ceilings(cx: &mut Ctx) -> Result<(), ExportError> {
         let c0 = g[0];
         let mut groups = Vec::new();
         for c in &g {
-            let runs: Vec<_> = set.runs.iter().filter(|r| r.cell == c.key && r.status == RunStatus::Ok).collect();
+            let runs = set.device_runs(&c.key);
             let Some(first) = runs.first() else { continue };
             for d in &first.devices {
                 let Some(probe) = set.manifest.device_probes.iter().find(|p| p.device == d.device) else { continue };

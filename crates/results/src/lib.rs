@@ -68,6 +68,9 @@ impl ResultsDir {
     pub fn series_csv(&self) -> PathBuf {
         self.root.join("series.csv")
     }
+    pub fn devices_csv(&self) -> PathBuf {
+        self.root.join("devices.csv")
+    }
     pub fn charts_dir(&self) -> PathBuf {
         self.root.join("charts")
     }

@@ -33,13 +33,6 @@ impl Hierarchy {
         }
         None
     }
-
-    pub fn version(&self) -> &'static str {
-        match self {
-            Hierarchy::V1 { .. } => "v1",
-            Hierarchy::V2 { .. } => "v2",
-        }
-    }
 }
 
 /// The server's cgroup (one per server start).

@@ -36,11 +36,6 @@ impl Builtin {
             _ => None,
         }
     }
-
-    /// Whether the script writes (and so depends on the WAL device).
-    pub fn writes(self) -> bool {
-        !matches!(self, Builtin::SelectOnly)
-    }
 }
 
 /// Where pgbench connects: the server's private socket directory and port.

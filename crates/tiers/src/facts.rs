@@ -43,15 +43,10 @@ pub fn collect(sys: &mut dyn System, device: &Path, mountpoint: Option<&Path>) -
     let real = sys.canonicalize(device).unwrap_or_else(|_| device.to_path_buf());
     let name = real.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
     let class = Path::new("/sys/class/block").join(&name);
-    let is_partition = sys.read_to_string(&class.join("partition")).is_ok();
-    let disk = if is_partition {
-        sys.canonicalize(&class)
-            .ok()
-            .and_then(|p| p.parent().and_then(|d| d.file_name()).map(|f| f.to_string_lossy().into_owned()))
-            .unwrap_or_else(|| name.clone())
-    } else {
-        name.clone()
-    };
+    let disk = crate::safety::disk_sysfs_dir(sys, &real)
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_else(|| name.clone());
     let disk_dir = Path::new("/sys/class/block").join(&disk);
     let queue = disk_dir.join("queue");
     let mut f = DeviceFacts {

@@ -200,10 +200,7 @@ pub fn check_not_in_use(sys: &mut dyn System, dev: &Path, allow_wipe: bool) -> R
             let Some((a, b)) = num.split_once(':') else { continue };
             let (Ok(a), Ok(b)) = (a.parse::<u32>(), b.parse::<u32>()) else { continue };
             if let Some(hit) = numbers.iter().position(|n| *n == Some((a, b))) {
-                let target = journal::mounts::parse_proc_mounts(&format!("x {target} x x"))
-                    .first()
-                    .map(|m| m.target.display().to_string())
-                    .unwrap_or_else(|| target.to_string());
+                let target = journal::mounts::unescape(target);
                 hits.push((target, hit));
             }
         }
