@@ -1,7 +1,7 @@
 //! Refusals checked before the first destructive step: a device that is mounted (or any of its
 //! partitions), is swap, is held by LVM/md/dm, backs the running system, carries a filesystem or
-//! partition-table signature (unless wiping is allowed), is not a block device, or is not the
-//! model/serial the experiment file names.
+//! partition-table signature (unless wiping is allowed), is not a block device, is not the
+//! model/serial the experiment file names, or is named by two device entries.
 //!
 //! Every check fails closed: when a probe cannot answer (blkid or wipefs fails, sysfs cannot be
 //! read where it must be), the device is refused rather than assumed empty.
