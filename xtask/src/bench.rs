@@ -21,7 +21,7 @@ use runner::matrix::{
 use runner::pgbench::{self, Builtin};
 use runner::server::{self, Server};
 use runner::{DATABASE, DbUser, PgInstall, RunnerEnv};
-use tiers::spec::{Backing, DaxPolicy, DeviceClass, DeviceSpec, Emulation, RealDevice};
+use tiers::spec::{Backing, DeviceClass, DeviceSpec, RealDevice};
 
 use report::stats::median;
 
@@ -86,27 +86,13 @@ async fn run(
     let user = DbUser::lookup("postgres").map_err(|e| anyhow!("{e}"))?;
     let install = PgInstall::detect(None).map_err(|e| anyhow!("{e}"))?;
     let work_dir = paths::work_root().join(id);
-    let device = DeviceSpec {
-        name: "disk".into(),
-        class: DeviceClass::Nvme,
-        description: None,
-        real: RealDevice::Local { path: "/dev/null".into(), model: None, serial: None },
-        mkfs_options: vec![],
-        mount_options: vec!["noatime".into()],
-        dax: DaxPolicy::Off,
-        partition: None,
-        allow_wipe: false,
-        discard: false,
-        precondition: None,
-        throttle: None,
-        emulation: Emulation {
-            backing: Backing::LoopFile,
-            size_bytes: 4 << 30,
-            latency: None,
-            zram_algorithm: "lz4".into(),
-            error_injection: false,
-        },
-    };
+    let mut device = DeviceSpec::new(
+        "disk",
+        DeviceClass::Nvme,
+        RealDevice::Local { path: "/dev/null".into(), model: None, serial: None },
+    );
+    device.emulation.backing = Backing::LoopFile;
+    device.emulation.size_bytes = 4 << 30;
     let ctx = tiers::PlanContext {
         short_id: format!("{:06x}", std::process::id() & 0xff_ffff),
         work_dir: work_dir.clone(),

@@ -267,6 +267,28 @@ impl Validator<'_> {
         self.errors.push(e);
     }
 
+    /// A required count (scale, warehouses) from [`chosen`]: an error at `missing` when absent,
+    /// at the value's own line when 0 (returned as is); 1 stands in when absent.
+    fn at_least_one(
+        &mut self,
+        value: Option<(&Spanned<u32>, String)>,
+        missing: (Option<Range<usize>>, String),
+        missing_msg: &str,
+        zero_msg: &str,
+    ) -> u32 {
+        match value {
+            Some((v, _)) if *v.get_ref() > 0 => *v.get_ref(),
+            Some((v, k)) => {
+                self.err(span(v), k, zero_msg);
+                0
+            }
+            None => {
+                self.err(missing.0, missing.1, missing_msg);
+                1
+            }
+        }
+    }
+
     /// Reports a second definition of the same name in a section.
     fn unique(&mut self, seen: &mut BTreeSet<String>, section: &str, name: &Spanned<String>) {
         let n = name.get_ref();
@@ -768,24 +790,18 @@ impl Validator<'_> {
                 parsed
             }
         };
-        let scale = match chosen(
-            opts.emulate,
-            emulate.and_then(|e| e.scale.as_ref()),
-            "emulate.scale",
-            r.scale.as_ref(),
-            key("scale"),
-        ) {
-            Some((s, k)) => {
-                if *s.get_ref() == 0 {
-                    self.err(span(s), k, "scale must be at least 1");
-                }
-                *s.get_ref()
-            }
-            None => {
-                self.err(span(w), key("scale"), "a pgbench workload needs `scale` (pgbench -i -s)");
-                1
-            }
-        };
+        let scale = self.at_least_one(
+            chosen(
+                opts.emulate,
+                emulate.and_then(|e| e.scale.as_ref()),
+                "emulate.scale",
+                r.scale.as_ref(),
+                key("scale"),
+            ),
+            (span(w), key("scale")),
+            "a pgbench workload needs `scale` (pgbench -i -s)",
+            "scale must be at least 1",
+        );
         for (args, allowed, k) in
             [(&r.extra_args, PGBENCH_RUN_ARGS, "extra_args"), (&r.init_args, PGBENCH_INIT_ARGS, "init_args")]
         {
@@ -831,24 +847,18 @@ impl Validator<'_> {
                 );
             }
         }
-        let warehouses = match chosen(
-            opts.emulate,
-            emulate.and_then(|e| e.warehouses.as_ref()),
-            "emulate.warehouses",
-            r.warehouses.as_ref(),
-            key("warehouses"),
-        ) {
-            Some((s, k)) => {
-                if *s.get_ref() == 0 {
-                    self.err(span(s), k, "at least 1 warehouse");
-                }
-                *s.get_ref()
-            }
-            None => {
-                self.err(span(w), key("warehouses"), "a TPC-C workload needs `warehouses`");
-                1
-            }
-        };
+        let warehouses = self.at_least_one(
+            chosen(
+                opts.emulate,
+                emulate.and_then(|e| e.warehouses.as_ref()),
+                "emulate.warehouses",
+                r.warehouses.as_ref(),
+                key("warehouses"),
+            ),
+            (span(w), key("warehouses")),
+            "a TPC-C workload needs `warehouses`",
+            "at least 1 warehouse",
+        );
         let mode = match r.mode.as_ref().map(|m| m.get_ref().as_str()) {
             None | Some("spec") => tpcc::Mode::Spec,
             Some("hammerdb") => tpcc::Mode::HammerDb,

@@ -365,7 +365,8 @@ fn sweep(work_dir: &Path) -> Result<Outcome, String> {
     if errors.is_empty() { Ok(did) } else { Err(errors.join("; ")) }
 }
 
-fn loops_under(dir: &Path) -> Vec<PathBuf> {
+/// Loop devices whose backing file lies under `dir`.
+pub fn loops_under(dir: &Path) -> Vec<PathBuf> {
     let mut found = Vec::new();
     let Ok(entries) = std::fs::read_dir("/sys/block") else {
         return found;

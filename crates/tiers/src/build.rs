@@ -640,30 +640,15 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::spec::{DeviceClass, Emulation};
+    use crate::spec::DeviceClass;
 
     fn nbd(latency: Option<Duration>) -> DeviceSpec {
-        DeviceSpec {
-            name: "remote".into(),
-            class: DeviceClass::NvmeTcp,
-            description: None,
-            real: RealDevice::Local { path: "/dev/null-not-used".into(), model: None, serial: None },
-            mkfs_options: vec![],
-            mount_options: vec![],
-            dax: DaxPolicy::Off,
-            partition: None,
-            allow_wipe: false,
-            discard: false,
-            precondition: None,
-            throttle: None,
-            emulation: Emulation {
-                backing: Backing::Nbd,
-                size_bytes: 1 << 30,
-                latency,
-                zram_algorithm: "lz4".into(),
-                error_injection: false,
-            },
-        }
+        let real = RealDevice::Local { path: "/dev/null-not-used".into(), model: None, serial: None };
+        let mut d = DeviceSpec::new("remote", DeviceClass::NvmeTcp, real);
+        d.mount_options = vec![];
+        d.emulation.size_bytes = 1 << 30;
+        d.emulation.latency = latency;
+        d
     }
 
     fn ctx() -> PlanContext {

@@ -196,3 +196,32 @@ pub struct DeviceSpec {
     pub throttle: Option<Throttle>,
     pub emulation: Emulation,
 }
+
+impl DeviceSpec {
+    /// A device with plain settings: mounted `noatime`, DAX required on PMem and off elsewhere,
+    /// nothing wiped, partitioned, discarded, preconditioned or throttled; emulated by its class's
+    /// default backing, 512 MiB, lz4 for zram, no added latency. Callers change what they need.
+    pub fn new(name: &str, class: DeviceClass, real: RealDevice) -> DeviceSpec {
+        DeviceSpec {
+            name: name.into(),
+            class,
+            description: None,
+            real,
+            mkfs_options: vec![],
+            mount_options: vec!["noatime".into()],
+            dax: if class == DeviceClass::Pmem { DaxPolicy::Required } else { DaxPolicy::Off },
+            partition: None,
+            allow_wipe: false,
+            discard: false,
+            precondition: None,
+            throttle: None,
+            emulation: Emulation {
+                backing: class.default_backing(),
+                size_bytes: 512 << 20,
+                latency: None,
+                zram_algorithm: "lz4".into(),
+                error_injection: false,
+            },
+        }
+    }
+}

@@ -3,62 +3,24 @@
 //! journal and checks that nothing is left. Needs root; set PGTIER_SKIP_ROOT_TESTS=1 to skip
 //! explicitly where root is not available.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
+use common::root_or_skip;
 use journal::Journal;
-use tiers::spec::{Backing, DaxPolicy, DeviceClass, DeviceSpec, Emulation, RealDevice};
+use tiers::spec::{Backing, DaxPolicy, DeviceClass, DeviceSpec};
 use tiers::system::RealSystem;
 use tiers::{PlanContext, build_plan, execute};
 
-fn root_or_skip() -> bool {
-    if nix::unistd::geteuid().is_root() {
-        return true;
-    }
-    if std::env::var("PGTIER_SKIP_ROOT_TESTS").as_deref() == Ok("1") {
-        eprintln!("SKIPPED: needs root (PGTIER_SKIP_ROOT_TESTS=1)");
-        return false;
-    }
-    panic!(
-        "this test provisions real block devices and needs root; run it as root or set PGTIER_SKIP_ROOT_TESTS=1 to skip it explicitly"
-    );
-}
-
 fn device(name: &str, class: DeviceClass, backing: Backing, latency_ms: u64, dax: DaxPolicy) -> DeviceSpec {
-    DeviceSpec {
-        name: name.into(),
-        class,
-        description: None,
-        real: RealDevice::Local { path: "/dev/null-not-used".into(), model: None, serial: None },
-        mkfs_options: vec![],
-        mount_options: vec!["noatime".into()],
-        dax,
-        partition: None,
-        allow_wipe: false,
-        discard: false,
-        precondition: None,
-        throttle: None,
-        emulation: Emulation {
-            backing,
-            size_bytes: 512 << 20,
-            latency: (latency_ms > 0).then(|| Duration::from_millis(latency_ms)),
-            zram_algorithm: "lz4".into(),
-            error_injection: false,
-        },
-    }
-}
-
-fn loops_under(dir: &Path) -> Vec<String> {
-    let mut v = Vec::new();
-    for e in std::fs::read_dir("/sys/block").unwrap().flatten() {
-        if let Ok(b) = std::fs::read_to_string(e.path().join("loop/backing_file"))
-            && Path::new(b.trim()).starts_with(dir)
-        {
-            v.push(e.file_name().to_string_lossy().into_owned());
-        }
-    }
-    v
+    let mut d = DeviceSpec::new(name, class, common::unused_local());
+    d.dax = dax;
+    d.emulation.backing = backing;
+    d.emulation.latency = (latency_ms > 0).then(|| Duration::from_millis(latency_ms));
+    d
 }
 
 #[test]
@@ -120,7 +82,7 @@ fn three_emulated_classes_provision_and_tear_down_cleanly() {
     assert!(report.is_clean(), "teardown failed: {:?}", report.failed);
     checks.unwrap();
     assert!(journal::mounts::mounts_under(&work_dir).is_empty(), "nothing mounted");
-    assert!(loops_under(&work_dir).is_empty(), "no loop device left");
+    assert!(journal::undo::loops_under(&work_dir).is_empty(), "no loop device left");
     assert!(!work_dir.exists(), "work dir removed");
     let ns: Vec<PathBuf> =
         std::fs::read_dir("/run/netns").map(|r| r.flatten().map(|e| e.path()).collect()).unwrap_or_default();

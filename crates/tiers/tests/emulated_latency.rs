@@ -13,32 +13,14 @@ use std::time::{Duration, Instant};
 
 use common::root_or_skip;
 use journal::Journal;
-use tiers::spec::{Backing, DaxPolicy, DeviceClass, DeviceSpec, Emulation, RealDevice};
+use tiers::spec::{DeviceClass, DeviceSpec};
 use tiers::system::RealSystem;
 use tiers::{PlanContext, build_plan, execute};
 
 fn nbd(name: &str, latency: Option<Duration>) -> DeviceSpec {
-    DeviceSpec {
-        name: name.into(),
-        class: DeviceClass::NvmeTcp,
-        description: None,
-        real: RealDevice::Local { path: "/dev/null-not-used".into(), model: None, serial: None },
-        mkfs_options: vec![],
-        mount_options: vec!["noatime".into()],
-        dax: DaxPolicy::Off,
-        partition: None,
-        allow_wipe: false,
-        discard: false,
-        precondition: None,
-        throttle: None,
-        emulation: Emulation {
-            backing: Backing::Nbd,
-            size_bytes: 512 << 20,
-            latency,
-            zram_algorithm: "lz4".into(),
-            error_injection: false,
-        },
-    }
+    let mut d = DeviceSpec::new(name, DeviceClass::NvmeTcp, common::unused_local());
+    d.emulation.latency = latency;
+    d
 }
 
 /// Median microseconds of `n` 4 KiB O_DIRECT reads at pseudo-random offsets of each device,

@@ -7,9 +7,7 @@ use std::sync::atomic::AtomicBool;
 
 use journal::Journal;
 use tiers::plan::Plan;
-use tiers::spec::{
-    DaxPolicy, DeviceClass, DeviceSpec, Emulation, NvmeTcpTarget, PartitionSpec, RealDevice, SecretSource,
-};
+use tiers::spec::{DeviceClass, DeviceSpec, NvmeTcpTarget, PartitionSpec, RealDevice, SecretSource};
 use tiers::system::{Canned, FakeSystem, System};
 use tiers::{PlanContext, ProvisionError, Provisioned, build_plan, execute};
 
@@ -36,27 +34,12 @@ pub fn fixture(rel: &str) -> String {
 
 /// A device spec with everything off; the caller sets what the test is about.
 pub fn spec(name: &str, class: DeviceClass, real: RealDevice) -> DeviceSpec {
-    DeviceSpec {
-        name: name.into(),
-        class,
-        description: None,
-        real,
-        mkfs_options: vec![],
-        mount_options: vec!["noatime".into()],
-        dax: if class == DeviceClass::Pmem { DaxPolicy::Required } else { DaxPolicy::Off },
-        partition: None,
-        allow_wipe: false,
-        discard: false,
-        precondition: None,
-        throttle: None,
-        emulation: Emulation {
-            backing: class.default_backing(),
-            size_bytes: 512 << 20,
-            latency: None,
-            zram_algorithm: "lz4".into(),
-            error_injection: false,
-        },
-    }
+    DeviceSpec::new(name, class, real)
+}
+
+/// The real device of an emulated-only test device (never opened).
+pub fn unused_local() -> RealDevice {
+    RealDevice::Local { path: "/dev/null-not-used".into(), model: None, serial: None }
 }
 
 pub fn local(name: &str, path: &str) -> DeviceSpec {
