@@ -278,7 +278,43 @@ struct Preflight {
     cgroups: Option<Hierarchy>,
 }
 
+/// `huge_pages = on` in a cell whose server this machine has too few huge pages for: refused
+/// before anything is touched (PostgreSQL itself would stop at its first start, after
+/// provisioning). Pages the experiment's `[kernel]` section reserves count, when it is applied.
+fn check_huge_pages(exp: &Experiment, machine: Option<runner::memory::HugePages>) -> Result<()> {
+    let Some(need) = exp.huge_pages_needs.iter().max_by_key(|n| n.shared_memory_bytes) else { return Ok(()) };
+    let machine = machine.unwrap_or(runner::memory::HugePages { total: 0, free: 0, page_bytes: 2 << 20 });
+    let reserved_by_file = exp
+        .kernel
+        .sysctls
+        .get("vm.nr_hugepages")
+        .filter(|_| exp.kernel.apply)
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    let available = reserved_by_file.unwrap_or(machine.free);
+    // PostgreSQL maps its whole shared memory in huge pages, rounded up to whole pages.
+    let pages = machine.pages_for(need.shared_memory_bytes);
+    if pages <= available {
+        return Ok(());
+    }
+    let have = match reserved_by_file {
+        Some(n) => format!("the experiment's [kernel] section reserves only {n}"),
+        None => format!(
+            "this machine has {} free of {} reserved (HugePages_Free / HugePages_Total in /proc/meminfo)",
+            machine.free, machine.total
+        ),
+    };
+    bail!(
+        "{}: huge_pages = on (profile {:?}, memory limit {}) needs {pages} huge pages of {} for the server's about {} of shared memory, and {have}; PostgreSQL would refuse to start. Reserve them (sysctl vm.nr_hugepages={pages}, or [kernel] sysctls = {{ \"vm.nr_hugepages\" = \"{pages}\" }} in the experiment file), or set huge_pages = \"try\"",
+        need.origin,
+        need.profile,
+        need.memory_limit,
+        runner::memory::show(machine.page_bytes),
+        runner::memory::show(need.shared_memory_bytes),
+    )
+}
+
 fn preflight(exp: &Experiment, plan: &tiers::Plan, user: Result<DbUser, RunnerError>) -> Result<Preflight> {
+    check_huge_pages(exp, runner::memory::HugePages::of_this_machine())?;
     if !nix::unistd::geteuid().is_root() {
         bail!("provisioning block devices needs root; run as root, or use --dry-run to see the plan");
     }
@@ -435,6 +471,26 @@ fn print_dry_run(
             }
             seen.push(d);
         }
+    }
+    println!("\n## Server memory (per profile and memory limit, at the largest client count and data set)\n");
+    for (profile, limit, plan) in exp.memory_plans() {
+        use runner::memory::{MemoryKind, show};
+        println!(
+            "- profile {profile}, memory {limit}: certain {}, likely {} (an estimate), at most {}",
+            show(plan.certain_bytes()),
+            show(plan.likely_bytes()),
+            show(plan.upper_bound_bytes())
+        );
+        for line in plan.describe(&[MemoryKind::Certain, MemoryKind::Likely, MemoryKind::UpperBound]) {
+            println!("    {line}");
+        }
+    }
+    for need in &exp.huge_pages_needs {
+        println!(
+            "- huge_pages = on ({}): about {} of shared memory in huge pages; checked against the machine's reserved pages before step 1",
+            need.origin,
+            runner::memory::show(need.shared_memory_bytes)
+        );
     }
     println!(
         "\n## Runs ({}, {:?} order; each: start server, CHECKPOINT, drop caches, ramp-up, measure, stop)\n",

@@ -3,6 +3,7 @@
 //! consume. Nothing here touches the machine.
 
 pub mod error;
+mod memory_check;
 mod raw;
 pub mod units;
 
@@ -24,6 +25,24 @@ use error::Source;
 pub use error::{ConfigError, ConfigErrors};
 use raw::*;
 
+/// Where a value came from: file, line and key, for messages about it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Origin {
+    pub file: PathBuf,
+    pub line: Option<usize>,
+    pub key: String,
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.file.display())?;
+        if let Some(l) = self.line {
+            write!(f, ":{l}")?;
+        }
+        write!(f, " `{}`", self.key)
+    }
+}
+
 /// A settings profile with where it came from.
 #[derive(Clone, Debug, Serialize)]
 pub struct ProfileInfo {
@@ -33,6 +52,21 @@ pub struct ProfileInfo {
     pub source: Option<String>,
     /// Settings the profile lists but skips, with the reason.
     pub skipped: BTreeMap<String, String>,
+    /// Where each of the profile's settings was set (the profile file, the experiment's
+    /// `[postgres.settings]` or `[emulate.settings]`).
+    #[serde(skip)]
+    pub origins: BTreeMap<String, Origin>,
+}
+
+/// Shared memory one cell's server maps, and whether it asks for huge pages: what the preflight
+/// checks against the huge pages this machine has reserved.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HugePagesNeed {
+    pub profile: String,
+    pub memory_limit: String,
+    pub shared_memory_bytes: u64,
+    /// Where `huge_pages = on` was set.
+    pub origin: Origin,
 }
 
 /// Where one placement puts PGDATA and pg_wal (device names).
@@ -115,6 +149,12 @@ pub struct Experiment {
     pub os_user: String,
     pub profiles: Vec<ProfileInfo>,
     pub memory_limits: Vec<MemoryLimit>,
+    /// Where each memory limit was set (same order as `memory_limits`).
+    #[serde(skip)]
+    pub memory_limit_origins: Vec<Origin>,
+    /// Cells whose server asks for `huge_pages = on`.
+    #[serde(skip)]
+    pub huge_pages_needs: Vec<HugePagesNeed>,
     pub devices: Vec<DeviceSpec>,
     pub placements: Vec<Placement>,
     pub workloads: Vec<WorkloadSpec>,
@@ -324,12 +364,25 @@ impl Validator<'_> {
         }
     }
 
-    fn memory_limits(&mut self, list: &Spanned<Vec<Spanned<RawMemoryLimit>>>, key: &str) -> Vec<MemoryLimit> {
+    fn origin(&self, at: Option<Range<usize>>, key: impl Into<String>) -> Origin {
+        Origin {
+            file: self.src.path.to_path_buf(),
+            line: at.map(|s| self.src.line_col(s.start).0),
+            key: key.into(),
+        }
+    }
+
+    fn memory_limits(
+        &mut self,
+        list: &Spanned<Vec<Spanned<RawMemoryLimit>>>,
+        key: &str,
+    ) -> (Vec<MemoryLimit>, Vec<Origin>) {
         if list.get_ref().is_empty() {
             self.err(span(list), key, "give at least one limit (\"unlimited\" for none)");
         }
         let mut out = Vec::new();
-        for m in list.get_ref() {
+        let mut origins = Vec::new();
+        for (i, m) in list.get_ref().iter().enumerate() {
             let (text, settings) = match m.get_ref() {
                 RawMemoryLimit::Plain(s) => (s.clone(), BTreeMap::new()),
                 RawMemoryLimit::WithSettings(t) => {
@@ -358,8 +411,9 @@ impl Validator<'_> {
                 }
             };
             out.push(MemoryLimit { bytes, settings });
+            origins.push(self.origin(span(m), format!("{key}[{i}]")));
         }
-        out
+        (out, origins)
     }
 
     fn clients(&mut self, list: &Spanned<Vec<Spanned<toml::Value>>>, key: &str, threads: u32) -> Vec<u32> {
@@ -413,6 +467,11 @@ impl Validator<'_> {
             out.insert(k.clone(), s);
         }
         out
+    }
+
+    /// Where each setting of `map` is set in this file.
+    fn origins(&self, map: &BTreeMap<String, Spanned<toml::Value>>, key: &str) -> BTreeMap<String, Origin> {
+        map.iter().map(|(k, v)| (k.clone(), self.origin(span(v), format!("{key}.{k}")))).collect()
     }
 
     fn throttle(&mut self, t: &Spanned<RawThrottle>, key: &str) -> Throttle {
@@ -473,6 +532,7 @@ impl Validator<'_> {
         };
         let mut sub = Validator { src: &psrc, errors: Vec::new(), warnings: Vec::new() };
         let settings = sub.settings(&raw.settings, "settings");
+        let origins = sub.origins(&raw.settings, "settings");
         self.errors.extend(sub.errors);
         Some(ProfileInfo {
             profile: Profile { name: n.clone(), settings },
@@ -480,6 +540,7 @@ impl Validator<'_> {
             description: raw.description.unwrap_or_default(),
             source: raw.source,
             skipped: raw.skipped,
+            origins,
         })
     }
 
@@ -969,24 +1030,37 @@ impl Validator<'_> {
         } else {
             None
         };
+        let common_origins = pg
+            .and_then(|p| p.settings.as_ref())
+            .map(|s| self.origins(s.get_ref(), "postgres.settings"))
+            .unwrap_or_default();
+        let emu_origins = if opts.emulate {
+            emulate.and_then(|e| e.settings.as_ref()).map(|s| self.origins(s.get_ref(), "emulate.settings"))
+        } else {
+            None
+        };
         let mut profiles = Vec::new();
         for name in &profile_names {
             if let Some(mut info) = self.load_profile(name, &opts.configs_dir) {
                 info.profile.settings.extend(common.clone());
+                info.origins.extend(common_origins.clone());
                 if let Some(es) = &emu_settings {
                     info.profile.settings.extend(es.clone());
+                }
+                if let Some(eo) = &emu_origins {
+                    info.origins.extend(eo.clone());
                 }
                 profiles.push(info);
             }
         }
-        let mut memory_limits = pg
+        let (mut memory_limits, mut memory_limit_origins) = pg
             .and_then(|p| p.memory_limits.as_ref())
             .map(|m| self.memory_limits(m, "postgres.memory_limits"))
-            .unwrap_or_else(|| vec![MemoryLimit::unlimited()]);
+            .unwrap_or_else(|| (vec![MemoryLimit::unlimited()], vec![self.origin(None, "postgres.memory_limits")]));
         if opts.emulate
             && let Some(m) = emulate.and_then(|e| e.memory_limits.as_ref())
         {
-            memory_limits = self.memory_limits(m, "emulate.memory_limits");
+            (memory_limits, memory_limit_origins) = self.memory_limits(m, "emulate.memory_limits");
         }
         // Devices.
         let mut devices = Vec::new();
@@ -1071,7 +1145,9 @@ impl Validator<'_> {
         }
         let kernel = self.kernel(raw.kernel.as_ref(), emulate, opts);
         let faults = self.faults(&raw.fault, &mut devices, opts);
-        self.cross_checks(&profiles, &memory_limits, &devices, &placements, &workloads, opts.emulate);
+        self.cross_checks(&devices, &placements, &workloads, opts.emulate);
+        let huge_pages_needs =
+            self.memory_checks(&profiles, &memory_limits, &memory_limit_origins, &workloads);
         if !self.errors.is_empty() {
             return None;
         }
@@ -1090,6 +1166,8 @@ impl Validator<'_> {
             os_user,
             profiles,
             memory_limits,
+            memory_limit_origins,
+            huge_pages_needs,
             devices,
             placements,
             workloads,
@@ -1208,37 +1286,14 @@ impl Validator<'_> {
         out
     }
 
-    /// Checks across sections: a memory limit the server cannot live in; devices too small.
+    /// Checks across sections: devices too small for the data sets.
     fn cross_checks(
         &mut self,
-        profiles: &[ProfileInfo],
-        limits: &[MemoryLimit],
         devices: &[DeviceSpec],
         placements: &[Placement],
         workloads: &[WorkloadSpec],
         emulate: bool,
     ) {
-        for p in profiles {
-            for l in limits {
-                let Some(bytes) = l.bytes else { continue };
-                let sb_text = l.settings.get("shared_buffers").or(p.profile.settings.get("shared_buffers"));
-                if let Some(sb) = sb_text.and_then(|s| pg_size(s))
-                    && sb + (64 << 20) > bytes
-                {
-                    self.err(
-                        None,
-                        "postgres.memory_limits",
-                        format!(
-                            "profile {:?} sets shared_buffers = {} but the server's memory limit is {}: the server would be killed by the OOM killer; lower shared_buffers for that limit (memory_limits = [{{ limit = \"{}\", settings = {{ shared_buffers = \"...\" }} }}]) or, for --emulate, in [emulate.settings]",
-                            p.profile.name,
-                            sb_text.map(String::as_str).unwrap_or(""),
-                            l.label(),
-                            l.label()
-                        ),
-                    );
-                }
-            }
-        }
         // pgbench data is about 15 MiB per scale unit, TPC-C about 100 MiB per warehouse.
         let need = workloads.iter().map(|w| w.estimated_bytes()).max().unwrap_or(0);
         let max_scale = workloads.iter().map(|w| w.scale()).max().unwrap_or(0);
@@ -1364,18 +1419,4 @@ pub fn unsafe_mkfs_option(o: &str) -> Option<String> {
 }
 
 /// PostgreSQL memory units (`128MB` = 128 MiB, `8kB`, `1GB`); bare numbers are 8 kB pages.
-pub fn pg_size(s: &str) -> Option<u64> {
-    let t = s.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: u64 = num.parse().ok()?;
-    Some(match unit.trim() {
-        "" => n * 8192,
-        "B" => n,
-        "kB" => n << 10,
-        "MB" => n << 20,
-        "GB" => n << 30,
-        "TB" => n << 40,
-        _ => return None,
-    })
-}
+pub use runner::memory::pg_size;

@@ -184,6 +184,50 @@ fn memory_limit_below_shared_buffers_is_rejected() {
 }
 
 #[test]
+fn memory_limit_the_server_cannot_live_in_names_file_line_key_and_numbers() {
+    // The limit's own entry sets shared_buffers: the error points at that entry.
+    let text = BASE.replace(
+        "memory_limits = [\"unlimited\"]",
+        "memory_limits = [\"unlimited\", { limit = \"128MiB\", settings = { shared_buffers = \"120MB\" } }]",
+    );
+    let e = errors(&text, false);
+    let err = e.0.iter().find(|e| e.message.contains("OOM killer")).unwrap_or_else(|| panic!("{e}"));
+    assert_eq!(err.file, Path::new("exp.toml"));
+    assert_eq!(err.line, Some(line_of(&text, "limit = \"128MiB\"")), "{err}");
+    assert_eq!(err.key.as_deref(), Some("postgres.memory_limits[1]"), "{err}");
+    for needle in ["the server always needs about", "shared_buffers 120 MiB", "shared_buffers at exp.toml:"] {
+        assert!(err.message.contains(needle), "{needle:?} in {err}");
+    }
+}
+
+#[test]
+fn memory_limit_the_server_will_likely_outgrow_is_warned_about_with_the_setting_that_needs_it() {
+    // A large statistics target: every automatic ANALYZE holds a big sample (an estimate, so a
+    // warning that names where the setting is, not a refusal).
+    let text = BASE.replace("[emulate.settings]\n", "[emulate.settings]\ndefault_statistics_target = 2000\n");
+    let e = parse(Path::new("exp.toml"), &text, &opts(true)).unwrap();
+    let line = line_of(&text, "default_statistics_target = 2000");
+    let w = e.warnings.iter().find(|w| w.contains("will likely need")).unwrap_or_else(|| panic!("{:?}", e.warnings));
+    assert!(w.contains("256MiB memory limit") && w.contains("default_statistics_target 2000"), "{w}");
+    assert!(w.contains(&format!("exp.toml:{line} `emulate.settings.default_statistics_target`")), "{w}");
+    // Without --emulate the limit is unlimited: nothing to warn about.
+    let e = parse(Path::new("exp.toml"), &text, &opts(false)).unwrap();
+    assert!(!e.warnings.iter().any(|w| w.contains("will likely need")), "{:?}", e.warnings);
+}
+
+#[test]
+fn huge_pages_on_is_recorded_with_where_it_was_set() {
+    let text = BASE.replace("[postgres]\n", "[postgres]\nsettings = { huge_pages = \"on\" }\n");
+    let e = parse(Path::new("exp.toml"), &text, &opts(false)).unwrap();
+    assert_eq!(e.huge_pages_needs.len(), 1);
+    let n = &e.huge_pages_needs[0];
+    assert_eq!((n.origin.line, n.origin.key.as_str()), (Some(line_of(&text, "huge_pages")), "postgres.settings.huge_pages"));
+    assert!(n.shared_memory_bytes > 128 << 20, "shared_buffers' default and more");
+    // [emulate.settings] in BASE does not touch huge_pages: still on when emulating.
+    assert_eq!(parse(Path::new("exp.toml"), &text, &opts(true)).unwrap().huge_pages_needs.len(), 1);
+}
+
+#[test]
 fn nbd_latency_in_whole_microseconds() {
     let with = |lat: &str| {
         BASE.replace(

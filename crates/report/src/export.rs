@@ -77,6 +77,7 @@ pub const RUNS_COLUMNS: &[&str] = &[
     "started_at",
     "finished_at",
     "failure",
+    "failure_kind",
 ];
 
 /// Columns of `summary.csv`.
@@ -127,6 +128,23 @@ pub const DEVICES_COLUMNS: &[&str] = &[
     "avg_wait_ms",
     "peak_read_iops",
     "peak_write_iops",
+];
+
+/// Columns of `statements.csv`: one row per statement of the script per cell (pgbench `-r`).
+pub const STATEMENTS_COLUMNS: &[&str] = &[
+    "placement",
+    "workload",
+    "clients",
+    "memory_limit",
+    "profile",
+    "statement_index",
+    "statement",
+    "runs",
+    "latency_ms_mean",
+    "latency_ms_ci95",
+    "latency_delta_pct",
+    "latency_delta_ci95_low_pct",
+    "latency_delta_ci95_high_pct",
 ];
 
 /// Columns of `series.csv`.
@@ -198,7 +216,32 @@ impl Exporter for CsvExporter {
                     r.started_at.clone(),
                     r.finished_at.clone(),
                     r.failure.clone().unwrap_or_default(),
+                    r.failure_kind.clone().unwrap_or_default(),
                 ]
+            })
+            .collect();
+        let statements = summary
+            .cells
+            .iter()
+            .flat_map(|c| {
+                c.statements.iter().enumerate().map(move |(i, st)| {
+                    let d = delta_cols(st.delta.as_ref(), c.is_baseline);
+                    vec![
+                        c.key.placement.clone(),
+                        c.key.workload.clone(),
+                        c.key.clients.to_string(),
+                        c.key.memory_limit.clone(),
+                        c.key.profile.clone(),
+                        (i + 1).to_string(),
+                        st.statement.clone(),
+                        st.latency_ms.n.to_string(),
+                        num(st.latency_ms.mean, 4),
+                        num(st.latency_ms.ci95, 4),
+                        d[0].clone(),
+                        d[1].clone(),
+                        d[2].clone(),
+                    ]
+                })
             })
             .collect();
         let summary_rows = summary
@@ -300,6 +343,7 @@ impl Exporter for CsvExporter {
             (layout.runs_csv(), csv_bytes(RUNS_COLUMNS, runs)),
             (layout.summary_csv(), csv_bytes(SUMMARY_COLUMNS, summary_rows)),
             (layout.series_csv(), csv_bytes(SERIES_COLUMNS, series)),
+            (layout.statements_csv(), csv_bytes(STATEMENTS_COLUMNS, statements)),
         ];
         let mut written = Vec::new();
         for (p, b) in files {

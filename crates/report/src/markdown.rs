@@ -22,6 +22,87 @@ fn fmt_delta(d: Option<&Delta>, baseline: bool) -> String {
     }
 }
 
+/// A statement of a pgbench script as a column heading: `UPDATE pgbench_accounts`,
+/// `SELECT … FROM pgbench_accounts`, `INSERT INTO pgbench_history`, `BEGIN`.
+pub fn statement_label(text: &str) -> String {
+    let t = text.trim().trim_end_matches(';');
+    let words: Vec<&str> = t.split_whitespace().collect();
+    let upper = |i: usize| words.get(i).map(|w| w.to_ascii_uppercase()).unwrap_or_default();
+    match upper(0).as_str() {
+        "UPDATE" if words.len() >= 2 => format!("UPDATE {}", words[1]),
+        "INSERT" if words.len() >= 3 && upper(1) == "INTO" => format!("INSERT INTO {}", words[2]),
+        "SELECT" => match words.iter().position(|w| w.eq_ignore_ascii_case("FROM")) {
+            Some(i) if i + 1 < words.len() => format!("SELECT … FROM {}", words[i + 1]),
+            _ => t.to_string(),
+        },
+        _ if words.len() <= 3 => t.to_string(),
+        _ => format!("{} …", words[..3].join(" ")),
+    }
+}
+
+/// Per-statement average latency (pgbench `-r`), one table per workload: seed 001 quotes the
+/// UPDATE statement's latency. Each value with its change against the baseline cell.
+fn statement_tables(s: &mut String, summary: &Summary) {
+    let mut workloads: Vec<&str> = Vec::new();
+    for c in summary.cells.iter().filter(|c| !c.statements.is_empty()) {
+        if !workloads.contains(&c.key.workload.as_str()) {
+            workloads.push(&c.key.workload);
+        }
+    }
+    if workloads.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "\nPer-statement average latency in ms (pgbench -r; mean of the repetitions, change against the baseline's same statement with its 95% interval; every figure in statements.csv):\n"
+    );
+    for w in workloads {
+        let cells: Vec<_> = summary.cells.iter().filter(|c| c.key.workload == w && !c.statements.is_empty()).collect();
+        let heads: Vec<String> = cells[0].statements.iter().map(|st| statement_label(&st.statement)).collect();
+        let _ = writeln!(s, "**{w}**\n");
+        let _ = writeln!(s, "| placement | clients | memory | profile | {} |", heads.join(" | "));
+        let _ = writeln!(s, "|---|---:|---|---|{}", "---:|".repeat(heads.len()));
+        for c in cells {
+            let values: Vec<String> = c
+                .statements
+                .iter()
+                .map(|st| match (&st.delta, c.is_baseline) {
+                    (_, true) | (None, _) => format!("{:.3}", st.latency_ms.mean),
+                    (Some(d), false) => format!("{:.3} ({})", st.latency_ms.mean, d.text(" ~")),
+                })
+                .collect();
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {} |",
+                c.key.placement,
+                c.key.clients,
+                c.key.memory_limit,
+                c.key.profile,
+                values.join(" | ")
+            );
+        }
+        let _ = writeln!(s);
+    }
+}
+
+/// Every failed run with what failed and why (the same text as runs.csv's `failure`).
+fn failed_runs(s: &mut String, set: &ResultSet) {
+    let failed: Vec<_> = set.runs.iter().filter(|r| r.status != results::RunStatus::Ok).collect();
+    if failed.is_empty() {
+        return;
+    }
+    let _ = writeln!(s, "\n**Failed runs** ({} of {}; left out of every figure, evidence in runs/<id>/):\n", failed.len(), set.runs.len());
+    for r in failed {
+        let _ = writeln!(
+            s,
+            "- `{}` ({}): {}",
+            r.run_id,
+            r.failure_kind.as_deref().unwrap_or("failed"),
+            r.failure.as_deref().unwrap_or("no reason recorded").replace('\n', " ")
+        );
+    }
+}
+
 fn gib(b: u64) -> String {
     format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64)
 }
@@ -110,6 +191,8 @@ impl Exporter for MarkdownExporter {
                 );
             }
         }
+        statement_tables(&mut s, summary);
+        failed_runs(&mut s, set);
         // Device I/O per cell (seed 001 quotes read and write IOPS at peak; seed 002 per device).
         let mut io_rows = Vec::new();
         for c in &summary.cells {

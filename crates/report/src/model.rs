@@ -65,6 +65,33 @@ pub struct CellSummary {
     /// TPC-C: new orders per minute (HammerDB's NOPM) and its change against the baseline.
     pub nopm: Option<Estimate>,
     pub nopm_delta: Option<Delta>,
+    /// Average latency of each statement of the script (pgbench `-r`), in script order, with its
+    /// change against the baseline cell's same statement.
+    pub statements: Vec<StatementSummary>,
+}
+
+/// One statement of a pgbench script across a cell's repetitions.
+#[derive(Clone, Debug, Serialize)]
+pub struct StatementSummary {
+    pub statement: String,
+    pub latency_ms: Estimate,
+    pub delta: Option<Delta>,
+}
+
+/// Each statement's average latency over the runs that report every statement, in script order.
+fn statement_estimates(runs: &[&&RunRecord]) -> Vec<(String, Estimate)> {
+    let Some(first) = runs.iter().find(|r| !r.statements.is_empty()) else { return Vec::new() };
+    first
+        .statements
+        .iter()
+        .filter_map(|st| {
+            let values: Vec<f64> = runs
+                .iter()
+                .filter_map(|r| r.statements.iter().find(|x| x.statement == st.statement).map(|x| x.latency_ms))
+                .collect();
+            (values.len() == runs.len()).then(|| Estimate::of(&values)).flatten().map(|e| (st.statement.clone(), e))
+        })
+        .collect()
 }
 
 impl CellSummary {
@@ -123,6 +150,7 @@ pub fn summarize(set: &ResultSet) -> Summary {
         by_cell.entry(r.cell.clone()).or_default().push(r);
     }
     let mut estimates: BTreeMap<CellKey, (Estimate, Estimate, Option<Estimate>, Option<Estimate>)> = BTreeMap::new();
+    let mut statements: BTreeMap<CellKey, Vec<(String, Estimate)>> = BTreeMap::new();
     for (k, runs) in &by_cell {
         let ok: Vec<&&RunRecord> = runs.iter().filter(|r| r.status == RunStatus::Ok).collect();
         let tps: Vec<f64> = ok.iter().map(|r| r.metrics.tps).collect();
@@ -133,6 +161,7 @@ pub fn summarize(set: &ResultSet) -> Summary {
             let p = if p99.len() == ok.len() { Estimate::of(&p99) } else { None };
             let n = if nopm.len() == ok.len() { Estimate::of(&nopm) } else { None };
             estimates.insert(k.clone(), (t, l, p, n));
+            statements.insert(k.clone(), statement_estimates(&ok));
         }
     }
     let mut warnings = Vec::new();
@@ -182,7 +211,24 @@ pub fn summarize(set: &ResultSet) -> Summary {
                 describe(&k)
             ));
         }
+        let base_statements = statements.get(&k.with_placement(&baseline));
+        let cell_statements = statements
+            .get(&k)
+            .map(|list| {
+                list.iter()
+                    .map(|(text, e)| StatementSummary {
+                        statement: text.clone(),
+                        latency_ms: *e,
+                        delta: base_statements
+                            .filter(|_| !is_baseline)
+                            .and_then(|b| b.iter().find(|(t, _)| t == text))
+                            .and_then(|(_, b)| Delta::between(b, e)),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
         cells.push(CellSummary {
+            statements: cell_statements,
             runs: tps.n,
             failed_runs: failed,
             key: k,

@@ -71,6 +71,9 @@ impl ResultsDir {
     pub fn devices_csv(&self) -> PathBuf {
         self.root.join("devices.csv")
     }
+    pub fn statements_csv(&self) -> PathBuf {
+        self.root.join("statements.csv")
+    }
     pub fn charts_dir(&self) -> PathBuf {
         self.root.join("charts")
     }

@@ -166,7 +166,8 @@ pub struct RunRecord {
     pub finished_at: String,
     pub status: RunStatus,
     pub failure: Option<String>,
-    /// What failed: `server-start`, `server-crash`, `workload`, `watchdog`, `setup`.
+    /// What failed: `server-start`, `server-crash`, `out-of-memory`, `workload`, `watchdog`,
+    /// `setup`, `placement-unusable`.
     #[serde(default)]
     pub failure_kind: Option<String>,
     /// Faults injected into this run (experiment file `[[fault]]`), as sentences.

@@ -286,6 +286,29 @@ impl ServerCgroup {
         }
     }
 
+    /// Processes the kernel's OOM killer has killed inside this cgroup (`oom_kill` in
+    /// `memory.oom_control` on v1, in `memory.events` on v2); None when the kernel does not say.
+    pub fn oom_kills(&self) -> Option<u64> {
+        let file = match self.hierarchy {
+            Hierarchy::V1 { .. } => "memory.oom_control",
+            Hierarchy::V2 { .. } => "memory.events",
+        };
+        parse_oom_kill(&std::fs::read_to_string(self.dir.join(file)).ok()?)
+    }
+
+    /// The memory cgroup's path as the kernel names it (`/pgtier/<run>/<server>`, in the kernel
+    /// log's `oom_memcg=`).
+    pub fn kernel_path(&self) -> String {
+        let root = match &self.hierarchy {
+            Hierarchy::V1 { memory, .. } => memory,
+            Hierarchy::V2 { root } => root,
+        };
+        match self.dir.strip_prefix(root) {
+            Ok(rel) => format!("/{}", rel.display()),
+            Err(_) => self.dir.display().to_string(),
+        }
+    }
+
     /// Resets the peak counter (v1 only; v2's memory.peak cannot be reset on older kernels).
     pub fn reset_peak(&self) {
         if let Hierarchy::V1 { .. } = self.hierarchy {
@@ -310,9 +333,22 @@ impl ServerCgroup {
     }
 }
 
+/// The `oom_kill N` line of `memory.oom_control` (v1) or `memory.events` (v2).
+fn parse_oom_kill(text: &str) -> Option<u64> {
+    text.lines().find_map(|l| l.strip_prefix("oom_kill ").and_then(|v| v.trim().parse().ok()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn oom_kill_counters() {
+        // cgroup v1 memory.oom_control and v2 memory.events, as kernel 6.18 writes them.
+        assert_eq!(parse_oom_kill("oom_kill_disable 0\nunder_oom 0\noom_kill 2\n"), Some(2));
+        assert_eq!(parse_oom_kill("low 0\nhigh 0\nmax 31\noom 1\noom_kill 1\noom_group_kill 0\n"), Some(1));
+        assert_eq!(parse_oom_kill("oom_kill_disable 0\nunder_oom 0\n"), None);
+    }
 
     #[test]
     fn throttle_files() {

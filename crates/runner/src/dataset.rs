@@ -133,7 +133,7 @@ pub async fn build_golden(
     std::fs::create_dir_all(&logs).map_err(|e| RunnerError::Setup(e.to_string()))?;
     server::initdb(&env.install, &env.user, &data_dir, &wal_dir, &logs.join("initdb.log")).await?;
     server::write_config(&data_dir, env.port, &env.socket_dir, settings, env.user.uid, env.user.gid)?;
-    let srv = Server::start(
+    let mut srv = Server::start(
         &env.install,
         &env.user,
         env.journal,
@@ -144,7 +144,20 @@ pub async fn build_golden(
         &logs.join("postgres.log"),
     )
     .await?;
-    let result = load(env, spec, &srv, &logs, on_line).await;
+    let mut result = load(env, spec, &srv, &logs, on_line).await;
+    if let Err(e) = &result
+        && !matches!(e, RunnerError::Cancelled)
+    {
+        // Say what happened to the server (killed, and by what), not only that a connection broke.
+        let deaths = srv.death_report();
+        if !deaths.is_empty() {
+            result = Err(RunnerError::Server(format!(
+                "{} while the data set was being built (server log: {}); the build then failed: {e}",
+                deaths.join("; "),
+                logs.join("postgres.log").display()
+            )));
+        }
+    }
     let stop = srv.stop(env.journal).await;
     let (command, database_size_bytes) = result?;
     stop?;

@@ -150,10 +150,12 @@ async fn measure(
             return Err(e);
         }
     };
-    let outcome = measure_on(env, inp, run_dir, record, obs, &mut srv).await;
-    if outcome.is_err() && record.failure_kind.is_none() {
-        record.failure_kind = Some(if srv.is_running() { "workload" } else { "server-crash" }.into());
+    let mut outcome = measure_on(env, inp, run_dir, record, obs, &mut srv).await;
+    if !matches!(outcome, Err(RunnerError::Cancelled)) {
+        outcome = explain_deaths(inp, record, &mut srv, outcome);
     }
+    // A server that crashed may sit in crash recovery: it is not waited for a minute.
+    let crashed = matches!(record.failure_kind.as_deref(), Some("out-of-memory" | "server-crash"));
     let cgroup = srv.cgroup.take();
     if let Some(c) = &cgroup {
         let m = c.memory();
@@ -162,7 +164,7 @@ async fn measure(
         mem.peak_bytes = m.peak;
         mem.page_cache_bytes = m.page_cache;
     }
-    let stopped = srv.stop(env.journal).await;
+    let stopped = srv.stop_within(env.journal, Duration::from_secs(if crashed { 10 } else { 60 })).await;
     if let Some(c) = cgroup {
         // Backends leave the cgroup a moment after the postmaster exits.
         for _ in 0..50 {
@@ -175,6 +177,63 @@ async fn measure(
     }
     outcome?;
     stopped
+}
+
+/// Says why a run failed when the server was hurt: an OOM kill inside its cgroup (kind
+/// `out-of-memory`, even when the workload itself finished: a crash restart tainted it), a
+/// process killed by a signal or a postmaster that ended (`server-crash`), with what the server
+/// log and the kernel said. Other failures keep their own kind (`workload` when nothing
+/// happened to the server).
+fn explain_deaths(
+    inp: &RunInputs<'_>,
+    record: &mut RunRecord,
+    srv: &mut Server,
+    outcome: Result<(), RunnerError>,
+) -> Result<(), RunnerError> {
+    let oom_kills = srv.cgroup.as_ref().and_then(|c| c.oom_kills()).unwrap_or(0);
+    let deaths = if oom_kills > 0 || outcome.is_err() { srv.death_report() } else { Vec::new() };
+    if oom_kills > 0 {
+        let (limit, peak) = match &srv.cgroup {
+            Some(c) => (c.limit_bytes, c.memory().peak),
+            None => (None, None),
+        };
+        let mut settings = inp.profile.settings.clone();
+        settings.extend(inp.memory.settings.clone());
+        let plan = crate::memory::MemoryPlan::of(&settings, inp.planned.clients, inp.workload.data_shape());
+        let mut text = format!(
+            "the kernel's OOM killer killed {oom_kills} process(es) in the server's memory cgroup (limit {}, peak {}): {}",
+            limit.map(crate::memory::show).unwrap_or_else(|| "none".into()),
+            peak.map(crate::memory::show).unwrap_or_else(|| "unknown".into()),
+            deaths.join("; ")
+        );
+        text.push_str(&format!(
+            ". What these settings need (largest first): {}",
+            plan.describe(&[
+                crate::memory::MemoryKind::Certain,
+                crate::memory::MemoryKind::Likely,
+                crate::memory::MemoryKind::UpperBound
+            ])
+            .join("; ")
+        ));
+        if let Err(e) = &outcome {
+            text.push_str(&format!(". The workload then failed: {e}"));
+        }
+        record.failure_kind = Some("out-of-memory".into());
+        return Err(RunnerError::Server(text));
+    }
+    match outcome {
+        Ok(()) => Ok(()),
+        Err(e) if deaths.is_empty() => {
+            record.failure_kind.get_or_insert_with(|| if srv.is_running() { "workload" } else { "server-crash" }.into());
+            Err(e)
+        }
+        Err(e) => {
+            if record.failure_kind.is_none() || record.failure_kind.as_deref() == Some("workload") {
+                record.failure_kind = Some("server-crash".into());
+            }
+            Err(RunnerError::Server(format!("{}; the run then failed: {e}", deaths.join("; "))))
+        }
+    }
 }
 
 /// Writes the server's configuration, makes its cgroup and starts it. Any failure here means
@@ -272,7 +331,7 @@ async fn measure_pgbench(
         let watch = Watch { duration: inp.workload.ramp_up, faults: &[], server: Some(srv.process) };
         let out = run_pgbench(env, &cmd, &run_dir.join("rampup"), obs, true, watch).await?;
         if !out.success {
-            return Err(RunnerError::Workload(format!("ramp-up pgbench failed: {}", out.stderr_tail())));
+            return Err(RunnerError::Workload(format!("ramp-up pgbench failed ({}): {}", out.exit, out.stderr_tail())));
         }
         if let Ok(s) = pgbench::parse_summary(&out.stdout) {
             expected_tps = s.tps.max(1.0);
@@ -307,7 +366,7 @@ async fn measure_pgbench(
         })
         .collect();
     if !out.success {
-        return Err(RunnerError::Workload(format!("pgbench failed: {}", out.stderr_tail())));
+        return Err(RunnerError::Workload(format!("pgbench failed ({}): {}", out.exit, out.stderr_tail())));
     }
     let summary = pgbench::parse_summary(&out.stdout).map_err(|e| RunnerError::Workload(e.to_string()))?;
     record.metrics = Metrics {
@@ -441,6 +500,8 @@ pub struct PgbenchOutput {
     pub watchdog: Option<String>,
     /// Faults injected during the run, as sentences.
     pub injected: Vec<String>,
+    /// How pgbench ended: `exit code 2`, `signal 9 (SIGKILL)`.
+    pub exit: String,
 }
 
 impl PgbenchOutput {
@@ -521,7 +582,15 @@ pub async fn run_pgbench(
             watch.duration.as_secs()
         )
     });
-    Ok(PgbenchOutput { success: status.success() && !hung, stdout, stderr: stderr_text, progress, watchdog, injected })
+    Ok(PgbenchOutput {
+        success: status.success() && !hung,
+        stdout,
+        stderr: stderr_text,
+        progress,
+        watchdog,
+        injected,
+        exit: crate::diagnose::exit_text(&status),
+    })
 }
 
 /// What to watch while pgbench runs: its duration (for the watchdog), faults to inject, and

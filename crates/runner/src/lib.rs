@@ -5,11 +5,13 @@
 
 pub mod cgroup;
 pub mod dataset;
+pub mod diagnose;
 pub mod env;
 pub mod execute;
 pub mod faults;
 pub mod install;
 pub mod matrix;
+pub mod memory;
 pub mod pgbench;
 pub mod pgstats;
 pub mod sampler;

@@ -115,6 +115,16 @@ impl WorkloadSpec {
         self.dataset(&[]).data_bytes()
     }
 
+    /// What the memory estimate needs to know of the data: the rows of the largest table
+    /// (pgbench_accounts: 100,000 per scale unit; TPC-C order_line: about 300,000 per warehouse).
+    pub fn data_shape(&self) -> crate::memory::DataShape {
+        let rows = match &self.kind {
+            WorkloadKind::Pgbench(p) => u64::from(p.scale) * 100_000,
+            WorkloadKind::Tpcc(t) => u64::from(t.warehouses) * 300_000,
+        };
+        crate::memory::DataShape { largest_table_rows: Some(rows) }
+    }
+
     pub fn scale(&self) -> u32 {
         match &self.kind {
             WorkloadKind::Pgbench(p) => p.scale,

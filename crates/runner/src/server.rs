@@ -163,6 +163,8 @@ pub struct Server {
     pub port: u16,
     pub log: PathBuf,
     pub cgroup: Option<ServerCgroup>,
+    /// How the postmaster ended, once it has.
+    exit: Option<std::process::ExitStatus>,
 }
 
 impl Server {
@@ -221,6 +223,7 @@ impl Server {
             port,
             log: log.to_path_buf(),
             cgroup,
+            exit: None,
         };
         if let Err(e) = server.wait_ready(Duration::from_secs(120)).await {
             // Leave nothing behind: stop what started and remove its cgroup.
@@ -301,15 +304,53 @@ impl Server {
 
     /// True while the postmaster runs.
     pub fn is_running(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(None))
+        match self.child.try_wait() {
+            Ok(None) => true,
+            Ok(Some(status)) => {
+                self.exit = Some(status);
+                false
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Why the server is not healthy, as sentences: the postmaster's exit, processes the log
+    /// reports killed by a signal, and what the kernel said about them. Empty when nothing of
+    /// that happened.
+    pub fn death_report(&mut self) -> Vec<String> {
+        let mut out = Vec::new();
+        if !self.is_running()
+            && let Some(status) = self.exit
+        {
+            out.push(format!(
+                "the postmaster (PID {}) ended with {}",
+                self.process.pid,
+                crate::diagnose::exit_text(&status)
+            ));
+        }
+        let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let killed = crate::diagnose::killed_in_server_log(&log);
+        out.extend(killed.iter().map(|k| k.sentence()));
+        let mut pids: Vec<i32> = killed.iter().map(|k| k.pid).collect();
+        pids.push(self.process.pid);
+        let cgroup = self.cgroup.as_ref().map(|c| c.kernel_path());
+        let kernel = crate::diagnose::kernel_oom_messages(&crate::diagnose::kernel_log(), cgroup.as_deref(), &pids);
+        out.extend(kernel.iter().map(|k| format!("kernel: {k}")));
+        out
     }
 
     /// Fast shutdown (SIGINT), escalating after a minute; the journal record is released.
-    pub async fn stop(mut self, journal: &Journal) -> Result<(), RunnerError> {
+    pub async fn stop(self, journal: &Journal) -> Result<(), RunnerError> {
+        self.stop_within(journal, Duration::from_secs(60)).await
+    }
+
+    /// Fast shutdown, escalating to an immediate one after `grace` (a server that crashed and
+    /// is recovering need not be waited for: the next start recovers it again).
+    pub async fn stop_within(mut self, journal: &Journal, grace: Duration) -> Result<(), RunnerError> {
         if self.is_running() {
             let pid = nix::unistd::Pid::from_raw(self.process.pid);
             let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT);
-            match tokio::time::timeout(Duration::from_secs(60), self.child.wait()).await {
+            match tokio::time::timeout(grace, self.child.wait()).await {
                 Ok(_) => {}
                 Err(_) => {
                     let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGQUIT);
