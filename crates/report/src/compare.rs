@@ -277,13 +277,7 @@ pub fn compare(baseline: &Path, contender: &Path, out: &Path) -> Result<(Compari
         "within_noise",
     ]);
     for c in &cmp.cells {
-        let d = c.tps.unwrap_or(Delta {
-            pct: f64::NAN,
-            ratio: f64::NAN,
-            pct_low: f64::NAN,
-            pct_high: f64::NAN,
-            within_noise: false,
-        });
+        let d = c.tps.unwrap_or_else(Delta::unknown);
         let _ = w.write_record([
             c.cell.clone(),
             num(c.baseline_tps, 3),
