@@ -7,7 +7,8 @@ use runner::matrix::{MemoryLimit, WorkloadSpec};
 use runner::memory::{DataShape, MemoryKind, MemoryPlan, show};
 
 use crate::error::ConfigError;
-use crate::{Experiment, HugePagesNeed, Origin, ProfileInfo, Validator};
+use crate::model::{Experiment, HugePagesNeed, Origin, ProfileInfo};
+use crate::validate::Validator;
 
 /// The settings a cell's server runs with, and where each was set.
 pub(crate) struct CellSettings<'a> {

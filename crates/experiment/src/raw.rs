@@ -3,8 +3,14 @@
 
 use std::collections::BTreeMap;
 
+use runner::matrix::Order;
+use runner::pgbench::Builtin;
 use serde::Deserialize;
+use tiers::spec::{Backing, DaxPolicy, DeviceClass};
 use toml::Spanned;
+
+use crate::keyword::{TransparentHugepages, Word, WorkloadKindWord};
+use crate::model::FaultKind;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -35,7 +41,7 @@ pub struct RawFault {
     /// When, into the measured interval.
     pub after: Spanned<String>,
     /// `io-errors`, `fill-device`, `kill-server`, `stop-target` or `hang-client`.
-    pub kind: Spanned<String>,
+    pub kind: Spanned<Word<FaultKind>>,
     #[serde(default)]
     pub device: Option<Spanned<String>>,
 }
@@ -49,7 +55,7 @@ pub struct RawKernel {
     pub sysctls: BTreeMap<String, Spanned<toml::Value>>,
     /// `always`, `madvise` or `never`.
     #[serde(default)]
-    pub transparent_hugepages: Option<Spanned<String>>,
+    pub transparent_hugepages: Option<Spanned<Word<TransparentHugepages>>>,
     /// e.g. `performance`.
     #[serde(default)]
     pub cpu_governor: Option<String>,
@@ -68,7 +74,7 @@ pub struct RawExperiment {
     #[serde(default)]
     pub repetitions: Option<Spanned<u32>>,
     #[serde(default)]
-    pub order: Option<Spanned<String>>,
+    pub order: Option<Spanned<Word<Order>>>,
     /// Seconds each fio job runs on each device before the matrix (`"0s"` = no probe).
     #[serde(default)]
     pub device_probe: Option<Spanned<String>>,
@@ -134,7 +140,7 @@ pub struct RawThrottle {
 pub struct RawDeviceEmulate {
     /// `loop-file`, `zram`, `tmpfs-loop` or `nbd`.
     #[serde(default)]
-    pub backing: Option<Spanned<String>>,
+    pub backing: Option<Spanned<Word<Backing>>>,
     #[serde(default)]
     pub size: Option<Spanned<String>>,
     /// Added per-I/O latency (nbd backing).
@@ -151,7 +157,7 @@ pub struct RawDeviceEmulate {
 #[serde(deny_unknown_fields)]
 pub struct RawDevice {
     pub name: Spanned<String>,
-    pub class: Spanned<String>,
+    pub class: Spanned<Word<DeviceClass>>,
     #[serde(default)]
     pub description: Option<String>,
     // Local devices.
@@ -188,7 +194,7 @@ pub struct RawDevice {
     pub mount_options: Vec<String>,
     /// `off`, `optional` or `required` (default `required` for pmem, `off` otherwise).
     #[serde(default)]
-    pub dax: Option<Spanned<String>>,
+    pub dax: Option<Spanned<Word<DaxPolicy>>>,
     #[serde(default)]
     pub partition: Option<bool>,
     #[serde(default)]
@@ -221,10 +227,10 @@ pub struct RawPlacement {
 #[serde(deny_unknown_fields)]
 pub struct RawWorkload {
     pub name: Spanned<String>,
-    /// `pgbench`.
-    pub kind: Spanned<String>,
+    /// `pgbench` or `tpcc`.
+    pub kind: Spanned<Word<WorkloadKindWord>>,
     #[serde(default)]
-    pub builtin: Option<Spanned<String>>,
+    pub builtin: Option<Spanned<Word<Builtin>>>,
     #[serde(default)]
     pub scale: Option<Spanned<u32>>,
     /// Client counts: integers, or strings like `"20%"` of the machine's hardware threads.
@@ -245,10 +251,10 @@ pub struct RawWorkload {
     pub warehouses: Option<Spanned<u32>>,
     /// `spec` (default) or `hammerdb`.
     #[serde(default)]
-    pub mode: Option<Spanned<String>>,
+    pub mode: Option<Spanned<Word<tpcc::Mode>>>,
     /// `procedures` (default, as HammerDB) or `client-sql`.
     #[serde(default)]
-    pub side: Option<Spanned<String>>,
+    pub side: Option<Spanned<Word<tpcc::Side>>>,
     #[serde(default)]
     pub keying_and_thinking: Option<bool>,
     #[serde(default)]

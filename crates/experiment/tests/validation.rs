@@ -343,3 +343,227 @@ fn pgbench_arguments_are_an_allow_list() {
         assert!(e.0.iter().any(|e| e.message.contains("is not accepted")), "{bad}: {e}");
     }
 }
+
+/// `text` with `[emulate] key = value` (replacing the key's line if the section has one).
+fn with_override(text: &str, key: &str, value: &str) -> String {
+    let mut out = Vec::new();
+    let mut in_emulate = false;
+    for l in text.lines() {
+        if l.starts_with('[') {
+            in_emulate = l == "[emulate]";
+        }
+        if in_emulate && l.starts_with(&format!("{key} =")) {
+            continue;
+        }
+        out.push(l.to_string());
+        if l == "[emulate]" {
+            out.push(format!("{key} = {value}"));
+        }
+    }
+    out.join("\n") + "\n"
+}
+
+/// `text` with a `[device.emulate]` table for device d2.
+fn with_d2_emulate(text: &str, body: &str) -> String {
+    text.replace("namespace = \"namespace0.0\"", &format!("namespace = \"namespace0.0\"\n[device.emulate]\n{body}"))
+}
+
+/// BASE with its pgbench workload made a TPC-C one (for `warehouses`).
+fn tpcc_base() -> String {
+    BASE.replace("kind = \"pgbench\"\nbuiltin = \"tpcb-like\"\nscale = 100", "kind = \"tpcc\"\nwarehouses = 2")
+}
+
+/// Every `[emulate]` override: a wrong override names `emulate.<key>` and its line when emulating;
+/// a wrong value of the file's own names the file's key and line when not emulating.
+#[test]
+fn every_override_error_names_the_line_and_key_it_came_from() {
+    struct Case {
+        key: &'static str,
+        bad: &'static str,
+        own_key: &'static str,
+        /// Makes the file's own value wrong; the needle finds its line.
+        own: fn(&str) -> String,
+        own_needle: &'static str,
+        base: fn() -> String,
+    }
+    let base = || BASE.to_string();
+    let cases = [
+        Case {
+            key: "threads",
+            bad: "0",
+            own_key: "workload[rw].threads",
+            own: |t| t.replace("duration = \"10min\"", "duration = \"10min\"\nthreads = 0"),
+            own_needle: "threads = 0",
+            base,
+        },
+        Case {
+            key: "repetitions",
+            bad: "0",
+            own_key: "experiment.repetitions",
+            own: |t| t.replace("baseline = \"fast\"", "baseline = \"fast\"\nrepetitions = 0"),
+            own_needle: "repetitions = 0",
+            base,
+        },
+        Case {
+            key: "device_size",
+            bad: "\"1MiB\"",
+            own_key: "device[d2].emulate.size",
+            own: |t| with_d2_emulate(t, "size = \"1MiB\""),
+            own_needle: "size = \"1MiB\"",
+            base,
+        },
+        Case {
+            key: "clients",
+            bad: "[0]",
+            own_key: "workload[rw].clients",
+            own: |t| t.replace("clients = [1, 2, \"20%\", \"99.9%\"]", "clients = [0]"),
+            own_needle: "clients = [0]",
+            base,
+        },
+        Case {
+            key: "ramp_up",
+            bad: "\"soon\"",
+            own_key: "workload[rw].ramp_up",
+            own: |t| t.replace("duration = \"10min\"", "duration = \"10min\"\nramp_up = \"soon\""),
+            own_needle: "ramp_up = \"soon\"",
+            base,
+        },
+        Case {
+            key: "device_probe",
+            bad: "\"soon\"",
+            own_key: "experiment.device_probe",
+            own: |t| t.replace("baseline = \"fast\"", "baseline = \"fast\"\ndevice_probe = \"soon\""),
+            own_needle: "device_probe = \"soon\"",
+            base,
+        },
+        Case {
+            key: "memory_limits",
+            bad: "[\"1MiB\"]",
+            own_key: "postgres.memory_limits",
+            own: |t| t.replace("memory_limits = [\"unlimited\"]", "memory_limits = [\"1MiB\"]"),
+            own_needle: "memory_limits = [\"1MiB\"]",
+            base,
+        },
+        Case {
+            key: "scale",
+            bad: "0",
+            own_key: "workload[rw].scale",
+            own: |t| t.replace("scale = 100", "scale = 0"),
+            own_needle: "scale = 0",
+            base,
+        },
+        Case {
+            key: "warehouses",
+            bad: "0",
+            own_key: "workload[rw].warehouses",
+            own: |t| t.replace("warehouses = 2", "warehouses = 0"),
+            own_needle: "warehouses = 0",
+            base: tpcc_base,
+        },
+        Case {
+            key: "duration",
+            bad: "\"500ms\"",
+            own_key: "workload[rw].duration",
+            own: |t| t.replace("duration = \"10min\"", "duration = \"500ms\""),
+            own_needle: "duration = \"500ms\"",
+            base,
+        },
+    ];
+    for c in &cases {
+        let emulate_key = format!("emulate.{}", c.key);
+        // A wrong override, the file's own value fine.
+        let text = with_override(&(c.base)(), c.key, c.bad);
+        let errs = errors(&text, true);
+        let found: Vec<_> = errs.0.iter().filter(|e| e.key.as_deref() == Some(emulate_key.as_str())).collect();
+        assert_eq!(found.len(), 1, "{emulate_key} reported once: {errs}");
+        assert_eq!(found[0].line, Some(line_of(&text, &format!("{} = {}", c.key, c.bad))), "{emulate_key}: {errs}");
+        assert!(!errs.0.iter().any(|e| e.key.as_deref() == Some(c.own_key)), "{emulate_key}: {errs}");
+        // The file's own value wrong, not emulating.
+        let text = (c.own)(&(c.base)());
+        assert_ne!(text, (c.base)(), "{}: the case changes the file", c.own_key);
+        let errs = errors(&text, false);
+        let e = errs.0.iter().find(|e| e.key.as_deref() == Some(c.own_key)).unwrap_or_else(|| panic!("{errs}"));
+        assert_eq!(e.line, Some(line_of(&text, c.own_needle)), "{}: {errs}", c.own_key);
+        assert!(!errs.0.iter().any(|e| e.key.as_deref() == Some(emulate_key.as_str())), "{}: {errs}", c.own_key);
+    }
+}
+
+#[test]
+fn override_errors_name_the_override_for_threads_repetitions_and_device_size() {
+    let text = with_override(&with_override(BASE, "threads", "0"), "repetitions", "0")
+        .replace("device_size = \"1GiB\"", "device_size = \"1MiB\"");
+    let errs = errors(&text, true);
+    for (key, needle, message) in [
+        ("emulate.threads", "threads = 0", "threads must be at least 1"),
+        ("emulate.repetitions", "repetitions = 0", "at least 1 repetition"),
+        ("emulate.device_size", "device_size = \"1MiB\"", "XFS needs at least 300 MB"),
+    ] {
+        let e = errs.0.iter().find(|e| e.key.as_deref() == Some(key)).unwrap_or_else(|| panic!("{key}: {errs}"));
+        assert_eq!(e.line, Some(line_of(&text, needle)), "{e}");
+        assert!(e.message.contains(message), "{e}");
+    }
+    // Both devices take the size from [emulate]: one error, not one per device.
+    assert_eq!(errs.0.iter().filter(|e| e.key.as_deref() == Some("emulate.device_size")).count(), 1, "{errs}");
+    assert!(!errs.0.iter().any(|e| e.key.as_deref().is_some_and(|k| k.starts_with("device["))), "{errs}");
+}
+
+#[test]
+fn wrong_words_are_reported_together_with_the_words_allowed() {
+    let text = BASE
+        .replace("class = \"pmem\"", "class = \"optane\"")
+        .replace("kind = \"pgbench\"", "kind = \"sysbench\"")
+        .replace("baseline = \"fast\"", "baseline = \"fast\"\norder = \"random\"")
+        .replace("path = \"/dev/disk/by-id/nvme-A\"", "path = \"/dev/disk/by-id/nvme-A\"\ndax = \"maybe\"")
+        + "\n[kernel]\ntransparent_hugepages = \"sometimes\"\n"
+        + "\n[[fault]]\nrun = 1\nafter = \"1s\"\nkind = \"meteor\"\n";
+    let errs = errors(&text, false);
+    for (key, needle, words) in [
+        ("device[d2].class", "optane", &["\"nvme\"", "\"pmem\"", "\"nvme-tcp\""][..]),
+        ("workload[rw].kind", "sysbench", &["\"pgbench\"", "\"tpcc\""]),
+        ("experiment.order", "random", &["\"interleaved\"", "\"sequential\""]),
+        ("device[d1].dax", "maybe", &["\"off\"", "\"optional\"", "\"required\""]),
+        ("kernel.transparent_hugepages", "sometimes", &["\"always\"", "\"madvise\"", "\"never\""]),
+        ("fault[0].kind", "meteor", &["io-errors", "fill-device", "kill-server", "stop-target", "hang-client"]),
+    ] {
+        let e = errs.0.iter().find(|e| e.key.as_deref() == Some(key)).unwrap_or_else(|| panic!("{key}: {errs}"));
+        assert_eq!(e.line, Some(line_of(&text, needle)), "{e}");
+        for w in words {
+            assert!(e.message.contains(w), "{w} in {e}");
+        }
+    }
+    let tpcc = tpcc_base().replace("warehouses = 2", "warehouses = 2\nmode = \"tpc-e\"\nside = \"both\"");
+    let errs = errors(&tpcc, false);
+    for (key, needle, words) in [
+        ("workload[rw].mode", "tpc-e", &["\"spec\"", "\"hammerdb\""]),
+        ("workload[rw].side", "both", &["\"procedures\"", "\"client-sql\""]),
+    ] {
+        let e = errs.0.iter().find(|e| e.key.as_deref() == Some(key)).unwrap_or_else(|| panic!("{key}: {errs}"));
+        assert_eq!(e.line, Some(line_of(&tpcc, needle)), "{e}");
+        assert!(words.iter().all(|w| e.message.contains(w)), "{e}");
+    }
+    let text = BASE.replace("builtin = \"tpcb-like\"", "builtin = \"tpcb\"");
+    let e = &errors(&text, false).0[0];
+    assert_eq!(e.key.as_deref(), Some("workload[rw].builtin"), "{e}");
+    assert!(e.message.contains("\"tpcb-like\", \"simple-update\" or \"select-only\""), "{e}");
+    let text = with_d2_emulate(BASE, "backing = \"floppy\"");
+    let e = &errors(&text, false).0[0];
+    assert_eq!((e.key.as_deref(), e.line), (Some("device[d2].emulate.backing"), Some(line_of(&text, "floppy"))), "{e}");
+    assert!(e.message.contains("\"loop-file\", \"zram\", \"tmpfs-loop\" or \"nbd\""), "{e}");
+}
+
+#[test]
+fn memory_limit_of_the_wrong_type_names_its_key() {
+    let text = BASE.replace("memory_limits = [\"256MiB\"]", "memory_limits = [5]");
+    let e = &errors(&text, true).0[0];
+    assert_eq!(e.key.as_deref(), Some("emulate.memory_limits"), "{e}");
+    assert_eq!(e.line, Some(line_of(&text, "memory_limits = [5]")), "{e}");
+    assert!(e.message.contains("a memory limit is \"unlimited\""), "{e}");
+}
+
+#[test]
+fn a_wrong_watchdog_grace_is_reported_with_the_other_problems() {
+    let text = BASE.replace("baseline = \"fast\"", "baseline = \"slow\"\nwatchdog_grace = \"a while\"");
+    let keys: Vec<String> = errors(&text, false).0.into_iter().filter_map(|e| e.key).collect();
+    assert!(keys.contains(&"experiment.baseline".to_string()), "{keys:?}");
+    assert!(keys.contains(&"experiment.watchdog_grace".to_string()), "{keys:?}");
+}

@@ -1,0 +1,160 @@
+//! The resolved experiment: what `tiers`, `runner` and xtask consume once the file validated
+//! (its JSON is the `resolved_config` of a results manifest, compared by `compare --resume`).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use runner::matrix::{MemoryLimit, Order, Profile, WorkloadSpec};
+use serde::Serialize;
+use tiers::spec::DeviceSpec;
+
+/// Where a value came from: file, line and key, for messages about it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Origin {
+    pub file: PathBuf,
+    pub line: Option<usize>,
+    pub key: String,
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.file.display())?;
+        if let Some(l) = self.line {
+            write!(f, ":{l}")?;
+        }
+        write!(f, " `{}`", self.key)
+    }
+}
+
+/// A settings profile with where it came from.
+#[derive(Clone, Debug, Serialize)]
+pub struct ProfileInfo {
+    pub profile: Profile,
+    pub file: PathBuf,
+    pub description: String,
+    pub source: Option<String>,
+    /// Settings the profile lists but skips, with the reason.
+    pub skipped: BTreeMap<String, String>,
+    /// Where each of the profile's settings was set (the profile file, the experiment's
+    /// `[postgres.settings]` or `[emulate.settings]`).
+    #[serde(skip)]
+    pub origins: BTreeMap<String, Origin>,
+}
+
+/// Shared memory one cell's server maps, and whether it asks for huge pages: what the preflight
+/// checks against the huge pages this machine has reserved.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HugePagesNeed {
+    pub profile: String,
+    pub memory_limit: String,
+    pub shared_memory_bytes: u64,
+    /// Where `huge_pages = on` was set.
+    pub origin: Origin,
+}
+
+/// Where one placement puts PGDATA and pg_wal (device names).
+#[derive(Clone, Debug, Serialize)]
+pub struct Placement {
+    pub name: String,
+    pub description: String,
+    pub data: String,
+    pub wal: String,
+    /// Tablespace role (`tables`, `indexes`, `temp`) -> device name.
+    pub tablespaces: BTreeMap<String, String>,
+}
+
+impl Placement {
+    /// Every device this placement uses.
+    pub fn devices(&self) -> Vec<&str> {
+        let mut v = vec![self.data.as_str(), self.wal.as_str()];
+        v.extend(self.tablespaces.values().map(String::as_str));
+        v
+    }
+}
+
+/// What a fault does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FaultKind {
+    /// Every I/O of the device fails with EIO (nbdkit's error filter; emulated nbd devices).
+    IoErrors,
+    /// The device's filesystem fills up (a filler file takes the free space).
+    FillDevice,
+    /// The PostgreSQL server is killed (SIGKILL to the postmaster).
+    KillServer,
+    /// The NVMe/TCP target goes away (nbdkit is killed; emulated nbd devices).
+    StopTarget,
+    /// The benchmark client stops responding (SIGSTOP); the watchdog must end the run.
+    HangClient,
+}
+
+/// A fault injected at `after` into the measured interval of run number `run`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FaultSpec {
+    pub run: u32,
+    pub after: Duration,
+    pub kind: FaultKind,
+    pub device: Option<String>,
+}
+
+/// Kernel settings to apply for the run (and restore afterwards).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct KernelSettings {
+    pub sysctls: BTreeMap<String, String>,
+    pub transparent_hugepages: Option<String>,
+    pub cpu_governor: Option<String>,
+    /// False when the file lists settings but they are not applied (emulated run).
+    pub apply: bool,
+}
+
+impl KernelSettings {
+    pub fn is_empty(&self) -> bool {
+        self.sysctls.is_empty() && self.transparent_hugepages.is_none() && self.cpu_governor.is_none()
+    }
+}
+
+/// The experiment, validated and resolved (overrides applied when emulating).
+#[derive(Clone, Debug, Serialize)]
+pub struct Experiment {
+    pub file: PathBuf,
+    pub name: String,
+    pub description: String,
+    pub study: Option<String>,
+    pub baseline: String,
+    pub repetitions: u32,
+    pub order: Order,
+    /// How long each fio probe job runs per device (zero: no probe).
+    pub device_probe: Duration,
+    /// Set by the file: how long a benchmark may outlive its duration before the watchdog acts.
+    pub watchdog_grace: Option<Duration>,
+    pub emulated: bool,
+    pub bin_dir: Option<PathBuf>,
+    pub os_user: String,
+    pub profiles: Vec<ProfileInfo>,
+    pub memory_limits: Vec<MemoryLimit>,
+    /// Where each memory limit was set (same order as `memory_limits`).
+    #[serde(skip)]
+    pub memory_limit_origins: Vec<Origin>,
+    /// Cells whose server asks for `huge_pages = on`.
+    #[serde(skip)]
+    pub huge_pages_needs: Vec<HugePagesNeed>,
+    pub devices: Vec<DeviceSpec>,
+    pub placements: Vec<Placement>,
+    pub workloads: Vec<WorkloadSpec>,
+    pub kernel: KernelSettings,
+    pub faults: Vec<FaultSpec>,
+    /// Things worth knowing that are not errors.
+    pub warnings: Vec<String>,
+}
+
+impl Experiment {
+    pub fn device(&self, name: &str) -> Option<&DeviceSpec> {
+        self.devices.iter().find(|d| d.name == name)
+    }
+
+    /// Devices used by at least one placement, in file order.
+    pub fn used_devices(&self) -> Vec<&DeviceSpec> {
+        self.devices.iter().filter(|d| self.placements.iter().any(|p| p.devices().contains(&d.name.as_str()))).collect()
+    }
+}

@@ -1,0 +1,264 @@
+//! `[[device]]`: the device class and the real device it names, filesystem options, DAX,
+//! preconditioning, throttles, and how `--emulate` stands it in.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use runner::matrix::WorkloadSpec;
+use tiers::spec::{
+    Backing, DaxPolicy, DeviceClass, DeviceSpec, Emulation, NvmeTcpTarget, PartitionSpec, Precondition, RealDevice,
+    SecretSource, Throttle,
+};
+use toml::Spanned;
+
+use super::Validator;
+use super::emulate::Overrides;
+use crate::LoadOptions;
+use crate::model::Placement;
+use crate::policy::{unsafe_mkfs_option, unsafe_mount_option};
+use crate::raw::{RawDevice, RawDeviceEmulate, RawFile, RawThrottle};
+use crate::spans::span;
+
+/// The size of an emulated device that gives none and no `[emulate] device_size`.
+const DEFAULT_EMULATED_SIZE: u64 = 4 << 30;
+
+impl Validator<'_> {
+    pub(super) fn devices(&mut self, raw: &RawFile, ov: &Overrides, opts: &LoadOptions) -> Vec<DeviceSpec> {
+        let mut devices = Vec::new();
+        let mut seen = BTreeSet::new();
+        for d in &raw.device {
+            self.unique(&mut seen, "device", &d.get_ref().name);
+            if let Some(spec) = self.device(d, ov, opts) {
+                devices.push(spec);
+            }
+        }
+        if raw.device.is_empty() {
+            self.err(span(&raw.experiment), "device", "the experiment defines no [[device]]");
+        }
+        devices
+    }
+
+    fn device(&mut self, d: &Spanned<RawDevice>, ov: &Overrides, opts: &LoadOptions) -> Option<DeviceSpec> {
+        let r = d.get_ref();
+        let n = r.name.get_ref().clone();
+        let key = |k: &str| format!("device[{n}].{k}");
+        self.name(&r.name, &key("name"));
+        let class = self.keyword(&r.class, key("class"))?;
+        let real = self.real_device(d, class, &key);
+        let default_dax = if class == DeviceClass::Pmem { DaxPolicy::Required } else { DaxPolicy::Off };
+        let dax = self.keyword_or(r.dax.as_ref(), &key("dax"), default_dax, DaxPolicy::Off);
+        let precondition = r.precondition_fill.as_ref().and_then(|f| {
+            let v = *f.get_ref();
+            if !(0.0 < v && v <= 1.0) {
+                self.err(
+                    span(f),
+                    key("precondition_fill"),
+                    "a fraction of the device between 0 and 1 (1.0 = the whole device)",
+                );
+                None
+            } else {
+                Some(Precondition { fill_fraction: v })
+            }
+        });
+        let throttle = r.throttle.as_ref().map(|t| self.throttle(t, &key("throttle")));
+        let (emulation, emu_throttle) = self.emulation(&n, class, r.emulate.as_ref().map(|e| e.get_ref()), ov, opts);
+        for o in r.mkfs_options.iter().filter_map(|o| unsafe_mkfs_option(o)) {
+            self.err(span(d), key("mkfs_options"), o);
+        }
+        for o in r.mount_options.iter().filter_map(|o| unsafe_mount_option(o)) {
+            self.err(span(d), key("mount_options"), o);
+        }
+        Some(DeviceSpec {
+            name: n,
+            class,
+            description: r.description.clone(),
+            real,
+            mkfs_options: r.mkfs_options.clone(),
+            mount_options: r.mount_options.clone(),
+            dax,
+            partition: r.partition.unwrap_or(false).then_some(PartitionSpec { start_sector: 2048 }),
+            allow_wipe: r.allow_wipe.unwrap_or(false),
+            discard: r.discard.unwrap_or(false),
+            precondition,
+            throttle: if opts.emulate { emu_throttle.or(throttle) } else { throttle },
+            emulation,
+        })
+    }
+
+    /// The real device of its class, with the keys that class needs (and no others).
+    fn real_device(&mut self, d: &Spanned<RawDevice>, class: DeviceClass, key: &dyn Fn(&str) -> String) -> RealDevice {
+        let r = d.get_ref();
+        let need = |v: &mut Self, present: bool, what: &str, example: &str| {
+            if !present {
+                v.err(span(d), key(what), format!("a {class} device needs `{what}` (for example {example})"));
+            }
+        };
+        let real = match class {
+            DeviceClass::Nvme => {
+                need(self, r.path.is_some(), "path", "path = \"/dev/disk/by-id/nvme-...\"");
+                if let Some(p) = &r.path
+                    && !p.get_ref().starts_with("/dev/")
+                {
+                    self.err(
+                        span(p),
+                        key("path"),
+                        "the real device is a path under /dev (best a stable /dev/disk/by-id/... name)",
+                    );
+                }
+                RealDevice::Local {
+                    path: r.path.as_ref().map(|p| PathBuf::from(p.get_ref())).unwrap_or_default(),
+                    model: r.model.clone(),
+                    serial: r.serial.clone(),
+                }
+            }
+            DeviceClass::Pmem => {
+                need(self, r.namespace.is_some(), "namespace", "namespace = \"namespace0.0\"");
+                RealDevice::Pmem {
+                    namespace: r.namespace.as_ref().map(|s| s.get_ref().clone()).unwrap_or_default(),
+                    allow_reconfigure: r.allow_reconfigure.unwrap_or(false),
+                }
+            }
+            DeviceClass::NvmeTcp => {
+                need(self, r.address.is_some(), "address", "address = \"192.0.2.10\"");
+                need(self, r.nqn.is_some(), "nqn", "nqn = \"nqn.2016-01.com.lightbitslabs:uuid:...\"");
+                RealDevice::NvmeTcp(self.nvme_tcp_target(d, key))
+            }
+        };
+        for (present, what) in [
+            (r.path.is_some() && class != DeviceClass::Nvme, "path"),
+            (r.namespace.is_some() && class != DeviceClass::Pmem, "namespace"),
+            ((r.address.is_some() || r.nqn.is_some()) && class != DeviceClass::NvmeTcp, "address/nqn"),
+        ] {
+            if present {
+                self.err(span(d), key(what), format!("`{what}` does not apply to a {class} device"));
+            }
+        }
+        real
+    }
+
+    fn nvme_tcp_target(&mut self, d: &Spanned<RawDevice>, key: &dyn Fn(&str) -> String) -> NvmeTcpTarget {
+        let r = d.get_ref();
+        if r.dhchap_secret_env.is_some() && r.dhchap_secret_file.is_some() {
+            self.err(
+                span(d),
+                key("dhchap_secret_env"),
+                "give the DH-HMAC-CHAP secret either from the environment or from a file, not both",
+            );
+        }
+        let secret = match (&r.dhchap_secret_env, &r.dhchap_secret_file) {
+            (Some(e), _) => Some(SecretSource::Env { name: e.clone() }),
+            (None, Some(f)) => Some(SecretSource::File { path: f.into() }),
+            _ => None,
+        };
+        NvmeTcpTarget {
+            address: r.address.as_ref().map(|s| s.get_ref().clone()).unwrap_or_default(),
+            port: r.port.unwrap_or(4420),
+            nqn: r.nqn.as_ref().map(|s| s.get_ref().clone()).unwrap_or_default(),
+            host_nqn: r.host_nqn.clone(),
+            dhchap_secret: secret,
+            nsid: r.nsid,
+        }
+    }
+
+    /// How the device is emulated, and the throttle that applies when emulating.
+    fn emulation(
+        &mut self,
+        n: &str,
+        class: DeviceClass,
+        e: Option<&RawDeviceEmulate>,
+        ov: &Overrides,
+        opts: &LoadOptions,
+    ) -> (Emulation, Option<Throttle>) {
+        let key = |k: &str| format!("device[{n}].emulate.{k}");
+        let default_backing = class.default_backing();
+        let backing =
+            self.keyword_or(e.and_then(|e| e.backing.as_ref()), &key("backing"), default_backing, default_backing);
+        // The device's own size, else [emulate] device_size.
+        let size = match e
+            .and_then(|e| e.size.as_ref())
+            .map(|s| (s, key("size")))
+            .or_else(|| ov.device_size.get().map(|c| (c.value, c.key)))
+        {
+            None => Some(DEFAULT_EMULATED_SIZE),
+            Some((s, k)) => self.size(s, &k).inspect(|&bytes| {
+                if bytes < 320 << 20 {
+                    self.err(span(s), k, "XFS needs at least 300 MB; give emulated devices 512MiB or more");
+                }
+            }),
+        };
+        let latency = e.and_then(|e| e.latency.as_ref()).and_then(|l| self.latency(n, l, backing, opts));
+        let throttle = e.and_then(|e| e.throttle.as_ref()).map(|t| self.throttle(t, &key("throttle")));
+        let emulation = Emulation {
+            backing,
+            size_bytes: size.unwrap_or(DEFAULT_EMULATED_SIZE),
+            latency,
+            zram_algorithm: e.and_then(|e| e.zram_algorithm.clone()).unwrap_or_else(|| "lz4".into()),
+            error_injection: false,
+        };
+        (emulation, throttle)
+    }
+
+    /// Latency added to every I/O of an nbd-backed device.
+    fn latency(&mut self, n: &str, l: &Spanned<String>, backing: Backing, opts: &LoadOptions) -> Option<Duration> {
+        let key = format!("device[{n}].emulate.latency");
+        let d = self.duration(l, &key)?;
+        if backing != Backing::Nbd {
+            self.err(span(l), key, "added latency needs the \"nbd\" backing");
+        } else if opts.emulate && d.as_nanos() % 1000 != 0 {
+            self.err(span(l), key, "added latency is applied in whole microseconds; give e.g. \"200us\" or \"1ms\"");
+        } else if opts.emulate && d.as_micros() % 1000 != 0 {
+            self.warnings.push(format!(
+                "device {n:?}: a latency below whole milliseconds ({}) is added by a small nbdkit plugin compiled with gcc at start (nbdkit's delay filter only takes whole milliseconds)",
+                l.get_ref()
+            ));
+        }
+        Some(d)
+    }
+
+    fn throttle(&mut self, t: &Spanned<RawThrottle>, key: &str) -> Throttle {
+        let r = t.get_ref();
+        let th = Throttle {
+            read_iops: r.read_iops,
+            write_iops: r.write_iops,
+            read_bytes_per_sec: r.read_bandwidth.as_ref().and_then(|b| self.size(b, &format!("{key}.read_bandwidth"))),
+            write_bytes_per_sec: r
+                .write_bandwidth
+                .as_ref()
+                .and_then(|b| self.size(b, &format!("{key}.write_bandwidth"))),
+        };
+        if th.is_empty() {
+            self.err(
+                span(t),
+                key,
+                "a throttle needs at least one of read_iops, write_iops, read_bandwidth, write_bandwidth",
+            );
+        }
+        th
+    }
+
+    /// Checks across sections: emulated devices too small for the data sets.
+    pub(super) fn cross_checks(
+        &mut self,
+        devices: &[DeviceSpec],
+        placements: &[Placement],
+        workloads: &[WorkloadSpec],
+        emulate: bool,
+    ) {
+        // pgbench data is about 15 MiB per scale unit, TPC-C about 100 MiB per warehouse.
+        let need = workloads.iter().map(|w| w.estimated_bytes()).max().unwrap_or(0);
+        let max_scale = workloads.iter().map(|w| w.scale()).max().unwrap_or(0);
+        for d in devices {
+            let copies = placements.iter().filter(|p| p.data == d.name).count() as u64;
+            if emulate && copies > 0 && d.emulation.size_bytes < need * copies + (256 << 20) {
+                self.warnings.push(format!(
+                    "emulated device {:?} ({} MiB) may be too small for {copies} cop{} of a scale-{max_scale} data set (about {} MiB each)",
+                    d.name,
+                    d.emulation.size_bytes >> 20,
+                    if copies == 1 { "y" } else { "ies" },
+                    need >> 20
+                ));
+            }
+        }
+    }
+}

@@ -1,0 +1,83 @@
+//! `[[placement]]`: where PGDATA, pg_wal and tablespaces live, and the baseline among them.
+
+use std::collections::BTreeSet;
+
+use tiers::spec::DeviceSpec;
+use toml::Spanned;
+
+use super::Validator;
+use crate::model::Placement;
+use crate::raw::{RawFile, RawPlacement};
+use crate::spans::span;
+
+impl Validator<'_> {
+    pub(super) fn placements(&mut self, raw: &RawFile, devices: &[DeviceSpec]) -> Vec<Placement> {
+        let device_names: Vec<String> = raw.device.iter().map(|d| d.get_ref().name.get_ref().clone()).collect();
+        let mut placements = Vec::new();
+        let mut seen = BTreeSet::new();
+        for p in &raw.placement {
+            placements.push(self.placement(p, &device_names, &mut seen));
+        }
+        if raw.placement.is_empty() {
+            self.err(span(&raw.experiment), "placement", "the experiment defines no [[placement]]");
+        }
+        let baseline = &raw.experiment.get_ref().baseline;
+        let placement_names: Vec<&str> = placements.iter().map(|p| p.name.as_str()).collect();
+        if !placement_names.contains(&baseline.get_ref().as_str()) {
+            self.err(
+                span(baseline),
+                "experiment.baseline",
+                format!(
+                    "no placement named {:?}; defined placements: {}",
+                    baseline.get_ref(),
+                    placement_names.join(", ")
+                ),
+            );
+        }
+        for d in devices {
+            if !placements.iter().any(|p| p.devices().contains(&d.name.as_str())) {
+                self.warnings.push(format!("device {:?} is used by no placement and will not be provisioned", d.name));
+            }
+        }
+        placements
+    }
+
+    fn placement(
+        &mut self,
+        p: &Spanned<RawPlacement>,
+        device_names: &[String],
+        seen: &mut BTreeSet<String>,
+    ) -> Placement {
+        let r = p.get_ref();
+        let n = r.name.get_ref().clone();
+        self.name(&r.name, &format!("placement[{n}].name"));
+        self.unique(seen, "placement", &r.name);
+        let mut refs: Vec<(String, &Spanned<String>)> = vec![("data".into(), &r.data), ("wal".into(), &r.wal)];
+        for (role, dev) in &r.tablespaces {
+            if !runner::matrix::TABLESPACE_ROLES.contains(&role.as_str()) {
+                self.err(
+                    span(dev),
+                    format!("placement[{n}].tablespaces.{role}"),
+                    format!("unknown tablespace role {role:?}; use tables, indexes or temp"),
+                );
+            }
+            refs.push((format!("tablespaces.{role}"), dev));
+        }
+        for (field, value) in refs {
+            if !device_names.contains(value.get_ref()) {
+                self.err(
+                    span(value),
+                    format!("placement[{n}].{field}"),
+                    format!("no device named {:?}; defined devices: {}", value.get_ref(), device_names.join(", ")),
+                );
+            }
+        }
+        Placement {
+            name: n,
+            description: r.description.clone().unwrap_or_default(),
+            data: r.data.get_ref().clone(),
+            wal: r.wal.get_ref().clone(),
+            tablespaces: r.tablespaces.iter().map(|(k, v)| (k.clone(), v.get_ref().clone())).collect(),
+        }
+    }
+}

@@ -1,0 +1,222 @@
+//! `[postgres]`: binaries, the OS user, settings profiles (`configs/postgres/<name>.toml`) with the
+//! settings added on top of them, and the memory limits.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use runner::matrix::{MemoryLimit, Profile};
+use toml::Spanned;
+
+use super::Validator;
+use super::emulate::Overrides;
+use crate::error::Source;
+use crate::model::{Origin, ProfileInfo};
+use crate::policy::reserved_setting;
+use crate::raw::{RawMemoryLimit, RawPostgres, RawProfile};
+use crate::spans::{span, toml_error};
+use crate::{LoadOptions, units};
+
+/// What `[postgres]` resolves to.
+pub(super) struct PostgresSection {
+    pub bin_dir: Option<PathBuf>,
+    pub os_user: String,
+    pub profiles: Vec<ProfileInfo>,
+    pub memory_limits: Vec<MemoryLimit>,
+    /// Where each memory limit was set (same order as `memory_limits`).
+    pub memory_limit_origins: Vec<Origin>,
+}
+
+type Settings = BTreeMap<String, Spanned<toml::Value>>;
+
+impl Validator<'_> {
+    pub(super) fn postgres_section(
+        &mut self,
+        pg: Option<&RawPostgres>,
+        ov: &Overrides,
+        opts: &LoadOptions,
+    ) -> PostgresSection {
+        let raw_bin = pg.and_then(|p| p.bin_dir.as_ref());
+        let bin_dir = raw_bin.and_then(|b| (b.get_ref() != "auto").then(|| PathBuf::from(b.get_ref())));
+        if let (Some(b), Some(raw_b)) = (&bin_dir, raw_bin)
+            && !b.join("postgres").exists()
+        {
+            self.err(
+                span(raw_b),
+                "postgres.bin_dir",
+                format!(
+                    "{} has no postgres binary; use \"auto\" or the directory that holds initdb, postgres and pgbench",
+                    b.display()
+                ),
+            );
+        }
+        let raw_user = pg.and_then(|p| p.os_user.as_ref());
+        let os_user = raw_user.map(|u| u.get_ref().clone()).unwrap_or_else(|| "postgres".into());
+        if os_user == "root" {
+            self.err(
+                raw_user.map(|u| u.span()),
+                "postgres.os_user",
+                "PostgreSQL never runs as root; use an unprivileged user such as postgres",
+            );
+        }
+        let profiles = self.profiles(pg, ov, opts);
+        // The file's own limits are checked even when [emulate] overrides them.
+        let own = pg.and_then(|p| p.memory_limits.as_ref()).map(|m| self.memory_limits(m, "postgres.memory_limits"));
+        let (memory_limits, memory_limit_origins) = match ov.memory_limits.get() {
+            Some(c) => self.memory_limits(c.value, &c.key),
+            None => own
+                .unwrap_or_else(|| (vec![MemoryLimit::unlimited()], vec![self.origin(None, "postgres.memory_limits")])),
+        };
+        PostgresSection { bin_dir, os_user, profiles, memory_limits, memory_limit_origins }
+    }
+
+    /// The profiles with `[postgres.settings]` and (when emulating) `[emulate.settings]` on top.
+    fn profiles(&mut self, pg: Option<&RawPostgres>, ov: &Overrides, opts: &LoadOptions) -> Vec<ProfileInfo> {
+        let names: Vec<Spanned<String>> = match pg.and_then(|p| p.profiles.as_ref()) {
+            Some(list) => list.get_ref().clone(),
+            None => vec![Spanned::new(0..0, "default".to_string())],
+        };
+        let common = pg.and_then(|p| p.settings.as_ref());
+        let common_settings = common.map(|s| self.settings(s.get_ref(), "postgres.settings")).unwrap_or_default();
+        let emu = ov.settings.get();
+        let emu_settings = emu.as_ref().map(|c| self.settings(c.get(), &c.key));
+        let common_origins = common.map(|s| self.origins(s.get_ref(), "postgres.settings")).unwrap_or_default();
+        let emu_origins = emu.as_ref().map(|c| self.origins(c.get(), &c.key));
+        let mut profiles = Vec::new();
+        for name in &names {
+            if let Some(mut info) = self.load_profile(name, &opts.configs_dir) {
+                info.profile.settings.extend(common_settings.clone());
+                info.origins.extend(common_origins.clone());
+                if let Some(es) = &emu_settings {
+                    info.profile.settings.extend(es.clone());
+                }
+                if let Some(eo) = &emu_origins {
+                    info.origins.extend(eo.clone());
+                }
+                profiles.push(info);
+            }
+        }
+        profiles
+    }
+
+    fn memory_limits(
+        &mut self,
+        list: &Spanned<Vec<Spanned<RawMemoryLimit>>>,
+        key: &str,
+    ) -> (Vec<MemoryLimit>, Vec<Origin>) {
+        if list.get_ref().is_empty() {
+            self.err(span(list), key, "give at least one limit (\"unlimited\" for none)");
+        }
+        let mut out = Vec::new();
+        let mut origins = Vec::new();
+        for (i, m) in list.get_ref().iter().enumerate() {
+            let (text, settings) = match m.get_ref() {
+                RawMemoryLimit::Plain(s) => (s.clone(), BTreeMap::new()),
+                RawMemoryLimit::WithSettings(t) => {
+                    let spanned =
+                        t.settings.iter().map(|(k, v)| (k.clone(), Spanned::new(m.span(), v.clone()))).collect();
+                    (t.limit.clone(), self.settings(&spanned, key))
+                }
+            };
+            let bytes = if text == "unlimited" || text == "none" {
+                None
+            } else {
+                match units::parse_size(&text) {
+                    Ok(b) if b < 64 << 20 => {
+                        self.err(
+                            span(m),
+                            key,
+                            "a server limited to less than 64 MiB will not start; use at least 64MiB",
+                        );
+                        continue;
+                    }
+                    Ok(b) => Some(b),
+                    Err(e) => {
+                        self.err(span(m), key, e);
+                        continue;
+                    }
+                }
+            };
+            out.push(MemoryLimit { bytes, settings });
+            origins.push(self.origin(span(m), format!("{key}[{i}]")));
+        }
+        (out, origins)
+    }
+
+    /// PostgreSQL settings as the server takes them (booleans as on/off); reserved ones refused.
+    fn settings(&mut self, map: &Settings, key: &str) -> BTreeMap<String, String> {
+        let mut out = BTreeMap::new();
+        for (k, v) in map {
+            if !k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.') {
+                self.err(span(v), format!("{key}.{k}"), "not a PostgreSQL setting name");
+                continue;
+            }
+            if let Some(why) = reserved_setting(k) {
+                self.err(span(v), format!("{key}.{k}"), why);
+                continue;
+            }
+            let s = match v.get_ref() {
+                toml::Value::String(s) => s.clone(),
+                toml::Value::Integer(i) => i.to_string(),
+                toml::Value::Float(f) => f.to_string(),
+                toml::Value::Boolean(b) => if *b { "on" } else { "off" }.into(),
+                _ => {
+                    self.err(span(v), format!("{key}.{k}"), "a setting is a string, number or boolean");
+                    continue;
+                }
+            };
+            out.insert(k.clone(), s);
+        }
+        out
+    }
+
+    /// Where each setting of `map` is set in this file.
+    fn origins(&self, map: &Settings, key: &str) -> BTreeMap<String, Origin> {
+        map.iter().map(|(k, v)| (k.clone(), self.origin(span(v), format!("{key}.{k}")))).collect()
+    }
+
+    fn load_profile(&mut self, name: &Spanned<String>, configs: &Path) -> Option<ProfileInfo> {
+        let n = name.get_ref();
+        let file = configs.join("postgres").join(format!("{n}.toml"));
+        let Ok(text) = std::fs::read_to_string(&file) else {
+            let known: Vec<String> = std::fs::read_dir(configs.join("postgres"))
+                .map(|rd| {
+                    rd.flatten()
+                        .filter_map(|e| {
+                            e.file_name().to_str().and_then(|f| f.strip_suffix(".toml")).map(str::to_string)
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            self.err(
+                span(name),
+                "postgres.profiles",
+                format!(
+                    "no settings profile {n:?} ({} does not exist); known profiles: {}",
+                    file.display(),
+                    known.join(", ")
+                ),
+            );
+            return None;
+        };
+        let psrc = Source { path: &file, text: &text };
+        let raw: RawProfile = match toml::from_str(&text) {
+            Ok(r) => r,
+            Err(e) => {
+                self.errors.push(toml_error(&psrc, &e));
+                return None;
+            }
+        };
+        let mut sub = Validator::new(&psrc);
+        let settings = sub.settings(&raw.settings, "settings");
+        let origins = sub.origins(&raw.settings, "settings");
+        self.errors.extend(sub.errors);
+        Some(ProfileInfo {
+            profile: Profile { name: n.clone(), settings },
+            file,
+            description: raw.description.unwrap_or_default(),
+            source: raw.source,
+            skipped: raw.skipped,
+            origins,
+        })
+    }
+}
