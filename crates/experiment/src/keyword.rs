@@ -65,6 +65,9 @@ keyword!(Backing {
     Backing::LoopFile => "loop-file", Backing::Zram => "zram", Backing::TmpfsLoop => "tmpfs-loop", Backing::Nbd => "nbd",
 } |t| format!("unknown backing {t:?}; use \"loop-file\", \"zram\", \"tmpfs-loop\" or \"nbd\""));
 
+keyword!(crate::model::Design { crate::model::Design::Slices => "slices", crate::model::Design::Runs => "runs" }
+    |t| format!("{t:?}: use \"slices\" (every placement's server up at once, the load alternating in short slices) or \"runs\" (a server start, ramp-up and measured run per cell and repetition)"));
+
 keyword!(Order { Order::Interleaved => "interleaved", Order::Sequential => "sequential" }
     |t| format!("{t:?}: use \"interleaved\" or \"sequential\""));
 

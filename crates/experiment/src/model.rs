@@ -143,6 +143,7 @@ pub struct Experiment {
     pub placements: Vec<Placement>,
     pub workloads: Vec<WorkloadSpec>,
     pub kernel: KernelSettings,
+    pub measurement: Measurement,
     pub faults: Vec<FaultSpec>,
     /// Things worth knowing that are not errors.
     pub warnings: Vec<String>,
@@ -156,5 +157,60 @@ impl Experiment {
     /// Devices used by at least one placement, in file order.
     pub fn used_devices(&self) -> Vec<&DeviceSpec> {
         self.devices.iter().filter(|d| self.placements.iter().any(|p| p.devices().contains(&d.name.as_str()))).collect()
+    }
+}
+
+/// How a matrix is measured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Design {
+    /// Every placement's server of one memory limit and profile is up at once, and the load
+    /// alternates between them in short slices (rounds in a random order), so that what the
+    /// machine does meanwhile lands on every placement alike; deltas are paired by round.
+    Slices,
+    /// A server start, CHECKPOINT, dropped caches, ramp-up and measured run per cell and
+    /// repetition; deltas compare independent runs.
+    Runs,
+}
+
+impl Design {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Design::Slices => "slices",
+            Design::Runs => "runs",
+        }
+    }
+}
+
+/// The measurement design and its precision target.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Measurement {
+    pub design: Design,
+    /// Slices: the length of one slice.
+    pub slice: Duration,
+    /// Slices: discarded load per placement after its servers start; None = the workload's
+    /// ramp_up.
+    pub warm_up: Option<Duration>,
+    /// Slices: the time budget of the measured phase (None: `min_rounds` rounds per contest).
+    pub budget: Option<Duration>,
+    /// Slices: the half-width (percentage points) each delta's 95% interval should reach.
+    pub target_halfwidth_pct: Option<f64>,
+    /// A delta whose whole 95% interval lies inside ±this many percent is called equivalent.
+    pub equivalence_margin_pct: f64,
+    /// Slices: rounds every contest gets before its interval is judged.
+    pub min_rounds: u32,
+}
+
+impl Default for Measurement {
+    fn default() -> Self {
+        Measurement {
+            design: Design::Runs,
+            slice: Duration::from_secs(4),
+            warm_up: None,
+            budget: None,
+            target_halfwidth_pct: None,
+            equivalence_margin_pct: 2.0,
+            min_rounds: 6,
+        }
     }
 }

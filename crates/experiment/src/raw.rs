@@ -30,6 +30,37 @@ pub struct RawFile {
     pub kernel: Option<Spanned<RawKernel>>,
     #[serde(default)]
     pub fault: Vec<Spanned<RawFault>>,
+    #[serde(default)]
+    pub measurement: Option<Spanned<RawMeasurement>>,
+}
+
+/// How the matrix is measured: the design, its time budget and its precision target.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawMeasurement {
+    /// `slices` (every placement's server up at once, the load alternating in short slices) or
+    /// `runs` (a server start, ramp-up and measured run per cell and repetition).
+    #[serde(default)]
+    pub design: Option<Spanned<Word<crate::model::Design>>>,
+    /// Slices: the length of one slice.
+    #[serde(default)]
+    pub slice: Option<Spanned<String>>,
+    /// Slices: discarded load per placement after its servers start (default: the workload's
+    /// ramp_up).
+    #[serde(default)]
+    pub warm_up: Option<Spanned<String>>,
+    /// Slices: the measured phase's time budget over all contests.
+    #[serde(default)]
+    pub budget: Option<Spanned<String>>,
+    /// Slices: a contest stops once every delta's 95% interval is at most this wide (`"5%"`).
+    #[serde(default)]
+    pub target_halfwidth: Option<Spanned<String>>,
+    /// A delta whose whole 95% interval lies inside ±this is called equivalent (`"2%"`).
+    #[serde(default)]
+    pub equivalence_margin: Option<Spanned<String>>,
+    /// Slices: rounds every contest gets before its interval is judged.
+    #[serde(default)]
+    pub min_rounds: Option<Spanned<u32>>,
 }
 
 /// A fault injected into one measured run (fault-handling studies, and pgtier's own tests).
@@ -296,6 +327,9 @@ pub struct RawEmulate {
     /// Settings applied on top of every profile when emulating (e.g. a smaller shared_buffers).
     #[serde(default)]
     pub settings: Option<Spanned<BTreeMap<String, Spanned<toml::Value>>>>,
+    /// `[measurement]` keys that apply when emulating.
+    #[serde(default)]
+    pub measurement: Option<Spanned<RawMeasurement>>,
 }
 
 /// `configs/postgres/<name>.toml`.

@@ -567,3 +567,28 @@ fn a_wrong_watchdog_grace_is_reported_with_the_other_problems() {
     assert!(keys.contains(&"experiment.baseline".to_string()), "{keys:?}");
     assert!(keys.contains(&"experiment.watchdog_grace".to_string()), "{keys:?}");
 }
+
+#[test]
+fn measurement_section_and_its_emulate_overrides() {
+    let text = BASE.replace(
+        "[emulate]\n",
+        "[measurement]\ndesign = \"slices\"\nslice = \"5s\"\nbudget = \"20min\"\ntarget_halfwidth = \"3%\"\n\n[emulate]\n",
+    ) + "[emulate.measurement]\nbudget = \"13min\"\nequivalence_margin = \"1.5%\"\n";
+    let e = parse(Path::new("exp.toml"), &text, &opts(true)).unwrap();
+    let m = &e.measurement;
+    assert_eq!(m.design, experiment::Design::Slices);
+    assert_eq!((m.slice, m.budget), (Duration::from_secs(5), Some(Duration::from_secs(13 * 60))));
+    assert_eq!((m.target_halfwidth_pct, m.equivalence_margin_pct), (Some(3.0), 1.5));
+    let real = parse(Path::new("exp.toml"), &text, &opts(false)).unwrap();
+    assert_eq!((real.measurement.budget, real.measurement.equivalence_margin_pct), (Some(Duration::from_secs(1200)), 2.0));
+    // Without the section: today's design, a 2% margin.
+    let plain = parse(Path::new("exp.toml"), BASE, &opts(true)).unwrap();
+    assert_eq!((plain.measurement.design, plain.measurement.equivalence_margin_pct), (experiment::Design::Runs, 2.0));
+    // Errors name the key the value came from.
+    let bad = text.replace("equivalence_margin = \"1.5%\"", "equivalence_margin = \"lots\"").replace("design = \"slices\"", "design = \"slice\"");
+    let e = errors(&bad, true);
+    let margin = e.0.iter().find(|e| e.key.as_deref() == Some("emulate.measurement.equivalence_margin")).unwrap_or_else(|| panic!("{e}"));
+    assert_eq!(margin.line, Some(line_of(&bad, "equivalence_margin = \"lots\"")));
+    let design = e.0.iter().find(|e| e.key.as_deref() == Some("measurement.design")).unwrap_or_else(|| panic!("{e}"));
+    assert!(design.message.contains("\"slices\"") && design.message.contains("\"runs\""), "{design}");
+}

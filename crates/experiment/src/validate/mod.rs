@@ -6,6 +6,7 @@ mod emulate;
 mod experiment;
 mod fault;
 mod kernel;
+mod measurement;
 mod placement;
 mod postgres;
 mod workload;
@@ -46,6 +47,11 @@ impl<'a> Validator<'a> {
         let workloads = self.workloads(raw, &ov, opts);
         let kernel = self.kernel(raw.kernel.as_ref(), &ov, opts);
         let faults = self.faults(&raw.fault, &mut devices, opts);
+        let measurement = self.measurement(
+            raw.measurement.as_ref(),
+            raw.emulate.as_ref().and_then(|e| e.get_ref().measurement.as_ref()),
+            opts,
+        );
         self.cross_checks(&devices, &placements, &workloads, opts.emulate);
         let huge_pages_needs =
             self.memory_checks(&pg.profiles, &pg.memory_limits, &pg.memory_limit_origins, &workloads);
@@ -74,6 +80,7 @@ impl<'a> Validator<'a> {
             placements,
             workloads,
             kernel,
+            measurement,
             faults,
             warnings: Vec::new(),
         })
