@@ -10,8 +10,9 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::ReportError;
-use crate::charts::{self, Bar, BarChart, BarGroup};
-use crate::export::{ExportError, num, write};
+use crate::charts::{self, Bar, BarChart, BarGroup, Chart};
+use crate::export::tables::Fixed;
+use crate::export::{ExportError, Output, csv_bytes, write_outputs};
 use crate::model::{ResultSet, describe, summarize};
 use crate::stats::Delta;
 
@@ -150,6 +151,41 @@ pub fn environment_changes(a: &ResultSet, b: &ResultSet) -> Vec<Change> {
     out
 }
 
+/// A row of `comparison.csv`: one matching cell.
+#[derive(Serialize, Default)]
+struct CompareRow<'a> {
+    cell: &'a str,
+    baseline_tps: Fixed<3>,
+    contender_tps: Fixed<3>,
+    tps_delta_pct: Fixed<2>,
+    tps_delta_ci95_low_pct: Fixed<2>,
+    tps_delta_ci95_high_pct: Fixed<2>,
+    latency_delta_pct: Option<Fixed<2>>,
+    /// `unknown` without an interval.
+    within_noise: &'static str,
+}
+
+impl CompareRow<'_> {
+    fn of(c: &CellComparison) -> CompareRow<'_> {
+        let nan = Delta { pct: f64::NAN, ratio: f64::NAN, pct_low: f64::NAN, pct_high: f64::NAN, within_noise: false };
+        let d = c.tps.unwrap_or(nan);
+        CompareRow {
+            cell: &c.cell,
+            baseline_tps: Fixed(c.baseline_tps),
+            contender_tps: Fixed(c.contender_tps),
+            tps_delta_pct: Fixed(d.pct),
+            tps_delta_ci95_low_pct: Fixed(d.pct_low),
+            tps_delta_ci95_high_pct: Fixed(d.pct_high),
+            latency_delta_pct: c.latency.map(|l| Fixed(l.pct)),
+            within_noise: match (d.has_interval(), d.within_noise) {
+                (false, _) => "unknown",
+                (true, true) => "true",
+                (true, false) => "false",
+            },
+        }
+    }
+}
+
 /// Compares two result sets and writes `comparison.md`, `comparison.csv` and a chart to `out`.
 pub fn compare(baseline: &Path, contender: &Path, out: &Path) -> Result<(Comparison, Vec<PathBuf>), ReportError> {
     let a = ResultSet::load(baseline)?;
@@ -190,7 +226,6 @@ pub fn compare(baseline: &Path, contender: &Path, out: &Path) -> Result<(Compari
     }
     let cmp = Comparison { changes, cells, unmatched };
     std::fs::create_dir_all(out).map_err(|e| ExportError::Write { path: out.to_path_buf(), message: e.to_string() })?;
-    let mut files = Vec::new();
 
     // Markdown: what changed first.
     let mut md = String::new();
@@ -260,44 +295,9 @@ pub fn compare(baseline: &Path, contender: &Path, out: &Path) -> Result<(Compari
         let _ = writeln!(md, "\nCells without a counterpart: {}", cmp.unmatched.join("; "));
     }
     let _ = writeln!(md, "\n![comparison](comparison-throughput.png)");
-    let p = out.join("comparison.md");
-    write(&p, md.as_bytes())?;
-    files.push(p);
+    let md = Output::bytes("comparison.md", md.into_bytes());
 
-    // CSV.
-    let mut w = csv::Writer::from_writer(Vec::new());
-    let _ = w.write_record([
-        "cell",
-        "baseline_tps",
-        "contender_tps",
-        "tps_delta_pct",
-        "tps_delta_ci95_low_pct",
-        "tps_delta_ci95_high_pct",
-        "latency_delta_pct",
-        "within_noise",
-    ]);
-    for c in &cmp.cells {
-        let d = c.tps.unwrap_or(Delta {
-            pct: f64::NAN,
-            ratio: f64::NAN,
-            pct_low: f64::NAN,
-            pct_high: f64::NAN,
-            within_noise: false,
-        });
-        let _ = w.write_record([
-            c.cell.clone(),
-            num(c.baseline_tps, 3),
-            num(c.contender_tps, 3),
-            num(d.pct, 2),
-            num(d.pct_low, 2),
-            num(d.pct_high, 2),
-            c.latency.map(|l| num(l.pct, 2)).unwrap_or_default(),
-            if d.has_interval() { d.within_noise.to_string() } else { "unknown".into() },
-        ]);
-    }
-    let p = out.join("comparison.csv");
-    write(&p, &w.into_inner().unwrap_or_default())?;
-    files.push(p);
+    let csv = Output::bytes("comparison.csv", csv_bytes(cmp.cells.iter().map(CompareRow::of)));
 
     // Chart: contender/baseline ratio per cell.
     let groups = cmp
@@ -333,11 +333,9 @@ pub fn compare(baseline: &Path, contender: &Path, out: &Path) -> Result<(Compari
         value_suffix: "",
         reference: Some((1.0, "baseline set = 1.0".into())),
     };
-    let stem = out.join("comparison-throughput");
-    charts::render_bar_chart(&chart, &stem)
-        .map_err(|e| ExportError::Write { path: stem.clone(), message: e.to_string() })?;
-    files.push(stem.with_extension("png"));
-    files.push(stem.with_extension("svg"));
+    let [png, svg] = charts::render(&Chart::Bar(chart), Path::new("comparison-throughput"))
+        .map_err(|e| ExportError::Write { path: out.join("comparison-throughput"), message: e.to_string() })?;
+    let files = write_outputs(out, [md, csv, png, svg])?;
     Ok((cmp, files))
 }
 

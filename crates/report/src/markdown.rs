@@ -1,13 +1,11 @@
 //! `report.md`: the summary table with deltas and intervals, warnings, the environment and
 //! devices, the methodology as it actually ran, and the charts.
 
-use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
-
-use crate::export::{ExportError, Exporter, write};
+use crate::export::{ExportError, Exporter, Output, layout};
 use crate::model::{ResultSet, Summary, describe};
 use crate::stats::Delta;
 use crate::views;
+use std::fmt::Write as _;
 
 /// `report.md`, embedding the charts the charts exporter wrote.
 pub struct MarkdownExporter {
@@ -91,7 +89,12 @@ fn failed_runs(s: &mut String, set: &ResultSet) {
     if failed.is_empty() {
         return;
     }
-    let _ = writeln!(s, "\n**Failed runs** ({} of {}; left out of every figure, evidence in runs/<id>/):\n", failed.len(), set.runs.len());
+    let _ = writeln!(
+        s,
+        "\n**Failed runs** ({} of {}; left out of every figure, evidence in runs/<id>/):\n",
+        failed.len(),
+        set.runs.len()
+    );
     for r in failed {
         let _ = writeln!(
             s,
@@ -108,11 +111,7 @@ fn gib(b: u64) -> String {
 }
 
 impl Exporter for MarkdownExporter {
-    fn name(&self) -> &'static str {
-        "markdown"
-    }
-
-    fn export(&self, set: &ResultSet, summary: &Summary, out: &Path) -> Result<Vec<PathBuf>, ExportError> {
+    fn export(&self, set: &ResultSet, summary: &Summary) -> Result<Vec<Output>, ExportError> {
         let m = &set.manifest;
         let mut s = String::new();
         let _ = writeln!(s, "# {}\n", m.experiment_name);
@@ -433,8 +432,6 @@ impl Exporter for MarkdownExporter {
             s,
             "Raw output of every run (pgbench stdout/stderr, server log) is in `runs/<run id>/`; figures per run in `runs.csv`, per cell in `summary.csv`, per second in `series.csv`; `manifest.json` holds the resolved configuration and environment."
         );
-        let p = results::ResultsDir::new(out).report_md();
-        write(&p, s.as_bytes())?;
-        Ok(vec![p])
+        Ok(vec![Output::bytes(layout().report_md(), s.into_bytes())])
     }
 }

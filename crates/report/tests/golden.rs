@@ -34,7 +34,9 @@ fn check(fixture: &str, rel: &str, actual: &str) -> Option<String> {
     match std::fs::read_to_string(&golden) {
         Err(e) => Some(format!("{}: {e} (PGTIER_UPDATE_GOLDEN=1 writes it)", golden.display())),
         Ok(expected) if expected == actual => None,
-        Ok(expected) => Some(format!("{fixture}/{rel} differs from {}:\n{}", golden.display(), diff(&expected, actual))),
+        Ok(expected) => {
+            Some(format!("{fixture}/{rel} differs from {}:\n{}", golden.display(), diff(&expected, actual)))
+        }
     }
 }
 

@@ -50,7 +50,8 @@ pub fn rendered(name: &'static str) -> &'static Rendered {
     static CELLS: [OnceLock<Rendered>; FIXTURES.len()] = [OnceLock::new(), OnceLock::new()];
     let i = FIXTURES.iter().position(|f| *f == name).unwrap_or_else(|| panic!("no fixture {name}"));
     CELLS[i].get_or_init(|| {
-        let root = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("report-golden-{}", std::process::id())).join(name);
+        let root =
+            PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("report-golden-{}", std::process::id())).join(name);
         let _ = std::fs::remove_dir_all(&root);
         copy_dir(&crate_dir().join("tests/fixtures").join(name), &root);
         let (_, files) = report::render(&root).unwrap_or_else(|e| panic!("render {name}: {e}"));
@@ -69,8 +70,7 @@ pub fn diff(expected: &str, actual: &str) -> String {
     let a: Vec<&str> = expected.lines().collect();
     let b: Vec<&str> = actual.lines().collect();
     let prefix = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
-    let suffix =
-        a[prefix..].iter().rev().zip(b[prefix..].iter().rev()).take_while(|(x, y)| x == y).count();
+    let suffix = a[prefix..].iter().rev().zip(b[prefix..].iter().rev()).take_while(|(x, y)| x == y).count();
     let (a_mid, b_mid) = (&a[prefix..a.len() - suffix], &b[prefix..b.len() - suffix]);
     let start = prefix.saturating_sub(3);
     let mut out = format!(
