@@ -21,7 +21,15 @@ pub(super) fn draw_line_chart<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>,
             })
         })
         .fold(0.0, f64::max);
-    let ymax = if ytop > 0.0 { ytop * 1.15 } else { 1.0 };
+    // Room above the highest point for the peak labels, all of them stacked in the worst case.
+    let marks = c.series.iter().filter(|l| l.mark.is_some()).count() as f64;
+    let plot_h = area.dim_in_pixel().1 as f64 - 66.0;
+    let headroom = marks * f64::from(MARK_LABEL_H + GAP) + f64::from(GAP + MARK_R);
+    let ymax = match ytop > 0.0 {
+        true if marks > 0.0 && plot_h > headroom * 2.0 => (ytop * 1.15).max(ytop * plot_h / (plot_h - headroom)),
+        true => ytop * 1.15,
+        false => 1.0,
+    };
     let pad = (xmax - xmin) * 0.03;
     let mut chart = ChartBuilder::on(&area)
         .margin_left(20)
@@ -50,12 +58,23 @@ pub(super) fn draw_line_chart<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>,
         .bold_line_style(RGBColor(0xE4, 0xE4, 0xE4))
         .draw()
         .map_err(s)?;
+    let (x_pixels, _) = chart.plotting_area().get_pixel_range();
+    let text_width = |text: &str, font: &FontDesc| {
+        root.estimate_text_size(text, &font.clone().into_text_style(root)).map(|(w, _)| w as i32).unwrap_or(0)
+    };
     for (x, label) in &c.vlines {
         let style = RGBColor(0x99, 0x99, 0x99).stroke_width(1);
         chart.draw_series(DashedLineSeries::new(vec![(*x, 0.0), (*x, ymax)], 6, 4, style)).map_err(s)?;
-        let st = ("sans-serif", 14).into_font().color(&RGBColor(0x66, 0x66, 0x66)).pos(Pos::new(HPos::Left, VPos::Top));
+        let font = ("sans-serif", 14).into_font();
+        // Right of the line, or left of it where it would run past the plot.
+        let fits = chart.backend_coord(&(*x, 0.0)).0 + text_width(label, &font) <= x_pixels.end;
+        let st = font
+            .color(&RGBColor(0x66, 0x66, 0x66))
+            .pos(Pos::new(if fits { HPos::Left } else { HPos::Right }, VPos::Top));
         chart.draw_series(std::iter::once(Text::new(label.clone(), (*x, ymax * 0.99), st))).map_err(s)?;
     }
+    // What a peak label must not cover: points, error bars and peak circles (in pixels).
+    let mut columns = Vec::new();
     for l in &c.series {
         let style = l.color.stroke_width(3);
         if l.dashed {
@@ -65,6 +84,7 @@ pub(super) fn draw_line_chart<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>,
         }
         if l.markers {
             chart.draw_series(l.points.iter().map(|p| Circle::new(*p, 5, l.color.filled()))).map_err(s)?;
+            columns.extend(l.points.iter().map(|p| Column::around(chart.backend_coord(p), 5)));
         }
         if let Some(errs) = &l.errors {
             for (p, e) in l.points.iter().zip(errs) {
@@ -75,18 +95,108 @@ pub(super) fn draw_line_chart<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>,
                             l.color.stroke_width(2),
                         )))
                         .map_err(s)?;
+                    columns.push(Column::around(chart.backend_coord(&(p.0, p.1 + e)), 1));
                 }
             }
         }
-        if let Some((x, y, label)) = &l.mark {
+        if let Some((x, y, _)) = &l.mark {
             chart.draw_series(std::iter::once(Circle::new((*x, *y), 9, l.color.stroke_width(3)))).map_err(s)?;
-            let st = ("sans-serif", 16)
-                .into_font()
-                .style(FontStyle::Bold)
-                .color(&l.color)
-                .pos(Pos::new(HPos::Center, VPos::Bottom));
-            chart.draw_series(std::iter::once(Text::new(label.clone(), (*x, *y + ymax * 0.03), st))).map_err(s)?;
+            columns.push(Column::around(chart.backend_coord(&(*x, *y)), MARK_R));
         }
     }
+    // Peak labels last, above everything drawn under them and above each other.
+    let font = ("sans-serif", 16).into_font().style(FontStyle::Bold);
+    let marked: Vec<_> = c.series.iter().filter_map(|l| l.mark.as_ref().map(|m| (l.color, m))).collect();
+    let labels: Vec<Label> = marked
+        .iter()
+        .map(|(_, (x, y, text))| Label {
+            centre: chart.backend_coord(&(*x, *y)).0,
+            width: text_width(text, &font),
+            height: MARK_LABEL_H,
+        })
+        .collect();
+    for ((color, (_, _, text)), at) in marked.iter().zip(place_labels(&labels, columns, (x_pixels.start, x_pixels.end)))
+    {
+        let st = font.color(color).pos(Pos::new(HPos::Left, VPos::Top));
+        root.draw(&Text::new(text.clone(), at, st)).map_err(s)?;
+    }
     Ok(())
+}
+
+/// Height of a peak label, its gap to what is under it, and the radius of the peak's circle
+/// (with its stroke), in pixels.
+const MARK_LABEL_H: i32 = 18;
+const GAP: i32 = 4;
+const MARK_R: i32 = 11;
+
+/// Pixels a label must stay above: the columns `x0..=x1` from `top` down.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Column {
+    pub x0: i32,
+    pub x1: i32,
+    pub top: i32,
+}
+
+impl Column {
+    fn around((x, y): (i32, i32), radius: i32) -> Column {
+        Column { x0: x - radius, x1: x + radius, top: y - radius }
+    }
+}
+
+/// A label to place: centred on `centre` if it can be.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Label {
+    pub centre: i32,
+    pub width: i32,
+    pub height: i32,
+}
+
+/// Places each label, in order, as low as it can sit above every column under it (the points
+/// and error bars, then the labels placed before it), horizontally centred on its point but
+/// inside `left..right`. Returns each label's top-left corner.
+pub(crate) fn place_labels(labels: &[Label], mut columns: Vec<Column>, (left, right): (i32, i32)) -> Vec<(i32, i32)> {
+    labels
+        .iter()
+        .map(|l| {
+            let x0 = (l.centre - l.width / 2).min(right - l.width).max(left);
+            let x1 = x0 + l.width;
+            let floor = columns.iter().filter(|c| c.x0 <= x1 && c.x1 >= x0).map(|c| c.top).min();
+            // Every label's own point is a column; without one it would sit at the bottom.
+            let top = floor.unwrap_or(i32::MAX / 2) - GAP - l.height;
+            columns.push(Column { x0, x1, top });
+            (x0, top)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_sit_above_error_bars_and_each_other() {
+        // Two peaks at the same x: one with a tall error bar, one without.
+        let columns =
+            vec![Column::around((500, 300), MARK_R), Column::around((500, 120), 1), Column::around((500, 320), MARK_R)];
+        let label = Label { centre: 500, width: 100, height: MARK_LABEL_H };
+        let at = place_labels(&[label, label], columns, (100, 1000));
+        assert_eq!(at[0], (450, 119 - GAP - MARK_LABEL_H), "above the error bar's top, not on it");
+        assert_eq!(at[1], (450, at[0].1 - GAP - MARK_LABEL_H), "stacked above the first label");
+    }
+
+    #[test]
+    fn labels_stay_inside_the_plot() {
+        let label = Label { centre: 990, width: 100, height: MARK_LABEL_H };
+        let at = place_labels(&[label], vec![Column::around((990, 300), MARK_R)], (100, 1000));
+        assert_eq!(at[0].0, 900);
+        let at = place_labels(&[Label { centre: 110, ..label }], vec![Column::around((110, 300), MARK_R)], (100, 1000));
+        assert_eq!(at[0].0, 100);
+    }
+
+    #[test]
+    fn a_label_beside_a_tall_bar_is_not_lifted_by_it() {
+        let columns = vec![Column::around((300, 400), MARK_R), Column::around((700, 100), 1)];
+        let at = place_labels(&[Label { centre: 300, width: 80, height: MARK_LABEL_H }], columns, (0, 1000));
+        assert_eq!(at[0].1, 400 - MARK_R - GAP - MARK_LABEL_H);
+    }
 }

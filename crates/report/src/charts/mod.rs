@@ -218,8 +218,44 @@ pub fn group_digits(v: f64, decimals: usize) -> String {
     if v < 0.0 { format!("-{out}") } else { out }
 }
 
+/// Splits `text` into lines no wider than `max` (as `width` measures): between the clauses of a
+/// `; `-separated text first, then between words; a word wider than `max` keeps a line of its
+/// own. A text that fits stays one line, unchanged.
+pub fn wrap(text: &str, max: i32, width: impl Fn(&str) -> i32) -> Vec<String> {
+    if width(text) <= max {
+        return vec![text.to_string()];
+    }
+    let clauses: Vec<String> = {
+        let parts: Vec<&str> = text.split("; ").collect();
+        let last = parts.len() - 1;
+        parts.iter().enumerate().map(|(i, p)| if i < last { format!("{p};") } else { p.to_string() }).collect()
+    };
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    let push = |piece: &str, line: &mut String, lines: &mut Vec<String>| {
+        let joined = if line.is_empty() { piece.to_string() } else { format!("{line} {piece}") };
+        if line.is_empty() || width(&joined) <= max {
+            *line = joined;
+        } else {
+            lines.push(std::mem::replace(line, piece.to_string()));
+        }
+    };
+    for clause in &clauses {
+        if width(clause) <= max {
+            push(clause, &mut line, &mut lines);
+        } else {
+            for word in clause.split(' ') {
+                push(word, &mut line, &mut lines);
+            }
+        }
+    }
+    lines.push(line);
+    lines
+}
+
 /// Draws the title, subtitle, a legend row and the footnote; returns the area left for the plot.
-/// The legend sits above the plot, so it never hides a bar or its label.
+/// The legend sits above the plot, so it never hides a bar or its label. Title, subtitle and
+/// footnote lines wider than the canvas are wrapped.
 pub fn frame<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     title: &str,
@@ -229,26 +265,33 @@ pub fn frame<DB: DrawingBackend>(
 ) -> Result<DrawingArea<DB, Shift>, String> {
     root.fill(&WHITE).map_err(s)?;
     let (w, h) = root.dim_in_pixel();
-    let title_style = ("sans-serif", 30).into_font().style(FontStyle::Bold).color(&BLACK);
-    root.draw(&Text::new(title.to_string(), (24, 14), title_style)).map_err(s)?;
-    let mut top = 56;
+    let width = |text: &str, font: &FontDesc| {
+        root.estimate_text_size(text, &font.clone().into_text_style(root))
+            .map(|(tw, _)| tw as i32)
+            .unwrap_or(8 * text.len() as i32)
+    };
+    let max = w as i32 - 48;
+    let title_font = ("sans-serif", 30).into_font().style(FontStyle::Bold);
+    let title_lines = wrap(title, max, |t| width(t, &title_font));
+    for (i, line) in title_lines.iter().enumerate() {
+        root.draw(&Text::new(line.clone(), (24, 14 + 36 * i as i32), title_font.color(&BLACK))).map_err(s)?;
+    }
+    let below_title = 36 * (title_lines.len() as i32 - 1);
+    let mut top = 56 + below_title;
     if !subtitle.is_empty() {
-        root.draw(&Text::new(
-            subtitle.to_string(),
-            (24, 54),
-            ("sans-serif", 19).into_font().color(&RGBColor(0x44, 0x44, 0x44)),
-        ))
-        .map_err(s)?;
-        top = 84;
+        let font = ("sans-serif", 19).into_font();
+        let lines = wrap(subtitle, max, |t| width(t, &font));
+        for (i, line) in lines.iter().enumerate() {
+            let y = 54 + below_title + 24 * i as i32;
+            root.draw(&Text::new(line.clone(), (24, y), font.color(&RGBColor(0x44, 0x44, 0x44)))).map_err(s)?;
+        }
+        top = 84 + below_title + 24 * (lines.len() as i32 - 1);
     }
     if !legend.is_empty() {
         let font = ("sans-serif", 16).into_font();
-        let (mut x, mut y) = (24i32, top as i32 + 4);
+        let (mut x, mut y) = (24i32, top + 4);
         for (text, color) in legend {
-            let tw = root
-                .estimate_text_size(text, &font.clone().into_text_style(root))
-                .map(|(tw, _)| tw as i32)
-                .unwrap_or(8 * text.len() as i32);
+            let tw = width(text, &font);
             if x + 26 + tw > w as i32 - 24 {
                 x = 24;
                 y += 24;
@@ -257,20 +300,30 @@ pub fn frame<DB: DrawingBackend>(
             root.draw(&Text::new(text.clone(), (x + 24, y), font.clone().color(&BLACK))).map_err(s)?;
             x += 24 + tw + 28;
         }
-        top = (y + 28) as u32;
+        top = y + 28;
     }
-    let foot_h = 20 * footnote.len() as i32 + 12;
-    for (i, line) in footnote.iter().enumerate() {
+    let foot_font = ("sans-serif", 15).into_font();
+    let foot_lines: Vec<String> = footnote.iter().flat_map(|l| wrap(l, max, |t| width(t, &foot_font))).collect();
+    let foot_h = 20 * foot_lines.len() as i32 + 12;
+    for (i, line) in foot_lines.iter().enumerate() {
         let y = h as i32 - foot_h + 6 + 20 * i as i32;
-        root.draw(&Text::new(line.clone(), (24, y), ("sans-serif", 15).into_font().color(&RGBColor(0x55, 0x55, 0x55))))
-            .map_err(s)?;
+        root.draw(&Text::new(line.clone(), (24, y), foot_font.color(&RGBColor(0x55, 0x55, 0x55)))).map_err(s)?;
     }
-    Ok(root.margin(top, foot_h as u32, 0, 0))
+    Ok(root.margin(top as u32, foot_h as u32, 0, 0))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wraps_at_clauses_then_words() {
+        let width = |t: &str| t.chars().count() as i32;
+        assert_eq!(wrap("short; text", 20, width), ["short; text"]);
+        assert_eq!(wrap("first clause; second clause; third", 28, width), ["first clause; second clause;", "third"]);
+        assert_eq!(wrap("one two three four; five", 10, width), ["one two", "three", "four; five"]);
+        assert_eq!(wrap("unbreakable-word-here", 5, width), ["unbreakable-word-here"]);
+    }
 
     #[test]
     fn digits() {

@@ -59,18 +59,7 @@ pub(super) fn scaling(cx: &mut Ctx) {
                 )),
             });
         }
-        let base = peaks.iter().find(|p| p.0 == reference).cloned();
         let who = if cells[0].nopm.is_some() { "virtual users" } else { "clients" };
-        let deltas: Vec<String> = match &base {
-            Some((_, bc, bt)) => peaks
-                .iter()
-                .filter(|p| p.0 != reference)
-                .map(|(n, c, t)| {
-                    format!("{n} {:+.1}% at its peak ({c} {who}; {reference} peaks at {bc})", (t / bt - 1.0) * 100.0)
-                })
-                .collect(),
-            None => vec![],
-        };
         let c0 = cells[0];
         let mut context = format!("workload {}", c0.key.workload);
         context.push_str(&format!(", server memory {}", c0.key.memory_limit));
@@ -79,10 +68,7 @@ pub(super) fn scaling(cx: &mut Ctx) {
         }
         let chart = LineChart {
             title: format!("{}: scaling with {who}", set.manifest.experiment_name),
-            subtitle: format!(
-                "{context}; delta at peak: {}",
-                if deltas.is_empty() { "n/a".into() } else { deltas.join("; ") }
-            ),
+            subtitle: format!("{context}; {}", peak_deltas(&peaks, &reference, who)),
             x_label: who.into(),
             y_label: cells[0].headline().2.into(),
             series,
@@ -93,6 +79,23 @@ pub(super) fn scaling(cx: &mut Ctx) {
         let stem = format!("scaling-{}{}", clean(&c0.key.workload), context_suffix(&c0.key, true, !by_profile));
         cx.line(chart, stem, "Scaling");
     }
+}
+
+/// `delta at peak against <reference> (peaks at 64 clients): a +12.0% (peaks at 32), b ...`:
+/// each line's peak against the reference line's peak, the reference named once.
+fn peak_deltas(peaks: &[(String, u32, f64)], reference: &str, who: &str) -> String {
+    let Some((_, base_clients, base)) = peaks.iter().find(|p| p.0 == reference) else {
+        return "delta at peak: n/a".into();
+    };
+    let deltas: Vec<String> = peaks
+        .iter()
+        .filter(|p| p.0 != reference)
+        .map(|(name, clients, peak)| format!("{name} {:+.1}% (peaks at {clients})", (peak / base - 1.0) * 100.0))
+        .collect();
+    if deltas.is_empty() {
+        return "delta at peak: n/a".into();
+    }
+    format!("delta at peak against {reference} (peaks at {base_clients} {who}): {}", deltas.join(", "))
 }
 
 /// TPS per second over the first repetition of each placement, checkpoints marked.
@@ -146,5 +149,21 @@ pub(super) fn stability(cx: &mut Ctx) {
             integer_x: false,
         };
         cx.line(chart, file_stem("stability", c0), &describe_group(c0));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn peak_deltas_name_the_reference_once() {
+        let peaks = vec![("das".to_string(), 8, 200.0), ("lb".to_string(), 8, 150.0), ("lbc".to_string(), 4, 250.0)];
+        assert_eq!(
+            peak_deltas(&peaks, "das", "virtual users"),
+            "delta at peak against das (peaks at 8 virtual users): lb -25.0% (peaks at 8), lbc +25.0% (peaks at 4)"
+        );
+        assert_eq!(peak_deltas(&peaks[1..], "das", "clients"), "delta at peak: n/a");
+        assert_eq!(peak_deltas(&peaks[..1], "das", "clients"), "delta at peak: n/a");
     }
 }

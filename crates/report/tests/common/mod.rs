@@ -45,13 +45,17 @@ fn copy_dir(from: &Path, to: &Path) {
 }
 
 /// Renders the fixture `name` (once per test binary) into a fresh copy under Cargo's scratch
-/// directory for integration tests.
+/// directory for integration tests (`target/tmp`).
 pub fn rendered(name: &'static str) -> &'static Rendered {
     static CELLS: [OnceLock<Rendered>; FIXTURES.len()] = [OnceLock::new(), OnceLock::new()];
     let i = FIXTURES.iter().position(|f| *f == name).unwrap_or_else(|| panic!("no fixture {name}"));
     CELLS[i].get_or_init(|| {
-        let root =
-            PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("report-golden-{}", std::process::id())).join(name);
+        // One scratch directory per test binary, replaced on each run.
+        let exe = std::env::current_exe().ok().and_then(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()));
+        let root = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+            .join("report-golden")
+            .join(exe.unwrap_or_else(|| "tests".into()))
+            .join(name);
         let _ = std::fs::remove_dir_all(&root);
         copy_dir(&crate_dir().join("tests/fixtures").join(name), &root);
         let (_, files) = report::render(&root).unwrap_or_else(|e| panic!("render {name}: {e}"));
