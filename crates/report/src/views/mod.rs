@@ -227,3 +227,111 @@ pub fn render_all(
     }
     Ok((written, specs.iter().map(ChartSpec::file).collect()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::Estimate;
+    use results::record::CellKey;
+
+    fn cell(placement: &str, workload: &str, clients: u32, memory: &str, profile: &str) -> CellSummary {
+        let e = Estimate { n: 2, mean: 100.0, stdev: 1.0, cv_pct: 1.0, ci95: 9.0, min: 99.0, max: 101.0 };
+        CellSummary {
+            key: CellKey {
+                placement: placement.into(),
+                workload: workload.into(),
+                clients,
+                memory_limit: memory.into(),
+                profile: profile.into(),
+            },
+            is_baseline: placement == "a",
+            runs: 2,
+            failed_runs: 0,
+            tps: e,
+            latency_ms: e,
+            latency_p99_ms: None,
+            tps_delta: None,
+            latency_delta: None,
+            latency_p99_delta: None,
+            nopm: None,
+            nopm_delta: None,
+            statements: vec![],
+        }
+    }
+
+    #[test]
+    fn file_names_tell_memory_limits_and_profiles_apart() {
+        assert_eq!(file_stem("throughput", &cell("a", "tpcb", 8, "unlimited", "default")), "throughput-tpcb-c8");
+        assert_eq!(
+            file_stem("latency", &cell("a", "select only", 16, "192MiB", "seed004-performance")),
+            "latency-select_only-c16-mem192MiB-seed004-performance"
+        );
+        let k = cell("a", "tpcb", 8, "1.5GiB", "fast/wal").key;
+        assert_eq!(context_suffix(&k, true, true), "-mem1_5GiB-fast_wal");
+        assert_eq!(context_suffix(&k, false, true), "-fast_wal", "the compared dimension is left out");
+        assert_eq!(context_suffix(&k, true, false), "-mem1_5GiB");
+    }
+
+    #[test]
+    fn chart_files_live_under_charts() {
+        let spec = ChartSpec {
+            section: "Scaling".into(),
+            stem: "scaling-tpcb".into(),
+            chart: Chart::Line(LineChart {
+                title: "t: scaling with clients".into(),
+                subtitle: String::new(),
+                x_label: String::new(),
+                y_label: String::new(),
+                series: vec![],
+                vlines: vec![],
+                footnote: vec![],
+                integer_x: true,
+            }),
+        };
+        assert_eq!(spec.path(), PathBuf::from("charts/scaling-tpcb"));
+        let f = spec.file();
+        assert_eq!(
+            (f.file.as_str(), f.caption.as_str(), f.section.as_str()),
+            ("charts/scaling-tpcb.png", "t: scaling with clients", "Scaling")
+        );
+    }
+
+    #[test]
+    fn groups_differ_only_by_placement_in_first_appearance_order() {
+        let summary = Summary {
+            cells: vec![
+                cell("a", "rw", 8, "unlimited", "default"),
+                cell("b", "rw", 8, "unlimited", "default"),
+                cell("a", "rw", 16, "unlimited", "default"),
+                cell("b", "rw", 8, "unlimited", "fast"),
+                cell("c", "rw", 16, "unlimited", "default"),
+            ],
+            missing: vec![],
+            warnings: vec![],
+        };
+        let keys: Vec<Vec<String>> = groups(&summary)
+            .iter()
+            .map(|g| g.iter().map(|c| format!("{}@{}/{}", c.key.placement, c.key.clients, c.key.profile)).collect())
+            .collect();
+        assert_eq!(keys, [vec!["a@8/default", "b@8/default"], vec!["a@16/default", "c@16/default"], vec!["b@8/fast"]]);
+        assert_eq!(describe_group(&summary.cells[3]), "workload rw, 8 clients, server memory unlimited, profile fast");
+    }
+
+    #[test]
+    fn bar_annotations() {
+        let d = |pct: f64, low: f64, high: f64| Delta {
+            pct,
+            ratio: 1.0 + pct / 100.0,
+            pct_low: low,
+            pct_high: high,
+            within_noise: low <= 0.0 && high >= 0.0,
+        };
+        assert_eq!(annotation(None, true, false), ("baseline".into(), false));
+        assert_eq!(annotation(None, false, false), ("n/a".into(), false));
+        assert_eq!(annotation(Some(&d(44.6, 30.0, 60.0)), false, false), ("+44.6%".into(), false));
+        assert_eq!(annotation(Some(&d(150.0, 100.0, 200.0)), false, false), ("2.5x".into(), false));
+        assert_eq!(annotation(Some(&d(150.0, 100.0, 200.0)), false, true), ("+150.0%".into(), false), "latency: no x");
+        assert_eq!(annotation(Some(&d(-3.0, -8.0, 2.0)), false, false), ("-3.0% (noise)".into(), true));
+        assert_eq!(annotation(Some(&d(-3.0, f64::NAN, f64::NAN)), false, false), ("-3.0% (1 run)".into(), false));
+    }
+}
