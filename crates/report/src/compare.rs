@@ -190,8 +190,21 @@ impl CompareRow<'_> {
 pub fn compare(baseline: &Path, contender: &Path, out: &Path) -> Result<(Comparison, Vec<PathBuf>), ReportError> {
     let a = ResultSet::load(baseline)?;
     let b = ResultSet::load(contender)?;
-    let (sa, sb) = (summarize(&a), summarize(&b));
-    let changes = environment_changes(&a, &b);
+    let cmp = comparison(&a, &b);
+    std::fs::create_dir_all(out).map_err(|e| ExportError::Write { path: out.to_path_buf(), message: e.to_string() })?;
+    let md = Output::bytes("comparison.md", markdown(&cmp, (baseline, &a), (contender, &b)).into_bytes());
+    let csv = Output::bytes("comparison.csv", csv_bytes(cmp.cells.iter().map(CompareRow::of)));
+    let [png, svg] =
+        charts::render(&Chart::Bar(ratio_chart(&cmp, baseline, contender)), Path::new("comparison-throughput"))
+            .map_err(|e| ExportError::Write { path: out.join("comparison-throughput"), message: e.to_string() })?;
+    let files = write_outputs(out, [md, csv, png, svg])?;
+    Ok((cmp, files))
+}
+
+/// The environment changes, every matching cell's deltas and the cells without a counterpart.
+fn comparison(a: &ResultSet, b: &ResultSet) -> Comparison {
+    let (sa, sb) = (summarize(a), summarize(b));
+    let changes = environment_changes(a, b);
     let mut cells = Vec::new();
     let mut unmatched = Vec::new();
     for ca in &sa.cells {
@@ -208,7 +221,7 @@ pub fn compare(baseline: &Path, contender: &Path, out: &Path) -> Result<(Compari
             }
             m.into_iter().map(|(k, v)| (k, v.iter().sum::<f64>() / v.len() as f64)).collect()
         };
-        let (xa, xb) = (stmt(&a), stmt(&b));
+        let (xa, xb) = (stmt(a), stmt(b));
         let statements = xa.iter().filter_map(|(k, va)| xb.get(k).map(|vb| (k.clone(), *va, *vb))).collect();
         cells.push(CellComparison {
             cell: describe(&ca.key),
@@ -224,10 +237,11 @@ pub fn compare(baseline: &Path, contender: &Path, out: &Path) -> Result<(Compari
             unmatched.push(format!("{} (only in the contender set)", describe(&cb.key)));
         }
     }
-    let cmp = Comparison { changes, cells, unmatched };
-    std::fs::create_dir_all(out).map_err(|e| ExportError::Write { path: out.to_path_buf(), message: e.to_string() })?;
+    Comparison { changes, cells, unmatched }
+}
 
-    // Markdown: what changed first.
+/// `comparison.md`: what changed first, then the deltas.
+fn markdown(cmp: &Comparison, (baseline, a): (&Path, &ResultSet), (contender, b): (&Path, &ResultSet)) -> String {
     let mut md = String::new();
     let _ = writeln!(md, "# Comparison: {} against {}\n", contender.display(), baseline.display());
     let _ = writeln!(
@@ -295,11 +309,11 @@ pub fn compare(baseline: &Path, contender: &Path, out: &Path) -> Result<(Compari
         let _ = writeln!(md, "\nCells without a counterpart: {}", cmp.unmatched.join("; "));
     }
     let _ = writeln!(md, "\n![comparison](comparison-throughput.png)");
-    let md = Output::bytes("comparison.md", md.into_bytes());
+    md
+}
 
-    let csv = Output::bytes("comparison.csv", csv_bytes(cmp.cells.iter().map(CompareRow::of)));
-
-    // Chart: contender/baseline ratio per cell.
+/// The contender/baseline TPS ratio per cell.
+fn ratio_chart(cmp: &Comparison, baseline: &Path, contender: &Path) -> BarChart {
     let groups = cmp
         .cells
         .iter()
@@ -319,7 +333,7 @@ pub fn compare(baseline: &Path, contender: &Path, out: &Path) -> Result<(Compari
             })
         })
         .collect();
-    let chart = BarChart {
+    BarChart {
         title: "contender against baseline result set".into(),
         subtitle: format!(
             "TPS ratio per cell (1.0 = baseline set); {} environment/configuration difference(s) listed in comparison.md",
@@ -332,11 +346,7 @@ pub fn compare(baseline: &Path, contender: &Path, out: &Path) -> Result<(Compari
         value_decimals: 2,
         value_suffix: "",
         reference: Some((1.0, "baseline set = 1.0".into())),
-    };
-    let [png, svg] = charts::render(&Chart::Bar(chart), Path::new("comparison-throughput"))
-        .map_err(|e| ExportError::Write { path: out.join("comparison-throughput"), message: e.to_string() })?;
-    let files = write_outputs(out, [md, csv, png, svg])?;
-    Ok((cmp, files))
+    }
 }
 
 #[cfg(test)]

@@ -4,14 +4,56 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::{LineChart, frame, group_digits, legend_of, s};
+use super::bar::Plot;
+use super::{Line, LineChart, frame, group_digits, legend_of, s};
 
 pub(super) fn draw_line_chart<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, c: &LineChart) -> Result<(), String> {
     let legend = legend_of(c.series.iter().map(|l| (l.name.as_str(), l.color)));
     let area = frame(root, &c.title, &c.subtitle, &legend, &c.footnote)?;
-    let xs = c.series.iter().flat_map(|l| l.points.iter().map(|p| p.0));
-    let (xmin, xmax) = xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| (a.min(x), b.max(x)));
-    let (xmin, xmax) = if xmin.is_finite() { (xmin, xmax.max(xmin + 1.0)) } else { (0.0, 1.0) };
+    let ymax = y_max(c, area.dim_in_pixel().1 as f64 - 66.0);
+    let mut chart = axes(&area, c, ymax)?;
+    let (x_pixels, _) = chart.plotting_area().get_pixel_range();
+    let text_width = |text: &str, font: &FontDesc| {
+        root.estimate_text_size(text, &font.clone().into_text_style(root)).map(|(w, _)| w as i32).unwrap_or(0)
+    };
+    for (x, label) in &c.vlines {
+        let style = RGBColor(0x99, 0x99, 0x99).stroke_width(1);
+        chart.draw_series(DashedLineSeries::new(vec![(*x, 0.0), (*x, ymax)], 6, 4, style)).map_err(s)?;
+        let font = ("sans-serif", 14).into_font();
+        // Right of the line, or left of it where it would run past the plot.
+        let fits = chart.backend_coord(&(*x, 0.0)).0 + text_width(label, &font) <= x_pixels.end;
+        let st = font
+            .color(&RGBColor(0x66, 0x66, 0x66))
+            .pos(Pos::new(if fits { HPos::Left } else { HPos::Right }, VPos::Top));
+        chart.draw_series(std::iter::once(Text::new(label.clone(), (*x, ymax * 0.99), st))).map_err(s)?;
+    }
+    // What a peak label must not cover: points, error bars and peak circles (in pixels).
+    let mut columns = Vec::new();
+    for l in &c.series {
+        draw_line(&mut chart, l, &mut columns)?;
+    }
+    // Peak labels last, above everything drawn under them and above each other.
+    let font = ("sans-serif", 16).into_font().style(FontStyle::Bold);
+    let marked: Vec<_> = c.series.iter().filter_map(|l| l.mark.as_ref().map(|m| (l.color, m))).collect();
+    let labels: Vec<Label> = marked
+        .iter()
+        .map(|(_, (x, y, text))| Label {
+            centre: chart.backend_coord(&(*x, *y)).0,
+            width: text_width(text, &font),
+            height: MARK_LABEL_H,
+        })
+        .collect();
+    for ((color, (_, _, text)), at) in marked.iter().zip(place_labels(&labels, columns, (x_pixels.start, x_pixels.end)))
+    {
+        let st = font.color(color).pos(Pos::new(HPos::Left, VPos::Top));
+        root.draw(&Text::new(text.clone(), at, st)).map_err(s)?;
+    }
+    Ok(())
+}
+
+/// The top of the y axis: 15% above the highest point (with its error bar), more when the peak
+/// labels need it (all of them stacked, in the worst case) on a plot `plot_h` pixels high.
+fn y_max(c: &LineChart, plot_h: f64) -> f64 {
     let ytop = c
         .series
         .iter()
@@ -21,17 +63,26 @@ pub(super) fn draw_line_chart<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>,
             })
         })
         .fold(0.0, f64::max);
-    // Room above the highest point for the peak labels, all of them stacked in the worst case.
     let marks = c.series.iter().filter(|l| l.mark.is_some()).count() as f64;
-    let plot_h = area.dim_in_pixel().1 as f64 - 66.0;
     let headroom = marks * f64::from(MARK_LABEL_H + GAP) + f64::from(GAP + MARK_R);
-    let ymax = match ytop > 0.0 {
+    match ytop > 0.0 {
         true if marks > 0.0 && plot_h > headroom * 2.0 => (ytop * 1.15).max(ytop * plot_h / (plot_h - headroom)),
         true => ytop * 1.15,
         false => 1.0,
-    };
+    }
+}
+
+/// The axes: x over the points (3% padding), y from 0 to `ymax`.
+fn axes<'a, DB: DrawingBackend>(
+    area: &'a DrawingArea<DB, Shift>,
+    c: &LineChart,
+    ymax: f64,
+) -> Result<Plot<'a, DB>, String> {
+    let xs = c.series.iter().flat_map(|l| l.points.iter().map(|p| p.0));
+    let (xmin, xmax) = xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| (a.min(x), b.max(x)));
+    let (xmin, xmax) = if xmin.is_finite() { (xmin, xmax.max(xmin + 1.0)) } else { (0.0, 1.0) };
     let pad = (xmax - xmin) * 0.03;
-    let mut chart = ChartBuilder::on(&area)
+    let mut chart = ChartBuilder::on(area)
         .margin_left(20)
         .margin_right(30)
         .margin_top(10)
@@ -58,67 +109,37 @@ pub(super) fn draw_line_chart<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>,
         .bold_line_style(RGBColor(0xE4, 0xE4, 0xE4))
         .draw()
         .map_err(s)?;
-    let (x_pixels, _) = chart.plotting_area().get_pixel_range();
-    let text_width = |text: &str, font: &FontDesc| {
-        root.estimate_text_size(text, &font.clone().into_text_style(root)).map(|(w, _)| w as i32).unwrap_or(0)
-    };
-    for (x, label) in &c.vlines {
-        let style = RGBColor(0x99, 0x99, 0x99).stroke_width(1);
-        chart.draw_series(DashedLineSeries::new(vec![(*x, 0.0), (*x, ymax)], 6, 4, style)).map_err(s)?;
-        let font = ("sans-serif", 14).into_font();
-        // Right of the line, or left of it where it would run past the plot.
-        let fits = chart.backend_coord(&(*x, 0.0)).0 + text_width(label, &font) <= x_pixels.end;
-        let st = font
-            .color(&RGBColor(0x66, 0x66, 0x66))
-            .pos(Pos::new(if fits { HPos::Left } else { HPos::Right }, VPos::Top));
-        chart.draw_series(std::iter::once(Text::new(label.clone(), (*x, ymax * 0.99), st))).map_err(s)?;
+    Ok(chart)
+}
+
+/// One line with its markers, error bars and peak circle; adds what it drew to `columns`.
+fn draw_line<DB: DrawingBackend>(chart: &mut Plot<'_, DB>, l: &Line, columns: &mut Vec<Column>) -> Result<(), String> {
+    let style = l.color.stroke_width(3);
+    if l.dashed {
+        chart.draw_series(DashedLineSeries::new(l.points.clone(), 10, 6, style)).map_err(s)?;
+    } else {
+        chart.draw_series(LineSeries::new(l.points.clone(), style)).map_err(s)?;
     }
-    // What a peak label must not cover: points, error bars and peak circles (in pixels).
-    let mut columns = Vec::new();
-    for l in &c.series {
-        let style = l.color.stroke_width(3);
-        if l.dashed {
-            chart.draw_series(DashedLineSeries::new(l.points.clone(), 10, 6, style)).map_err(s)?;
-        } else {
-            chart.draw_series(LineSeries::new(l.points.clone(), style)).map_err(s)?;
-        }
-        if l.markers {
-            chart.draw_series(l.points.iter().map(|p| Circle::new(*p, 5, l.color.filled()))).map_err(s)?;
-            columns.extend(l.points.iter().map(|p| Column::around(chart.backend_coord(p), 5)));
-        }
-        if let Some(errs) = &l.errors {
-            for (p, e) in l.points.iter().zip(errs) {
-                if e.is_finite() && *e > 0.0 {
-                    chart
-                        .draw_series(std::iter::once(PathElement::new(
-                            vec![(p.0, (p.1 - e).max(0.0)), (p.0, p.1 + e)],
-                            l.color.stroke_width(2),
-                        )))
-                        .map_err(s)?;
-                    columns.push(Column::around(chart.backend_coord(&(p.0, p.1 + e)), 1));
-                }
+    if l.markers {
+        chart.draw_series(l.points.iter().map(|p| Circle::new(*p, 5, l.color.filled()))).map_err(s)?;
+        columns.extend(l.points.iter().map(|p| Column::around(chart.backend_coord(p), 5)));
+    }
+    if let Some(errs) = &l.errors {
+        for (p, e) in l.points.iter().zip(errs) {
+            if e.is_finite() && *e > 0.0 {
+                chart
+                    .draw_series(std::iter::once(PathElement::new(
+                        vec![(p.0, (p.1 - e).max(0.0)), (p.0, p.1 + e)],
+                        l.color.stroke_width(2),
+                    )))
+                    .map_err(s)?;
+                columns.push(Column::around(chart.backend_coord(&(p.0, p.1 + e)), 1));
             }
         }
-        if let Some((x, y, _)) = &l.mark {
-            chart.draw_series(std::iter::once(Circle::new((*x, *y), 9, l.color.stroke_width(3)))).map_err(s)?;
-            columns.push(Column::around(chart.backend_coord(&(*x, *y)), MARK_R));
-        }
     }
-    // Peak labels last, above everything drawn under them and above each other.
-    let font = ("sans-serif", 16).into_font().style(FontStyle::Bold);
-    let marked: Vec<_> = c.series.iter().filter_map(|l| l.mark.as_ref().map(|m| (l.color, m))).collect();
-    let labels: Vec<Label> = marked
-        .iter()
-        .map(|(_, (x, y, text))| Label {
-            centre: chart.backend_coord(&(*x, *y)).0,
-            width: text_width(text, &font),
-            height: MARK_LABEL_H,
-        })
-        .collect();
-    for ((color, (_, _, text)), at) in marked.iter().zip(place_labels(&labels, columns, (x_pixels.start, x_pixels.end)))
-    {
-        let st = font.color(color).pos(Pos::new(HPos::Left, VPos::Top));
-        root.draw(&Text::new(text.clone(), at, st)).map_err(s)?;
+    if let Some((x, y, _)) = &l.mark {
+        chart.draw_series(std::iter::once(Circle::new((*x, *y), 9, l.color.stroke_width(3)))).map_err(s)?;
+        columns.push(Column::around(chart.backend_coord(&(*x, *y)), MARK_R));
     }
     Ok(())
 }
