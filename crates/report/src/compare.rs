@@ -10,8 +10,9 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::ReportError;
-use crate::charts::{self, Bar, BarChart, BarGroup};
-use crate::export::{ExportError, num, write};
+use crate::charts::{self, Bar, BarChart, BarGroup, Chart};
+use crate::export::tables::Fixed;
+use crate::export::{ExportError, Output, csv_bytes, write_outputs};
 use crate::model::{ResultSet, describe, summarize};
 use crate::stats::Delta;
 
@@ -150,12 +151,60 @@ pub fn environment_changes(a: &ResultSet, b: &ResultSet) -> Vec<Change> {
     out
 }
 
+/// A row of `comparison.csv`: one matching cell.
+#[derive(Serialize, Default)]
+struct CompareRow<'a> {
+    cell: &'a str,
+    baseline_tps: Fixed<3>,
+    contender_tps: Fixed<3>,
+    tps_delta_pct: Fixed<2>,
+    tps_delta_ci95_low_pct: Fixed<2>,
+    tps_delta_ci95_high_pct: Fixed<2>,
+    latency_delta_pct: Option<Fixed<2>>,
+    /// `unknown` without an interval.
+    within_noise: &'static str,
+}
+
+impl CompareRow<'_> {
+    fn of(c: &CellComparison) -> CompareRow<'_> {
+        let nan = Delta::unknown();
+        let d = c.tps.unwrap_or(nan);
+        CompareRow {
+            cell: &c.cell,
+            baseline_tps: Fixed(c.baseline_tps),
+            contender_tps: Fixed(c.contender_tps),
+            tps_delta_pct: Fixed(d.pct),
+            tps_delta_ci95_low_pct: Fixed(d.pct_low),
+            tps_delta_ci95_high_pct: Fixed(d.pct_high),
+            latency_delta_pct: c.latency.map(|l| Fixed(l.pct)),
+            within_noise: match (d.has_interval(), d.within_noise) {
+                (false, _) => "unknown",
+                (true, true) => "true",
+                (true, false) => "false",
+            },
+        }
+    }
+}
+
 /// Compares two result sets and writes `comparison.md`, `comparison.csv` and a chart to `out`.
 pub fn compare(baseline: &Path, contender: &Path, out: &Path) -> Result<(Comparison, Vec<PathBuf>), ReportError> {
     let a = ResultSet::load(baseline)?;
     let b = ResultSet::load(contender)?;
-    let (sa, sb) = (summarize(&a), summarize(&b));
-    let changes = environment_changes(&a, &b);
+    let cmp = comparison(&a, &b);
+    std::fs::create_dir_all(out).map_err(|e| ExportError::Write { path: out.to_path_buf(), message: e.to_string() })?;
+    let md = Output::bytes("comparison.md", markdown(&cmp, (baseline, &a), (contender, &b)).into_bytes());
+    let csv = Output::bytes("comparison.csv", csv_bytes(cmp.cells.iter().map(CompareRow::of)));
+    let [png, svg] =
+        charts::render(&Chart::Bar(ratio_chart(&cmp, baseline, contender)), Path::new("comparison-throughput"))
+            .map_err(|e| ExportError::Write { path: out.join("comparison-throughput"), message: e.to_string() })?;
+    let files = write_outputs(out, [md, csv, png, svg])?;
+    Ok((cmp, files))
+}
+
+/// The environment changes, every matching cell's deltas and the cells without a counterpart.
+fn comparison(a: &ResultSet, b: &ResultSet) -> Comparison {
+    let (sa, sb) = (summarize(a), summarize(b));
+    let changes = environment_changes(a, b);
     let mut cells = Vec::new();
     let mut unmatched = Vec::new();
     for ca in &sa.cells {
@@ -172,7 +221,7 @@ pub fn compare(baseline: &Path, contender: &Path, out: &Path) -> Result<(Compari
             }
             m.into_iter().map(|(k, v)| (k, v.iter().sum::<f64>() / v.len() as f64)).collect()
         };
-        let (xa, xb) = (stmt(&a), stmt(&b));
+        let (xa, xb) = (stmt(a), stmt(b));
         let statements = xa.iter().filter_map(|(k, va)| xb.get(k).map(|vb| (k.clone(), *va, *vb))).collect();
         cells.push(CellComparison {
             cell: describe(&ca.key),
@@ -188,11 +237,11 @@ pub fn compare(baseline: &Path, contender: &Path, out: &Path) -> Result<(Compari
             unmatched.push(format!("{} (only in the contender set)", describe(&cb.key)));
         }
     }
-    let cmp = Comparison { changes, cells, unmatched };
-    std::fs::create_dir_all(out).map_err(|e| ExportError::Write { path: out.to_path_buf(), message: e.to_string() })?;
-    let mut files = Vec::new();
+    Comparison { changes, cells, unmatched }
+}
 
-    // Markdown: what changed first.
+/// `comparison.md`: what changed first, then the deltas.
+fn markdown(cmp: &Comparison, (baseline, a): (&Path, &ResultSet), (contender, b): (&Path, &ResultSet)) -> String {
     let mut md = String::new();
     let _ = writeln!(md, "# Comparison: {} against {}\n", contender.display(), baseline.display());
     let _ = writeln!(
@@ -260,40 +309,11 @@ pub fn compare(baseline: &Path, contender: &Path, out: &Path) -> Result<(Compari
         let _ = writeln!(md, "\nCells without a counterpart: {}", cmp.unmatched.join("; "));
     }
     let _ = writeln!(md, "\n![comparison](comparison-throughput.png)");
-    let p = out.join("comparison.md");
-    write(&p, md.as_bytes())?;
-    files.push(p);
+    md
+}
 
-    // CSV.
-    let mut w = csv::Writer::from_writer(Vec::new());
-    let _ = w.write_record([
-        "cell",
-        "baseline_tps",
-        "contender_tps",
-        "tps_delta_pct",
-        "tps_delta_ci95_low_pct",
-        "tps_delta_ci95_high_pct",
-        "latency_delta_pct",
-        "within_noise",
-    ]);
-    for c in &cmp.cells {
-        let d = c.tps.unwrap_or_else(Delta::unknown);
-        let _ = w.write_record([
-            c.cell.clone(),
-            num(c.baseline_tps, 3),
-            num(c.contender_tps, 3),
-            num(d.pct, 2),
-            num(d.pct_low, 2),
-            num(d.pct_high, 2),
-            c.latency.map(|l| num(l.pct, 2)).unwrap_or_default(),
-            if d.has_interval() { d.within_noise.to_string() } else { "unknown".into() },
-        ]);
-    }
-    let p = out.join("comparison.csv");
-    write(&p, &w.into_inner().unwrap_or_default())?;
-    files.push(p);
-
-    // Chart: contender/baseline ratio per cell.
+/// The contender/baseline TPS ratio per cell.
+fn ratio_chart(cmp: &Comparison, baseline: &Path, contender: &Path) -> BarChart {
     let groups = cmp
         .cells
         .iter()
@@ -313,7 +333,7 @@ pub fn compare(baseline: &Path, contender: &Path, out: &Path) -> Result<(Compari
             })
         })
         .collect();
-    let chart = BarChart {
+    BarChart {
         title: "contender against baseline result set".into(),
         subtitle: format!(
             "TPS ratio per cell (1.0 = baseline set); {} environment/configuration difference(s) listed in comparison.md",
@@ -326,13 +346,7 @@ pub fn compare(baseline: &Path, contender: &Path, out: &Path) -> Result<(Compari
         value_decimals: 2,
         value_suffix: "",
         reference: Some((1.0, "baseline set = 1.0".into())),
-    };
-    let stem = out.join("comparison-throughput");
-    charts::render_bar_chart(&chart, &stem)
-        .map_err(|e| ExportError::Write { path: stem.clone(), message: e.to_string() })?;
-    files.push(stem.with_extension("png"));
-    files.push(stem.with_extension("svg"));
-    Ok((cmp, files))
+    }
 }
 
 #[cfg(test)]

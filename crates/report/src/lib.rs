@@ -13,10 +13,9 @@ pub mod views;
 
 use std::path::{Path, PathBuf};
 
-pub use export::{CsvExporter, ExportError, Exporter, JsonExporter};
+pub use export::{CsvExporter, ExportError, Exporter, JsonExporter, Output, write_outputs};
 pub use markdown::MarkdownExporter;
 pub use model::{ResultSet, Summary, summarize};
-pub use views::ChartsExporter;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
@@ -30,9 +29,7 @@ pub enum ReportError {
 pub fn refresh_tables(dir: &Path) -> Result<Summary, ReportError> {
     let set = ResultSet::load(dir)?;
     let summary = summarize(&set);
-    for e in [&CsvExporter as &dyn Exporter, &JsonExporter] {
-        e.export(&set, &summary, dir)?;
-    }
+    write_outputs(dir, tables(&set, &summary)?)?;
     Ok(summary)
 }
 
@@ -40,12 +37,16 @@ pub fn refresh_tables(dir: &Path) -> Result<Summary, ReportError> {
 pub fn render(dir: &Path) -> Result<(Summary, Vec<PathBuf>), ReportError> {
     let set = ResultSet::load(dir)?;
     let summary = summarize(&set);
-    let mut files = Vec::new();
-    for e in [&CsvExporter as &dyn Exporter, &JsonExporter] {
-        files.extend(e.export(&set, &summary, dir)?);
-    }
+    let mut files = write_outputs(dir, tables(&set, &summary)?)?;
     let (charts, captions) = views::render_all(&set, &summary, dir)?;
     files.extend(charts);
-    files.extend(MarkdownExporter { charts: captions }.export(&set, &summary, dir)?);
+    files.extend(write_outputs(dir, MarkdownExporter { charts: captions }.export(&set, &summary)?)?);
     Ok((summary, files))
+}
+
+/// The CSV tables and summary.json.
+fn tables(set: &ResultSet, summary: &Summary) -> Result<Vec<Output>, ExportError> {
+    let mut out = CsvExporter.export(set, summary)?;
+    out.extend(JsonExporter.export(set, summary)?);
+    Ok(out)
 }

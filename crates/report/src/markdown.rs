@@ -1,15 +1,14 @@
 //! `report.md`: the summary table with deltas and intervals, warnings, the environment and
 //! devices, the methodology as it actually ran, and the charts.
 
-use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
-
-use crate::export::{ExportError, Exporter, write};
+use crate::export::{ExportError, Exporter, Output, layout};
 use crate::model::{ResultSet, Summary, describe};
 use crate::stats::Delta;
-use crate::views;
+use crate::views::{self, ChartFile};
+use results::Manifest;
+use std::fmt::Write as _;
 
-/// `report.md`, embedding the charts the charts exporter wrote.
+/// `report.md`, one function per section, embedding the charts `views::render_all` wrote.
 pub struct MarkdownExporter {
     pub charts: Vec<views::ChartFile>,
 }
@@ -37,6 +36,116 @@ pub fn statement_label(text: &str) -> String {
         },
         _ if words.len() <= 3 => t.to_string(),
         _ => format!("{} …", words[..3].join(" ")),
+    }
+}
+
+impl Exporter for MarkdownExporter {
+    fn export(&self, set: &ResultSet, summary: &Summary) -> Result<Vec<Output>, ExportError> {
+        let m = &set.manifest;
+        let mut s = String::new();
+        header(&mut s, m);
+        results_table(&mut s, summary);
+        tpcc_table(&mut s, summary);
+        statement_tables(&mut s, summary);
+        failed_runs(&mut s, set);
+        device_io(&mut s, set, summary);
+        missing_cells(&mut s, summary);
+        warnings(&mut s, m, summary);
+        charts(&mut s, &self.charts);
+        environment(&mut s, m);
+        devices(&mut s, m);
+        device_ceilings(&mut s, m);
+        placements(&mut s, m);
+        settings(&mut s, set);
+        method(&mut s, set);
+        Ok(vec![Output::bytes(layout().report_md(), s.into_bytes())])
+    }
+}
+
+/// The title, the description, when it ran and the emulation notice.
+fn header(s: &mut String, m: &Manifest) {
+    let _ = writeln!(s, "# {}\n", m.experiment_name);
+    if !m.experiment_description.is_empty() {
+        let _ = writeln!(s, "{}\n", m.experiment_description.trim());
+    }
+    let _ = writeln!(
+        s,
+        "Baseline placement: **{}**. {} tiers. Started {}{}.\n",
+        m.baseline,
+        if m.emulated { "Emulated" } else { "Real" },
+        m.started_at,
+        m.finished_at
+            .as_ref()
+            .map(|f| format!(", finished {f}"))
+            .unwrap_or_else(|| " (not finished: the matrix was interrupted)".into())
+    );
+    if m.emulated {
+        let _ = writeln!(
+            s,
+            "> These results come from **emulated** devices (RAM-, file- and network-backed block devices standing in for the real classes). They show what the pipeline measures and how placements compare on this machine, not what the real hardware does.\n"
+        );
+    }
+}
+
+/// The results table: every cell with its TPS and latency changes against the baseline.
+fn results_table(s: &mut String, summary: &Summary) {
+    let _ = writeln!(s, "## Results\n");
+    let _ = writeln!(
+        s,
+        "Mean of the repetitions; TPS change and latency change against the baseline with their 95% confidence intervals. A change whose interval contains 0 is marked *within noise*.\n"
+    );
+    let _ = writeln!(
+        s,
+        "| placement | workload | clients | memory | profile | runs | TPS (mean ± CI95) | CV | TPS change | avg latency ms | latency change |"
+    );
+    let _ = writeln!(s, "|---|---|---:|---|---|---:|---:|---:|---|---:|---|");
+    for c in &summary.cells {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | {:.1} ± {} | {:.1}% | {} | {:.3} | {} |",
+            c.key.placement,
+            c.key.workload,
+            c.key.clients,
+            c.key.memory_limit,
+            c.key.profile,
+            c.runs,
+            c.tps.mean,
+            if c.tps.ci95.is_finite() { format!("{:.1}", c.tps.ci95) } else { "n/a".into() },
+            c.tps.cv_pct,
+            fmt_delta(c.tps_delta.as_ref(), c.is_baseline),
+            c.latency_ms.mean,
+            fmt_delta(c.latency_delta.as_ref(), c.is_baseline),
+        );
+    }
+}
+
+/// New orders per minute of the TPC-C cells.
+fn tpcc_table(s: &mut String, summary: &Summary) {
+    let tpcc: Vec<_> = summary.cells.iter().filter(|c| c.nopm.is_some()).collect();
+    if !tpcc.is_empty() {
+        let _ = writeln!(
+            s,
+            "\nTPC-C cells: new orders per minute as HammerDB computes them (growth of sum(d_next_o_id) over the measured interval); TPS above is HammerDB's TPM / 60 (commits + rollbacks of all databases); latency percentiles are the new-order transaction's, every type's are in each run's tpcc-report.json.\n"
+        );
+        let _ = writeln!(
+            s,
+            "| placement | workload | virtual users | memory | profile | NOPM (mean ± CI95) | NOPM change |\n|---|---|---:|---|---|---:|---|"
+        );
+        for c in tpcc {
+            let n = c.nopm.expect("filtered");
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {} | {:.0} ± {} | {} |",
+                c.key.placement,
+                c.key.workload,
+                c.key.clients,
+                c.key.memory_limit,
+                c.key.profile,
+                n.mean,
+                if n.ci95.is_finite() { format!("{:.0}", n.ci95) } else { "n/a".into() },
+                fmt_delta(c.nopm_delta.as_ref(), c.is_baseline)
+            );
+        }
     }
 }
 
@@ -91,7 +200,12 @@ fn failed_runs(s: &mut String, set: &ResultSet) {
     if failed.is_empty() {
         return;
     }
-    let _ = writeln!(s, "\n**Failed runs** ({} of {}; left out of every figure, evidence in runs/<id>/):\n", failed.len(), set.runs.len());
+    let _ = writeln!(
+        s,
+        "\n**Failed runs** ({} of {}; left out of every figure, evidence in runs/<id>/):\n",
+        failed.len(),
+        set.runs.len()
+    );
     for r in failed {
         let _ = writeln!(
             s,
@@ -103,338 +217,330 @@ fn failed_runs(s: &mut String, set: &ResultSet) {
     }
 }
 
-fn gib(b: u64) -> String {
-    format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64)
-}
-
-impl Exporter for MarkdownExporter {
-    fn name(&self) -> &'static str {
-        "markdown"
-    }
-
-    fn export(&self, set: &ResultSet, summary: &Summary, out: &Path) -> Result<Vec<PathBuf>, ExportError> {
-        let m = &set.manifest;
-        let mut s = String::new();
-        let _ = writeln!(s, "# {}\n", m.experiment_name);
-        if !m.experiment_description.is_empty() {
-            let _ = writeln!(s, "{}\n", m.experiment_description.trim());
-        }
-        let _ = writeln!(
-            s,
-            "Baseline placement: **{}**. {} tiers. Started {}{}.\n",
-            m.baseline,
-            if m.emulated { "Emulated" } else { "Real" },
-            m.started_at,
-            m.finished_at
-                .as_ref()
-                .map(|f| format!(", finished {f}"))
-                .unwrap_or_else(|| " (not finished: the matrix was interrupted)".into())
-        );
-        if m.emulated {
-            let _ = writeln!(
-                s,
-                "> These results come from **emulated** devices (RAM-, file- and network-backed block devices standing in for the real classes). They show what the pipeline measures and how placements compare on this machine, not what the real hardware does.\n"
-            );
-        }
-
-        let _ = writeln!(s, "## Results\n");
-        let _ = writeln!(
-            s,
-            "Mean of the repetitions; TPS change and latency change against the baseline with their 95% confidence intervals. A change whose interval contains 0 is marked *within noise*.\n"
-        );
-        let _ = writeln!(
-            s,
-            "| placement | workload | clients | memory | profile | runs | TPS (mean ± CI95) | CV | TPS change | avg latency ms | latency change |"
-        );
-        let _ = writeln!(s, "|---|---|---:|---|---|---:|---:|---:|---|---:|---|");
-        for c in &summary.cells {
-            let _ = writeln!(
-                s,
-                "| {} | {} | {} | {} | {} | {} | {:.1} ± {} | {:.1}% | {} | {:.3} | {} |",
+/// Device I/O per cell (seed 001 quotes read and write IOPS at peak; seed 002 per device).
+fn device_io(s: &mut String, set: &ResultSet, summary: &Summary) {
+    let mut io_rows = Vec::new();
+    for c in &summary.cells {
+        let runs = set.device_runs(&c.key);
+        let Some(first) = runs.first() else { continue };
+        for d in &first.devices {
+            let all: Vec<_> =
+                runs.iter().filter_map(|r| r.devices.iter().find(|x| x.kernel_name == d.kernel_name)).collect();
+            let n = all.len().max(1) as f64;
+            let mean = |f: fn(&results::record::DeviceIo) -> f64| all.iter().map(|x| f(x)).sum::<f64>() / n;
+            let peak = |f: fn(&results::record::DeviceIo) -> f64| all.iter().map(|x| f(x)).fold(0.0, f64::max);
+            io_rows.push(format!(
+                "| {} | {} | {} | {} | {} | {} ({}) | {:.0} / {:.0} | {:.0} / {:.0} | {:.1} / {:.1} | {:.2} |",
                 c.key.placement,
                 c.key.workload,
                 c.key.clients,
                 c.key.memory_limit,
                 c.key.profile,
-                c.runs,
-                c.tps.mean,
-                if c.tps.ci95.is_finite() { format!("{:.1}", c.tps.ci95) } else { "n/a".into() },
-                c.tps.cv_pct,
-                fmt_delta(c.tps_delta.as_ref(), c.is_baseline),
-                c.latency_ms.mean,
-                fmt_delta(c.latency_delta.as_ref(), c.is_baseline),
-            );
+                d.device,
+                d.role,
+                mean(|x| x.read_iops),
+                mean(|x| x.write_iops),
+                peak(|x| x.peak_read_iops),
+                peak(|x| x.peak_write_iops),
+                mean(|x| x.read_mb_s),
+                mean(|x| x.write_mb_s),
+                mean(|x| x.avg_wait_ms),
+            ));
         }
-        let tpcc: Vec<_> = summary.cells.iter().filter(|c| c.nopm.is_some()).collect();
-        if !tpcc.is_empty() {
-            let _ = writeln!(
-                s,
-                "\nTPC-C cells: new orders per minute as HammerDB computes them (growth of sum(d_next_o_id) over the measured interval); TPS above is HammerDB's TPM / 60 (commits + rollbacks of all databases); latency percentiles are the new-order transaction's, every type's are in each run's tpcc-report.json.\n"
-            );
-            let _ = writeln!(
-                s,
-                "| placement | workload | virtual users | memory | profile | NOPM (mean ± CI95) | NOPM change |\n|---|---|---:|---|---|---:|---|"
-            );
-            for c in tpcc {
-                let n = c.nopm.expect("filtered");
-                let _ = writeln!(
-                    s,
-                    "| {} | {} | {} | {} | {} | {:.0} ± {} | {} |",
-                    c.key.placement,
-                    c.key.workload,
-                    c.key.clients,
-                    c.key.memory_limit,
-                    c.key.profile,
-                    n.mean,
-                    if n.ci95.is_finite() { format!("{:.0}", n.ci95) } else { "n/a".into() },
-                    fmt_delta(c.nopm_delta.as_ref(), c.is_baseline)
-                );
-            }
-        }
-        statement_tables(&mut s, summary);
-        failed_runs(&mut s, set);
-        // Device I/O per cell (seed 001 quotes read and write IOPS at peak; seed 002 per device).
-        let mut io_rows = Vec::new();
-        for c in &summary.cells {
-            let runs = set.device_runs(&c.key);
-            let Some(first) = runs.first() else { continue };
-            for d in &first.devices {
-                let all: Vec<_> =
-                    runs.iter().filter_map(|r| r.devices.iter().find(|x| x.kernel_name == d.kernel_name)).collect();
-                let n = all.len().max(1) as f64;
-                let mean = |f: fn(&results::record::DeviceIo) -> f64| all.iter().map(|x| f(x)).sum::<f64>() / n;
-                let peak = |f: fn(&results::record::DeviceIo) -> f64| all.iter().map(|x| f(x)).fold(0.0, f64::max);
-                io_rows.push(format!(
-                    "| {} | {} | {} | {} | {} | {} ({}) | {:.0} / {:.0} | {:.0} / {:.0} | {:.1} / {:.1} | {:.2} |",
-                    c.key.placement,
-                    c.key.workload,
-                    c.key.clients,
-                    c.key.memory_limit,
-                    c.key.profile,
-                    d.device,
-                    d.role,
-                    mean(|x| x.read_iops),
-                    mean(|x| x.write_iops),
-                    peak(|x| x.peak_read_iops),
-                    peak(|x| x.peak_write_iops),
-                    mean(|x| x.read_mb_s),
-                    mean(|x| x.write_mb_s),
-                    mean(|x| x.avg_wait_ms),
-                ));
-            }
-        }
-        if !io_rows.is_empty() {
-            let _ = writeln!(
-                s,
-                "\nDevice I/O during the measured runs (/proc/diskstats; mean of the runs, peak = highest one-second rate of any run; per run in devices.csv):\n"
-            );
-            let _ = writeln!(
-                s,
-                "| placement | workload | clients | memory | profile | device (role) | read / write IOPS | peak read / write IOPS | read / write MB/s | avg wait ms |"
-            );
-            let _ = writeln!(s, "|---|---|---:|---|---|---|---:|---:|---:|---:|");
-            for r in io_rows {
-                let _ = writeln!(s, "{r}");
-            }
-        }
-        if !summary.missing.is_empty() {
-            let _ = writeln!(s, "\n**Missing cells** (planned, no successful run):\n");
-            for k in &summary.missing {
-                let _ = writeln!(s, "- {}", describe(k));
-            }
-        }
-
-        let mut warnings: Vec<String> = m.warnings.clone();
-        warnings.extend(summary.warnings.iter().cloned());
-        let _ = writeln!(s, "\n## Warnings\n");
-        if warnings.is_empty() {
-            let _ = writeln!(s, "None.");
-        }
-        for w in &warnings {
-            let _ = writeln!(s, "- {w}");
-        }
-
-        let _ = writeln!(s, "\n## Charts\n");
-        let mut sections: Vec<&str> = Vec::new();
-        for c in &self.charts {
-            if !sections.contains(&c.section.as_str()) {
-                sections.push(&c.section);
-            }
-        }
-        for section in sections {
-            let _ = writeln!(s, "### {section}\n");
-            for c in self.charts.iter().filter(|c| c.section == section) {
-                let _ = writeln!(s, "![{}]({})\n", c.caption, c.file);
-            }
-        }
-        if self.charts.is_empty() {
-            let _ = writeln!(s, "No charts (no successful runs).\n");
-        }
-
-        let h = &m.host;
-        let _ = writeln!(s, "## Environment\n");
-        let _ = writeln!(s, "| | |\n|---|---|");
-        let _ = writeln!(s, "| host | {} |", h.hostname);
-        let _ = writeln!(s, "| CPU | {} ({} cores, {} threads) |", h.cpu_model, h.cpu_cores, h.cpu_threads);
-        let _ = writeln!(s, "| memory | {} |", gib(h.memory_bytes));
-        let _ = writeln!(s, "| OS | {}, Linux {} |", h.os, h.kernel);
-        let _ = writeln!(s, "| virtualisation | {} |", h.virtualization);
-        let _ = writeln!(s, "| CPU governor | {} |", h.cpu_governor.as_deref().unwrap_or("not exposed"));
-        let _ = writeln!(s, "| transparent huge pages | {} |", h.transparent_hugepages.as_deref().unwrap_or("unknown"));
-        if let Some(l) = &h.load_average {
-            let _ = writeln!(s, "| load average at start | {l} |");
-        }
-        let _ = writeln!(s, "| PostgreSQL | {} ({}) |", m.postgres.version, m.postgres.bin_dir);
-        for (tool, v) in &m.tools {
-            let _ = writeln!(s, "| {tool} | {v} |");
-        }
-        if !h.sysctls.is_empty() {
-            let _ = writeln!(
-                s,
-                "\nKernel settings before the run: {}",
-                h.sysctls.iter().map(|(k, v)| format!("`{k}={v}`")).collect::<Vec<_>>().join(", ")
-            );
-        }
-        if !m.kernel_changes.is_empty() {
-            let _ = writeln!(s, "\nChanged for the run (restored afterwards):\n");
-            for c in &m.kernel_changes {
-                let _ = writeln!(s, "- {c}");
-            }
-        }
-
-        let _ = writeln!(s, "\n## Devices\n");
-        let _ = writeln!(s, "| device | class | what it is | block device | mount options (effective) | DAX |");
-        let _ = writeln!(s, "|---|---|---|---|---|---|");
-        for d in &m.devices {
-            let dax = match d.dax_requested.as_str() {
-                "off" => "not requested".to_string(),
-                _ if d.dax_honoured => "requested, in effect".to_string(),
-                _ => "**requested, NOT in effect** (page-cache I/O)".to_string(),
-            };
-            let _ = writeln!(
-                s,
-                "| {} | {} | {} | {} | {} | {} |",
-                d.name,
-                d.class,
-                d.description,
-                d.block_device,
-                d.effective_mount_options.join(","),
-                dax
-            );
-        }
-        for d in m.devices.iter().filter(|d| !d.dax_note.is_empty()) {
-            let _ = writeln!(s, "\n- {}: {}", d.name, d.dax_note);
-        }
-        for d in &m.devices {
-            if let Some(t) = &d.throttle {
-                let _ = writeln!(s, "\n- {} is capped to behave like a slower device: {t}", d.name);
-            }
-        }
-        if !m.device_probes.is_empty() {
-            let _ = writeln!(s, "\n### Device ceilings (fio, before the matrix)\n");
-            let _ = writeln!(
-                s,
-                "| device | 8 KiB write+fdatasync IOPS | fdatasync p50 / p99 (us) | 4 KiB random read QD32 IOPS | read p99 (us) | raw |"
-            );
-            let _ = writeln!(s, "|---|---:|---:|---:|---:|---|");
-            for p in &m.device_probes {
-                let _ = writeln!(
-                    s,
-                    "| {} | {:.0} | {:.0} / {:.0} | {:.0} | {:.0} | {} |",
-                    p.device,
-                    p.wal_write_iops,
-                    p.wal_sync_p50_us,
-                    p.wal_sync_p99_us,
-                    p.randread_iops,
-                    p.randread_p99_us,
-                    p.raw_files.iter().map(|f| format!("[{f}]({f})")).collect::<Vec<_>>().join(" ")
-                );
-            }
-        }
-        let _ = writeln!(s, "\n## Placements\n");
-        for p in &m.placements {
-            let _ = writeln!(
-                s,
-                "- **{}**: PGDATA on `{}`, pg_wal on `{}`{}",
-                p.name,
-                p.data_device,
-                p.wal_device,
-                if p.description.is_empty() { String::new() } else { format!(" ({})", p.description) }
-            );
-        }
-
-        let _ = writeln!(s, "\n## PostgreSQL settings\n");
-        for (profile, settings) in &m.postgres.profiles {
-            let _ = writeln!(
-                s,
-                "Profile **{profile}** (written by pgtier): {}",
-                if settings.is_empty() {
-                    "PostgreSQL defaults".into()
-                } else {
-                    settings.iter().map(|(k, v)| format!("`{k} = {v}`")).collect::<Vec<_>>().join(", ")
-                }
-            );
-            if let Some(r) = set.runs.iter().find(|r| &r.cell.profile == profile && !r.server_settings.is_empty()) {
-                let _ = writeln!(
-                    s,
-                    "\nNon-default settings while running (pg_settings, run {}): {}\n",
-                    r.run_id,
-                    r.server_settings.iter().map(|(k, v)| format!("`{k}={v}`")).collect::<Vec<_>>().join(", ")
-                );
-            }
-        }
-        if !m.postgres.skipped_settings.is_empty() {
-            let _ = writeln!(s, "\nSkipped settings: {}", m.postgres.skipped_settings.join("; "));
-        }
-
-        let _ = writeln!(s, "\n## Method\n");
-        let _ = writeln!(s, "Command: `{}`\n", m.command_line);
-        for d in &m.datasets {
-            let _ = writeln!(
-                s,
-                "- Data set `{}`: `{}`; database {:.0} MiB, PGDATA+WAL {:.0} MiB; built once in {:.1} s, then copied onto each placement ({}).",
-                d.key,
-                d.command,
-                d.database_size_bytes as f64 / 1048576.0,
-                d.pgdata_size_bytes as f64 / 1048576.0,
-                d.build_seconds,
-                d.relocate_seconds.iter().map(|(p, t)| format!("{p} {t:.1} s")).collect::<Vec<_>>().join(", ")
-            );
-        }
+    }
+    if !io_rows.is_empty() {
         let _ = writeln!(
             s,
-            "- Before every measured run: the placement's server is started (in its memory-limited cgroup where a limit is set), CHECKPOINT, sync, page cache dropped, a ramp-up run whose figures are discarded, then the measured run; the server is stopped afterwards."
+            "\nDevice I/O during the measured runs (/proc/diskstats; mean of the runs, peak = highest one-second rate of any run; per run in devices.csv):\n"
         );
         let _ = writeln!(
             s,
-            "- The copy is made once per placement and data set: later runs on a placement start from the data as earlier runs left it (read-write workloads grow history tables and leave dead tuples). The run order spreads that drift across placements; it is not reset between runs."
+            "| placement | workload | clients | memory | profile | device (role) | read / write IOPS | peak read / write IOPS | read / write MB/s | avg wait ms |"
         );
-        let _ =
-            writeln!(s, "- {} repetitions per cell, {} order ({} runs):", m.repetitions, m.order, m.run_order.len());
-        let _ = writeln!(s, "\n<details><summary>run order and exact commands</summary>\n");
-        for r in &set.runs {
+        let _ = writeln!(s, "|---|---|---:|---|---|---|---:|---:|---:|---:|");
+        for r in io_rows {
+            let _ = writeln!(s, "{r}");
+        }
+    }
+}
+
+/// Planned cells without a successful run.
+fn missing_cells(s: &mut String, summary: &Summary) {
+    if !summary.missing.is_empty() {
+        let _ = writeln!(s, "\n**Missing cells** (planned, no successful run):\n");
+        for k in &summary.missing {
+            let _ = writeln!(s, "- {}", describe(k));
+        }
+    }
+}
+
+/// The run's warnings, then the summary's.
+fn warnings(s: &mut String, m: &Manifest, summary: &Summary) {
+    let mut warnings: Vec<String> = m.warnings.clone();
+    warnings.extend(summary.warnings.iter().cloned());
+    let _ = writeln!(s, "\n## Warnings\n");
+    if warnings.is_empty() {
+        let _ = writeln!(s, "None.");
+    }
+    for w in &warnings {
+        let _ = writeln!(s, "- {w}");
+    }
+}
+
+/// Every chart, by section.
+fn charts(s: &mut String, charts: &[ChartFile]) {
+    let _ = writeln!(s, "\n## Charts\n");
+    let mut sections: Vec<&str> = Vec::new();
+    for c in charts {
+        if !sections.contains(&c.section.as_str()) {
+            sections.push(&c.section);
+        }
+    }
+    for section in sections {
+        let _ = writeln!(s, "### {section}\n");
+        for c in charts.iter().filter(|c| c.section == section) {
+            let _ = writeln!(s, "![{}]({})\n", c.caption, c.file);
+        }
+    }
+    if charts.is_empty() {
+        let _ = writeln!(s, "No charts (no successful runs).\n");
+    }
+}
+
+fn gib(b: u64) -> String {
+    format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64)
+}
+
+/// The host, PostgreSQL, the tools and the kernel settings.
+fn environment(s: &mut String, m: &Manifest) {
+    let h = &m.host;
+    let _ = writeln!(s, "## Environment\n");
+    let _ = writeln!(s, "| | |\n|---|---|");
+    let _ = writeln!(s, "| host | {} |", h.hostname);
+    let _ = writeln!(s, "| CPU | {} ({} cores, {} threads) |", h.cpu_model, h.cpu_cores, h.cpu_threads);
+    let _ = writeln!(s, "| memory | {} |", gib(h.memory_bytes));
+    let _ = writeln!(s, "| OS | {}, Linux {} |", h.os, h.kernel);
+    let _ = writeln!(s, "| virtualisation | {} |", h.virtualization);
+    let _ = writeln!(s, "| CPU governor | {} |", h.cpu_governor.as_deref().unwrap_or("not exposed"));
+    let _ = writeln!(s, "| transparent huge pages | {} |", h.transparent_hugepages.as_deref().unwrap_or("unknown"));
+    if let Some(l) = &h.load_average {
+        let _ = writeln!(s, "| load average at start | {l} |");
+    }
+    let _ = writeln!(s, "| PostgreSQL | {} ({}) |", m.postgres.version, m.postgres.bin_dir);
+    for (tool, v) in &m.tools {
+        let _ = writeln!(s, "| {tool} | {v} |");
+    }
+    if !h.sysctls.is_empty() {
+        let _ = writeln!(
+            s,
+            "\nKernel settings before the run: {}",
+            h.sysctls.iter().map(|(k, v)| format!("`{k}={v}`")).collect::<Vec<_>>().join(", ")
+        );
+    }
+    if !m.kernel_changes.is_empty() {
+        let _ = writeln!(s, "\nChanged for the run (restored afterwards):\n");
+        for c in &m.kernel_changes {
+            let _ = writeln!(s, "- {c}");
+        }
+    }
+}
+
+/// Each device: class, block device, mount options, DAX and throttles.
+fn devices(s: &mut String, m: &Manifest) {
+    let _ = writeln!(s, "\n## Devices\n");
+    let _ = writeln!(s, "| device | class | what it is | block device | mount options (effective) | DAX |");
+    let _ = writeln!(s, "|---|---|---|---|---|---|");
+    for d in &m.devices {
+        let dax = match d.dax_requested.as_str() {
+            "off" => "not requested".to_string(),
+            _ if d.dax_honoured => "requested, in effect".to_string(),
+            _ => "**requested, NOT in effect** (page-cache I/O)".to_string(),
+        };
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} |",
+            d.name,
+            d.class,
+            d.description,
+            d.block_device,
+            d.effective_mount_options.join(","),
+            dax
+        );
+    }
+    for d in m.devices.iter().filter(|d| !d.dax_note.is_empty()) {
+        let _ = writeln!(s, "\n- {}: {}", d.name, d.dax_note);
+    }
+    for d in &m.devices {
+        if let Some(t) = &d.throttle {
+            let _ = writeln!(s, "\n- {} is capped to behave like a slower device: {t}", d.name);
+        }
+    }
+}
+
+/// What fio measured on each device before the matrix.
+fn device_ceilings(s: &mut String, m: &Manifest) {
+    if !m.device_probes.is_empty() {
+        let _ = writeln!(s, "\n### Device ceilings (fio, before the matrix)\n");
+        let _ = writeln!(
+            s,
+            "| device | 8 KiB write+fdatasync IOPS | fdatasync p50 / p99 (us) | 4 KiB random read QD32 IOPS | read p99 (us) | raw |"
+        );
+        let _ = writeln!(s, "|---|---:|---:|---:|---:|---|");
+        for p in &m.device_probes {
             let _ = writeln!(
                 s,
-                "- `{}` ({}): `{}`",
+                "| {} | {:.0} | {:.0} / {:.0} | {:.0} | {:.0} | {} |",
+                p.device,
+                p.wal_write_iops,
+                p.wal_sync_p50_us,
+                p.wal_sync_p99_us,
+                p.randread_iops,
+                p.randread_p99_us,
+                p.raw_files.iter().map(|f| format!("[{f}]({f})")).collect::<Vec<_>>().join(" ")
+            );
+        }
+    }
+}
+
+/// Where each placement puts PGDATA and pg_wal.
+fn placements(s: &mut String, m: &Manifest) {
+    let _ = writeln!(s, "\n## Placements\n");
+    for p in &m.placements {
+        let _ = writeln!(
+            s,
+            "- **{}**: PGDATA on `{}`, pg_wal on `{}`{}",
+            p.name,
+            p.data_device,
+            p.wal_device,
+            if p.description.is_empty() { String::new() } else { format!(" ({})", p.description) }
+        );
+    }
+}
+
+/// The settings of each profile as written and as the server reported them.
+fn settings(s: &mut String, set: &ResultSet) {
+    let m = &set.manifest;
+    let _ = writeln!(s, "\n## PostgreSQL settings\n");
+    for (profile, settings) in &m.postgres.profiles {
+        let _ = writeln!(
+            s,
+            "Profile **{profile}** (written by pgtier): {}",
+            if settings.is_empty() {
+                "PostgreSQL defaults".into()
+            } else {
+                settings.iter().map(|(k, v)| format!("`{k} = {v}`")).collect::<Vec<_>>().join(", ")
+            }
+        );
+        if let Some(r) = set.runs.iter().find(|r| &r.cell.profile == profile && !r.server_settings.is_empty()) {
+            let _ = writeln!(
+                s,
+                "\nNon-default settings while running (pg_settings, run {}): {}\n",
                 r.run_id,
-                if r.status == results::RunStatus::Ok { "ok" } else { "failed" },
-                r.command
+                r.server_settings.iter().map(|(k, v)| format!("`{k}={v}`")).collect::<Vec<_>>().join(", ")
             );
         }
-        let _ = writeln!(s, "\n</details>\n");
-        if !m.phase_seconds.is_empty() {
-            let _ = writeln!(
-                s,
-                "Time spent: {}\n",
-                m.phase_seconds.iter().map(|(k, v)| format!("{k} {v:.0} s")).collect::<Vec<_>>().join(", ")
-            );
-        }
+    }
+    if !m.postgres.skipped_settings.is_empty() {
+        let _ = writeln!(s, "\nSkipped settings: {}", m.postgres.skipped_settings.join("; "));
+    }
+}
+
+/// How the matrix ran: the command, the data sets, the procedure per run and the run order.
+fn method(s: &mut String, set: &ResultSet) {
+    let m = &set.manifest;
+    let _ = writeln!(s, "\n## Method\n");
+    let _ = writeln!(s, "Command: `{}`\n", m.command_line);
+    for d in &m.datasets {
         let _ = writeln!(
             s,
-            "Raw output of every run (pgbench stdout/stderr, server log) is in `runs/<run id>/`; figures per run in `runs.csv`, per cell in `summary.csv`, per second in `series.csv`; `manifest.json` holds the resolved configuration and environment."
+            "- Data set `{}`: `{}`; database {:.0} MiB, PGDATA+WAL {:.0} MiB; built once in {:.1} s, then copied onto each placement ({}).",
+            d.key,
+            d.command,
+            d.database_size_bytes as f64 / 1048576.0,
+            d.pgdata_size_bytes as f64 / 1048576.0,
+            d.build_seconds,
+            d.relocate_seconds.iter().map(|(p, t)| format!("{p} {t:.1} s")).collect::<Vec<_>>().join(", ")
         );
-        let p = results::ResultsDir::new(out).report_md();
-        write(&p, s.as_bytes())?;
-        Ok(vec![p])
+    }
+    let _ = writeln!(
+        s,
+        "- Before every measured run: the placement's server is started (in its memory-limited cgroup where a limit is set), CHECKPOINT, sync, page cache dropped, a ramp-up run whose figures are discarded, then the measured run; the server is stopped afterwards."
+    );
+    let _ = writeln!(
+        s,
+        "- The copy is made once per placement and data set: later runs on a placement start from the data as earlier runs left it (read-write workloads grow history tables and leave dead tuples). The run order spreads that drift across placements; it is not reset between runs."
+    );
+    let _ = writeln!(s, "- {} repetitions per cell, {} order ({} runs):", m.repetitions, m.order, m.run_order.len());
+    let _ = writeln!(s, "\n<details><summary>run order and exact commands</summary>\n");
+    for r in &set.runs {
+        let _ = writeln!(
+            s,
+            "- `{}` ({}): `{}`",
+            r.run_id,
+            if r.status == results::RunStatus::Ok { "ok" } else { "failed" },
+            r.command
+        );
+    }
+    let _ = writeln!(s, "\n</details>\n");
+    if !m.phase_seconds.is_empty() {
+        let _ = writeln!(
+            s,
+            "Time spent: {}\n",
+            m.phase_seconds.iter().map(|(k, v)| format!("{k} {v:.0} s")).collect::<Vec<_>>().join(", ")
+        );
+    }
+    let _ = writeln!(
+        s,
+        "Raw output of every run (pgbench stdout/stderr, server log) is in `runs/<run id>/`; figures per run in `runs.csv`, per cell in `summary.csv`, per second in `series.csv`; `manifest.json` holds the resolved configuration and environment."
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statement_labels() {
+        assert_eq!(
+            statement_label("UPDATE pgbench_accounts SET abalance = abalance + :delta WHERE aid = :aid;"),
+            "UPDATE pgbench_accounts"
+        );
+        assert_eq!(
+            statement_label("SELECT abalance FROM pgbench_accounts WHERE aid = :aid;"),
+            "SELECT … FROM pgbench_accounts"
+        );
+        assert_eq!(
+            statement_label("INSERT INTO pgbench_history (tid, bid) VALUES (:tid, :bid);"),
+            "INSERT INTO pgbench_history"
+        );
+        assert_eq!(statement_label("  BEGIN;"), "BEGIN");
+        assert_eq!(statement_label("SELECT 1"), "SELECT 1");
+        assert_eq!(statement_label("\\set aid random(1, 100000 * :scale)"), "\\set aid random(1, …");
+    }
+
+    #[test]
+    fn deltas_in_tables() {
+        let d = Delta { pct: 12.34, ratio: 1.1234, pct_low: 2.0, pct_high: 22.5, ..Delta::unknown() };
+        assert_eq!(fmt_delta(Some(&d), true), "baseline");
+        assert_eq!(fmt_delta(None, false), "n/a");
+        assert_eq!(fmt_delta(Some(&d), false), d.text(" within noise"));
+    }
+
+    #[test]
+    fn charts_by_section_in_first_appearance_order() {
+        let chart = |section: &str, file: &str| ChartFile {
+            section: section.into(),
+            file: format!("charts/{file}.png"),
+            caption: format!("caption {file}"),
+        };
+        let mut s = String::new();
+        charts(&mut s, &[chart("B", "b1"), chart("A", "a1"), chart("B", "b2")]);
+        assert_eq!(
+            s,
+            "\n## Charts\n\n### B\n\n![caption b1](charts/b1.png)\n\n![caption b2](charts/b2.png)\n\n### A\n\n![caption a1](charts/a1.png)\n\n"
+        );
+        let mut s = String::new();
+        charts(&mut s, &[]);
+        assert_eq!(s, "\n## Charts\n\nNo charts (no successful runs).\n\n");
     }
 }

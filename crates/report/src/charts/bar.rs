@@ -1,0 +1,152 @@
+//! Bar charts: groups of bars with error bars, value labels and annotations.
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+use plotters::coord::types::RangedCoordf64;
+
+use super::{Bar, BarChart, frame, group_digits, legend_of, s};
+
+/// The plot of a chart: f64 x and y.
+pub(super) type Plot<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+pub(super) fn draw_bar_chart<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, c: &BarChart) -> Result<(), String> {
+    let legend = legend_of(c.groups.iter().flat_map(|g| g.bars.iter().map(|b| (b.legend.as_str(), b.color))));
+    let area = frame(root, &c.title, &c.subtitle, &legend, &c.footnote)?;
+    let n = c.groups.len().max(1);
+    let per_group = c.groups.iter().map(|g| g.bars.len()).max().unwrap_or(1).max(1);
+    let top = c
+        .groups
+        .iter()
+        .flat_map(|g| g.bars.iter())
+        .map(|b| b.value + b.error.filter(|e| e.is_finite()).unwrap_or(0.0))
+        .chain(c.reference.iter().map(|r| r.0))
+        .fold(0.0, f64::max);
+    let ymax = if top > 0.0 { top * 1.2 } else { 1.0 };
+    let mut chart = axes(&area, c, n, ymax)?;
+    if let Some((y, label)) = &c.reference {
+        let style = RGBColor(0x55, 0x55, 0x55).stroke_width(2);
+        chart.draw_series(DashedLineSeries::new(vec![(-0.5, *y), (n as f64 - 0.5, *y)], 8, 6, style)).map_err(s)?;
+        let st =
+            ("sans-serif", 15).into_font().color(&RGBColor(0x55, 0x55, 0x55)).pos(Pos::new(HPos::Left, VPos::Bottom));
+        chart.draw_series(std::iter::once(Text::new(label.clone(), (-0.49, *y + ymax * 0.01), st))).map_err(s)?;
+    }
+    let slot = 0.8 / per_group as f64;
+    let sizes = match per_group {
+        1 => (17, 21),
+        2 => (15, 17),
+        _ => (12, 13),
+    };
+    for (gi, g) in c.groups.iter().enumerate() {
+        for (bi, b) in g.bars.iter().enumerate() {
+            let x = gi as f64 - 0.4 + slot * (bi as f64 + 0.5);
+            draw_bar(&mut chart, c, b, (x, slot * 0.42), sizes, ymax)?;
+        }
+    }
+    Ok(())
+}
+
+/// The axes, with the groups' labels along x (smaller when many long ones share the width).
+fn axes<'a, DB: DrawingBackend>(
+    area: &'a DrawingArea<DB, Shift>,
+    c: &BarChart,
+    n: usize,
+    ymax: f64,
+) -> Result<Plot<'a, DB>, String> {
+    let labels: Vec<String> = c.groups.iter().map(|g| g.label.clone()).collect();
+    let widest = labels.iter().map(|l| l.chars().count()).max().unwrap_or(1) * n;
+    let label_size = if widest > 110 {
+        13
+    } else if widest > 80 {
+        15
+    } else {
+        18
+    };
+    let mut chart = ChartBuilder::on(area)
+        .margin_left(20)
+        .margin_right(30)
+        .margin_top(10)
+        .x_label_area_size(56)
+        .y_label_area_size(100)
+        .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), 0f64..ymax)
+        .map_err(s)?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(n)
+        .x_label_formatter(&|x| {
+            let i = x.round();
+            if (x - i).abs() < 0.01 && i >= 0.0 {
+                labels.get(i as usize).cloned().unwrap_or_default()
+            } else {
+                String::new()
+            }
+        })
+        .y_label_formatter(&|y| group_digits(*y, if ymax < 10.0 { 1 } else { 0 }))
+        .x_desc(c.x_label.as_str())
+        .y_desc(c.y_label.as_str())
+        .x_label_style(("sans-serif", label_size))
+        .y_label_style(("sans-serif", 18))
+        .axis_desc_style(("sans-serif", 20))
+        .light_line_style(WHITE)
+        .bold_line_style(RGBColor(0xE4, 0xE4, 0xE4))
+        .draw()
+        .map_err(s)?;
+    Ok(chart)
+}
+
+/// One bar at `x` (half-width `half`) with its error bar, its value and its annotation above.
+fn draw_bar<DB: DrawingBackend>(
+    chart: &mut Plot<'_, DB>,
+    c: &BarChart,
+    b: &Bar,
+    (x, half): (f64, f64),
+    (value_size, note_size): (u32, u32),
+    ymax: f64,
+) -> Result<(), String> {
+    let fill = if b.within_noise { b.color.mix(0.4).filled() } else { b.color.filled() };
+    chart.draw_series(std::iter::once(Rectangle::new([(x - half, 0.0), (x + half, b.value)], fill))).map_err(s)?;
+    if b.within_noise {
+        chart
+            .draw_series(std::iter::once(Rectangle::new(
+                [(x - half, 0.0), (x + half, b.value)],
+                b.color.stroke_width(2),
+            )))
+            .map_err(s)?;
+    }
+    let mut label_y = b.value;
+    if let Some(e) = b.error.filter(|e| e.is_finite() && *e > 0.0) {
+        let (lo, hi) = ((b.value - e).max(0.0), b.value + e);
+        let black = BLACK.stroke_width(2);
+        let cap = half * 0.2;
+        chart
+            .draw_series([
+                PathElement::new(vec![(x, lo), (x, hi)], black),
+                PathElement::new(vec![(x - cap, lo), (x + cap, lo)], black),
+                PathElement::new(vec![(x - cap, hi), (x + cap, hi)], black),
+            ])
+            .map_err(s)?;
+        label_y = hi;
+    }
+    let value_style = ("sans-serif", value_size)
+        .into_font()
+        .color(&RGBColor(0x22, 0x22, 0x22))
+        .pos(Pos::new(HPos::Center, VPos::Bottom));
+    let note_style = ("sans-serif", note_size)
+        .into_font()
+        .style(FontStyle::Bold)
+        .color(&BLACK)
+        .pos(Pos::new(HPos::Center, VPos::Bottom));
+    chart
+        .draw_series([
+            Text::new(
+                format!("{}{}", group_digits(b.value, c.value_decimals), c.value_suffix),
+                (x, label_y + ymax * 0.012),
+                value_style,
+            ),
+            Text::new(b.annotation.clone(), (x, label_y + ymax * 0.055), note_style),
+        ])
+        .map_err(s)?;
+    Ok(())
+}

@@ -1,0 +1,117 @@
+//! Exporters: one result model, several formats behind one trait. An exporter only renders: it
+//! returns its files as [`Output`]s (a path relative to the output directory and the bytes), and
+//! [`write_outputs`] is the one place that puts them on disk, each atomically.
+
+pub(crate) mod tables;
+
+use std::path::{Path, PathBuf};
+
+use results::write_atomic;
+
+pub use self::tables::CsvExporter;
+pub(crate) use self::tables::csv_bytes;
+use crate::model::{ResultSet, Summary};
+
+/// Renders one view of a result set into files.
+pub trait Exporter {
+    fn export(&self, set: &ResultSet, summary: &Summary) -> Result<Vec<Output>, ExportError>;
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    #[error("{path}: {message}")]
+    Write { path: PathBuf, message: String },
+    #[error(transparent)]
+    Chart(#[from] crate::charts::ChartError),
+}
+
+/// One file of a rendered view.
+#[derive(Debug)]
+pub struct Output {
+    /// Relative to the directory written into (the results directory, or a comparison's).
+    pub path: PathBuf,
+    pub body: Body,
+}
+
+/// What a file holds.
+#[derive(Debug)]
+pub enum Body {
+    Bytes(Vec<u8>),
+    /// A chart's pixels, encoded as PNG when written (plotters reaches its PNG encoder through a
+    /// file only).
+    Png(Bitmap),
+}
+
+/// RGB pixels, 3 bytes each, row by row.
+pub struct Bitmap {
+    pub width: u32,
+    pub height: u32,
+    pub rgb: Vec<u8>,
+}
+
+impl std::fmt::Debug for Bitmap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Bitmap({}x{})", self.width, self.height)
+    }
+}
+
+impl Output {
+    pub fn bytes(path: impl Into<PathBuf>, bytes: Vec<u8>) -> Output {
+        Output { path: path.into(), body: Body::Bytes(bytes) }
+    }
+}
+
+/// Paths in the results layout relative to the results directory (`runs.csv`, `charts/`...).
+pub(crate) fn layout() -> results::ResultsDir {
+    results::ResultsDir::new("")
+}
+
+/// Writes every output under `root`, each atomically (a reader never sees half a file); returns
+/// the paths written, in order.
+pub fn write_outputs(root: &Path, outputs: impl IntoIterator<Item = Output>) -> Result<Vec<PathBuf>, ExportError> {
+    let mut written = Vec::new();
+    for o in outputs {
+        let path = root.join(&o.path);
+        let err = |e: std::io::Error| ExportError::Write { path: path.clone(), message: e.to_string() };
+        match o.body {
+            Body::Bytes(b) => write_atomic(&path, &b).map_err(err)?,
+            Body::Png(bitmap) => {
+                let png = encode_png(&bitmap, &path).map_err(err)?;
+                write_atomic(&path, &png).map_err(err)?;
+            }
+        }
+        written.push(path);
+    }
+    Ok(written)
+}
+
+/// PNG bytes of a bitmap, encoded through a scratch file beside `path` (removed again).
+fn encode_png(bitmap: &Bitmap, path: &Path) -> std::io::Result<Vec<u8>> {
+    use plotters::prelude::{BitMapBackend, DrawingBackend};
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let name = path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+    let scratch = dir.join(format!(".{name}.encode-{}.png", std::process::id()));
+    let result = (|| {
+        let mut b = BitMapBackend::new(&scratch, (bitmap.width, bitmap.height));
+        b.blit_bitmap((0, 0), (bitmap.width, bitmap.height), &bitmap.rgb)
+            .and_then(|_| b.present())
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        std::fs::read(&scratch)
+    })();
+    let _ = std::fs::remove_file(&scratch);
+    result
+}
+
+/// `summary.json`: the summary and warnings, for other tools.
+pub struct JsonExporter;
+
+impl Exporter for JsonExporter {
+    fn export(&self, _set: &ResultSet, summary: &Summary) -> Result<Vec<Output>, ExportError> {
+        // The results layout has no accessor for summary.json: its name is spelled here.
+        let path = PathBuf::from("summary.json");
+        let bytes = serde_json::to_vec_pretty(summary)
+            .map_err(|e| ExportError::Write { path: path.clone(), message: e.to_string() })?;
+        Ok(vec![Output::bytes(path, bytes)])
+    }
+}

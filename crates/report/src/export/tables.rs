@@ -1,0 +1,398 @@
+//! The CSV tables (schema in docs/results.md): one `#[derive(Serialize)]` row struct per file,
+//! whose field names are the header and whose field order is the column order.
+
+use serde::{Serialize, Serializer};
+
+use super::{ExportError, Exporter, Output, layout};
+use crate::model::{CellSummary, ResultSet, Summary};
+use crate::stats::Delta;
+
+/// A CSV file of `rows`, its header taken from the row struct (also when there are no rows).
+pub(crate) fn csv_bytes<R: Serialize + Default>(rows: impl IntoIterator<Item = R>) -> Vec<u8> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let mut any = false;
+    for r in rows {
+        w.serialize(r).expect("in-memory CSV of a flat row");
+        any = true;
+    }
+    let bytes = w.into_inner().expect("in-memory CSV");
+    if any {
+        return bytes;
+    }
+    // No rows: the header alone, taken from a blank row's output.
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.serialize(R::default()).expect("in-memory CSV of a flat row");
+    let blank = w.into_inner().expect("in-memory CSV");
+    let end = blank.iter().position(|b| *b == b'\n').map_or(blank.len(), |i| i + 1);
+    blank[..end].to_vec()
+}
+
+/// Numbers in CSV: fixed precision, empty for unknown.
+pub(crate) fn num(v: f64, decimals: usize) -> String {
+    if v.is_finite() { format!("{v:.decimals$}") } else { String::new() }
+}
+
+/// A number written with `D` decimals, empty when not finite (see [`num`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct Fixed<const D: usize>(pub f64);
+
+impl<const D: usize> Serialize for Fixed<D> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&num(self.0, D))
+    }
+}
+
+/// An optional number: empty when absent.
+fn fixed<const D: usize>(v: Option<f64>) -> Option<Fixed<D>> {
+    v.map(Fixed)
+}
+
+/// A change against the baseline as three columns: the change, its interval's low and high end
+/// (`0.00` and blanks on a baseline row, blanks when unknown).
+#[derive(Clone, Copy, Default)]
+struct DeltaColumns {
+    pct: Option<Fixed<2>>,
+    low: Option<Fixed<2>>,
+    high: Option<Fixed<2>>,
+}
+
+fn delta_columns(d: Option<&Delta>, baseline: bool) -> DeltaColumns {
+    match d {
+        Some(d) => DeltaColumns { pct: Some(Fixed(d.pct)), low: Some(Fixed(d.pct_low)), high: Some(Fixed(d.pct_high)) },
+        None if baseline => DeltaColumns { pct: Some(Fixed(0.0)), ..Default::default() },
+        None => DeltaColumns::default(),
+    }
+}
+
+/// `runs.csv`: one row per run. A failed run's figures are blank, all of them: partial figures
+/// of a run that did not finish are not measurements.
+#[derive(Serialize, Default)]
+struct RunRow<'a> {
+    run_id: &'a str,
+    sequence: u32,
+    placement: &'a str,
+    workload: &'a str,
+    clients: u32,
+    memory_limit: &'a str,
+    profile: &'a str,
+    repetition: u32,
+    status: &'a str,
+    workload_kind: &'a str,
+    script: &'a str,
+    threads: u32,
+    scale: u32,
+    duration_s: Fixed<1>,
+    ramp_up_s: Fixed<1>,
+    tps: Option<Fixed<3>>,
+    latency_ms_avg: Option<Fixed<3>>,
+    latency_ms_stddev: Option<Fixed<3>>,
+    latency_ms_p50: Option<Fixed<3>>,
+    latency_ms_p90: Option<Fixed<3>>,
+    latency_ms_p95: Option<Fixed<3>>,
+    latency_ms_p99: Option<Fixed<3>>,
+    latency_ms_p999: Option<Fixed<3>>,
+    transactions: Option<u64>,
+    failed_transactions: Option<u64>,
+    nopm: Option<Fixed<1>>,
+    tpm: Option<Fixed<1>>,
+    started_at: &'a str,
+    finished_at: &'a str,
+    failure: &'a str,
+    failure_kind: &'a str,
+}
+
+fn run_rows(set: &ResultSet) -> impl Iterator<Item = RunRow<'_>> {
+    set.runs.iter().map(|r| {
+        let ok = r.status == results::RunStatus::Ok;
+        // Figures only of a run that finished.
+        let m = ok.then_some(&r.metrics);
+        RunRow {
+            run_id: &r.run_id,
+            sequence: r.sequence,
+            placement: &r.cell.placement,
+            workload: &r.cell.workload,
+            clients: r.cell.clients,
+            memory_limit: &r.cell.memory_limit,
+            profile: &r.cell.profile,
+            repetition: r.repetition,
+            status: if ok { "ok" } else { "failed" },
+            workload_kind: &r.workload_kind,
+            script: &r.script,
+            threads: r.threads,
+            scale: r.scale,
+            duration_s: Fixed(r.duration_s),
+            ramp_up_s: Fixed(r.ramp_up_s),
+            tps: m.map(|m| Fixed(m.tps)),
+            latency_ms_avg: m.map(|m| Fixed(m.latency_ms_avg)),
+            latency_ms_stddev: fixed(m.and_then(|m| m.latency_ms_stddev)),
+            latency_ms_p50: fixed(m.and_then(|m| m.latency_ms_p50)),
+            latency_ms_p90: fixed(m.and_then(|m| m.latency_ms_p90)),
+            latency_ms_p95: fixed(m.and_then(|m| m.latency_ms_p95)),
+            latency_ms_p99: fixed(m.and_then(|m| m.latency_ms_p99)),
+            latency_ms_p999: fixed(m.and_then(|m| m.latency_ms_p999)),
+            transactions: m.map(|m| m.transactions),
+            failed_transactions: m.map(|m| m.failed_transactions),
+            nopm: fixed(m.and_then(|m| m.nopm)),
+            tpm: fixed(m.and_then(|m| m.tpm)),
+            started_at: &r.started_at,
+            finished_at: &r.finished_at,
+            failure: r.failure.as_deref().unwrap_or_default(),
+            failure_kind: r.failure_kind.as_deref().unwrap_or_default(),
+        }
+    })
+}
+
+/// `summary.csv`: one row per cell, with its changes against the baseline cell.
+#[derive(Serialize, Default)]
+struct SummaryRow<'a> {
+    placement: &'a str,
+    workload: &'a str,
+    clients: u32,
+    memory_limit: &'a str,
+    profile: &'a str,
+    runs: usize,
+    failed_runs: usize,
+    tps_mean: Fixed<3>,
+    tps_stdev: Fixed<3>,
+    tps_cv_pct: Fixed<2>,
+    tps_ci95: Fixed<3>,
+    latency_ms_mean: Fixed<3>,
+    latency_ms_stdev: Fixed<3>,
+    latency_ms_p99_mean: Option<Fixed<3>>,
+    tps_delta_pct: Option<Fixed<2>>,
+    tps_delta_ci95_low_pct: Option<Fixed<2>>,
+    tps_delta_ci95_high_pct: Option<Fixed<2>>,
+    tps_ratio: Option<Fixed<4>>,
+    latency_delta_pct: Option<Fixed<2>>,
+    latency_delta_ci95_low_pct: Option<Fixed<2>>,
+    latency_delta_ci95_high_pct: Option<Fixed<2>>,
+    /// Blank on baseline rows, `unknown` without an interval.
+    within_noise: &'static str,
+    nopm_mean: Option<Fixed<1>>,
+    nopm_ci95: Option<Fixed<1>>,
+    nopm_delta_pct: Option<Fixed<2>>,
+    nopm_delta_ci95_low_pct: Option<Fixed<2>>,
+    nopm_delta_ci95_high_pct: Option<Fixed<2>>,
+}
+
+fn summary_row(c: &CellSummary) -> SummaryRow<'_> {
+    let td = delta_columns(c.tps_delta.as_ref(), c.is_baseline);
+    let ld = delta_columns(c.latency_delta.as_ref(), c.is_baseline);
+    let nd =
+        if c.nopm.is_some() { delta_columns(c.nopm_delta.as_ref(), c.is_baseline) } else { DeltaColumns::default() };
+    let within_noise = match (&c.tps_delta, c.is_baseline) {
+        (_, true) => "",
+        (Some(d), _) if d.has_interval() => {
+            if d.within_noise {
+                "true"
+            } else {
+                "false"
+            }
+        }
+        _ => "unknown",
+    };
+    SummaryRow {
+        placement: &c.key.placement,
+        workload: &c.key.workload,
+        clients: c.key.clients,
+        memory_limit: &c.key.memory_limit,
+        profile: &c.key.profile,
+        runs: c.runs,
+        failed_runs: c.failed_runs,
+        tps_mean: Fixed(c.tps.mean),
+        tps_stdev: Fixed(c.tps.stdev),
+        tps_cv_pct: Fixed(c.tps.cv_pct),
+        tps_ci95: Fixed(c.tps.ci95),
+        latency_ms_mean: Fixed(c.latency_ms.mean),
+        latency_ms_stdev: Fixed(c.latency_ms.stdev),
+        latency_ms_p99_mean: fixed(c.latency_p99_ms.map(|e| e.mean)),
+        tps_delta_pct: td.pct,
+        tps_delta_ci95_low_pct: td.low,
+        tps_delta_ci95_high_pct: td.high,
+        tps_ratio: match c.tps_delta {
+            Some(d) => Some(Fixed(d.ratio)),
+            None => c.is_baseline.then_some(Fixed(1.0)),
+        },
+        latency_delta_pct: ld.pct,
+        latency_delta_ci95_low_pct: ld.low,
+        latency_delta_ci95_high_pct: ld.high,
+        within_noise,
+        nopm_mean: fixed(c.nopm.map(|e| e.mean)),
+        nopm_ci95: fixed(c.nopm.map(|e| e.ci95)),
+        nopm_delta_pct: nd.pct,
+        nopm_delta_ci95_low_pct: nd.low,
+        nopm_delta_ci95_high_pct: nd.high,
+    }
+}
+
+/// `statements.csv`: one row per statement of the script per cell (pgbench `-r`).
+#[derive(Serialize, Default)]
+struct StatementRow<'a> {
+    placement: &'a str,
+    workload: &'a str,
+    clients: u32,
+    memory_limit: &'a str,
+    profile: &'a str,
+    /// 1-based position in the script.
+    statement_index: usize,
+    statement: &'a str,
+    runs: usize,
+    latency_ms_mean: Fixed<4>,
+    latency_ms_ci95: Fixed<4>,
+    latency_delta_pct: Option<Fixed<2>>,
+    latency_delta_ci95_low_pct: Option<Fixed<2>>,
+    latency_delta_ci95_high_pct: Option<Fixed<2>>,
+}
+
+fn statement_rows(summary: &Summary) -> impl Iterator<Item = StatementRow<'_>> {
+    summary.cells.iter().flat_map(|c| {
+        c.statements.iter().enumerate().map(move |(i, st)| {
+            let d = delta_columns(st.delta.as_ref(), c.is_baseline);
+            StatementRow {
+                placement: &c.key.placement,
+                workload: &c.key.workload,
+                clients: c.key.clients,
+                memory_limit: &c.key.memory_limit,
+                profile: &c.key.profile,
+                statement_index: i + 1,
+                statement: &st.statement,
+                runs: st.latency_ms.n,
+                latency_ms_mean: Fixed(st.latency_ms.mean),
+                latency_ms_ci95: Fixed(st.latency_ms.ci95),
+                latency_delta_pct: d.pct,
+                latency_delta_ci95_low_pct: d.low,
+                latency_delta_ci95_high_pct: d.high,
+            }
+        })
+    })
+}
+
+/// `series.csv`: one row per second of every run.
+#[derive(Serialize, Default)]
+struct SeriesRow<'a> {
+    run_id: &'a str,
+    placement: &'a str,
+    workload: &'a str,
+    clients: u32,
+    repetition: u32,
+    t_s: Fixed<1>,
+    tps: Fixed<1>,
+    latency_ms: Fixed<3>,
+    latency_ms_stddev: Option<Fixed<3>>,
+    failed: Option<u64>,
+}
+
+fn series_rows(set: &ResultSet) -> impl Iterator<Item = SeriesRow<'_>> {
+    set.runs.iter().flat_map(|r| {
+        r.series.iter().map(move |s| SeriesRow {
+            run_id: &r.run_id,
+            placement: &r.cell.placement,
+            workload: &r.cell.workload,
+            clients: r.cell.clients,
+            repetition: r.repetition,
+            t_s: Fixed(s.t),
+            tps: Fixed(s.tps),
+            latency_ms: Fixed(s.latency_ms),
+            latency_ms_stddev: fixed(s.latency_ms_stddev),
+            failed: s.failed,
+        })
+    })
+}
+
+/// `devices.csv`: one row per device per run (from /proc/diskstats).
+#[derive(Serialize, Default)]
+struct DeviceRow<'a> {
+    run_id: &'a str,
+    placement: &'a str,
+    workload: &'a str,
+    clients: u32,
+    repetition: u32,
+    device: &'a str,
+    role: &'a str,
+    kernel_name: &'a str,
+    read_iops: Fixed<1>,
+    write_iops: Fixed<1>,
+    read_mb_s: Fixed<2>,
+    write_mb_s: Fixed<2>,
+    avg_wait_ms: Fixed<3>,
+    peak_read_iops: Fixed<1>,
+    peak_write_iops: Fixed<1>,
+}
+
+fn device_rows(set: &ResultSet) -> impl Iterator<Item = DeviceRow<'_>> {
+    set.runs.iter().flat_map(|r| {
+        r.devices.iter().map(move |d| DeviceRow {
+            run_id: &r.run_id,
+            placement: &r.cell.placement,
+            workload: &r.cell.workload,
+            clients: r.cell.clients,
+            repetition: r.repetition,
+            device: &d.device,
+            role: &d.role,
+            kernel_name: &d.kernel_name,
+            read_iops: Fixed(d.read_iops),
+            write_iops: Fixed(d.write_iops),
+            read_mb_s: Fixed(d.read_mb_s),
+            write_mb_s: Fixed(d.write_mb_s),
+            avg_wait_ms: Fixed(d.avg_wait_ms),
+            peak_read_iops: Fixed(d.peak_read_iops),
+            peak_write_iops: Fixed(d.peak_write_iops),
+        })
+    })
+}
+
+/// `runs.csv`, `summary.csv`, `series.csv`, `devices.csv` and `statements.csv`.
+pub struct CsvExporter;
+
+impl Exporter for CsvExporter {
+    fn export(&self, set: &ResultSet, summary: &Summary) -> Result<Vec<Output>, ExportError> {
+        let l = layout();
+        Ok(vec![
+            Output::bytes(l.devices_csv(), csv_bytes(device_rows(set))),
+            Output::bytes(l.runs_csv(), csv_bytes(run_rows(set))),
+            Output::bytes(l.summary_csv(), csv_bytes(summary.cells.iter().map(summary_row))),
+            Output::bytes(l.series_csv(), csv_bytes(series_rows(set))),
+            Output::bytes(l.statements_csv(), csv_bytes(statement_rows(summary))),
+        ])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header<R: Serialize + Default>() -> String {
+        String::from_utf8(csv_bytes(std::iter::empty::<R>())).unwrap()
+    }
+
+    #[test]
+    fn empty_tables_still_have_their_header() {
+        assert_eq!(
+            header::<SeriesRow>(),
+            "run_id,placement,workload,clients,repetition,t_s,tps,latency_ms,latency_ms_stddev,failed\n"
+        );
+        assert_eq!(header::<RunRow>().matches(',').count(), 30, "31 columns in runs.csv");
+        assert_eq!(header::<SummaryRow>().matches(',').count(), 26, "27 columns in summary.csv");
+    }
+
+    #[test]
+    fn fixed_numbers_and_blanks() {
+        #[derive(Serialize, Default)]
+        struct Row {
+            a: Fixed<2>,
+            b: Option<Fixed<3>>,
+            c: Fixed<1>,
+            d: Option<u64>,
+        }
+        let rows = [Row { a: Fixed(12.3456), b: Some(Fixed(-2.0)), c: Fixed(f64::NAN), d: None }];
+        assert_eq!(String::from_utf8(csv_bytes(rows)).unwrap(), "a,b,c,d\n12.35,-2.000,,\n");
+    }
+
+    #[test]
+    fn baseline_and_unknown_delta_columns() {
+        let base = delta_columns(None, true);
+        assert_eq!((base.pct, base.low, base.high), (Some(Fixed(0.0)), None, None));
+        let unknown = delta_columns(None, false);
+        assert_eq!((unknown.pct, unknown.low), (None, None));
+    }
+}

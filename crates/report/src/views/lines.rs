@@ -1,0 +1,169 @@
+//! Line charts: scaling with clients, throughput over each run.
+
+use results::record::RunStatus;
+
+use super::{Ctx, SHADES, clean, context_suffix, describe_group, file_stem, footnote, group_by, groups};
+use crate::charts::{self, Line, LineChart};
+use crate::model::CellSummary;
+
+/// TPS against clients per placement, the peak of each marked and the delta at peak stated.
+pub(super) fn scaling(cx: &mut Ctx) {
+    let set = cx.set;
+    // One line per placement; with a single placement and several settings profiles (seed 004:
+    // default against the performance profile), one line per profile instead.
+    let mut profiles: Vec<String> = Vec::new();
+    for c in &cx.summary.cells {
+        if !profiles.contains(&c.key.profile) {
+            profiles.push(c.key.profile.clone());
+        }
+    }
+    let by_profile = cx.placements.len() == 1 && profiles.len() > 1;
+    let by_context = group_by(cx.summary, |a, b| {
+        a.key.workload == b.key.workload
+            && a.key.memory_limit == b.key.memory_limit
+            && (by_profile || a.key.profile == b.key.profile)
+    });
+    let names: Vec<String> = if by_profile { profiles.clone() } else { cx.placements.clone() };
+    let reference = if by_profile { profiles[0].clone() } else { set.manifest.baseline.clone() };
+    for cells in by_context {
+        let clients: std::collections::BTreeSet<u32> = cells.iter().map(|c| c.key.clients).collect();
+        if clients.len() < 2 {
+            continue;
+        }
+        let mut series = Vec::new();
+        let mut peaks: Vec<(String, u32, f64)> = Vec::new();
+        for (i, name) in names.iter().enumerate() {
+            let mut pts: Vec<&CellSummary> = cells
+                .iter()
+                .copied()
+                .filter(|c| if by_profile { &c.key.profile == name } else { &c.key.placement == name })
+                .collect();
+            if pts.is_empty() {
+                continue;
+            }
+            pts.sort_by_key(|c| c.key.clients);
+            let peak =
+                pts.iter().max_by(|a, b| a.headline().0.mean.total_cmp(&b.headline().0.mean)).expect("non-empty");
+            peaks.push((name.clone(), peak.key.clients, peak.headline().0.mean));
+            series.push(Line {
+                name: if by_profile { format!("profile {name}") } else { cx.legend(name) },
+                color: if by_profile { SHADES[i % SHADES.len()] } else { cx.color(name) },
+                points: pts.iter().map(|c| (c.key.clients as f64, c.headline().0.mean)).collect(),
+                errors: Some(pts.iter().map(|c| c.headline().0.ci95).collect()),
+                markers: true,
+                dashed: false,
+                mark: Some((
+                    peak.key.clients as f64,
+                    peak.headline().0.mean,
+                    format!("peak {} @{}", charts::group_digits(peak.headline().0.mean, 0), peak.key.clients),
+                )),
+            });
+        }
+        let who = if cells[0].nopm.is_some() { "virtual users" } else { "clients" };
+        let c0 = cells[0];
+        let mut context = format!("workload {}", c0.key.workload);
+        context.push_str(&format!(", server memory {}", c0.key.memory_limit));
+        if !by_profile && c0.key.profile != "default" {
+            context.push_str(&format!(", profile {}", c0.key.profile));
+        }
+        let chart = LineChart {
+            title: format!("{}: scaling with {who}", set.manifest.experiment_name),
+            subtitle: format!("{context}; {}", peak_deltas(&peaks, &reference, who)),
+            x_label: who.into(),
+            y_label: cells[0].headline().2.into(),
+            series,
+            vlines: vec![],
+            footnote: footnote(set, &cells, false),
+            integer_x: true,
+        };
+        let stem = format!("scaling-{}{}", clean(&c0.key.workload), context_suffix(&c0.key, true, !by_profile));
+        cx.line(chart, stem, "Scaling");
+    }
+}
+
+/// `delta at peak against <reference> (peaks at 64 clients): a +12.0% (peaks at 32), b ...`:
+/// each line's peak against the reference line's peak, the reference named once.
+fn peak_deltas(peaks: &[(String, u32, f64)], reference: &str, who: &str) -> String {
+    let Some((_, base_clients, base)) = peaks.iter().find(|p| p.0 == reference) else {
+        return "delta at peak: n/a".into();
+    };
+    let deltas: Vec<String> = peaks
+        .iter()
+        .filter(|p| p.0 != reference)
+        .map(|(name, clients, peak)| format!("{name} {:+.1}% (peaks at {clients})", (peak / base - 1.0) * 100.0))
+        .collect();
+    if deltas.is_empty() {
+        return "delta at peak: n/a".into();
+    }
+    format!("delta at peak against {reference} (peaks at {base_clients} {who}): {}", deltas.join(", "))
+}
+
+/// TPS per second over the first repetition of each placement, checkpoints marked.
+pub(super) fn stability(cx: &mut Ctx) {
+    let set = cx.set;
+    for g in groups(cx.summary) {
+        let c0 = g[0];
+        let mut series = Vec::new();
+        let mut vlines = Vec::new();
+        let mut outliers = 0;
+        for c in &g {
+            let Some(run) =
+                set.runs.iter().filter(|r| r.cell == c.key && r.status == RunStatus::Ok).min_by_key(|r| r.repetition)
+            else {
+                continue;
+            };
+            if run.series.is_empty() {
+                continue;
+            }
+            // Counted on the run that is drawn.
+            let tps: Vec<f64> = run.series.iter().map(|s| s.tps).collect();
+            outliers += crate::stats::outliers_mad(&tps, 3.5).len();
+            series.push(Line {
+                name: format!("{} (run {})", c.key.placement, run.repetition),
+                color: cx.color(&c.key.placement),
+                points: run.series.iter().map(|s| (s.t, s.tps)).collect(),
+                errors: None,
+                markers: false,
+                dashed: false,
+                mark: None,
+            });
+            for t in &run.checkpoints_at_s {
+                vlines.push((*t, format!("checkpoint ({})", c.key.placement)));
+            }
+        }
+        if series.is_empty() {
+            continue;
+        }
+        let chart = LineChart {
+            title: format!("{}: throughput over each run", set.manifest.experiment_name),
+            subtitle: format!(
+                "{}; 1 s per point; dashed: checkpoints; outlier seconds (> 3.5 MAD): {}",
+                describe_group(c0),
+                outliers
+            ),
+            x_label: "seconds into the measured run".into(),
+            y_label: "throughput (transactions/s)".into(),
+            series,
+            vlines,
+            footnote: footnote(set, &g, false),
+            integer_x: false,
+        };
+        cx.line(chart, file_stem("stability", c0), &describe_group(c0));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn peak_deltas_name_the_reference_once() {
+        let peaks = vec![("das".to_string(), 8, 200.0), ("lb".to_string(), 8, 150.0), ("lbc".to_string(), 4, 250.0)];
+        assert_eq!(
+            peak_deltas(&peaks, "das", "virtual users"),
+            "delta at peak against das (peaks at 8 virtual users): lb -25.0% (peaks at 8), lbc +25.0% (peaks at 4)"
+        );
+        assert_eq!(peak_deltas(&peaks[1..], "das", "clients"), "delta at peak: n/a");
+        assert_eq!(peak_deltas(&peaks[..1], "das", "clients"), "delta at peak: n/a");
+    }
+}

@@ -1,0 +1,338 @@
+//! Which charts a result set gets, built from the summary and the runs: [`plan`] lists them as
+//! data, [`render_all`] draws and writes them.
+
+mod devices;
+mod lines;
+mod placement;
+
+use std::path::{Path, PathBuf};
+
+use plotters::style::RGBColor;
+
+use crate::charts::{self, BarChart, Chart, LineChart};
+use crate::export::{ExportError, Output, layout, write_outputs};
+use crate::model::{CellSummary, ResultSet, Summary};
+use crate::stats::Delta;
+
+/// A chart written, for the report: its file (relative to the results directory) and a caption.
+#[derive(Clone, Debug)]
+pub struct ChartFile {
+    pub section: String,
+    pub file: String,
+    pub caption: String,
+}
+
+/// The environment line(s) printed under every chart.
+pub fn footnote(set: &ResultSet, cells: &[&CellSummary], bars: bool) -> Vec<String> {
+    let m = &set.manifest;
+    let h = &m.host;
+    let first = cells.first().and_then(|c| set.runs.iter().find(|r| r.cell == c.key));
+    let mut lines = vec![format!(
+        "{}{} ({} threads), {:.1} GiB RAM, Linux {}; PostgreSQL {}",
+        if m.emulated { "Emulated tiers on " } else { "" },
+        if h.cpu_model.is_empty() { "unknown CPU" } else { h.cpu_model.as_str() },
+        h.cpu_threads,
+        h.memory_bytes as f64 / (1u64 << 30) as f64,
+        h.kernel,
+        m.postgres.version
+    )];
+    if let Some(r) = first {
+        let mut scripts: Vec<&str> = Vec::new();
+        for c in cells {
+            if let Some(x) = set.runs.iter().find(|r| r.cell == c.key)
+                && !scripts.contains(&x.script.as_str())
+            {
+                scripts.push(&x.script);
+            }
+        }
+        lines.push(format!(
+            "{} {} scale {}, {:.0} s measured after {:.0} s ramp-up; {} runs per point, {} order{}",
+            r.workload_kind,
+            scripts.join(" / "),
+            r.scale,
+            r.duration_s,
+            r.ramp_up_s,
+            cells.iter().map(|c| c.runs).min().unwrap_or(0),
+            m.order,
+            if bars { "; error bars: 95% CI; pale bars: within noise" } else { "" }
+        ));
+    }
+    lines
+}
+
+fn annotation(delta: Option<&Delta>, is_baseline: bool, lower_is_better: bool) -> (String, bool) {
+    if is_baseline {
+        return ("baseline".into(), false);
+    }
+    match delta {
+        None => ("n/a".into(), false),
+        Some(d) => {
+            let mut text =
+                if d.ratio >= 2.0 && !lower_is_better { format!("{:.1}x", d.ratio) } else { format!("{:+.1}%", d.pct) };
+            if d.within_noise {
+                text.push_str(" (noise)");
+            } else if !d.has_interval() {
+                text.push_str(" (1 run)");
+            }
+            (text, d.within_noise)
+        }
+    }
+}
+
+fn clean(s: &str) -> String {
+    s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect()
+}
+
+fn file_stem(kind: &str, c: &CellSummary) -> String {
+    format!("{kind}-{}-c{}{}", clean(&c.key.workload), c.key.clients, context_suffix(&c.key, true, true))
+}
+
+/// The part of a chart's file name that tells memory limits and settings profiles apart
+/// (`-mem192MiB`, `-<profile>`); left out for the unlimited / default value and for the dimension
+/// the chart itself compares.
+fn context_suffix(k: &results::record::CellKey, memory: bool, profile: bool) -> String {
+    let mut s = String::new();
+    if memory && k.memory_limit != "unlimited" {
+        s.push_str(&format!("-mem{}", clean(&k.memory_limit)));
+    }
+    if profile && k.profile != "default" {
+        s.push_str(&format!("-{}", clean(&k.profile)));
+    }
+    s
+}
+
+/// Groups of cells that differ only by placement.
+pub fn groups(summary: &Summary) -> Vec<Vec<&CellSummary>> {
+    group_by(summary, |a, b| {
+        a.key.workload == b.key.workload
+            && a.key.clients == b.key.clients
+            && a.key.memory_limit == b.key.memory_limit
+            && a.key.profile == b.key.profile
+    })
+}
+
+fn group_by(summary: &Summary, same: impl Fn(&CellSummary, &CellSummary) -> bool) -> Vec<Vec<&CellSummary>> {
+    let mut out: Vec<Vec<&CellSummary>> = Vec::new();
+    for c in &summary.cells {
+        match out.iter_mut().find(|g| g.first().is_some_and(|o| same(o, c))) {
+            Some(g) => g.push(c),
+            None => out.push(vec![c]),
+        }
+    }
+    out
+}
+
+/// `workload tpcb, 8 clients, server memory 256MiB` for titles.
+pub fn describe_group(c: &CellSummary) -> String {
+    let mut s = format!("workload {}, {} clients", c.key.workload, c.key.clients);
+    // Always said, "unlimited" included: a reader comparing charts must not have to guess.
+    s.push_str(&format!(", server memory {}", c.key.memory_limit));
+    if c.key.profile != "default" {
+        s.push_str(&format!(", profile {}", c.key.profile));
+    }
+    s
+}
+
+/// Shades for the values of a dimension other than placement (profiles, memory limits).
+const SHADES: [RGBColor; 4] =
+    [RGBColor(0x3B, 0x5B, 0x92), RGBColor(0xE0, 0x9F, 0x3E), RGBColor(0x6F, 0xA2, 0x87), RGBColor(0x9E, 0x6F, 0xB5)];
+
+/// One chart of a report: what it draws, its file stem under `charts/` and the report section
+/// it is shown in.
+#[derive(Clone, Debug)]
+pub struct ChartSpec {
+    pub section: String,
+    pub stem: String,
+    pub chart: Chart,
+}
+
+impl ChartSpec {
+    /// `charts/<stem>`, relative to the results directory (without extension).
+    pub fn path(&self) -> PathBuf {
+        layout().charts_dir().join(&self.stem)
+    }
+
+    /// How report.md shows it.
+    pub fn file(&self) -> ChartFile {
+        ChartFile {
+            section: self.section.clone(),
+            file: format!("charts/{}.png", self.stem),
+            caption: self.chart.title().to_string(),
+        }
+    }
+
+    /// The PNG and the SVG.
+    pub fn render(&self) -> Result<[Output; 2], ExportError> {
+        Ok(charts::render(&self.chart, &self.path())?)
+    }
+}
+
+struct Ctx<'a> {
+    set: &'a ResultSet,
+    summary: &'a Summary,
+    placements: Vec<String>,
+    specs: Vec<ChartSpec>,
+}
+
+impl Ctx<'_> {
+    fn color(&self, placement: &str) -> RGBColor {
+        charts::placement_color(self.placements.iter().position(|p| p == placement).unwrap_or(0))
+    }
+
+    fn legend(&self, name: &str) -> String {
+        match self.set.manifest.placements.iter().find(|p| p.name == name) {
+            Some(p) if p.data_device == p.wal_device => format!("{name}: data + WAL on {}", p.data_device),
+            Some(p) => format!("{name}: data on {}, WAL on {}", p.data_device, p.wal_device),
+            None => name.to_string(),
+        }
+    }
+
+    fn bar(&mut self, chart: BarChart, stem: String, section: &str) {
+        self.specs.push(ChartSpec { section: section.to_string(), stem, chart: Chart::Bar(chart) });
+    }
+
+    fn line(&mut self, chart: LineChart, stem: String, section: &str) {
+        self.specs.push(ChartSpec { section: section.to_string(), stem, chart: Chart::Line(chart) });
+    }
+}
+
+/// Every chart of a result set, in report order. Nothing is drawn yet.
+pub fn plan(set: &ResultSet, summary: &Summary) -> Vec<ChartSpec> {
+    let mut cx = Ctx { set, summary, placements: set.placements(), specs: Vec::new() };
+    placement::per_cell_bars(&mut cx);
+    placement::normalised(&mut cx);
+    lines::scaling(&mut cx);
+    placement::dimension_comparison(&mut cx, "memory", |c| c.key.memory_limit.clone());
+    placement::dimension_comparison(&mut cx, "profile", |c| c.key.profile.clone());
+    lines::stability(&mut cx);
+    devices::device_io(&mut cx);
+    devices::ceilings(&mut cx);
+    cx.specs
+}
+
+/// Draws every chart of a result set into `out`'s `charts/`, one at a time; returns the files
+/// written and, for the report, captions.
+pub fn render_all(
+    set: &ResultSet,
+    summary: &Summary,
+    out: &Path,
+) -> Result<(Vec<PathBuf>, Vec<ChartFile>), ExportError> {
+    let dir = results::ResultsDir::new(out).charts_dir();
+    // The directory exists even when there is nothing to draw.
+    std::fs::create_dir_all(&dir).map_err(|e| ExportError::Write { path: dir.clone(), message: e.to_string() })?;
+    let specs = plan(set, summary);
+    let mut written = Vec::new();
+    for spec in &specs {
+        written.extend(write_outputs(out, spec.render()?)?);
+    }
+    Ok((written, specs.iter().map(ChartSpec::file).collect()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::Estimate;
+    use results::record::CellKey;
+
+    fn cell(placement: &str, workload: &str, clients: u32, memory: &str, profile: &str) -> CellSummary {
+        let e = Estimate::of(&[99.0, 101.0]).unwrap();
+        CellSummary {
+            key: CellKey {
+                placement: placement.into(),
+                workload: workload.into(),
+                clients,
+                memory_limit: memory.into(),
+                profile: profile.into(),
+            },
+            is_baseline: placement == "a",
+            runs: 2,
+            failed_runs: 0,
+            tps: e,
+            latency_ms: e,
+            latency_p99_ms: None,
+            tps_delta: None,
+            latency_delta: None,
+            latency_p99_delta: None,
+            nopm: None,
+            nopm_delta: None,
+            statements: vec![],
+        }
+    }
+
+    #[test]
+    fn file_names_tell_memory_limits_and_profiles_apart() {
+        assert_eq!(file_stem("throughput", &cell("a", "tpcb", 8, "unlimited", "default")), "throughput-tpcb-c8");
+        assert_eq!(
+            file_stem("latency", &cell("a", "select only", 16, "192MiB", "seed004-performance")),
+            "latency-select_only-c16-mem192MiB-seed004-performance"
+        );
+        let k = cell("a", "tpcb", 8, "1.5GiB", "fast/wal").key;
+        assert_eq!(context_suffix(&k, true, true), "-mem1_5GiB-fast_wal");
+        assert_eq!(context_suffix(&k, false, true), "-fast_wal", "the compared dimension is left out");
+        assert_eq!(context_suffix(&k, true, false), "-mem1_5GiB");
+    }
+
+    #[test]
+    fn chart_files_live_under_charts() {
+        let spec = ChartSpec {
+            section: "Scaling".into(),
+            stem: "scaling-tpcb".into(),
+            chart: Chart::Line(LineChart {
+                title: "t: scaling with clients".into(),
+                subtitle: String::new(),
+                x_label: String::new(),
+                y_label: String::new(),
+                series: vec![],
+                vlines: vec![],
+                footnote: vec![],
+                integer_x: true,
+            }),
+        };
+        assert_eq!(spec.path(), PathBuf::from("charts/scaling-tpcb"));
+        let f = spec.file();
+        assert_eq!(
+            (f.file.as_str(), f.caption.as_str(), f.section.as_str()),
+            ("charts/scaling-tpcb.png", "t: scaling with clients", "Scaling")
+        );
+    }
+
+    #[test]
+    fn groups_differ_only_by_placement_in_first_appearance_order() {
+        let summary = Summary {
+            cells: vec![
+                cell("a", "rw", 8, "unlimited", "default"),
+                cell("b", "rw", 8, "unlimited", "default"),
+                cell("a", "rw", 16, "unlimited", "default"),
+                cell("b", "rw", 8, "unlimited", "fast"),
+                cell("c", "rw", 16, "unlimited", "default"),
+            ],
+            missing: vec![],
+            warnings: vec![],
+        };
+        let keys: Vec<Vec<String>> = groups(&summary)
+            .iter()
+            .map(|g| g.iter().map(|c| format!("{}@{}/{}", c.key.placement, c.key.clients, c.key.profile)).collect())
+            .collect();
+        assert_eq!(keys, [vec!["a@8/default", "b@8/default"], vec!["a@16/default", "c@16/default"], vec!["b@8/fast"]]);
+        assert_eq!(describe_group(&summary.cells[3]), "workload rw, 8 clients, server memory unlimited, profile fast");
+    }
+
+    #[test]
+    fn bar_annotations() {
+        let d = |pct: f64, low: f64, high: f64| Delta {
+            pct,
+            ratio: 1.0 + pct / 100.0,
+            pct_low: low,
+            pct_high: high,
+            within_noise: low <= 0.0 && high >= 0.0,
+            ..Delta::unknown()
+        };
+        assert_eq!(annotation(None, true, false), ("baseline".into(), false));
+        assert_eq!(annotation(None, false, false), ("n/a".into(), false));
+        assert_eq!(annotation(Some(&d(44.6, 30.0, 60.0)), false, false), ("+44.6%".into(), false));
+        assert_eq!(annotation(Some(&d(150.0, 100.0, 200.0)), false, false), ("2.5x".into(), false));
+        assert_eq!(annotation(Some(&d(150.0, 100.0, 200.0)), false, true), ("+150.0%".into(), false), "latency: no x");
+        assert_eq!(annotation(Some(&d(-3.0, -8.0, 2.0)), false, false), ("-3.0% (noise)".into(), true));
+        assert_eq!(annotation(Some(&d(-3.0, f64::NAN, f64::NAN)), false, false), ("-3.0% (1 run)".into(), false));
+    }
+}

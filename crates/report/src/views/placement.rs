@@ -1,0 +1,217 @@
+//! Charts that compare placements (and the values of another dimension) cell by cell.
+
+use super::{Ctx, SHADES, annotation, clean, context_suffix, describe_group, file_stem, footnote, group_by, groups};
+use crate::charts::{Bar, BarChart, BarGroup};
+use crate::model::CellSummary;
+use crate::stats::{Delta, Estimate};
+
+/// Throughput, average latency and p99 latency per placement, for each cell group.
+pub(super) fn per_cell_bars(cx: &mut Ctx) {
+    let set = cx.set;
+    for g in groups(cx.summary) {
+        let c0 = g[0];
+        let what = describe_group(c0);
+        type Pick = fn(&CellSummary) -> Option<(Estimate, Option<Delta>)>;
+        let kinds: [(&str, &str, &str, Pick, bool); 3] = [
+            ("throughput", "throughput", "", |c| Some((c.headline().0, c.headline().1)), false),
+            ("latency", "average latency", "average latency (ms)", |c| Some((c.latency_ms, c.latency_delta)), true),
+            (
+                "latency-p99",
+                "99th percentile latency",
+                "p99 latency (ms)",
+                |c| c.latency_p99_ms.map(|e| (e, c.latency_p99_delta)),
+                true,
+            ),
+        ];
+        for (kind, name, y_label, pick, lower) in kinds {
+            if g.iter().any(|c| pick(c).is_none()) {
+                continue;
+            }
+            let groups = g
+                .iter()
+                .map(|c| {
+                    let (e, d) = pick(c).expect("checked above");
+                    let (annotation, noise) = annotation(d.as_ref(), c.is_baseline, lower);
+                    BarGroup {
+                        label: c.key.placement.clone(),
+                        bars: vec![Bar {
+                            legend: cx.legend(&c.key.placement),
+                            value: e.mean,
+                            error: e.ci95.is_finite().then_some(e.ci95),
+                            color: cx.color(&c.key.placement),
+                            annotation,
+                            within_noise: noise,
+                        }],
+                    }
+                })
+                .collect();
+            let chart = BarChart {
+                title: format!("{}: {name} by placement", set.manifest.experiment_name),
+                subtitle: format!(
+                    "{what}; % change against baseline {} ({} is better)",
+                    set.manifest.baseline,
+                    if lower { "lower" } else { "higher" }
+                ),
+                x_label: "placement".into(),
+                y_label: if y_label.is_empty() { c0.headline().2.into() } else { y_label.into() },
+                groups,
+                footnote: footnote(set, &g, true),
+                value_decimals: if lower { 2 } else { 0 },
+                value_suffix: "",
+                reference: None,
+            };
+            cx.bar(chart, file_stem(kind, c0), &what);
+        }
+    }
+}
+
+/// Throughput normalised to the baseline (= 1.0) across workloads (seed 003's figure).
+pub(super) fn normalised(cx: &mut Ctx) {
+    let set = cx.set;
+    let by_context =
+        group_by(cx.summary, |a, b| a.key.memory_limit == b.key.memory_limit && a.key.profile == b.key.profile);
+    for cells in by_context {
+        let contenders: Vec<&CellSummary> =
+            cells.iter().copied().filter(|c| !c.is_baseline && c.tps_delta.is_some()).collect();
+        if contenders.is_empty() {
+            continue;
+        }
+        let many_clients = cells.iter().map(|c| c.key.clients).collect::<std::collections::BTreeSet<_>>().len() > 1;
+        let mut labels: Vec<(String, u32)> = Vec::new();
+        for c in &cells {
+            let k = (c.key.workload.clone(), c.key.clients);
+            if !labels.contains(&k) {
+                labels.push(k);
+            }
+        }
+        let groups = labels
+            .iter()
+            .map(|(w, clients)| BarGroup {
+                label: if many_clients { format!("{w} @{clients}") } else { w.clone() },
+                bars: contenders
+                    .iter()
+                    .filter(|c| &c.key.workload == w && c.key.clients == *clients)
+                    .map(|c| {
+                        let d = c.headline().1.expect("filtered");
+                        let half = if d.has_interval() { (d.pct_high - d.pct_low) / 200.0 } else { f64::NAN };
+                        Bar {
+                            legend: cx.legend(&c.key.placement),
+                            value: d.ratio,
+                            error: half.is_finite().then_some(half),
+                            color: cx.color(&c.key.placement),
+                            annotation: if d.within_noise { "~ noise".into() } else { String::new() },
+                            within_noise: d.within_noise,
+                        }
+                    })
+                    .collect(),
+            })
+            .collect();
+        let c0 = cells[0];
+        let mut ctx = String::new();
+        ctx.push_str(&format!(", server memory {}", c0.key.memory_limit));
+        if c0.key.profile != "default" {
+            ctx.push_str(&format!(", profile {}", c0.key.profile));
+        }
+        let chart = BarChart {
+            title: format!("{}: throughput normalised to {}", set.manifest.experiment_name, set.manifest.baseline),
+            subtitle: format!("baseline = 1.0 (dashed){ctx}; ~ marks a ratio within noise"),
+            x_label: if many_clients { "workload @ clients".into() } else { "workload".into() },
+            y_label: "throughput relative to baseline".into(),
+            groups,
+            footnote: footnote(set, &cells, true),
+            value_decimals: 2,
+            value_suffix: "",
+            reference: Some((1.0, format!("{} = 1.0", set.manifest.baseline))),
+        };
+        let stem = format!("normalised-throughput{}", context_suffix(&c0.key, true, true));
+        cx.bar(chart, stem, "Normalised throughput");
+    }
+}
+
+/// The same cells under each value of another dimension (memory limit or profile), side by side
+/// per placement, annotated with each placement's change against the baseline under that value.
+pub(super) fn dimension_comparison(cx: &mut Ctx, what: &str, value: fn(&CellSummary) -> String) {
+    let set = cx.set;
+    let values: Vec<String> = {
+        let mut v: Vec<String> = Vec::new();
+        for c in &cx.summary.cells {
+            let x = value(c);
+            if !v.contains(&x) {
+                v.push(x);
+            }
+        }
+        v
+    };
+    if values.len() < 2 {
+        return;
+    }
+    let others = group_by(cx.summary, |a, b| {
+        a.key.workload == b.key.workload
+            && a.key.clients == b.key.clients
+            && (what == "memory" || a.key.memory_limit == b.key.memory_limit)
+            && (what == "profile" || a.key.profile == b.key.profile)
+    });
+    for cells in others {
+        let groups = cx
+            .placements
+            .iter()
+            .filter(|p| cells.iter().any(|c| &c.key.placement == *p))
+            .map(|p| BarGroup {
+                label: p.clone(),
+                bars: values
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(vi, v)| {
+                        let c = cells.iter().find(|c| &c.key.placement == p && &value(c) == v)?;
+                        let (e, _, _) = c.headline();
+                        // The change against the same placement under the first value of the
+                        // dimension (e.g. the default profile, or the first memory limit).
+                        let reference = cells.iter().find(|r| &r.key.placement == p && value(r) == values[0])?;
+                        let d = (vi > 0).then(|| Delta::between(&reference.headline().0, &e)).flatten();
+                        let (annotation, noise) = annotation(d.as_ref(), vi == 0, false);
+                        let annotation = if vi == 0 { "reference".to_string() } else { annotation };
+                        Some(Bar {
+                            legend: format!("{what} {v}"),
+                            value: e.mean,
+                            error: e.ci95.is_finite().then_some(e.ci95),
+                            color: SHADES[vi % SHADES.len()],
+                            annotation,
+                            within_noise: noise,
+                        })
+                    })
+                    .collect(),
+            })
+            .collect();
+        let c0 = cells[0];
+        let chart = BarChart {
+            title: format!("{}: throughput by {what}", set.manifest.experiment_name),
+            subtitle: format!(
+                "workload {}, {} clients{}; labels: change against {what} {} on the same placement",
+                c0.key.workload,
+                c0.key.clients,
+                if what == "memory" {
+                    format!(", profile {}", c0.key.profile)
+                } else {
+                    format!(", server memory {}", c0.key.memory_limit)
+                },
+                values[0]
+            ),
+            x_label: "placement".into(),
+            y_label: c0.headline().2.into(),
+            groups,
+            footnote: footnote(set, &cells, true),
+            value_decimals: 0,
+            value_suffix: "",
+            reference: None,
+        };
+        // Named by the other dimension too, so that charts of two profiles (or memory limits)
+        // do not overwrite each other.
+        let stem = format!(
+            "by-{what}-{}-c{}{}",
+            clean(&c0.key.workload),
+            c0.key.clients,
+            context_suffix(&c0.key, what != "memory", what != "profile")
+        );
+        cx.bar(chart, stem, if what == "memory" { "Memory-limited against unlimited" } else { "Settings profiles" });
+    }
+}

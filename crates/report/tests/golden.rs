@@ -1,0 +1,84 @@
+//! Golden tests: each fixture results directory (tests/fixtures/<name>/) is rendered by
+//! `report::render` into a scratch copy, and every table, summary.json, report.md, the list of
+//! files written and a few SVG charts are compared byte for byte with tests/golden/<name>/.
+//!
+//! After an intended change to an output, regenerate the goldens and review their diff:
+//! `PGTIER_UPDATE_GOLDEN=1 cargo test -p report --test golden`.
+
+mod common;
+
+use common::{FIXTURES, Rendered, crate_dir, diff, rendered};
+
+/// Compared for every fixture.
+const OUTPUTS: [&str; 7] =
+    ["summary.csv", "runs.csv", "statements.csv", "devices.csv", "series.csv", "summary.json", "report.md"];
+
+/// Charts kept as goldens (the others are checked for their text extents, not their bytes).
+const CHARTS: [(&str, &str); 2] = [
+    ("seed003-tiers", "charts/scaling-tproc-c-mem160MiB.svg"),
+    ("seed004-profiles", "charts/by-profile-tpcb-c1-mem160MiB.svg"),
+];
+
+fn update() -> bool {
+    std::env::var_os("PGTIER_UPDATE_GOLDEN").is_some_and(|v| !v.is_empty() && v != "0")
+}
+
+/// Compares `actual` with the golden file, or rewrites it when updating; returns a failure message.
+fn check(fixture: &str, rel: &str, actual: &str) -> Option<String> {
+    let golden = crate_dir().join("tests/golden").join(fixture).join(rel);
+    if update() {
+        std::fs::create_dir_all(golden.parent().unwrap()).unwrap();
+        std::fs::write(&golden, actual).unwrap();
+        return None;
+    }
+    match std::fs::read_to_string(&golden) {
+        Err(e) => Some(format!("{}: {e} (PGTIER_UPDATE_GOLDEN=1 writes it)", golden.display())),
+        Ok(expected) if expected == actual => None,
+        Ok(expected) => {
+            Some(format!("{fixture}/{rel} differs from {}:\n{}", golden.display(), diff(&expected, actual)))
+        }
+    }
+}
+
+fn goldens(r: &Rendered) {
+    let mut failures = Vec::new();
+    let listing: String = r.files.iter().map(|f| format!("{f}\n")).collect();
+    failures.extend(check(r.name, "files.txt", &listing));
+    let charts = CHARTS.iter().filter(|(f, _)| *f == r.name).map(|(_, c)| *c);
+    for rel in OUTPUTS.into_iter().chain(charts) {
+        assert!(r.files.iter().any(|f| f == rel), "{}: render did not report {rel}", r.name);
+        let text = r.read(rel);
+        // Outputs must not depend on where the results directory is.
+        let root = r.root.to_string_lossy();
+        if text.contains(root.as_ref()) {
+            failures.push(format!("{}/{rel} names the scratch directory {root}", r.name));
+        }
+        failures.extend(check(r.name, rel, &text));
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn seed003_tiers_matches_its_goldens() {
+    goldens(rendered(FIXTURES[0]));
+}
+
+#[test]
+fn seed004_profiles_matches_its_goldens() {
+    goldens(rendered(FIXTURES[1]));
+}
+
+#[test]
+fn every_chart_has_a_png_beside_its_svg() {
+    for f in FIXTURES {
+        let r = rendered(f);
+        let svgs = r.svgs();
+        assert!(!svgs.is_empty(), "{f}: no charts");
+        for svg in svgs {
+            let png = svg.replace(".svg", ".png");
+            assert!(r.files.contains(&png), "{f}: {svg} without {png}");
+            let bytes = std::fs::read(r.root.join(&png)).unwrap();
+            assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n", "{f}: {png}");
+        }
+    }
+}
