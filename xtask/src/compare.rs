@@ -999,6 +999,13 @@ impl Session<'_> {
             resumed_at: vec![],
             kernel_changes: vec![],
             warnings: exp.warnings.clone(),
+            measurement: results::manifest::MeasurementRecord {
+                design: exp.measurement.design.as_str().into(),
+                equivalence_margin_pct: exp.measurement.equivalence_margin_pct,
+                target_halfwidth_pct: exp.measurement.target_halfwidth_pct,
+                budget_s: exp.measurement.budget.map(|b| b.as_secs_f64()),
+                ..Default::default()
+            },
         };
         if let Some(prev) = &self.previous {
             self.manifest.started_at = prev.started_at.clone();

@@ -163,6 +163,9 @@ struct CompareRow<'a> {
     latency_delta_pct: Option<Fixed<2>>,
     /// `unknown` without an interval.
     within_noise: &'static str,
+    /// `real change` (after Holm's correction over the cells), `equivalent` (inside ±2%),
+    /// `inconclusive`, `no interval`.
+    tps_verdict: &'static str,
 }
 
 impl CompareRow<'_> {
@@ -182,6 +185,7 @@ impl CompareRow<'_> {
                 (true, true) => "true",
                 (true, false) => "false",
             },
+            tps_verdict: d.verdict.as_str(),
         }
     }
 }
@@ -237,6 +241,18 @@ fn comparison(a: &ResultSet, b: &ResultSet) -> Comparison {
             unmatched.push(format!("{} (only in the contender set)", describe(&cb.key)));
         }
     }
+    // Holm's correction over the cells compared, then the verdicts (the baseline set's margin).
+    let margin = a.manifest.measurement.equivalence_margin_pct;
+    let mut family: Vec<(crate::analysis::Figure, &mut Delta)> = Vec::new();
+    for c in cells.iter_mut() {
+        if let Some(d) = c.tps.as_mut() {
+            family.push((crate::analysis::Figure::Tps, d));
+        }
+        if let Some(d) = c.latency.as_mut() {
+            family.push((crate::analysis::Figure::Latency, d));
+        }
+    }
+    crate::analysis::adjust_and_classify(&mut family, margin);
     Comparison { changes, cells, unmatched }
 }
 
@@ -282,7 +298,11 @@ fn markdown(cmp: &Comparison, (baseline, a): (&Path, &ResultSet), (contender, b)
         md,
         "| cell | baseline TPS | contender TPS | TPS change [95% CI] | latency change [95% CI] |\n|---|---:|---:|---|---|"
     );
-    let fmt = |d: &Option<Delta>| d.as_ref().map_or("n/a".to_string(), |d| d.text(" within noise"));
+    let fmt = |d: &Option<Delta>| {
+        d.as_ref().map_or("n/a".to_string(), |d| {
+            if d.has_interval() { format!("{} **{}**", d.text(""), d.verdict.as_str()) } else { d.text("") }
+        })
+    };
     for c in &cmp.cells {
         let _ = writeln!(
             md,
@@ -319,16 +339,19 @@ fn ratio_chart(cmp: &Comparison, baseline: &Path, contender: &Path) -> BarChart 
         .iter()
         .filter_map(|c| {
             let d = c.tps?;
-            let half = if d.has_interval() { (d.pct_high - d.pct_low) / 200.0 } else { f64::NAN };
             Some(BarGroup {
                 label: c.cell.split(" / ").take(3).collect::<Vec<_>>().join(" / "),
                 bars: vec![Bar {
                     legend: String::new(),
                     value: d.ratio,
-                    error: half.is_finite().then_some(half),
+                    error: None,
+                    range: d.has_interval().then(|| (1.0 + d.pct_low / 100.0, 1.0 + d.pct_high / 100.0)),
                     color: charts::placement_color(1),
-                    annotation: format!("{:+.1}%{}", d.pct, if d.within_noise { " (noise)" } else { "" }),
-                    within_noise: d.within_noise,
+                    annotation: match d.verdict {
+                        crate::stats::Verdict::RealChange => format!("{:+.1}%", d.pct),
+                        v => format!("{:+.1}% ({})", d.pct, v.as_str()),
+                    },
+                    within_noise: d.verdict != crate::stats::Verdict::RealChange,
                 }],
             })
         })

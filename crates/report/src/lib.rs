@@ -2,6 +2,7 @@
 //! baseline, CSV, JSON, charts (PNG and SVG) and the Markdown report. Never runs anything, so
 //! `cargo xtask report DIR` can re-render a result set at any time.
 
+pub mod analysis;
 pub mod charts;
 pub mod compare;
 pub mod export;

@@ -17,8 +17,14 @@ fn fmt_delta(d: Option<&Delta>, baseline: bool) -> String {
     match d {
         _ if baseline => "baseline".into(),
         None => "n/a".into(),
-        Some(d) => d.text(" within noise"),
+        Some(d) if d.has_interval() => format!("{} **{}**", d.text(""), d.verdict.as_str()),
+        Some(d) => d.text(""),
     }
+}
+
+/// `12.3%`, or `n/a` for a figure without a spread (one run).
+fn pct_or_na(v: f64) -> String {
+    if v.is_finite() { format!("{v:.1}%") } else { "n/a".into() }
 }
 
 /// A statement of a pgbench script as a column heading: `UPDATE pgbench_accounts`,
@@ -87,22 +93,20 @@ fn header(s: &mut String, m: &Manifest) {
     }
 }
 
-/// The results table: every cell with its TPS and latency changes against the baseline.
+/// The results table: every cell with its TPS and latency changes against the baseline, and
+/// how the changes were judged.
 fn results_table(s: &mut String, summary: &Summary) {
     let _ = writeln!(s, "## Results\n");
+    statistics_note(s, summary);
     let _ = writeln!(
         s,
-        "Mean of the repetitions; TPS change and latency change against the baseline with their 95% confidence intervals. A change whose interval contains 0 is marked *within noise*.\n"
+        "| placement | workload | clients | memory | profile | runs | TPS (mean ± CI95) | CV | TPS change | avg latency ms | latency change | p99 latency change |"
     );
-    let _ = writeln!(
-        s,
-        "| placement | workload | clients | memory | profile | runs | TPS (mean ± CI95) | CV | TPS change | avg latency ms | latency change |"
-    );
-    let _ = writeln!(s, "|---|---|---:|---|---|---:|---:|---:|---|---:|---|");
+    let _ = writeln!(s, "|---|---|---:|---|---|---:|---:|---:|---|---:|---|---|");
     for c in &summary.cells {
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {} | {} | {:.1} ± {} | {:.1}% | {} | {:.3} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {:.1} ± {} | {} | {} | {:.3} | {} | {} |",
             c.key.placement,
             c.key.workload,
             c.key.clients,
@@ -111,15 +115,42 @@ fn results_table(s: &mut String, summary: &Summary) {
             c.runs,
             c.tps.mean,
             if c.tps.ci95.is_finite() { format!("{:.1}", c.tps.ci95) } else { "n/a".into() },
-            c.tps.cv_pct,
+            pct_or_na(c.tps.cv_pct),
             fmt_delta(c.tps_delta.as_ref(), c.is_baseline),
             c.latency_ms.mean,
             fmt_delta(c.latency_delta.as_ref(), c.is_baseline),
+            if c.latency_p99_ms.is_some() { fmt_delta(c.latency_p99_delta.as_ref(), c.is_baseline) } else { "n/a".into() },
         );
     }
 }
 
-/// New orders per minute of the TPC-C cells.
+/// How to read the changes: the design and the interval it gives, the verdicts, the families
+/// Holm's correction ran over, and rounds cut as warm-up.
+fn statistics_note(s: &mut String, summary: &Summary) {
+    let a = &summary.analysis;
+    let how = if a.paired() {
+        "every placement's server was up at once and the load alternated between them in rounds of short slices (random order in each round); a change is the geometric mean of the per-round ratios, with a paired Student's t interval on their logarithms"
+    } else {
+        "each repetition is an independent run; a change is the ratio of geometric means, with a Welch t interval on the logarithms (not symmetric around the change)"
+    };
+    let tests: Vec<String> = a.tests.iter().map(|(f, n)| format!("{n} {} change(s)", f.name())).collect();
+    let _ = writeln!(
+        s,
+        "Design **{}**: {how}. Verdicts: **real change** when the interval excludes 0 after Holm's correction for the number of changes of the same figure ({}), **equivalent** when the whole 95% interval lies inside ±{:.1}% (the experiment's equivalence margin), **inconclusive** otherwise; p-values before and after the correction are in summary.csv.\n",
+        a.design,
+        if tests.is_empty() { "none with an interval".to_string() } else { tests.join(", ") },
+        a.equivalence_margin_pct,
+    );
+    if !a.dropped_rounds.is_empty() {
+        let cut: Vec<String> = a.dropped_rounds.iter().map(|(c, n)| format!("{c}: {n}")).collect();
+        let _ = writeln!(
+            s,
+            "Leading rounds left out as warm-up by MSER-5 truncation of the per-round ratios (their runs are kept in runs/): {}.\n",
+            cut.join("; ")
+        );
+    }
+}
+
 fn tpcc_table(s: &mut String, summary: &Summary) {
     let tpcc: Vec<_> = summary.cells.iter().filter(|c| c.nopm.is_some()).collect();
     if !tpcc.is_empty() {
@@ -520,10 +551,13 @@ mod tests {
 
     #[test]
     fn deltas_in_tables() {
-        let d = Delta { pct: 12.34, ratio: 1.1234, pct_low: 2.0, pct_high: 22.5, ..Delta::unknown() };
+        let d = Delta { pct: 12.34, ratio: 1.1234, pct_low: 2.0, pct_high: 22.5, p_adjusted: 0.01, ..Delta::unknown() }
+            .classified(2.0);
         assert_eq!(fmt_delta(Some(&d), true), "baseline");
         assert_eq!(fmt_delta(None, false), "n/a");
-        assert_eq!(fmt_delta(Some(&d), false), d.text(" within noise"));
+        assert_eq!(fmt_delta(Some(&d), false), "+12.3% [+2.0, +22.5] **real change**");
+        let one = Delta { pct: 5.0, ..Delta::unknown() };
+        assert_eq!(fmt_delta(Some(&one), false), "+5.0% (no interval: 1 run)");
     }
 
     #[test]

@@ -8,7 +8,8 @@ use results::record::{CellKey, RunRecord, RunStatus};
 use results::{Manifest, ResultsDir};
 use serde::Serialize;
 
-use crate::stats::{Delta, Estimate};
+use crate::analysis::{self, Analysis, Figure};
+use crate::stats::{Delta, Estimate, Method};
 
 /// A results directory, read back.
 #[derive(Clone, Debug)]
@@ -78,22 +79,6 @@ pub struct StatementSummary {
     pub delta: Option<Delta>,
 }
 
-/// Each statement's average latency over the runs that report every statement, in script order.
-fn statement_estimates(runs: &[&&RunRecord]) -> Vec<(String, Estimate)> {
-    let Some(first) = runs.iter().find(|r| !r.statements.is_empty()) else { return Vec::new() };
-    first
-        .statements
-        .iter()
-        .filter_map(|st| {
-            let values: Vec<f64> = runs
-                .iter()
-                .filter_map(|r| r.statements.iter().find(|x| x.statement == st.statement).map(|x| x.latency_ms))
-                .collect();
-            (values.len() == runs.len()).then(|| Estimate::of(&values)).flatten().map(|e| (st.statement.clone(), e))
-        })
-        .collect()
-}
-
 impl CellSummary {
     /// The figure a reader compares first: NOPM for TPC-C, TPS otherwise, with its change and unit.
     pub fn headline(&self) -> (Estimate, Option<Delta>, &'static str) {
@@ -111,6 +96,8 @@ pub struct Summary {
     /// Planned cells without a successful run (an interrupted or failing matrix).
     pub missing: Vec<CellKey>,
     pub warnings: Vec<String>,
+    /// How the deltas were computed (design, method, margin, the families Holm corrected).
+    pub analysis: Analysis,
 }
 
 fn cell_order(set: &ResultSet) -> Vec<CellKey> {
@@ -145,103 +132,86 @@ fn cell_order(set: &ResultSet) -> Vec<CellKey> {
 /// Summarises a result set.
 pub fn summarize(set: &ResultSet) -> Summary {
     let baseline = set.manifest.baseline.clone();
+    let measurement = &set.manifest.measurement;
+    let paired = measurement.design == "slices";
     let mut by_cell: BTreeMap<CellKey, Vec<&RunRecord>> = BTreeMap::new();
     for r in &set.runs {
         by_cell.entry(r.cell.clone()).or_default().push(r);
     }
-    let mut estimates: BTreeMap<CellKey, (Estimate, Estimate, Option<Estimate>, Option<Estimate>)> = BTreeMap::new();
-    let mut statements: BTreeMap<CellKey, Vec<(String, Estimate)>> = BTreeMap::new();
-    for (k, runs) in &by_cell {
-        let ok: Vec<&&RunRecord> = runs.iter().filter(|r| r.status == RunStatus::Ok).collect();
-        let tps: Vec<f64> = ok.iter().map(|r| r.metrics.tps).collect();
-        let lat: Vec<f64> = ok.iter().map(|r| r.metrics.latency_ms_avg).collect();
-        let p99: Vec<f64> = ok.iter().filter_map(|r| r.metrics.latency_ms_p99).collect();
-        let nopm: Vec<f64> = ok.iter().filter_map(|r| r.metrics.nopm).collect();
-        if let (Some(t), Some(l)) = (Estimate::of(&tps), Estimate::of(&lat)) {
-            let p = if p99.len() == ok.len() { Estimate::of(&p99) } else { None };
-            let n = if nopm.len() == ok.len() { Estimate::of(&nopm) } else { None };
-            estimates.insert(k.clone(), (t, l, p, n));
-            statements.insert(k.clone(), statement_estimates(&ok));
-        }
-    }
+    let ok: BTreeMap<CellKey, Vec<&RunRecord>> = by_cell
+        .iter()
+        .map(|(k, v)| (k.clone(), v.iter().copied().filter(|r| r.status == RunStatus::Ok).collect::<Vec<_>>()))
+        .filter(|(_, v)| !v.is_empty())
+        .collect();
+    let (usable, dropped_rounds) = analysis::usable_runs(&ok, &baseline, paired);
     let mut warnings = Vec::new();
     let mut cells = Vec::new();
     for k in cell_order(set) {
         let failed = by_cell.get(&k).map(|r| r.iter().filter(|r| r.status != RunStatus::Ok).count()).unwrap_or(0);
-        let Some((tps, lat, p99, nopm)) = estimates.get(&k).cloned() else {
+        let Some(runs) = usable.get(&k) else { continue };
+        let (Some(tps), Some(lat)) = (analysis::estimate(runs, Figure::Tps), analysis::estimate(runs, Figure::Latency))
+        else {
             continue;
         };
         let is_baseline = k.placement == baseline;
-        let base = estimates.get(&k.with_placement(&baseline));
-        let (tps_delta, latency_delta, latency_p99_delta, nopm_delta) = match (is_baseline, base) {
-            (false, Some((bt, bl, bp, bn))) => (
-                Delta::between(bt, &tps),
-                Delta::between(bl, &lat),
-                match (bp, &p99) {
-                    (Some(bp), Some(p)) => Delta::between(bp, p),
-                    _ => None,
-                },
-                match (bn, &nopm) {
-                    (Some(bn), Some(n)) => Delta::between(bn, n),
-                    _ => None,
-                },
-            ),
-            _ => (None, None, None, None),
-        };
-        if tps.n >= 2 && tps.cv_pct > 5.0 {
-            warnings.push(format!(
-                "{}: repetitions disagree (TPS coefficient of variation {:.1}% > 5%); treat its figures as noisy",
-                describe(&k),
-                tps.cv_pct
-            ));
-        }
-        if failed > 0 {
-            warnings.push(format!("{}: {failed} run(s) failed and are left out of the figures", describe(&k)));
-        }
-        // Outlier seconds (stalls or bursts) in the per-second series of the cell's runs.
-        let (mut outliers, mut seconds) = (0usize, 0usize);
-        for r in by_cell.get(&k).into_iter().flatten().filter(|r| r.status == RunStatus::Ok) {
-            let tps: Vec<f64> = r.series.iter().map(|s| s.tps).collect();
-            outliers += crate::stats::outliers_mad(&tps, 3.5).len();
-            seconds += tps.len();
-        }
-        if outliers > 0 {
-            warnings.push(format!(
-                "{}: {outliers} of {seconds} seconds lie more than 3.5 median absolute deviations from their run's median TPS (stalls or bursts; see the stability chart)",
-                describe(&k)
-            ));
-        }
-        let base_statements = statements.get(&k.with_placement(&baseline));
-        let cell_statements = statements
-            .get(&k)
-            .map(|list| {
-                list.iter()
-                    .map(|(text, e)| StatementSummary {
-                        statement: text.clone(),
-                        latency_ms: *e,
-                        delta: base_statements
-                            .filter(|_| !is_baseline)
-                            .and_then(|b| b.iter().find(|(t, _)| t == text))
-                            .and_then(|(_, b)| Delta::between(b, e)),
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        cells.push(CellSummary {
-            statements: cell_statements,
+        let base = usable.get(&k.with_placement(&baseline)).filter(|_| !is_baseline);
+        let d = |f: Figure| base.and_then(|b| analysis::delta(b, runs, f, paired));
+        let nopm = analysis::estimate(runs, Figure::Nopm);
+        let cell = CellSummary {
+            statements: statement_summaries(runs, base.map(Vec::as_slice), paired),
             runs: tps.n,
             failed_runs: failed,
-            key: k,
             is_baseline,
             tps,
             latency_ms: lat,
-            latency_p99_ms: p99,
-            tps_delta,
-            latency_delta,
-            latency_p99_delta,
+            latency_p99_ms: analysis::estimate(runs, Figure::LatencyP99),
+            tps_delta: d(Figure::Tps),
+            latency_delta: d(Figure::Latency),
+            latency_p99_delta: d(Figure::LatencyP99),
+            nopm_delta: nopm.and_then(|_| d(Figure::Nopm)),
             nopm,
-            nopm_delta,
-        });
+            key: k.clone(),
+        };
+        warnings.extend(cell_warnings(&cell, runs, paired));
+        cells.push(cell);
+    }
+    // Holm over every delta of each figure in the study, then the verdicts.
+    let mut family: Vec<(Figure, &mut Delta)> = Vec::new();
+    for c in cells.iter_mut() {
+        for (f, d) in [
+            (Figure::Tps, &mut c.tps_delta),
+            (Figure::Latency, &mut c.latency_delta),
+            (Figure::LatencyP99, &mut c.latency_p99_delta),
+            (Figure::Nopm, &mut c.nopm_delta),
+        ] {
+            if let Some(d) = d.as_mut() {
+                family.push((f, d));
+            }
+        }
+    }
+    let margin = measurement.equivalence_margin_pct;
+    let tests = analysis::adjust_and_classify(&mut family, margin);
+    for c in cells.iter_mut() {
+        for st in c.statements.iter_mut() {
+            if let Some(d) = st.delta.as_mut() {
+                *d = d.classified(margin);
+            }
+        }
+    }
+    if let Some(target) = measurement.target_halfwidth_pct {
+        for c in &cells {
+            if let (_, Some(d), _) = c.headline()
+                && d.has_interval()
+                && d.half_width_pct() > target
+            {
+                warnings.push(format!(
+                    "{}: the change's 95% interval is ±{:.1}%, wider than the target ±{target:.1}% ({})",
+                    describe(&c.key),
+                    d.half_width_pct(),
+                    measurement.stopped.get(&analysis::contest_of(&c.key)).map(String::as_str).unwrap_or("budget spent")
+                ));
+            }
+        }
     }
     if cells.iter().any(|c| c.runs < 2) {
         warnings.push(
@@ -249,15 +219,91 @@ pub fn summarize(set: &ResultSet) -> Summary {
                 .into(),
         );
     }
-    // Cells planned but without data.
+    let missing = missing_cells(set, &usable);
+    warnings.extend(run_warnings(set));
+    let analysis = Analysis {
+        design: measurement.design.clone(),
+        method: if paired { Method::PairedLog } else { Method::WelchLog },
+        equivalence_margin_pct: margin,
+        tests,
+        dropped_rounds,
+    };
+    Summary { cells, missing, warnings, analysis }
+}
+
+/// Each statement's average latency (pgbench -r) over the runs that report every statement, in
+/// script order, with its change against the baseline's same statement.
+fn statement_summaries(runs: &[&RunRecord], base: Option<&[&RunRecord]>, paired: bool) -> Vec<StatementSummary> {
+    let Some(first) = runs.iter().find(|r| !r.statements.is_empty()) else { return Vec::new() };
+    let value = |r: &RunRecord, text: &str| r.statements.iter().find(|x| x.statement == text).map(|x| x.latency_ms);
+    first
+        .statements
+        .iter()
+        .filter_map(|st| {
+            let values: Vec<f64> = runs.iter().filter_map(|r| value(r, &st.statement)).collect();
+            let latency_ms = (values.len() == runs.len()).then(|| Estimate::of(&values)).flatten()?;
+            let delta = base.and_then(|base| {
+                let pairs: Vec<(f64, f64)> = runs
+                    .iter()
+                    .filter_map(|c| {
+                        let b = base.iter().find(|b| b.repetition == c.repetition)?;
+                        Some((value(b, &st.statement)?, value(c, &st.statement)?))
+                    })
+                    .collect();
+                if paired && pairs.len() >= 2 {
+                    return Delta::paired(&pairs);
+                }
+                let bv: Vec<f64> = base.iter().filter_map(|r| value(r, &st.statement)).collect();
+                Delta::between(&Estimate::of(&bv)?, &latency_ms)
+            });
+            Some(StatementSummary { statement: st.statement.clone(), latency_ms, delta })
+        })
+        .collect()
+}
+
+/// What a reader must know about one cell: noisy repetitions (runs design), failed runs, outlier
+/// seconds.
+fn cell_warnings(c: &CellSummary, runs: &[&RunRecord], paired: bool) -> Vec<String> {
+    let mut w = Vec::new();
+    if !paired && c.tps.n >= 2 && c.tps.cv_pct > 5.0 {
+        w.push(format!(
+            "{}: repetitions disagree (TPS coefficient of variation {:.1}% > 5%); treat its figures as noisy",
+            describe(&c.key),
+            c.tps.cv_pct
+        ));
+    }
+    if c.failed_runs > 0 {
+        w.push(format!("{}: {} run(s) failed and are left out of the figures", describe(&c.key), c.failed_runs));
+    }
+    // Outlier seconds (stalls or bursts) in the per-second series of the cell's runs.
+    let (mut outliers, mut seconds) = (0usize, 0usize);
+    for r in runs {
+        let tps: Vec<f64> = r.series.iter().map(|s| s.tps).collect();
+        outliers += crate::stats::outliers_mad(&tps, 3.5).len();
+        seconds += tps.len();
+    }
+    if outliers > 0 {
+        w.push(format!(
+            "{}: {outliers} of {seconds} seconds lie more than 3.5 median absolute deviations from their run's median TPS (stalls or bursts; see the stability chart)",
+            describe(&c.key)
+        ));
+    }
+    w
+}
+
+/// Cells planned but without data.
+fn missing_cells(set: &ResultSet, usable: &BTreeMap<CellKey, Vec<&RunRecord>>) -> Vec<CellKey> {
     let mut missing = Vec::new();
-    let planned: Vec<CellKey> = set.manifest.run_order.iter().filter_map(|id| planned_cell(set, id)).collect();
-    for k in planned {
-        if !estimates.contains_key(&k) && !missing.contains(&k) {
+    for k in set.manifest.run_order.iter().filter_map(|id| planned_cell(set, id)) {
+        if !usable.contains_key(&k) && !missing.contains(&k) {
             missing.push(k);
         }
     }
-    // Per-run warnings; the same kind of warning on many runs (figures aside) becomes one line.
+    missing
+}
+
+/// Per-run warnings; the same kind of warning on many runs (figures aside) becomes one line.
+fn run_warnings(set: &ResultSet) -> Vec<String> {
     let mut groups: Vec<(String, Vec<(&str, &str)>)> = Vec::new();
     for r in &set.runs {
         for w in &r.warnings {
@@ -268,12 +314,13 @@ pub fn summarize(set: &ResultSet) -> Summary {
             }
         }
     }
+    let mut out = Vec::new();
     for (_, runs) in groups {
         if runs.len() <= 3 {
-            warnings.extend(runs.iter().map(|(id, w)| format!("{id}: {w}")));
+            out.extend(runs.iter().map(|(id, w)| format!("{id}: {w}")));
         } else {
             let ids: Vec<&str> = runs.iter().map(|(id, _)| *id).collect();
-            warnings.push(format!(
+            out.push(format!(
                 "{} runs ({}): {} (figures of the first; each run's own are in its result.json)",
                 runs.len(),
                 ids.join(", "),
@@ -281,7 +328,7 @@ pub fn summarize(set: &ResultSet) -> Summary {
             ));
         }
     }
-    Summary { cells, missing, warnings }
+    out
 }
 
 /// The cell a planned run id belongs to, when the manifest records it.

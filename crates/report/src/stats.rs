@@ -10,7 +10,8 @@ use statrs::distribution::{ContinuousCDF, StudentsT};
 /// The `p` quantile of Student's t with `df` degrees of freedom (fractional df allowed); NaN for
 /// df < 1 or p outside (0, 1).
 pub fn t_quantile(p: f64, df: f64) -> f64 {
-    if !(df >= 1.0) || !(p > 0.0 && p < 1.0) {
+    let valid = df >= 1.0 && p > 0.0 && p < 1.0;
+    if !valid {
         return f64::NAN;
     }
     StudentsT::new(0.0, 1.0, df).map(|t| t.inverse_cdf(p)).unwrap_or(f64::NAN)

@@ -3,8 +3,7 @@
 use crate::model::{CellSummary, Summary};
 
 /// One line per cell: the headline figure (TPS, or NOPM for TPC-C), its coefficient of variation,
-/// the change against the baseline with its 95% interval (`~` marks a change within noise) and the
-/// mean latency. Memory limit and profile get a column when the matrix varies them.
+/// the change against the baseline with its 95% interval and verdict, and the mean latency. Memory limit and profile get a column when the matrix varies them.
 pub fn summary_table(summary: &Summary) -> String {
     let mut text = String::new();
     let varies = |f: &dyn Fn(&CellSummary) -> &str| {
@@ -23,7 +22,7 @@ pub fn summary_table(summary: &Summary) -> String {
         e
     };
     text.push_str(&format!(
-        "{:<16} {:<14}{} {:>7} {:>12} {:>8} {:>28} {:>11}\n",
+        "{:<16} {:<14}{} {:>7} {:>12} {:>8} {:>28} {:<13} {:>11}\n",
         "placement",
         "workload",
         extra("memory", "profile"),
@@ -31,27 +30,34 @@ pub fn summary_table(summary: &Summary) -> String {
         "tps|NOPM",
         "cv%",
         "change [95% CI]",
+        "verdict",
         "latency ms"
     ));
     for c in &summary.cells {
         let (head, head_delta, _) = c.headline();
-        let delta = match (&head_delta, c.is_baseline) {
-            (_, true) => "baseline".to_string(),
-            (Some(d), _) => d.text("~"),
-            (None, _) => "n/a".into(),
+        let (delta, verdict) = match (&head_delta, c.is_baseline) {
+            (_, true) => ("baseline".to_string(), ""),
+            (Some(d), _) => (d.text(""), d.verdict.as_str()),
+            (None, _) => ("n/a".into(), ""),
         };
+        let cv = if head.cv_pct.is_finite() { format!("{:.1}", head.cv_pct) } else { "n/a".into() };
         text.push_str(&format!(
-            "{:<16} {:<14}{} {:>7} {:>12.1} {:>8.1} {:>28} {:>11.3}\n",
+            "{:<16} {:<14}{} {:>7} {:>12.1} {:>8} {:>28} {:<13} {:>11.3}\n",
             c.key.placement,
             c.key.workload,
             extra(&c.key.memory_limit, &c.key.profile),
             c.key.clients,
             head.mean,
-            head.cv_pct,
+            cv,
             delta,
+            verdict,
             c.latency_ms.mean
         ));
     }
-    text.push_str("(~ = within noise: the 95% interval of the change contains 0)\n");
+    let a = &summary.analysis;
+    text.push_str(&format!(
+        "(design {}; real change: the interval excludes 0 after Holm's correction; equivalent: inside ±{:.1}%; inconclusive: neither)\n",
+        a.design, a.equivalence_margin_pct
+    ));
     text
 }

@@ -18,13 +18,15 @@ fn a_set_against_itself() {
     assert_eq!(
         lines.next(),
         Some(
-            "cell,baseline_tps,contender_tps,tps_delta_pct,tps_delta_ci95_low_pct,tps_delta_ci95_high_pct,latency_delta_pct,within_noise"
+            "cell,baseline_tps,contender_tps,tps_delta_pct,tps_delta_ci95_low_pct,tps_delta_ci95_high_pct,latency_delta_pct,within_noise,tps_verdict"
         )
     );
     let first: Vec<&str> = lines.next().unwrap().split(',').collect();
     assert_eq!(first[0], "das / tproc-c / 2 clients / memory 160MiB");
     assert_eq!(first[1], first[2], "same TPS on both sides");
     assert_eq!((first[3], first[6], first[7]), ("0.00", "0.00", "true"));
+    // Two runs of 90% CV each side: an interval too wide to call the sets equivalent.
+    assert_eq!(first[8], "inconclusive");
     assert_eq!(lines.count(), 5);
     let md = std::fs::read_to_string(out.path().join("comparison.md")).unwrap();
     assert!(md.contains("Nothing pgtier records differs"), "{md}");

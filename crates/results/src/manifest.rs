@@ -142,4 +142,39 @@ pub struct Manifest {
     /// Seconds spent provisioning, loading, relocating, measuring and tearing down.
     pub phase_seconds: BTreeMap<String, f64>,
     pub warnings: Vec<String>,
+    /// How the matrix was measured and analysed (absent in result sets of older versions: the
+    /// `runs` design, a 2% equivalence margin).
+    #[serde(default)]
+    pub measurement: MeasurementRecord,
+}
+
+/// The measurement design as it ran.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MeasurementRecord {
+    /// `slices` (servers up at once, the load alternating in rounds of slices; deltas paired by
+    /// round) or `runs` (a measured run per cell and repetition; deltas from independent runs).
+    pub design: String,
+    /// A delta whose whole 95% interval lies inside ±this many percent is called equivalent.
+    pub equivalence_margin_pct: f64,
+    /// The seed of the random run order (`--seed` repeats it).
+    pub seed: Option<u64>,
+    /// Slices: the target half-width and the budget, when set.
+    pub target_halfwidth_pct: Option<f64>,
+    pub budget_s: Option<f64>,
+    /// Slices: why the measured phase stopped, per contest (target met, budget spent).
+    pub stopped: BTreeMap<String, String>,
+}
+
+impl Default for MeasurementRecord {
+    fn default() -> Self {
+        MeasurementRecord {
+            design: "runs".into(),
+            equivalence_margin_pct: 2.0,
+            seed: None,
+            target_halfwidth_pct: None,
+            budget_s: None,
+            stopped: BTreeMap::new(),
+        }
+    }
 }

@@ -20,7 +20,10 @@ pub(super) fn draw_bar_chart<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, 
         .groups
         .iter()
         .flat_map(|g| g.bars.iter())
-        .map(|b| b.value + b.error.filter(|e| e.is_finite()).unwrap_or(0.0))
+        .map(|b| match b.range {
+            Some((_, hi)) if hi.is_finite() => hi.max(b.value),
+            _ => b.value + b.error.filter(|e| e.is_finite()).unwrap_or(0.0),
+        })
         .chain(c.reference.iter().map(|r| r.0))
         .fold(0.0, f64::max);
     let ymax = if top > 0.0 { top * 1.2 } else { 1.0 };
@@ -116,8 +119,12 @@ fn draw_bar<DB: DrawingBackend>(
             .map_err(s)?;
     }
     let mut label_y = b.value;
-    if let Some(e) = b.error.filter(|e| e.is_finite() && *e > 0.0) {
-        let (lo, hi) = ((b.value - e).max(0.0), b.value + e);
+    let range = match (b.range, b.error) {
+        (Some((lo, hi)), _) if lo.is_finite() && hi.is_finite() && hi > lo => Some((lo.max(0.0), hi)),
+        (_, Some(e)) if e.is_finite() && e > 0.0 => Some(((b.value - e).max(0.0), b.value + e)),
+        _ => None,
+    };
+    if let Some((lo, hi)) = range {
         let black = BLACK.stroke_width(2);
         let cap = half * 0.2;
         chart

@@ -49,10 +49,14 @@ pub struct Bar {
     pub value: f64,
     /// Half-width of the error bar (95% CI), if known.
     pub error: Option<f64>,
+    /// An error bar that is not symmetric around the value (a ratio's 95% interval on logs):
+    /// its low and high end; drawn instead of `error` when set.
+    pub range: Option<(f64, f64)>,
     pub color: RGBColor,
     /// Printed above the bar, e.g. `+44.6%` or `baseline`.
     pub annotation: String,
-    /// Drawn pale and marked: the change is within the noise.
+    /// Drawn pale and marked: the change is not shown to be real (inconclusive, equivalent or
+    /// without an interval).
     pub within_noise: bool,
 }
 
@@ -337,6 +341,7 @@ mod tests {
             legend: legend.into(),
             value,
             error: Some(5.0),
+            range: None,
             color: placement_color(i),
             annotation: note.into(),
             within_noise: noise,

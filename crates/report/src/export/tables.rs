@@ -173,11 +173,44 @@ struct SummaryRow<'a> {
     nopm_delta_pct: Option<Fixed<2>>,
     nopm_delta_ci95_low_pct: Option<Fixed<2>>,
     nopm_delta_ci95_high_pct: Option<Fixed<2>>,
+    /// The headline change's verdict (NOPM for TPC-C, TPS otherwise): `real change`,
+    /// `equivalent`, `inconclusive`, `no interval`; blank on baseline rows.
+    verdict: &'static str,
+    tps_verdict: &'static str,
+    /// Two-sided p-value of the TPS change, and after Holm's correction over all TPS changes.
+    tps_p_value: Option<Fixed<5>>,
+    tps_p_holm: Option<Fixed<5>>,
+    /// `paired-log` (slices, paired by round), `welch-log` (independent runs) or `delta-method`.
+    delta_method: &'static str,
+    latency_verdict: &'static str,
+    latency_p99_delta_pct: Option<Fixed<2>>,
+    latency_p99_delta_ci95_low_pct: Option<Fixed<2>>,
+    latency_p99_delta_ci95_high_pct: Option<Fixed<2>>,
+    latency_p99_verdict: &'static str,
+    nopm_verdict: &'static str,
+    nopm_p_holm: Option<Fixed<5>>,
+}
+
+fn verdict_of(d: Option<&Delta>, baseline: bool) -> &'static str {
+    match d {
+        _ if baseline => "",
+        Some(d) => d.verdict.as_str(),
+        None => "",
+    }
+}
+
+fn p_of(p: Option<f64>) -> Option<Fixed<5>> {
+    p.filter(|p| p.is_finite()).map(Fixed)
 }
 
 fn summary_row(c: &CellSummary) -> SummaryRow<'_> {
     let td = delta_columns(c.tps_delta.as_ref(), c.is_baseline);
     let ld = delta_columns(c.latency_delta.as_ref(), c.is_baseline);
+    let pd = if c.latency_p99_ms.is_some() {
+        delta_columns(c.latency_p99_delta.as_ref(), c.is_baseline)
+    } else {
+        DeltaColumns::default()
+    };
     let nd =
         if c.nopm.is_some() { delta_columns(c.nopm_delta.as_ref(), c.is_baseline) } else { DeltaColumns::default() };
     let within_noise = match (&c.tps_delta, c.is_baseline) {
@@ -222,6 +255,18 @@ fn summary_row(c: &CellSummary) -> SummaryRow<'_> {
         nopm_delta_pct: nd.pct,
         nopm_delta_ci95_low_pct: nd.low,
         nopm_delta_ci95_high_pct: nd.high,
+        verdict: verdict_of(c.headline().1.as_ref(), c.is_baseline),
+        tps_verdict: verdict_of(c.tps_delta.as_ref(), c.is_baseline),
+        tps_p_value: p_of(c.tps_delta.map(|d| d.p_value)),
+        tps_p_holm: p_of(c.tps_delta.map(|d| d.p_adjusted)),
+        delta_method: c.headline().1.map(|d| d.method.as_str()).unwrap_or(""),
+        latency_verdict: verdict_of(c.latency_delta.as_ref(), c.is_baseline),
+        latency_p99_delta_pct: pd.pct,
+        latency_p99_delta_ci95_low_pct: pd.low,
+        latency_p99_delta_ci95_high_pct: pd.high,
+        latency_p99_verdict: verdict_of(c.latency_p99_delta.as_ref(), c.is_baseline),
+        nopm_verdict: if c.nopm.is_some() { verdict_of(c.nopm_delta.as_ref(), c.is_baseline) } else { "" },
+        nopm_p_holm: p_of(c.nopm_delta.map(|d| d.p_adjusted)),
     }
 }
 
@@ -372,7 +417,9 @@ mod tests {
             "run_id,placement,workload,clients,repetition,t_s,tps,latency_ms,latency_ms_stddev,failed\n"
         );
         assert_eq!(header::<RunRow>().matches(',').count(), 30, "31 columns in runs.csv");
-        assert_eq!(header::<SummaryRow>().matches(',').count(), 26, "27 columns in summary.csv");
+        let summary = header::<SummaryRow>();
+        assert_eq!(summary.matches(',').count(), 38, "39 columns in summary.csv");
+        assert!(summary.trim_end().ends_with("latency_p99_verdict,nopm_verdict,nopm_p_holm"), "new columns at the end");
     }
 
     #[test]

@@ -37,6 +37,7 @@ pub(super) fn device_io(cx: &mut Ctx) {
                                 legend: name.to_string(),
                                 value: e.mean,
                                 error: e.ci95.is_finite().then_some(e.ci95),
+                                range: None,
                                 color,
                                 annotation: String::new(),
                                 within_noise: false,
@@ -126,6 +127,7 @@ pub(super) fn ceilings(cx: &mut Ctx) {
                             legend: name.to_string(),
                             value: value / ceiling * 100.0,
                             error: None,
+                            range: None,
                             color,
                             annotation: format!(
                                 "{} / {}",

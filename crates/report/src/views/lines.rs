@@ -5,6 +5,7 @@ use results::record::RunStatus;
 use super::{Ctx, SHADES, clean, context_suffix, describe_group, file_stem, footnote, group_by, groups};
 use crate::charts::{self, Line, LineChart};
 use crate::model::CellSummary;
+use crate::stats::{Delta, Estimate};
 
 /// TPS against clients per placement, the peak of each marked and the delta at peak stated.
 pub(super) fn scaling(cx: &mut Ctx) {
@@ -31,7 +32,7 @@ pub(super) fn scaling(cx: &mut Ctx) {
             continue;
         }
         let mut series = Vec::new();
-        let mut peaks: Vec<(String, u32, f64)> = Vec::new();
+        let mut peaks: Vec<Peak> = Vec::new();
         for (i, name) in names.iter().enumerate() {
             let mut pts: Vec<&CellSummary> = cells
                 .iter()
@@ -44,7 +45,14 @@ pub(super) fn scaling(cx: &mut Ctx) {
             pts.sort_by_key(|c| c.key.clients);
             let peak =
                 pts.iter().max_by(|a, b| a.headline().0.mean.total_cmp(&b.headline().0.mean)).expect("non-empty");
-            peaks.push((name.clone(), peak.key.clients, peak.headline().0.mean));
+            peaks.push(Peak {
+                name: name.clone(),
+                clients: peak.key.clients,
+                estimate: peak.headline().0,
+                // The cell's own change (paired by round where the design pairs) when the
+                // reference peaks at the same client count.
+                own_delta: if by_profile { None } else { peak.headline().1 },
+            });
             series.push(Line {
                 name: if by_profile { format!("profile {name}") } else { cx.legend(name) },
                 color: if by_profile { SHADES[i % SHADES.len()] } else { cx.color(name) },
@@ -81,21 +89,40 @@ pub(super) fn scaling(cx: &mut Ctx) {
     }
 }
 
-/// `delta at peak against <reference> (peaks at 64 clients): a +12.0% (peaks at 32), b ...`:
-/// each line's peak against the reference line's peak, the reference named once.
-fn peak_deltas(peaks: &[(String, u32, f64)], reference: &str, who: &str) -> String {
-    let Some((_, base_clients, base)) = peaks.iter().find(|p| p.0 == reference) else {
+/// One line's peak.
+struct Peak {
+    name: String,
+    clients: u32,
+    estimate: Estimate,
+    /// The peak cell's change against the baseline cell of the same client count.
+    own_delta: Option<Delta>,
+}
+
+/// `delta at peak against <reference> (peaks at 64 clients): a +12.0% [+8.1, +16.0] (peaks at
+/// 32), b ...`: each line's peak against the reference line's peak with its 95% interval (the
+/// cell's own change when both peak at the same client count, else Welch on the two peaks'
+/// runs), the reference named once.
+fn peak_deltas(peaks: &[Peak], reference: &str, who: &str) -> String {
+    let Some(base) = peaks.iter().find(|p| p.name == reference) else {
         return "delta at peak: n/a".into();
     };
     let deltas: Vec<String> = peaks
         .iter()
-        .filter(|p| p.0 != reference)
-        .map(|(name, clients, peak)| format!("{name} {:+.1}% (peaks at {clients})", (peak / base - 1.0) * 100.0))
+        .filter(|p| p.name != reference)
+        .map(|p| {
+            let d = if p.clients == base.clients { p.own_delta } else { None }
+                .or_else(|| Delta::between(&base.estimate, &p.estimate));
+            let text = match d {
+                Some(d) if d.has_interval() => d.text(""),
+                _ => format!("{:+.1}%", (p.estimate.mean / base.estimate.mean - 1.0) * 100.0),
+            };
+            format!("{} {text} (peaks at {})", p.name, p.clients)
+        })
         .collect();
     if deltas.is_empty() {
         return "delta at peak: n/a".into();
     }
-    format!("delta at peak against {reference} (peaks at {base_clients} {who}): {}", deltas.join(", "))
+    format!("delta at peak against {reference} (peaks at {} {who}): {}", base.clients, deltas.join(", "))
 }
 
 /// TPS per second over the first repetition of each placement, checkpoints marked.
@@ -158,11 +185,25 @@ mod tests {
 
     #[test]
     fn peak_deltas_name_the_reference_once() {
-        let peaks = vec![("das".to_string(), 8, 200.0), ("lb".to_string(), 8, 150.0), ("lbc".to_string(), 4, 250.0)];
+        let peak = |name: &str, clients, values: &[f64]| Peak {
+            name: name.into(),
+            clients,
+            estimate: Estimate::of(values).unwrap(),
+            own_delta: None,
+        };
+        let peaks = vec![
+            peak("das", 8, &[200.0]),
+            peak("lb", 8, &[150.0]),
+            peak("lbc", 4, &[250.0]),
+        ];
         assert_eq!(
             peak_deltas(&peaks, "das", "virtual users"),
             "delta at peak against das (peaks at 8 virtual users): lb -25.0% (peaks at 8), lbc +25.0% (peaks at 4)"
         );
+        // With repetitions, each delta at the peak gets its interval.
+        let peaks = vec![peak("das", 8, &[200.0, 210.0, 190.0]), peak("lb", 4, &[150.0, 155.0, 145.0])];
+        let text = peak_deltas(&peaks, "das", "clients");
+        assert!(text.starts_with("delta at peak against das (peaks at 8 clients): lb -25.0% [") && text.ends_with("] (peaks at 4)"), "{text}");
         assert_eq!(peak_deltas(&peaks[1..], "das", "clients"), "delta at peak: n/a");
         assert_eq!(peak_deltas(&peaks[..1], "das", "clients"), "delta at peak: n/a");
     }

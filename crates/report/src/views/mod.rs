@@ -12,7 +12,7 @@ use plotters::style::RGBColor;
 use crate::charts::{self, BarChart, Chart, LineChart};
 use crate::export::{ExportError, Output, layout, write_outputs};
 use crate::model::{CellSummary, ResultSet, Summary};
-use crate::stats::Delta;
+use crate::stats::{Delta, Verdict};
 
 /// A chart written, for the report: its file (relative to the results directory) and a caption.
 #[derive(Clone, Debug)]
@@ -54,7 +54,7 @@ pub fn footnote(set: &ResultSet, cells: &[&CellSummary], bars: bool) -> Vec<Stri
             r.ramp_up_s,
             cells.iter().map(|c| c.runs).min().unwrap_or(0),
             m.order,
-            if bars { "; error bars: 95% CI; pale bars: within noise" } else { "" }
+            if bars { "; error bars: 95% CI; pale bars: not a real change (inconclusive, equivalent or one run)" } else { "" }
         ));
     }
     lines
@@ -69,12 +69,14 @@ fn annotation(delta: Option<&Delta>, is_baseline: bool, lower_is_better: bool) -
         Some(d) => {
             let mut text =
                 if d.ratio >= 2.0 && !lower_is_better { format!("{:.1}x", d.ratio) } else { format!("{:+.1}%", d.pct) };
-            if d.within_noise {
-                text.push_str(" (noise)");
-            } else if !d.has_interval() {
-                text.push_str(" (1 run)");
+            match d.verdict {
+                Verdict::RealChange => {}
+                Verdict::Equivalent => text.push_str(" (equivalent)"),
+                Verdict::Inconclusive => text.push_str(" (inconclusive)"),
+                Verdict::NoInterval => text.push_str(" (1 run)"),
             }
-            (text, d.within_noise)
+            // Only a real change is drawn in full colour.
+            (text, d.verdict != Verdict::RealChange)
         }
     }
 }
@@ -308,6 +310,13 @@ mod tests {
             ],
             missing: vec![],
             warnings: vec![],
+            analysis: crate::analysis::Analysis {
+                design: "runs".into(),
+                method: crate::stats::Method::WelchLog,
+                equivalence_margin_pct: 2.0,
+                tests: Default::default(),
+                dropped_rounds: Default::default(),
+            },
         };
         let keys: Vec<Vec<String>> = groups(&summary)
             .iter()
@@ -325,14 +334,18 @@ mod tests {
             pct_low: low,
             pct_high: high,
             within_noise: low <= 0.0 && high >= 0.0,
+            p_value: if low > 0.0 || high < 0.0 { 0.001 } else { 0.5 },
+            p_adjusted: if low > 0.0 || high < 0.0 { 0.001 } else { 0.5 },
             ..Delta::unknown()
-        };
+        }
+        .classified(2.0);
         assert_eq!(annotation(None, true, false), ("baseline".into(), false));
         assert_eq!(annotation(None, false, false), ("n/a".into(), false));
         assert_eq!(annotation(Some(&d(44.6, 30.0, 60.0)), false, false), ("+44.6%".into(), false));
         assert_eq!(annotation(Some(&d(150.0, 100.0, 200.0)), false, false), ("2.5x".into(), false));
         assert_eq!(annotation(Some(&d(150.0, 100.0, 200.0)), false, true), ("+150.0%".into(), false), "latency: no x");
-        assert_eq!(annotation(Some(&d(-3.0, -8.0, 2.0)), false, false), ("-3.0% (noise)".into(), true));
-        assert_eq!(annotation(Some(&d(-3.0, f64::NAN, f64::NAN)), false, false), ("-3.0% (1 run)".into(), false));
+        assert_eq!(annotation(Some(&d(-3.0, -8.0, 2.0)), false, false), ("-3.0% (inconclusive)".into(), true));
+        assert_eq!(annotation(Some(&d(0.5, -1.0, 1.8)), false, false), ("+0.5% (equivalent)".into(), true));
+        assert_eq!(annotation(Some(&d(-3.0, f64::NAN, f64::NAN)), false, false), ("-3.0% (1 run)".into(), true), "one run is never drawn as significant");
     }
 }

@@ -3,7 +3,7 @@
 use super::{Ctx, SHADES, annotation, clean, context_suffix, describe_group, file_stem, footnote, group_by, groups};
 use crate::charts::{Bar, BarChart, BarGroup};
 use crate::model::CellSummary;
-use crate::stats::{Delta, Estimate};
+use crate::stats::{Delta, Estimate, Verdict};
 
 /// Throughput, average latency and p99 latency per placement, for each cell group.
 pub(super) fn per_cell_bars(cx: &mut Ctx) {
@@ -38,6 +38,7 @@ pub(super) fn per_cell_bars(cx: &mut Ctx) {
                             legend: cx.legend(&c.key.placement),
                             value: e.mean,
                             error: e.ci95.is_finite().then_some(e.ci95),
+                            range: None,
                             color: cx.color(&c.key.placement),
                             annotation,
                             within_noise: noise,
@@ -93,14 +94,22 @@ pub(super) fn normalised(cx: &mut Ctx) {
                     .filter(|c| &c.key.workload == w && c.key.clients == *clients)
                     .map(|c| {
                         let d = c.headline().1.expect("filtered");
-                        let half = if d.has_interval() { (d.pct_high - d.pct_low) / 200.0 } else { f64::NAN };
+                        let range =
+                            d.has_interval().then(|| (1.0 + d.pct_low / 100.0, 1.0 + d.pct_high / 100.0));
+                        let (annotation, pale) = match d.verdict {
+                            Verdict::RealChange => (String::new(), false),
+                            Verdict::Equivalent => ("≈ equivalent".into(), true),
+                            Verdict::Inconclusive => ("? inconclusive".into(), true),
+                            Verdict::NoInterval => ("1 run".into(), true),
+                        };
                         Bar {
                             legend: cx.legend(&c.key.placement),
                             value: d.ratio,
-                            error: half.is_finite().then_some(half),
+                            error: None,
+                            range,
                             color: cx.color(&c.key.placement),
-                            annotation: if d.within_noise { "~ noise".into() } else { String::new() },
-                            within_noise: d.within_noise,
+                            annotation,
+                            within_noise: pale,
                         }
                     })
                     .collect(),
@@ -114,7 +123,9 @@ pub(super) fn normalised(cx: &mut Ctx) {
         }
         let chart = BarChart {
             title: format!("{}: throughput normalised to {}", set.manifest.experiment_name, set.manifest.baseline),
-            subtitle: format!("baseline = 1.0 (dashed){ctx}; ~ marks a ratio within noise"),
+            subtitle: format!(
+                "baseline = 1.0 (dashed){ctx}; error bars: 95% interval of the ratio; pale bars: not a real change"
+            ),
             x_label: if many_clients { "workload @ clients".into() } else { "workload".into() },
             y_label: "throughput relative to baseline".into(),
             groups,
@@ -174,6 +185,7 @@ pub(super) fn dimension_comparison(cx: &mut Ctx, what: &str, value: fn(&CellSumm
                             legend: format!("{what} {v}"),
                             value: e.mean,
                             error: e.ci95.is_finite().then_some(e.ci95),
+                            range: None,
                             color: SHADES[vi % SHADES.len()],
                             annotation,
                             within_noise: noise,
