@@ -15,6 +15,8 @@ use crate::cgroup::ServerCgroup;
 use crate::env::RunnerEnv;
 use crate::faults::{self, Fault, Injected};
 use crate::matrix::{MemoryLimit, PlacementTarget, PlannedRun, Profile, WorkloadKind, WorkloadSpec};
+pub use crate::record::not_run;
+use crate::record::{FailureKindExt, kind, new_record};
 use crate::pgbench::{self, Progress, RunOptions};
 use crate::pgstats;
 use crate::sampler::{self, Sampler};
@@ -52,7 +54,7 @@ pub async fn execute_run(
     let run_dir = inp.results.run_dir(&inp.planned.run_id);
     std::fs::create_dir_all(&run_dir).map_err(|e| RunnerError::Setup(format!("mkdir {}: {e}", run_dir.display())))?;
     let started_at = timestamp::now_rfc3339();
-    let mut record = base_record(inp.planned, inp.workload, started_at);
+    let mut record = new_record(inp.planned, inp.workload, started_at);
     match measure(env, inp, &run_dir, &mut record, obs).await {
         Ok(()) => {}
         Err(RunnerError::Cancelled) => return Err(RunnerError::Cancelled),
@@ -64,7 +66,7 @@ pub async fn execute_run(
                 why.push_str(&format!("; server log: {excerpt}"));
             }
             record.failure = Some(why);
-            record.failure_kind.get_or_insert_with(|| "setup".into());
+            record.default_kind(kind::SETUP);
             save_kernel_messages(&run_dir.join("dmesg.txt"));
         }
     }
@@ -74,55 +76,6 @@ pub async fn execute_run(
         .write_run(&record)
         .map_err(|e| RunnerError::Setup(format!("write result of {}: {e}", record.run_id)))?;
     Ok(record)
-}
-
-fn base_record(planned: &PlannedRun, workload: &WorkloadSpec, started_at: String) -> RunRecord {
-    let (kind, script) = match &workload.kind {
-        WorkloadKind::Pgbench(p) => ("pgbench", p.builtin.as_str().to_string()),
-        WorkloadKind::Tpcc(t) => ("tpcc", t.script()),
-    };
-    RunRecord {
-        run_id: planned.run_id.clone(),
-        sequence: planned.sequence,
-        cell: planned.cell.clone(),
-        repetition: planned.repetition,
-        workload_kind: kind.into(),
-        script,
-        threads: planned.threads,
-        scale: workload.scale(),
-        duration_s: workload.duration.as_secs_f64(),
-        ramp_up_s: workload.ramp_up.as_secs_f64(),
-        started_at,
-        finished_at: String::new(),
-        status: RunStatus::Ok,
-        failure: None,
-        failure_kind: None,
-        faults: vec![],
-        metrics: Metrics::default(),
-        statements: vec![],
-        series: vec![],
-        devices: vec![],
-        cpu: None,
-        postgres: None,
-        memory: None,
-        checkpoints_at_s: vec![],
-        io_series: vec![],
-        sampler_cpu_s: 0.0,
-        server_settings: Default::default(),
-        command: String::new(),
-        raw_files: vec![],
-        warnings: vec![],
-    }
-}
-
-/// The record of a run that was not made (its placement became unusable), with the reason.
-pub fn not_run(planned: &PlannedRun, workload: &WorkloadSpec, reason: &str) -> RunRecord {
-    let now = timestamp::now_rfc3339();
-    let mut r = base_record(planned, workload, now.clone());
-    r.finished_at = now;
-    r.status = RunStatus::Failed;
-    r.failure = Some(reason.to_string());
-    r
 }
 
 fn list_files(dir: &Path) -> Vec<String> {
@@ -146,7 +99,7 @@ async fn measure(
     let mut srv = match srv {
         Ok(s) => s,
         Err(e) => {
-            record.failure_kind = Some("server-start".into());
+            record.set_kind(kind::SERVER_START);
             return Err(e);
         }
     };
@@ -155,7 +108,7 @@ async fn measure(
         outcome = explain_deaths(inp, record, &mut srv, outcome);
     }
     // A server that crashed may sit in crash recovery: it is not waited for a minute.
-    let crashed = matches!(record.failure_kind.as_deref(), Some("out-of-memory" | "server-crash"));
+    let crashed = record.kind_is(kind::OUT_OF_MEMORY) || record.kind_is(kind::SERVER_CRASH);
     let cgroup = srv.cgroup.take();
     if let Some(c) = &cgroup {
         let m = c.memory();
@@ -218,18 +171,18 @@ fn explain_deaths(
         if let Err(e) = &outcome {
             text.push_str(&format!(". The workload then failed: {e}"));
         }
-        record.failure_kind = Some("out-of-memory".into());
+        record.set_kind(kind::OUT_OF_MEMORY);
         return Err(RunnerError::Server(text));
     }
     match outcome {
         Ok(()) => Ok(()),
         Err(e) if deaths.is_empty() => {
-            record.failure_kind.get_or_insert_with(|| if srv.is_running() { "workload" } else { "server-crash" }.into());
+            record.default_kind(if srv.is_running() { kind::WORKLOAD } else { kind::SERVER_CRASH });
             Err(e)
         }
         Err(e) => {
-            if record.failure_kind.is_none() || record.failure_kind.as_deref() == Some("workload") {
-                record.failure_kind = Some("server-crash".into());
+            if record.failure_kind.is_none() || record.kind_is(kind::WORKLOAD) {
+                record.set_kind(kind::SERVER_CRASH);
             }
             Err(RunnerError::Server(format!("{}; the run then failed: {e}", deaths.join("; "))))
         }
@@ -351,7 +304,7 @@ async fn measure_pgbench(
     let out = out?;
     record.faults = out.injected.clone();
     if let Some(w) = &out.watchdog {
-        record.failure_kind = Some("watchdog".into());
+        record.set_kind(kind::WATCHDOG);
         return Err(RunnerError::Workload(w.clone()));
     }
     record.series = out

@@ -14,8 +14,11 @@ pub mod matrix;
 pub mod memory;
 pub mod pgbench;
 pub mod pgstats;
+pub mod record;
 pub mod sampler;
 pub mod server;
+#[cfg(test)]
+mod testing;
 mod tpcc_run;
 
 pub use env::RunnerEnv;

@@ -13,6 +13,7 @@ use crate::env::RunnerEnv;
 use crate::execute::{Evidence, Observer, RunInputs};
 use crate::faults::{self, Fault, Injected};
 use crate::matrix::TpccWorkload;
+use crate::record::{FailureKindExt, kind};
 use crate::server::{self, Server};
 use crate::{DATABASE, RunnerError};
 
@@ -136,7 +137,7 @@ pub(crate) async fn measure(
     let d = d?;
     record.faults = d.injected;
     if let Some(w) = d.watchdog {
-        record.failure_kind = Some("watchdog".into());
+        record.set_kind(kind::WATCHDOG);
         return Err(RunnerError::Workload(w));
     }
     let report = match (d.report, d.error) {
