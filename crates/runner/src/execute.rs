@@ -13,12 +13,13 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 
 use crate::cgroup::ServerCgroup;
 use crate::env::RunnerEnv;
+use crate::error::IoContext;
 use crate::faults::{self, Fault, Injected};
 use crate::matrix::{MemoryLimit, PlacementTarget, PlannedRun, Profile, WorkloadKind, WorkloadSpec};
-pub use crate::record::not_run;
-use crate::record::{FailureKindExt, kind, new_record};
 use crate::pgbench::{self, Progress, RunOptions};
 use crate::pgstats;
+pub use crate::record::not_run;
+use crate::record::{FailureKindExt, kind, new_record};
 use crate::sampler::{self, Sampler};
 use crate::server::{self, Server};
 use crate::{DATABASE, RunnerError};
@@ -52,7 +53,7 @@ pub async fn execute_run(
     obs: &mut dyn Observer,
 ) -> Result<RunRecord, RunnerError> {
     let run_dir = inp.results.run_dir(&inp.planned.run_id);
-    std::fs::create_dir_all(&run_dir).map_err(|e| RunnerError::Setup(format!("mkdir {}: {e}", run_dir.display())))?;
+    std::fs::create_dir_all(&run_dir).io_context(|| format!("mkdir {}", run_dir.display()))?;
     let started_at = timestamp::now_rfc3339();
     let mut record = new_record(inp.planned, inp.workload, started_at);
     match measure(env, inp, &run_dir, &mut record, obs).await {
@@ -72,9 +73,7 @@ pub async fn execute_run(
     }
     record.finished_at = timestamp::now_rfc3339();
     record.raw_files = list_files(&run_dir);
-    inp.results
-        .write_run(&record)
-        .map_err(|e| RunnerError::Setup(format!("write result of {}: {e}", record.run_id)))?;
+    inp.results.write_run(&record).io_context(|| format!("write result of {}", record.run_id))?;
     Ok(record)
 }
 
@@ -244,8 +243,7 @@ async fn measure_on(
     drop(client);
     crate::dataset::sync_all();
     if env.drop_caches {
-        std::fs::write("/proc/sys/vm/drop_caches", "3")
-            .map_err(|e| RunnerError::Setup(format!("drop the page cache: {e}")))?;
+        std::fs::write("/proc/sys/vm/drop_caches", "3").io_context(|| "drop the page cache".into())?;
     }
     if let Some(c) = &srv.cgroup {
         c.reset_peak();
@@ -295,7 +293,8 @@ async fn measure_pgbench(
     options.transaction_log = Some((round_rate(rate), run_dir.join("txlog").display().to_string()));
     let cmd = pgbench::run_command(&env.install.bin_dir, &target, &options);
     record.command = cmd.to_string();
-    std::fs::write(run_dir.join("command.txt"), format!("{cmd}\n")).map_err(|e| RunnerError::Setup(e.to_string()))?;
+    let command_file = run_dir.join("command.txt");
+    std::fs::write(&command_file, format!("{cmd}\n")).io_context(|| format!("write {}", command_file.display()))?;
 
     let evidence = Evidence::begin(srv, inp.placement, run_dir).await?;
     let watch = Watch { duration: inp.workload.duration, faults: inp.faults, server: Some(srv.process) };
@@ -475,7 +474,8 @@ pub async fn run_pgbench(
     watch: Watch<'_>,
 ) -> Result<PgbenchOutput, RunnerError> {
     let with_ext = |ext: &str| -> PathBuf { PathBuf::from(format!("{}.{ext}", prefix.display())) };
-    let stdout_file = std::fs::File::create(with_ext("stdout")).map_err(|e| RunnerError::Setup(e.to_string()))?;
+    let stdout_file =
+        std::fs::File::create(with_ext("stdout")).io_context(|| format!("create {}", with_ext("stdout").display()))?;
     let (mut child, record) = env.spawn_client(cmd, Stdio::from(stdout_file), "pgbench")?;
     let mut stderr_text = String::new();
     let mut progress = Vec::new();
@@ -521,12 +521,13 @@ pub async fn run_pgbench(
             }
         }
     }
-    let status = child.wait().await.map_err(|e| RunnerError::Setup(e.to_string()))?;
+    let status = child.wait().await.io_context(|| "wait for pgbench".into())?;
     let injected = injected.revert(env.journal);
     if let Some(r) = record {
         let _ = env.journal.release(r);
     }
-    std::fs::write(with_ext("stderr"), &stderr_text).map_err(|e| RunnerError::Setup(e.to_string()))?;
+    std::fs::write(with_ext("stderr"), &stderr_text)
+        .io_context(|| format!("write {}", with_ext("stderr").display()))?;
     let stdout = std::fs::read_to_string(with_ext("stdout")).unwrap_or_default();
     let watchdog = hung.then(|| {
         format!(

@@ -7,6 +7,7 @@ pub mod cgroup;
 pub mod dataset;
 pub mod diagnose;
 pub mod env;
+mod error;
 pub mod execute;
 pub mod faults;
 pub mod install;
@@ -22,23 +23,8 @@ mod testing;
 mod tpcc_run;
 
 pub use env::RunnerEnv;
+pub use error::RunnerError;
 pub use install::{DbUser, PgInstall};
 
 /// The database every workload uses.
 pub const DATABASE: &str = "pgtier";
-
-/// Why a runner step failed.
-#[derive(Debug, thiserror::Error)]
-pub enum RunnerError {
-    /// Preparing the machine or the cluster failed.
-    #[error("{0}")]
-    Setup(String),
-    /// The server misbehaved (did not start, crashed, refused a query).
-    #[error("server: {0}")]
-    Server(String),
-    /// The workload failed.
-    #[error("workload: {0}")]
-    Workload(String),
-    #[error("interrupted")]
-    Cancelled,
-}

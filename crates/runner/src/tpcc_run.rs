@@ -10,6 +10,7 @@ use journal::ProcessId;
 use results::record::{Metrics, RunRecord, SecondSample, StatementLatency};
 
 use crate::env::RunnerEnv;
+use crate::error::IoContext;
 use crate::execute::{Evidence, Observer, RunInputs};
 use crate::faults::{self, Fault, Injected};
 use crate::matrix::TpccWorkload;
@@ -128,8 +129,9 @@ pub(crate) async fn measure(
         inp.workload.duration.as_secs(),
         inp.workload.ramp_up.as_secs()
     );
-    std::fs::write(run_dir.join("command.txt"), format!("{}\n", record.command))
-        .map_err(|e| RunnerError::Setup(e.to_string()))?;
+    let command_file = run_dir.join("command.txt");
+    std::fs::write(&command_file, format!("{}\n", record.command))
+        .io_context(|| format!("write {}", command_file.display()))?;
     let evidence = Evidence::begin(srv, inp.placement, run_dir).await?;
     let d = drive(env, &conn, &cfg, vus, inp.workload.duration, obs, false, inp.faults, srv.process).await;
     let client_cpu = d.as_ref().ok().and_then(|d| d.report.as_ref()).map(|r| r.client_cpu_seconds);
@@ -144,8 +146,9 @@ pub(crate) async fn measure(
         (Some(r), _) => r,
         (None, e) => return Err(RunnerError::Workload(format!("TPC-C drive failed: {}", e.unwrap_or_default()))),
     };
-    std::fs::write(run_dir.join("tpcc-report.json"), serde_json::to_string_pretty(&report).unwrap_or_default())
-        .map_err(|e| RunnerError::Setup(e.to_string()))?;
+    let report_file = run_dir.join("tpcc-report.json");
+    std::fs::write(&report_file, serde_json::to_string_pretty(&report).unwrap_or_default())
+        .io_context(|| format!("write {}", report_file.display()))?;
     let completed: u64 = report.per_type.iter().map(|t| t.count).sum();
     let errors: u64 = report.errors.values().sum();
     let mean = if completed > 0 {
