@@ -2,27 +2,23 @@
 //! cache, a discarded ramp-up, the measured pgbench run with per-second progress, then stop.
 //! Raw output is kept next to every parsed figure.
 
-use std::path::{Path, PathBuf};
-use std::process::Stdio;
-use std::time::{Duration, SystemTime};
+use std::path::Path;
+use std::time::Duration;
 
-use journal::{CommandLine, ProcessId};
-use results::record::{Metrics, RunRecord, RunStatus, SecondSample, StatementLatency};
+use journal::CommandLine;
+use results::record::{RunRecord, RunStatus};
 use results::{ResultsDir, timestamp};
-use tokio::io::{AsyncBufReadExt, BufReader};
 
 use crate::cgroup::ServerCgroup;
 use crate::env::RunnerEnv;
 use crate::error::IoContext;
-use crate::faults::{self, Fault, Injected};
+use crate::faults::Fault;
 use crate::matrix::{MemoryLimit, PlacementTarget, PlannedRun, Profile, WorkloadKind, WorkloadSpec};
-use crate::pgbench::{self, Progress, RunOptions};
-use crate::pgstats;
+use crate::pgbench::Progress;
 pub use crate::record::not_run;
 use crate::record::{FailureKindExt, kind, new_record};
-use crate::sampler::{self, Sampler};
 use crate::server::{self, Server};
-use crate::{DATABASE, RunnerError};
+use crate::{DATABASE, RunnerError, pgbench_run, tpcc_run};
 
 /// Live reports while a run goes on.
 pub trait Observer: Send {
@@ -43,6 +39,13 @@ pub struct RunInputs<'a> {
     pub results: &'a ResultsDir,
     /// Faults to inject into the measured interval.
     pub faults: &'a [Fault],
+}
+
+/// What the steps of a run share: the environment, the inputs and the run's directory.
+pub(crate) struct RunCtx<'c> {
+    pub env: &'c RunnerEnv<'c>,
+    pub inp: &'c RunInputs<'c>,
+    pub run_dir: &'c Path,
 }
 
 /// Makes one run. Failures of the run itself (the server does not start, pgbench fails) give a
@@ -248,322 +251,20 @@ async fn measure_on(
     if let Some(c) = &srv.cgroup {
         c.reset_peak();
     }
+    let ctx = RunCtx { env, inp, run_dir };
+    let ramp_up = !inp.workload.ramp_up.is_zero();
     match &inp.workload.kind {
-        WorkloadKind::Pgbench(w) => measure_pgbench(env, inp, run_dir, record, obs, srv, w).await,
-        WorkloadKind::Tpcc(w) => crate::tpcc_run::measure(env, inp, run_dir, record, obs, srv, w).await,
-    }
-}
-
-async fn measure_pgbench(
-    env: &RunnerEnv<'_>,
-    inp: &RunInputs<'_>,
-    run_dir: &Path,
-    record: &mut RunRecord,
-    obs: &mut dyn Observer,
-    srv: &mut Server,
-    w: &crate::matrix::PgbenchWorkload,
-) -> Result<(), RunnerError> {
-    let target =
-        pgbench::Target { socket_dir: &env.socket_dir, port: env.port, user: server::DB_ROLE, database: DATABASE };
-    let mut options = RunOptions {
-        builtin: w.builtin,
-        clients: inp.planned.clients,
-        threads: inp.planned.threads,
-        duration: inp.workload.ramp_up,
-        progress_s: 1,
-        per_statement: w.per_statement,
-        transaction_log: None,
-        extra: w.extra_args.clone(),
-    };
-    // Expected transactions, to size the sampled transaction log (about 50,000 lines).
-    let mut expected_tps = 5_000.0;
-    if !inp.workload.ramp_up.is_zero() {
-        let cmd = pgbench::run_command(&env.install.bin_dir, &target, &options);
-        let watch = Watch { duration: inp.workload.ramp_up, faults: &[], server: Some(srv.process) };
-        let out = run_pgbench(env, &cmd, &run_dir.join("rampup"), obs, true, watch).await?;
-        if !out.success {
-            return Err(RunnerError::Workload(format!("ramp-up pgbench failed ({}): {}", out.exit, out.stderr_tail())));
+        WorkloadKind::Pgbench(w) => {
+            let expected_tps = if ramp_up { pgbench_run::ramp_up(&ctx, srv, w, obs).await? } else { None };
+            pgbench_run::measure(&ctx, srv, w, expected_tps, record, obs).await
         }
-        if let Ok(s) = pgbench::parse_summary(&out.stdout) {
-            expected_tps = s.tps.max(1.0);
-        }
-    }
-    options.duration = inp.workload.duration;
-    let rate = (50_000.0 / (expected_tps * inp.workload.duration.as_secs_f64())).clamp(0.0001, 1.0);
-    options.transaction_log = Some((round_rate(rate), run_dir.join("txlog").display().to_string()));
-    let cmd = pgbench::run_command(&env.install.bin_dir, &target, &options);
-    record.command = cmd.to_string();
-    let command_file = run_dir.join("command.txt");
-    std::fs::write(&command_file, format!("{cmd}\n")).io_context(|| format!("write {}", command_file.display()))?;
-
-    let evidence = Evidence::begin(srv, inp.placement, run_dir).await?;
-    let watch = Watch { duration: inp.workload.duration, faults: inp.faults, server: Some(srv.process) };
-    let out = run_pgbench(env, &cmd, &run_dir.join("pgbench"), obs, false, watch).await;
-    evidence.end(srv, record, None, "pgbench").await;
-    let out = out?;
-    record.faults = out.injected.clone();
-    if let Some(w) = &out.watchdog {
-        record.set_kind(kind::WATCHDOG);
-        return Err(RunnerError::Workload(w.clone()));
-    }
-    record.series = out
-        .progress
-        .iter()
-        .map(|p| SecondSample {
-            t: p.t,
-            tps: p.tps,
-            latency_ms: p.latency_ms,
-            latency_ms_stddev: p.stddev_ms,
-            failed: p.failed,
-        })
-        .collect();
-    if !out.success {
-        return Err(RunnerError::Workload(format!("pgbench failed ({}): {}", out.exit, out.stderr_tail())));
-    }
-    let summary = pgbench::parse_summary(&out.stdout).map_err(|e| RunnerError::Workload(e.to_string()))?;
-    record.metrics = Metrics {
-        tps: summary.tps,
-        latency_ms_avg: summary.latency_avg_ms,
-        latency_ms_stddev: summary.latency_stddev_ms,
-        transactions: summary.transactions,
-        failed_transactions: summary.failed,
-        retried_transactions: summary.retried,
-        initial_connection_ms: summary.initial_connection_ms,
-        ..Default::default()
-    };
-    if let Some([p50, p90, p95, p99, p999]) = pgstats::percentiles_ms(pgstats::read_transaction_logs(run_dir, "txlog"))
-    {
-        let m = &mut record.metrics;
-        (m.latency_ms_p50, m.latency_ms_p90, m.latency_ms_p95, m.latency_ms_p99, m.latency_ms_p999) =
-            (Some(p50), Some(p90), Some(p95), Some(p99), Some(p999));
-    }
-    record.statements = summary
-        .statements
-        .iter()
-        .filter(|s| !s.text.starts_with('\\'))
-        .map(|s| StatementLatency { latency_ms: s.latency_ms, failures: s.failures, statement: s.text.clone() })
-        .collect();
-    if !srv.is_running() {
-        return Err(RunnerError::Server(format!(
-            "the server stopped during the run; log tail: {}",
-            server::log_tail(&srv.log, 10)
-        )));
-    }
-    Ok(())
-}
-
-/// What is measured around a measured interval besides the workload's own figures:
-/// PostgreSQL's counters, client and server CPU, device I/O, checkpoints.
-pub(crate) struct Evidence {
-    client: tokio_postgres::Client,
-    before: pgstats::Snapshot,
-    server_cpu0: Option<f64>,
-    client_cpu0: f64,
-    wall0: std::time::Instant,
-    started: SystemTime,
-    sampler: Sampler,
-    /// The run's directory: the raw counters behind the figures are written there.
-    run_dir: PathBuf,
-}
-
-impl Evidence {
-    pub(crate) async fn begin(
-        srv: &Server,
-        placement: &PlacementTarget,
-        run_dir: &Path,
-    ) -> Result<Evidence, RunnerError> {
-        let client = srv.connect(DATABASE).await?;
-        let before =
-            pgstats::snapshot(&client).await.map_err(|e| RunnerError::Server(format!("read statistics: {e:#}")))?;
-        Ok(Evidence {
-            client,
-            before,
-            server_cpu0: srv.cgroup.as_ref().and_then(|c| c.cpu_seconds()),
-            client_cpu0: sampler::children_cpu_seconds(),
-            wall0: std::time::Instant::now(),
-            started: SystemTime::now(),
-            sampler: Sampler::start(placement.devices.clone(), Duration::from_secs(1)),
-            run_dir: run_dir.to_path_buf(),
-        })
-    }
-
-    /// Fills the record. `client_cpu` overrides the CPU of reaped children (for an in-process
-    /// client such as the TPC-C driver).
-    pub(crate) async fn end(self, srv: &Server, record: &mut RunRecord, client_cpu: Option<f64>, client_name: &str) {
-        let sampled = self.sampler.finish();
-        let ended = SystemTime::now();
-        let wall = self.wall0.elapsed().as_secs_f64();
-        let client_cpu = client_cpu.unwrap_or_else(|| sampler::children_cpu_seconds() - self.client_cpu0);
-        let server_cpu = match (self.server_cpu0, srv.cgroup.as_ref().and_then(|c| c.cpu_seconds())) {
-            (Some(a), Some(b)) => b - a,
-            _ => 0.0,
-        };
-        let mut pg_text = format!("before:\n{}", self.before.to_text());
-        if let Ok(after) = pgstats::snapshot(&self.client).await {
-            pg_text.push_str(&format!("after:\n{}", after.to_text()));
-            record.postgres = Some(pgstats::delta(&self.before, &after));
-        }
-        // Raw counters next to the figures computed from them (listed in the record's raw files).
-        let _ = std::fs::write(self.run_dir.join("pg_stat.txt"), pg_text);
-        for (name, text) in &sampled.raw {
-            let _ = std::fs::write(self.run_dir.join(name), text);
-        }
-        record.devices = sampled.devices;
-        record.io_series = sampled.series;
-        record.sampler_cpu_s = sampled.seconds;
-        let mut cpu = sampled.cpu;
-        cpu.client_cpu_s = client_cpu;
-        cpu.server_cpu_s = server_cpu;
-        cpu.client_core_pct = client_cpu / wall.max(1e-3) * 100.0;
-        // The client can use one core per thread, and no more cores than the machine has.
-        let hardware = std::thread::available_parallelism().map(|n| n.get() as f64).unwrap_or(1.0);
-        let client_cores = (record.threads.max(1) as f64).min(hardware);
-        if cpu.client_core_pct > 80.0 * client_cores {
-            record.warnings.push(format!(
-                "the {client_name} client used {:.0}% of a core with {} thread(s): the client, not storage, may be the limit",
-                cpu.client_core_pct, record.threads
-            ));
-        }
-        let machine_pct = (client_cpu + server_cpu) / wall.max(1e-3) / hardware * 100.0;
-        if machine_pct > 90.0 {
-            record.warnings.push(format!(
-                "client and server together used {machine_pct:.0}% of all {hardware:.0} hardware threads: the run is CPU-bound, so storage differences are understated"
-            ));
-        }
-        record.cpu = Some(cpu);
-        let log = std::fs::read_to_string(&srv.log).unwrap_or_default();
-        record.checkpoints_at_s = pgstats::checkpoints_between(&log, self.started, ended);
-        if !record.checkpoints_at_s.is_empty() {
-            record.warnings.push(format!(
-                "a checkpoint started inside the measured run (at {} s): runs with and without a checkpoint are not comparable; prefer longer runs",
-                record.checkpoints_at_s.iter().map(|t| format!("{t:.0}")).collect::<Vec<_>>().join(", ")
-            ));
-        }
-    }
-}
-
-/// What a pgbench invocation printed.
-pub struct PgbenchOutput {
-    pub success: bool,
-    pub stdout: String,
-    pub stderr: String,
-    pub progress: Vec<Progress>,
-    /// Set when the watchdog killed pgbench.
-    pub watchdog: Option<String>,
-    /// Faults injected during the run, as sentences.
-    pub injected: Vec<String>,
-    /// How pgbench ended: `exit code 2`, `signal 9 (SIGKILL)`.
-    pub exit: String,
-}
-
-impl PgbenchOutput {
-    fn stderr_tail(&self) -> String {
-        let lines: Vec<&str> = self.stderr.lines().filter(|l| !l.starts_with("progress:")).collect();
-        lines[lines.len().saturating_sub(5)..].join(" | ")
-    }
-}
-
-/// Runs pgbench, streaming its `-P` lines to `obs`, keeping its stdout and stderr in
-/// `<prefix>.stdout` / `<prefix>.stderr`. Killed (and `Cancelled` returned) on cancellation.
-pub async fn run_pgbench(
-    env: &RunnerEnv<'_>,
-    cmd: &CommandLine,
-    prefix: &Path,
-    obs: &mut dyn Observer,
-    ramp_up: bool,
-    watch: Watch<'_>,
-) -> Result<PgbenchOutput, RunnerError> {
-    let with_ext = |ext: &str| -> PathBuf { PathBuf::from(format!("{}.{ext}", prefix.display())) };
-    let stdout_file =
-        std::fs::File::create(with_ext("stdout")).io_context(|| format!("create {}", with_ext("stdout").display()))?;
-    let (mut child, record) = env.spawn_client(cmd, Stdio::from(stdout_file), "pgbench")?;
-    let mut stderr_text = String::new();
-    let mut progress = Vec::new();
-    let mut lines = BufReader::new(child.stderr.take().expect("piped")).lines();
-    let started = std::time::Instant::now();
-    // The watchdog: a run that outlives its duration by this much is hung, and is killed.
-    let limit = watch.duration + env.watchdog_grace.unwrap_or(Duration::from_secs(30).max(watch.duration / 2));
-    let mut fired = vec![false; watch.faults.len()];
-    let mut injected = Injected::default();
-    let client = child.id();
-    let mut hung = false;
-    loop {
-        tokio::select! {
-            line = lines.next_line() => match line {
-                Ok(Some(l)) => {
-                    if let Some(p) = pgbench::parse_progress(&l) {
-                        obs.progress(&p, ramp_up);
-                        progress.push(p);
-                    }
-                    stderr_text.push_str(&l);
-                    stderr_text.push('\n');
-                }
-                _ => break,
-            },
-            _ = tokio::time::sleep(Duration::from_millis(100)) => {
-                if env.cancelled() {
-                    let _ = child.start_kill();
-                    let _ = child.wait().await;
-                    std::fs::write(with_ext("stderr"), &stderr_text).ok();
-                    if let Some(r) = record { let _ = env.journal.release(r); }
-                    injected.revert(env.journal);
-                    return Err(RunnerError::Cancelled);
-                }
-                let elapsed = started.elapsed();
-                for note in faults::fire_due(watch.faults, &mut fired, elapsed, env, watch.server, client, &mut injected) {
-                    obs.note(&format!("fault injected: {note}"));
-                }
-                if elapsed > limit {
-                    hung = true;
-                    let _ = child.start_kill();
-                    break;
-                }
+        WorkloadKind::Tpcc(w) => {
+            if ramp_up {
+                tpcc_run::ramp_up(&ctx, srv, w, obs).await?;
             }
+            tpcc_run::measure(&ctx, srv, w, record, obs).await
         }
     }
-    let status = child.wait().await.io_context(|| "wait for pgbench".into())?;
-    let injected = injected.revert(env.journal);
-    if let Some(r) = record {
-        let _ = env.journal.release(r);
-    }
-    std::fs::write(with_ext("stderr"), &stderr_text)
-        .io_context(|| format!("write {}", with_ext("stderr").display()))?;
-    let stdout = std::fs::read_to_string(with_ext("stdout")).unwrap_or_default();
-    let watchdog = hung.then(|| {
-        format!(
-            "pgbench did not finish within {} s of a {} s run and was killed by the watchdog (hung client or stalled storage)",
-            limit.as_secs(),
-            watch.duration.as_secs()
-        )
-    });
-    Ok(PgbenchOutput {
-        success: status.success() && !hung,
-        stdout,
-        stderr: stderr_text,
-        progress,
-        watchdog,
-        injected,
-        exit: crate::diagnose::exit_text(&status),
-    })
-}
-
-/// What to watch while pgbench runs: its duration (for the watchdog), faults to inject, and
-/// the server they may target.
-#[derive(Clone, Copy)]
-pub struct Watch<'a> {
-    pub duration: Duration,
-    pub faults: &'a [Fault],
-    pub server: Option<ProcessId>,
-}
-
-/// A sampling rate pgbench prints back unchanged (4 significant digits).
-fn round_rate(r: f64) -> f64 {
-    if r >= 1.0 {
-        return 1.0;
-    }
-    let digits = (-r.log10()).ceil() as i32 + 3;
-    let f = 10f64.powi(digits);
-    (r * f).round() / f
 }
 
 /// The server log lines that explain a failure (PANIC, FATAL, ERROR, crashes), last few.
