@@ -1,24 +1,25 @@
-//! One measured run: start the placement's server (in its cgroup), CHECKPOINT, drop the page
-//! cache, a discarded ramp-up, the measured pgbench run with per-second progress, then stop.
-//! Raw output is kept next to every parsed figure.
+//! One measured run: start the placement's server (in its cgroup), read its settings,
+//! CHECKPOINT, sync, drop the page cache, a discarded ramp-up, the measured interval (pgbench
+//! or TPC-C), say what happened to the server if it was hurt, stop it. The run logic here takes
+//! its steps on a [`RunSystem`](crate::system::RunSystem); raw output is kept next to every
+//! parsed figure.
 
 use std::path::Path;
 use std::time::Duration;
 
-use journal::CommandLine;
+use journal::{CommandError, Output};
 use results::record::{RunRecord, RunStatus};
 use results::{ResultsDir, timestamp};
 
-use crate::cgroup::ServerCgroup;
+use crate::RunnerError;
 use crate::env::RunnerEnv;
 use crate::error::IoContext;
 use crate::faults::Fault;
-use crate::matrix::{MemoryLimit, PlacementTarget, PlannedRun, Profile, WorkloadKind, WorkloadSpec};
+use crate::matrix::{MemoryLimit, PlacementTarget, PlannedRun, Profile, WorkloadSpec};
 use crate::pgbench::Progress;
 pub use crate::record::not_run;
 use crate::record::{FailureKindExt, kind, new_record};
-use crate::server::{self, Server};
-use crate::{DATABASE, RunnerError, pgbench_run, tpcc_run};
+use crate::system::{RealRun, RunSystem};
 
 /// Live reports while a run goes on.
 pub trait Observer: Send {
@@ -42,6 +43,7 @@ pub struct RunInputs<'a> {
 }
 
 /// What the steps of a run share: the environment, the inputs and the run's directory.
+#[derive(Clone, Copy)]
 pub(crate) struct RunCtx<'c> {
     pub env: &'c RunnerEnv<'c>,
     pub inp: &'c RunInputs<'c>,
@@ -56,28 +58,44 @@ pub async fn execute_run(
     obs: &mut dyn Observer,
 ) -> Result<RunRecord, RunnerError> {
     let run_dir = inp.results.run_dir(&inp.planned.run_id);
+    let mut sys = RealRun::new(RunCtx { env, inp, run_dir: &run_dir });
+    run(&mut sys, inp, env.drop_caches, obs).await
+}
+
+/// The run logic: the steps of one run taken on `sys`, the record they give, stored as
+/// `runs/<id>/result.json`.
+pub(crate) async fn run<S: RunSystem>(
+    sys: &mut S,
+    inp: &RunInputs<'_>,
+    drop_caches: bool,
+    obs: &mut dyn Observer,
+) -> Result<RunRecord, RunnerError> {
+    let run_dir = inp.results.run_dir(&inp.planned.run_id);
     std::fs::create_dir_all(&run_dir).io_context(|| format!("mkdir {}", run_dir.display()))?;
-    let started_at = timestamp::now_rfc3339();
-    let mut record = new_record(inp.planned, inp.workload, started_at);
-    match measure(env, inp, &run_dir, &mut record, obs).await {
+    let mut record = new_record(inp.planned, inp.workload, timestamp::now_rfc3339());
+    match measure(sys, inp, drop_caches, &mut record, obs).await {
         Ok(()) => {}
         Err(RunnerError::Cancelled) => return Err(RunnerError::Cancelled),
-        Err(e) => {
-            record.status = RunStatus::Failed;
-            let mut why = e.to_string();
-            let excerpt = log_excerpt(&run_dir.join("postgres.log"));
-            if !excerpt.is_empty() {
-                why.push_str(&format!("; server log: {excerpt}"));
-            }
-            record.failure = Some(why);
-            record.default_kind(kind::SETUP);
-            save_kernel_messages(&run_dir.join("dmesg.txt"));
-        }
+        Err(e) => record_failure(sys, &run_dir, &mut record, &e),
     }
     record.finished_at = timestamp::now_rfc3339();
     record.raw_files = list_files(&run_dir);
     inp.results.write_run(&record).io_context(|| format!("write result of {}", record.run_id))?;
     Ok(record)
+}
+
+/// A failed run's record: the reason with the server log's explaining lines, the kind
+/// (`setup` when no step said), and the kernel's messages kept next to it (`dmesg.txt`).
+fn record_failure<S: RunSystem>(sys: &mut S, run_dir: &Path, record: &mut RunRecord, e: &RunnerError) {
+    record.status = RunStatus::Failed;
+    let mut why = e.to_string();
+    let excerpt = excerpt_of(&sys.server_log());
+    if !excerpt.is_empty() {
+        why.push_str(&format!("; server log: {excerpt}"));
+    }
+    record.failure = Some(why);
+    record.default_kind(kind::SETUP);
+    let _ = std::fs::write(run_dir.join("dmesg.txt"), kernel_messages(&sys.dmesg()));
 }
 
 fn list_files(dir: &Path) -> Vec<String> {
@@ -90,48 +108,54 @@ fn list_files(dir: &Path) -> Vec<String> {
     v
 }
 
-async fn measure(
-    env: &RunnerEnv<'_>,
+/// Starts the server, measures on it, says what happened to it and stops it.
+async fn measure<S: RunSystem>(
+    sys: &mut S,
     inp: &RunInputs<'_>,
-    run_dir: &Path,
+    drop_caches: bool,
     record: &mut RunRecord,
     obs: &mut dyn Observer,
 ) -> Result<(), RunnerError> {
-    let srv = start_server(env, inp, run_dir).await;
-    let mut srv = match srv {
-        Ok(s) => s,
-        Err(e) => {
-            record.set_kind(kind::SERVER_START);
-            return Err(e);
-        }
-    };
-    let mut outcome = measure_on(env, inp, run_dir, record, obs, &mut srv).await;
+    if let Err(e) = sys.start_server().await {
+        record.set_kind(kind::SERVER_START);
+        return Err(e);
+    }
+    let mut outcome = measure_on(sys, inp, drop_caches, record, obs).await;
     if !matches!(outcome, Err(RunnerError::Cancelled)) {
-        outcome = explain_deaths(inp, record, &mut srv, outcome);
+        outcome = explain_deaths(sys, inp, record, outcome);
     }
     // A server that crashed may sit in crash recovery: it is not waited for a minute.
     let crashed = record.kind_is(kind::OUT_OF_MEMORY) || record.kind_is(kind::SERVER_CRASH);
-    let cgroup = srv.cgroup.take();
-    if let Some(c) = &cgroup {
-        let m = c.memory();
+    if let Some(c) = sys.cgroup() {
         let mem = record.memory.get_or_insert_with(Default::default);
         mem.limit_bytes = c.limit_bytes;
-        mem.peak_bytes = m.peak;
-        mem.page_cache_bytes = m.page_cache;
+        mem.peak_bytes = c.memory.peak;
+        mem.page_cache_bytes = c.memory.page_cache;
     }
-    let stopped = srv.stop_within(env.journal, Duration::from_secs(if crashed { 10 } else { 60 })).await;
-    if let Some(c) = cgroup {
-        // Backends leave the cgroup a moment after the postmaster exits.
-        for _ in 0..50 {
-            if c.pids().is_empty() {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        c.remove(env.journal)?;
-    }
+    let stopped = sys.stop_server(Duration::from_secs(if crashed { 10 } else { 60 })).await;
+    sys.remove_cgroup().await?;
     outcome?;
     stopped
+}
+
+/// On a started server: its settings, CHECKPOINT, sync, the page cache dropped, the ramp-up
+/// and the measured interval.
+async fn measure_on<S: RunSystem>(
+    sys: &mut S,
+    inp: &RunInputs<'_>,
+    drop_caches: bool,
+    record: &mut RunRecord,
+    obs: &mut dyn Observer,
+) -> Result<(), RunnerError> {
+    record.server_settings = sys.read_settings().await?;
+    sys.checkpoint().await?;
+    sys.sync();
+    if drop_caches {
+        sys.drop_caches()?;
+    }
+    sys.reset_peak();
+    let expected_tps = if inp.workload.ramp_up.is_zero() { None } else { sys.ramp_up(obs).await? };
+    sys.measure(expected_tps, record, obs).await
 }
 
 /// Says why a run failed when the server was hurt: an OOM kill inside its cgroup (kind
@@ -139,47 +163,24 @@ async fn measure(
 /// process killed by a signal or a postmaster that ended (`server-crash`), with what the server
 /// log and the kernel said. Other failures keep their own kind (`workload` when nothing
 /// happened to the server).
-fn explain_deaths(
+fn explain_deaths<S: RunSystem>(
+    sys: &mut S,
     inp: &RunInputs<'_>,
     record: &mut RunRecord,
-    srv: &mut Server,
     outcome: Result<(), RunnerError>,
 ) -> Result<(), RunnerError> {
-    let oom_kills = srv.cgroup.as_ref().and_then(|c| c.oom_kills()).unwrap_or(0);
-    let deaths = if oom_kills > 0 || outcome.is_err() { srv.death_report() } else { Vec::new() };
+    let oom_kills = sys.cgroup().and_then(|c| c.oom_kills).unwrap_or(0);
+    let deaths = if oom_kills > 0 || outcome.is_err() { death_report(sys) } else { Vec::new() };
     if oom_kills > 0 {
-        let (limit, peak) = match &srv.cgroup {
-            Some(c) => (c.limit_bytes, c.memory().peak),
-            None => (None, None),
-        };
-        let mut settings = inp.profile.settings.clone();
-        settings.extend(inp.memory.settings.clone());
-        let plan = crate::memory::MemoryPlan::of(&settings, inp.planned.clients, inp.workload.data_shape());
-        let mut text = format!(
-            "the kernel's OOM killer killed {oom_kills} process(es) in the server's memory cgroup (limit {}, peak {}): {}",
-            limit.map(crate::memory::show).unwrap_or_else(|| "none".into()),
-            peak.map(crate::memory::show).unwrap_or_else(|| "unknown".into()),
-            deaths.join("; ")
-        );
-        text.push_str(&format!(
-            ". What these settings need (largest first): {}",
-            plan.describe(&[
-                crate::memory::MemoryKind::Certain,
-                crate::memory::MemoryKind::Likely,
-                crate::memory::MemoryKind::UpperBound
-            ])
-            .join("; ")
-        ));
-        if let Err(e) = &outcome {
-            text.push_str(&format!(". The workload then failed: {e}"));
-        }
+        let (limit, peak) = sys.cgroup().map_or((None, None), |c| (c.limit_bytes, c.memory.peak));
         record.set_kind(kind::OUT_OF_MEMORY);
-        return Err(RunnerError::Server(text));
+        return Err(RunnerError::Server(oom_text(inp, oom_kills, (limit, peak), &deaths, &outcome)));
     }
     match outcome {
         Ok(()) => Ok(()),
         Err(e) if deaths.is_empty() => {
-            record.default_kind(if srv.is_running() { kind::WORKLOAD } else { kind::SERVER_CRASH });
+            let running = sys.postmaster().is_some_and(|p| p.running);
+            record.default_kind(if running { kind::WORKLOAD } else { kind::SERVER_CRASH });
             Err(e)
         }
         Err(e) => {
@@ -191,86 +192,52 @@ fn explain_deaths(
     }
 }
 
-/// Writes the server's configuration, makes its cgroup and starts it. Any failure here means
-/// the placement cannot run a server ("server-start").
-async fn start_server(env: &RunnerEnv<'_>, inp: &RunInputs<'_>, run_dir: &Path) -> Result<Server, RunnerError> {
-    let p = inp.planned;
-    let mut settings = inp.profile.settings.clone();
-    settings.extend(inp.memory.settings.clone());
-    if inp.placement.tablespaces.contains_key("temp") {
-        settings.insert("temp_tablespaces".into(), crate::matrix::tablespace_name("temp"));
-    }
-    server::write_config(&inp.placement.data_dir, env.port, &env.socket_dir, &settings, env.user.uid, env.user.gid)?;
-    let cgroup = match (&env.cgroups, p.memory_limit) {
-        (Some(h), limit) => {
-            Some(ServerCgroup::create(env.journal, h, &env.run_token, &p.run_id, limit, &env.throttles)?)
-        }
-        (None, _) if !env.throttles.is_empty() => {
-            return Err(RunnerError::Setup("an I/O throttle needs cgroups, and this machine has none".into()));
-        }
-        (None, Some(_)) => {
-            return Err(RunnerError::Setup(
-                "a memory limit needs a cgroup memory controller, and this machine has none".into(),
-            ));
-        }
-        (None, None) => None,
-    };
-    Server::start(
-        &env.install,
-        &env.user,
-        env.journal,
-        &inp.placement.data_dir,
-        &env.socket_dir,
-        env.port,
-        cgroup,
-        &run_dir.join("postgres.log"),
-    )
-    .await
+/// What happened to the server: the postmaster's end, processes killed, the kernel's words.
+fn death_report<S: RunSystem>(sys: &mut S) -> Vec<String> {
+    let Some(postmaster) = sys.postmaster() else { return Vec::new() };
+    let exit = postmaster.exit.filter(|_| !postmaster.running);
+    let log = sys.server_log();
+    let cgroup = sys.cgroup().map(|c| c.kernel_path);
+    let kernel = crate::diagnose::kernel_log_of(&sys.dmesg());
+    crate::diagnose::death_report(postmaster.pid, exit.as_ref(), &log, &kernel, cgroup.as_deref())
 }
 
-async fn measure_on(
-    env: &RunnerEnv<'_>,
+/// An OOM kill in the server's cgroup, in words: the limit and the peak, who was killed, and
+/// what the run's settings need.
+fn oom_text(
     inp: &RunInputs<'_>,
-    run_dir: &Path,
-    record: &mut RunRecord,
-    obs: &mut dyn Observer,
-    srv: &mut Server,
-) -> Result<(), RunnerError> {
-    let client = srv.connect(DATABASE).await?;
-    let rows = client
-        .query("SELECT name, setting || coalesce(' ' || unit, '') FROM pg_settings WHERE source NOT IN ('default', 'override') ORDER BY name", &[])
-        .await
-        .map_err(|e| RunnerError::Server(format!("read pg_settings: {e:#}")))?;
-    record.server_settings = rows.iter().map(|r| (r.get::<_, String>(0), r.get::<_, String>(1))).collect();
-    client.batch_execute("CHECKPOINT").await.map_err(|e| RunnerError::Server(format!("checkpoint: {e:#}")))?;
-    drop(client);
-    crate::dataset::sync_all();
-    if env.drop_caches {
-        std::fs::write("/proc/sys/vm/drop_caches", "3").io_context(|| "drop the page cache".into())?;
+    oom_kills: u64,
+    (limit, peak): (Option<u64>, Option<u64>),
+    deaths: &[String],
+    outcome: &Result<(), RunnerError>,
+) -> String {
+    use crate::memory::{MemoryKind, MemoryPlan, show};
+    let mut settings = inp.profile.settings.clone();
+    settings.extend(inp.memory.settings.clone());
+    let plan = MemoryPlan::of(&settings, inp.planned.clients, inp.workload.data_shape());
+    let mut text = format!(
+        "the kernel's OOM killer killed {oom_kills} process(es) in the server's memory cgroup (limit {}, peak {}): {}",
+        limit.map(show).unwrap_or_else(|| "none".into()),
+        peak.map(show).unwrap_or_else(|| "unknown".into()),
+        deaths.join("; ")
+    );
+    text.push_str(&format!(
+        ". What these settings need (largest first): {}",
+        plan.describe(&[MemoryKind::Certain, MemoryKind::Likely, MemoryKind::UpperBound]).join("; ")
+    ));
+    if let Err(e) = outcome {
+        text.push_str(&format!(". The workload then failed: {e}"));
     }
-    if let Some(c) = &srv.cgroup {
-        c.reset_peak();
-    }
-    let ctx = RunCtx { env, inp, run_dir };
-    let ramp_up = !inp.workload.ramp_up.is_zero();
-    match &inp.workload.kind {
-        WorkloadKind::Pgbench(w) => {
-            let expected_tps = if ramp_up { pgbench_run::ramp_up(&ctx, srv, w, obs).await? } else { None };
-            pgbench_run::measure(&ctx, srv, w, expected_tps, record, obs).await
-        }
-        WorkloadKind::Tpcc(w) => {
-            if ramp_up {
-                tpcc_run::ramp_up(&ctx, srv, w, obs).await?;
-            }
-            tpcc_run::measure(&ctx, srv, w, record, obs).await
-        }
-    }
+    text
 }
 
 /// The server log lines that explain a failure (PANIC, FATAL, ERROR, crashes), last few.
 pub fn log_excerpt(log: &Path) -> String {
-    let text = std::fs::read_to_string(log).unwrap_or_default();
-    let hits: Vec<&str> = text
+    excerpt_of(&std::fs::read_to_string(log).unwrap_or_default())
+}
+
+fn excerpt_of(log: &str) -> String {
+    let hits: Vec<&str> = log
         .lines()
         .filter(|l| {
             ["PANIC", "FATAL", "ERROR", "terminated by signal", "No space left", "Input/output error", "could not"]
@@ -281,15 +248,18 @@ pub fn log_excerpt(log: &Path) -> String {
     hits[hits.len().saturating_sub(6)..].join(" | ")
 }
 
-/// Keeps the kernel's recent messages (I/O errors, XFS shutdowns) next to a failed run.
-fn save_kernel_messages(to: &Path) {
-    let text = match CommandLine::new("dmesg").output(Some(Duration::from_secs(10))) {
+/// The kernel's recent messages (I/O errors, XFS shutdowns) kept next to a failed run, or why
+/// there are none.
+fn kernel_messages(dmesg: &Result<Output, CommandError>) -> String {
+    match dmesg {
         Ok(o) if o.status == 0 => {
             let lines: Vec<&str> = o.stdout.lines().collect();
             lines[lines.len().saturating_sub(200)..].join("\n")
         }
         Ok(o) => format!("dmesg exited with {}: {}", o.status, o.stderr.trim()),
         Err(e) => format!("dmesg could not run: {e}"),
-    };
-    let _ = std::fs::write(to, text);
+    }
 }
+
+#[cfg(test)]
+mod tests;

@@ -21,6 +21,7 @@ pub mod record;
 pub mod sampler;
 pub mod server;
 mod supervisor;
+mod system;
 #[cfg(test)]
 mod testing;
 mod tpcc_run;

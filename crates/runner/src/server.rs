@@ -316,25 +316,21 @@ impl Server {
     /// reports killed by a signal, and what the kernel said about them. Empty when nothing of
     /// that happened.
     pub fn death_report(&mut self) -> Vec<String> {
-        let mut out = Vec::new();
-        if !self.is_running()
-            && let Some(status) = self.exit
-        {
-            out.push(format!(
-                "the postmaster (PID {}) ended with {}",
-                self.process.pid,
-                crate::diagnose::exit_text(&status)
-            ));
-        }
+        let exit = if self.is_running() { None } else { self.exit };
         let log = std::fs::read_to_string(&self.log).unwrap_or_default();
-        let killed = crate::diagnose::killed_in_server_log(&log);
-        out.extend(killed.iter().map(|k| k.sentence()));
-        let mut pids: Vec<i32> = killed.iter().map(|k| k.pid).collect();
-        pids.push(self.process.pid);
         let cgroup = self.cgroup.as_ref().map(|c| c.kernel_path());
-        let kernel = crate::diagnose::kernel_oom_messages(&crate::diagnose::kernel_log(), cgroup.as_deref(), &pids);
-        out.extend(kernel.iter().map(|k| format!("kernel: {k}")));
-        out
+        crate::diagnose::death_report(
+            self.process.pid,
+            exit.as_ref(),
+            &log,
+            &crate::diagnose::kernel_log(),
+            cgroup.as_deref(),
+        )
+    }
+
+    /// How the postmaster ended, once [`Server::is_running`] has seen it end.
+    pub fn exit_status(&self) -> Option<std::process::ExitStatus> {
+        self.exit
     }
 
     /// Fast shutdown (SIGINT), escalating after a minute; the journal record is released.

@@ -1,11 +1,12 @@
 //! Inputs of a run for unit tests: a planned pgbench run, its workload, placement, profile and
 //! memory limit.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use results::record::CellKey;
 
-use crate::matrix::{PgbenchWorkload, PlannedRun, WorkloadKind, WorkloadSpec};
+use crate::matrix::{MemoryLimit, PgbenchWorkload, PlacementTarget, PlannedRun, Profile, WorkloadKind, WorkloadSpec};
 use crate::pgbench::Builtin;
 
 pub(crate) fn planned(memory_limit: Option<u64>) -> PlannedRun {
@@ -45,4 +46,22 @@ pub(crate) fn workload(ramp_up: Duration) -> WorkloadSpec {
         duration: Duration::from_secs(20),
         ramp_up,
     }
+}
+
+pub(crate) fn placement() -> PlacementTarget {
+    PlacementTarget {
+        name: "A".into(),
+        data_dir: "/nonexistent/pgdata".into(),
+        wal_dir: "/nonexistent/pg_wal".into(),
+        devices: vec![],
+        tablespaces: BTreeMap::new(),
+    }
+}
+
+pub(crate) fn profile(settings: &[(&str, &str)]) -> Profile {
+    Profile { name: "default".into(), settings: settings.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect() }
+}
+
+pub(crate) fn memory(bytes: Option<u64>) -> MemoryLimit {
+    MemoryLimit { bytes, settings: BTreeMap::new() }
 }
