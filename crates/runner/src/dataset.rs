@@ -211,9 +211,27 @@ async fn load(
     let target =
         pgbench::Target { socket_dir: &env.socket_dir, port: env.port, user: server::DB_ROLE, database: DATABASE };
     let cmd = pgbench::init_command(&env.install.bin_dir, &target, *scale, &args);
-    let log_path = logs.join("pgbench-init.log");
-    let mut log = std::fs::File::create(&log_path).io_context(|| format!("create {}", log_path.display()))?;
-    let (mut child, record) = env.spawn_client(&cmd, std::process::Stdio::null(), "pgbench -i")?;
+    init(env, &cmd, &logs.join("pgbench-init.log"), on_line).await?;
+    let db = srv.connect(DATABASE).await?;
+    db.batch_execute("CHECKPOINT").await.map_err(|e| RunnerError::Server(format!("checkpoint: {e:#}")))?;
+    let row = db
+        .query_one("SELECT pg_database_size(current_database())", &[])
+        .await
+        .map_err(|e| RunnerError::Server(format!("{e:#}")))?;
+    let size: i64 = row.get(0);
+    Ok((cmd.to_string(), size as u64))
+}
+
+/// Runs `pgbench -i`, its progress (stderr) logged to `log_path` and shown through `on_line`;
+/// killed (and `Cancelled` returned) on cancellation.
+async fn init(
+    env: &RunnerEnv<'_>,
+    cmd: &journal::CommandLine,
+    log_path: &Path,
+    on_line: &mut (dyn FnMut(&str) + Send),
+) -> Result<(), RunnerError> {
+    let mut log = std::fs::File::create(log_path).io_context(|| format!("create {}", log_path.display()))?;
+    let (mut child, record) = env.spawn_client(cmd, std::process::Stdio::null(), "pgbench -i")?;
     // pgbench -i reports progress on stderr, with carriage returns on a terminal.
     let stderr = child.stderr.take().expect("piped");
     let mut lines = BufReader::new(stderr).split(b'\n');
@@ -252,14 +270,7 @@ async fn load(
     if !status.success() {
         return Err(RunnerError::Workload(format!("`{cmd}` failed ({status}): {last}")));
     }
-    let db = srv.connect(DATABASE).await?;
-    db.batch_execute("CHECKPOINT").await.map_err(|e| RunnerError::Server(format!("checkpoint: {e:#}")))?;
-    let row = db
-        .query_one("SELECT pg_database_size(current_database())", &[])
-        .await
-        .map_err(|e| RunnerError::Server(format!("{e:#}")))?;
-    let size: i64 = row.get(0);
-    Ok((cmd.to_string(), size as u64))
+    Ok(())
 }
 
 /// Loads a TPC-C data set with the tpcc crate's parallel binary-COPY loader.
