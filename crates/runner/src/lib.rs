@@ -1,7 +1,7 @@
 //! PostgreSQL and workloads: finding the binaries, running the server as its own OS user on a
 //! private socket (in a memory-limited cgroup when asked), building each data set once and
-//! copying it onto every placement, and measured pgbench runs with their raw output. Knows
-//! nothing about devices (it gets directories) or charts (it writes run records).
+//! copying it onto every placement, and measured pgbench and TPC-C runs with their raw output.
+//! Knows nothing about devices (it gets directories) or charts (it writes run records).
 
 pub mod cgroup;
 pub mod dataset;
