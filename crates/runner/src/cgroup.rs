@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use journal::{Journal, RecordId, Undo};
 
 use crate::RunnerError;
+use crate::error::IoContext;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Hierarchy {
@@ -120,11 +121,7 @@ fn create_dirs(
                 continue;
             }
             if depth > 0 {
-                records.push(
-                    journal
-                        .record(Undo::RemoveCgroup { path: p.clone() }, "server cgroup")
-                        .map_err(|e| RunnerError::Setup(e.to_string()))?,
-                );
+                records.push(journal.record(Undo::RemoveCgroup { path: p.clone() }, "server cgroup")?);
             }
             match std::fs::create_dir(&p) {
                 Ok(()) => {}
@@ -133,7 +130,7 @@ fn create_dirs(
                     vanished = true;
                     break;
                 }
-                Err(e) => return Err(RunnerError::Setup(format!("create cgroup {}: {e}", p.display()))),
+                Err(e) => return Err(RunnerError::io(format!("create cgroup {}", p.display()), e)),
             }
         }
         if !vanished {
@@ -144,7 +141,7 @@ fn create_dirs(
 }
 
 fn write(p: &Path, v: &str) -> Result<(), RunnerError> {
-    std::fs::write(p, v).map_err(|e| RunnerError::Setup(format!("write {v:?} to {}: {e}", p.display())))
+    std::fs::write(p, v).io_context(|| format!("write {v:?} to {}", p.display()))
 }
 
 impl ServerCgroup {
@@ -229,12 +226,8 @@ impl ServerCgroup {
         let mut files = Vec::new();
         for d in std::iter::once(&self.dir).chain(self.cpu_dir.iter()).chain(self.blkio_dir.iter()) {
             let p = d.join("cgroup.procs");
-            files.push(
-                std::fs::OpenOptions::new()
-                    .write(true)
-                    .open(&p)
-                    .map_err(|e| RunnerError::Setup(format!("open {}: {e}", p.display())))?,
-            );
+            files
+                .push(std::fs::OpenOptions::new().write(true).open(&p).io_context(|| format!("open {}", p.display()))?);
         }
         Ok(files)
     }
@@ -243,7 +236,7 @@ impl ServerCgroup {
     /// pgtier's top cgroup when no other run uses it any more.
     pub fn remove(self, journal: &Journal) -> Result<(), RunnerError> {
         for id in self.records.iter().rev() {
-            journal.undo_now(*id).map_err(RunnerError::Setup)?;
+            journal.undo_now(*id).map_err(|e| RunnerError::Undo(e.to_string()))?;
         }
         for d in std::iter::once(&self.dir).chain(self.cpu_dir.iter()).chain(self.blkio_dir.iter()) {
             // <hierarchy>/pgtier/<run>/<server>: the run's directory, then pgtier's, if empty.

@@ -11,6 +11,7 @@ use serde::Serialize;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 use crate::env::RunnerEnv;
+use crate::error::IoContext;
 use crate::matrix::tablespace_name;
 use crate::pgbench;
 use crate::server::{self, Server};
@@ -109,11 +110,11 @@ pub struct Golden {
 
 /// Creates `dir` (and missing parents) owned by the database user, mode 0700.
 pub fn make_owned_dir(env: &RunnerEnv, dir: &Path) -> Result<(), RunnerError> {
-    std::fs::create_dir_all(dir).map_err(|e| RunnerError::Setup(format!("mkdir {}: {e}", dir.display())))?;
+    std::fs::create_dir_all(dir).io_context(|| format!("mkdir {}", dir.display()))?;
     std::os::unix::fs::chown(dir, Some(env.user.uid), Some(env.user.gid))
-        .map_err(|e| RunnerError::Setup(format!("chown {}: {e}", dir.display())))?;
+        .io_context(|| format!("chown {}", dir.display()))?;
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
-        .map_err(|e| RunnerError::Setup(format!("chmod {}: {e}", dir.display())))
+        .io_context(|| format!("chmod {}", dir.display()))
 }
 
 /// Builds the golden copy of `spec` below `dir`.
@@ -130,7 +131,7 @@ pub async fn build_golden(
     ensure_space(dir, spec.estimated_bytes(), &format!("data set {}", spec.key()))?;
     make_owned_dir(env, dir)?;
     let logs = env.logs_dir.join(format!("dataset-{}", spec.key()));
-    std::fs::create_dir_all(&logs).map_err(|e| RunnerError::Setup(e.to_string()))?;
+    std::fs::create_dir_all(&logs).io_context(|| format!("mkdir {}", logs.display()))?;
     server::initdb(&env.install, &env.user, &data_dir, &wal_dir, &logs.join("initdb.log")).await?;
     server::write_config(&data_dir, env.port, &env.socket_dir, settings, env.user.uid, env.user.gid)?;
     let mut srv = Server::start(
@@ -210,9 +211,27 @@ async fn load(
     let target =
         pgbench::Target { socket_dir: &env.socket_dir, port: env.port, user: server::DB_ROLE, database: DATABASE };
     let cmd = pgbench::init_command(&env.install.bin_dir, &target, *scale, &args);
-    let log_path = logs.join("pgbench-init.log");
-    let mut log = std::fs::File::create(&log_path).map_err(|e| RunnerError::Setup(e.to_string()))?;
-    let (mut child, record) = env.spawn_client(&cmd, std::process::Stdio::null(), "pgbench -i")?;
+    init(env, &cmd, &logs.join("pgbench-init.log"), on_line).await?;
+    let db = srv.connect(DATABASE).await?;
+    db.batch_execute("CHECKPOINT").await.map_err(|e| RunnerError::Server(format!("checkpoint: {e:#}")))?;
+    let row = db
+        .query_one("SELECT pg_database_size(current_database())", &[])
+        .await
+        .map_err(|e| RunnerError::Server(format!("{e:#}")))?;
+    let size: i64 = row.get(0);
+    Ok((cmd.to_string(), size as u64))
+}
+
+/// Runs `pgbench -i`, its progress (stderr) logged to `log_path` and shown through `on_line`;
+/// killed (and `Cancelled` returned) on cancellation.
+async fn init(
+    env: &RunnerEnv<'_>,
+    cmd: &journal::CommandLine,
+    log_path: &Path,
+    on_line: &mut (dyn FnMut(&str) + Send),
+) -> Result<(), RunnerError> {
+    let mut log = std::fs::File::create(log_path).io_context(|| format!("create {}", log_path.display()))?;
+    let (mut child, record) = env.spawn_client(cmd, std::process::Stdio::null(), "pgbench -i")?;
     // pgbench -i reports progress on stderr, with carriage returns on a terminal.
     let stderr = child.stderr.take().expect("piped");
     let mut lines = BufReader::new(stderr).split(b'\n');
@@ -244,21 +263,14 @@ async fn load(
             }
         }
     }
-    let status = child.wait().await.map_err(|e| RunnerError::Setup(e.to_string()))?;
+    let status = child.wait().await.io_context(|| format!("wait for `{cmd}`"))?;
     if let Some(r) = record {
         let _ = env.journal.release(r);
     }
     if !status.success() {
         return Err(RunnerError::Workload(format!("`{cmd}` failed ({status}): {last}")));
     }
-    let db = srv.connect(DATABASE).await?;
-    db.batch_execute("CHECKPOINT").await.map_err(|e| RunnerError::Server(format!("checkpoint: {e:#}")))?;
-    let row = db
-        .query_one("SELECT pg_database_size(current_database())", &[])
-        .await
-        .map_err(|e| RunnerError::Server(format!("{e:#}")))?;
-    let size: i64 = row.get(0);
-    Ok((cmd.to_string(), size as u64))
+    Ok(())
 }
 
 /// Loads a TPC-C data set with the tpcc crate's parallel binary-COPY loader.
@@ -291,7 +303,8 @@ async fn load_tpcc(
         },
     )?;
     let json = serde_json::to_string_pretty(&report).unwrap_or_default();
-    std::fs::write(logs.join("tpcc-load.json"), json).map_err(|e| RunnerError::Setup(e.to_string()))?;
+    let report_file = logs.join("tpcc-load.json");
+    std::fs::write(&report_file, json).io_context(|| format!("write {}", report_file.display()))?;
     let db = srv.connect(DATABASE).await?;
     db.batch_execute("CHECKPOINT").await.map_err(|e| RunnerError::Server(format!("checkpoint: {e:#}")))?;
     Ok((
@@ -336,7 +349,7 @@ pub fn relocate(
     targets.extend(roles.iter().map(|r| ts_dir(r)));
     for d in &targets {
         if d.exists() {
-            std::fs::remove_dir_all(d).map_err(|e| RunnerError::Setup(format!("rm -r {}: {e}", d.display())))?;
+            std::fs::remove_dir_all(d).io_context(|| format!("rm -r {}", d.display()))?;
         }
         if let Some(parent) = d.parent() {
             make_owned_dir(env, parent)?;
@@ -356,8 +369,7 @@ pub fn relocate(
     relink(env, &data_dir.join("pg_wal"), wal_dir)?;
     // pg_tblspc/<oid> links point into the golden directory: copy each and point it at its copy.
     let tblspc = data_dir.join("pg_tblspc");
-    for e in std::fs::read_dir(&tblspc).map_err(|e| RunnerError::Setup(format!("{}: {e}", tblspc.display())))?.flatten()
-    {
+    for e in std::fs::read_dir(&tblspc).io_context(|| format!("read {}", tblspc.display()))?.flatten() {
         let link = e.path();
         let Ok(target) = std::fs::read_link(&link) else { continue };
         let Some(role) = roles.iter().find(|r| target == golden_root.join(format!("ts_{r}"))) else {
@@ -404,9 +416,9 @@ fn check_relocation_space(
 
 fn relink(env: &RunnerEnv, link: &Path, to: &Path) -> Result<(), RunnerError> {
     let _ = std::fs::remove_file(link);
-    std::os::unix::fs::symlink(to, link).map_err(|e| RunnerError::Setup(format!("link {}: {e}", link.display())))?;
+    std::os::unix::fs::symlink(to, link).io_context(|| format!("link {}", link.display()))?;
     std::os::unix::fs::lchown(link, Some(env.user.uid), Some(env.user.gid))
-        .map_err(|e| RunnerError::Setup(format!("chown {}: {e}", link.display())))
+        .io_context(|| format!("chown {}", link.display()))
 }
 
 /// Copies a directory tree with modes and ownership; `skip` gets paths relative to `from`.
@@ -417,7 +429,7 @@ fn copy_tree(
     cancelled: &dyn Fn() -> bool,
     skip: &dyn Fn(&Path) -> bool,
 ) -> Result<(), RunnerError> {
-    let err = |p: &Path, e: std::io::Error| RunnerError::Setup(format!("copy {}: {e}", p.display()));
+    let err = |p: &Path, e: std::io::Error| RunnerError::io(format!("copy {}", p.display()), e);
     let mut stack = vec![PathBuf::new()];
     while let Some(rel) = stack.pop() {
         if cancelled() {

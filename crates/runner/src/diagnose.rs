@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use journal::CommandLine;
+use journal::{CommandError, CommandLine, Output};
 
 /// A server process the postmaster reported as killed (`server process (PID 14708) was
 /// terminated by signal 9: Killed`, followed by `Failed process was running: ...`).
@@ -91,17 +91,52 @@ pub fn kernel_oom_messages(kernel_log: &str, cgroup: Option<&str>, pids: &[i32])
     out
 }
 
+/// Runs `dmesg` (the kernel's ring buffer).
+pub fn dmesg() -> Result<Output, CommandError> {
+    CommandLine::new("dmesg").output(Some(Duration::from_secs(10)))
+}
+
 /// The kernel's ring buffer (`dmesg`), or an empty text when it cannot be read.
 pub fn kernel_log() -> String {
-    match CommandLine::new("dmesg").output(Some(Duration::from_secs(10))) {
-        Ok(o) if o.status == 0 => o.stdout,
+    kernel_log_of(&dmesg())
+}
+
+/// What `dmesg` printed, or an empty text when it failed.
+pub fn kernel_log_of(dmesg: &Result<Output, CommandError>) -> String {
+    match dmesg {
+        Ok(o) if o.status == 0 => o.stdout.clone(),
         _ => String::new(),
     }
 }
 
+/// Why a server is not healthy, as sentences: how its postmaster (PID `postmaster`) ended
+/// (`exit`, once it has), the processes its log reports killed by a signal, and what the kernel
+/// said about them (OOM kills in the memory cgroup the kernel names `cgroup`, or of one of those
+/// PIDs). Empty when nothing of that happened.
+pub fn death_report(
+    postmaster: i32,
+    exit: Option<&std::process::ExitStatus>,
+    server_log: &str,
+    kernel_log: &str,
+    cgroup: Option<&str>,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(status) = exit {
+        out.push(format!("the postmaster (PID {postmaster}) ended with {}", exit_text(status)));
+    }
+    let killed = killed_in_server_log(server_log);
+    out.extend(killed.iter().map(|k| k.sentence()));
+    let mut pids: Vec<i32> = killed.iter().map(|k| k.pid).collect();
+    pids.push(postmaster);
+    out.extend(kernel_oom_messages(kernel_log, cgroup, &pids).iter().map(|k| format!("kernel: {k}")));
+    out
+}
+
 /// `SIGKILL` for 9.
 pub fn signal_name(signal: i32) -> String {
-    nix::sys::signal::Signal::try_from(signal).map(|s| s.as_str().to_string()).unwrap_or_else(|_| format!("signal {signal}"))
+    nix::sys::signal::Signal::try_from(signal)
+        .map(|s| s.as_str().to_string())
+        .unwrap_or_else(|_| format!("signal {signal}"))
 }
 
 /// How a process ended, from its wait status: `exit code 1` or `signal 9 (SIGKILL)`.
@@ -151,14 +186,19 @@ mod tests {
             k[0].sentence(),
             "a server process (PID 14708, running \"autovacuum: ANALYZE public.pgbench_accounts\") was killed by signal 9 (SIGKILL)"
         );
-        assert_eq!((k[1].process.as_str(), k[1].signal, k[1].running.as_deref()), ("background writer process", 6, None));
+        assert_eq!(
+            (k[1].process.as_str(), k[1].signal, k[1].running.as_deref()),
+            ("background writer process", 6, None)
+        );
     }
 
     #[test]
     fn kernel_oom_lines_of_one_cgroup_or_pid() {
         let ours = kernel_oom_messages(
             KERNEL,
-            Some("/pgtier/pgbench-thread-sweep-20261201T093201Z-0d41b7/0011-local-nvme-simple-update-c1-seed004-performance-r1"),
+            Some(
+                "/pgtier/pgbench-thread-sweep-20261201T093201Z-0d41b7/0011-local-nvme-simple-update-c1-seed004-performance-r1",
+            ),
             &[],
         );
         assert_eq!(ours.len(), 1);
@@ -174,6 +214,20 @@ mod tests {
         );
         let by_pid = kernel_oom_messages(KERNEL, None, &[999]);
         assert_eq!(by_pid, vec!["Out of memory: Killed process 999 (pgbench) total-vm:1kB".to_string()]);
+    }
+
+    #[test]
+    fn a_death_report_names_the_postmaster_the_killed_and_the_kernel() {
+        use std::os::unix::process::ExitStatusExt;
+        let cgroup = "/pgtier/pgbench-thread-sweep-20261201T093201Z-0d41b7/0011-local-nvme-simple-update-c1-seed004-performance-r1";
+        let ended = std::process::ExitStatus::from_raw(9);
+        let r = death_report(14646, Some(&ended), SERVER_LOG, KERNEL, Some(cgroup));
+        assert_eq!(r.len(), 4, "{r:?}");
+        assert_eq!(r[0], "the postmaster (PID 14646) ended with signal 9 (SIGKILL)");
+        assert!(r[1].starts_with("a server process (PID 14708, running"), "{r:?}");
+        assert!(r[2].starts_with("a background writer process (PID 14650)"), "{r:?}");
+        assert!(r[3].starts_with("kernel: Memory cgroup out of memory: Killed process 14708"), "{r:?}");
+        assert!(death_report(1, None, "", KERNEL, None).is_empty());
     }
 
     #[test]

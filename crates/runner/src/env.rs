@@ -59,16 +59,12 @@ impl RunnerEnv<'_> {
             .process_group(0)
             .kill_on_drop(true)
             .spawn()
-            .map_err(|e| RunnerError::Setup(format!("start {cmd}: {e}")))?;
+            .map_err(|e| RunnerError::io(format!("start {cmd}"), e))?;
         let record = match child.id().and_then(|pid| ProcessId::of(pid as i32)) {
-            Some(process) => Some(
-                self.journal
-                    .record(
-                        Undo::StopProcess { label: label.into(), process, signal: "TERM".into(), grace_ms: 5000 },
-                        label,
-                    )
-                    .map_err(|e| RunnerError::Setup(e.to_string()))?,
-            ),
+            Some(process) => Some(self.journal.record(
+                Undo::StopProcess { label: label.into(), process, signal: "TERM".into(), grace_ms: 5000 },
+                label,
+            )?),
             None => None,
         };
         Ok((child, record))

@@ -55,7 +55,7 @@ impl Injected {
 }
 
 fn record_file(journal: &Journal, path: &Path, note: &str) -> Result<RecordId, RunnerError> {
-    journal.record(Undo::RemoveFile { path: path.to_path_buf() }, note).map_err(|e| RunnerError::Setup(e.to_string()))
+    Ok(journal.record(Undo::RemoveFile { path: path.to_path_buf() }, note)?)
 }
 
 /// Fires one fault. `client` is the benchmark client's PID, `server` the postmaster.
@@ -67,7 +67,7 @@ pub fn fire(
     injected: &mut Injected,
     at: f64,
 ) -> Result<(), RunnerError> {
-    let io = |e: std::io::Error| RunnerError::Setup(format!("inject {}: {e}", f.description));
+    let io = |e: std::io::Error| RunnerError::io(format!("inject {}", f.description), e);
     let not_applicable = match &f.action {
         FaultAction::KillServer => server.is_none().then_some("no server process"),
         FaultAction::StopClient => client.is_none().then_some("the client runs inside pgtier, not as a process"),

@@ -41,8 +41,7 @@ impl PgInstall {
         }
         let out = CommandLine::new(dir.join("postgres").to_string_lossy())
             .arg("--version")
-            .run_with_timeout(Some(Duration::from_secs(30)))
-            .map_err(|e| RunnerError::Setup(e.to_string()))?;
+            .run_with_timeout(Some(Duration::from_secs(30)))?;
         let version_line = out.stdout.trim().to_string();
         let major = parse_major(&version_line)
             .ok_or_else(|| RunnerError::Setup(format!("cannot read the version in {version_line:?}")))?;
@@ -108,7 +107,7 @@ pub struct DbUser {
 impl DbUser {
     pub fn lookup(name: &str) -> Result<DbUser, RunnerError> {
         let user = nix::unistd::User::from_name(name)
-            .map_err(|e| RunnerError::Setup(format!("look up user {name}: {e}")))?
+            .map_err(|e| RunnerError::io(format!("look up user {name}"), e.into()))?
             .ok_or_else(|| {
                 RunnerError::Setup(format!(
                     "there is no OS user {name:?}; PostgreSQL never runs as root. Installing PostgreSQL (apt-get install postgresql) creates it"

@@ -1,41 +1,34 @@
 //! PostgreSQL and workloads: finding the binaries, running the server as its own OS user on a
 //! private socket (in a memory-limited cgroup when asked), building each data set once and
-//! copying it onto every placement, and measured pgbench runs with their raw output. Knows
-//! nothing about devices (it gets directories) or charts (it writes run records).
+//! copying it onto every placement, and measured pgbench and TPC-C runs with their raw output.
+//! Knows nothing about devices (it gets directories) or charts (it writes run records).
 
 pub mod cgroup;
 pub mod dataset;
 pub mod diagnose;
 pub mod env;
+mod error;
+mod evidence;
 pub mod execute;
 pub mod faults;
 pub mod install;
 pub mod matrix;
 pub mod memory;
 pub mod pgbench;
+mod pgbench_run;
 pub mod pgstats;
+pub mod record;
 pub mod sampler;
 pub mod server;
+mod supervisor;
+mod system;
+#[cfg(test)]
+mod testing;
 mod tpcc_run;
 
 pub use env::RunnerEnv;
+pub use error::RunnerError;
 pub use install::{DbUser, PgInstall};
 
 /// The database every workload uses.
 pub const DATABASE: &str = "pgtier";
-
-/// Why a runner step failed.
-#[derive(Debug, thiserror::Error)]
-pub enum RunnerError {
-    /// Preparing the machine or the cluster failed.
-    #[error("{0}")]
-    Setup(String),
-    /// The server misbehaved (did not start, crashed, refused a query).
-    #[error("server: {0}")]
-    Server(String),
-    /// The workload failed.
-    #[error("workload: {0}")]
-    Workload(String),
-    #[error("interrupted")]
-    Cancelled,
-}

@@ -1,5 +1,5 @@
 //! The run matrix: placements x workloads x client counts x memory limits x settings profiles x
-//! repetitions, in a recorded order, and the execution of one run.
+//! repetitions, planned in a recorded order (runs are made by `execute`).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

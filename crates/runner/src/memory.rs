@@ -69,8 +69,8 @@ impl MemoryPlan {
     /// The plan of a server with `settings` (PostgreSQL's defaults for those not given) serving
     /// `clients` connections.
     pub fn of(settings: &BTreeMap<String, String>, clients: u32, data: DataShape) -> MemoryPlan {
-        let size = |k: &str, default: u64| settings.get(k).and_then(|v| pg_size(v)).unwrap_or(default);
-        let int = |k: &str, default: i64| settings.get(k).and_then(|v| v.trim().parse::<i64>().ok()).unwrap_or(default);
+        let size = |k: &str, default: u64| setting_size(settings, k, default);
+        let int = |k: &str, default: i64| setting_int(settings, k, default);
         let on = |k: &str, default: bool| {
             settings.get(k).map(|v| matches!(v.trim(), "on" | "true" | "yes" | "1")).unwrap_or(default)
         };
@@ -83,19 +83,7 @@ impl MemoryPlan {
         let max_connections = int("max_connections", 100).max(1) as u64;
         let autovacuum = on("autovacuum", true);
         let workers = if autovacuum { int("autovacuum_max_workers", 3).max(0) as u64 } else { 0 };
-        let maintenance = size("maintenance_work_mem", 64 * MIB);
-        let vacuum_mem = match settings.get("autovacuum_work_mem").map(|s| s.trim()) {
-            None | Some("-1") => maintenance,
-            Some(v) => pg_size(v).unwrap_or(maintenance),
-        }
-        .min(1 << 30);
-        let vacuum_key = if settings.get("autovacuum_work_mem").is_some_and(|v| v.trim() != "-1") {
-            "autovacuum_work_mem"
-        } else {
-            "maintenance_work_mem"
-        };
         let work_mem = size("work_mem", 4 * MIB);
-        let target = int("default_statistics_target", 100).clamp(1, 10_000) as u64;
 
         let overhead =
             FIXED_SHARED + max_connections * PER_CONNECTION_SHARED + shared_buffers / DESCRIPTORS_PER_BUFFER_BYTE;
@@ -124,33 +112,13 @@ impl MemoryPlan {
             },
         ];
         if autovacuum {
-            let sample = 300 * target;
-            let rows = data.largest_table_rows.map_or(sample, |r| sample.min(r));
-            let bound =
-                if rows < sample { format!(", at most the table's {} rows", group(rows)) } else { String::new() };
-            items.push(MemoryItem {
-                what: format!(
-                    "an automatic ANALYZE of the largest table: a sample of {} rows (300 x default_statistics_target {target}{bound}) at about {ANALYZE_BYTES_PER_SAMPLED_ROW} bytes each",
-                    group(rows)
-                ),
-                bytes: rows * ANALYZE_BYTES_PER_SAMPLED_ROW,
-                settings: vec!["default_statistics_target".into()],
-                kind: MemoryKind::Likely,
-            });
-            if workers > 0 {
-                items.push(MemoryItem {
-                    what: format!(
-                        "VACUUM dead-tuple arrays: {workers} autovacuum workers x {vacuum_key} {} (allocated as dead rows are found)",
-                        show(vacuum_mem)
-                    ),
-                    bytes: workers * vacuum_mem,
-                    settings: vec!["autovacuum_max_workers".into(), vacuum_key.into()],
-                    kind: MemoryKind::UpperBound,
-                });
-            }
+            items.extend(autovacuum_items(settings, workers, data));
         }
         items.push(MemoryItem {
-            what: format!("sorts and hashes: {clients} clients x work_mem {} (if every client sorted at once)", show(work_mem)),
+            what: format!(
+                "sorts and hashes: {clients} clients x work_mem {} (if every client sorted at once)",
+                show(work_mem)
+            ),
             bytes: clients as u64 * work_mem,
             settings: vec!["work_mem".into()],
             kind: MemoryKind::UpperBound,
@@ -194,6 +162,56 @@ pub fn show(bytes: u64) -> String {
     } else {
         format!("{:.0} kiB", bytes as f64 / 1024.0)
     }
+}
+
+/// What autovacuum may need: an ANALYZE's sample of the largest table (likely) and VACUUM's
+/// dead-tuple arrays (an upper bound).
+fn autovacuum_items(settings: &BTreeMap<String, String>, workers: u64, data: DataShape) -> Vec<MemoryItem> {
+    let maintenance = setting_size(settings, "maintenance_work_mem", 64 * MIB);
+    let vacuum_mem = match settings.get("autovacuum_work_mem").map(|s| s.trim()) {
+        None | Some("-1") => maintenance,
+        Some(v) => pg_size(v).unwrap_or(maintenance),
+    }
+    .min(1 << 30);
+    let vacuum_key = if settings.get("autovacuum_work_mem").is_some_and(|v| v.trim() != "-1") {
+        "autovacuum_work_mem"
+    } else {
+        "maintenance_work_mem"
+    };
+    let target = setting_int(settings, "default_statistics_target", 100).clamp(1, 10_000) as u64;
+    let mut items = Vec::new();
+    let sample = 300 * target;
+    let rows = data.largest_table_rows.map_or(sample, |r| sample.min(r));
+    let bound = if rows < sample { format!(", at most the table's {} rows", group(rows)) } else { String::new() };
+    items.push(MemoryItem {
+            what: format!(
+                "an automatic ANALYZE of the largest table: a sample of {} rows (300 x default_statistics_target {target}{bound}) at about {ANALYZE_BYTES_PER_SAMPLED_ROW} bytes each",
+                group(rows)
+            ),
+            bytes: rows * ANALYZE_BYTES_PER_SAMPLED_ROW,
+            settings: vec!["default_statistics_target".into()],
+            kind: MemoryKind::Likely,
+        });
+    if workers > 0 {
+        items.push(MemoryItem {
+                what: format!(
+                    "VACUUM dead-tuple arrays: {workers} autovacuum workers x {vacuum_key} {} (allocated as dead rows are found)",
+                    show(vacuum_mem)
+                ),
+                bytes: workers * vacuum_mem,
+                settings: vec!["autovacuum_max_workers".into(), vacuum_key.into()],
+                kind: MemoryKind::UpperBound,
+            });
+    }
+    items
+}
+
+fn setting_size(settings: &BTreeMap<String, String>, key: &str, default: u64) -> u64 {
+    settings.get(key).and_then(|v| pg_size(v)).unwrap_or(default)
+}
+
+fn setting_int(settings: &BTreeMap<String, String>, key: &str, default: i64) -> i64 {
+    settings.get(key).and_then(|v| v.trim().parse::<i64>().ok()).unwrap_or(default)
 }
 
 fn group(n: u64) -> String {

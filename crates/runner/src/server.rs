@@ -12,6 +12,7 @@ use tokio::process::Command;
 
 use crate::RunnerError;
 use crate::cgroup::ServerCgroup;
+use crate::error::IoContext;
 use crate::install::{DbUser, PgInstall};
 
 /// The role every connection uses; the OS users root and postgres map to it (peer auth).
@@ -58,8 +59,7 @@ pub async fn initdb(
     wal_dir: &Path,
     log: &Path,
 ) -> Result<(), RunnerError> {
-    let log_file =
-        std::fs::File::create(log).map_err(|e| RunnerError::Setup(format!("create {}: {e}", log.display())))?;
+    let log_file = std::fs::File::create(log).io_context(|| format!("create {}", log.display()))?;
     let mut cmd = Command::new(install.program("initdb"));
     cmd.arg("-D")
         .arg(data_dir)
@@ -68,10 +68,10 @@ pub async fn initdb(
         .args(["-U", DB_ROLE, "-E", "UTF8", "--locale=C", "--auth-local=peer", "--auth-host=reject"])
         .current_dir("/")
         .stdin(Stdio::null())
-        .stdout(log_file.try_clone().map_err(|e| RunnerError::Setup(e.to_string()))?)
+        .stdout(log_file.try_clone().io_context(|| format!("open {}", log.display()))?)
         .stderr(log_file);
     run_as(&mut cmd, user, &[]);
-    let status = cmd.status().await.map_err(|e| RunnerError::Setup(format!("start initdb: {e}")))?;
+    let status = cmd.status().await.io_context(|| "start initdb".into())?;
     if !status.success() {
         return Err(RunnerError::Setup(format!(
             "initdb failed ({status}); its output: {}",
@@ -92,7 +92,7 @@ pub fn write_config(
     uid: u32,
     gid: u32,
 ) -> Result<(), RunnerError> {
-    let io = |p: &Path, e: std::io::Error| RunnerError::Setup(format!("{}: {e}", p.display()));
+    let io = |p: &Path, e: std::io::Error| RunnerError::io(p.display().to_string(), e);
     let conf = data_dir.join("postgresql.conf");
     let text = std::fs::read_to_string(&conf).map_err(|e| io(&conf, e))?;
     if !text.contains("include_if_exists = 'pgtier.conf'") {
@@ -185,7 +185,7 @@ impl Server {
             .create(true)
             .append(true)
             .open(log)
-            .map_err(|e| RunnerError::Setup(format!("open {}: {e}", log.display())))?;
+            .io_context(|| format!("open {}", log.display()))?;
         let procs = match &cgroup {
             Some(c) => c.open_procs_files()?,
             None => Vec::new(),
@@ -195,25 +195,23 @@ impl Server {
             .arg(data_dir)
             .current_dir("/")
             .stdin(Stdio::null())
-            .stdout(log_file.try_clone().map_err(|e| RunnerError::Setup(e.to_string()))?)
+            .stdout(log_file.try_clone().io_context(|| format!("open {}", log.display()))?)
             .stderr(log_file)
             .kill_on_drop(false);
         run_as(&mut cmd, user, &procs);
-        let child = cmd.spawn().map_err(|e| RunnerError::Setup(format!("start postgres: {e}")))?;
+        let child = cmd.spawn().io_context(|| "start postgres".into())?;
         drop(procs);
         let pid = child.id().ok_or_else(|| RunnerError::Setup("postgres exited at once".into()))? as i32;
         let process = ProcessId::of(pid).ok_or_else(|| RunnerError::Setup("postgres exited at once".into()))?;
-        let record = journal
-            .record(
-                Undo::StopProcess {
-                    label: format!("postgres -D {}", data_dir.display()),
-                    process,
-                    signal: "INT".into(),
-                    grace_ms: 60_000,
-                },
-                "PostgreSQL server",
-            )
-            .map_err(|e| RunnerError::Setup(e.to_string()))?;
+        let record = journal.record(
+            Undo::StopProcess {
+                label: format!("postgres -D {}", data_dir.display()),
+                process,
+                signal: "INT".into(),
+                grace_ms: 60_000,
+            },
+            "PostgreSQL server",
+        )?;
         let mut server = Server {
             child,
             process,
@@ -318,25 +316,21 @@ impl Server {
     /// reports killed by a signal, and what the kernel said about them. Empty when nothing of
     /// that happened.
     pub fn death_report(&mut self) -> Vec<String> {
-        let mut out = Vec::new();
-        if !self.is_running()
-            && let Some(status) = self.exit
-        {
-            out.push(format!(
-                "the postmaster (PID {}) ended with {}",
-                self.process.pid,
-                crate::diagnose::exit_text(&status)
-            ));
-        }
+        let exit = if self.is_running() { None } else { self.exit };
         let log = std::fs::read_to_string(&self.log).unwrap_or_default();
-        let killed = crate::diagnose::killed_in_server_log(&log);
-        out.extend(killed.iter().map(|k| k.sentence()));
-        let mut pids: Vec<i32> = killed.iter().map(|k| k.pid).collect();
-        pids.push(self.process.pid);
         let cgroup = self.cgroup.as_ref().map(|c| c.kernel_path());
-        let kernel = crate::diagnose::kernel_oom_messages(&crate::diagnose::kernel_log(), cgroup.as_deref(), &pids);
-        out.extend(kernel.iter().map(|k| format!("kernel: {k}")));
-        out
+        crate::diagnose::death_report(
+            self.process.pid,
+            exit.as_ref(),
+            &log,
+            &crate::diagnose::kernel_log(),
+            cgroup.as_deref(),
+        )
+    }
+
+    /// How the postmaster ended, once [`Server::is_running`] has seen it end.
+    pub fn exit_status(&self) -> Option<std::process::ExitStatus> {
+        self.exit
     }
 
     /// Fast shutdown (SIGINT), escalating after a minute; the journal record is released.
@@ -362,7 +356,7 @@ impl Server {
         }
         let _ = self.child.wait().await;
         // Backends exit just after the postmaster; the cgroup empties a moment later.
-        journal.release(self.record).map_err(|e| RunnerError::Setup(e.to_string()))
+        Ok(journal.release(self.record)?)
     }
 }
 

@@ -1,20 +1,28 @@
 //! One measured TPC-C run with the `tpcc` crate's driver: a discarded ramp-up drive, then the
-//! measured drive, with the same evidence, faults and watchdog as a pgbench run. NOPM and TPM
-//! are computed from the database's counters as HammerDB computes them.
+//! measured drive, with the same evidence, supervisor (faults, watchdog, cancellation) as a
+//! pgbench run. NOPM and TPM are computed from the database's counters as HammerDB computes them.
 
-use std::path::Path;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use journal::ProcessId;
 use results::record::{Metrics, RunRecord, SecondSample, StatementLatency};
 
 use crate::env::RunnerEnv;
-use crate::execute::{Evidence, Observer, RunInputs};
-use crate::faults::{self, Fault, Injected};
+use crate::error::IoContext;
+use crate::evidence::Evidence;
+use crate::execute::{Observer, RunCtx, RunInputs};
 use crate::matrix::TpccWorkload;
+use crate::record::{FailureKindExt, kind};
 use crate::server::{self, Server};
+use crate::supervisor::{Stop, Supervised, Watch, supervise};
 use crate::{DATABASE, RunnerError};
+
+struct DriveSpec {
+    conn: tpcc::ConnectSpec,
+    cfg: tpcc::TpccConfig,
+    vus: u32,
+}
 
 struct Drive {
     report: Option<tpcc::DriveReport>,
@@ -23,97 +31,145 @@ struct Drive {
     watchdog: Option<String>,
 }
 
-#[allow(clippy::too_many_arguments)]
-async fn drive(
-    env: &RunnerEnv<'_>,
-    conn: &tpcc::ConnectSpec,
-    cfg: &tpcc::TpccConfig,
-    vus: u32,
-    duration: Duration,
-    obs: &mut dyn Observer,
+/// The tpcc crate's drive as the supervisor sees it: a future that ends with the report, asked
+/// to stop through its cancel flag, its progress coming through a channel.
+struct TpccDrive<'f, F> {
+    run: Pin<&'f mut F>,
+    cancel: &'f AtomicBool,
+    progress: std::sync::mpsc::Receiver<tpcc::DriveProgress>,
     ramp_up: bool,
-    fault_list: &[Fault],
-    server: ProcessId,
-) -> Result<Drive, RunnerError> {
-    let cancel = AtomicBool::new(false);
-    let limit = duration + env.watchdog_grace.unwrap_or(Duration::from_secs(30).max(duration / 2));
-    let started = Instant::now();
-    let (tx, rx) = std::sync::mpsc::channel::<tpcc::DriveProgress>();
-    let mut on_progress = move |p: tpcc::DriveProgress| {
-        let _ = tx.send(p);
-    };
-    let run = tpcc::run(conn, cfg, vus, Duration::ZERO, duration, &cancel, &mut on_progress);
-    tokio::pin!(run);
-    let mut fired = vec![false; fault_list.len()];
-    let mut injected = Injected::default();
-    let mut watchdog = None;
-    let result = loop {
-        tokio::select! {
-            r = &mut run => break r,
-            _ = tokio::time::sleep(Duration::from_millis(100)) => {
-                if env.cancelled() {
-                    cancel.store(true, Ordering::SeqCst);
-                }
-                let elapsed = started.elapsed();
-                for note in faults::fire_due(fault_list, &mut fired, elapsed, env, Some(server), None, &mut injected) {
-                    obs.note(&format!("fault injected: {note}"));
-                }
-                if elapsed > limit && watchdog.is_none() {
-                    watchdog = Some(format!(
-                        "the TPC-C drive did not finish within {} s of a {} s run and was stopped by the watchdog",
-                        limit.as_secs(),
-                        duration.as_secs()
-                    ));
-                    cancel.store(true, Ordering::SeqCst);
-                }
-            }
-        }
-        while let Ok(p) = rx.try_recv() {
+}
+
+impl<F: Future<Output = Result<tpcc::DriveReport, tpcc::TpccError>>> Supervised for TpccDrive<'_, F> {
+    type Output = F::Output;
+
+    async fn step(&mut self) -> Option<F::Output> {
+        Some(self.run.as_mut().await)
+    }
+
+    fn report(&mut self, obs: &mut dyn Observer) {
+        while let Ok(p) = self.progress.try_recv() {
             obs.live(&format!(
                 "{} {:>4.0} s  {:>9.1} tx/s  NOPM so far {:>9.0}",
-                if ramp_up { "ramp-up" } else { "measuring" },
+                if self.ramp_up { "ramp-up" } else { "measuring" },
                 p.elapsed_seconds,
                 p.transactions_per_second,
                 p.new_orders_per_minute
             ));
         }
+    }
+
+    fn stop(&mut self, _why: Stop) {
+        self.cancel.store(true, Ordering::SeqCst);
+    }
+
+    fn client_pid(&self) -> Option<u32> {
+        // The virtual users run inside pgtier.
+        None
+    }
+}
+
+/// One drive of `watch.duration` under the supervisor.
+async fn drive(
+    env: &RunnerEnv<'_>,
+    spec: &DriveSpec,
+    watch: Watch<'_>,
+    obs: &mut dyn Observer,
+    ramp_up: bool,
+) -> Result<Drive, RunnerError> {
+    let cancel = AtomicBool::new(false);
+    let (tx, rx) = std::sync::mpsc::channel::<tpcc::DriveProgress>();
+    let mut on_progress = move |p: tpcc::DriveProgress| {
+        let _ = tx.send(p);
     };
-    let injected = injected.revert(env.journal);
-    match result {
+    let run = tpcc::run(&spec.conn, &spec.cfg, spec.vus, Duration::ZERO, watch.duration, &cancel, &mut on_progress);
+    tokio::pin!(run);
+    let mut work = TpccDrive { run: run.as_mut(), cancel: &cancel, progress: rx, ramp_up };
+    let done = supervise(env, watch, &mut work, obs).await;
+    let watchdog = (done.stopped == Some(Stop::Watchdog)).then(|| {
+        format!(
+            "the TPC-C drive did not finish within {} s of a {} s run and was stopped by the watchdog",
+            done.limit.as_secs(),
+            watch.duration.as_secs()
+        )
+    });
+    let injected = done.injected;
+    match done.output {
         Ok(report) => Ok(Drive { report: Some(report), error: None, injected, watchdog }),
         Err(tpcc::TpccError::Cancelled) if watchdog.is_none() => Err(RunnerError::Cancelled),
         Err(e) => Ok(Drive { report: None, error: Some(e.to_string()), injected, watchdog }),
     }
 }
 
-/// Measures one TPC-C run on a started server.
-pub(crate) async fn measure(
-    env: &RunnerEnv<'_>,
-    inp: &RunInputs<'_>,
-    run_dir: &Path,
-    record: &mut RunRecord,
-    obs: &mut dyn Observer,
-    srv: &mut Server,
-    w: &TpccWorkload,
-) -> Result<(), RunnerError> {
+fn drive_spec(env: &RunnerEnv<'_>, inp: &RunInputs<'_>, w: &TpccWorkload) -> DriveSpec {
     let conn = tpcc::ConnectSpec {
         socket_dir: env.socket_dir.clone(),
         port: env.port,
         user: server::DB_ROLE.into(),
         database: DATABASE.into(),
     };
-    let cfg = w.config();
-    let vus = inp.planned.clients;
-    if !inp.workload.ramp_up.is_zero() {
-        let d = drive(env, &conn, &cfg, vus, inp.workload.ramp_up, obs, true, &[], srv.process).await?;
-        if let Some(r) = &d.report {
-            let _ = std::fs::write(run_dir.join("rampup.json"), serde_json::to_string_pretty(r).unwrap_or_default());
-        }
-        if let Some(e) = d.watchdog.or(d.error) {
-            return Err(RunnerError::Workload(format!("TPC-C ramp-up failed: {e}")));
-        }
+    DriveSpec { conn, cfg: w.config(), vus: inp.planned.clients }
+}
+
+/// The discarded ramp-up drive (its report in `rampup.json`).
+pub(crate) async fn ramp_up(
+    ctx: &RunCtx<'_>,
+    srv: &Server,
+    w: &TpccWorkload,
+    obs: &mut dyn Observer,
+) -> Result<(), RunnerError> {
+    let spec = drive_spec(ctx.env, ctx.inp, w);
+    let watch = Watch { duration: ctx.inp.workload.ramp_up, faults: &[], server: Some(srv.process) };
+    let d = drive(ctx.env, &spec, watch, obs, true).await?;
+    if let Some(r) = &d.report {
+        let _ = std::fs::write(ctx.run_dir.join("rampup.json"), serde_json::to_string_pretty(r).unwrap_or_default());
     }
-    record.command = format!(
+    if let Some(e) = d.watchdog.or(d.error) {
+        return Err(RunnerError::Workload(format!("TPC-C ramp-up failed: {e}")));
+    }
+    Ok(())
+}
+
+/// Measures one TPC-C run on a started server.
+pub(crate) async fn measure(
+    ctx: &RunCtx<'_>,
+    srv: &mut Server,
+    w: &TpccWorkload,
+    record: &mut RunRecord,
+    obs: &mut dyn Observer,
+) -> Result<(), RunnerError> {
+    let (env, inp, run_dir) = (ctx.env, ctx.inp, ctx.run_dir);
+    let spec = drive_spec(env, inp, w);
+    let vus = spec.vus;
+    record.command = command_text(w, inp, vus);
+    let command_file = run_dir.join("command.txt");
+    std::fs::write(&command_file, format!("{}\n", record.command))
+        .io_context(|| format!("write {}", command_file.display()))?;
+    let evidence = Evidence::begin(srv, inp.placement, run_dir).await?;
+    let watch = Watch { duration: inp.workload.duration, faults: inp.faults, server: Some(srv.process) };
+    let d = drive(env, &spec, watch, obs, false).await;
+    let client_cpu = d.as_ref().ok().and_then(|d| d.report.as_ref()).map(|r| r.client_cpu_seconds);
+    evidence.end(srv, record, client_cpu, "TPC-C").await;
+    let d = d?;
+    record.faults = d.injected;
+    if let Some(w) = d.watchdog {
+        record.set_kind(kind::WATCHDOG);
+        return Err(RunnerError::Workload(w));
+    }
+    let report = match (d.report, d.error) {
+        (Some(r), _) => r,
+        (None, e) => return Err(RunnerError::Workload(format!("TPC-C drive failed: {}", e.unwrap_or_default()))),
+    };
+    let report_file = run_dir.join("tpcc-report.json");
+    std::fs::write(&report_file, serde_json::to_string_pretty(&report).unwrap_or_default())
+        .io_context(|| format!("write {}", report_file.display()))?;
+    fill(record, &report);
+    Ok(())
+}
+
+/// The driver's command, in words (`command.txt`).
+fn command_text(w: &TpccWorkload, inp: &RunInputs<'_>, vus: u32) -> String {
+    format!(
         "pgtier TPC-C driver: {} virtual users, {} warehouses, mode {}, {}, keying/thinking {}, {}, {} s measured after a {} s ramp-up drive",
         vus,
         w.warehouses,
@@ -126,25 +182,11 @@ pub(crate) async fn measure(
         if w.all_warehouses { "all warehouses" } else { "one home warehouse per virtual user" },
         inp.workload.duration.as_secs(),
         inp.workload.ramp_up.as_secs()
-    );
-    std::fs::write(run_dir.join("command.txt"), format!("{}\n", record.command))
-        .map_err(|e| RunnerError::Setup(e.to_string()))?;
-    let evidence = Evidence::begin(srv, inp.placement, run_dir).await?;
-    let d = drive(env, &conn, &cfg, vus, inp.workload.duration, obs, false, inp.faults, srv.process).await;
-    let client_cpu = d.as_ref().ok().and_then(|d| d.report.as_ref()).map(|r| r.client_cpu_seconds);
-    evidence.end(srv, record, client_cpu, "TPC-C").await;
-    let d = d?;
-    record.faults = d.injected;
-    if let Some(w) = d.watchdog {
-        record.failure_kind = Some("watchdog".into());
-        return Err(RunnerError::Workload(w));
-    }
-    let report = match (d.report, d.error) {
-        (Some(r), _) => r,
-        (None, e) => return Err(RunnerError::Workload(format!("TPC-C drive failed: {}", e.unwrap_or_default()))),
-    };
-    std::fs::write(run_dir.join("tpcc-report.json"), serde_json::to_string_pretty(&report).unwrap_or_default())
-        .map_err(|e| RunnerError::Setup(e.to_string()))?;
+    )
+}
+
+/// The record's figures from the drive's report.
+fn fill(record: &mut RunRecord, report: &tpcc::DriveReport) {
     let completed: u64 = report.per_type.iter().map(|t| t.count).sum();
     let errors: u64 = report.errors.values().sum();
     let mean = if completed > 0 {
@@ -188,5 +230,4 @@ pub(crate) async fn measure(
             report.error_samples.first().map(String::as_str).unwrap_or("")
         ));
     }
-    Ok(())
 }

@@ -1,0 +1,104 @@
+//! The evidence around a measured interval besides the workload's own figures: PostgreSQL's
+//! counters, client and server CPU, device I/O and checkpoints, with the raw counters written
+//! next to the figures.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use results::record::RunRecord;
+
+use crate::matrix::PlacementTarget;
+use crate::pgstats;
+use crate::sampler::{self, Sampler};
+use crate::server::Server;
+use crate::{DATABASE, RunnerError};
+
+/// What is measured around a measured interval besides the workload's own figures:
+/// PostgreSQL's counters, client and server CPU, device I/O, checkpoints.
+pub(crate) struct Evidence {
+    client: tokio_postgres::Client,
+    before: pgstats::Snapshot,
+    server_cpu0: Option<f64>,
+    client_cpu0: f64,
+    wall0: std::time::Instant,
+    started: SystemTime,
+    sampler: Sampler,
+    /// The run's directory: the raw counters behind the figures are written there.
+    run_dir: PathBuf,
+}
+
+impl Evidence {
+    pub(crate) async fn begin(
+        srv: &Server,
+        placement: &PlacementTarget,
+        run_dir: &Path,
+    ) -> Result<Evidence, RunnerError> {
+        let client = srv.connect(DATABASE).await?;
+        let before =
+            pgstats::snapshot(&client).await.map_err(|e| RunnerError::Server(format!("read statistics: {e:#}")))?;
+        Ok(Evidence {
+            client,
+            before,
+            server_cpu0: srv.cgroup.as_ref().and_then(|c| c.cpu_seconds()),
+            client_cpu0: sampler::children_cpu_seconds(),
+            wall0: std::time::Instant::now(),
+            started: SystemTime::now(),
+            sampler: Sampler::start(placement.devices.clone(), Duration::from_secs(1)),
+            run_dir: run_dir.to_path_buf(),
+        })
+    }
+
+    /// Fills the record. `client_cpu` overrides the CPU of reaped children (for an in-process
+    /// client such as the TPC-C driver).
+    pub(crate) async fn end(self, srv: &Server, record: &mut RunRecord, client_cpu: Option<f64>, client_name: &str) {
+        let sampled = self.sampler.finish();
+        let ended = SystemTime::now();
+        let wall = self.wall0.elapsed().as_secs_f64();
+        let client_cpu = client_cpu.unwrap_or_else(|| sampler::children_cpu_seconds() - self.client_cpu0);
+        let server_cpu = match (self.server_cpu0, srv.cgroup.as_ref().and_then(|c| c.cpu_seconds())) {
+            (Some(a), Some(b)) => b - a,
+            _ => 0.0,
+        };
+        let mut pg_text = format!("before:\n{}", self.before.to_text());
+        if let Ok(after) = pgstats::snapshot(&self.client).await {
+            pg_text.push_str(&format!("after:\n{}", after.to_text()));
+            record.postgres = Some(pgstats::delta(&self.before, &after));
+        }
+        // Raw counters next to the figures computed from them (listed in the record's raw files).
+        let _ = std::fs::write(self.run_dir.join("pg_stat.txt"), pg_text);
+        for (name, text) in &sampled.raw {
+            let _ = std::fs::write(self.run_dir.join(name), text);
+        }
+        record.devices = sampled.devices;
+        record.io_series = sampled.series;
+        record.sampler_cpu_s = sampled.seconds;
+        let mut cpu = sampled.cpu;
+        cpu.client_cpu_s = client_cpu;
+        cpu.server_cpu_s = server_cpu;
+        cpu.client_core_pct = client_cpu / wall.max(1e-3) * 100.0;
+        // The client can use one core per thread, and no more cores than the machine has.
+        let hardware = std::thread::available_parallelism().map(|n| n.get() as f64).unwrap_or(1.0);
+        let client_cores = (record.threads.max(1) as f64).min(hardware);
+        if cpu.client_core_pct > 80.0 * client_cores {
+            record.warnings.push(format!(
+                "the {client_name} client used {:.0}% of a core with {} thread(s): the client, not storage, may be the limit",
+                cpu.client_core_pct, record.threads
+            ));
+        }
+        let machine_pct = (client_cpu + server_cpu) / wall.max(1e-3) / hardware * 100.0;
+        if machine_pct > 90.0 {
+            record.warnings.push(format!(
+                "client and server together used {machine_pct:.0}% of all {hardware:.0} hardware threads: the run is CPU-bound, so storage differences are understated"
+            ));
+        }
+        record.cpu = Some(cpu);
+        let log = std::fs::read_to_string(&srv.log).unwrap_or_default();
+        record.checkpoints_at_s = pgstats::checkpoints_between(&log, self.started, ended);
+        if !record.checkpoints_at_s.is_empty() {
+            record.warnings.push(format!(
+                "a checkpoint started inside the measured run (at {} s): runs with and without a checkpoint are not comparable; prefer longer runs",
+                record.checkpoints_at_s.iter().map(|t| format!("{t:.0}")).collect::<Vec<_>>().join(", ")
+            ));
+        }
+    }
+}

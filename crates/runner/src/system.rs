@@ -1,0 +1,230 @@
+//! What a measured run does to processes and the database, in the spirit of `tiers::System`:
+//! [`RunSystem`] is every step the run logic (`execute::run`) takes, [`RealRun`] takes them on
+//! the machine (the server in its cgroup, pgbench or the TPC-C driver, the kernel), and the
+//! unit tests of the run logic answer them from a fake that records every call.
+
+use std::collections::BTreeMap;
+use std::process::ExitStatus;
+use std::time::Duration;
+
+use journal::{CommandError, Output};
+use results::record::RunRecord;
+
+use crate::cgroup::{MemoryStats, ServerCgroup};
+use crate::error::IoContext;
+use crate::execute::{Observer, RunCtx};
+use crate::matrix::WorkloadKind;
+use crate::server::{self, Server};
+use crate::{DATABASE, RunnerError, pgbench_run, tpcc_run};
+
+/// The server's cgroup as a run reads it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct CgroupState {
+    pub limit_bytes: Option<u64>,
+    pub memory: MemoryStats,
+    /// Processes the OOM killer killed in it; None when the kernel does not say.
+    pub oom_kills: Option<u64>,
+    /// Its path as the kernel's log names it (`/pgtier/<run>/<server>`).
+    pub kernel_path: String,
+}
+
+/// The postmaster as a run sees it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Postmaster {
+    pub pid: i32,
+    pub running: bool,
+    /// How it ended, once it has.
+    pub exit: Option<ExitStatus>,
+}
+
+/// Every step a measured run takes on processes and the database, in the order the run logic
+/// takes them.
+pub(crate) trait RunSystem {
+    /// Writes the server's configuration, makes its cgroup and starts it; a failure means the
+    /// placement cannot run a server.
+    async fn start_server(&mut self) -> Result<(), RunnerError>;
+    /// The settings that differ from PostgreSQL's defaults (pg_settings).
+    async fn read_settings(&mut self) -> Result<BTreeMap<String, String>, RunnerError>;
+    async fn checkpoint(&mut self) -> Result<(), RunnerError>;
+    /// Flushes every filesystem.
+    fn sync(&mut self);
+    /// Drops the kernel's page cache.
+    fn drop_caches(&mut self) -> Result<(), RunnerError>;
+    /// Resets the cgroup's peak memory counter, where the kernel allows it.
+    fn reset_peak(&mut self);
+    /// The discarded ramp-up; returns its throughput when it reported one.
+    async fn ramp_up(&mut self, obs: &mut dyn Observer) -> Result<Option<f64>, RunnerError>;
+    /// The measured interval with its evidence and faults; fills the record's figures.
+    async fn measure(
+        &mut self,
+        expected_tps: Option<f64>,
+        record: &mut RunRecord,
+        obs: &mut dyn Observer,
+    ) -> Result<(), RunnerError>;
+    /// The server's cgroup, when it has one.
+    fn cgroup(&mut self) -> Option<CgroupState>;
+    /// The postmaster, once started.
+    fn postmaster(&mut self) -> Option<Postmaster>;
+    /// The server's log (`postgres.log` in the run's directory).
+    fn server_log(&mut self) -> String;
+    /// The kernel's ring buffer.
+    fn dmesg(&mut self) -> Result<Output, CommandError>;
+    /// Stops the server: fast shutdown, an immediate one after `grace`.
+    async fn stop_server(&mut self, grace: Duration) -> Result<(), RunnerError>;
+    /// Removes the server's cgroup once its processes have left it.
+    async fn remove_cgroup(&mut self) -> Result<(), RunnerError>;
+}
+
+/// The run on this machine.
+pub(crate) struct RealRun<'c> {
+    ctx: RunCtx<'c>,
+    server: Option<Server>,
+    /// The cgroup of the stopped server, until it is removed.
+    cgroup: Option<ServerCgroup>,
+    /// The connection that read the settings, for the CHECKPOINT.
+    client: Option<tokio_postgres::Client>,
+}
+
+impl<'c> RealRun<'c> {
+    pub(crate) fn new(ctx: RunCtx<'c>) -> RealRun<'c> {
+        RealRun { ctx, server: None, cgroup: None, client: None }
+    }
+
+    fn server(&mut self) -> Result<&mut Server, RunnerError> {
+        self.server.as_mut().ok_or_else(|| RunnerError::Server("the server is not running".into()))
+    }
+
+    /// The server's cgroup: made per run, with the memory limit and the I/O throttles.
+    fn make_cgroup(&self) -> Result<Option<ServerCgroup>, RunnerError> {
+        let (env, p) = (self.ctx.env, self.ctx.inp.planned);
+        match (&env.cgroups, p.memory_limit) {
+            (Some(h), limit) => {
+                Ok(Some(ServerCgroup::create(env.journal, h, &env.run_token, &p.run_id, limit, &env.throttles)?))
+            }
+            (None, _) if !env.throttles.is_empty() => {
+                Err(RunnerError::Setup("an I/O throttle needs cgroups, and this machine has none".into()))
+            }
+            (None, Some(_)) => Err(RunnerError::Setup(
+                "a memory limit needs a cgroup memory controller, and this machine has none".into(),
+            )),
+            (None, None) => Ok(None),
+        }
+    }
+}
+
+impl RunSystem for RealRun<'_> {
+    async fn start_server(&mut self) -> Result<(), RunnerError> {
+        let (env, inp) = (self.ctx.env, self.ctx.inp);
+        let mut settings = inp.profile.settings.clone();
+        settings.extend(inp.memory.settings.clone());
+        if inp.placement.tablespaces.contains_key("temp") {
+            settings.insert("temp_tablespaces".into(), crate::matrix::tablespace_name("temp"));
+        }
+        let data_dir = &inp.placement.data_dir;
+        server::write_config(data_dir, env.port, &env.socket_dir, &settings, env.user.uid, env.user.gid)?;
+        let cgroup = self.make_cgroup()?;
+        let log = self.ctx.run_dir.join("postgres.log");
+        let srv =
+            Server::start(&env.install, &env.user, env.journal, data_dir, &env.socket_dir, env.port, cgroup, &log)
+                .await?;
+        self.server = Some(srv);
+        Ok(())
+    }
+
+    async fn read_settings(&mut self) -> Result<BTreeMap<String, String>, RunnerError> {
+        let client = self.server()?.connect(DATABASE).await?;
+        let rows = client
+            .query("SELECT name, setting || coalesce(' ' || unit, '') FROM pg_settings WHERE source NOT IN ('default', 'override') ORDER BY name", &[])
+            .await
+            .map_err(|e| RunnerError::Server(format!("read pg_settings: {e:#}")))?;
+        self.client = Some(client);
+        Ok(rows.iter().map(|r| (r.get::<_, String>(0), r.get::<_, String>(1))).collect())
+    }
+
+    async fn checkpoint(&mut self) -> Result<(), RunnerError> {
+        let client = match self.client.take() {
+            Some(c) => c,
+            None => self.server()?.connect(DATABASE).await?,
+        };
+        client.batch_execute("CHECKPOINT").await.map_err(|e| RunnerError::Server(format!("checkpoint: {e:#}")))
+    }
+
+    fn sync(&mut self) {
+        crate::dataset::sync_all();
+    }
+
+    fn drop_caches(&mut self) -> Result<(), RunnerError> {
+        std::fs::write("/proc/sys/vm/drop_caches", "3").io_context(|| "drop the page cache".into())
+    }
+
+    fn reset_peak(&mut self) {
+        if let Some(c) = self.server.as_ref().and_then(|s| s.cgroup.as_ref()) {
+            c.reset_peak();
+        }
+    }
+
+    async fn ramp_up(&mut self, obs: &mut dyn Observer) -> Result<Option<f64>, RunnerError> {
+        let ctx = self.ctx;
+        let srv = self.server()?;
+        match &ctx.inp.workload.kind {
+            WorkloadKind::Pgbench(w) => pgbench_run::ramp_up(&ctx, srv, w, obs).await,
+            WorkloadKind::Tpcc(w) => tpcc_run::ramp_up(&ctx, srv, w, obs).await.map(|()| None),
+        }
+    }
+
+    async fn measure(
+        &mut self,
+        expected_tps: Option<f64>,
+        record: &mut RunRecord,
+        obs: &mut dyn Observer,
+    ) -> Result<(), RunnerError> {
+        let ctx = self.ctx;
+        let srv = self.server()?;
+        match &ctx.inp.workload.kind {
+            WorkloadKind::Pgbench(w) => pgbench_run::measure(&ctx, srv, w, expected_tps, record, obs).await,
+            WorkloadKind::Tpcc(w) => tpcc_run::measure(&ctx, srv, w, record, obs).await,
+        }
+    }
+
+    fn cgroup(&mut self) -> Option<CgroupState> {
+        let c = self.server.as_ref().and_then(|s| s.cgroup.as_ref()).or(self.cgroup.as_ref())?;
+        Some(CgroupState {
+            limit_bytes: c.limit_bytes,
+            memory: c.memory(),
+            oom_kills: c.oom_kills(),
+            kernel_path: c.kernel_path(),
+        })
+    }
+
+    fn postmaster(&mut self) -> Option<Postmaster> {
+        let srv = self.server.as_mut()?;
+        let running = srv.is_running();
+        Some(Postmaster { pid: srv.process.pid, running, exit: srv.exit_status() })
+    }
+
+    fn server_log(&mut self) -> String {
+        std::fs::read_to_string(self.ctx.run_dir.join("postgres.log")).unwrap_or_default()
+    }
+
+    fn dmesg(&mut self) -> Result<Output, CommandError> {
+        crate::diagnose::dmesg()
+    }
+
+    async fn stop_server(&mut self, grace: Duration) -> Result<(), RunnerError> {
+        let Some(mut srv) = self.server.take() else { return Ok(()) };
+        self.cgroup = srv.cgroup.take();
+        srv.stop_within(self.ctx.env.journal, grace).await
+    }
+
+    async fn remove_cgroup(&mut self) -> Result<(), RunnerError> {
+        let Some(c) = self.cgroup.take() else { return Ok(()) };
+        // Backends leave the cgroup a moment after the postmaster exits.
+        for _ in 0..50 {
+            if c.pids().is_empty() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        c.remove(self.ctx.env.journal)
+    }
+}
