@@ -41,7 +41,6 @@ pub enum Undo {
     RemoveFile { path: PathBuf },
     /// Remove a directory tree this run created.
     RemoveDirAll { path: PathBuf },
-    /// Disconnect an NVMe over Fabrics subsystem.
     /// Disconnect an NVMe-oF subsystem pgtier connected; skipped when the machine restarted
     /// since (`boot_id` differs): the connection did not survive, and a connection to the same
     /// subsystem made after the restart is not pgtier's.
