@@ -3,6 +3,7 @@
 mod bench;
 mod cleanup;
 mod compare;
+mod error_chain;
 mod host;
 mod kernel;
 mod paths;
