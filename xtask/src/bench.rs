@@ -75,13 +75,7 @@ pub async fn fidelity(args: FidelityArgs) -> ExitCode {
     }
 }
 
-async fn run(
-    args: &FidelityArgs,
-    journal: &Journal,
-    interrupts: &Interrupts,
-    id: &str,
-    out: &Path,
-) -> Result<String> {
+async fn run(args: &FidelityArgs, journal: &Journal, interrupts: &Interrupts, id: &str, out: &Path) -> Result<String> {
     std::fs::create_dir_all(out.join("logs"))?;
     let (env, placement) = prepare(args, journal, interrupts, id, out).await?;
     let threads = args.clients.min(crate::host::hardware_threads()).max(1);
