@@ -153,6 +153,7 @@ mod tests {
 
     #[test]
     fn terminate_a_child() {
+        let _forking = crate::forking();
         let mut child = std::process::Command::new("sleep").arg("30").spawn().unwrap();
         let id = ProcessId::of(child.id() as i32).unwrap();
         assert!(id.is_alive());
@@ -164,6 +165,7 @@ mod tests {
 
     #[test]
     fn an_unreaped_child_is_not_gone() {
+        let _forking = crate::forking();
         let child = std::process::Command::new("sleep").arg("30").spawn().unwrap();
         let id = ProcessId::of(child.id() as i32).unwrap();
         let _ = kill(Pid::from_raw(id.pid), Signal::SIGKILL);

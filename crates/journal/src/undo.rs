@@ -410,6 +410,7 @@ mod tests {
 
     #[test]
     fn a_stopped_process_is_gone_when_the_undo_returns() {
+        let _forking = crate::forking();
         let mut child = std::process::Command::new("sleep").arg("30").spawn().unwrap();
         let process = ProcessId::of(child.id() as i32).unwrap();
         let undo = Undo::StopProcess { label: "sleep".into(), process, signal: "TERM".into(), grace_ms: 5000 };
@@ -421,6 +422,7 @@ mod tests {
 
     #[test]
     fn a_process_that_ended_by_itself_is_reaped_by_the_undo() {
+        let _forking = crate::forking();
         let mut child = std::process::Command::new("true").spawn().unwrap();
         let process = ProcessId::of(child.id() as i32).unwrap();
         // Exited and not reaped: a zombie, which `is_alive` already calls dead.
