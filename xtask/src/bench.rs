@@ -5,11 +5,11 @@
 //! on the same data (server start, CHECKPOINT, drop caches, `pgbench -c -j -T`). Medians of each
 //! are compared; the sampler's own CPU is reported as the monitoring cost.
 
-use std::path::PathBuf;
+use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime};
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Context, Result, bail};
 use journal::{CommandLine, Journal};
 use results::record::CellKey;
 use results::{ResultsDir, RunStatus, timestamp};
@@ -43,7 +43,7 @@ pub async fn fidelity(args: FidelityArgs) -> ExitCode {
     }
     let interrupts = Interrupts::install();
     if let Err(e) = paths::ensure_state_dirs() {
-        eprintln!("error: {e:#}");
+        eprintln!("error: {}", crate::error_chain::chain(&e));
         return ExitCode::FAILURE;
     }
     let id = format!("bench-fidelity-{}", timestamp::compact(SystemTime::now()));
@@ -65,7 +65,7 @@ pub async fn fidelity(args: FidelityArgs) -> ExitCode {
             ExitCode::SUCCESS
         }
         (Err(e), _) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", crate::error_chain::chain(&e));
             ExitCode::FAILURE
         }
         (Ok(_), false) => {
@@ -75,16 +75,53 @@ pub async fn fidelity(args: FidelityArgs) -> ExitCode {
     }
 }
 
-async fn run(
+async fn run(args: &FidelityArgs, journal: &Journal, interrupts: &Interrupts, id: &str, out: &Path) -> Result<String> {
+    std::fs::create_dir_all(out.join("logs"))?;
+    let (env, placement) = prepare(args, journal, interrupts, id, out).await?;
+    let threads = args.clients.min(crate::host::hardware_threads()).max(1);
+    let mut pairs = Pairs::default();
+    for i in 1..=args.runs {
+        if interrupts.cancelled() {
+            bail!("interrupted");
+        }
+        // pgtier's procedure.
+        let rec = pgtier_run(args, &env, &placement, threads, i, out).await?;
+        if rec.status != RunStatus::Ok {
+            bail!("pgtier run failed: {}", rec.failure.unwrap_or_default());
+        }
+        pairs.pgtier_tps.push(rec.metrics.tps);
+        pairs.sampler_pct.push(rec.sampler_cpu_s / rec.duration_s * 100.0);
+        pairs.lines.push(format!("run {i} pgtier: {:.1} tps ({})", rec.metrics.tps, rec.command));
+        // By hand: the same server start, CHECKPOINT and page-cache drop, then plain pgbench.
+        let hand = by_hand(&env, &placement, args, threads, &out.join(format!("{i:04}-hand.log"))).await?;
+        pairs.lines.push(format!("run {i} by hand: {hand:.1} tps"));
+        eprintln!("{}\n{}", pairs.lines[pairs.lines.len() - 2], pairs.lines[pairs.lines.len() - 1]);
+        pairs.hand_tps.push(hand);
+    }
+    let text = summary(args, threads, &pairs);
+    std::fs::write(out.join("fidelity.txt"), &text)?;
+    Ok(text)
+}
+
+/// The measurements of the pairs, in order.
+#[derive(Default)]
+struct Pairs {
+    pgtier_tps: Vec<f64>,
+    hand_tps: Vec<f64>,
+    sampler_pct: Vec<f64>,
+    lines: Vec<String>,
+}
+
+/// One emulated placement (a loop device over a sparse file, XFS) with the data set on it.
+async fn prepare<'j>(
     args: &FidelityArgs,
-    journal: &Journal,
+    journal: &'j Journal,
     interrupts: &Interrupts,
     id: &str,
-    out: &PathBuf,
-) -> Result<String> {
-    std::fs::create_dir_all(out.join("logs"))?;
-    let user = DbUser::lookup("postgres").map_err(|e| anyhow!("{e}"))?;
-    let install = PgInstall::detect(None).map_err(|e| anyhow!("{e}"))?;
+    out: &Path,
+) -> Result<(RunnerEnv<'j>, PlacementTarget)> {
+    let user = DbUser::lookup("postgres")?;
+    let install = PgInstall::detect(None)?;
     let work_dir = paths::work_root().join(id);
     let mut device = DeviceSpec::new(
         "disk",
@@ -104,7 +141,7 @@ async fn run(
     let plan = tiers::build_plan(std::slice::from_ref(&device), &ctx);
     let provisioned =
         tiers::execute(&plan, &[device], &mut tiers::system::RealSystem, journal, &interrupts.cancel, &mut |_| {})
-            .map_err(|e| anyhow!("provisioning: {e}"))?;
+            .context("provisioning")?;
     let dev = provisioned.device("disk").context("provisioned")?;
     let socket_dir = work_dir.join("sock");
     let env = RunnerEnv {
@@ -121,12 +158,10 @@ async fn run(
         watchdog_grace: None,
         throttles: vec![],
     };
-    dataset::make_owned_dir(&env, &socket_dir).map_err(|e| anyhow!("{e}"))?;
+    dataset::make_owned_dir(&env, &socket_dir)?;
     eprintln!("loading pgbench scale {}", args.scale);
     let spec = DatasetSpec::Pgbench { scale: args.scale, init_args: vec![], tablespaces: vec![] };
-    let golden = dataset::build_golden(&env, &spec, &work_dir.join("golden"), &Default::default(), &mut |_| {})
-        .await
-        .map_err(|e| anyhow!("{e}"))?;
+    let golden = dataset::build_golden(&env, &spec, &work_dir.join("golden"), &Default::default(), &mut |_| {}).await?;
     let placement = PlacementTarget {
         name: "disk".into(),
         data_dir: dev.mountpoint.join("bench").join("pgdata"),
@@ -138,9 +173,19 @@ async fn run(
         }],
         tablespaces: Default::default(),
     };
-    dataset::relocate(&env, &golden, &placement.data_dir, &placement.wal_dir, &placement.tablespaces)
-        .map_err(|e| anyhow!("{e}"))?;
-    let threads = args.clients.min(crate::host::hardware_threads()).max(1);
+    dataset::relocate(&env, &golden, &placement.data_dir, &placement.wal_dir, &placement.tablespaces)?;
+    Ok((env, placement))
+}
+
+/// Run `i` by pgtier's own procedure.
+async fn pgtier_run(
+    args: &FidelityArgs,
+    env: &RunnerEnv<'_>,
+    placement: &PlacementTarget,
+    threads: u32,
+    i: u32,
+    out: &Path,
+) -> Result<results::RunRecord> {
     let workload = WorkloadSpec {
         name: "fidelity".into(),
         kind: WorkloadKind::Pgbench(PgbenchWorkload {
@@ -155,60 +200,39 @@ async fn run(
         duration: args.duration,
         ramp_up: Duration::ZERO,
     };
-    let profile = Profile { name: "default".into(), settings: Default::default() };
-    let memory = MemoryLimit::unlimited();
-    let results = ResultsDir::new(out);
-    let mut pgtier_tps = Vec::new();
-    let mut hand_tps = Vec::new();
-    let mut sampler_pct = Vec::new();
-    let mut lines = Vec::new();
-    for i in 1..=args.runs {
-        if interrupts.cancelled() {
-            bail!("interrupted");
-        }
-        // pgtier's procedure.
-        let planned = PlannedRun {
-            sequence: i,
-            run_id: format!("{i:04}-pgtier"),
-            cell: CellKey {
-                placement: "disk".into(),
-                workload: "fidelity".into(),
-                clients: args.clients,
-                memory_limit: "unlimited".into(),
-                profile: "default".into(),
-            },
-            repetition: i,
-            placement: 0,
-            workload: 0,
-            profile: 0,
-            memory: 0,
-            memory_limit: None,
+    let planned = PlannedRun {
+        sequence: i,
+        run_id: format!("{i:04}-pgtier"),
+        cell: CellKey {
+            placement: "disk".into(),
+            workload: "fidelity".into(),
             clients: args.clients,
-            threads,
-        };
-        let inputs = RunInputs {
-            planned: &planned,
-            placement: &placement,
-            workload: &workload,
-            profile: &profile,
-            memory: &memory,
-            results: &results,
-            faults: &[],
-        };
-        let rec = execute_run(&env, &inputs, &mut NoProgress).await.map_err(|e| anyhow!("{e}"))?;
-        if rec.status != RunStatus::Ok {
-            bail!("pgtier run failed: {}", rec.failure.unwrap_or_default());
-        }
-        pgtier_tps.push(rec.metrics.tps);
-        sampler_pct.push(rec.sampler_cpu_s / rec.duration_s * 100.0);
-        lines.push(format!("run {i} pgtier: {:.1} tps ({})", rec.metrics.tps, rec.command));
-        // By hand: the same server start, CHECKPOINT and page-cache drop, then plain pgbench.
-        let hand = by_hand(&env, &placement, args, threads, &out.join(format!("{i:04}-hand.log"))).await?;
-        lines.push(format!("run {i} by hand: {hand:.1} tps"));
-        eprintln!("{}\n{}", lines[lines.len() - 2], lines[lines.len() - 1]);
-        hand_tps.push(hand);
-    }
-    let (m_p, m_h) = (median(&pgtier_tps), median(&hand_tps));
+            memory_limit: "unlimited".into(),
+            profile: "default".into(),
+        },
+        repetition: i,
+        placement: 0,
+        workload: 0,
+        profile: 0,
+        memory: 0,
+        memory_limit: None,
+        clients: args.clients,
+        threads,
+    };
+    let inputs = RunInputs {
+        planned: &planned,
+        placement,
+        workload: &workload,
+        profile: &Profile { name: "default".into(), settings: Default::default() },
+        memory: &MemoryLimit::unlimited(),
+        results: &ResultsDir::new(out),
+        faults: &[],
+    };
+    Ok(execute_run(env, &inputs, &mut NoProgress).await?)
+}
+
+fn summary(args: &FidelityArgs, threads: u32, pairs: &Pairs) -> String {
+    let (m_p, m_h) = (median(&pairs.pgtier_tps), median(&pairs.hand_tps));
     let mut text = String::new();
     text.push_str(&format!(
         "pgbench {} scale {}, {} clients, {} threads, {} s, {} pairs, interleaved\n",
@@ -219,7 +243,7 @@ async fn run(
         args.duration.as_secs(),
         args.runs
     ));
-    for l in &lines {
+    for l in &pairs.lines {
         text.push_str(l);
         text.push('\n');
     }
@@ -230,10 +254,9 @@ async fn run(
     ));
     text.push_str(&format!(
         "sampler (once a second: /proc/diskstats, /proc/stat): {:.3}% of one core (median over the pgtier runs)\n",
-        median(&sampler_pct)
+        median(&pairs.sampler_pct)
     ));
-    std::fs::write(out.join("fidelity.txt"), &text)?;
-    Ok(text)
+    text
 }
 
 struct NoProgress;
@@ -253,13 +276,11 @@ async fn by_hand(
         &Default::default(),
         env.user.uid,
         env.user.gid,
-    )
-    .map_err(|e| anyhow!("{e}"))?;
+    )?;
     let srv =
         Server::start(&env.install, &env.user, env.journal, &placement.data_dir, &env.socket_dir, env.port, None, log)
-            .await
-            .map_err(|e| anyhow!("{e}"))?;
-    let client = srv.connect(DATABASE).await.map_err(|e| anyhow!("{e}"))?;
+            .await?;
+    let client = srv.connect(DATABASE).await?;
     client.batch_execute("CHECKPOINT").await?;
     drop(client);
     dataset::sync_all();
@@ -269,11 +290,11 @@ async fn by_hand(
         .arg(format!("--builtin={}", args.builtin.as_str()))
         .args(["-c", &args.clients.to_string(), "-j", &threads.to_string(), "-T", &args.duration.as_secs().to_string()])
         .arg(DATABASE);
-    let out = tokio::task::spawn_blocking(move || cmd.run()).await?.map_err(|e| anyhow!("{e}"))?;
+    let out = tokio::task::spawn_blocking(move || cmd.run()).await??;
     // The raw pgbench output stays next to the figure parsed from it.
     std::fs::write(log.with_extension("pgbench.stdout"), &out.stdout)?;
     std::fs::write(log.with_extension("pgbench.stderr"), &out.stderr)?;
-    srv.stop(env.journal).await.map_err(|e| anyhow!("{e}"))?;
-    let s = pgbench::parse_summary(&out.stdout).map_err(|e| anyhow!("{e}"))?;
+    srv.stop(env.journal).await?;
+    let s = pgbench::parse_summary(&out.stdout)?;
     Ok(s.tps)
 }

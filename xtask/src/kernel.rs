@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, anyhow};
+use anyhow::{Context, Result};
 use experiment::KernelSettings;
 use journal::{Journal, Undo};
 
@@ -21,9 +21,7 @@ fn set(journal: &Journal, path: &Path, old: String, new: &str, what: &str, log: 
         log.push(format!("{what} already {new}"));
         return Ok(());
     }
-    journal
-        .record(Undo::RestoreFile { path: path.to_path_buf(), contents: old.clone() }, what)
-        .map_err(|e| anyhow!("{e}"))?;
+    journal.record(Undo::RestoreFile { path: path.to_path_buf(), contents: old.clone() }, what)?;
     std::fs::write(path, new).with_context(|| format!("set {what} = {new} ({})", path.display()))?;
     log.push(format!("{what}: {} -> {new} (restored at teardown)", old.trim()));
     Ok(())

@@ -3,6 +3,7 @@
 mod bench;
 mod cleanup;
 mod compare;
+mod error_chain;
 mod host;
 mod kernel;
 mod paths;
@@ -41,7 +42,7 @@ enum Command {
         /// nothing. Needs no root.
         #[arg(long)]
         dry_run: bool,
-        /// Results directory (default: results/<experiment>/<UTC timestamp>).
+        /// Results directory, new or empty (default: results/<experiment>/<UTC timestamp>-<token>).
         #[arg(long)]
         out: Option<PathBuf>,
     },

@@ -80,6 +80,18 @@ clients = [2]
 duration = "DURATION"
 "#;
 
+/// The labels a bar can carry for a change that summary.csv prints (rounded to 2 decimals) as
+/// `pct`, with `ratio` (4 decimals) for throughput: the chart rounds the exact change to one
+/// decimal, as `+12.3%`, or a throughput of at least twice the baseline's as `2.1x`.
+fn bar_labels(pct: f64, ratio: Option<f64>) -> Vec<String> {
+    let mut labels: Vec<String> = [-0.005, 0.0, 0.005].iter().map(|e| format!("{:+.1}%", pct + e)).collect();
+    if let Some(r) = ratio.filter(|r| *r >= 1.9999) {
+        labels.extend([-0.00005, 0.0, 0.00005].iter().map(|e| format!("{:.1}x", r + e)));
+    }
+    labels.dedup();
+    labels
+}
+
 fn config(env: &Env, duration: &str) -> PathBuf {
     env.write("tiny.toml", &TINY.replace("DURATION", duration))
 }
@@ -112,7 +124,19 @@ fn tiny_experiment_end_to_end() {
             let d: f64 = row["tps_delta_pct"].parse().expect("a delta against the baseline");
             let ratio: f64 = row["tps_ratio"].parse().unwrap();
             assert!(((ratio - 1.0) * 100.0 - d).abs() < 0.01, "delta and ratio agree");
-            assert!(!row["within_noise"].is_empty());
+            // Two runs on each side: an interval, and within_noise says whether it contains 0.
+            let lo: f64 = row["tps_delta_ci95_low_pct"].parse().expect("a lower bound of the change");
+            let hi: f64 = row["tps_delta_ci95_high_pct"].parse().expect("an upper bound of the change");
+            assert!(lo <= hi, "{row:?}");
+            let within = match row["within_noise"].as_str() {
+                "true" => true,
+                "false" => false,
+                other => panic!("within_noise is true or false with an interval, not {other:?}: {row:?}"),
+            };
+            // A bound printed as 0.00 may be either side of 0.
+            if lo != 0.0 && hi != 0.0 {
+                assert_eq!(within, lo < 0.0 && hi > 0.0, "within_noise agrees with the interval: {row:?}");
+            }
         }
     }
     let runs = csv_rows(&out.join("runs.csv"));
@@ -141,6 +165,20 @@ fn tiny_experiment_end_to_end() {
             assert!(png.len() > 20_000, "a real picture, not an empty canvas");
             let svg = std::fs::read_to_string(stem.with_extension("svg")).unwrap();
             assert!(svg.contains("baseline") && svg.contains('%'), "% labels on the bars");
+            // Each contender's bar carries its own change against the baseline, as summary.csv has it.
+            for row in summary.iter().filter(|r| r["workload"] == w && r["placement"] != "disk") {
+                let labels = if kind == "throughput" {
+                    bar_labels(row["tps_delta_pct"].parse().unwrap(), Some(row["tps_ratio"].parse().unwrap()))
+                } else {
+                    bar_labels(row["latency_delta_pct"].parse().unwrap(), None)
+                };
+                // The SVG holds each text element's text on a line of its own.
+                assert!(
+                    svg.lines().any(|line| labels.iter().any(|l| line.trim_start().starts_with(l.as_str()))),
+                    "{kind} chart of {w}: the bar of {} is labelled with one of {labels:?}",
+                    row["placement"]
+                );
+            }
         }
     }
     let manifest: serde_json::Value =

@@ -171,6 +171,7 @@ mod tests {
 
     #[test]
     fn failure_carries_status_and_stderr() {
+        let _forking = crate::forking();
         let err = CommandLine::new("sh").args(["-c", "echo oops >&2; exit 3"]).run().unwrap_err();
         let text = err.to_string();
         assert!(text.contains("status 3") && text.contains("oops"), "{text}");
@@ -178,6 +179,7 @@ mod tests {
 
     #[test]
     fn timeout_kills() {
+        let _forking = crate::forking();
         let err = CommandLine::new("sleep").arg("5").run_with_timeout(Some(Duration::from_millis(100))).unwrap_err();
         assert!(matches!(err, CommandError::Timeout { .. }));
     }

@@ -335,12 +335,24 @@ fn unix_now() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
 }
 
+/// Held by tests that start processes and by tests that drop a journal and take its lock
+/// again: a child between fork and exec holds a copy of every descriptor, and with it the
+/// journal's lock.
+#[cfg(test)]
+pub(crate) static FORKING: Mutex<()> = Mutex::new(());
+
+#[cfg(test)]
+pub(crate) fn forking() -> std::sync::MutexGuard<'static, ()> {
+    FORKING.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn teardown_walks_backwards_and_second_time_finds_nothing() {
+        let _forking = forking();
         let dir = tempfile::tempdir().unwrap();
         let [a, b, c] = ["a", "b", "c"].map(|n| dir.path().join(n));
         for f in [&a, &b, &c] {
@@ -370,6 +382,7 @@ mod tests {
 
     #[test]
     fn a_journal_in_use_cannot_be_opened_twice() {
+        let _forking = forking();
         let dir = tempfile::tempdir().unwrap();
         let j = Journal::begin(dir.path(), "run3", "test").unwrap();
         assert!(matches!(Journal::open(j.path()), Err(JournalError::InUse { .. })));
@@ -382,6 +395,7 @@ mod tests {
 
     #[test]
     fn a_torn_last_line_is_ignored() {
+        let _forking = forking();
         let dir = tempfile::tempdir().unwrap();
         let j = Journal::begin(dir.path(), "run2", "test").unwrap();
         j.record(Undo::RemoveFile { path: "/nonexistent/x".into() }, "x").unwrap();

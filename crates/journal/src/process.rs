@@ -29,11 +29,26 @@ impl ProcessId {
         }
     }
 
+    /// True once this process has finished exiting: it is no longer in /proc (reaped, or its
+    /// PID now names another process), or it is a zombie whose threads have all exited and that
+    /// is not ours to reap (its parent reaps it). A zombie [`is_alive`](Self::is_alive) says no
+    /// to can still be exiting: a thread group's leader turns zombie first, while its other
+    /// threads still hold its files and connections.
+    pub fn is_gone(&self) -> bool {
+        match read_stat(self.pid) {
+            None => true,
+            Some(stat) if stat.start_time != self.start_time => true,
+            Some(stat) if stat.state == 'Z' || stat.state == 'X' => !is_our_child(self.pid) && threads(self.pid) <= 1,
+            Some(_) => false,
+        }
+    }
+
     /// Sends `signal`, waits up to `grace` for the process to end, then SIGKILLs it.
     /// Returns true when it had to escalate to SIGKILL.
     pub fn terminate(&self, signal: Signal, grace: Duration) -> bool {
         if !self.is_alive() {
-            reap(self.pid);
+            // Already exiting (or gone): wait for the rest of its exit, and reap it.
+            self.wait_gone(grace);
             return false;
         }
         let _ = kill(Pid::from_raw(self.pid), signal);
@@ -45,12 +60,16 @@ impl ProcessId {
         true
     }
 
-    /// Polls until the process is gone (reaping it if it is our child).
+    /// Polls until the process is gone ([`is_gone`](Self::is_gone)), reaping it if it is our
+    /// child; false when it is still there after `limit`.
     pub fn wait_gone(&self, limit: Duration) -> bool {
         let start = Instant::now();
         loop {
-            reap(self.pid);
-            if !self.is_alive() {
+            // Only this very process: its PID may name another one by now.
+            if read_stat(self.pid).is_some_and(|s| s.start_time == self.start_time) {
+                reap(self.pid);
+            }
+            if self.is_gone() {
                 return true;
             }
             if start.elapsed() > limit {
@@ -66,8 +85,19 @@ fn reap(pid: i32) {
     let _ = waitpid(Pid::from_raw(pid), Some(WaitPidFlag::WNOHANG));
 }
 
+/// Whether `pid` is a child of this process (its parent, field 4 of `/proc/PID/stat`, is us).
+fn is_our_child(pid: i32) -> bool {
+    read_stat(pid).is_some_and(|s| s.parent == std::process::id() as i32)
+}
+
+/// How many threads `pid` still has (entries of `/proc/PID/task`).
+fn threads(pid: i32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/task")).map(|rd| rd.count()).unwrap_or(0)
+}
+
 struct Stat {
     state: char,
+    parent: i32,
     start_time: u64,
 }
 
@@ -76,10 +106,11 @@ fn read_stat(pid: i32) -> Option<Stat> {
     // The command name (field 2) is in parentheses and may contain spaces or ')'.
     let rest = &text[text.rfind(')')? + 2..];
     let fields: Vec<&str> = rest.split_whitespace().collect();
-    // rest starts at field 3 (state); start time is field 22.
+    // rest starts at field 3 (state); the parent is field 4, the start time field 22.
     let state = fields.first()?.chars().next()?;
+    let parent = fields.get(4 - 3)?.parse().ok()?;
     let start_time = fields.get(22 - 3)?.parse().ok()?;
-    Some(Stat { state, start_time })
+    Some(Stat { state, parent, start_time })
 }
 
 /// PIDs of every process whose command line contains `needle` (used by cleanup to find helpers
@@ -122,11 +153,30 @@ mod tests {
 
     #[test]
     fn terminate_a_child() {
+        let _forking = crate::forking();
         let mut child = std::process::Command::new("sleep").arg("30").spawn().unwrap();
         let id = ProcessId::of(child.id() as i32).unwrap();
         assert!(id.is_alive());
         assert!(!id.terminate(Signal::SIGTERM, Duration::from_secs(5)));
         assert!(!id.is_alive());
+        assert!(id.is_gone(), "reaped: no longer in /proc");
         let _ = child.wait();
+    }
+
+    #[test]
+    fn an_unreaped_child_is_not_gone() {
+        let _forking = crate::forking();
+        let child = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+        let id = ProcessId::of(child.id() as i32).unwrap();
+        let _ = kill(Pid::from_raw(id.pid), Signal::SIGKILL);
+        // Dead but not reaped: a zombie of ours.
+        while read_stat(id.pid).is_some_and(|s| s.state != 'Z') {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(!id.is_alive());
+        assert!(!id.is_gone(), "a zombie of ours is still in /proc until it is reaped");
+        assert!(id.wait_gone(Duration::from_secs(5)));
+        assert!(!std::path::Path::new(&format!("/proc/{}", id.pid)).exists());
+        drop(child);
     }
 }

@@ -41,7 +41,6 @@ pub enum Undo {
     RemoveFile { path: PathBuf },
     /// Remove a directory tree this run created.
     RemoveDirAll { path: PathBuf },
-    /// Disconnect an NVMe over Fabrics subsystem.
     /// Disconnect an NVMe-oF subsystem pgtier connected; skipped when the machine restarted
     /// since (`boot_id` differs): the connection did not survive, and a connection to the same
     /// subsystem made after the restart is not pgtier's.
@@ -109,8 +108,9 @@ impl Undo {
             }
             Undo::StopProcess { process, signal, grace_ms, label } => {
                 if !process.is_alive() {
-                    process.wait_gone(Duration::ZERO);
-                    return Ok(Outcome::NothingLeft);
+                    // Ended by itself (or exiting): gone, and reaped, before this returns.
+                    return wait_exited(label, process, Duration::from_millis(*grace_ms))
+                        .map(|_| Outcome::NothingLeft);
                 }
                 let sig = parse_signal(signal)?;
                 if process.terminate(sig, Duration::from_millis(*grace_ms)) {
@@ -119,7 +119,7 @@ impl Undo {
                 if process.is_alive() {
                     return Err(format!("{label} (pid {}) is still running", process.pid));
                 }
-                Ok(Outcome::Done)
+                wait_exited(label, process, EXIT_WAIT).map(|_| Outcome::Done)
             }
             Undo::StopFuse { mountpoint, process } => {
                 let mut did = Outcome::NothingLeft;
@@ -137,7 +137,7 @@ impl Undo {
                 if process.is_alive() {
                     return Err(format!("nbdfuse (pid {}) is still running", process.pid));
                 }
-                Ok(did)
+                wait_exited("nbdfuse", process, EXIT_WAIT).map(|_| did)
             }
             Undo::DeleteLink { name } => {
                 if !Path::new("/sys/class/net").join(name).exists() {
@@ -196,6 +196,19 @@ impl Undo {
             }
             Undo::Sweep { work_dir } => sweep(work_dir),
         }
+    }
+}
+
+/// How long a stopped helper may take to finish exiting (its last threads, its reaping).
+const EXIT_WAIT: Duration = Duration::from_secs(10);
+
+/// Waits until `process` is gone from /proc (reaped when it is our child), so that nothing
+/// reports a helper stopped while it is still exiting; an error when it is still there.
+fn wait_exited(label: &str, process: &ProcessId, limit: Duration) -> Result<(), String> {
+    if process.wait_gone(limit) {
+        Ok(())
+    } else {
+        Err(format!("{label} (pid {}) has not finished exiting", process.pid))
     }
 }
 
@@ -385,4 +398,41 @@ pub fn loops_under(dir: &Path) -> Vec<PathBuf> {
 /// This boot's identity (changes at every restart).
 pub fn current_boot_id() -> Option<String> {
     std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok().map(|s| s.trim().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn in_proc(pid: i32) -> bool {
+        Path::new(&format!("/proc/{pid}")).exists()
+    }
+
+    #[test]
+    fn a_stopped_process_is_gone_when_the_undo_returns() {
+        let _forking = crate::forking();
+        let mut child = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+        let process = ProcessId::of(child.id() as i32).unwrap();
+        let undo = Undo::StopProcess { label: "sleep".into(), process, signal: "TERM".into(), grace_ms: 5000 };
+        assert_eq!(undo.perform(), Ok(Outcome::Done));
+        assert!(!in_proc(process.pid), "reaped, not a zombie or still exiting");
+        assert_eq!(undo.perform(), Ok(Outcome::NothingLeft), "idempotent");
+        assert!(child.wait().is_err(), "nothing left to wait for");
+    }
+
+    #[test]
+    fn a_process_that_ended_by_itself_is_reaped_by_the_undo() {
+        let _forking = crate::forking();
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let process = ProcessId::of(child.id() as i32).unwrap();
+        // Exited and not reaped: a zombie, which `is_alive` already calls dead.
+        while process.is_alive() {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(in_proc(process.pid));
+        let undo = Undo::StopProcess { label: "true".into(), process, signal: "TERM".into(), grace_ms: 5000 };
+        assert_eq!(undo.perform(), Ok(Outcome::NothingLeft));
+        assert!(!in_proc(process.pid), "the zombie is reaped before the undo returns");
+        assert!(child.wait().is_err(), "nothing left to wait for");
+    }
 }

@@ -1,0 +1,210 @@
+//! What `manifest.json` and `provision.log` say about a run: the manifest as a run begins (or
+//! resumes), and the records of its devices, probes and data sets.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::SystemTime;
+
+use anyhow::{Context, Result};
+use experiment::Experiment;
+use results::manifest::{DatasetRecord, DeviceProbeRecord, DeviceRecord, PlacementRecord, PostgresInfo};
+use results::{Manifest, timestamp};
+use runner::dataset::Golden;
+use runner::matrix::PlannedRun;
+use tiers::Provisioned;
+
+use super::preflight::Preflight;
+use crate::{host, paths};
+
+/// The manifest of a run that begins now; with `previous`, of a result set that resumes.
+pub fn begin(
+    exp: &Experiment,
+    pre: &Preflight,
+    plan: &tiers::Plan,
+    runs: &[PlannedRun],
+    started: SystemTime,
+    previous: Option<&Manifest>,
+) -> Manifest {
+    let host = host::collect();
+    let mut m = Manifest {
+        pgtier_version: env!("CARGO_PKG_VERSION").into(),
+        git_commit: git_commit(),
+        command_line: format!("cargo xtask {}", std::env::args().skip(1).collect::<Vec<_>>().join(" ")),
+        experiment_name: exp.name.clone(),
+        experiment_description: exp.description.clone(),
+        experiment_file: exp.file.display().to_string(),
+        baseline: exp.baseline.clone(),
+        emulated: exp.emulated,
+        repetitions: exp.repetitions,
+        order: match exp.order {
+            runner::matrix::Order::Interleaved => "interleaved".into(),
+            runner::matrix::Order::Sequential => "sequential".into(),
+        },
+        resolved_config: serde_json::to_value(exp).unwrap_or_default(),
+        started_at: timestamp::rfc3339(started),
+        finished_at: None,
+        host,
+        postgres: postgres_info(exp, pre),
+        tools: host::tool_versions(&pre.install.bin_dir, &programs(exp, plan)),
+        devices: vec![],
+        device_probes: vec![],
+        placements: exp
+            .placements
+            .iter()
+            .map(|p| PlacementRecord {
+                name: p.name.clone(),
+                description: p.description.clone(),
+                data_device: p.data.clone(),
+                wal_device: p.wal.clone(),
+                tablespaces: p.tablespaces.clone(),
+            })
+            .collect(),
+        datasets: vec![],
+        run_order: runs.iter().map(|r| r.run_id.clone()).collect(),
+        planned_cells: runs.iter().map(|r| (r.run_id.clone(), r.cell.clone())).collect(),
+        phase_seconds: BTreeMap::new(),
+        resumed_at: vec![],
+        kernel_changes: vec![],
+        warnings: exp.warnings.clone(),
+        measurement: results::manifest::MeasurementRecord {
+            design: exp.measurement.design.as_str().into(),
+            equivalence_margin_pct: exp.measurement.equivalence_margin_pct,
+            target_halfwidth_pct: exp.measurement.target_halfwidth_pct,
+            budget_s: exp.measurement.budget.map(|b| b.as_secs_f64()),
+            ..Default::default()
+        },
+    };
+    if let Some(prev) = previous {
+        m.started_at = prev.started_at.clone();
+        m.resumed_at = prev.resumed_at.clone();
+        m.resumed_at.push(timestamp::rfc3339(started));
+        m.device_probes = prev.device_probes.clone();
+        m.warnings.push(format!(
+            "this result set was resumed ({}): the runs after the interruption were made on freshly provisioned devices with a freshly loaded data set",
+            m.resumed_at.join(", ")
+        ));
+    }
+    m
+}
+
+/// Exactly the tools this run uses: those the plan requires, and fio for the probes.
+fn programs<'p>(exp: &Experiment, plan: &'p tiers::Plan) -> Vec<&'p str> {
+    let mut programs: Vec<&str> = plan
+        .steps
+        .iter()
+        .filter_map(|s| match &s.action {
+            tiers::plan::Action::RequireTool { program, .. } => Some(program.as_str()),
+            _ => None,
+        })
+        .collect();
+    if !exp.device_probe.is_zero() && !programs.contains(&"fio") {
+        programs.push("fio");
+    }
+    programs
+}
+
+fn postgres_info(exp: &Experiment, pre: &Preflight) -> PostgresInfo {
+    PostgresInfo {
+        version: pre.install.version(),
+        bin_dir: pre.install.bin_dir.display().to_string(),
+        profiles: exp.profiles.iter().map(|p| (p.profile.name.clone(), p.profile.settings.clone())).collect(),
+        skipped_settings: exp
+            .profiles
+            .iter()
+            .flat_map(|p| p.skipped.iter().map(move |(k, why)| format!("{} (profile {}): {why}", k, p.profile.name)))
+            .collect(),
+    }
+}
+
+fn git_commit() -> Option<String> {
+    journal::CommandLine::new("git")
+        .args(["-C", &paths::repo_root().display().to_string(), "rev-parse", "--short", "HEAD"])
+        .output(Some(std::time::Duration::from_secs(5)))
+        .ok()
+        .filter(|o| o.status == 0)
+        .map(|o| o.stdout.trim().to_string())
+}
+
+pub fn device_record(d: &tiers::ProvisionedDevice) -> DeviceRecord {
+    DeviceRecord {
+        name: d.name.clone(),
+        class: d.class.to_string(),
+        emulated: d.emulated,
+        description: d.description.clone(),
+        block_device: d.block_device.display().to_string(),
+        mountpoint: d.mountpoint.display().to_string(),
+        requested_mount_options: d.mount.requested_options.clone(),
+        effective_mount_options: d.mount.effective_options.clone(),
+        dax_requested: match d.mount.dax.requested {
+            tiers::DaxPolicy::Off => "off".into(),
+            tiers::DaxPolicy::Optional => "optional".into(),
+            tiers::DaxPolicy::Required => "required".into(),
+        },
+        dax_honoured: d.mount.dax.honoured,
+        dax_note: d.mount.dax.note.clone(),
+        throttle: None,
+        facts: serde_json::to_value(&d.facts).unwrap_or_default(),
+    }
+}
+
+pub fn probe_record(p: tiers::probe::DeviceProbe) -> DeviceProbeRecord {
+    DeviceProbeRecord {
+        device: p.device,
+        fio_version: p.fio_version,
+        wal_write_iops: p.wal_write_iops,
+        wal_sync_p50_us: p.wal_sync_p50_us,
+        wal_sync_p99_us: p.wal_sync_p99_us,
+        randread_iops: p.randread_iops,
+        randread_p99_us: p.randread_p99_us,
+        runtime_s: p.runtime_s,
+        raw_files: p.raw_files,
+    }
+}
+
+pub fn dataset_record(key: &str, golden: &Golden) -> DatasetRecord {
+    DatasetRecord {
+        key: key.to_string(),
+        command: golden.command.clone(),
+        database_size_bytes: golden.database_size_bytes,
+        pgdata_size_bytes: golden.pgdata_size_bytes,
+        build_seconds: golden.build_seconds,
+        relocate_seconds: BTreeMap::new(),
+    }
+}
+
+/// A warning for every memory limit (or the host's memory) the data set fits in.
+pub fn fits_in_memory_warnings(exp: &Experiment, host_memory: u64, g: &Golden) -> Vec<String> {
+    let mut out = Vec::new();
+    for limit in &exp.memory_limits {
+        let limit = &limit.bytes;
+        let available = limit.unwrap_or(host_memory);
+        if g.database_size_bytes <= available {
+            out.push(format!(
+                "data set {} ({:.0} MiB) fits in the server's memory ({}): reads are served from memory after warm-up, so read-only results do not exercise storage; use a memory limit well below the data set",
+                g.spec.key(),
+                g.database_size_bytes as f64 / 1048576.0,
+                runner::matrix::memory_label(*limit)
+            ));
+        }
+    }
+    out
+}
+
+/// `provision.log`: every provisioning command with its output.
+pub fn write_provision_log(dir: &Path, p: &Provisioned) -> Result<()> {
+    let mut s = String::new();
+    for c in &p.commands {
+        s.push_str(&format!("## step {} ({:.2} s, exit {})\n$ {}\n", c.step, c.seconds, c.status, c.command));
+        for (heading, text) in [("", &c.stdout), ("stderr:\n", &c.stderr)] {
+            if !text.trim().is_empty() {
+                s.push_str(heading);
+                s.push_str(text);
+                if !text.ends_with('\n') {
+                    s.push('\n');
+                }
+            }
+        }
+        s.push('\n');
+    }
+    std::fs::write(dir.join("provision.log"), s).context("write provision.log")
+}

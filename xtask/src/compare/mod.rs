@@ -1,0 +1,102 @@
+//! `cargo xtask compare`: validate everything, plan, provision, build each data set once, copy
+//! it onto every placement, run the matrix, report, tear down. Teardown runs after success,
+//! failure and interruption alike, from the run's journal.
+//!
+//! - `setup`: the command line resolved (experiment, run id, results directory, plan, runs);
+//! - `dry_run`: `--dry-run`'s printout;
+//! - `preflight`: what is checked before anything is touched, and the run record;
+//! - `resume`: `--resume`'s checks and the runs it keeps;
+//! - `session`: the run itself, one method per phase behind one phase wrapper, then teardown
+//!   and the report; `matrix`: the matrix phase;
+//! - `manifest`: the manifest and the device, probe and data set records, `provision.log`;
+//! - `faults`: `[[fault]]`s made concrete, and I/O throttles;
+//! - `error`: [`CompareError`], which decides the exit code.
+
+mod dry_run;
+mod error;
+mod faults;
+mod manifest;
+mod matrix;
+mod preflight;
+mod resume;
+mod session;
+mod setup;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use results::{Manifest, ResultsDir};
+
+pub use error::CompareError;
+use session::Session;
+use setup::Setup;
+
+use crate::signals::Interrupts;
+
+pub struct Args {
+    /// The experiment file (with --resume: defaults to the one the results directory records).
+    pub config: Option<PathBuf>,
+    /// Continue the interrupted matrix in this results directory.
+    pub resume: Option<PathBuf>,
+    pub emulate: bool,
+    pub dry_run: bool,
+    pub out: Option<PathBuf>,
+}
+
+/// Exit codes: 0 success, 1 runtime failure (teardown still done), 2 invalid configuration.
+pub async fn run(args: Args) -> ExitCode {
+    match compare(args).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => ExitCode::from(e.exit_code()),
+    }
+}
+
+/// Every error is printed where it happens, by [`CompareError::print`].
+async fn compare(args: Args) -> Result<(), CompareError> {
+    let setup = Setup::resolve(&args).inspect_err(CompareError::print)?;
+    if args.dry_run {
+        dry_run::print(&setup);
+        return Ok(());
+    }
+    let Setup { exp, previous, started, run_id, results_dir, user, ctx, plan, runs, .. } = setup;
+    if let Some(prev) = &previous {
+        resume::resumable(prev, &exp, &runs)
+            .map_err(|why| CompareError::NotResumable { dir: results_dir.clone(), why })
+            .inspect_err(CompareError::print)?;
+    }
+    faults::warn_unreachable(&exp, runs.len());
+
+    // Everything that can be checked before touching the machine.
+    let pre =
+        preflight::preflight(&exp, &plan, user).map_err(CompareError::Preflight).inspect_err(CompareError::print)?;
+    let interrupts = Interrupts::install();
+    let journal =
+        preflight::begin_record(&run_id, &exp).map_err(CompareError::State).inspect_err(CompareError::print)?;
+    eprintln!(
+        "pgtier: {} ({} placements, {} workloads, {} runs){}",
+        exp.name,
+        exp.placements.len(),
+        exp.workloads.len(),
+        runs.len(),
+        if exp.emulated { ", emulated tiers" } else { "" }
+    );
+    eprintln!("results: {}", results_dir.display());
+    eprintln!("run record: {}", journal.path().display());
+
+    let mut session = Session {
+        exp: &exp,
+        journal: &journal,
+        interrupts,
+        results: ResultsDir::new(&results_dir),
+        pre,
+        run_id,
+        runs,
+        started,
+        manifest: Manifest::default(),
+        previous,
+        ctx,
+        begun: false,
+    };
+    let outcome = session.go_guarded(&plan).await;
+    session.conclude(outcome).await
+}

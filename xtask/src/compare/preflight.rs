@@ -1,0 +1,113 @@
+//! Everything that can be checked before the machine is touched (root, programs, PostgreSQL,
+//! the database user, cgroups, zram, huge pages, distinct real devices), and the run record
+//! that is begun once it passed.
+
+use std::path::Path;
+
+use anyhow::{Result, bail};
+use experiment::Experiment;
+use journal::Journal;
+use runner::cgroup::Hierarchy;
+use runner::{DbUser, PgInstall, RunnerError};
+
+use crate::paths;
+
+/// What the preflight found and the run uses.
+pub struct Preflight {
+    pub install: PgInstall,
+    pub user: DbUser,
+    pub cgroups: Option<Hierarchy>,
+}
+
+pub fn preflight(exp: &Experiment, plan: &tiers::Plan, user: Result<DbUser, RunnerError>) -> Result<Preflight> {
+    check_huge_pages(exp, runner::memory::HugePages::of_this_machine())?;
+    if !nix::unistd::geteuid().is_root() {
+        bail!("provisioning block devices needs root; run as root, or use --dry-run to see the plan");
+    }
+    let mut missing = Vec::new();
+    for s in &plan.steps {
+        if let tiers::plan::Action::RequireTool { program, package } = &s.action
+            && journal::command::which(program).is_none()
+        {
+            missing.push(format!("{program} (package {package})"));
+        }
+    }
+    if !exp.device_probe.is_zero() && journal::command::which("fio").is_none() {
+        missing.push("fio (package fio; or set device_probe = \"0s\")".into());
+    }
+    let install = PgInstall::detect(exp.bin_dir.as_deref())?;
+    if journal::command::which("pgbench").is_none() && !install.program("pgbench").exists() {
+        missing.push("pgbench (package postgresql-contrib or postgresql)".into());
+    }
+    if !missing.is_empty() {
+        bail!("missing programs: {}; run `cargo xtask setup` (as root) to install them", missing.join(", "));
+    }
+    let user = user?;
+    let cgroups = Hierarchy::detect();
+    if cgroups.is_none() && exp.memory_limits.iter().any(|m| m.bytes.is_some()) {
+        bail!(
+            "the experiment limits the server's memory, but this machine has no cgroup memory controller (looked at /sys/fs/cgroup)"
+        );
+    }
+    if !exp.emulated {
+        let local: Vec<(&str, &Path)> = exp
+            .devices
+            .iter()
+            .filter_map(|d| match &d.real {
+                tiers::spec::RealDevice::Local { path, .. } => Some((d.name.as_str(), path.as_path())),
+                _ => None,
+            })
+            .collect();
+        tiers::safety::check_distinct(&mut tiers::system::RealSystem, &local)?;
+    }
+    if exp.emulated
+        && exp.devices.iter().any(|d| d.emulation.backing == tiers::Backing::Zram)
+        && !Path::new("/sys/class/zram-control/hot_add").exists()
+    {
+        bail!(
+            "zram is not available (/sys/class/zram-control/hot_add is missing); load the zram module or use backing = \"tmpfs-loop\""
+        );
+    }
+    Ok(Preflight { install, user, cgroups })
+}
+
+/// `huge_pages = on` in a cell whose server this machine has too few huge pages for: refused
+/// before anything is touched (PostgreSQL itself would stop at its first start, after
+/// provisioning). Pages the experiment's `[kernel]` section reserves count, when it is applied.
+fn check_huge_pages(exp: &Experiment, machine: Option<runner::memory::HugePages>) -> Result<()> {
+    let Some(need) = exp.huge_pages_needs.iter().max_by_key(|n| n.shared_memory_bytes) else { return Ok(()) };
+    let machine = machine.unwrap_or(runner::memory::HugePages { total: 0, free: 0, page_bytes: 2 << 20 });
+    let reserved_by_file = exp
+        .kernel
+        .sysctls
+        .get("vm.nr_hugepages")
+        .filter(|_| exp.kernel.apply)
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    let available = reserved_by_file.unwrap_or(machine.free);
+    // PostgreSQL maps its whole shared memory in huge pages, rounded up to whole pages.
+    let pages = machine.pages_for(need.shared_memory_bytes);
+    if pages <= available {
+        return Ok(());
+    }
+    let have = match reserved_by_file {
+        Some(n) => format!("the experiment's [kernel] section reserves only {n}"),
+        None => format!(
+            "this machine has {} free of {} reserved (HugePages_Free / HugePages_Total in /proc/meminfo)",
+            machine.free, machine.total
+        ),
+    };
+    bail!(
+        "{}: huge_pages = on (profile {:?}, memory limit {}) needs {pages} huge pages of {} for the server's about {} of shared memory, and {have}; PostgreSQL would refuse to start. Reserve them (sysctl vm.nr_hugepages={pages}, or [kernel] sysctls = {{ \"vm.nr_hugepages\" = \"{pages}\" }} in the experiment file), or set huge_pages = \"try\"",
+        need.origin,
+        need.profile,
+        need.memory_limit,
+        runner::memory::show(machine.page_bytes),
+        runner::memory::show(need.shared_memory_bytes),
+    )
+}
+
+/// The state directories and this run's record (held locked for as long as the run lives).
+pub fn begin_record(run_id: &str, exp: &Experiment) -> Result<Journal> {
+    paths::ensure_state_dirs()?;
+    Ok(Journal::begin(&paths::journal_dir(), run_id, &format!("cargo xtask compare: {}", exp.file.display()))?)
+}

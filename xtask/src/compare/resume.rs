@@ -1,0 +1,69 @@
+//! `--resume`: whether an interrupted result set can be continued, which of its runs are kept,
+//! and where the output of a run that is made again goes.
+
+use std::collections::HashSet;
+use std::time::SystemTime;
+
+use anyhow::{Context, Result};
+use experiment::Experiment;
+use results::{Manifest, ResultsDir, RunStatus, timestamp};
+use runner::matrix::PlannedRun;
+
+/// Whether `prev` (an interrupted result set) can be continued with `exp`: same resolved
+/// configuration (the file's path aside) and the same planned runs.
+pub fn resumable(prev: &Manifest, exp: &Experiment, runs: &[PlannedRun]) -> Result<(), String> {
+    let mut now = serde_json::to_value(exp).map_err(|e| e.to_string())?;
+    let mut before = prev.resolved_config.clone();
+    for v in [&mut now, &mut before] {
+        if let Some(o) = v.as_object_mut() {
+            o.remove("file");
+            o.remove("warnings");
+        }
+    }
+    let mut changes = Vec::new();
+    report::compare::json_diff(&before, &now, "config", &mut changes);
+    if !changes.is_empty() {
+        let list: Vec<String> =
+            changes.iter().take(10).map(|c| format!("{}: {} -> {}", c.what, c.baseline, c.contender)).collect();
+        return Err(format!(
+            "the configuration changed since those runs ({}); mixing cells of two configurations would make the deltas meaningless",
+            list.join("; ")
+        ));
+    }
+    let order: Vec<&String> = runs.iter().map(|r| &r.run_id).collect();
+    if prev.run_order.iter().collect::<Vec<_>>() != order {
+        return Err("the planned runs differ from the recorded run order".into());
+    }
+    Ok(())
+}
+
+/// The runs of the result set that finished well (kept when resuming).
+pub fn finished_runs(results: &ResultsDir) -> HashSet<String> {
+    results
+        .read_runs()
+        .map(|r| r.into_iter().filter(|r| r.status == RunStatus::Ok).map(|r| r.run_id).collect())
+        .unwrap_or_default()
+}
+
+/// Moves run directories without a finished record (an interrupted run) to `interrupted/`,
+/// so that the run is made again and its partial output is kept as evidence.
+pub fn set_aside_unfinished(results: &ResultsDir, done: &HashSet<String>) -> Result<()> {
+    let Ok(rd) = std::fs::read_dir(results.runs_dir()) else { return Ok(()) };
+    for e in rd.flatten() {
+        let id = e.file_name().to_string_lossy().into_owned();
+        let finished = e.path().join("result.json").exists();
+        if done.contains(&id) || !e.path().is_dir() {
+            continue;
+        }
+        let to = results.root.join("interrupted").join(format!("{id}-{}", timestamp::compact(SystemTime::now())));
+        std::fs::create_dir_all(to.parent().expect("has a parent"))?;
+        std::fs::rename(e.path(), &to).with_context(|| format!("set aside {}", e.path().display()))?;
+        eprintln!(
+            "resuming: {} {} is made again (its earlier output is kept in {})",
+            id,
+            if finished { "failed and" } else { "was cut off and" },
+            to.display()
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,367 @@
+//! A run of the matrix on this machine, one method per phase: begin (results directory, plan,
+//! manifest), kernel settings, provision, device records, probes, load; the matrix itself is in
+//! `matrix.rs`. Every phase goes through [`Session::phase`], which times it and writes the
+//! manifest after it. Teardown and the report follow whatever happened ([`Session::conclude`]).
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::time::{Instant, SystemTime};
+
+use anyhow::{Context, Result, anyhow, bail};
+use experiment::Experiment;
+use journal::Journal;
+use results::{Manifest, ResultsDir, timestamp};
+use runner::RunnerEnv;
+use runner::cgroup::BlkioThrottle;
+use runner::dataset::{self, Golden};
+use runner::matrix::{MatrixSpec, PlannedRun};
+use tiers::{PlanContext, Provisioned};
+
+use super::preflight::Preflight;
+use super::{CompareError, faults, manifest, setup};
+use crate::host;
+use crate::signals::Interrupts;
+
+pub struct Session<'a> {
+    pub exp: &'a Experiment,
+    pub journal: &'a Journal,
+    pub interrupts: Interrupts,
+    pub results: ResultsDir,
+    pub pre: Preflight,
+    pub run_id: String,
+    /// The planned runs, in execution order.
+    pub runs: Vec<PlannedRun>,
+    pub started: SystemTime,
+    pub manifest: Manifest,
+    /// The manifest of the interrupted result set being resumed.
+    pub previous: Option<Manifest>,
+    pub ctx: PlanContext,
+    /// The manifest has been begun (and is written after every phase from then on).
+    pub begun: bool,
+}
+
+/// The phases of a session, in order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    Begin,
+    Kernel,
+    Provision,
+    Devices,
+    Probe,
+    Load,
+    /// Records the time it spent relocating and measuring itself (not its wall time).
+    Matrix,
+    Teardown,
+    Report,
+}
+
+impl Phase {
+    /// The key of the manifest's `phase_seconds` the phase's time goes under.
+    fn key(self) -> Option<&'static str> {
+        match self {
+            Phase::Provision => Some("provision"),
+            Phase::Probe => Some("probe"),
+            Phase::Load => Some("load"),
+            Phase::Teardown => Some("teardown"),
+            Phase::Report => Some("report"),
+            Phase::Begin | Phase::Kernel | Phase::Devices | Phase::Matrix => None,
+        }
+    }
+}
+
+impl<'a> Session<'a> {
+    /// Runs one phase: its time goes into `phase_seconds` and the manifest is written once it
+    /// succeeded. A phase that fails leaves both to the final manifest write of the report.
+    async fn phase<T>(&mut self, phase: Phase, body: impl AsyncFnOnce(&mut Self) -> Result<T>) -> Result<T> {
+        let t0 = Instant::now();
+        let out = body(self).await?;
+        self.timed(phase, t0);
+        if self.begun {
+            self.results.write_manifest(&self.manifest).context("write manifest.json")?;
+        }
+        Ok(out)
+    }
+
+    fn timed(&mut self, phase: Phase, t0: Instant) {
+        if let Some(key) = phase.key() {
+            self.manifest.phase_seconds.insert(key.into(), t0.elapsed().as_secs_f64());
+        }
+    }
+
+    /// The whole run up to teardown. A panic becomes an error like any other, so that it
+    /// cannot skip teardown.
+    pub async fn go_guarded(&mut self, plan: &tiers::Plan) -> Result<()> {
+        match futures_util::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(self.go(plan))).await {
+            Ok(r) => r,
+            Err(panic) => Err(anyhow!(
+                "internal error (a bug in pgtier): {}",
+                panic
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_default()
+            )),
+        }
+    }
+
+    async fn go(&mut self, plan: &tiers::Plan) -> Result<()> {
+        self.phase(Phase::Begin, async |s| s.begin(plan)).await?;
+        // Kernel settings the experiment asks for (restored at teardown from the run record).
+        if !self.exp.kernel.is_empty() {
+            self.phase(Phase::Kernel, async |s| s.kernel()).await?;
+        }
+        // Provisioning's time is kept also when it fails.
+        let provisioned = self.phase(Phase::Provision, async |s| Ok(s.provision(plan))).await?;
+        let provisioned = match provisioned {
+            Ok(p) => p,
+            Err(tiers::ProvisionError::Cancelled { .. }) => bail!("interrupted during provisioning"),
+            Err(e) => return Err(ProvisioningFailed(e).into()),
+        };
+        let throttles = self.phase(Phase::Devices, async |s| s.devices(&provisioned)).await?;
+        // The physical ceilings of each device (fio), before any data is on it.
+        if !self.exp.device_probe.is_zero() {
+            self.phase(Phase::Probe, async |s| s.probe(&provisioned)).await?;
+        }
+        let env = self.runner_env(throttles)?;
+        let matrix = setup::matrix_spec(self.exp, plan, Some(&provisioned), host::hardware_threads());
+        let goldens = self.phase(Phase::Load, async |s| s.load(&env, &matrix).await).await?;
+        let failures =
+            self.phase(Phase::Matrix, async |s| s.run_matrix(&env, &matrix, &provisioned, &goldens).await).await?;
+        if failures > 0 {
+            self.manifest.warnings.push(format!("{failures} run(s) failed; see their failure column and runs/<id>/"));
+            // The matrix ran to its end; only some of its runs failed.
+            self.manifest.finished_at = Some(timestamp::now_rfc3339());
+            bail!(
+                "{failures} of {} runs failed (each with its reason in runs.csv and its evidence in runs/<id>/); the report covers the rest",
+                self.runs.len()
+            );
+        }
+        Ok(())
+    }
+
+    /// The results directory, the plan and the manifest.
+    fn begin(&mut self, plan: &tiers::Plan) -> Result<()> {
+        std::fs::create_dir_all(self.results.logs_dir())
+            .with_context(|| format!("create {}", self.results.root.display()))?;
+        std::fs::write(self.results.root.join("plan.txt"), plan.to_string())?;
+        self.manifest = manifest::begin(self.exp, &self.pre, plan, &self.runs, self.started, self.previous.as_ref());
+        self.begun = true;
+        Ok(())
+    }
+
+    fn kernel(&mut self) -> Result<()> {
+        if self.exp.kernel.apply {
+            let applied = crate::kernel::apply(&self.exp.kernel, self.journal)?;
+            for line in &applied {
+                eprintln!("kernel: {line}");
+            }
+            self.manifest.kernel_changes = applied;
+        } else {
+            self.manifest.kernel_changes =
+                vec!["[kernel] settings listed in the experiment file were NOT applied (emulated run)".into()];
+        }
+        Ok(())
+    }
+
+    fn provision(&mut self, plan: &tiers::Plan) -> Result<Provisioned, tiers::ProvisionError> {
+        let devices: Vec<tiers::DeviceSpec> = self.exp.used_devices().into_iter().cloned().collect();
+        eprintln!("provisioning {} device(s), {} steps", devices.len(), plan.steps.len());
+        let mut sys = tiers::system::RealSystem;
+        tiers::execute(plan, &devices, &mut sys, self.journal, &self.interrupts.cancel, &mut |e| match e {
+            tiers::Event::Step { index, total, step } => {
+                if step.action.is_destructive() {
+                    eprintln!(
+                        "  [{index}/{total}] {}{}",
+                        step.device.as_deref().map(|d| format!("[{d}] ")).unwrap_or_default(),
+                        step.action.describe()
+                    );
+                }
+            }
+            tiers::Event::Note(n) => eprintln!("  note: {n}"),
+        })
+    }
+
+    /// `provision.log` and the device records: throttles, DAX in effect or not.
+    fn devices(&mut self, provisioned: &Provisioned) -> Result<Vec<BlkioThrottle>> {
+        manifest::write_provision_log(&self.results.root, provisioned)?;
+        self.manifest.devices = provisioned.devices.iter().map(manifest::device_record).collect();
+        let throttles = faults::throttles(self.exp, provisioned)?;
+        for t in &throttles {
+            if let Some(d) = self.manifest.devices.iter_mut().find(|d| d.name == t.device) {
+                d.throttle = Some(faults::describe_throttle(t));
+            }
+        }
+        for d in &provisioned.devices {
+            if d.mount.dax.requested != tiers::DaxPolicy::Off && !d.mount.dax.honoured {
+                self.manifest
+                    .warnings
+                    .push(format!("DAX asked for on {} but not in effect: {}", d.name, d.mount.dax.note));
+            }
+        }
+        Ok(throttles)
+    }
+
+    fn probe(&mut self, provisioned: &Provisioned) -> Result<()> {
+        let dir = self.results.root.join("probes");
+        std::fs::create_dir_all(&dir).with_context(|| format!("create {}", dir.display()))?;
+        for d in &provisioned.devices {
+            if self.interrupts.cancelled() {
+                bail!("interrupted while probing the devices");
+            }
+            eprintln!(
+                "probing {} with fio ({} s per job: 8 KiB write+fdatasync, 4 KiB random read QD32)",
+                d.name,
+                self.exp.device_probe.as_secs()
+            );
+            // Random reads over a small file hit the device's own cache: on real devices the
+            // file spans a tenth of the free space, up to 4 GiB.
+            let size_mib = if self.exp.emulated {
+                256
+            } else {
+                dataset::available_bytes(&d.mountpoint).map(|b| (b / 10 / 1048576).clamp(256, 4096)).unwrap_or(1024)
+            };
+            let mut sys = tiers::system::RealSystem;
+            let p =
+                tiers::probe::probe(&mut sys, &d.name, &d.mountpoint, self.exp.device_probe, size_mib, &dir, "probes")?;
+            eprintln!(
+                "  {}: {:.0} write+fdatasync IOPS (sync p50 {:.0} us, p99 {:.0} us), {:.0} random-read IOPS",
+                d.name, p.wal_write_iops, p.wal_sync_p50_us, p.wal_sync_p99_us, p.randread_iops
+            );
+            self.manifest.device_probes.push(manifest::probe_record(p));
+        }
+        Ok(())
+    }
+
+    /// The runner's environment, with its private socket directory.
+    fn runner_env(&self, throttles: Vec<BlkioThrottle>) -> Result<RunnerEnv<'a>> {
+        let socket_dir = self.ctx.work_dir.join("sock");
+        let env = RunnerEnv {
+            install: self.pre.install.clone(),
+            user: self.pre.user.clone(),
+            journal: self.journal,
+            cgroups: self.pre.cgroups.clone(),
+            run_token: self.run_id.clone(),
+            socket_dir: socket_dir.clone(),
+            port: 5432,
+            logs_dir: self.results.logs_dir(),
+            cancel: self.interrupts.cancel.clone(),
+            drop_caches: true,
+            watchdog_grace: self.exp.watchdog_grace,
+            throttles,
+        };
+        dataset::make_owned_dir(&env, &socket_dir)?;
+        Ok(env)
+    }
+
+    /// Data sets: built once each.
+    async fn load(&mut self, env: &RunnerEnv<'_>, matrix: &MatrixSpec) -> Result<HashMap<String, Golden>> {
+        let mut goldens: HashMap<String, Golden> = HashMap::new();
+        let load_settings = self.exp.profiles.first().map(|p| p.profile.settings.clone()).unwrap_or_default();
+        for w in &matrix.workloads {
+            let spec = w.dataset(&matrix.tablespace_roles());
+            let key = spec.key();
+            if goldens.contains_key(&key) {
+                continue;
+            }
+            eprintln!("building data set {key} once (it is then copied onto every placement)");
+            let mut last = Instant::now();
+            let dir = self.ctx.work_dir.join("golden").join(&key);
+            let golden = dataset::build_golden(env, &spec, &dir, &load_settings, &mut |line| {
+                if last.elapsed().as_secs() >= 5 {
+                    eprintln!("  {line}");
+                    last = Instant::now();
+                }
+            })
+            .await
+            .with_context(|| format!("building data set {key}"))?;
+            eprintln!(
+                "  data set {key}: database {:.0} MiB, built in {:.1} s",
+                golden.database_size_bytes as f64 / 1048576.0,
+                golden.build_seconds
+            );
+            self.manifest.datasets.push(manifest::dataset_record(&key, &golden));
+            let warnings = manifest::fits_in_memory_warnings(self.exp, self.manifest.host.memory_bytes, &golden);
+            self.manifest.warnings.extend(warnings);
+            goldens.insert(key, golden);
+        }
+        Ok(goldens)
+    }
+
+    /// After the session, whatever happened: teardown, the run's error, the report, and what
+    /// is left (nothing, or what `cargo xtask cleanup` must retry). The last line on stdout is
+    /// the results directory, unless teardown left something.
+    pub async fn conclude(mut self, outcome: Result<()>) -> Result<(), CompareError> {
+        self.interrupts.tearing_down.store(true, Ordering::SeqCst);
+        eprintln!("teardown: undoing everything this run made, newest first");
+        let t0 = Instant::now();
+        let torn = self.journal.teardown(|p, r| match r {
+            Ok(journal::Outcome::Done) => eprintln!("  done: {}", p.undo),
+            Ok(journal::Outcome::NothingLeft) => {}
+            Err(e) => eprintln!("  FAILED: {}: {e}", p.undo),
+        });
+        self.timed(Phase::Teardown, t0);
+        let closed = self.journal.path().with_extension("closed.jsonl");
+        let record = if closed.exists() { closed } else { self.journal.path().to_path_buf() };
+        let _ = std::fs::copy(&record, self.results.root.join("journal.jsonl"));
+
+        let outcome = outcome.map_err(CompareError::Run);
+        if let Err(e) = &outcome {
+            e.print();
+        }
+        // The report covers whatever finished, also after a failure or an interruption.
+        eprintln!("reporting: tables, charts and report.md in {}", self.results.root.display());
+        let rendered = self.report_guarded(outcome.is_ok()).await;
+        if !torn.is_clean() {
+            let e = CompareError::Teardown { failed: torn.failed, record: self.journal.path().to_path_buf() };
+            e.print();
+            return Err(e);
+        }
+        eprintln!("teardown complete: nothing of this run is left mounted or running");
+        let result = match (outcome, rendered) {
+            (Ok(()), Ok(summary_text)) => {
+                print!("{summary_text}");
+                Ok(())
+            }
+            (Ok(()), Err(e)) => Err(CompareError::Report(e)).inspect_err(CompareError::print),
+            (Err(e), _) => Err(e),
+        };
+        println!("{}", self.results.root.display());
+        result
+    }
+
+    /// The report; a panic while rendering becomes an error.
+    async fn report_guarded(&mut self, finished: bool) -> Result<String> {
+        futures_util::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(self.report(finished)))
+            .await
+            .unwrap_or_else(|_| Err(anyhow!("internal error while rendering the report (a bug in pgtier)")))
+    }
+
+    /// Writes the final manifest and renders the report; returns a short text summary.
+    async fn report(&mut self, finished: bool) -> Result<String> {
+        if !self.results.manifest().exists() {
+            return Ok(String::new());
+        }
+        if finished {
+            self.manifest.finished_at = Some(timestamp::now_rfc3339());
+        }
+        let (summary, files) = self
+            .phase(Phase::Report, async |s| {
+                s.results.write_manifest(&s.manifest).context("write manifest.json")?;
+                Ok(report::render(&s.results.root)?)
+            })
+            .await?;
+        let mut text = report::text::summary_table(&summary);
+        let mut warnings = self.manifest.warnings.clone();
+        warnings.extend(summary.warnings.iter().cloned());
+        for w in &warnings {
+            text.push_str(&format!("warning: {w}\n"));
+        }
+        text.push_str(&format!("{} files written; report: {}\n", files.len(), self.results.report_md().display()));
+        Ok(text)
+    }
+}
+
+/// Provisioning stopped at a step (the step and its cause are in the message).
+#[derive(Debug, thiserror::Error)]
+#[error("provisioning failed at {0}")]
+struct ProvisioningFailed(#[source] tiers::ProvisionError);

@@ -1,0 +1,167 @@
+//! The command line resolved, before anything is checked on the machine: the experiment (and
+//! with --resume the result set it continues), the run's identity, the results directory, the
+//! provisioning plan and the planned runs. Touches nothing.
+
+use std::path::PathBuf;
+use std::time::SystemTime;
+
+use experiment::{Experiment, LoadOptions};
+use results::{Manifest, ResultsDir, timestamp};
+use runner::matrix::{DeviceRole, MatrixSpec, PlacementTarget, PlannedRun, plan_runs};
+use runner::{DbUser, RunnerError};
+use tiers::{Plan, PlanContext, Provisioned, build_plan};
+
+use super::{Args, CompareError};
+use crate::{host, paths};
+
+pub struct Setup {
+    pub exp: Experiment,
+    /// The manifest of the interrupted result set being resumed.
+    pub previous: Option<Manifest>,
+    pub started: SystemTime,
+    pub run_id: String,
+    pub results_dir: PathBuf,
+    /// The database's OS user (its absence is a preflight error; a dry run only notes it).
+    pub user: Result<DbUser, RunnerError>,
+    pub ctx: PlanContext,
+    pub plan: Plan,
+    /// The matrix with the plan's mount points (device kernel names are not known yet).
+    pub matrix: MatrixSpec,
+    /// The planned runs, in execution order.
+    pub runs: Vec<PlannedRun>,
+}
+
+impl Setup {
+    pub fn resolve(args: &Args) -> Result<Setup, CompareError> {
+        let threads = host::hardware_threads();
+        let (exp, previous) = load(args, threads)?;
+        for w in &exp.warnings {
+            eprintln!("warning: {w}");
+        }
+        let started = SystemTime::now();
+        // Unique even for two runs of one experiment started in the same second (cgroups, network
+        // namespaces and work directories are machine-wide).
+        let stamp = format!("{}-{}", exp.name, timestamp::compact(started));
+        let short_id = short_token(&stamp);
+        let run_id = format!("{stamp}-{short_id}");
+        let results_dir = match (&args.resume, &args.out) {
+            (Some(r), _) => r.clone(),
+            (None, Some(o)) => o.clone(),
+            (None, None) => paths::repo_root()
+                .join("results")
+                .join(&exp.name)
+                .join(format!("{}-{short_id}", timestamp::compact(started))),
+        };
+        // A new result set never mixes with an old one: only --resume continues a directory.
+        if args.resume.is_none()
+            && !args.dry_run
+            && std::fs::read_dir(&results_dir).map(|mut d| d.next().is_some()).unwrap_or(false)
+        {
+            return Err(CompareError::OutNotEmpty(results_dir));
+        }
+        let user = DbUser::lookup(&exp.os_user);
+        let (uid, gid) = match &user {
+            Ok(u) => (u.uid, u.gid),
+            Err(_) => (0, 0),
+        };
+        let devices: Vec<tiers::DeviceSpec> = exp.used_devices().into_iter().cloned().collect();
+        let ctx = PlanContext {
+            short_id,
+            work_dir: paths::work_root().join(&run_id),
+            log_dir: results_dir.join("logs"),
+            owner_uid: uid,
+            owner_gid: gid,
+            emulate: args.emulate,
+        };
+        let plan = build_plan(&devices, &ctx);
+        let matrix = matrix_spec(&exp, &plan, None, threads);
+        let runs = plan_runs(&matrix);
+        Ok(Setup { exp, previous, started, run_id, results_dir, user, ctx, plan, matrix, runs })
+    }
+}
+
+/// The experiment, and with --resume the manifest of the result set it continues (whose
+/// experiment file is the default).
+fn load(args: &Args, threads: u32) -> Result<(Experiment, Option<Manifest>), CompareError> {
+    let opts = LoadOptions { emulate: args.emulate, configs_dir: paths::configs_dir(), hardware_threads: threads };
+    let previous = match &args.resume {
+        None => None,
+        Some(dir) => Some(
+            ResultsDir::new(dir)
+                .read_manifest()
+                .map_err(|source| CompareError::ResumeUnreadable { dir: dir.clone(), source })?,
+        ),
+    };
+    let config = match (&args.config, &previous) {
+        (Some(c), _) => c.clone(),
+        (None, Some(m)) => PathBuf::from(&m.experiment_file),
+        (None, None) => return Err(CompareError::NoConfig),
+    };
+    let exp = experiment::load(&config, &opts).map_err(CompareError::Config)?;
+    Ok((exp, previous))
+}
+
+/// A 6-character token naming this run's interfaces and namespaces.
+fn short_token(run_id: &str) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in run_id.bytes().chain(std::process::id().to_le_bytes()) {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x100_0000_01b3);
+    }
+    format!("{:06x}", h & 0xff_ffff)
+}
+
+/// The matrix as the runner sees it; directories come from the plan's mount points.
+pub fn matrix_spec(exp: &Experiment, plan: &Plan, provisioned: Option<&Provisioned>, threads: u32) -> MatrixSpec {
+    // Every device a placement names is in the plan (used_devices covers data, WAL and
+    // tablespaces); a missing one would be a bug, and a relative path must never be used.
+    let mount = |dev: &str| {
+        plan.mountpoints
+            .iter()
+            .find(|(n, _)| n == dev)
+            .map(|(_, p)| p.clone())
+            .unwrap_or_else(|| panic!("device {dev} has no mount point in the plan"))
+    };
+    let kernel = |dev: &str| {
+        provisioned
+            .and_then(|p| p.device(dev))
+            .map(|d| d.facts.kernel_name.clone())
+            .unwrap_or_else(|| format!("<{dev}>"))
+    };
+    let placements = exp
+        .placements
+        .iter()
+        .map(|p| {
+            let mut devices: Vec<DeviceRole> = Vec::new();
+            let mut add = |role: &str, dev: &str| match devices.iter_mut().find(|d| d.device == dev) {
+                Some(d) => d.role = format!("{}+{role}", d.role),
+                None => devices.push(DeviceRole { role: role.into(), device: dev.into(), kernel_name: kernel(dev) }),
+            };
+            add("data", &p.data);
+            add("wal", &p.wal);
+            for (role, dev) in &p.tablespaces {
+                add(role, dev);
+            }
+            PlacementTarget {
+                name: p.name.clone(),
+                data_dir: mount(&p.data).join(&p.name).join("pgdata"),
+                wal_dir: mount(&p.wal).join(&p.name).join("pg_wal"),
+                devices,
+                tablespaces: p
+                    .tablespaces
+                    .iter()
+                    .map(|(role, dev)| (role.clone(), mount(dev).join(&p.name).join(format!("ts_{role}"))))
+                    .collect(),
+            }
+        })
+        .collect();
+    MatrixSpec {
+        placements,
+        workloads: exp.workloads.clone(),
+        memory_limits: exp.memory_limits.clone(),
+        profiles: exp.profiles.iter().map(|p| p.profile.clone()).collect(),
+        repetitions: exp.repetitions,
+        order: exp.order,
+        cores: threads,
+    }
+}
