@@ -45,6 +45,19 @@ enum Command {
         /// Results directory, new or empty (default: results/<experiment>/<UTC timestamp>-<token>).
         #[arg(long)]
         out: Option<PathBuf>,
+        /// Seeds the random order of the placements in every block or round (default: a new
+        /// seed, recorded in manifest.json; give it again to repeat a run order).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Overrides the file's [measurement] design: `slices` or `runs`.
+        #[arg(long)]
+        design: Option<String>,
+        /// Overrides the file's [measurement] budget of the measured phase (e.g. 15min).
+        #[arg(long)]
+        budget: Option<String>,
+        /// Overrides the file's [measurement] target half-width of every change (e.g. 5%).
+        #[arg(long)]
+        target_halfwidth: Option<String>,
     },
     /// Undo what a killed run left behind, from its run record.
     Cleanup,
@@ -103,13 +116,14 @@ enum BenchCommand {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Compare { config, resume, emulate, dry_run, out } => {
+        Command::Compare { config, resume, emulate, dry_run, out, seed, design, budget, target_halfwidth } => {
             let rt = tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(2)
                 .enable_all()
                 .build()
                 .expect("tokio runtime");
-            rt.block_on(compare::run(compare::Args { config, resume, emulate, dry_run, out }))
+            let measurement = compare::MeasurementArgs { seed, design, budget, target_halfwidth };
+            rt.block_on(compare::run(compare::Args { config, resume, emulate, dry_run, out, measurement }))
         }
         Command::Cleanup => cleanup::run(),
         Command::Report { dir, baseline, contender, out } => report_command(dir, baseline, contender, out),

@@ -493,15 +493,34 @@ fn method(s: &mut String, set: &ResultSet) {
             d.relocate_seconds.iter().map(|(p, t)| format!("{p} {t:.1} s")).collect::<Vec<_>>().join(", ")
         );
     }
-    let _ = writeln!(
-        s,
-        "- Before every measured run: the placement's server is started (in its memory-limited cgroup where a limit is set), CHECKPOINT, sync, page cache dropped, a ramp-up run whose figures are discarded, then the measured run; the server is stopped afterwards."
-    );
-    let _ = writeln!(
-        s,
-        "- The copy is made once per placement and data set: later runs on a placement start from the data as earlier runs left it (read-write workloads grow history tables and leave dead tuples). The run order spreads that drift across placements; it is not reset between runs."
-    );
-    let _ = writeln!(s, "- {} repetitions per cell, {} order ({} runs):", m.repetitions, m.order, m.run_order.len());
+    let seed = m.measurement.seed.map(|s| format!(" (random order seed {s}; `--seed {s}` repeats it)")).unwrap_or_default();
+    if m.measurement.design == "slices" {
+        let _ = writeln!(
+            s,
+            "- Design **slices**: for each memory limit and profile, every placement's server was started at once (each in its own cgroup with the limit, on its own port of the private socket), CHECKPOINTed, then the page cache was dropped once. Each contest (a workload and client count) began with a discarded warm-up per placement, then rounds of one slice per placement in a random order{seed}. Idle placements wait between their slices (their background writer and the kernel's write-back go on meanwhile), alike for every placement."
+        );
+        let budget = m.measurement.budget_s.map(|b| format!("a budget of {b:.0} s")).unwrap_or_else(|| "no budget".into());
+        let target = m.measurement.target_halfwidth_pct.map(|t| format!("a target of ±{t}%")).unwrap_or_else(|| "no target".into());
+        let _ = writeln!(s, "- Rounds per contest were decided as the run went ({budget}, {target}); why each contest stopped:");
+        for (c, why) in &m.measurement.stopped {
+            let _ = writeln!(s, "  - {c}: {why}");
+        }
+        let _ = writeln!(
+            s,
+            "- The copy is made once per placement and data set: later slices start from the data as earlier ones left it (read-write workloads grow history tables and leave dead tuples), alike for every placement."
+        );
+        let _ = writeln!(s, "- {} slices:", set.runs.len());
+    } else {
+        let _ = writeln!(
+            s,
+            "- Before every measured run: the placement's server is started (in its memory-limited cgroup where a limit is set), CHECKPOINT, sync, page cache dropped, a ramp-up run whose figures are discarded, then the measured run; the server is stopped afterwards."
+        );
+        let _ = writeln!(
+            s,
+            "- The copy is made once per placement and data set: later runs on a placement start from the data as earlier runs left it (read-write workloads grow history tables and leave dead tuples). The run order spreads that drift across placements; it is not reset between runs."
+        );
+        let _ = writeln!(s, "- {} repetitions per cell, {} order{seed} ({} runs):", m.repetitions, m.order, m.run_order.len());
+    }
     let _ = writeln!(s, "\n<details><summary>run order and exact commands</summary>\n");
     for r in &set.runs {
         let _ = writeln!(

@@ -12,6 +12,7 @@ use crate::RunnerError;
 use crate::cgroup::Hierarchy;
 use crate::install::{DbUser, PgInstall};
 
+#[derive(Clone)]
 pub struct RunnerEnv<'a> {
     pub install: PgInstall,
     pub user: DbUser,

@@ -84,6 +84,45 @@ pub(crate) async fn run<S: RunSystem>(
     Ok(record)
 }
 
+/// One slice of a sliced session (design `slices`): the measured interval on a server that is
+/// already up (the session starts it, CHECKPOINTs and drops caches once, and stops it at its
+/// end), what happened to the server if it was hurt, the record stored as
+/// `runs/<id>/result.json`.
+pub(crate) async fn run_slice<S: RunSystem>(
+    sys: &mut S,
+    inp: &RunInputs<'_>,
+    expected_tps: Option<f64>,
+    obs: &mut dyn Observer,
+) -> Result<RunRecord, RunnerError> {
+    let run_dir = inp.results.run_dir(&inp.planned.run_id);
+    std::fs::create_dir_all(&run_dir).io_context(|| format!("mkdir {}", run_dir.display()))?;
+    let mut record = new_record(inp.planned, inp.workload, timestamp::now_rfc3339());
+    let mut outcome = match sys.read_settings().await {
+        Ok(settings) => {
+            record.server_settings = settings;
+            sys.measure(expected_tps, &mut record, obs).await
+        }
+        Err(e) => Err(e),
+    };
+    if matches!(outcome, Err(RunnerError::Cancelled)) {
+        return Err(RunnerError::Cancelled);
+    }
+    outcome = explain_deaths(sys, inp, &mut record, outcome);
+    if let Some(c) = sys.cgroup() {
+        let mem = record.memory.get_or_insert_with(Default::default);
+        mem.limit_bytes = c.limit_bytes;
+        mem.peak_bytes = c.memory.peak;
+        mem.page_cache_bytes = c.memory.page_cache;
+    }
+    if let Err(e) = outcome {
+        record_failure(sys, &run_dir, &mut record, &e);
+    }
+    record.finished_at = timestamp::now_rfc3339();
+    record.raw_files = list_files(&run_dir);
+    inp.results.write_run(&record).io_context(|| format!("write result of {}", record.run_id))?;
+    Ok(record)
+}
+
 /// A failed run's record: the reason with the server log's explaining lines, the kind
 /// (`setup` when no step said), and the kernel's messages kept next to it (`dmesg.txt`).
 fn record_failure<S: RunSystem>(sys: &mut S, run_dir: &Path, record: &mut RunRecord, e: &RunnerError) {

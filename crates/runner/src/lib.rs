@@ -20,6 +20,7 @@ pub mod pgstats;
 pub mod record;
 pub mod sampler;
 pub mod server;
+pub mod slices;
 mod supervisor;
 mod system;
 #[cfg(test)]

@@ -191,6 +191,10 @@ pub struct MatrixSpec {
     pub repetitions: u32,
     pub order: Order,
     pub cores: u32,
+    /// Seeds the random order of the placements inside each block (interleaved order), so the
+    /// baseline is not always first; recorded in the manifest, `--seed` repeats it. None keeps
+    /// the placements in the file's order.
+    pub seed: Option<u64>,
 }
 
 impl MatrixSpec {
@@ -235,6 +239,53 @@ fn sanitize(s: &str) -> String {
     s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect()
 }
 
+/// SplitMix64 (Steele, Lea and Flood, "Fast splittable pseudorandom number generators", 2014):
+/// a small generator whose sequence for a seed never changes, so a recorded seed repeats a run
+/// order exactly on any version of pgtier.
+#[derive(Clone, Debug)]
+pub struct SplitMix64(u64);
+
+impl SplitMix64 {
+    pub fn new(seed: u64) -> SplitMix64 {
+        SplitMix64(seed)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// A uniform index below `n` (n > 0).
+    pub fn below(&mut self, n: usize) -> usize {
+        ((self.next_u64() as u128 * n as u128) >> 64) as usize
+    }
+
+    /// Fisher-Yates.
+    pub fn shuffle<T>(&mut self, v: &mut [T]) {
+        for i in (1..v.len()).rev() {
+            let j = self.below(i + 1);
+            v.swap(i, j);
+        }
+    }
+}
+
+/// The run id of a run: `<sequence>-<placement>-<workload>-c<clients>[-m<memory>][-<profile>]-r<repetition>`
+/// (memory and profile only when the matrix varies them).
+pub fn run_id(sequence: u32, cell: &CellKey, repetition: u32, memory_varies: bool, profile_varies: bool) -> String {
+    let mut id = format!("{sequence:04}-{}-{}-c{}", sanitize(&cell.placement), sanitize(&cell.workload), cell.clients);
+    if memory_varies {
+        id.push_str(&format!("-m{}", sanitize(&cell.memory_limit)));
+    }
+    if profile_varies {
+        id.push_str(&format!("-{}", sanitize(&cell.profile)));
+    }
+    id.push_str(&format!("-r{repetition}"));
+    id
+}
+
 /// Expands the matrix into runs in execution order.
 pub fn plan_runs(m: &MatrixSpec) -> Vec<PlannedRun> {
     // (profile, memory limit, workload, clients) combinations, then placements and repetitions.
@@ -249,11 +300,16 @@ pub fn plan_runs(m: &MatrixSpec) -> Vec<PlannedRun> {
         }
     }
     let mut order = Vec::new();
+    let mut rng = m.seed.map(SplitMix64::new);
     match m.order {
         Order::Interleaved => {
             for rep in 1..=m.repetitions {
                 for &combo in &combos {
-                    for pl in 0..m.placements.len() {
+                    let mut block: Vec<usize> = (0..m.placements.len()).collect();
+                    if let Some(rng) = rng.as_mut() {
+                        rng.shuffle(&mut block);
+                    }
+                    for pl in block {
                         order.push((rep, pl, combo));
                     }
                 }
@@ -283,15 +339,7 @@ pub fn plan_runs(m: &MatrixSpec) -> Vec<PlannedRun> {
                 memory_limit: memory_label(mem),
                 profile: m.profiles[pi].name.clone(),
             };
-            let mut run_id =
-                format!("{:04}-{}-{}-c{}", i + 1, sanitize(&cell.placement), sanitize(&cell.workload), clients);
-            if m.memory_limits.len() > 1 {
-                run_id.push_str(&format!("-m{}", sanitize(&cell.memory_limit)));
-            }
-            if m.profiles.len() > 1 {
-                run_id.push_str(&format!("-{}", sanitize(&cell.profile)));
-            }
-            run_id.push_str(&format!("-r{rep}"));
+            let run_id = run_id(i as u32 + 1, &cell, rep, m.memory_limits.len() > 1, m.profiles.len() > 1);
             PlannedRun {
                 sequence: i as u32 + 1,
                 run_id,
@@ -343,7 +391,33 @@ mod tests {
             repetitions: 2,
             order,
             cores: 2,
+            seed: None,
         }
+    }
+
+    #[test]
+    fn a_seed_shuffles_each_block_and_repeats_exactly() {
+        let mut m = spec(Order::Interleaved);
+        m.seed = Some(42);
+        let a = plan_runs(&m);
+        assert_eq!(a, plan_runs(&m), "the same seed, the same order");
+        let blocks: Vec<Vec<&str>> = a.chunks(3).map(|b| b.iter().map(|r| r.cell.placement.as_str()).collect()).collect();
+        for b in &blocks {
+            let mut sorted = b.clone();
+            sorted.sort();
+            assert_eq!(sorted, ["A", "B", "C"], "every block holds each placement once: {b:?}");
+        }
+        assert!(blocks.iter().any(|b| b[0] != "A"), "the baseline is not always first: {blocks:?}");
+        m.seed = Some(43);
+        assert_ne!(a, plan_runs(&m), "another seed, another order");
+    }
+
+    #[test]
+    fn splitmix64_matches_its_reference_sequence() {
+        // The first outputs for seed 1234567 of the reference implementation (Vigna,
+        // splitmix64.c): 6457827717110365317, 3203168211198807973, 9817491932198370423.
+        let mut r = SplitMix64::new(1234567);
+        assert_eq!([r.next_u64(), r.next_u64(), r.next_u64()], [6457827717110365317, 3203168211198807973, 9817491932198370423]);
     }
 
     #[test]

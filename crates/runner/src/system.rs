@@ -75,6 +75,21 @@ pub(crate) trait RunSystem {
     async fn remove_cgroup(&mut self) -> Result<(), RunnerError>;
 }
 
+/// The settings a placement's server runs with: the profile's, the memory limit's, and the
+/// temporary tablespace when the placement puts one on its own device.
+pub(crate) fn server_settings(
+    profile: &crate::matrix::Profile,
+    memory: &crate::matrix::MemoryLimit,
+    placement: &crate::matrix::PlacementTarget,
+) -> BTreeMap<String, String> {
+    let mut settings = profile.settings.clone();
+    settings.extend(memory.settings.clone());
+    if placement.tablespaces.contains_key("temp") {
+        settings.insert("temp_tablespaces".into(), crate::matrix::tablespace_name("temp"));
+    }
+    settings
+}
+
 /// The run on this machine.
 pub(crate) struct RealRun<'c> {
     ctx: RunCtx<'c>,
@@ -115,11 +130,7 @@ impl<'c> RealRun<'c> {
 impl RunSystem for RealRun<'_> {
     async fn start_server(&mut self) -> Result<(), RunnerError> {
         let (env, inp) = (self.ctx.env, self.ctx.inp);
-        let mut settings = inp.profile.settings.clone();
-        settings.extend(inp.memory.settings.clone());
-        if inp.placement.tablespaces.contains_key("temp") {
-            settings.insert("temp_tablespaces".into(), crate::matrix::tablespace_name("temp"));
-        }
+        let settings = server_settings(inp.profile, inp.memory, inp.placement);
         let data_dir = &inp.placement.data_dir;
         server::write_config(data_dir, env.port, &env.socket_dir, &settings, env.user.uid, env.user.gid)?;
         let cgroup = self.make_cgroup()?;

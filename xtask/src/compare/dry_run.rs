@@ -22,7 +22,50 @@ pub fn print(s: &Setup) {
     }
     datasets(&s.matrix);
     memory(&s.exp);
-    runs(&s.matrix, &s.runs);
+    match s.exp.measurement.design {
+        experiment::Design::Runs => runs(&s.matrix, &s.runs),
+        experiment::Design::Slices => slices(&s.exp, &s.matrix, &s.runs),
+    }
+}
+
+/// The sliced design: sessions, contests, what a slice runs, and the budget.
+fn slices(exp: &experiment::Experiment, matrix: &MatrixSpec, cells: &[PlannedRun]) {
+    let m = &exp.measurement;
+    println!("\n## Measurement: design slices\n");
+    println!(
+        "For each memory limit and profile, every placement's server starts at once (its own cgroup and port), CHECKPOINT, caches dropped once; each contest then gets a discarded warm-up per placement ({}), and rounds of one {} s slice per placement in a random order, at least {} rounds, {} and {}. Rounds are decided as the run goes.",
+        m.warm_up.map(|w| format!("{} s", w.as_secs())).unwrap_or_else(|| "the workload's ramp_up, or two slices".into()),
+        m.slice.as_secs(),
+        m.min_rounds,
+        m.budget.map(|b| format!("within a budget of {:.0} s for all contests", b.as_secs_f64())).unwrap_or_else(|| "without a budget".into()),
+        m.target_halfwidth_pct.map(|t| format!("until every change is within ±{t}%")).unwrap_or_else(|| "with no target".into()),
+    );
+    println!("\n## Contests and their slices\n");
+    for r in cells.iter().filter(|r| r.placement == 0 || matrix.placements.len() == 1) {
+        let w = &matrix.workloads[r.workload];
+        let what = match &w.kind {
+            WorkloadKind::Pgbench(p) => format!(
+                "pgbench --builtin={} -c {} -j {} -T {} -P 1{}",
+                p.builtin.as_str(),
+                r.clients,
+                r.threads,
+                m.slice.as_secs(),
+                if p.per_statement { " -r" } else { "" }
+            ),
+            WorkloadKind::Tpcc(t) => {
+                format!("TPC-C {} with {} virtual users for {} s", t.script(), r.clients, m.slice.as_secs())
+            }
+        };
+        let names: Vec<&str> = matrix.placements.iter().map(|p| p.name.as_str()).collect();
+        println!(
+            "- {} c{} (memory {}, profile {}): per slice `{what}`, on {}",
+            w.name,
+            r.clients,
+            r.cell.memory_limit,
+            r.cell.profile,
+            names.join(", ")
+        );
+    }
 }
 
 fn datasets(matrix: &MatrixSpec) {

@@ -23,6 +23,9 @@ pub enum CompareError {
         .0.display()
     )]
     OutNotEmpty(PathBuf),
+    /// A command-line value that cannot be used (`--budget`, `--design`, ...); nothing was touched.
+    #[error("{0}")]
+    BadArgument(String),
     /// The interrupted result set cannot be continued with this configuration.
     #[error("cannot resume {}: {why}", dir.display())]
     NotResumable { dir: PathBuf, why: String },
@@ -52,6 +55,7 @@ impl CompareError {
             | CompareError::ResumeUnreadable { .. }
             | CompareError::Config(_)
             | CompareError::OutNotEmpty(_)
+            | CompareError::BadArgument(_)
             | CompareError::NotResumable { .. } => 2,
             CompareError::Preflight(_)
             | CompareError::State(_)
@@ -75,7 +79,9 @@ impl CompareError {
         }
         match self {
             CompareError::Config(_) => eprintln!("The experiment file is invalid; nothing was touched."),
-            CompareError::OutNotEmpty(_) | CompareError::Preflight(_) => eprintln!("Nothing was touched."),
+            CompareError::OutNotEmpty(_) | CompareError::Preflight(_) | CompareError::BadArgument(_) => {
+                eprintln!("Nothing was touched.")
+            }
             CompareError::NotResumable { .. } => {
                 eprintln!("Nothing was touched; start a new result set instead (without --resume).")
             }

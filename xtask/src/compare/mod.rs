@@ -20,6 +20,7 @@ mod matrix;
 mod preflight;
 mod resume;
 mod session;
+mod slices;
 mod setup;
 
 use std::path::PathBuf;
@@ -41,6 +42,16 @@ pub struct Args {
     pub emulate: bool,
     pub dry_run: bool,
     pub out: Option<PathBuf>,
+    pub measurement: MeasurementArgs,
+}
+
+/// Command-line overrides of the experiment's `[measurement]`, and the run order's seed.
+#[derive(Clone, Debug, Default)]
+pub struct MeasurementArgs {
+    pub seed: Option<u64>,
+    pub design: Option<String>,
+    pub budget: Option<String>,
+    pub target_halfwidth: Option<String>,
 }
 
 /// Exit codes: 0 success, 1 runtime failure (teardown still done), 2 invalid configuration.
@@ -58,7 +69,7 @@ async fn compare(args: Args) -> Result<(), CompareError> {
         dry_run::print(&setup);
         return Ok(());
     }
-    let Setup { exp, previous, started, run_id, results_dir, user, ctx, plan, runs, .. } = setup;
+    let Setup { exp, previous, started, run_id, results_dir, user, ctx, plan, runs, seed, .. } = setup;
     if let Some(prev) = &previous {
         resume::resumable(prev, &exp, &runs)
             .map_err(|why| CompareError::NotResumable { dir: results_dir.clone(), why })
@@ -96,6 +107,7 @@ async fn compare(args: Args) -> Result<(), CompareError> {
         previous,
         ctx,
         begun: false,
+        seed,
     };
     let outcome = session.go_guarded(&plan).await;
     session.conclude(outcome).await

@@ -38,6 +38,8 @@ pub struct Session<'a> {
     pub ctx: PlanContext,
     /// The manifest has been begun (and is written after every phase from then on).
     pub begun: bool,
+    /// The seed of the run order.
+    pub seed: u64,
 }
 
 /// The phases of a session, in order.
@@ -123,10 +125,17 @@ impl<'a> Session<'a> {
             self.phase(Phase::Probe, async |s| s.probe(&provisioned)).await?;
         }
         let env = self.runner_env(throttles)?;
-        let matrix = setup::matrix_spec(self.exp, plan, Some(&provisioned), host::hardware_threads());
+        let matrix =
+            setup::matrix_spec(self.exp, plan, Some(&provisioned), host::hardware_threads(), self.seed);
         let goldens = self.phase(Phase::Load, async |s| s.load(&env, &matrix).await).await?;
-        let failures =
-            self.phase(Phase::Matrix, async |s| s.run_matrix(&env, &matrix, &provisioned, &goldens).await).await?;
+        let failures = match self.exp.measurement.design {
+            experiment::Design::Runs => {
+                self.phase(Phase::Matrix, async |s| s.run_matrix(&env, &matrix, &provisioned, &goldens).await).await?
+            }
+            experiment::Design::Slices => {
+                self.phase(Phase::Matrix, async |s| s.run_sliced(&env, &matrix, &provisioned, &goldens).await).await?
+            }
+        };
         if failures > 0 {
             self.manifest.warnings.push(format!("{failures} run(s) failed; see their failure column and runs/<id>/"));
             // The matrix ran to its end; only some of its runs failed.
@@ -145,6 +154,7 @@ impl<'a> Session<'a> {
             .with_context(|| format!("create {}", self.results.root.display()))?;
         std::fs::write(self.results.root.join("plan.txt"), plan.to_string())?;
         self.manifest = manifest::begin(self.exp, &self.pre, plan, &self.runs, self.started, self.previous.as_ref());
+        self.manifest.measurement.seed = Some(self.seed);
         self.begun = true;
         Ok(())
     }

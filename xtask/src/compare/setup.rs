@@ -27,14 +27,24 @@ pub struct Setup {
     pub plan: Plan,
     /// The matrix with the plan's mount points (device kernel names are not known yet).
     pub matrix: MatrixSpec,
-    /// The planned runs, in execution order.
+    /// The planned runs, in execution order (design `slices`: one per cell; the slices
+    /// themselves are decided as the run goes).
     pub runs: Vec<PlannedRun>,
+    /// The seed of the run order.
+    pub seed: u64,
 }
 
 impl Setup {
     pub fn resolve(args: &Args) -> Result<Setup, CompareError> {
         let threads = host::hardware_threads();
-        let (exp, previous) = load(args, threads)?;
+        let (mut exp, previous) = load(args, threads)?;
+        apply_overrides(&mut exp, &args.measurement)?;
+        // A resumed result set repeats its recorded order.
+        let seed = args
+            .measurement
+            .seed
+            .or(previous.as_ref().and_then(|p| p.measurement.seed))
+            .unwrap_or_else(fresh_seed);
         for w in &exp.warnings {
             eprintln!("warning: {w}");
         }
@@ -74,9 +84,18 @@ impl Setup {
             emulate: args.emulate,
         };
         let plan = build_plan(&devices, &ctx);
-        let matrix = matrix_spec(&exp, &plan, None, threads);
-        let runs = plan_runs(&matrix);
-        Ok(Setup { exp, previous, started, run_id, results_dir, user, ctx, plan, matrix, runs })
+        let matrix = matrix_spec(&exp, &plan, None, threads, seed);
+        let runs = match exp.measurement.design {
+            experiment::Design::Runs => plan_runs(&matrix),
+            experiment::Design::Slices => plan_runs(&MatrixSpec { repetitions: 1, ..matrix.clone() }),
+        };
+        if exp.measurement.design == experiment::Design::Slices && previous.is_some() {
+            return Err(CompareError::NotResumable {
+                dir: results_dir,
+                why: "a result set of the slices design is not resumed (its rounds are decided as the run goes); start a new one".into(),
+            });
+        }
+        Ok(Setup { exp, previous, started, run_id, results_dir, user, ctx, plan, matrix, runs, seed })
     }
 }
 
@@ -101,6 +120,39 @@ fn load(args: &Args, threads: u32) -> Result<(Experiment, Option<Manifest>), Com
     Ok((exp, previous))
 }
 
+/// The command line's `--design`, `--budget` and `--target-halfwidth` over the file's
+/// `[measurement]`.
+fn apply_overrides(exp: &mut Experiment, m: &super::MeasurementArgs) -> Result<(), CompareError> {
+    let bad = |what: &str, v: &str, how: &str| CompareError::BadArgument(format!("{what} {v:?}: {how}"));
+    if let Some(d) = &m.design {
+        exp.measurement.design = match d.as_str() {
+            "slices" => experiment::Design::Slices,
+            "runs" => experiment::Design::Runs,
+            _ => return Err(bad("--design", d, "use slices or runs")),
+        };
+    }
+    if let Some(b) = &m.budget {
+        let d = experiment::units::parse_duration(b).map_err(|e| bad("--budget", b, &e))?;
+        exp.measurement.budget = Some(d);
+    }
+    if let Some(t) = &m.target_halfwidth {
+        let v = t
+            .trim()
+            .strip_suffix('%')
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .filter(|v| *v > 0.0 && *v < 100.0)
+            .ok_or_else(|| bad("--target-halfwidth", t, "give a percentage such as 5%"))?;
+        exp.measurement.target_halfwidth_pct = Some(v);
+    }
+    Ok(())
+}
+
+/// A seed nobody chose: the clock and the process id.
+fn fresh_seed() -> u64 {
+    let nanos = SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0);
+    nanos ^ ((std::process::id() as u64) << 32)
+}
+
 /// A 6-character token naming this run's interfaces and namespaces.
 fn short_token(run_id: &str) -> String {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
@@ -112,7 +164,13 @@ fn short_token(run_id: &str) -> String {
 }
 
 /// The matrix as the runner sees it; directories come from the plan's mount points.
-pub fn matrix_spec(exp: &Experiment, plan: &Plan, provisioned: Option<&Provisioned>, threads: u32) -> MatrixSpec {
+pub fn matrix_spec(
+    exp: &Experiment,
+    plan: &Plan,
+    provisioned: Option<&Provisioned>,
+    threads: u32,
+    seed: u64,
+) -> MatrixSpec {
     // Every device a placement names is in the plan (used_devices covers data, WAL and
     // tablespaces); a missing one would be a bug, and a relative path must never be used.
     let mount = |dev: &str| {
@@ -163,5 +221,6 @@ pub fn matrix_spec(exp: &Experiment, plan: &Plan, provisioned: Option<&Provision
         repetitions: exp.repetitions,
         order: exp.order,
         cores: threads,
+        seed: Some(seed),
     }
 }

@@ -1,0 +1,489 @@
+//! The sliced matrix (design `slices`): for each memory limit and profile, every placement's
+//! server is up at once and the load alternates between them in rounds of short slices (a random
+//! order in every round, seeded and recorded). A contest (the cells of one workload and client
+//! count that differ only in placement) gets a warm-up per placement, then rounds until every
+//! change against the baseline has an interval as narrow as the target, or its share of the time
+//! budget is spent; what the first pass leaves of the budget goes to the contests that missed
+//! their target, widest first. Each slice is a measured run of its own under `runs/`.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use report::analysis;
+use results::RunStatus;
+use results::record::{CellKey, RunRecord};
+use runner::RunnerEnv;
+use runner::dataset::{self, Golden};
+use runner::execute::{Observer, RunInputs};
+use runner::matrix::{MatrixSpec, PlannedRun, SplitMix64, WorkloadSpec, memory_label, run_id};
+use runner::slices::{Session as Servers, SessionSpec, session_dir};
+use tiers::Provisioned;
+
+use super::faults;
+use super::session::Session;
+
+/// The cells of one workload and client count under one memory limit and profile.
+struct Contest {
+    profile: usize,
+    memory: usize,
+    workload: usize,
+    clients: u32,
+    threads: u32,
+    /// Placement indices, the baseline first.
+    placements: Vec<usize>,
+    rounds: u32,
+    records: Vec<RunRecord>,
+    /// Seconds its rounds took.
+    seconds: f64,
+    /// The widest half-width of its changes after the last round (percentage points).
+    widest: Option<f64>,
+    stopped: Option<String>,
+}
+
+impl Contest {
+    fn name(&self, spec: &MatrixSpec) -> String {
+        analysis::contest_of(&self.cell(spec, self.placements[0]))
+    }
+
+    fn cell(&self, spec: &MatrixSpec, placement: usize) -> CellKey {
+        CellKey {
+            placement: spec.placements[placement].name.clone(),
+            workload: spec.workloads[self.workload].name.clone(),
+            clients: self.clients,
+            memory_limit: memory_label(spec.memory_limits[self.memory].bytes),
+            profile: spec.profiles[self.profile].name.clone(),
+        }
+    }
+
+    /// The widest 95% half-width among its changes against the baseline (the report's paired
+    /// analysis, warm-up rounds cut by MSER-5 as the report cuts them); None until every
+    /// contender has an interval.
+    fn widest_halfwidth(&self, spec: &MatrixSpec) -> Option<f64> {
+        let baseline = &spec.placements[self.placements[0]].name;
+        let mut ok: BTreeMap<CellKey, Vec<&RunRecord>> = BTreeMap::new();
+        for r in self.records.iter().filter(|r| r.status == RunStatus::Ok) {
+            ok.entry(r.cell.clone()).or_default().push(r);
+        }
+        let (usable, _) = analysis::usable_runs(&ok, baseline, true);
+        let base = usable.get(&self.cell(spec, self.placements[0]))?;
+        let mut widest: f64 = 0.0;
+        for &p in &self.placements[1..] {
+            let runs = usable.get(&self.cell(spec, p))?;
+            let d = analysis::delta(base, runs, analysis::headline_figure(runs), true)?;
+            if !d.has_interval() {
+                return None;
+            }
+            widest = widest.max(d.half_width_pct());
+        }
+        Some(widest)
+    }
+}
+
+/// Contests in the order they run: by profile, memory limit, workload and client count.
+fn contests(spec: &MatrixSpec, baseline: &str) -> Vec<Contest> {
+    let mut placements: Vec<usize> = (0..spec.placements.len()).collect();
+    placements.sort_by_key(|&i| spec.placements[i].name != baseline);
+    let mut out = Vec::new();
+    for profile in 0..spec.profiles.len() {
+        for memory in 0..spec.memory_limits.len() {
+            for (workload, w) in spec.workloads.iter().enumerate() {
+                for &clients in &w.clients {
+                    out.push(Contest {
+                        profile,
+                        memory,
+                        workload,
+                        clients,
+                        threads: w.threads.unwrap_or(clients.min(spec.cores.max(1))).min(clients).max(1),
+                        placements: placements.clone(),
+                        rounds: 0,
+                        records: Vec::new(),
+                        seconds: 0.0,
+                        widest: None,
+                        stopped: None,
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// An observer that shows the current slice on a terminal and prints nothing per second
+/// (the scheduler prints a line per round).
+struct Quiet;
+
+impl Observer for Quiet {}
+
+/// What the sliced matrix works with and has found so far.
+struct Sliced<'m, 'e> {
+    env: &'m RunnerEnv<'e>,
+    spec: &'m MatrixSpec,
+    provisioned: &'m Provisioned,
+    goldens: &'m HashMap<String, Golden>,
+    rng: SplitMix64,
+    sequence: u32,
+    /// The data set each placement holds.
+    placed: HashMap<String, String>,
+    /// Placements whose server did not start, with the reason.
+    broken: HashMap<String, String>,
+    started: Instant,
+    failures: usize,
+    /// The last slice's throughput per (placement, contest), to size transaction logs.
+    expected: HashMap<(usize, usize), f64>,
+    seconds: BTreeMap<&'static str, f64>,
+}
+
+impl Session<'_> {
+    /// Runs the sliced matrix; returns how many slices failed.
+    pub(super) async fn run_sliced(
+        &mut self,
+        env: &RunnerEnv<'_>,
+        spec: &MatrixSpec,
+        provisioned: &Provisioned,
+        goldens: &HashMap<String, Golden>,
+    ) -> Result<usize> {
+        let seed = self.manifest.measurement.seed.unwrap_or(0);
+        let mut s = Sliced {
+            env,
+            spec,
+            provisioned,
+            goldens,
+            rng: SplitMix64::new(seed ^ 0x5eed_0f51_1ce5),
+            sequence: 0,
+            placed: HashMap::new(),
+            broken: HashMap::new(),
+            started: Instant::now(),
+            failures: 0,
+            expected: HashMap::new(),
+            seconds: BTreeMap::new(),
+        };
+        let mut all = contests(spec, &self.exp.baseline);
+        let m = self.exp.measurement.clone();
+        eprintln!(
+            "measuring {} contest(s) in rounds of {} s slices{}{}",
+            all.len(),
+            m.slice.as_secs(),
+            m.budget.map(|b| format!(", budget {:.0} s", b.as_secs_f64())).unwrap_or_default(),
+            m.target_halfwidth_pct.map(|t| format!(", target ±{t}%")).unwrap_or_default()
+        );
+        // First pass: every contest, in order, each with its share of what is left.
+        let groups = session_groups(&all);
+        for (gi, group) in groups.iter().enumerate() {
+            self.run_group(&mut s, &mut all, group, gi + 1, false).await?;
+        }
+        // Second pass: what the budget has left goes to the contests that missed the target.
+        let mut pass = groups.len();
+        while let Some(group) = self.revisit(&s, &all) {
+            pass += 1;
+            self.run_group(&mut s, &mut all, &group, pass, true).await?;
+        }
+        for c in &all {
+            let why = c.stopped.clone().unwrap_or_else(|| "not measured".into());
+            self.manifest.measurement.stopped.insert(c.name(spec), why);
+        }
+        for (k, v) in s.seconds {
+            self.manifest.phase_seconds.insert(k.into(), v);
+        }
+        Ok(s.failures)
+    }
+
+    /// The contests that missed their target while budget remains, in the session that holds
+    /// the widest of them (None when nothing is left to do).
+    fn revisit(&self, s: &Sliced<'_, '_>, all: &[Contest]) -> Option<Vec<usize>> {
+        let m = &self.exp.measurement;
+        let (budget, target) = (m.budget?, m.target_halfwidth_pct?);
+        let left = budget.as_secs_f64() - s.started.elapsed().as_secs_f64();
+        let round = all.iter().filter(|c| c.rounds > 0).map(|c| c.seconds / c.rounds as f64).fold(0.0, f64::max);
+        // A restart and warm-up cost about two rounds; only worth it with room for several more.
+        if self.interrupts.cancelled() || left < round * 6.0 {
+            return None;
+        }
+        let missing: Vec<usize> = (0..all.len()).filter(|&i| all[i].widest.is_some_and(|w| w > target)).collect();
+        let worst = *missing.iter().max_by(|&&a, &&b| all[a].widest.partial_cmp(&all[b].widest).unwrap())?;
+        let same = |i: usize| all[i].profile == all[worst].profile && all[i].memory == all[worst].memory;
+        Some(missing.into_iter().filter(|&i| same(i)).collect())
+    }
+
+    /// One session: the group's servers up at once, its contests one after the other.
+    async fn run_group(
+        &mut self,
+        s: &mut Sliced<'_, '_>,
+        all: &mut [Contest],
+        group: &[usize],
+        number: usize,
+        revisit: bool,
+    ) -> Result<()> {
+        let first = &all[group[0]];
+        let (profile, memory) = (first.profile, first.memory);
+        let mut placements: Vec<usize> =
+            first.placements.iter().copied().filter(|&p| !s.broken.contains_key(&s.spec.placements[p].name)).collect();
+        let t0 = Instant::now();
+        for &c in group {
+            for &p in &placements.clone() {
+                self.place_sliced(s, all[c].workload, p)?;
+            }
+        }
+        add(&mut s.seconds, "relocate", t0.elapsed().as_secs_f64());
+        let t0 = Instant::now();
+        let id = format!("s{number}");
+        let mut servers = loop {
+            let sspec = SessionSpec {
+                id: id.clone(),
+                placements: placements.iter().map(|&p| &s.spec.placements[p]).collect(),
+                profile: &s.spec.profiles[profile],
+                memory: &s.spec.memory_limits[memory],
+                dir: session_dir(&self.results.root, &id),
+            };
+            match Servers::start(s.env, &sspec).await {
+                Ok(servers) => break servers,
+                Err(f) => {
+                    let why = format!("placement {} unusable in session {id}: its server did not start ({})", f.placement, f.error);
+                    eprintln!("  {why}");
+                    self.manifest.warnings.push(why.clone());
+                    if f.placement == self.exp.baseline || !placements.iter().any(|&p| s.spec.placements[p].name == f.placement) {
+                        bail!("{why}; the baseline is needed for every delta, so the matrix stops here");
+                    }
+                    s.broken.insert(f.placement.clone(), why);
+                    placements.retain(|&p| s.spec.placements[p].name != f.placement);
+                    if placements.len() < 2 {
+                        bail!("session {id} has no contender left to compare with the baseline");
+                    }
+                }
+            }
+        };
+        add(&mut s.seconds, "session start", t0.elapsed().as_secs_f64());
+        eprintln!(
+            "session {id}: {} servers up ({}, memory {}, profile {}){}",
+            placements.len(),
+            servers.placements().join(", "),
+            memory_label(s.spec.memory_limits[memory].bytes),
+            s.spec.profiles[profile].name,
+            if revisit { ", more rounds for contests short of their target" } else { "" }
+        );
+        let mut outcome = Ok(());
+        for (n, &c) in group.iter().enumerate() {
+            all[c].placements.retain(|p| placements.contains(p));
+            // The first pass shares what is left over every contest not yet measured; a revisit
+            // over the contests of this session still to come.
+            let remaining = if revisit { group.len() - n } else { all.iter().filter(|x| x.rounds == 0).count() };
+            if let Err(e) = self.run_contest(s, &mut servers, &mut all[c], remaining).await {
+                outcome = Err(e);
+                break;
+            }
+        }
+        let t0 = Instant::now();
+        let stopped = servers.stop().await.context("stop the session's servers");
+        add(&mut s.seconds, "session stop", t0.elapsed().as_secs_f64());
+        outcome?;
+        stopped?;
+        if let Err(e) = report::refresh_tables(&self.results.root) {
+            eprintln!("  warning: could not refresh the tables: {e}");
+        }
+        Ok(())
+    }
+
+    /// Warm-up, then rounds until the target, the contest's share of the budget, or (without a
+    /// budget) `min_rounds`.
+    async fn run_contest(
+        &mut self,
+        s: &mut Sliced<'_, '_>,
+        servers: &mut Servers<'_>,
+        c: &mut Contest,
+        remaining: usize,
+    ) -> Result<()> {
+        let m = self.exp.measurement.clone();
+        let name = c.name(s.spec);
+        let workload = &s.spec.workloads[c.workload];
+        let t0 = Instant::now();
+        let warm = m.warm_up.unwrap_or(if workload.ramp_up.is_zero() { m.slice * 2 } else { workload.ramp_up });
+        let mut order = c.placements.clone();
+        s.rng.shuffle(&mut order);
+        for &p in &order {
+            let w = WorkloadSpec { ramp_up: warm, ..workload.clone() };
+            let planned = self.planned(s, c, p, 0);
+            let inp = self.inputs(s, &planned, &w, &[]);
+            let label = format!("{}-{}-c{}", s.spec.placements[p].name, workload.name, c.clients);
+            if let Some(tps) = servers.warm_up(&inp, &label, &mut Quiet).await.context("warm-up")? {
+                s.expected.insert((p, c.workload), tps);
+            }
+        }
+        add(&mut s.seconds, "warm_up", t0.elapsed().as_secs_f64());
+        let share = self.share(s, remaining);
+        c.stopped = None;
+        let t_contest = Instant::now();
+        loop {
+            if self.interrupts.cancelled() {
+                bail!("interrupted during contest {name}");
+            }
+            c.rounds += 1;
+            let t_round = Instant::now();
+            let mut order = c.placements.clone();
+            s.rng.shuffle(&mut order);
+            let mut line = Vec::new();
+            for &p in &order {
+                let w = WorkloadSpec { duration: m.slice, ramp_up: Duration::ZERO, ..workload.clone() };
+                let planned = self.planned(s, c, p, c.rounds);
+                let faults = faults::faults_for(self.exp, &self.ctx, planned.sequence, s.provisioned);
+                let inp = self.inputs(s, &planned, &w, &faults);
+                let expected = s.expected.get(&(p, c.workload)).copied();
+                let record = servers.slice(&inp, expected, &mut Quiet).await.map_err(|e| match e {
+                    runner::RunnerError::Cancelled => anyhow::anyhow!("interrupted during slice {}", planned.run_id),
+                    e => anyhow::Error::from(e).context(format!("slice {}", planned.run_id)),
+                })?;
+                let place = &s.spec.placements[p].name;
+                match record.status {
+                    RunStatus::Ok => {
+                        s.expected.insert((p, c.workload), record.metrics.tps.max(1.0));
+                        line.push(format!("{place} {:.0}", headline(&record)));
+                    }
+                    RunStatus::Failed => {
+                        s.failures += 1;
+                        line.push(format!("{place} FAILED ({})", record.failure.as_deref().unwrap_or("unknown")));
+                    }
+                }
+                let down = !servers.is_running(place);
+                c.records.push(record);
+                if down {
+                    c.stopped = Some(format!("placement {place}'s server went down in round {}", c.rounds));
+                    eprintln!("  [{name}] {}; the contest stops", c.stopped.as_deref().unwrap_or(""));
+                    return Ok(());
+                }
+            }
+            let secs = t_round.elapsed().as_secs_f64();
+            c.seconds += secs;
+            add(&mut s.seconds, "measure", secs);
+            c.widest = c.widest_halfwidth(s.spec);
+            eprintln!(
+                "  [{name}] round {}: {}{} (elapsed {:.0} s)",
+                c.rounds,
+                line.join(", "),
+                c.widest.map(|w| format!("; widest change ±{w:.1}%")).unwrap_or_default(),
+                s.started.elapsed().as_secs_f64()
+            );
+            if let Err(e) = report::refresh_tables(&self.results.root) {
+                eprintln!("  warning: could not refresh the tables: {e}");
+            }
+            if let Some(why) = stop_reason(c, &m, share, t_contest.elapsed().as_secs_f64(), secs) {
+                eprintln!("  [{name}] stops: {why}");
+                c.stopped = Some(why);
+                return Ok(());
+            }
+        }
+    }
+
+    /// The seconds a contest may take: what is left of the budget over the `remaining` contests
+    /// still to measure, this one included (None without a budget).
+    fn share(&self, s: &Sliced<'_, '_>, remaining: usize) -> Option<f64> {
+        let budget = self.exp.measurement.budget?.as_secs_f64();
+        let left = (budget - s.started.elapsed().as_secs_f64()).max(0.0);
+        Some(left / remaining.max(1) as f64)
+    }
+
+    fn planned(&self, s: &mut Sliced<'_, '_>, c: &Contest, placement: usize, round: u32) -> PlannedRun {
+        let cell = c.cell(s.spec, placement);
+        let sequence = if round == 0 {
+            0
+        } else {
+            s.sequence += 1;
+            s.sequence
+        };
+        PlannedRun {
+            sequence,
+            run_id: run_id(sequence, &cell, round, s.spec.memory_limits.len() > 1, s.spec.profiles.len() > 1),
+            cell,
+            repetition: round,
+            placement,
+            workload: c.workload,
+            profile: c.profile,
+            memory: c.memory,
+            memory_limit: s.spec.memory_limits[c.memory].bytes,
+            clients: c.clients,
+            threads: c.threads,
+        }
+    }
+
+    fn inputs<'i>(
+        &'i self,
+        s: &'i Sliced<'_, '_>,
+        planned: &'i PlannedRun,
+        workload: &'i WorkloadSpec,
+        faults: &'i [runner::faults::Fault],
+    ) -> RunInputs<'i> {
+        RunInputs {
+            planned,
+            placement: &s.spec.placements[planned.placement],
+            workload,
+            profile: &s.spec.profiles[planned.profile],
+            memory: &s.spec.memory_limits[planned.memory],
+            results: &self.results,
+            faults,
+        }
+    }
+
+    /// Copies the workload's data set onto the placement unless it holds it already.
+    fn place_sliced(&mut self, s: &mut Sliced<'_, '_>, workload: usize, p: usize) -> Result<()> {
+        let placement = &s.spec.placements[p];
+        let key = s.spec.workloads[workload].dataset(&s.spec.tablespace_roles()).key();
+        if s.placed.get(&placement.name) == Some(&key) {
+            return Ok(());
+        }
+        eprintln!("copying data set {key} onto placement {}", placement.name);
+        let secs =
+            dataset::relocate(s.env, &s.goldens[&key], &placement.data_dir, &placement.wal_dir, &placement.tablespaces)?;
+        if let Some(d) = self.manifest.datasets.iter_mut().find(|d| d.key == key) {
+            d.relocate_seconds.insert(placement.name.clone(), secs);
+        }
+        s.placed.insert(placement.name.clone(), key);
+        Ok(())
+    }
+}
+
+/// Why a contest stops after this round, if it does.
+fn stop_reason(
+    c: &Contest,
+    m: &experiment::Measurement,
+    share: Option<f64>,
+    spent: f64,
+    round_secs: f64,
+) -> Option<String> {
+    let hw = c.widest.map(|w| format!("±{w:.1}%")).unwrap_or_else(|| "no interval yet".into());
+    if c.rounds < m.min_rounds {
+        return None;
+    }
+    if let (Some(t), Some(w)) = (m.target_halfwidth_pct, c.widest)
+        && w <= t
+    {
+        return Some(format!("target ±{t}% met after {} rounds ({hw})", c.rounds));
+    }
+    match (share, m.target_halfwidth_pct) {
+        (Some(share), _) if spent + round_secs > share => {
+            Some(format!("its share of the budget ({share:.0} s) spent after {} rounds ({hw})", c.rounds))
+        }
+        (None, None) => Some(format!("{} rounds (min_rounds; no budget or target set) ({hw})", c.rounds)),
+        (None, Some(_)) if c.rounds >= m.min_rounds * 10 => {
+            Some(format!("{} rounds without reaching the target and no budget set ({hw})", c.rounds))
+        }
+        _ => None,
+    }
+}
+
+/// Groups of contests that share one session (memory limit and profile), in order.
+fn session_groups(all: &[Contest]) -> Vec<Vec<usize>> {
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    for (i, c) in all.iter().enumerate() {
+        match groups.last_mut() {
+            Some(g) if all[g[0]].profile == c.profile && all[g[0]].memory == c.memory => g.push(i),
+            _ => groups.push(vec![i]),
+        }
+    }
+    groups
+}
+
+fn headline(r: &RunRecord) -> f64 {
+    r.metrics.nopm.unwrap_or(r.metrics.tps)
+}
+
+fn add(map: &mut BTreeMap<&'static str, f64>, key: &'static str, secs: f64) {
+    *map.entry(key).or_default() += secs;
+}
