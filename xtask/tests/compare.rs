@@ -142,9 +142,15 @@ fn tiny_experiment_end_to_end() {
     let runs = csv_rows(&out.join("runs.csv"));
     assert_eq!(runs.len(), 12);
     assert!(runs.iter().all(|r| r["status"] == "ok"), "{runs:?}");
-    // Interleaved order: placements alternate.
-    let order: Vec<&str> = runs.iter().take(3).map(|r| r["placement"].as_str()).collect();
-    assert_eq!(order, ["disk", "wal-on-pm", "remote"]);
+    // Interleaved order: placements alternate, each block of three in a random order (the
+    // seed is recorded, so the order can be repeated).
+    let mut by_sequence: Vec<&std::collections::HashMap<String, String>> = runs.iter().collect();
+    by_sequence.sort_by_key(|r| r["sequence"].parse::<u32>().unwrap());
+    for block in by_sequence.chunks(3) {
+        let mut order: Vec<&str> = block.iter().map(|r| r["placement"].as_str()).collect();
+        order.sort();
+        assert_eq!(order, ["disk", "remote", "wal-on-pm"], "every block holds each placement once");
+    }
     // Raw output next to every parsed figure.
     for r in &runs {
         let dir = out.join("runs").join(&r["run_id"]);
@@ -183,6 +189,8 @@ fn tiny_experiment_end_to_end() {
     }
     let manifest: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("manifest.json")).unwrap()).unwrap();
+    assert!(manifest["measurement"]["seed"].as_u64().is_some(), "the run order's seed is recorded");
+    assert_eq!(manifest["measurement"]["design"], "runs");
     let pm = manifest["devices"].as_array().unwrap().iter().find(|d| d["name"] == "pm").unwrap();
     assert_eq!(pm["dax_requested"], "required");
     assert_eq!(pm["dax_honoured"], false, "the emulated PMem cannot honour DAX and the results say so");
