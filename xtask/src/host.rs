@@ -119,3 +119,14 @@ pub fn tool_versions(pg_bin: &std::path::Path, programs: &[&str]) -> BTreeMap<St
     }
     out
 }
+
+/// This machine's memory (MemTotal), in bytes; 0 when /proc/meminfo does not say.
+pub fn memory_bytes() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|t| {
+            t.lines().find_map(|l| l.strip_prefix("MemTotal:").and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok()))
+        })
+        .map(|kb| kb * 1024)
+        .unwrap_or(0)
+}

@@ -111,6 +111,22 @@ enum BenchCommand {
         #[arg(long, default_value = "tpcb-like")]
         builtin: String,
     },
+    /// Interval half-width per minute of machine time and A/A false positives, per measurement
+    /// design, on the emulated seed-000 TPC-B cells and an A/A experiment (see docs/benchmarks.md).
+    Precision {
+        /// Trials of the seed-000 TPC-B experiment per design.
+        #[arg(long, default_value_t = 2)]
+        trials: u32,
+        /// Trials of the A/A experiment per design.
+        #[arg(long, default_value_t = 4)]
+        aa_trials: u32,
+        /// Designs, comma-separated: runs, slices, slices:<slice length> (e.g. slices:2s).
+        #[arg(long, default_value = "runs,slices")]
+        designs: String,
+        /// The slices designs' time budget per experiment.
+        #[arg(long, default_value = "300s")]
+        budget: String,
+    },
 }
 
 fn main() -> ExitCode {
@@ -142,6 +158,10 @@ fn main() -> ExitCode {
                 .build()
                 .expect("tokio runtime");
             rt.block_on(bench::fidelity(bench::FidelityArgs { runs, duration, scale, clients, builtin }))
+        }
+        Command::Bench { which: BenchCommand::Precision { trials, aa_trials, designs, budget } } => {
+            let designs = designs.split(',').map(|d| d.trim().to_string()).filter(|d| !d.is_empty()).collect();
+            bench::precision::precision(bench::precision::PrecisionArgs { trials, aa_trials, designs, budget })
         }
     }
 }

@@ -21,6 +21,7 @@ pub struct Preflight {
 
 pub fn preflight(exp: &Experiment, plan: &tiers::Plan, user: Result<DbUser, RunnerError>) -> Result<Preflight> {
     check_huge_pages(exp, runner::memory::HugePages::of_this_machine())?;
+    check_sessions_fit(exp, crate::host::memory_bytes())?;
     if !nix::unistd::geteuid().is_root() {
         bail!("provisioning block devices needs root; run as root, or use --dry-run to see the plan");
     }
@@ -110,4 +111,25 @@ fn check_huge_pages(exp: &Experiment, machine: Option<runner::memory::HugePages>
 pub fn begin_record(run_id: &str, exp: &Experiment) -> Result<Journal> {
     paths::ensure_state_dirs()?;
     Ok(Journal::begin(&paths::journal_dir(), run_id, &format!("cargo xtask compare: {}", exp.file.display()))?)
+}
+
+/// The slices design runs every placement's server of a memory limit and profile at once: the
+/// servers' certain memory together must fit the machine (with room for the page cache).
+fn check_sessions_fit(exp: &Experiment, host_memory: u64) -> Result<()> {
+    if exp.measurement.design != experiment::Design::Slices || host_memory == 0 {
+        return Ok(());
+    }
+    let servers = exp.placements.len() as u64;
+    for (profile, limit, plan) in exp.memory_plans() {
+        let each = plan.certain_bytes();
+        if each * servers > host_memory / 10 * 8 {
+            bail!(
+                "design \"slices\" starts all {servers} placements' servers at once, and with profile {profile:?} (memory {limit}) each needs about {} for certain: {} in all, more than 80% of this machine's {}; set [measurement] design = \"runs\" (one server at a time) or lower shared_buffers",
+                runner::memory::show(each),
+                runner::memory::show(each * servers),
+                runner::memory::show(host_memory)
+            );
+        }
+    }
+    Ok(())
 }

@@ -487,3 +487,59 @@ fn headline(r: &RunRecord) -> f64 {
 fn add(map: &mut BTreeMap<&'static str, f64>, key: &'static str, secs: f64) {
     *map.entry(key).or_default() += secs;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn contest(rounds: u32, widest: Option<f64>) -> Contest {
+        Contest {
+            profile: 0,
+            memory: 0,
+            workload: 0,
+            clients: 8,
+            threads: 2,
+            placements: vec![0, 1],
+            rounds,
+            records: vec![],
+            seconds: 0.0,
+            widest,
+            stopped: None,
+        }
+    }
+
+    fn measurement(budget: bool, target: Option<f64>) -> experiment::Measurement {
+        experiment::Measurement {
+            design: experiment::Design::Slices,
+            budget: budget.then(|| Duration::from_secs(600)),
+            target_halfwidth_pct: target,
+            min_rounds: 6,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_contest_stops_at_its_target_at_its_share_or_at_min_rounds() {
+        let m = measurement(true, Some(5.0));
+        assert_eq!(stop_reason(&contest(3, Some(1.0)), &m, Some(100.0), 20.0, 10.0), None, "not before min_rounds");
+        let why = stop_reason(&contest(6, Some(4.2)), &m, Some(100.0), 60.0, 10.0).unwrap();
+        assert!(why.starts_with("target ±5% met after 6 rounds (±4.2%)"), "{why}");
+        assert_eq!(stop_reason(&contest(7, Some(6.0)), &m, Some(100.0), 70.0, 10.0), None, "room for one more round");
+        let why = stop_reason(&contest(9, Some(6.0)), &m, Some(100.0), 95.0, 10.0).unwrap();
+        assert!(why.contains("share of the budget (100 s) spent after 9 rounds (±6.0%)"), "{why}");
+        // Neither budget nor target: min_rounds rounds.
+        let why = stop_reason(&contest(6, None), &measurement(false, None), None, 60.0, 10.0).unwrap();
+        assert!(why.starts_with("6 rounds (min_rounds"), "{why}");
+        // A target without a budget: a cap of ten times min_rounds.
+        let m = measurement(false, Some(1.0));
+        assert_eq!(stop_reason(&contest(30, Some(3.0)), &m, None, 300.0, 10.0), None);
+        assert!(stop_reason(&contest(60, Some(3.0)), &m, None, 600.0, 10.0).unwrap().contains("without reaching"));
+    }
+
+    #[test]
+    fn contests_of_one_memory_limit_and_profile_share_a_session() {
+        let mut all = vec![contest(0, None), contest(0, None), contest(0, None)];
+        all[2].memory = 1;
+        assert_eq!(session_groups(&all), vec![vec![0, 1], vec![2]]);
+    }
+}

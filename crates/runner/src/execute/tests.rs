@@ -323,3 +323,36 @@ async fn a_cancelled_run_stops_the_server_and_stores_nothing() {
         "the server is stopped, and nothing is asked of the kernel"
     );
 }
+
+/// A slice of a sliced session: only the settings and the measured interval; the server was
+/// started before and stays up.
+#[tokio::test]
+async fn a_slice_takes_only_the_measured_steps_and_keeps_the_server_up() {
+    let mut sys = FakeRun::new();
+    sys.started = true;
+    let dir = tempfile::tempdir().unwrap();
+    let results = ResultsDir::new(dir.path());
+    let planned = testing::planned(None);
+    let workload = testing::workload(Duration::ZERO);
+    let (placement, profile, memory) = (testing::placement(), testing::profile(&[]), testing::memory(None));
+    let inp = RunInputs {
+        planned: &planned,
+        placement: &placement,
+        workload: &workload,
+        profile: &profile,
+        memory: &memory,
+        results: &results,
+        faults: &[],
+    };
+    let r = super::run_slice(&mut sys, &inp, Some(900.0), &mut Quiet).await.unwrap();
+    assert_eq!(sys.calls, steps(&["read settings", "measure expecting Some(900.0) tps"]));
+    assert_eq!((r.status, r.metrics.tps), (RunStatus::Ok, 1000.0));
+    assert_eq!(results.read_runs().unwrap().len(), 1, "stored like any run");
+    // An OOM kill during the slice (the session's counter is reported as the slice's own change).
+    let mut sys = FakeRun::new();
+    sys.started = true;
+    sys.cgroup.as_mut().unwrap().oom_kills = Some(1);
+    let r = super::run_slice(&mut sys, &inp, None, &mut Quiet).await.unwrap();
+    assert_eq!((r.status, r.failure_kind.as_deref()), (RunStatus::Failed, Some("out-of-memory")));
+    assert!(!sys.calls.iter().any(|c| c.starts_with("stop server")), "the session stops its servers, not a slice");
+}

@@ -252,6 +252,25 @@ fn summary(args: &FidelityArgs, threads: u32, pairs: &Pairs) -> String {
         m_p / m_h,
         (m_p / m_h - 1.0) * 100.0
     ));
+    // The pairs ran back to back: their ratio's geometric mean with a paired t interval on the
+    // logs, and whether that shows "within 2%" (the whole interval inside ±2%), refutes it, or
+    // cannot tell.
+    let pairs_tps: Vec<(f64, f64)> =
+        pairs.hand_tps.iter().copied().zip(pairs.pgtier_tps.iter().copied()).collect();
+    if let Some(d) = report::stats::Delta::paired(&pairs_tps).map(|d| d.classified(2.0)) {
+        let verdict = match d.verdict {
+            report::stats::Verdict::Equivalent => "within 2%: shown (the whole interval lies inside ±2%)",
+            report::stats::Verdict::RealChange => "within 2%: refuted (pgtier's figure differs)",
+            report::stats::Verdict::Inconclusive => "within 2%: neither shown nor refuted (run more pairs)",
+            report::stats::Verdict::NoInterval => "within 2%: no interval (one pair)",
+        };
+        text.push_str(&format!(
+            "pgtier / hand over the {} pairs: geometric mean {:.4} ({}), paired 95% interval on the logs; {verdict}\n",
+            pairs_tps.len(),
+            d.ratio,
+            d.text("")
+        ));
+    }
     text.push_str(&format!(
         "sampler (once a second: /proc/diskstats, /proc/stat): {:.3}% of one core (median over the pgtier runs)\n",
         median(&pairs.sampler_pct)

@@ -1,0 +1,350 @@
+//! `cargo xtask bench precision`: for each measurement design, how wide is a change's 95%
+//! interval per minute of machine time, and how often does an A/A experiment (placements on
+//! identical emulated devices) call them different? Every trial runs the real pipeline
+//! (`cargo xtask compare --emulate` as a child process, on its own emulated devices) for two
+//! generated experiments: the emulated seed-000 TPC-B cells (three placements, two memory
+//! limits) and an A/A experiment (three placements on identical loop devices). Designs alternate
+//! inside every trial (their order rotated), so the machine's state lands on each alike. The
+//! figures go to `results/bench-precision/<time>/precision.md`, next to every result set.
+
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::{Instant, SystemTime};
+
+use anyhow::{Context, Result, bail};
+use report::stats::Verdict;
+use results::timestamp;
+
+use crate::paths;
+
+/// What to compare.
+pub struct PrecisionArgs {
+    pub trials: u32,
+    pub aa_trials: u32,
+    /// `runs`, `slices`, or `slices:<slice>` (e.g. `slices:2s`).
+    pub designs: Vec<String>,
+    /// The slices designs' budget per experiment.
+    pub budget: String,
+}
+
+/// One delta of one trial.
+struct Row {
+    experiment: &'static str,
+    design: String,
+    trial: u32,
+    cell: String,
+    pct: f64,
+    low: f64,
+    high: f64,
+    verdict: Verdict,
+    method: &'static str,
+    /// The whole command's wall time, seconds.
+    wall_s: f64,
+    rounds: usize,
+}
+
+pub fn precision(args: PrecisionArgs) -> ExitCode {
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("error: the benchmark provisions emulated devices and needs root");
+        return ExitCode::FAILURE;
+    }
+    let out = paths::repo_root().join("results").join("bench-precision").join(timestamp::compact(SystemTime::now()));
+    match run(&args, &out) {
+        Ok(text) => {
+            print!("{text}");
+            println!("{}", out.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {}", crate::error_chain::chain(&e));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: &PrecisionArgs, out: &Path) -> Result<String> {
+    std::fs::create_dir_all(out).with_context(|| format!("create {}", out.display()))?;
+    // Its own copy of this binary: a rebuild of the checkout meanwhile does not change what runs.
+    let exe = out.join("xtask");
+    std::fs::copy(std::env::current_exe()?, &exe).context("copy the xtask binary")?;
+    let mut rows: Vec<Row> = Vec::new();
+    let mut plan: Vec<(&'static str, u32)> = Vec::new();
+    for t in 1..=args.trials.max(args.aa_trials) {
+        if t <= args.trials {
+            plan.push(("seed000-tpcb", t));
+        }
+        if t <= args.aa_trials {
+            plan.push(("aa", t));
+        }
+    }
+    let started = Instant::now();
+    for (n, (experiment, trial)) in plan.iter().enumerate() {
+        // Rotate the designs' order from one trial to the next.
+        let k = args.designs.len();
+        for i in 0..k {
+            let design = &args.designs[(i + n) % k];
+            let dir = out.join(format!("{experiment}-t{trial}-{}", design.replace(':', "-")));
+            let config = out.join(format!("{experiment}-{}.toml", design.replace(':', "-")));
+            std::fs::write(&config, experiment_text(experiment, design, &args.budget)?)?;
+            eprintln!(
+                "[bench precision] {experiment} trial {trial}, design {design} (elapsed {:.0} s)",
+                started.elapsed().as_secs_f64()
+            );
+            let t0 = Instant::now();
+            let status = std::process::Command::new(&exe)
+                .args(["compare", "--config"])
+                .arg(&config)
+                .args(["--emulate", "--out"])
+                .arg(&dir)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::fs::File::create(dir.with_extension("log"))?)
+                .status()
+                .context("run compare")?;
+            let wall = t0.elapsed().as_secs_f64();
+            if !status.success() {
+                bail!("compare for {experiment} ({design}) failed; see {}", dir.with_extension("log").display());
+            }
+            rows.extend(read_rows(&dir, experiment, design, *trial, wall)?);
+            std::fs::write(out.join("precision.md"), render(args, &rows, started.elapsed().as_secs_f64()))?;
+        }
+    }
+    Ok(render(args, &rows, started.elapsed().as_secs_f64()))
+}
+
+fn read_rows(dir: &Path, experiment: &'static str, design: &str, trial: u32, wall_s: f64) -> Result<Vec<Row>> {
+    let set = report::ResultSet::load(dir).with_context(|| format!("read {}", dir.display()))?;
+    let summary = report::summarize(&set);
+    let mut rows = Vec::new();
+    for c in summary.cells.iter().filter(|c| !c.is_baseline) {
+        let Some(d) = c.tps_delta else { continue };
+        rows.push(Row {
+            experiment,
+            design: design.to_string(),
+            trial,
+            cell: format!("{} {}", c.key.placement, c.key.memory_limit),
+            pct: d.pct,
+            low: d.pct_low,
+            high: d.pct_high,
+            verdict: d.verdict,
+            method: d.method.as_str(),
+            wall_s,
+            rounds: c.runs,
+        });
+    }
+    Ok(rows)
+}
+
+/// The generated experiment for `experiment` measured with `design`.
+fn experiment_text(experiment: &str, design: &str, budget: &str) -> Result<String> {
+    let measurement = match design.split_once(':').unwrap_or((design, "")) {
+        ("runs", _) => "[measurement]\ndesign = \"runs\"\n".to_string(),
+        ("slices", slice) => format!(
+            "[measurement]\ndesign = \"slices\"\nslice = \"{}\"\nwarm_up = \"8s\"\nmin_rounds = 6\nbudget = \"{budget}\"\n",
+            if slice.is_empty() { "4s" } else { slice }
+        ),
+        _ => bail!("unknown design {design:?}: use runs, slices or slices:<slice length>"),
+    };
+    let body = match experiment {
+        "seed000-tpcb" => SEED000_TPCB,
+        "aa" => AA,
+        _ => unreachable!("two experiments"),
+    };
+    Ok(format!("{body}\n{measurement}"))
+}
+
+/// The emulated seed-000 study's TPC-B cells, as tiers/pmem-vs-nvme.toml emulates them.
+const SEED000_TPCB: &str = r#"
+[experiment]
+name = "bench-precision-seed000"
+baseline = "nvme"
+repetitions = 3
+device_probe = "0s"
+
+[postgres]
+profiles = ["seed000-tuned"]
+memory_limits = ["unlimited", "192MiB"]
+
+[[device]]
+name = "nvme-data"
+class = "nvme"
+path = "/dev/disk/by-id/bench-nvme-data"
+mount_options = ["noatime"]
+[device.emulate]
+size = "2GiB"
+
+[[device]]
+name = "nvme-wal"
+class = "nvme"
+path = "/dev/disk/by-id/bench-nvme-wal"
+mount_options = ["noatime"]
+[device.emulate]
+size = "2GiB"
+
+[[device]]
+name = "pmem-data"
+class = "pmem"
+namespace = "namespace0.0"
+mount_options = ["noatime"]
+[device.emulate]
+size = "2GiB"
+
+[[device]]
+name = "pmem-wal"
+class = "pmem"
+namespace = "namespace1.0"
+mount_options = ["noatime"]
+[device.emulate]
+size = "2GiB"
+
+[[placement]]
+name = "nvme"
+data = "nvme-data"
+wal = "nvme-wal"
+
+[[placement]]
+name = "wal-on-pmem"
+data = "nvme-data"
+wal = "pmem-wal"
+
+[[placement]]
+name = "all-on-pmem"
+data = "pmem-data"
+wal = "pmem-wal"
+
+[[workload]]
+name = "tpcb"
+kind = "pgbench"
+builtin = "tpcb-like"
+scale = 40
+clients = [8]
+threads = 2
+duration = "12s"
+ramp_up = "4s"
+
+[emulate.settings]
+huge_pages = "try"
+shared_buffers = "64MB"
+work_mem = "4MB"
+max_wal_size = "1GB"
+min_wal_size = "80MB"
+"#;
+
+/// Three placements on three identical loop devices: every change is 0 by construction.
+const AA: &str = r#"
+[experiment]
+name = "bench-precision-aa"
+baseline = "a"
+repetitions = 3
+device_probe = "0s"
+
+[postgres]
+profiles = ["seed000-tuned"]
+memory_limits = ["unlimited"]
+
+[[device]]
+name = "da"
+class = "nvme"
+path = "/dev/disk/by-id/bench-a"
+[device.emulate]
+size = "2GiB"
+
+[[device]]
+name = "db"
+class = "nvme"
+path = "/dev/disk/by-id/bench-b"
+[device.emulate]
+size = "2GiB"
+
+[[device]]
+name = "dc"
+class = "nvme"
+path = "/dev/disk/by-id/bench-c"
+[device.emulate]
+size = "2GiB"
+
+[[placement]]
+name = "a"
+data = "da"
+wal = "da"
+
+[[placement]]
+name = "b"
+data = "db"
+wal = "db"
+
+[[placement]]
+name = "c"
+data = "dc"
+wal = "dc"
+
+[[workload]]
+name = "tpcb"
+kind = "pgbench"
+builtin = "tpcb-like"
+scale = 40
+clients = [8]
+threads = 2
+duration = "12s"
+ramp_up = "4s"
+
+[emulate.settings]
+huge_pages = "try"
+shared_buffers = "64MB"
+work_mem = "4MB"
+max_wal_size = "1GB"
+min_wal_size = "80MB"
+"#;
+
+/// The figures: per design, the mean half-width, the half-width per minute of machine time
+/// (half-width x sqrt(minutes): a design twice as long halves the variance), the A/A verdicts.
+fn render(args: &PrecisionArgs, rows: &[Row], elapsed: f64) -> String {
+    let mut s = String::new();
+    s.push_str(&format!(
+        "# Precision benchmark\n\n`cargo xtask bench precision --trials {} --aa-trials {} --designs {} --budget {}` ({:.0} s so far)\n\n",
+        args.trials,
+        args.aa_trials,
+        args.designs.join(","),
+        args.budget,
+        elapsed
+    ));
+    s.push_str("| experiment | design | deltas | mean half-width | median wall time | half-width x sqrt(minutes) | real change / equivalent / inconclusive |\n|---|---|---:|---:|---:|---:|---|\n");
+    for experiment in ["seed000-tpcb", "aa"] {
+        for design in &args.designs {
+            let r: Vec<&Row> = rows.iter().filter(|r| r.experiment == experiment && &r.design == design).collect();
+            if r.is_empty() {
+                continue;
+            }
+            let hw: Vec<f64> = r.iter().map(|r| (r.high - r.low) / 2.0).filter(|h| h.is_finite()).collect();
+            let mean_hw = hw.iter().sum::<f64>() / hw.len().max(1) as f64;
+            let walls: Vec<f64> = r.iter().map(|r| r.wall_s).collect();
+            let wall = report::stats::median(&walls);
+            let count = |v: Verdict| r.iter().filter(|r| r.verdict == v).count();
+            s.push_str(&format!(
+                "| {experiment} | {design} | {} | ±{mean_hw:.1}% | {wall:.0} s | {:.1} | {} / {} / {} |\n",
+                r.len(),
+                mean_hw * (wall / 60.0).sqrt(),
+                count(Verdict::RealChange),
+                count(Verdict::Equivalent),
+                count(Verdict::Inconclusive)
+            ));
+        }
+    }
+    s.push_str("\nEvery delta (TPS change against the baseline placement):\n\n| experiment | trial | design | cell | change [95% CI] | verdict | method | slices/runs | wall |\n|---|---:|---|---|---|---|---|---:|---:|\n");
+    for r in rows {
+        s.push_str(&format!(
+            "| {} | {} | {} | {} | {:+.1}% [{:+.1}, {:+.1}] | {} | {} | {} | {:.0} s |\n",
+            r.experiment,
+            r.trial,
+            r.design,
+            r.cell,
+            r.pct,
+            r.low,
+            r.high,
+            r.verdict.as_str(),
+            r.method,
+            r.rounds,
+            r.wall_s
+        ));
+    }
+    s
+}
