@@ -27,6 +27,17 @@ pub struct PrecisionArgs {
     pub budget: String,
 }
 
+/// Throughput in each second of a slice relative to the slice's mean, per placement: a
+/// placement whose idle time between slices lets write-back catch up starts its slices faster
+/// than it ends them.
+struct SliceProfile {
+    experiment: &'static str,
+    design: String,
+    placement: String,
+    relative: Vec<f64>,
+    slices: usize,
+}
+
 /// One delta of one trial.
 struct Row {
     experiment: &'static str,
@@ -68,6 +79,7 @@ fn run(args: &PrecisionArgs, out: &Path) -> Result<String> {
     let exe = out.join("xtask");
     std::fs::copy(std::env::current_exe()?, &exe).context("copy the xtask binary")?;
     let mut rows: Vec<Row> = Vec::new();
+    let mut profiles: Vec<SliceProfile> = Vec::new();
     let mut plan: Vec<(&'static str, u32)> = Vec::new();
     for t in 1..=args.trials.max(args.aa_trials) {
         if t <= args.trials {
@@ -105,10 +117,43 @@ fn run(args: &PrecisionArgs, out: &Path) -> Result<String> {
                 bail!("compare for {experiment} ({design}) failed; see {}", dir.with_extension("log").display());
             }
             rows.extend(read_rows(&dir, experiment, design, *trial, wall)?);
-            std::fs::write(out.join("precision.md"), render(args, &rows, started.elapsed().as_secs_f64()))?;
+            if design.starts_with("slices") {
+                profiles.extend(slice_profiles(&dir, experiment, design)?);
+            }
+            let text = render(args, &rows, &profiles, started.elapsed().as_secs_f64());
+            std::fs::write(out.join("precision.md"), text)?;
         }
     }
-    Ok(render(args, &rows, started.elapsed().as_secs_f64()))
+    Ok(render(args, &rows, &profiles, started.elapsed().as_secs_f64()))
+}
+
+fn slice_profiles(dir: &Path, experiment: &'static str, design: &str) -> Result<Vec<SliceProfile>> {
+    let set = report::ResultSet::load(dir).with_context(|| format!("read {}", dir.display()))?;
+    let mut out = Vec::new();
+    for placement in set.placements() {
+        let mut sums: Vec<f64> = Vec::new();
+        let mut counts: Vec<usize> = Vec::new();
+        let mut slices = 0;
+        for r in set.runs.iter().filter(|r| r.cell.placement == placement && r.status == results::RunStatus::Ok) {
+            let tps: Vec<f64> = r.series.iter().map(|s| s.tps).collect();
+            let mean = tps.iter().sum::<f64>() / tps.len().max(1) as f64;
+            if mean <= 0.0 {
+                continue;
+            }
+            slices += 1;
+            for (i, v) in tps.iter().enumerate() {
+                if sums.len() <= i {
+                    sums.push(0.0);
+                    counts.push(0);
+                }
+                sums[i] += v / mean;
+                counts[i] += 1;
+            }
+        }
+        let relative = sums.iter().zip(&counts).map(|(s, n)| s / *n as f64).collect();
+        out.push(SliceProfile { experiment, design: design.to_string(), placement, relative, slices });
+    }
+    Ok(out)
 }
 
 fn read_rows(dir: &Path, experiment: &'static str, design: &str, trial: u32, wall_s: f64) -> Result<Vec<Row>> {
@@ -297,7 +342,7 @@ min_wal_size = "80MB"
 
 /// The figures: per design, the mean half-width, the half-width per minute of machine time
 /// (half-width x sqrt(minutes): a design twice as long halves the variance), the A/A verdicts.
-fn render(args: &PrecisionArgs, rows: &[Row], elapsed: f64) -> String {
+fn render(args: &PrecisionArgs, rows: &[Row], profiles: &[SliceProfile], elapsed: f64) -> String {
     let mut s = String::new();
     s.push_str(&format!(
         "# Precision benchmark\n\n`cargo xtask bench precision --trials {} --aa-trials {} --designs {} --budget {}` ({:.0} s so far)\n\n",
@@ -327,6 +372,13 @@ fn render(args: &PrecisionArgs, rows: &[Row], elapsed: f64) -> String {
                 count(Verdict::Equivalent),
                 count(Verdict::Inconclusive)
             ));
+        }
+    }
+    if !profiles.is_empty() {
+        s.push_str("\nIdle time between slices: each second's TPS relative to its slice's mean (1.00 = flat; a first second above the rest means the idle time let the placement's write-back catch up):\n\n| experiment | design | placement | slices | second 1, 2, ... |\n|---|---|---|---:|---|\n");
+        for p in profiles {
+            let v: Vec<String> = p.relative.iter().map(|x| format!("{x:.2}")).collect();
+            s.push_str(&format!("| {} | {} | {} | {} | {} |\n", p.experiment, p.design, p.placement, p.slices, v.join(" ")));
         }
     }
     s.push_str("\nEvery delta (TPS change against the baseline placement):\n\n| experiment | trial | design | cell | change [95% CI] | verdict | method | slices/runs | wall |\n|---|---:|---|---|---|---|---|---:|---:|\n");
