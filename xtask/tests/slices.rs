@@ -1,0 +1,137 @@
+//! The `slices` design for real on emulated tiers: both placements' servers up at once, a
+//! warm-up each, rounds of slices in a random order until the budget, every slice a run of its
+//! own with raw output, deltas paired by round, the stop reason recorded, nothing left behind.
+//! Needs root; PGTIER_SKIP_ROOT_TESTS=1 skips it.
+
+mod common;
+
+use common::*;
+
+const SLICED: &str = r#"
+[experiment]
+name = "sliced"
+baseline = "a"
+device_probe = "0s"
+
+[measurement]
+design = "slices"
+slice = "2s"
+warm_up = "2s"
+min_rounds = 3
+budget = "30s"
+target_halfwidth = "80%"
+
+[postgres]
+profiles = ["default"]
+memory_limits = ["256MiB"]
+settings = { shared_buffers = "32MB" }
+
+[[device]]
+name = "da"
+class = "nvme"
+path = "/dev/disk/by-id/not-used-a"
+[device.emulate]
+size = "512MiB"
+
+[[device]]
+name = "db"
+class = "nvme"
+path = "/dev/disk/by-id/not-used-b"
+[device.emulate]
+size = "512MiB"
+
+[[placement]]
+name = "a"
+data = "da"
+wal = "da"
+
+[[placement]]
+name = "b"
+data = "db"
+wal = "db"
+
+[[workload]]
+name = "rw"
+kind = "pgbench"
+builtin = "tpcb-like"
+scale = 2
+clients = [2]
+threads = 1
+duration = "10s"
+"#;
+
+#[test]
+fn a_sliced_comparison_pairs_rounds_and_records_why_it_stopped() {
+    if !root_or_skip() {
+        return;
+    }
+    let env = Env::new();
+    let cfg = env.write("sliced.toml", SLICED);
+    let out = env.dir.path().join("results");
+    let o = env
+        .xtask(&["compare", "--config", cfg.to_str().unwrap(), "--emulate", "--out", out.to_str().unwrap(), "--seed", "7"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&o);
+    assert!(o.status.success(), "compare failed\nstdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(stderr.contains("teardown complete"), "{stderr}");
+    assert_nothing_left(&env.state());
+    assert!(stderr.contains("session s1: 2 servers up"), "both servers up at once:\n{stderr}");
+    assert!(stderr.contains("[rw c2 mem 256MiB default] round 3:"), "a line per round:\n{stderr}");
+
+    let runs = csv_rows(&out.join("runs.csv"));
+    let rounds = runs.iter().map(|r| r["repetition"].parse::<u32>().unwrap()).max().unwrap();
+    assert!(rounds >= 3, "at least min_rounds rounds: {rounds}");
+    assert_eq!(runs.len() as u32, 2 * rounds, "one slice per placement and round");
+    assert!(runs.iter().all(|r| r["status"] == "ok" && r["duration_s"] == "2.0"), "{runs:?}");
+    for round in 1..=rounds {
+        let mut in_round: Vec<&str> =
+            runs.iter().filter(|r| r["repetition"] == round.to_string()).map(|r| r["placement"].as_str()).collect();
+        in_round.sort();
+        assert_eq!(in_round, ["a", "b"], "round {round} holds each placement once");
+    }
+    for r in &runs {
+        let dir = out.join("runs").join(&r["run_id"]);
+        assert!(std::fs::read_to_string(dir.join("pgbench.stdout")).unwrap().contains("tps = "), "raw output kept");
+        assert!(dir.join("postgres.log").exists(), "the server log of the slice");
+    }
+    let session = out.join("sessions").join("s1");
+    assert!(session.join("a-postgres.log").exists() && session.join("warmup-b-rw-c2").is_dir(), "session files");
+
+    let summary = csv_rows(&out.join("summary.csv"));
+    let b = summary.iter().find(|r| r["placement"] == "b").unwrap();
+    assert_eq!(b["delta_method"], "paired-log", "{b:?}");
+    assert!(["real change", "equivalent", "inconclusive"].contains(&b["verdict"].as_str()), "{b:?}");
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("manifest.json")).unwrap()).unwrap();
+    let m = &manifest["measurement"];
+    assert_eq!((m["design"].as_str(), m["seed"].as_u64()), (Some("slices"), Some(7)));
+    let why = m["stopped"]["rw c2 mem 256MiB default"].as_str().unwrap();
+    assert!(why.contains("target ±80% met") || why.contains("budget"), "{why}");
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(report.contains("Design **slices**") && report.contains(why), "report.md says how and why");
+}
+
+#[test]
+fn the_dry_run_describes_the_sliced_design() {
+    let env = Env::new();
+    let cfg = env.write("sliced.toml", SLICED);
+    let o = env.xtask(&["compare", "--config", cfg.to_str().unwrap(), "--emulate", "--dry-run"]).output().unwrap();
+    let (stdout, stderr) = text(&o);
+    assert!(o.status.success(), "{stderr}");
+    assert!(stdout.contains("## Measurement: design slices"), "{stdout}");
+    assert!(stdout.contains("rounds of one 2 s slice per placement in a random order, at least 3 rounds"), "{stdout}");
+    assert!(stdout.contains("- rw c2 (memory 256MiB, profile default): per slice `pgbench --builtin=tpcb-like -c 2 -j 1 -T 2"), "{stdout}");
+    // --budget and --design override the file.
+    let o = env
+        .xtask(&["compare", "--config", cfg.to_str().unwrap(), "--emulate", "--dry-run", "--design", "runs"])
+        .output()
+        .unwrap();
+    assert!(text(&o).0.contains("## Runs ("), "--design runs");
+    let o = env
+        .xtask(&["compare", "--config", cfg.to_str().unwrap(), "--emulate", "--dry-run", "--budget", "soon"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).1.contains("--budget \"soon\""), "{}", text(&o).1);
+}
