@@ -3,7 +3,7 @@
 //! identical emulated devices) call them different? Every trial runs the real pipeline
 //! (`cargo xtask compare --emulate` as a child process, on its own emulated devices) for two
 //! generated experiments: the emulated seed-000 TPC-B cells (three placements, two memory
-//! limits) and an A/A experiment (three placements on identical loop devices). Designs alternate
+//! limits) and an A/A experiment (four placements on identical loop devices). Designs alternate
 //! inside every trial (their order rotated), so the machine's state lands on each alike. The
 //! figures go to `results/bench-precision/<time>/precision.md`, next to every result set.
 
@@ -274,7 +274,8 @@ max_wal_size = "1GB"
 min_wal_size = "80MB"
 "#;
 
-/// Three placements on three identical loop devices: every change is 0 by construction.
+/// Four placements on four identical loop devices: every change is 0 by construction (three
+/// A/A deltas per trial).
 const AA: &str = r#"
 [experiment]
 name = "bench-precision-aa"
@@ -307,6 +308,13 @@ path = "/dev/disk/by-id/bench-c"
 [device.emulate]
 size = "2GiB"
 
+[[device]]
+name = "dd"
+class = "nvme"
+path = "/dev/disk/by-id/bench-d"
+[device.emulate]
+size = "2GiB"
+
 [[placement]]
 name = "a"
 data = "da"
@@ -321,6 +329,11 @@ wal = "db"
 name = "c"
 data = "dc"
 wal = "dc"
+
+[[placement]]
+name = "d"
+data = "dd"
+wal = "dd"
 
 [[workload]]
 name = "tpcb"
