@@ -242,7 +242,7 @@ fn failed_runs(s: &mut String, set: &ResultSet) {
             s,
             "- `{}` ({}): {}",
             r.run_id,
-            r.failure_kind.as_deref().unwrap_or("failed"),
+            r.failure_kind.map(|k| k.as_str()).unwrap_or("failed"),
             r.failure.as_deref().unwrap_or("no reason recorded").replace('\n', " ")
         );
     }

@@ -16,7 +16,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 pub use manifest::{DeviceRecord, Manifest};
-pub use record::{RunRecord, RunStatus};
+pub use record::{FailureKind, RunRecord, RunStatus};
 
 /// Writes `contents` to `path` atomically: a temporary file in the same directory, fsync'd, then
 /// renamed over `path`, then the directory fsync'd.

@@ -28,6 +28,57 @@ pub enum RunStatus {
     Failed,
 }
 
+/// What failed in a failed run (`failure_kind` in result.json and runs.csv).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FailureKind {
+    /// Preparing the run failed (the default for a failure no other kind explains).
+    Setup,
+    /// The placement could not run a server.
+    ServerStart,
+    /// A server process was killed by a signal or the postmaster ended.
+    ServerCrash,
+    /// The kernel's OOM killer killed a process in the server's cgroup.
+    OutOfMemory,
+    /// The workload failed while nothing happened to the server.
+    Workload,
+    /// The workload outlived its duration and was stopped.
+    Watchdog,
+    /// Not run: its placement's server did not start in an earlier run.
+    PlacementUnusable,
+}
+
+impl FailureKind {
+    pub const ALL: [FailureKind; 7] = [
+        FailureKind::Setup,
+        FailureKind::ServerStart,
+        FailureKind::ServerCrash,
+        FailureKind::OutOfMemory,
+        FailureKind::Workload,
+        FailureKind::Watchdog,
+        FailureKind::PlacementUnusable,
+    ];
+
+    /// The kind as result.json and runs.csv spell it (`server-start`, `out-of-memory`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailureKind::Setup => "setup",
+            FailureKind::ServerStart => "server-start",
+            FailureKind::ServerCrash => "server-crash",
+            FailureKind::OutOfMemory => "out-of-memory",
+            FailureKind::Workload => "workload",
+            FailureKind::Watchdog => "watchdog",
+            FailureKind::PlacementUnusable => "placement-unusable",
+        }
+    }
+}
+
+impl std::fmt::Display for FailureKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Headline figures of a run, over the measured interval only (ramp-up excluded).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -166,10 +217,9 @@ pub struct RunRecord {
     pub finished_at: String,
     pub status: RunStatus,
     pub failure: Option<String>,
-    /// What failed: `server-start`, `server-crash`, `out-of-memory`, `workload`, `watchdog`,
-    /// `setup`, `placement-unusable`.
+    /// What failed (see [`FailureKind`]).
     #[serde(default)]
-    pub failure_kind: Option<String>,
+    pub failure_kind: Option<FailureKind>,
     /// Faults injected into this run (experiment file `[[fault]]`), as sentences.
     #[serde(default)]
     pub faults: Vec<String>,
@@ -205,4 +255,22 @@ pub struct RunRecord {
     pub raw_files: Vec<String>,
     #[serde(default)]
     pub warnings: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failure_kinds_are_spelled_as_before() {
+        for k in FailureKind::ALL {
+            assert_eq!(serde_json::to_value(k).unwrap(), serde_json::Value::String(k.as_str().into()));
+            assert_eq!(serde_json::from_value::<FailureKind>(k.as_str().into()).unwrap(), k);
+        }
+        let spelled: Vec<&str> = FailureKind::ALL.iter().map(|k| k.as_str()).collect();
+        assert_eq!(
+            spelled,
+            ["setup", "server-start", "server-crash", "out-of-memory", "workload", "watchdog", "placement-unusable"]
+        );
+    }
 }

@@ -1,26 +1,10 @@
 //! The run record as the runner makes it: one constructor for every record of a planned run,
-//! and the failure kinds a run sets (the only place that spells them).
+//! and how a run sets its failure kind.
 
-use results::record::{Metrics, RunRecord, RunStatus};
+use results::record::{FailureKind, Metrics, RunRecord, RunStatus};
 use results::timestamp;
 
 use crate::matrix::{PlannedRun, WorkloadKind, WorkloadSpec};
-
-/// The `failure_kind`s the runner sets (result.json, runs.csv).
-pub(crate) mod kind {
-    /// Preparing the run failed (the default for a failure no other kind explains).
-    pub const SETUP: &str = "setup";
-    /// The placement could not run a server.
-    pub const SERVER_START: &str = "server-start";
-    /// A server process was killed by a signal or the postmaster ended.
-    pub const SERVER_CRASH: &str = "server-crash";
-    /// The kernel's OOM killer killed a process in the server's cgroup.
-    pub const OUT_OF_MEMORY: &str = "out-of-memory";
-    /// The workload failed while nothing happened to the server.
-    pub const WORKLOAD: &str = "workload";
-    /// The workload outlived its duration and was stopped.
-    pub const WATCHDOG: &str = "watchdog";
-}
 
 /// A new record of `planned` running `workload`, started at `started_at` (RFC 3339): status ok,
 /// nothing measured, not finished.
@@ -76,23 +60,23 @@ pub fn not_run(planned: &PlannedRun, workload: &WorkloadSpec, reason: &str) -> R
 /// How the runner sets and reads a record's failure kind.
 pub(crate) trait FailureKindExt {
     /// Sets the kind, replacing any earlier one.
-    fn set_kind(&mut self, kind: &str);
+    fn set_kind(&mut self, kind: FailureKind);
     /// Sets the kind unless one is set already.
-    fn default_kind(&mut self, kind: &str);
-    fn kind_is(&self, kind: &str) -> bool;
+    fn default_kind(&mut self, kind: FailureKind);
+    fn kind_is(&self, kind: FailureKind) -> bool;
 }
 
 impl FailureKindExt for RunRecord {
-    fn set_kind(&mut self, kind: &str) {
-        self.failure_kind = Some(kind.to_string());
+    fn set_kind(&mut self, kind: FailureKind) {
+        self.failure_kind = Some(kind);
     }
 
-    fn default_kind(&mut self, kind: &str) {
-        self.failure_kind.get_or_insert_with(|| kind.to_string());
+    fn default_kind(&mut self, kind: FailureKind) {
+        self.failure_kind.get_or_insert(kind);
     }
 
-    fn kind_is(&self, kind: &str) -> bool {
-        self.failure_kind.as_deref() == Some(kind)
+    fn kind_is(&self, kind: FailureKind) -> bool {
+        self.failure_kind == Some(kind)
     }
 }
 
@@ -114,7 +98,7 @@ mod tests {
         );
         assert_eq!((r.workload_kind.as_str(), r.script.as_str()), ("pgbench", Builtin::TpcbLike.as_str()));
         assert_eq!((r.duration_s, r.ramp_up_s, r.started_at.as_str()), (20.0, 5.0, "t0"));
-        assert_eq!((r.status, r.failure_kind.as_deref(), r.cell.clone()), (RunStatus::Ok, None, planned.cell.clone()));
+        assert_eq!((r.status, r.failure_kind, r.cell.clone()), (RunStatus::Ok, None, planned.cell.clone()));
         let n = not_run(&planned, &workload, "not run: gone");
         assert_eq!((n.status, n.failure.as_deref()), (RunStatus::Failed, Some("not run: gone")));
         assert_eq!(n.started_at, n.finished_at);
@@ -123,10 +107,10 @@ mod tests {
     #[test]
     fn failure_kinds_set_and_default() {
         let mut r = new_record(&testing::planned(None), &testing::workload(Duration::ZERO), "t0".into());
-        r.default_kind(kind::WORKLOAD);
-        r.default_kind(kind::SETUP);
-        assert!(r.kind_is(kind::WORKLOAD));
-        r.set_kind(kind::SERVER_CRASH);
-        assert!(r.kind_is(kind::SERVER_CRASH));
+        r.default_kind(FailureKind::Workload);
+        r.default_kind(FailureKind::Setup);
+        assert!(r.kind_is(FailureKind::Workload));
+        r.set_kind(FailureKind::ServerCrash);
+        assert!(r.kind_is(FailureKind::ServerCrash));
     }
 }

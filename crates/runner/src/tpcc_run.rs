@@ -6,14 +6,14 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use results::record::{Metrics, RunRecord, SecondSample, StatementLatency};
+use results::record::{FailureKind, Metrics, RunRecord, SecondSample, StatementLatency};
 
 use crate::env::RunnerEnv;
 use crate::error::IoContext;
 use crate::evidence::Evidence;
 use crate::execute::{Observer, RunCtx, RunInputs};
 use crate::matrix::TpccWorkload;
-use crate::record::{FailureKindExt, kind};
+use crate::record::FailureKindExt;
 use crate::server::{self, Server};
 use crate::supervisor::{Stop, Supervised, Watch, supervise};
 use crate::{DATABASE, RunnerError};
@@ -153,7 +153,7 @@ pub(crate) async fn measure(
     let d = d?;
     record.faults = d.injected;
     if let Some(w) = d.watchdog {
-        record.set_kind(kind::WATCHDOG);
+        record.set_kind(FailureKind::Watchdog);
         return Err(RunnerError::Workload(w));
     }
     let report = match (d.report, d.error) {

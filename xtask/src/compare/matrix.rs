@@ -7,7 +7,7 @@ use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
-use results::{ResultsDir, RunStatus};
+use results::{FailureKind, ResultsDir, RunStatus};
 use runner::RunnerEnv;
 use runner::RunnerError;
 use runner::dataset::{self, Golden};
@@ -85,7 +85,7 @@ impl Session<'_> {
         if let Some(why) = m.broken.get(&placement.name) {
             // Contained: the placement is unusable; its remaining runs are recorded as not run.
             let mut r = runner::execute::not_run(planned, workload, &format!("not run: {why}"));
-            r.failure_kind = Some("placement-unusable".into());
+            r.failure_kind = Some(FailureKind::PlacementUnusable);
             self.results.write_run(&r).context("write result")?;
             m.failures += 1;
             return Ok(());
@@ -129,7 +129,7 @@ impl Session<'_> {
             }
         };
         m.progress.finish_run(&line);
-        if record.failure_kind.as_deref() == Some("server-start") {
+        if record.failure_kind == Some(FailureKind::ServerStart) {
             self.placement_lost(m, planned, placement, record.failure.as_deref().unwrap_or(""))?;
         }
         if let Err(e) = report::refresh_tables(&self.results.root) {

@@ -137,7 +137,7 @@ fn run_rows(set: &ResultSet) -> impl Iterator<Item = RunRow<'_>> {
             started_at: &r.started_at,
             finished_at: &r.finished_at,
             failure: r.failure.as_deref().unwrap_or_default(),
-            failure_kind: r.failure_kind.as_deref().unwrap_or_default(),
+            failure_kind: r.failure_kind.map(|k| k.as_str()).unwrap_or_default(),
         }
     })
 }
