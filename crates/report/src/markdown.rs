@@ -6,6 +6,7 @@ use crate::model::{ResultSet, Summary, describe};
 use crate::stats::Delta;
 use crate::views::{self, ChartFile};
 use results::Manifest;
+use results::manifest::DaxRequest;
 use std::fmt::Write as _;
 
 /// `report.md`, one function per section, embedding the charts `views::render_all` wrote.
@@ -382,8 +383,8 @@ fn devices(s: &mut String, m: &Manifest) {
     let _ = writeln!(s, "| device | class | what it is | block device | mount options (effective) | DAX |");
     let _ = writeln!(s, "|---|---|---|---|---|---|");
     for d in &m.devices {
-        let dax = match d.dax_requested.as_str() {
-            "off" => "not requested".to_string(),
+        let dax = match d.dax_requested {
+            DaxRequest::Off => "not requested".to_string(),
             _ if d.dax_honoured => "requested, in effect".to_string(),
             _ => "**requested, NOT in effect** (page-cache I/O)".to_string(),
         };

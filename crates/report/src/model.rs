@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use results::record::{CellKey, RunRecord, RunStatus};
+use results::record::{CellKey, MemoryLabel, RunRecord, RunStatus};
 use results::{Manifest, ResultsDir};
 use serde::Serialize;
 
@@ -110,8 +110,8 @@ fn cell_order(set: &ResultSet) -> Vec<CellKey> {
         }
     }
     let placements = set.placements();
-    let group = |k: &CellKey| (k.workload.clone(), k.clients, k.memory_limit.clone(), k.profile.clone());
-    let mut groups: Vec<(String, u32, String, String)> = Vec::new();
+    let group = |k: &CellKey| (k.workload.clone(), k.clients, k.memory_limit, k.profile.clone());
+    let mut groups: Vec<(String, u32, MemoryLabel, String)> = Vec::new();
     for k in &keys {
         let g = group(k);
         if !groups.contains(&g) {
@@ -356,7 +356,7 @@ mod tests {
             placement: placement.into(),
             workload: "rw".into(),
             clients: 8,
-            memory_limit: "unlimited".into(),
+            memory_limit: MemoryLabel::Unlimited,
             profile: "default".into(),
         };
         RunRecord {

@@ -4,6 +4,41 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+/// Whether a device's filesystem was asked to be mounted with DAX (the experiment file's `dax`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DaxRequest {
+    #[default]
+    Off,
+    Optional,
+    Required,
+}
+
+/// The order the runs were made in: `interleaved` (A B C A B C ...: drift of the machine spreads
+/// over every placement) or `sequential` (A A B B C C).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Order {
+    #[default]
+    Interleaved,
+    Sequential,
+}
+
+impl Order {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Order::Interleaved => "interleaved",
+            Order::Sequential => "sequential",
+        }
+    }
+}
+
+impl std::fmt::Display for Order {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
 /// A device as provisioned, for the record.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -18,8 +53,7 @@ pub struct DeviceRecord {
     pub mountpoint: String,
     pub requested_mount_options: Vec<String>,
     pub effective_mount_options: Vec<String>,
-    /// `off`, `optional` or `required`.
-    pub dax_requested: String,
+    pub dax_requested: DaxRequest,
     /// Whether DAX is in effect (only meaningful when requested).
     pub dax_honoured: bool,
     pub dax_note: String,
@@ -116,8 +150,7 @@ pub struct Manifest {
     pub baseline: String,
     pub emulated: bool,
     pub repetitions: u32,
-    /// `interleaved` or `sequential`.
-    pub order: String,
+    pub order: Order,
     /// The configuration after `--emulate` overrides, as used.
     pub resolved_config: serde_json::Value,
     pub started_at: String,
@@ -175,6 +208,24 @@ impl Default for MeasurementRecord {
             target_halfwidth_pct: None,
             budget_s: None,
             stopped: BTreeMap::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn order_and_dax_are_spelled_as_before() {
+        for (o, text) in [(Order::Interleaved, "interleaved"), (Order::Sequential, "sequential")] {
+            assert_eq!((serde_json::to_value(o).unwrap(), o.to_string()), (serde_json::json!(text), text.to_string()));
+            assert_eq!(serde_json::from_value::<Order>(serde_json::json!(text)).unwrap(), o);
+        }
+        for (d, text) in [(DaxRequest::Off, "off"), (DaxRequest::Optional, "optional"), (DaxRequest::Required, "required")]
+        {
+            assert_eq!(serde_json::to_value(d).unwrap(), serde_json::json!(text));
+            assert_eq!(serde_json::from_value::<DaxRequest>(serde_json::json!(text)).unwrap(), d);
         }
     }
 }

@@ -9,7 +9,7 @@ pub struct CellKey {
     pub workload: String,
     pub clients: u32,
     /// `unlimited` or a size such as `256MiB`.
-    pub memory_limit: String,
+    pub memory_limit: MemoryLabel,
     /// Settings profile name.
     pub profile: String,
 }
@@ -18,6 +18,77 @@ impl CellKey {
     /// The same cell on another placement.
     pub fn with_placement(&self, placement: &str) -> CellKey {
         CellKey { placement: placement.to_string(), ..self.clone() }
+    }
+}
+
+/// A cell's memory limit (the server's cgroup) as result files label it: `unlimited`, or the
+/// size in the largest of GiB, MiB and bytes that it is a whole number of (`256MiB`, `1GiB`,
+/// `1000B`). Serialised as that label. Ordered by size, unlimited last; no limit by default.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum MemoryLabel {
+    Bytes(u64),
+    #[default]
+    Unlimited,
+}
+
+impl MemoryLabel {
+    /// The label of a limit (`None`: unlimited).
+    pub fn of(limit: Option<u64>) -> MemoryLabel {
+        limit.map_or(MemoryLabel::Unlimited, MemoryLabel::Bytes)
+    }
+
+    pub fn bytes(self) -> Option<u64> {
+        match self {
+            MemoryLabel::Bytes(b) => Some(b),
+            MemoryLabel::Unlimited => None,
+        }
+    }
+
+    pub fn is_unlimited(self) -> bool {
+        self == MemoryLabel::Unlimited
+    }
+}
+
+impl std::fmt::Display for MemoryLabel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        const GIB: u64 = 1 << 30;
+        const MIB: u64 = 1 << 20;
+        let label = match *self {
+            MemoryLabel::Unlimited => "unlimited".to_string(),
+            MemoryLabel::Bytes(b) if b % GIB == 0 => format!("{}GiB", b / GIB),
+            MemoryLabel::Bytes(b) if b % MIB == 0 => format!("{}MiB", b / MIB),
+            MemoryLabel::Bytes(b) => format!("{b}B"),
+        };
+        f.pad(&label)
+    }
+}
+
+impl std::str::FromStr for MemoryLabel {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<MemoryLabel, String> {
+        if s == "unlimited" {
+            return Ok(MemoryLabel::Unlimited);
+        }
+        let (number, unit) = [("GiB", 1u64 << 30), ("MiB", 1 << 20), ("B", 1)]
+            .into_iter()
+            .find_map(|(suffix, unit)| s.strip_suffix(suffix).map(|n| (n, unit)))
+            .ok_or_else(|| format!("memory limit {s:?} is neither `unlimited` nor a size in GiB, MiB or B"))?;
+        let n: u64 = number.parse().map_err(|_| format!("memory limit {s:?}: {number:?} is not a whole number"))?;
+        n.checked_mul(unit).map(MemoryLabel::Bytes).ok_or_else(|| format!("memory limit {s:?} is too large"))
+    }
+}
+
+impl Serialize for MemoryLabel {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for MemoryLabel {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<MemoryLabel, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        text.parse().map_err(serde::de::Error::custom)
     }
 }
 
@@ -75,7 +146,7 @@ impl FailureKind {
 
 impl std::fmt::Display for FailureKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
+        f.pad(self.as_str())
     }
 }
 
@@ -272,5 +343,22 @@ mod tests {
             spelled,
             ["setup", "server-start", "server-crash", "out-of-memory", "workload", "watchdog", "placement-unusable"]
         );
+    }
+
+    #[test]
+    fn memory_labels() {
+        assert_eq!(MemoryLabel::of(None).to_string(), "unlimited");
+        assert_eq!(MemoryLabel::of(Some(300 << 20)).to_string(), "300MiB");
+        assert_eq!(MemoryLabel::of(Some(1 << 30)).to_string(), "1GiB");
+        assert_eq!(MemoryLabel::of(Some(1000)).to_string(), "1000B");
+        for label in ["unlimited", "160MiB", "1GiB", "1000B", "1536MiB"] {
+            let l: MemoryLabel = label.parse().unwrap();
+            assert_eq!(l.to_string(), label);
+            assert_eq!(serde_json::to_string(&l).unwrap(), format!("{label:?}"));
+            assert_eq!(serde_json::from_str::<MemoryLabel>(&format!("{label:?}")).unwrap(), l);
+        }
+        assert_eq!("1536MiB".parse::<MemoryLabel>().unwrap().bytes(), Some(1536 << 20));
+        assert!("lots".parse::<MemoryLabel>().is_err() && "1.5GiB".parse::<MemoryLabel>().is_err());
+        assert_eq!(format!("{:<10}|", MemoryLabel::Unlimited), "unlimited |", "pads like a string");
     }
 }

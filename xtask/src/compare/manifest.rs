@@ -7,7 +7,9 @@ use std::time::SystemTime;
 
 use anyhow::{Context, Result};
 use experiment::Experiment;
-use results::manifest::{DatasetRecord, DeviceProbeRecord, DeviceRecord, PlacementRecord, PostgresInfo};
+use results::manifest::{
+    DatasetRecord, DaxRequest, DeviceProbeRecord, DeviceRecord, Order, PlacementRecord, PostgresInfo,
+};
 use results::{Manifest, timestamp};
 use runner::dataset::Golden;
 use runner::matrix::PlannedRun;
@@ -37,8 +39,8 @@ pub fn begin(
         emulated: exp.emulated,
         repetitions: exp.repetitions,
         order: match exp.order {
-            runner::matrix::Order::Interleaved => "interleaved".into(),
-            runner::matrix::Order::Sequential => "sequential".into(),
+            runner::matrix::Order::Interleaved => Order::Interleaved,
+            runner::matrix::Order::Sequential => Order::Sequential,
         },
         resolved_config: serde_json::to_value(exp).unwrap_or_default(),
         started_at: timestamp::rfc3339(started),
@@ -136,9 +138,9 @@ pub fn device_record(d: &tiers::ProvisionedDevice) -> DeviceRecord {
         requested_mount_options: d.mount.requested_options.clone(),
         effective_mount_options: d.mount.effective_options.clone(),
         dax_requested: match d.mount.dax.requested {
-            tiers::DaxPolicy::Off => "off".into(),
-            tiers::DaxPolicy::Optional => "optional".into(),
-            tiers::DaxPolicy::Required => "required".into(),
+            tiers::DaxPolicy::Off => DaxRequest::Off,
+            tiers::DaxPolicy::Optional => DaxRequest::Optional,
+            tiers::DaxPolicy::Required => DaxRequest::Required,
         },
         dax_honoured: d.mount.dax.honoured,
         dax_note: d.mount.dax.note.clone(),
@@ -183,7 +185,7 @@ pub fn fits_in_memory_warnings(exp: &Experiment, host_memory: u64, g: &Golden) -
                 "data set {} ({:.0} MiB) fits in the server's memory ({}): reads are served from memory after warm-up, so read-only results do not exercise storage; use a memory limit well below the data set",
                 g.spec.key(),
                 g.database_size_bytes as f64 / 1048576.0,
-                runner::matrix::memory_label(*limit)
+                results::record::MemoryLabel::of(*limit)
             ));
         }
     }

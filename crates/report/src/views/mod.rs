@@ -94,8 +94,8 @@ fn file_stem(kind: &str, c: &CellSummary) -> String {
 /// the chart itself compares.
 fn context_suffix(k: &results::record::CellKey, memory: bool, profile: bool) -> String {
     let mut s = String::new();
-    if memory && k.memory_limit != "unlimited" {
-        s.push_str(&format!("-mem{}", clean(&k.memory_limit)));
+    if memory && !k.memory_limit.is_unlimited() {
+        s.push_str(&format!("-mem{}", clean(&k.memory_limit.to_string())));
     }
     if profile && k.profile != "default" {
         s.push_str(&format!("-{}", clean(&k.profile)));
@@ -204,7 +204,7 @@ pub fn plan(set: &ResultSet, summary: &Summary) -> Vec<ChartSpec> {
     placement::per_cell_bars(&mut cx);
     placement::normalised(&mut cx);
     lines::scaling(&mut cx);
-    placement::dimension_comparison(&mut cx, "memory", |c| c.key.memory_limit.clone());
+    placement::dimension_comparison(&mut cx, "memory", |c| c.key.memory_limit.to_string());
     placement::dimension_comparison(&mut cx, "profile", |c| c.key.profile.clone());
     lines::stability(&mut cx);
     devices::device_io(&mut cx);
@@ -243,7 +243,7 @@ mod tests {
                 placement: placement.into(),
                 workload: workload.into(),
                 clients,
-                memory_limit: memory.into(),
+                memory_limit: memory.parse().unwrap(),
                 profile: profile.into(),
             },
             is_baseline: placement == "a",
@@ -268,10 +268,11 @@ mod tests {
             file_stem("latency", &cell("a", "select only", 16, "192MiB", "seed004-performance")),
             "latency-select_only-c16-mem192MiB-seed004-performance"
         );
-        let k = cell("a", "tpcb", 8, "1.5GiB", "fast/wal").key;
-        assert_eq!(context_suffix(&k, true, true), "-mem1_5GiB-fast_wal");
+        // A memory label is `unlimited` or digits and a unit (1.5 GiB is labelled 1536MiB).
+        let k = cell("a", "tpcb", 8, "1536MiB", "fast/wal").key;
+        assert_eq!(context_suffix(&k, true, true), "-mem1536MiB-fast_wal");
         assert_eq!(context_suffix(&k, false, true), "-fast_wal", "the compared dimension is left out");
-        assert_eq!(context_suffix(&k, true, false), "-mem1_5GiB");
+        assert_eq!(context_suffix(&k, true, false), "-mem1536MiB");
     }
 
     #[test]
