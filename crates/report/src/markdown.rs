@@ -308,8 +308,8 @@ fn missing_cells(s: &mut String, summary: &Summary) {
 
 /// The run's warnings, then the summary's.
 fn warnings(s: &mut String, m: &Manifest, summary: &Summary) {
-    let mut warnings: Vec<String> = m.warnings.clone();
-    warnings.extend(summary.warnings.iter().cloned());
+    let warnings: Vec<String> =
+        m.warnings.iter().map(ToString::to_string).chain(summary.warnings.iter().map(ToString::to_string)).collect();
     let _ = writeln!(s, "\n## Warnings\n");
     if warnings.is_empty() {
         let _ = writeln!(s, "None.");

@@ -174,7 +174,7 @@ pub struct Manifest {
     pub kernel_changes: Vec<String>,
     /// Seconds spent provisioning, loading, relocating, measuring and tearing down.
     pub phase_seconds: BTreeMap<String, f64>,
-    pub warnings: Vec<String>,
+    pub warnings: Vec<crate::Warning>,
     /// How the matrix was measured and analysed (absent in result sets of older versions: the
     /// `runs` design, a 2% equivalence margin).
     #[serde(default)]
@@ -222,7 +222,8 @@ mod tests {
             assert_eq!((serde_json::to_value(o).unwrap(), o.to_string()), (serde_json::json!(text), text.to_string()));
             assert_eq!(serde_json::from_value::<Order>(serde_json::json!(text)).unwrap(), o);
         }
-        for (d, text) in [(DaxRequest::Off, "off"), (DaxRequest::Optional, "optional"), (DaxRequest::Required, "required")]
+        for (d, text) in
+            [(DaxRequest::Off, "off"), (DaxRequest::Optional, "optional"), (DaxRequest::Required, "required")]
         {
             assert_eq!(serde_json::to_value(d).unwrap(), serde_json::json!(text));
             assert_eq!(serde_json::from_value::<DaxRequest>(serde_json::json!(text)).unwrap(), d);

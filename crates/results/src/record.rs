@@ -325,7 +325,7 @@ pub struct RunRecord {
     #[serde(default)]
     pub raw_files: Vec<String>,
     #[serde(default)]
-    pub warnings: Vec<String>,
+    pub warnings: Vec<crate::Warning>,
 }
 
 #[cfg(test)]

@@ -10,7 +10,8 @@ use experiment::Experiment;
 use results::manifest::{
     DatasetRecord, DaxRequest, DeviceProbeRecord, DeviceRecord, Order, PlacementRecord, PostgresInfo,
 };
-use results::{Manifest, timestamp};
+use results::record::MemoryLabel;
+use results::{Manifest, Warning, timestamp};
 use runner::dataset::Golden;
 use runner::matrix::PlannedRun;
 use tiers::Provisioned;
@@ -67,7 +68,7 @@ pub fn begin(
         phase_seconds: BTreeMap::new(),
         resumed_at: vec![],
         kernel_changes: vec![],
-        warnings: exp.warnings.clone(),
+        warnings: exp.warnings.iter().cloned().map(Warning::Other).collect(),
         measurement: results::manifest::MeasurementRecord {
             design: exp.measurement.design.as_str().into(),
             equivalence_margin_pct: exp.measurement.equivalence_margin_pct,
@@ -81,10 +82,7 @@ pub fn begin(
         m.resumed_at = prev.resumed_at.clone();
         m.resumed_at.push(timestamp::rfc3339(started));
         m.device_probes = prev.device_probes.clone();
-        m.warnings.push(format!(
-            "this result set was resumed ({}): the runs after the interruption were made on freshly provisioned devices with a freshly loaded data set",
-            m.resumed_at.join(", ")
-        ));
+        m.warnings.push(Warning::Resumed { at: m.resumed_at.clone() });
     }
     m
 }
@@ -175,18 +173,17 @@ pub fn dataset_record(key: &str, golden: &Golden) -> DatasetRecord {
 }
 
 /// A warning for every memory limit (or the host's memory) the data set fits in.
-pub fn fits_in_memory_warnings(exp: &Experiment, host_memory: u64, g: &Golden) -> Vec<String> {
+pub fn fits_in_memory_warnings(exp: &Experiment, host_memory: u64, g: &Golden) -> Vec<Warning> {
     let mut out = Vec::new();
     for limit in &exp.memory_limits {
         let limit = &limit.bytes;
         let available = limit.unwrap_or(host_memory);
         if g.database_size_bytes <= available {
-            out.push(format!(
-                "data set {} ({:.0} MiB) fits in the server's memory ({}): reads are served from memory after warm-up, so read-only results do not exercise storage; use a memory limit well below the data set",
-                g.spec.key(),
-                g.database_size_bytes as f64 / 1048576.0,
-                results::record::MemoryLabel::of(*limit)
-            ));
+            out.push(Warning::FitsInMemory {
+                dataset: g.spec.key(),
+                size_mib: g.database_size_bytes as f64 / 1048576.0,
+                memory: MemoryLabel::of(*limit),
+            });
         }
     }
     out

@@ -7,7 +7,7 @@ use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
-use results::{FailureKind, ResultsDir, RunStatus};
+use results::{FailureKind, ResultsDir, RunStatus, Warning};
 use runner::RunnerEnv;
 use runner::RunnerError;
 use runner::dataset::{self, Golden};
@@ -164,12 +164,14 @@ impl Session<'_> {
         placement: &PlacementTarget,
         failure: &str,
     ) -> Result<()> {
-        let why = format!(
-            "placement {} unusable since run {}: its server did not start ({failure})",
-            placement.name, planned.run_id
-        );
+        let warning = Warning::PlacementUnusable {
+            placement: placement.name.clone(),
+            run_id: planned.run_id.clone(),
+            failure: failure.to_string(),
+        };
+        let why = warning.to_string();
         m.progress.println(&format!("  {why}; its remaining runs are skipped"));
-        self.manifest.warnings.push(why.clone());
+        self.manifest.warnings.push(warning);
         if placement.name == self.exp.baseline {
             m.progress.finish();
             let _ = report::refresh_tables(&self.results.root);
