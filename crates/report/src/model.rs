@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use results::manifest::{WorkloadKind, WorkloadRecord};
 use results::record::{CellKey, MemoryLabel, RunRecord, RunStatus};
 use results::{Manifest, ResultsDir};
 use serde::Serialize;
@@ -30,6 +31,36 @@ impl ResultSet {
     /// is computed from.
     pub fn device_runs(&self, cell: &CellKey) -> Vec<&RunRecord> {
         self.runs.iter().filter(|r| &r.cell == cell && r.status == RunStatus::Ok && !r.devices.is_empty()).collect()
+    }
+
+    /// The workload named `name` as it ran: the manifest's record, or in a result set of an
+    /// older version (no workloads in its manifest), what its first run's record says of it.
+    pub fn workload(&self, name: &str) -> Option<WorkloadRecord> {
+        if !self.manifest.workloads.is_empty() {
+            return self.manifest.workloads.iter().find(|w| w.name == name).cloned();
+        }
+        let runs: Vec<&RunRecord> = self.runs.iter().filter(|r| r.cell.workload == name).collect();
+        let first = runs.first()?;
+        let mut clients: Vec<u32> = Vec::new();
+        for r in &runs {
+            if !clients.contains(&r.cell.clients) {
+                clients.push(r.cell.clients);
+            }
+        }
+        Some(WorkloadRecord {
+            name: name.to_string(),
+            kind: if first.workload_kind == WorkloadKind::Tpcc.as_str() {
+                WorkloadKind::Tpcc
+            } else {
+                WorkloadKind::Pgbench
+            },
+            script: first.script.clone(),
+            scale: first.scale,
+            clients,
+            threads: None,
+            duration_s: first.duration_s,
+            ramp_up_s: first.ramp_up_s,
+        })
     }
 
     /// Placement names in the manifest's order (baseline first).
@@ -424,6 +455,31 @@ mod tests {
         assert!((hd.pct - td.pct).abs() > 1.0, "not the TPS change: {hd:?} vs {td:?}");
         assert!(s.warnings.iter().any(|w| w.to_string().contains("repetitions disagree")));
         assert!(s.warnings.iter().any(|w| w.to_string().contains("1 run(s) failed")));
+    }
+
+    #[test]
+    fn workloads_from_the_manifest_or_else_from_the_runs() {
+        let mut set = set(vec![run(1, "a", 1, 100.0, 10.0), run(2, "b", 1, 150.0, 7.0)], &[]);
+        let from_runs = set.workload("rw").unwrap();
+        assert_eq!(
+            (from_runs.kind, from_runs.script.as_str(), from_runs.scale, from_runs.clients.clone()),
+            (WorkloadKind::Pgbench, "tpcb-like", 1, vec![8])
+        );
+        assert_eq!((from_runs.duration_s, from_runs.ramp_up_s), (10.0, 0.0));
+        assert!(set.workload("ro").is_none());
+        set.manifest.workloads = vec![WorkloadRecord {
+            name: "rw".into(),
+            kind: WorkloadKind::Tpcc,
+            script: "tpcc-spec-procedures".into(),
+            scale: 4,
+            ..Default::default()
+        }];
+        let w = set.workload("rw").unwrap();
+        assert_eq!(
+            (w.kind, w.script.as_str(), w.scale),
+            (WorkloadKind::Tpcc, "tpcc-spec-procedures", 4),
+            "the manifest's"
+        );
     }
 
     #[test]

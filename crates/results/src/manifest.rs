@@ -75,6 +75,53 @@ pub struct PlacementRecord {
     pub tablespaces: BTreeMap<String, String>,
 }
 
+/// What kind of benchmark a workload is.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WorkloadKind {
+    /// pgbench with a builtin script.
+    #[default]
+    Pgbench,
+    /// The `tpcc` crate's TPC-C (HammerDB TPROC-C semantics).
+    Tpcc,
+}
+
+impl WorkloadKind {
+    /// `pgbench` or `tpcc`, as run records spell it (`workload_kind`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WorkloadKind::Pgbench => "pgbench",
+            WorkloadKind::Tpcc => "tpcc",
+        }
+    }
+}
+
+impl std::fmt::Display for WorkloadKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+/// A workload as it ran (the experiment file's `[[workload]]`, `--emulate` overrides applied).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct WorkloadRecord {
+    pub name: String,
+    pub kind: WorkloadKind,
+    /// The pgbench builtin script (`tpcb-like`), or TPC-C's mode and side
+    /// (`tpcc-hammerdb-procedures`), as run records spell it.
+    pub script: String,
+    /// pgbench scale, or TPC-C warehouses.
+    pub scale: u32,
+    /// Client counts (TPC-C: virtual users), resolved against the machine's hardware threads.
+    pub clients: Vec<u32>,
+    /// Threads per run as set (`None`: min(clients, cores); each run's record has its own).
+    pub threads: Option<u32>,
+    pub duration_s: f64,
+    /// The discarded run before each measured one.
+    pub ramp_up_s: f64,
+}
+
 /// The machine.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -165,6 +212,8 @@ pub struct Manifest {
     /// fio ceilings of each device (empty when probing is off).
     pub device_probes: Vec<DeviceProbeRecord>,
     pub placements: Vec<PlacementRecord>,
+    /// The workloads (empty in result sets of older versions; their runs' records say the same).
+    pub workloads: Vec<WorkloadRecord>,
     pub datasets: Vec<DatasetRecord>,
     /// Planned run ids in execution order.
     pub run_order: Vec<String>,

@@ -1,6 +1,7 @@
 //! The run record as the runner makes it: one constructor for every record of a planned run,
 //! and how a run sets its failure kind.
 
+use results::manifest::WorkloadRecord;
 use results::record::{FailureKind, Metrics, RunRecord, RunStatus};
 use results::timestamp;
 
@@ -9,21 +10,18 @@ use crate::matrix::{PlannedRun, WorkloadKind, WorkloadSpec};
 /// A new record of `planned` running `workload`, started at `started_at` (RFC 3339): status ok,
 /// nothing measured, not finished.
 pub fn new_record(planned: &PlannedRun, workload: &WorkloadSpec, started_at: String) -> RunRecord {
-    let (kind, script) = match &workload.kind {
-        WorkloadKind::Pgbench(p) => ("pgbench", p.builtin.as_str().to_string()),
-        WorkloadKind::Tpcc(t) => ("tpcc", t.script()),
-    };
+    let w = workload_record(workload);
     RunRecord {
         run_id: planned.run_id.clone(),
         sequence: planned.sequence,
         cell: planned.cell.clone(),
         repetition: planned.repetition,
-        workload_kind: kind.into(),
-        script,
+        workload_kind: w.kind.as_str().into(),
+        script: w.script,
         threads: planned.threads,
-        scale: workload.scale(),
-        duration_s: workload.duration.as_secs_f64(),
-        ramp_up_s: workload.ramp_up.as_secs_f64(),
+        scale: w.scale,
+        duration_s: w.duration_s,
+        ramp_up_s: w.ramp_up_s,
         started_at,
         finished_at: String::new(),
         status: RunStatus::Ok,
@@ -44,6 +42,25 @@ pub fn new_record(planned: &PlannedRun, workload: &WorkloadSpec, started_at: Str
         command: String::new(),
         raw_files: vec![],
         warnings: vec![],
+    }
+}
+
+/// The manifest's record of a workload; its runs' records say the same of it.
+pub fn workload_record(workload: &WorkloadSpec) -> WorkloadRecord {
+    use results::manifest::WorkloadKind as Kind;
+    let (kind, script) = match &workload.kind {
+        WorkloadKind::Pgbench(p) => (Kind::Pgbench, p.builtin.as_str().to_string()),
+        WorkloadKind::Tpcc(t) => (Kind::Tpcc, t.script()),
+    };
+    WorkloadRecord {
+        name: workload.name.clone(),
+        kind,
+        script,
+        scale: workload.scale(),
+        clients: workload.clients.clone(),
+        threads: workload.threads,
+        duration_s: workload.duration.as_secs_f64(),
+        ramp_up_s: workload.ramp_up.as_secs_f64(),
     }
 }
 
@@ -102,6 +119,24 @@ mod tests {
         let n = not_run(&planned, &workload, "not run: gone");
         assert_eq!((n.status, n.failure.as_deref()), (RunStatus::Failed, Some("not run: gone")));
         assert_eq!(n.started_at, n.finished_at);
+    }
+
+    #[test]
+    fn the_manifest_record_of_a_workload_says_what_its_runs_say() {
+        let (planned, workload) = (testing::planned(None), testing::workload(Duration::from_secs(5)));
+        let (w, r) = (workload_record(&workload), new_record(&planned, &workload, "t0".into()));
+        assert_eq!(
+            (w.name.as_str(), w.kind.as_str(), w.script.as_str()),
+            ("tpcb", "pgbench", Builtin::TpcbLike.as_str())
+        );
+        assert_eq!(
+            (w.kind.as_str(), w.script.as_str(), w.scale),
+            (r.workload_kind.as_str(), r.script.as_str(), r.scale)
+        );
+        assert_eq!(
+            (w.duration_s, w.ramp_up_s, w.clients.clone(), w.threads),
+            (20.0, 5.0, workload.clients.clone(), workload.threads)
+        );
     }
 
     #[test]

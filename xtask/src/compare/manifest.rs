@@ -62,6 +62,7 @@ pub fn begin(
                 tablespaces: p.tablespaces.clone(),
             })
             .collect(),
+        workloads: exp.workloads.iter().map(runner::record::workload_record).collect(),
         datasets: vec![],
         run_order: runs.iter().map(|r| r.run_id.clone()).collect(),
         planned_cells: runs.iter().map(|r| (r.run_id.clone(), r.cell.clone())).collect(),

@@ -26,7 +26,7 @@ pub struct ChartFile {
 pub fn footnote(set: &ResultSet, cells: &[&CellSummary], bars: bool) -> Vec<String> {
     let m = &set.manifest;
     let h = &m.host;
-    let first = cells.first().and_then(|c| set.runs.iter().find(|r| r.cell == c.key));
+    let first = cells.first().and_then(|c| set.workload(&c.key.workload));
     let mut lines = vec![format!(
         "{}{} ({} threads), {:.1} GiB RAM, Linux {}; PostgreSQL {}",
         if m.emulated { "Emulated tiers on " } else { "" },
@@ -36,22 +36,22 @@ pub fn footnote(set: &ResultSet, cells: &[&CellSummary], bars: bool) -> Vec<Stri
         h.kernel,
         m.postgres.version
     )];
-    if let Some(r) = first {
-        let mut scripts: Vec<&str> = Vec::new();
+    if let Some(w) = first {
+        let mut scripts: Vec<String> = Vec::new();
         for c in cells {
-            if let Some(x) = set.runs.iter().find(|r| r.cell == c.key)
-                && !scripts.contains(&x.script.as_str())
+            if let Some(x) = set.workload(&c.key.workload)
+                && !scripts.contains(&x.script)
             {
-                scripts.push(&x.script);
+                scripts.push(x.script);
             }
         }
         lines.push(format!(
             "{} {} scale {}, {:.0} s measured after {:.0} s ramp-up; {} runs per point, {} order{}",
-            r.workload_kind,
+            w.kind,
             scripts.join(" / "),
-            r.scale,
-            r.duration_s,
-            r.ramp_up_s,
+            w.scale,
+            w.duration_s,
+            w.ramp_up_s,
             cells.iter().map(|c| c.runs).min().unwrap_or(0),
             m.order,
             if bars { "; error bars: 95% CI; pale bars: not a real change (inconclusive, equivalent or one run)" } else { "" }
