@@ -109,12 +109,12 @@ pub enum UndoError {
         procs: String,
     },
     /// `umount` kept failing for 30 s: its last stderr, or why it could not run.
-    #[error("umount {} keeps failing: {}", .target.display(), unmount_why(.stderr, .source.as_ref()))]
+    #[error("umount {} keeps failing: {}", .target.display(), unmount_why(.stderr, .source.as_deref()))]
     Unmount {
         target: PathBuf,
         stderr: String,
         #[source]
-        source: Option<CommandError>,
+        source: Option<Box<CommandError>>,
     },
     /// `nvme disconnect` failed.
     #[error("nvme disconnect -n {nqn}: {stderr}")]
@@ -292,7 +292,7 @@ fn unmount(target: &Path) -> Result<Outcome, UndoError> {
             let target = target.to_path_buf();
             return Err(match out {
                 Ok(o) => UndoError::Unmount { target, stderr: o.stderr.trim().to_string(), source: None },
-                Err(e) => UndoError::Unmount { target, stderr: String::new(), source: Some(e) },
+                Err(e) => UndoError::Unmount { target, stderr: String::new(), source: Some(Box::new(e)) },
             });
         }
         std::thread::sleep(Duration::from_millis(250));
