@@ -21,7 +21,7 @@ use std::sync::Mutex;
 
 pub use command::{CommandError, CommandLine, Output};
 pub use process::ProcessId;
-pub use undo::{Outcome, Undo};
+pub use undo::{Outcome, Undo, UndoError};
 
 /// Identifies one recorded side effect within its journal.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -249,7 +249,7 @@ impl Journal {
     }
 
     /// Performs the undo of one record now and releases it.
-    pub fn undo_now(&self, id: RecordId) -> Result<Outcome, String> {
+    pub fn undo_now(&self, id: RecordId) -> Result<Outcome, UndoError> {
         let undo = {
             let inner = self.inner.lock().unwrap();
             inner.records.iter().find(|p| p.id == id).map(|p| p.undo.clone())
@@ -258,7 +258,7 @@ impl Journal {
             return Ok(Outcome::NothingLeft);
         };
         let outcome = undo.perform()?;
-        self.release(id).map_err(|e| e.to_string())?;
+        self.release(id).map_err(|e| UndoError::Journal(Box::new(e)))?;
         Ok(outcome)
     }
 
@@ -270,7 +270,7 @@ impl Journal {
 
     /// Undoes every pending side effect, newest first. Each step is reported to `on_step` as it
     /// completes. A failed undo stays pending and teardown carries on with the rest.
-    pub fn teardown(&self, mut on_step: impl FnMut(&Pending, &Result<Outcome, String>)) -> TeardownReport {
+    pub fn teardown(&self, mut on_step: impl FnMut(&Pending, &Result<Outcome, UndoError>)) -> TeardownReport {
         let mut report = TeardownReport::default();
         for p in self.pending().into_iter().rev() {
             let result = p.undo.perform();

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 
-use crate::command::CommandLine;
+use crate::command::{CommandError, CommandLine};
 use crate::mounts;
 use crate::process::ProcessId;
 
@@ -85,6 +85,59 @@ impl fmt::Display for Undo {
     }
 }
 
+/// Why an undo did not finish: what is still in place, with the error that left it there as
+/// `source()` where there is one. The text says both, as teardown reports it.
+#[derive(Debug, thiserror::Error)]
+pub enum UndoError {
+    /// Something is still in place (a process running or exiting, a mount in a directory to
+    /// remove, a loop or zram device that will not go).
+    #[error("{0}")]
+    StillThere(String),
+    /// A file operation failed; `what` names it and its path (`rm /x`, `write /proc/sys/...`).
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A cgroup could not be removed, with the processes still in it.
+    #[error("rmdir {}: {source} (processes still in it: {procs})", .path.display())]
+    Cgroup {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+        procs: String,
+    },
+    /// `umount` kept failing for 30 s: its last stderr, or why it could not run.
+    #[error("umount {} keeps failing: {}", .target.display(), unmount_why(.stderr, .source.as_deref()))]
+    Unmount {
+        target: PathBuf,
+        stderr: String,
+        #[source]
+        source: Option<Box<CommandError>>,
+    },
+    /// `nvme disconnect` failed.
+    #[error("nvme disconnect -n {nqn}: {stderr}")]
+    NvmeDisconnect { nqn: String, stderr: String },
+    /// A command the undo runs could not run, failed or timed out.
+    #[error(transparent)]
+    Command(#[from] CommandError),
+    /// The record names a signal that does not exist.
+    #[error("unknown signal {0}")]
+    UnknownSignal(String),
+    /// A sweep's failures, each.
+    #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+    Several(Vec<UndoError>),
+    /// The undo was done, but the journal could not record it released.
+    #[error(transparent)]
+    Journal(Box<crate::JournalError>),
+}
+
+/// Why `umount` failed: why it could not run, or what it printed.
+fn unmount_why(stderr: &str, source: Option<&CommandError>) -> String {
+    source.map(ToString::to_string).unwrap_or_else(|| stderr.to_string())
+}
+
 /// What performing an undo found.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Outcome {
@@ -96,7 +149,7 @@ pub enum Outcome {
 
 impl Undo {
     /// Performs the undo. Errors describe what is still in place.
-    pub fn perform(&self) -> Result<Outcome, String> {
+    pub fn perform(&self) -> Result<Outcome, UndoError> {
         match self {
             Undo::Unmount { target } => unmount(target),
             Undo::DetachLoop { backing_file } => detach_loops(backing_file),
@@ -109,15 +162,14 @@ impl Undo {
             Undo::StopProcess { process, signal, grace_ms, label } => {
                 if !process.is_alive() {
                     // Ended by itself (or exiting): gone, and reaped, before this returns.
-                    return wait_exited(label, process, Duration::from_millis(*grace_ms))
-                        .map(|_| Outcome::NothingLeft);
+                    return wait_exited(label, process, Duration::from_millis(*grace_ms)).map(|_| Outcome::NothingLeft);
                 }
                 let sig = parse_signal(signal)?;
                 if process.terminate(sig, Duration::from_millis(*grace_ms)) {
                     eprintln!("  {label} (pid {}) ignored SIG{signal}; killed", process.pid);
                 }
                 if process.is_alive() {
-                    return Err(format!("{label} (pid {}) is still running", process.pid));
+                    return Err(UndoError::StillThere(format!("{label} (pid {}) is still running", process.pid)));
                 }
                 wait_exited(label, process, EXIT_WAIT).map(|_| Outcome::Done)
             }
@@ -135,7 +187,7 @@ impl Undo {
                     unmount(mountpoint)?;
                 }
                 if process.is_alive() {
-                    return Err(format!("nbdfuse (pid {}) is still running", process.pid));
+                    return Err(UndoError::StillThere(format!("nbdfuse (pid {}) is still running", process.pid)));
                 }
                 wait_exited("nbdfuse", process, EXIT_WAIT).map(|_| did)
             }
@@ -157,16 +209,20 @@ impl Undo {
             Undo::RemoveFile { path } => match std::fs::remove_file(path) {
                 Ok(()) => Ok(Outcome::Done),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Outcome::NothingLeft),
-                Err(e) => Err(format!("rm {}: {e}", path.display())),
+                Err(source) => Err(UndoError::Io { what: format!("rm {}", path.display()), source }),
             },
             Undo::RemoveDirAll { path } => {
                 if !path.exists() {
                     return Ok(Outcome::NothingLeft);
                 }
                 if mounts::mounts_under(path).iter().any(|m| m != path) || mounts::is_mountpoint(path) {
-                    return Err(format!("{} still has something mounted in it; not removing", path.display()));
+                    return Err(UndoError::StillThere(format!(
+                        "{} still has something mounted in it; not removing",
+                        path.display()
+                    )));
                 }
-                std::fs::remove_dir_all(path).map_err(|e| format!("rm -r {}: {e}", path.display()))?;
+                std::fs::remove_dir_all(path)
+                    .map_err(|source| UndoError::Io { what: format!("rm -r {}", path.display()), source })?;
                 Ok(Outcome::Done)
             }
             Undo::NvmeDisconnect { nqn, boot_id } => {
@@ -175,15 +231,14 @@ impl Undo {
                 }
                 let out = CommandLine::new("nvme")
                     .args(["disconnect", "-n", nqn.as_str()])
-                    .output(Some(Duration::from_secs(60)))
-                    .map_err(|e| e.to_string())?;
+                    .output(Some(Duration::from_secs(60)))?;
                 // No subsystem at all ("Failed to scan topology") or none of ours: nothing to undo.
                 if out.stdout.contains("disconnected 0 controller") || out.stderr.contains("Failed to scan topology") {
                     Ok(Outcome::NothingLeft)
                 } else if out.status == 0 {
                     Ok(Outcome::Done)
                 } else {
-                    Err(format!("nvme disconnect -n {nqn}: {}", out.stderr.trim()))
+                    Err(UndoError::NvmeDisconnect { nqn: nqn.clone(), stderr: out.stderr.trim().to_string() })
                 }
             }
             Undo::RestoreFile { path, contents } => {
@@ -191,7 +246,8 @@ impl Undo {
                 if now.trim() == contents.trim() {
                     return Ok(Outcome::NothingLeft);
                 }
-                std::fs::write(path, contents).map_err(|e| format!("write {}: {e}", path.display()))?;
+                std::fs::write(path, contents)
+                    .map_err(|source| UndoError::Io { what: format!("write {}", path.display()), source })?;
                 Ok(Outcome::Done)
             }
             Undo::Sweep { work_dir } => sweep(work_dir),
@@ -204,24 +260,25 @@ const EXIT_WAIT: Duration = Duration::from_secs(10);
 
 /// Waits until `process` is gone from /proc (reaped when it is our child), so that nothing
 /// reports a helper stopped while it is still exiting; an error when it is still there.
-fn wait_exited(label: &str, process: &ProcessId, limit: Duration) -> Result<(), String> {
+fn wait_exited(label: &str, process: &ProcessId, limit: Duration) -> Result<(), UndoError> {
     if process.wait_gone(limit) {
         Ok(())
     } else {
-        Err(format!("{label} (pid {}) has not finished exiting", process.pid))
+        Err(UndoError::StillThere(format!("{label} (pid {}) has not finished exiting", process.pid)))
     }
 }
 
-fn parse_signal(name: &str) -> Result<Signal, String> {
+fn parse_signal(name: &str) -> Result<Signal, UndoError> {
     let full = if name.starts_with("SIG") { name.to_string() } else { format!("SIG{name}") };
-    full.parse::<Signal>().map_err(|_| format!("unknown signal {name}"))
+    full.parse::<Signal>().map_err(|_| UndoError::UnknownSignal(name.to_string()))
 }
 
-fn run(cmd: CommandLine) -> Result<(), String> {
-    cmd.run_with_timeout(Some(Duration::from_secs(60))).map(|_| ()).map_err(|e| e.to_string())
+fn run(cmd: CommandLine) -> Result<(), UndoError> {
+    cmd.run_with_timeout(Some(Duration::from_secs(60)))?;
+    Ok(())
 }
 
-fn unmount(target: &Path) -> Result<Outcome, String> {
+fn unmount(target: &Path) -> Result<Outcome, UndoError> {
     if !mounts::is_mountpoint(target) {
         return Ok(Outcome::NothingLeft);
     }
@@ -232,8 +289,11 @@ fn unmount(target: &Path) -> Result<Outcome, String> {
             return Ok(Outcome::Done);
         }
         if start.elapsed() > Duration::from_secs(30) {
-            let why = out.map(|o| o.stderr.trim().to_string()).unwrap_or_else(|e| e.to_string());
-            return Err(format!("umount {} keeps failing: {why}", target.display()));
+            let target = target.to_path_buf();
+            return Err(match out {
+                Ok(o) => UndoError::Unmount { target, stderr: o.stderr.trim().to_string(), source: None },
+                Err(e) => UndoError::Unmount { target, stderr: String::new(), source: Some(Box::new(e)) },
+            });
         }
         std::thread::sleep(Duration::from_millis(250));
     }
@@ -260,7 +320,7 @@ pub fn loops_backed_by(file: &Path) -> Vec<PathBuf> {
     found
 }
 
-fn detach_loops(file: &Path) -> Result<Outcome, String> {
+fn detach_loops(file: &Path) -> Result<Outcome, UndoError> {
     let devices = loops_backed_by(file);
     if devices.is_empty() {
         return Ok(Outcome::NothingLeft);
@@ -272,18 +332,18 @@ fn detach_loops(file: &Path) -> Result<Outcome, String> {
     let start = Instant::now();
     while !loops_backed_by(file).is_empty() {
         if start.elapsed() > Duration::from_secs(30) {
-            return Err(format!(
+            return Err(UndoError::StillThere(format!(
                 "loop device(s) {} still attached to {}",
                 devices.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", "),
                 file.display()
-            ));
+            )));
         }
         std::thread::sleep(Duration::from_millis(100));
     }
     Ok(Outcome::Done)
 }
 
-fn remove_zram(id: u32) -> Result<Outcome, String> {
+fn remove_zram(id: u32) -> Result<Outcome, UndoError> {
     let dev = PathBuf::from(format!("/sys/block/zram{id}"));
     if !dev.exists() {
         return Ok(Outcome::NothingLeft);
@@ -296,17 +356,17 @@ fn remove_zram(id: u32) -> Result<Outcome, String> {
             return Ok(Outcome::Done);
         }
         if start.elapsed() > Duration::from_secs(20) {
-            return Err(format!(
+            return Err(UndoError::StillThere(format!(
                 "/dev/zram{id} could not be removed (reset: {:?}, hot_remove: {:?})",
                 reset.err(),
                 removed.err()
-            ));
+            )));
         }
         std::thread::sleep(Duration::from_millis(200));
     }
 }
 
-fn remove_cgroup(path: &Path) -> Result<Outcome, String> {
+fn remove_cgroup(path: &Path) -> Result<Outcome, UndoError> {
     if !path.exists() {
         return Ok(Outcome::NothingLeft);
     }
@@ -322,14 +382,14 @@ fn remove_cgroup(path: &Path) -> Result<Outcome, String> {
         match std::fs::remove_dir(path) {
             Ok(()) => return Ok(Outcome::Done),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Outcome::NothingLeft),
-            Err(e) => {
+            Err(source) => {
                 if start.elapsed() > Duration::from_secs(10) {
                     let procs = std::fs::read_to_string(path.join("cgroup.procs")).unwrap_or_default();
-                    return Err(format!(
-                        "rmdir {}: {e} (processes still in it: {})",
-                        path.display(),
-                        procs.split_whitespace().collect::<Vec<_>>().join(" ")
-                    ));
+                    return Err(UndoError::Cgroup {
+                        path: path.to_path_buf(),
+                        source,
+                        procs: procs.split_whitespace().collect::<Vec<_>>().join(" "),
+                    });
                 }
                 std::thread::sleep(Duration::from_millis(100));
             }
@@ -337,7 +397,7 @@ fn remove_cgroup(path: &Path) -> Result<Outcome, String> {
     }
 }
 
-fn sweep(work_dir: &Path) -> Result<Outcome, String> {
+fn sweep(work_dir: &Path) -> Result<Outcome, UndoError> {
     let mut did = Outcome::NothingLeft;
     let needle = work_dir.to_string_lossy().into_owned();
     let mut errors = Vec::new();
@@ -375,7 +435,7 @@ fn sweep(work_dir: &Path) -> Result<Outcome, String> {
             did = Outcome::Done;
         }
     }
-    if errors.is_empty() { Ok(did) } else { Err(errors.join("; ")) }
+    if errors.is_empty() { Ok(did) } else { Err(UndoError::Several(errors)) }
 }
 
 /// Loop devices whose backing file lies under `dir`.
@@ -409,14 +469,34 @@ mod tests {
     }
 
     #[test]
+    fn a_failed_undo_keeps_its_cause() {
+        use std::error::Error as _;
+        let d = tempfile::tempdir().unwrap();
+        // unlink(2) of a directory fails (EISDIR), unlike a missing file (nothing left).
+        let e = Undo::RemoveFile { path: d.path().to_path_buf() }.perform().unwrap_err();
+        assert!(e.to_string().starts_with(&format!("rm {}: ", d.path().display())), "{e}");
+        let source = e.source().and_then(|s| s.downcast_ref::<std::io::Error>()).expect("an io::Error source");
+        assert_eq!(e.to_string(), format!("rm {}: {source}", d.path().display()));
+        let e = Undo::StopProcess {
+            label: "x".into(),
+            process: ProcessId::of(std::process::id() as i32).unwrap(),
+            signal: "NOSUCH".into(),
+            grace_ms: 0,
+        }
+        .perform()
+        .unwrap_err();
+        assert_eq!(e.to_string(), "unknown signal NOSUCH");
+    }
+
+    #[test]
     fn a_stopped_process_is_gone_when_the_undo_returns() {
         let _forking = crate::forking();
         let mut child = std::process::Command::new("sleep").arg("30").spawn().unwrap();
         let process = ProcessId::of(child.id() as i32).unwrap();
         let undo = Undo::StopProcess { label: "sleep".into(), process, signal: "TERM".into(), grace_ms: 5000 };
-        assert_eq!(undo.perform(), Ok(Outcome::Done));
+        assert_eq!(undo.perform().ok(), Some(Outcome::Done));
         assert!(!in_proc(process.pid), "reaped, not a zombie or still exiting");
-        assert_eq!(undo.perform(), Ok(Outcome::NothingLeft), "idempotent");
+        assert_eq!(undo.perform().ok(), Some(Outcome::NothingLeft), "idempotent");
         assert!(child.wait().is_err(), "nothing left to wait for");
     }
 
@@ -431,7 +511,7 @@ mod tests {
         }
         assert!(in_proc(process.pid));
         let undo = Undo::StopProcess { label: "true".into(), process, signal: "TERM".into(), grace_ms: 5000 };
-        assert_eq!(undo.perform(), Ok(Outcome::NothingLeft));
+        assert_eq!(undo.perform().ok(), Some(Outcome::NothingLeft));
         assert!(!in_proc(process.pid), "the zombie is reaped before the undo returns");
         assert!(child.wait().is_err(), "nothing left to wait for");
     }

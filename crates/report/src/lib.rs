@@ -11,6 +11,7 @@ pub mod model;
 pub mod stats;
 pub mod text;
 pub mod views;
+pub mod warnings;
 
 use std::path::{Path, PathBuf};
 

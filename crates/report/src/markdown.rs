@@ -6,6 +6,7 @@ use crate::model::{ResultSet, Summary, describe};
 use crate::stats::Delta;
 use crate::views::{self, ChartFile};
 use results::Manifest;
+use results::manifest::DaxRequest;
 use std::fmt::Write as _;
 
 /// `report.md`, one function per section, embedding the charts `views::render_all` wrote.
@@ -242,7 +243,7 @@ fn failed_runs(s: &mut String, set: &ResultSet) {
             s,
             "- `{}` ({}): {}",
             r.run_id,
-            r.failure_kind.as_deref().unwrap_or("failed"),
+            r.failure_kind.map(|k| k.as_str()).unwrap_or("failed"),
             r.failure.as_deref().unwrap_or("no reason recorded").replace('\n', " ")
         );
     }
@@ -307,8 +308,8 @@ fn missing_cells(s: &mut String, summary: &Summary) {
 
 /// The run's warnings, then the summary's.
 fn warnings(s: &mut String, m: &Manifest, summary: &Summary) {
-    let mut warnings: Vec<String> = m.warnings.clone();
-    warnings.extend(summary.warnings.iter().cloned());
+    let warnings: Vec<String> =
+        m.warnings.iter().map(ToString::to_string).chain(summary.warnings.iter().map(ToString::to_string)).collect();
     let _ = writeln!(s, "\n## Warnings\n");
     if warnings.is_empty() {
         let _ = writeln!(s, "None.");
@@ -382,8 +383,8 @@ fn devices(s: &mut String, m: &Manifest) {
     let _ = writeln!(s, "| device | class | what it is | block device | mount options (effective) | DAX |");
     let _ = writeln!(s, "|---|---|---|---|---|---|");
     for d in &m.devices {
-        let dax = match d.dax_requested.as_str() {
-            "off" => "not requested".to_string(),
+        let dax = match d.dax_requested {
+            DaxRequest::Off => "not requested".to_string(),
             _ if d.dax_honoured => "requested, in effect".to_string(),
             _ => "**requested, NOT in effect** (page-cache I/O)".to_string(),
         };

@@ -4,12 +4,14 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use results::record::{CellKey, RunRecord, RunStatus};
+use results::manifest::{WorkloadKind, WorkloadRecord};
+use results::record::{CellKey, MemoryLabel, RunRecord, RunStatus};
 use results::{Manifest, ResultsDir};
 use serde::Serialize;
 
 use crate::analysis::{self, Analysis, Figure};
 use crate::stats::{Delta, Estimate, Method};
+use crate::warnings::{SummaryWarning, run_warnings};
 
 /// A results directory, read back.
 #[derive(Clone, Debug)]
@@ -29,6 +31,36 @@ impl ResultSet {
     /// is computed from.
     pub fn device_runs(&self, cell: &CellKey) -> Vec<&RunRecord> {
         self.runs.iter().filter(|r| &r.cell == cell && r.status == RunStatus::Ok && !r.devices.is_empty()).collect()
+    }
+
+    /// The workload named `name` as it ran: the manifest's record, or in a result set of an
+    /// older version (no workloads in its manifest), what its first run's record says of it.
+    pub fn workload(&self, name: &str) -> Option<WorkloadRecord> {
+        if !self.manifest.workloads.is_empty() {
+            return self.manifest.workloads.iter().find(|w| w.name == name).cloned();
+        }
+        let runs: Vec<&RunRecord> = self.runs.iter().filter(|r| r.cell.workload == name).collect();
+        let first = runs.first()?;
+        let mut clients: Vec<u32> = Vec::new();
+        for r in &runs {
+            if !clients.contains(&r.cell.clients) {
+                clients.push(r.cell.clients);
+            }
+        }
+        Some(WorkloadRecord {
+            name: name.to_string(),
+            kind: if first.workload_kind == WorkloadKind::Tpcc.as_str() {
+                WorkloadKind::Tpcc
+            } else {
+                WorkloadKind::Pgbench
+            },
+            script: first.script.clone(),
+            scale: first.scale,
+            clients,
+            threads: None,
+            duration_s: first.duration_s,
+            ramp_up_s: first.ramp_up_s,
+        })
     }
 
     /// Placement names in the manifest's order (baseline first).
@@ -95,7 +127,7 @@ pub struct Summary {
     pub cells: Vec<CellSummary>,
     /// Planned cells without a successful run (an interrupted or failing matrix).
     pub missing: Vec<CellKey>,
-    pub warnings: Vec<String>,
+    pub warnings: Vec<SummaryWarning>,
     /// How the deltas were computed (design, method, margin, the families Holm corrected).
     pub analysis: Analysis,
 }
@@ -110,8 +142,8 @@ fn cell_order(set: &ResultSet) -> Vec<CellKey> {
         }
     }
     let placements = set.placements();
-    let group = |k: &CellKey| (k.workload.clone(), k.clients, k.memory_limit.clone(), k.profile.clone());
-    let mut groups: Vec<(String, u32, String, String)> = Vec::new();
+    let group = |k: &CellKey| (k.workload.clone(), k.clients, k.memory_limit, k.profile.clone());
+    let mut groups: Vec<(String, u32, MemoryLabel, String)> = Vec::new();
     for k in &keys {
         let g = group(k);
         if !groups.contains(&g) {
@@ -204,20 +236,21 @@ pub fn summarize(set: &ResultSet) -> Summary {
                 && d.has_interval()
                 && d.half_width_pct() > target
             {
-                warnings.push(format!(
-                    "{}: the change's 95% interval is ±{:.1}%, wider than the target ±{target:.1}% ({})",
-                    describe(&c.key),
-                    d.half_width_pct(),
-                    measurement.stopped.get(&analysis::contest_of(&c.key)).map(String::as_str).unwrap_or("budget spent")
-                ));
+                warnings.push(SummaryWarning::WideInterval {
+                    cell: c.key.clone(),
+                    half_width_pct: d.half_width_pct(),
+                    target_pct: target,
+                    stopped: measurement
+                        .stopped
+                        .get(&analysis::contest_of(&c.key))
+                        .map_or("budget spent", String::as_str)
+                        .to_string(),
+                });
             }
         }
     }
     if cells.iter().any(|c| c.runs < 2) {
-        warnings.push(
-            "some cells have a single successful run: no confidence interval, so no delta can be called a real change"
-                .into(),
-        );
+        warnings.push(SummaryWarning::SingleRunCells);
     }
     let missing = missing_cells(set, &usable);
     warnings.extend(run_warnings(set));
@@ -263,17 +296,13 @@ fn statement_summaries(runs: &[&RunRecord], base: Option<&[&RunRecord]>, paired:
 
 /// What a reader must know about one cell: noisy repetitions (runs design), failed runs, outlier
 /// seconds.
-fn cell_warnings(c: &CellSummary, runs: &[&RunRecord], paired: bool) -> Vec<String> {
+fn cell_warnings(c: &CellSummary, runs: &[&RunRecord], paired: bool) -> Vec<SummaryWarning> {
     let mut w = Vec::new();
     if !paired && c.tps.n >= 2 && c.tps.cv_pct > 5.0 {
-        w.push(format!(
-            "{}: repetitions disagree (TPS coefficient of variation {:.1}% > 5%); treat its figures as noisy",
-            describe(&c.key),
-            c.tps.cv_pct
-        ));
+        w.push(SummaryWarning::Noisy { cell: c.key.clone(), cv_pct: c.tps.cv_pct });
     }
     if c.failed_runs > 0 {
-        w.push(format!("{}: {} run(s) failed and are left out of the figures", describe(&c.key), c.failed_runs));
+        w.push(SummaryWarning::FailedRuns { cell: c.key.clone(), count: c.failed_runs });
     }
     // Outlier seconds (stalls or bursts) in the per-second series of the cell's runs.
     let (mut outliers, mut seconds) = (0usize, 0usize);
@@ -283,10 +312,7 @@ fn cell_warnings(c: &CellSummary, runs: &[&RunRecord], paired: bool) -> Vec<Stri
         seconds += tps.len();
     }
     if outliers > 0 {
-        w.push(format!(
-            "{}: {outliers} of {seconds} seconds lie more than 3.5 median absolute deviations from their run's median TPS (stalls or bursts; see the stability chart)",
-            describe(&c.key)
-        ));
+        w.push(SummaryWarning::OutlierSeconds { cell: c.key.clone(), outliers, seconds });
     }
     w
 }
@@ -300,35 +326,6 @@ fn missing_cells(set: &ResultSet, usable: &BTreeMap<CellKey, Vec<&RunRecord>>) -
         }
     }
     missing
-}
-
-/// Per-run warnings; the same kind of warning on many runs (figures aside) becomes one line.
-fn run_warnings(set: &ResultSet) -> Vec<String> {
-    let mut groups: Vec<(String, Vec<(&str, &str)>)> = Vec::new();
-    for r in &set.runs {
-        for w in &r.warnings {
-            let shape: String = w.chars().map(|c| if c.is_ascii_digit() { '#' } else { c }).collect();
-            match groups.iter_mut().find(|(s, _)| *s == shape) {
-                Some((_, runs)) => runs.push((r.run_id.as_str(), w.as_str())),
-                None => groups.push((shape, vec![(r.run_id.as_str(), w.as_str())])),
-            }
-        }
-    }
-    let mut out = Vec::new();
-    for (_, runs) in groups {
-        if runs.len() <= 3 {
-            out.extend(runs.iter().map(|(id, w)| format!("{id}: {w}")));
-        } else {
-            let ids: Vec<&str> = runs.iter().map(|(id, _)| *id).collect();
-            out.push(format!(
-                "{} runs ({}): {} (figures of the first; each run's own are in its result.json)",
-                runs.len(),
-                ids.join(", "),
-                runs[0].1
-            ));
-        }
-    }
-    out
 }
 
 /// The cell a planned run id belongs to, when the manifest records it.
@@ -356,7 +353,7 @@ mod tests {
             placement: placement.into(),
             workload: "rw".into(),
             clients: 8,
-            memory_limit: "unlimited".into(),
+            memory_limit: MemoryLabel::Unlimited,
             profile: "default".into(),
         };
         RunRecord {
@@ -456,7 +453,55 @@ mod tests {
         let (hd, nd, td) = (hd.unwrap(), b.nopm_delta.unwrap(), b.tps_delta.unwrap());
         assert!((hd.pct - nd.pct).abs() < 1e-9, "the headline is the NOPM change");
         assert!((hd.pct - td.pct).abs() > 1.0, "not the TPS change: {hd:?} vs {td:?}");
-        assert!(s.warnings.iter().any(|w| w.contains("repetitions disagree")));
-        assert!(s.warnings.iter().any(|w| w.contains("1 run(s) failed")));
+        assert!(s.warnings.iter().any(|w| w.to_string().contains("repetitions disagree")));
+        assert!(s.warnings.iter().any(|w| w.to_string().contains("1 run(s) failed")));
+    }
+
+    #[test]
+    fn workloads_from_the_manifest_or_else_from_the_runs() {
+        let mut set = set(vec![run(1, "a", 1, 100.0, 10.0), run(2, "b", 1, 150.0, 7.0)], &[]);
+        let from_runs = set.workload("rw").unwrap();
+        assert_eq!(
+            (from_runs.kind, from_runs.script.as_str(), from_runs.scale, from_runs.clients.clone()),
+            (WorkloadKind::Pgbench, "tpcb-like", 1, vec![8])
+        );
+        assert_eq!((from_runs.duration_s, from_runs.ramp_up_s), (10.0, 0.0));
+        assert!(set.workload("ro").is_none());
+        set.manifest.workloads = vec![WorkloadRecord {
+            name: "rw".into(),
+            kind: WorkloadKind::Tpcc,
+            script: "tpcc-spec-procedures".into(),
+            scale: 4,
+            ..Default::default()
+        }];
+        let w = set.workload("rw").unwrap();
+        assert_eq!(
+            (w.kind, w.script.as_str(), w.scale),
+            (WorkloadKind::Tpcc, "tpcc-spec-procedures", 4),
+            "the manifest's"
+        );
+    }
+
+    #[test]
+    fn a_warning_many_runs_share_is_said_once() {
+        use results::Warning;
+        let mut runs: Vec<RunRecord> =
+            (1..=6).map(|i| run(i, if i % 2 == 1 { "a" } else { "b" }, i, 100.0, 10.0)).collect();
+        for (r, pct) in runs.iter_mut().zip([95.0, 99.0, 101.0, 120.0, 97.0]) {
+            // 95% and 101%: a different number of digits, the same warning.
+            r.warnings.push(Warning::ClientCpuBound { client: "pgbench".into(), core_pct: pct, threads: 2 });
+        }
+        runs[5].warnings.push(Warning::CheckpointInRun { at_s: vec![4.0] });
+        let s = summarize(&set(runs, &[]));
+        let texts: Vec<String> = s.warnings.iter().map(ToString::to_string).collect();
+        assert_eq!(texts.len(), 2, "{texts:?}");
+        assert!(
+            texts[0].starts_with(
+                "5 runs (0001-a-r1, 0002-b-r2, 0003-a-r3, 0004-b-r4, 0005-a-r5): the pgbench client used 95% of a core"
+            ),
+            "{texts:?}"
+        );
+        assert!(texts[0].ends_with("(figures of the first; each run's own are in its result.json)"), "{texts:?}");
+        assert!(texts[1].starts_with("0006-b-r6: a checkpoint started inside the measured run (at 4 s)"), "{texts:?}");
     }
 }

@@ -9,7 +9,8 @@ pub fn summary_table(summary: &Summary) -> String {
     let varies = |f: &dyn Fn(&CellSummary) -> &str| {
         summary.cells.iter().map(f).collect::<std::collections::BTreeSet<_>>().len() > 1
     };
-    let show_memory = varies(&|c| c.key.memory_limit.as_str());
+    let show_memory =
+        summary.cells.iter().map(|c| c.key.memory_limit).collect::<std::collections::BTreeSet<_>>().len() > 1;
     let show_profile = varies(&|c| c.key.profile.as_str());
     let extra = |memory: &str, profile: &str| {
         let mut e = String::new();
@@ -45,7 +46,7 @@ pub fn summary_table(summary: &Summary) -> String {
             "{:<16} {:<14}{} {:>7} {:>12.1} {:>8} {:>28} {:<13} {:>11.3}\n",
             c.key.placement,
             c.key.workload,
-            extra(&c.key.memory_limit, &c.key.profile),
+            extra(&c.key.memory_limit.to_string(), &c.key.profile),
             c.key.clients,
             head.mean,
             cv,

@@ -11,12 +11,14 @@
 pub mod manifest;
 pub mod record;
 pub mod timestamp;
+pub mod warning;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 pub use manifest::{DeviceRecord, Manifest};
-pub use record::{RunRecord, RunStatus};
+pub use record::{FailureKind, RunRecord, RunStatus};
+pub use warning::Warning;
 
 /// Writes `contents` to `path` atomically: a temporary file in the same directory, fsync'd, then
 /// renamed over `path`, then the directory fsync'd.

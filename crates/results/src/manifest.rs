@@ -4,6 +4,41 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+/// Whether a device's filesystem was asked to be mounted with DAX (the experiment file's `dax`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DaxRequest {
+    #[default]
+    Off,
+    Optional,
+    Required,
+}
+
+/// The order the runs were made in: `interleaved` (A B C A B C ...: drift of the machine spreads
+/// over every placement) or `sequential` (A A B B C C).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Order {
+    #[default]
+    Interleaved,
+    Sequential,
+}
+
+impl Order {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Order::Interleaved => "interleaved",
+            Order::Sequential => "sequential",
+        }
+    }
+}
+
+impl std::fmt::Display for Order {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
 /// A device as provisioned, for the record.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -18,8 +53,7 @@ pub struct DeviceRecord {
     pub mountpoint: String,
     pub requested_mount_options: Vec<String>,
     pub effective_mount_options: Vec<String>,
-    /// `off`, `optional` or `required`.
-    pub dax_requested: String,
+    pub dax_requested: DaxRequest,
     /// Whether DAX is in effect (only meaningful when requested).
     pub dax_honoured: bool,
     pub dax_note: String,
@@ -39,6 +73,53 @@ pub struct PlacementRecord {
     pub wal_device: String,
     /// Tablespace role (`tables`, `indexes`, `temp`) -> device.
     pub tablespaces: BTreeMap<String, String>,
+}
+
+/// What kind of benchmark a workload is.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WorkloadKind {
+    /// pgbench with a builtin script.
+    #[default]
+    Pgbench,
+    /// The `tpcc` crate's TPC-C (HammerDB TPROC-C semantics).
+    Tpcc,
+}
+
+impl WorkloadKind {
+    /// `pgbench` or `tpcc`, as run records spell it (`workload_kind`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WorkloadKind::Pgbench => "pgbench",
+            WorkloadKind::Tpcc => "tpcc",
+        }
+    }
+}
+
+impl std::fmt::Display for WorkloadKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+/// A workload as it ran (the experiment file's `[[workload]]`, `--emulate` overrides applied).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct WorkloadRecord {
+    pub name: String,
+    pub kind: WorkloadKind,
+    /// The pgbench builtin script (`tpcb-like`), or TPC-C's mode and side
+    /// (`tpcc-hammerdb-procedures`), as run records spell it.
+    pub script: String,
+    /// pgbench scale, or TPC-C warehouses.
+    pub scale: u32,
+    /// Client counts (TPC-C: virtual users), resolved against the machine's hardware threads.
+    pub clients: Vec<u32>,
+    /// Threads per run as set (`None`: min(clients, cores); each run's record has its own).
+    pub threads: Option<u32>,
+    pub duration_s: f64,
+    /// The discarded run before each measured one.
+    pub ramp_up_s: f64,
 }
 
 /// The machine.
@@ -116,8 +197,7 @@ pub struct Manifest {
     pub baseline: String,
     pub emulated: bool,
     pub repetitions: u32,
-    /// `interleaved` or `sequential`.
-    pub order: String,
+    pub order: Order,
     /// The configuration after `--emulate` overrides, as used.
     pub resolved_config: serde_json::Value,
     pub started_at: String,
@@ -132,6 +212,8 @@ pub struct Manifest {
     /// fio ceilings of each device (empty when probing is off).
     pub device_probes: Vec<DeviceProbeRecord>,
     pub placements: Vec<PlacementRecord>,
+    /// The workloads (empty in result sets of older versions; their runs' records say the same).
+    pub workloads: Vec<WorkloadRecord>,
     pub datasets: Vec<DatasetRecord>,
     /// Planned run ids in execution order.
     pub run_order: Vec<String>,
@@ -141,7 +223,7 @@ pub struct Manifest {
     pub kernel_changes: Vec<String>,
     /// Seconds spent provisioning, loading, relocating, measuring and tearing down.
     pub phase_seconds: BTreeMap<String, f64>,
-    pub warnings: Vec<String>,
+    pub warnings: Vec<crate::Warning>,
     /// How the matrix was measured and analysed (absent in result sets of older versions: the
     /// `runs` design, a 2% equivalence margin).
     #[serde(default)]
@@ -175,6 +257,25 @@ impl Default for MeasurementRecord {
             target_halfwidth_pct: None,
             budget_s: None,
             stopped: BTreeMap::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn order_and_dax_are_spelled_as_before() {
+        for (o, text) in [(Order::Interleaved, "interleaved"), (Order::Sequential, "sequential")] {
+            assert_eq!((serde_json::to_value(o).unwrap(), o.to_string()), (serde_json::json!(text), text.to_string()));
+            assert_eq!(serde_json::from_value::<Order>(serde_json::json!(text)).unwrap(), o);
+        }
+        for (d, text) in
+            [(DaxRequest::Off, "off"), (DaxRequest::Optional, "optional"), (DaxRequest::Required, "required")]
+        {
+            assert_eq!(serde_json::to_value(d).unwrap(), serde_json::json!(text));
+            assert_eq!(serde_json::from_value::<DaxRequest>(serde_json::json!(text)).unwrap(), d);
         }
     }
 }

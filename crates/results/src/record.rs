@@ -9,7 +9,7 @@ pub struct CellKey {
     pub workload: String,
     pub clients: u32,
     /// `unlimited` or a size such as `256MiB`.
-    pub memory_limit: String,
+    pub memory_limit: MemoryLabel,
     /// Settings profile name.
     pub profile: String,
 }
@@ -21,11 +21,133 @@ impl CellKey {
     }
 }
 
+/// A cell's memory limit (the server's cgroup) as result files label it: `unlimited`, or the
+/// size in the largest of GiB, MiB and bytes that it is a whole number of (`256MiB`, `1GiB`,
+/// `1000B`). Serialised as that label. Ordered by size, unlimited last; no limit by default.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum MemoryLabel {
+    Bytes(u64),
+    #[default]
+    Unlimited,
+}
+
+impl MemoryLabel {
+    /// The label of a limit (`None`: unlimited).
+    pub fn of(limit: Option<u64>) -> MemoryLabel {
+        limit.map_or(MemoryLabel::Unlimited, MemoryLabel::Bytes)
+    }
+
+    pub fn bytes(self) -> Option<u64> {
+        match self {
+            MemoryLabel::Bytes(b) => Some(b),
+            MemoryLabel::Unlimited => None,
+        }
+    }
+
+    pub fn is_unlimited(self) -> bool {
+        self == MemoryLabel::Unlimited
+    }
+}
+
+impl std::fmt::Display for MemoryLabel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        const GIB: u64 = 1 << 30;
+        const MIB: u64 = 1 << 20;
+        let label = match *self {
+            MemoryLabel::Unlimited => "unlimited".to_string(),
+            MemoryLabel::Bytes(b) if b % GIB == 0 => format!("{}GiB", b / GIB),
+            MemoryLabel::Bytes(b) if b % MIB == 0 => format!("{}MiB", b / MIB),
+            MemoryLabel::Bytes(b) => format!("{b}B"),
+        };
+        f.pad(&label)
+    }
+}
+
+impl std::str::FromStr for MemoryLabel {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<MemoryLabel, String> {
+        if s == "unlimited" {
+            return Ok(MemoryLabel::Unlimited);
+        }
+        let (number, unit) = [("GiB", 1u64 << 30), ("MiB", 1 << 20), ("B", 1)]
+            .into_iter()
+            .find_map(|(suffix, unit)| s.strip_suffix(suffix).map(|n| (n, unit)))
+            .ok_or_else(|| format!("memory limit {s:?} is neither `unlimited` nor a size in GiB, MiB or B"))?;
+        let n: u64 = number.parse().map_err(|_| format!("memory limit {s:?}: {number:?} is not a whole number"))?;
+        n.checked_mul(unit).map(MemoryLabel::Bytes).ok_or_else(|| format!("memory limit {s:?} is too large"))
+    }
+}
+
+impl Serialize for MemoryLabel {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for MemoryLabel {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<MemoryLabel, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum RunStatus {
     Ok,
     Failed,
+}
+
+/// What failed in a failed run (`failure_kind` in result.json and runs.csv).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FailureKind {
+    /// Preparing the run failed (the default for a failure no other kind explains).
+    Setup,
+    /// The placement could not run a server.
+    ServerStart,
+    /// A server process was killed by a signal or the postmaster ended.
+    ServerCrash,
+    /// The kernel's OOM killer killed a process in the server's cgroup.
+    OutOfMemory,
+    /// The workload failed while nothing happened to the server.
+    Workload,
+    /// The workload outlived its duration and was stopped.
+    Watchdog,
+    /// Not run: its placement's server did not start in an earlier run.
+    PlacementUnusable,
+}
+
+impl FailureKind {
+    pub const ALL: [FailureKind; 7] = [
+        FailureKind::Setup,
+        FailureKind::ServerStart,
+        FailureKind::ServerCrash,
+        FailureKind::OutOfMemory,
+        FailureKind::Workload,
+        FailureKind::Watchdog,
+        FailureKind::PlacementUnusable,
+    ];
+
+    /// The kind as result.json and runs.csv spell it (`server-start`, `out-of-memory`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailureKind::Setup => "setup",
+            FailureKind::ServerStart => "server-start",
+            FailureKind::ServerCrash => "server-crash",
+            FailureKind::OutOfMemory => "out-of-memory",
+            FailureKind::Workload => "workload",
+            FailureKind::Watchdog => "watchdog",
+            FailureKind::PlacementUnusable => "placement-unusable",
+        }
+    }
+}
+
+impl std::fmt::Display for FailureKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
 }
 
 /// Headline figures of a run, over the measured interval only (ramp-up excluded).
@@ -166,10 +288,9 @@ pub struct RunRecord {
     pub finished_at: String,
     pub status: RunStatus,
     pub failure: Option<String>,
-    /// What failed: `server-start`, `server-crash`, `out-of-memory`, `workload`, `watchdog`,
-    /// `setup`, `placement-unusable`.
+    /// What failed (see [`FailureKind`]).
     #[serde(default)]
-    pub failure_kind: Option<String>,
+    pub failure_kind: Option<FailureKind>,
     /// Faults injected into this run (experiment file `[[fault]]`), as sentences.
     #[serde(default)]
     pub faults: Vec<String>,
@@ -204,5 +325,40 @@ pub struct RunRecord {
     #[serde(default)]
     pub raw_files: Vec<String>,
     #[serde(default)]
-    pub warnings: Vec<String>,
+    pub warnings: Vec<crate::Warning>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failure_kinds_are_spelled_as_before() {
+        for k in FailureKind::ALL {
+            assert_eq!(serde_json::to_value(k).unwrap(), serde_json::Value::String(k.as_str().into()));
+            assert_eq!(serde_json::from_value::<FailureKind>(k.as_str().into()).unwrap(), k);
+        }
+        let spelled: Vec<&str> = FailureKind::ALL.iter().map(|k| k.as_str()).collect();
+        assert_eq!(
+            spelled,
+            ["setup", "server-start", "server-crash", "out-of-memory", "workload", "watchdog", "placement-unusable"]
+        );
+    }
+
+    #[test]
+    fn memory_labels() {
+        assert_eq!(MemoryLabel::of(None).to_string(), "unlimited");
+        assert_eq!(MemoryLabel::of(Some(300 << 20)).to_string(), "300MiB");
+        assert_eq!(MemoryLabel::of(Some(1 << 30)).to_string(), "1GiB");
+        assert_eq!(MemoryLabel::of(Some(1000)).to_string(), "1000B");
+        for label in ["unlimited", "160MiB", "1GiB", "1000B", "1536MiB"] {
+            let l: MemoryLabel = label.parse().unwrap();
+            assert_eq!(l.to_string(), label);
+            assert_eq!(serde_json::to_string(&l).unwrap(), format!("{label:?}"));
+            assert_eq!(serde_json::from_str::<MemoryLabel>(&format!("{label:?}")).unwrap(), l);
+        }
+        assert_eq!("1536MiB".parse::<MemoryLabel>().unwrap().bytes(), Some(1536 << 20));
+        assert!("lots".parse::<MemoryLabel>().is_err() && "1.5GiB".parse::<MemoryLabel>().is_err());
+        assert_eq!(format!("{:<10}|", MemoryLabel::Unlimited), "unlimited |", "pads like a string");
+    }
 }

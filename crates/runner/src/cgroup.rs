@@ -236,7 +236,7 @@ impl ServerCgroup {
     /// pgtier's top cgroup when no other run uses it any more.
     pub fn remove(self, journal: &Journal) -> Result<(), RunnerError> {
         for id in self.records.iter().rev() {
-            journal.undo_now(*id).map_err(|e| RunnerError::Undo(e.to_string()))?;
+            journal.undo_now(*id).map_err(RunnerError::Undo)?;
         }
         for d in std::iter::once(&self.dir).chain(self.cpu_dir.iter()).chain(self.blkio_dir.iter()) {
             // <hierarchy>/pgtier/<run>/<server>: the run's directory, then pgtier's, if empty.

@@ -1,5 +1,5 @@
 //! Why a runner step failed. Errors of the machine keep their cause as `source()` (an
-//! `io::Error`, the journal's or a command's error); the text of each variant already includes
+//! `io::Error`, the journal's, an undo's or a command's error); the text of each variant already includes
 //! the cause, as a run's `failure` in result.json and runs.csv shows it.
 
 /// Why a runner step failed.
@@ -21,8 +21,8 @@ pub enum RunnerError {
     #[error(transparent)]
     Journal(#[from] journal::JournalError),
     /// Undoing a recorded step at once (removing a cgroup, a fault's file) failed.
-    #[error("{0}")]
-    Undo(String),
+    #[error(transparent)]
+    Undo(#[from] journal::UndoError),
     /// A helper command could not run or failed.
     #[error(transparent)]
     Command(#[from] journal::CommandError),
@@ -80,5 +80,15 @@ mod tests {
             after: std::time::Duration::from_secs(1),
         });
         assert_eq!(c.to_string(), "`dmesg` did not finish within 1s and was killed");
+    }
+
+    #[test]
+    fn undo_errors_show_as_before_and_keep_their_cause() {
+        let inner =
+            journal::UndoError::Io { what: "rm /x".into(), source: std::io::Error::from_raw_os_error(libc::EISDIR) };
+        let text = inner.to_string();
+        let e = RunnerError::from(inner);
+        assert_eq!(e.to_string(), text);
+        assert!(e.source().is_some_and(|s| s.to_string().contains("Is a directory")), "{:?}", e.source());
     }
 }

@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
+use results::Warning;
 use results::record::RunRecord;
 
 use crate::matrix::PlacementTarget;
@@ -80,25 +81,21 @@ impl Evidence {
         let hardware = std::thread::available_parallelism().map(|n| n.get() as f64).unwrap_or(1.0);
         let client_cores = (record.threads.max(1) as f64).min(hardware);
         if cpu.client_core_pct > 80.0 * client_cores {
-            record.warnings.push(format!(
-                "the {client_name} client used {:.0}% of a core with {} thread(s): the client, not storage, may be the limit",
-                cpu.client_core_pct, record.threads
-            ));
+            record.warnings.push(Warning::ClientCpuBound {
+                client: client_name.to_string(),
+                core_pct: cpu.client_core_pct,
+                threads: record.threads,
+            });
         }
         let machine_pct = (client_cpu + server_cpu) / wall.max(1e-3) / hardware * 100.0;
         if machine_pct > 90.0 {
-            record.warnings.push(format!(
-                "client and server together used {machine_pct:.0}% of all {hardware:.0} hardware threads: the run is CPU-bound, so storage differences are understated"
-            ));
+            record.warnings.push(Warning::MachineCpuBound { machine_pct, hardware_threads: hardware as u32 });
         }
         record.cpu = Some(cpu);
         let log = std::fs::read_to_string(&srv.log).unwrap_or_default();
         record.checkpoints_at_s = pgstats::checkpoints_between(&log, self.started, ended);
         if !record.checkpoints_at_s.is_empty() {
-            record.warnings.push(format!(
-                "a checkpoint started inside the measured run (at {} s): runs with and without a checkpoint are not comparable; prefer longer runs",
-                record.checkpoints_at_s.iter().map(|t| format!("{t:.0}")).collect::<Vec<_>>().join(", ")
-            ));
+            record.warnings.push(Warning::CheckpointInRun { at_s: record.checkpoints_at_s.clone() });
         }
     }
 }

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use journal::{CommandError, Output};
-use results::record::{RunRecord, RunStatus};
+use results::record::{FailureKind, RunRecord, RunStatus};
 use results::{ResultsDir, timestamp};
 
 use crate::RunnerError;
@@ -18,7 +18,7 @@ use crate::faults::Fault;
 use crate::matrix::{MemoryLimit, PlacementTarget, PlannedRun, Profile, WorkloadSpec};
 use crate::pgbench::Progress;
 pub use crate::record::not_run;
-use crate::record::{FailureKindExt, kind, new_record};
+use crate::record::{FailureKindExt, new_record};
 use crate::system::{RealRun, RunSystem};
 
 /// Live reports while a run goes on.
@@ -133,7 +133,7 @@ fn record_failure<S: RunSystem>(sys: &mut S, run_dir: &Path, record: &mut RunRec
         why.push_str(&format!("; server log: {excerpt}"));
     }
     record.failure = Some(why);
-    record.default_kind(kind::SETUP);
+    record.default_kind(FailureKind::Setup);
     let _ = std::fs::write(run_dir.join("dmesg.txt"), kernel_messages(&sys.dmesg()));
 }
 
@@ -156,7 +156,7 @@ async fn measure<S: RunSystem>(
     obs: &mut dyn Observer,
 ) -> Result<(), RunnerError> {
     if let Err(e) = sys.start_server().await {
-        record.set_kind(kind::SERVER_START);
+        record.set_kind(FailureKind::ServerStart);
         return Err(e);
     }
     let mut outcome = measure_on(sys, inp, drop_caches, record, obs).await;
@@ -164,7 +164,7 @@ async fn measure<S: RunSystem>(
         outcome = explain_deaths(sys, inp, record, outcome);
     }
     // A server that crashed may sit in crash recovery: it is not waited for a minute.
-    let crashed = record.kind_is(kind::OUT_OF_MEMORY) || record.kind_is(kind::SERVER_CRASH);
+    let crashed = record.kind_is(FailureKind::OutOfMemory) || record.kind_is(FailureKind::ServerCrash);
     if let Some(c) = sys.cgroup() {
         let mem = record.memory.get_or_insert_with(Default::default);
         mem.limit_bytes = c.limit_bytes;
@@ -212,19 +212,19 @@ fn explain_deaths<S: RunSystem>(
     let deaths = if oom_kills > 0 || outcome.is_err() { death_report(sys) } else { Vec::new() };
     if oom_kills > 0 {
         let (limit, peak) = sys.cgroup().map_or((None, None), |c| (c.limit_bytes, c.memory.peak));
-        record.set_kind(kind::OUT_OF_MEMORY);
+        record.set_kind(FailureKind::OutOfMemory);
         return Err(RunnerError::Server(oom_text(inp, oom_kills, (limit, peak), &deaths, &outcome)));
     }
     match outcome {
         Ok(()) => Ok(()),
         Err(e) if deaths.is_empty() => {
             let running = sys.postmaster().is_some_and(|p| p.running);
-            record.default_kind(if running { kind::WORKLOAD } else { kind::SERVER_CRASH });
+            record.default_kind(if running { FailureKind::Workload } else { FailureKind::ServerCrash });
             Err(e)
         }
         Err(e) => {
-            if record.failure_kind.is_none() || record.kind_is(kind::WORKLOAD) {
-                record.set_kind(kind::SERVER_CRASH);
+            if record.failure_kind.is_none() || record.kind_is(FailureKind::Workload) {
+                record.set_kind(FailureKind::ServerCrash);
             }
             Err(RunnerError::Server(format!("{}; the run then failed: {e}", deaths.join("; "))))
         }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::pgbench::Builtin;
-use results::record::CellKey;
+use results::record::{CellKey, MemoryLabel};
 
 /// Where a placement puts PGDATA and pg_wal.
 #[derive(Clone, Debug, Serialize)]
@@ -168,8 +168,9 @@ impl MemoryLimit {
         MemoryLimit { bytes: None, settings: BTreeMap::new() }
     }
 
+    /// `256MiB`-style label of the limit (`unlimited` for none), for messages.
     pub fn label(&self) -> String {
-        memory_label(self.bytes)
+        MemoryLabel::of(self.bytes).to_string()
     }
 }
 
@@ -225,16 +226,6 @@ pub struct PlannedRun {
     pub threads: u32,
 }
 
-/// `256MiB`-style label of a memory limit (`unlimited` for none).
-pub fn memory_label(limit: Option<u64>) -> String {
-    match limit {
-        None => "unlimited".into(),
-        Some(b) if b % (1 << 30) == 0 => format!("{}GiB", b >> 30),
-        Some(b) if b % (1 << 20) == 0 => format!("{}MiB", b >> 20),
-        Some(b) => format!("{b}B"),
-    }
-}
-
 fn sanitize(s: &str) -> String {
     s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect()
 }
@@ -277,7 +268,7 @@ impl SplitMix64 {
 pub fn run_id(sequence: u32, cell: &CellKey, repetition: u32, memory_varies: bool, profile_varies: bool) -> String {
     let mut id = format!("{sequence:04}-{}-{}-c{}", sanitize(&cell.placement), sanitize(&cell.workload), cell.clients);
     if memory_varies {
-        id.push_str(&format!("-m{}", sanitize(&cell.memory_limit)));
+        id.push_str(&format!("-m{}", sanitize(&cell.memory_limit.to_string())));
     }
     if profile_varies {
         id.push_str(&format!("-{}", sanitize(&cell.profile)));
@@ -336,7 +327,7 @@ pub fn plan_runs(m: &MatrixSpec) -> Vec<PlannedRun> {
                 placement: m.placements[pl].name.clone(),
                 workload: w.name.clone(),
                 clients,
-                memory_limit: memory_label(mem),
+                memory_limit: MemoryLabel::of(mem),
                 profile: m.profiles[pi].name.clone(),
             };
             let run_id = run_id(i as u32 + 1, &cell, rep, m.memory_limits.len() > 1, m.profiles.len() > 1);
@@ -443,8 +434,9 @@ mod tests {
 
     #[test]
     fn memory_labels() {
-        assert_eq!(memory_label(None), "unlimited");
-        assert_eq!(memory_label(Some(300 << 20)), "300MiB");
-        assert_eq!(memory_label(Some(1 << 30)), "1GiB");
+        let label = |bytes| MemoryLimit { bytes, settings: BTreeMap::new() }.label();
+        assert_eq!(label(None), "unlimited");
+        assert_eq!(label(Some(300 << 20)), "300MiB");
+        assert_eq!(label(Some(1 << 30)), "1GiB");
     }
 }

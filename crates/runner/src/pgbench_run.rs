@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 
 use journal::CommandLine;
-use results::record::{Metrics, RunRecord, SecondSample, StatementLatency};
+use results::record::{FailureKind, Metrics, RunRecord, SecondSample, StatementLatency};
 use tokio::io::{AsyncBufReadExt, BufReader, Lines};
 use tokio::process::{Child, ChildStderr};
 
@@ -17,7 +17,7 @@ use crate::execute::{Observer, RunCtx};
 use crate::matrix::PgbenchWorkload;
 use crate::pgbench::{self, Progress, RunOptions};
 use crate::pgstats;
-use crate::record::{FailureKindExt, kind};
+use crate::record::FailureKindExt;
 use crate::server::{self, Server};
 use crate::supervisor::{Stop, Supervised, Watch, supervise};
 use crate::{DATABASE, RunnerError};
@@ -88,7 +88,7 @@ pub(crate) async fn measure(
     let out = out?;
     record.faults = out.injected.clone();
     if let Some(w) = &out.watchdog {
-        record.set_kind(kind::WATCHDOG);
+        record.set_kind(FailureKind::Watchdog);
         return Err(RunnerError::Workload(w.clone()));
     }
     fill(record, &out, run_dir)?;

@@ -17,7 +17,7 @@ pub(crate) fn planned(memory_limit: Option<u64>) -> PlannedRun {
             placement: "A".into(),
             workload: "tpcb".into(),
             clients: 4,
-            memory_limit: crate::matrix::memory_label(memory_limit),
+            memory_limit: results::record::MemoryLabel::of(memory_limit),
             profile: "default".into(),
         },
         repetition: 2,

@@ -6,14 +6,15 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use results::record::{Metrics, RunRecord, SecondSample, StatementLatency};
+use results::Warning;
+use results::record::{FailureKind, Metrics, RunRecord, SecondSample, StatementLatency};
 
 use crate::env::RunnerEnv;
 use crate::error::IoContext;
 use crate::evidence::Evidence;
 use crate::execute::{Observer, RunCtx, RunInputs};
 use crate::matrix::TpccWorkload;
-use crate::record::{FailureKindExt, kind};
+use crate::record::FailureKindExt;
 use crate::server::{self, Server};
 use crate::supervisor::{Stop, Supervised, Watch, supervise};
 use crate::{DATABASE, RunnerError};
@@ -153,7 +154,7 @@ pub(crate) async fn measure(
     let d = d?;
     record.faults = d.injected;
     if let Some(w) = d.watchdog {
-        record.set_kind(kind::WATCHDOG);
+        record.set_kind(FailureKind::Watchdog);
         return Err(RunnerError::Workload(w));
     }
     let report = match (d.report, d.error) {
@@ -224,10 +225,10 @@ fn fill(record: &mut RunRecord, report: &tpcc::DriveReport) {
         .map(|(t, tps, lat)| SecondSample { t: *t, tps: *tps, latency_ms: *lat, latency_ms_stddev: None, failed: None })
         .collect();
     if errors > 0 {
-        record.warnings.push(format!(
-            "{errors} TPC-C transactions failed ({}), none retried; e.g. {}",
-            report.errors.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", "),
-            report.error_samples.first().map(String::as_str).unwrap_or("")
-        ));
+        record.warnings.push(Warning::TpccErrors {
+            failed: errors,
+            by_kind: report.errors.iter().map(|(k, v)| (k.clone(), *v)).collect(),
+            example: report.error_samples.first().cloned().unwrap_or_default(),
+        });
     }
 }

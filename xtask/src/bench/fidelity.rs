@@ -207,7 +207,7 @@ async fn pgtier_run(
             placement: "disk".into(),
             workload: "fidelity".into(),
             clients: args.clients,
-            memory_limit: "unlimited".into(),
+            memory_limit: results::record::MemoryLabel::Unlimited,
             profile: "default".into(),
         },
         repetition: i,

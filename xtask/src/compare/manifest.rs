@@ -7,8 +7,11 @@ use std::time::SystemTime;
 
 use anyhow::{Context, Result};
 use experiment::Experiment;
-use results::manifest::{DatasetRecord, DeviceProbeRecord, DeviceRecord, PlacementRecord, PostgresInfo};
-use results::{Manifest, timestamp};
+use results::manifest::{
+    DatasetRecord, DaxRequest, DeviceProbeRecord, DeviceRecord, Order, PlacementRecord, PostgresInfo,
+};
+use results::record::MemoryLabel;
+use results::{Manifest, Warning, timestamp};
 use runner::dataset::Golden;
 use runner::matrix::PlannedRun;
 use tiers::Provisioned;
@@ -37,8 +40,8 @@ pub fn begin(
         emulated: exp.emulated,
         repetitions: exp.repetitions,
         order: match exp.order {
-            runner::matrix::Order::Interleaved => "interleaved".into(),
-            runner::matrix::Order::Sequential => "sequential".into(),
+            runner::matrix::Order::Interleaved => Order::Interleaved,
+            runner::matrix::Order::Sequential => Order::Sequential,
         },
         resolved_config: serde_json::to_value(exp).unwrap_or_default(),
         started_at: timestamp::rfc3339(started),
@@ -59,13 +62,14 @@ pub fn begin(
                 tablespaces: p.tablespaces.clone(),
             })
             .collect(),
+        workloads: exp.workloads.iter().map(runner::record::workload_record).collect(),
         datasets: vec![],
         run_order: runs.iter().map(|r| r.run_id.clone()).collect(),
         planned_cells: runs.iter().map(|r| (r.run_id.clone(), r.cell.clone())).collect(),
         phase_seconds: BTreeMap::new(),
         resumed_at: vec![],
         kernel_changes: vec![],
-        warnings: exp.warnings.clone(),
+        warnings: exp.warnings.iter().cloned().map(Warning::Other).collect(),
         measurement: results::manifest::MeasurementRecord {
             design: exp.measurement.design.as_str().into(),
             equivalence_margin_pct: exp.measurement.equivalence_margin_pct,
@@ -79,10 +83,7 @@ pub fn begin(
         m.resumed_at = prev.resumed_at.clone();
         m.resumed_at.push(timestamp::rfc3339(started));
         m.device_probes = prev.device_probes.clone();
-        m.warnings.push(format!(
-            "this result set was resumed ({}): the runs after the interruption were made on freshly provisioned devices with a freshly loaded data set",
-            m.resumed_at.join(", ")
-        ));
+        m.warnings.push(Warning::Resumed { at: m.resumed_at.clone() });
     }
     m
 }
@@ -136,9 +137,9 @@ pub fn device_record(d: &tiers::ProvisionedDevice) -> DeviceRecord {
         requested_mount_options: d.mount.requested_options.clone(),
         effective_mount_options: d.mount.effective_options.clone(),
         dax_requested: match d.mount.dax.requested {
-            tiers::DaxPolicy::Off => "off".into(),
-            tiers::DaxPolicy::Optional => "optional".into(),
-            tiers::DaxPolicy::Required => "required".into(),
+            tiers::DaxPolicy::Off => DaxRequest::Off,
+            tiers::DaxPolicy::Optional => DaxRequest::Optional,
+            tiers::DaxPolicy::Required => DaxRequest::Required,
         },
         dax_honoured: d.mount.dax.honoured,
         dax_note: d.mount.dax.note.clone(),
@@ -173,18 +174,17 @@ pub fn dataset_record(key: &str, golden: &Golden) -> DatasetRecord {
 }
 
 /// A warning for every memory limit (or the host's memory) the data set fits in.
-pub fn fits_in_memory_warnings(exp: &Experiment, host_memory: u64, g: &Golden) -> Vec<String> {
+pub fn fits_in_memory_warnings(exp: &Experiment, host_memory: u64, g: &Golden) -> Vec<Warning> {
     let mut out = Vec::new();
     for limit in &exp.memory_limits {
         let limit = &limit.bytes;
         let available = limit.unwrap_or(host_memory);
         if g.database_size_bytes <= available {
-            out.push(format!(
-                "data set {} ({:.0} MiB) fits in the server's memory ({}): reads are served from memory after warm-up, so read-only results do not exercise storage; use a memory limit well below the data set",
-                g.spec.key(),
-                g.database_size_bytes as f64 / 1048576.0,
-                runner::matrix::memory_label(*limit)
-            ));
+            out.push(Warning::FitsInMemory {
+                dataset: g.spec.key(),
+                size_mib: g.database_size_bytes as f64 / 1048576.0,
+                memory: MemoryLabel::of(*limit),
+            });
         }
     }
     out

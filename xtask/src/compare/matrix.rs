@@ -7,7 +7,7 @@ use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
-use results::{ResultsDir, RunStatus};
+use results::{FailureKind, ResultsDir, RunStatus, Warning};
 use runner::RunnerEnv;
 use runner::RunnerError;
 use runner::dataset::{self, Golden};
@@ -85,7 +85,7 @@ impl Session<'_> {
         if let Some(why) = m.broken.get(&placement.name) {
             // Contained: the placement is unusable; its remaining runs are recorded as not run.
             let mut r = runner::execute::not_run(planned, workload, &format!("not run: {why}"));
-            r.failure_kind = Some("placement-unusable".into());
+            r.failure_kind = Some(FailureKind::PlacementUnusable);
             self.results.write_run(&r).context("write result")?;
             m.failures += 1;
             return Ok(());
@@ -129,7 +129,7 @@ impl Session<'_> {
             }
         };
         m.progress.finish_run(&line);
-        if record.failure_kind.as_deref() == Some("server-start") {
+        if record.failure_kind == Some(FailureKind::ServerStart) {
             self.placement_lost(m, planned, placement, record.failure.as_deref().unwrap_or(""))?;
         }
         if let Err(e) = report::refresh_tables(&self.results.root) {
@@ -164,12 +164,14 @@ impl Session<'_> {
         placement: &PlacementTarget,
         failure: &str,
     ) -> Result<()> {
-        let why = format!(
-            "placement {} unusable since run {}: its server did not start ({failure})",
-            placement.name, planned.run_id
-        );
+        let warning = Warning::PlacementUnusable {
+            placement: placement.name.clone(),
+            run_id: planned.run_id.clone(),
+            failure: failure.to_string(),
+        };
+        let why = warning.to_string();
         m.progress.println(&format!("  {why}; its remaining runs are skipped"));
-        self.manifest.warnings.push(why.clone());
+        self.manifest.warnings.push(warning);
         if placement.name == self.exp.baseline {
             m.progress.finish();
             let _ = report::refresh_tables(&self.results.root);

@@ -10,7 +10,7 @@ use std::time::{Instant, SystemTime};
 use anyhow::{Context, Result, anyhow, bail};
 use experiment::Experiment;
 use journal::Journal;
-use results::{Manifest, ResultsDir, timestamp};
+use results::{Manifest, ResultsDir, Warning, timestamp};
 use runner::RunnerEnv;
 use runner::cgroup::BlkioThrottle;
 use runner::dataset::{self, Golden};
@@ -137,7 +137,7 @@ impl<'a> Session<'a> {
             }
         };
         if failures > 0 {
-            self.manifest.warnings.push(format!("{failures} run(s) failed; see their failure column and runs/<id>/"));
+            self.manifest.warnings.push(Warning::RunsFailed { count: failures });
             // The matrix ran to its end; only some of its runs failed.
             self.manifest.finished_at = Some(timestamp::now_rfc3339());
             bail!(
@@ -203,9 +203,8 @@ impl<'a> Session<'a> {
         }
         for d in &provisioned.devices {
             if d.mount.dax.requested != tiers::DaxPolicy::Off && !d.mount.dax.honoured {
-                self.manifest
-                    .warnings
-                    .push(format!("DAX asked for on {} but not in effect: {}", d.name, d.mount.dax.note));
+                let (device, note) = (d.name.clone(), d.mount.dax.note.clone());
+                self.manifest.warnings.push(Warning::DaxNotInEffect { device, note });
             }
         }
         Ok(throttles)
@@ -361,9 +360,8 @@ impl<'a> Session<'a> {
             })
             .await?;
         let mut text = report::text::summary_table(&summary);
-        let mut warnings = self.manifest.warnings.clone();
-        warnings.extend(summary.warnings.iter().cloned());
-        for w in &warnings {
+        let warnings = self.manifest.warnings.iter().map(ToString::to_string);
+        for w in warnings.chain(summary.warnings.iter().map(ToString::to_string)) {
             text.push_str(&format!("warning: {w}\n"));
         }
         text.push_str(&format!("{} files written; report: {}\n", files.len(), self.results.report_md().display()));

@@ -16,7 +16,8 @@ use results::record::{CellKey, RunRecord};
 use runner::RunnerEnv;
 use runner::dataset::{self, Golden};
 use runner::execute::{Observer, RunInputs};
-use runner::matrix::{MatrixSpec, PlannedRun, SplitMix64, WorkloadSpec, memory_label, run_id};
+use results::record::MemoryLabel;
+use runner::matrix::{MatrixSpec, PlannedRun, SplitMix64, WorkloadSpec, run_id};
 use runner::slices::{Session as Servers, SessionSpec, session_dir};
 use tiers::Provisioned;
 
@@ -51,7 +52,7 @@ impl Contest {
             placement: spec.placements[placement].name.clone(),
             workload: spec.workloads[self.workload].name.clone(),
             clients: self.clients,
-            memory_limit: memory_label(spec.memory_limits[self.memory].bytes),
+            memory_limit: MemoryLabel::of(spec.memory_limits[self.memory].bytes),
             profile: spec.profiles[self.profile].name.clone(),
         }
     }
@@ -240,7 +241,7 @@ impl Session<'_> {
                 Err(f) => {
                     let why = format!("placement {} unusable in session {id}: its server did not start ({})", f.placement, f.error);
                     eprintln!("  {why}");
-                    self.manifest.warnings.push(why.clone());
+                    self.manifest.warnings.push(results::Warning::Other(why.clone()));
                     if f.placement == self.exp.baseline || !placements.iter().any(|&p| s.spec.placements[p].name == f.placement) {
                         bail!("{why}; the baseline is needed for every delta, so the matrix stops here");
                     }
@@ -257,7 +258,7 @@ impl Session<'_> {
             "session {id}: {} servers up ({}, memory {}, profile {}){}",
             placements.len(),
             servers.placements().join(", "),
-            memory_label(s.spec.memory_limits[memory].bytes),
+            MemoryLabel::of(s.spec.memory_limits[memory].bytes),
             s.spec.profiles[profile].name,
             if revisit { ", more rounds for contests short of their target" } else { "" }
         );

@@ -1,6 +1,7 @@
 //! The CSV tables (schema in docs/results.md): one `#[derive(Serialize)]` row struct per file,
 //! whose field names are the header and whose field order is the column order.
 
+use results::record::MemoryLabel;
 use serde::{Serialize, Serializer};
 
 use super::{ExportError, Exporter, Output, layout};
@@ -73,7 +74,7 @@ struct RunRow<'a> {
     placement: &'a str,
     workload: &'a str,
     clients: u32,
-    memory_limit: &'a str,
+    memory_limit: MemoryLabel,
     profile: &'a str,
     repetition: u32,
     status: &'a str,
@@ -112,7 +113,7 @@ fn run_rows(set: &ResultSet) -> impl Iterator<Item = RunRow<'_>> {
             placement: &r.cell.placement,
             workload: &r.cell.workload,
             clients: r.cell.clients,
-            memory_limit: &r.cell.memory_limit,
+            memory_limit: r.cell.memory_limit,
             profile: &r.cell.profile,
             repetition: r.repetition,
             status: if ok { "ok" } else { "failed" },
@@ -137,7 +138,7 @@ fn run_rows(set: &ResultSet) -> impl Iterator<Item = RunRow<'_>> {
             started_at: &r.started_at,
             finished_at: &r.finished_at,
             failure: r.failure.as_deref().unwrap_or_default(),
-            failure_kind: r.failure_kind.as_deref().unwrap_or_default(),
+            failure_kind: r.failure_kind.map(|k| k.as_str()).unwrap_or_default(),
         }
     })
 }
@@ -148,7 +149,7 @@ struct SummaryRow<'a> {
     placement: &'a str,
     workload: &'a str,
     clients: u32,
-    memory_limit: &'a str,
+    memory_limit: MemoryLabel,
     profile: &'a str,
     runs: usize,
     failed_runs: usize,
@@ -228,7 +229,7 @@ fn summary_row(c: &CellSummary) -> SummaryRow<'_> {
         placement: &c.key.placement,
         workload: &c.key.workload,
         clients: c.key.clients,
-        memory_limit: &c.key.memory_limit,
+        memory_limit: c.key.memory_limit,
         profile: &c.key.profile,
         runs: c.runs,
         failed_runs: c.failed_runs,
@@ -276,7 +277,7 @@ struct StatementRow<'a> {
     placement: &'a str,
     workload: &'a str,
     clients: u32,
-    memory_limit: &'a str,
+    memory_limit: MemoryLabel,
     profile: &'a str,
     /// 1-based position in the script.
     statement_index: usize,
@@ -297,7 +298,7 @@ fn statement_rows(summary: &Summary) -> impl Iterator<Item = StatementRow<'_>> {
                 placement: &c.key.placement,
                 workload: &c.key.workload,
                 clients: c.key.clients,
-                memory_limit: &c.key.memory_limit,
+                memory_limit: c.key.memory_limit,
                 profile: &c.key.profile,
                 statement_index: i + 1,
                 statement: &st.statement,

@@ -26,7 +26,7 @@ pub struct ChartFile {
 pub fn footnote(set: &ResultSet, cells: &[&CellSummary], bars: bool) -> Vec<String> {
     let m = &set.manifest;
     let h = &m.host;
-    let first = cells.first().and_then(|c| set.runs.iter().find(|r| r.cell == c.key));
+    let first = cells.first().and_then(|c| set.workload(&c.key.workload));
     let mut lines = vec![format!(
         "{}{} ({} threads), {:.1} GiB RAM, Linux {}; PostgreSQL {}",
         if m.emulated { "Emulated tiers on " } else { "" },
@@ -36,22 +36,22 @@ pub fn footnote(set: &ResultSet, cells: &[&CellSummary], bars: bool) -> Vec<Stri
         h.kernel,
         m.postgres.version
     )];
-    if let Some(r) = first {
-        let mut scripts: Vec<&str> = Vec::new();
+    if let Some(w) = first {
+        let mut scripts: Vec<String> = Vec::new();
         for c in cells {
-            if let Some(x) = set.runs.iter().find(|r| r.cell == c.key)
-                && !scripts.contains(&x.script.as_str())
+            if let Some(x) = set.workload(&c.key.workload)
+                && !scripts.contains(&x.script)
             {
-                scripts.push(&x.script);
+                scripts.push(x.script);
             }
         }
         lines.push(format!(
             "{} {} scale {}, {:.0} s measured after {:.0} s ramp-up; {} runs per point, {} order{}",
-            r.workload_kind,
+            w.kind,
             scripts.join(" / "),
-            r.scale,
-            r.duration_s,
-            r.ramp_up_s,
+            w.scale,
+            w.duration_s,
+            w.ramp_up_s,
             cells.iter().map(|c| c.runs).min().unwrap_or(0),
             m.order,
             if bars { "; error bars: 95% CI; pale bars: not a real change (inconclusive, equivalent or one run)" } else { "" }
@@ -94,8 +94,8 @@ fn file_stem(kind: &str, c: &CellSummary) -> String {
 /// the chart itself compares.
 fn context_suffix(k: &results::record::CellKey, memory: bool, profile: bool) -> String {
     let mut s = String::new();
-    if memory && k.memory_limit != "unlimited" {
-        s.push_str(&format!("-mem{}", clean(&k.memory_limit)));
+    if memory && !k.memory_limit.is_unlimited() {
+        s.push_str(&format!("-mem{}", clean(&k.memory_limit.to_string())));
     }
     if profile && k.profile != "default" {
         s.push_str(&format!("-{}", clean(&k.profile)));
@@ -204,7 +204,7 @@ pub fn plan(set: &ResultSet, summary: &Summary) -> Vec<ChartSpec> {
     placement::per_cell_bars(&mut cx);
     placement::normalised(&mut cx);
     lines::scaling(&mut cx);
-    placement::dimension_comparison(&mut cx, "memory", |c| c.key.memory_limit.clone());
+    placement::dimension_comparison(&mut cx, "memory", |c| c.key.memory_limit.to_string());
     placement::dimension_comparison(&mut cx, "profile", |c| c.key.profile.clone());
     lines::stability(&mut cx);
     devices::device_io(&mut cx);
@@ -243,7 +243,7 @@ mod tests {
                 placement: placement.into(),
                 workload: workload.into(),
                 clients,
-                memory_limit: memory.into(),
+                memory_limit: memory.parse().unwrap(),
                 profile: profile.into(),
             },
             is_baseline: placement == "a",
@@ -268,10 +268,11 @@ mod tests {
             file_stem("latency", &cell("a", "select only", 16, "192MiB", "seed004-performance")),
             "latency-select_only-c16-mem192MiB-seed004-performance"
         );
-        let k = cell("a", "tpcb", 8, "1.5GiB", "fast/wal").key;
-        assert_eq!(context_suffix(&k, true, true), "-mem1_5GiB-fast_wal");
+        // A memory label is `unlimited` or digits and a unit (1.5 GiB is labelled 1536MiB).
+        let k = cell("a", "tpcb", 8, "1536MiB", "fast/wal").key;
+        assert_eq!(context_suffix(&k, true, true), "-mem1536MiB-fast_wal");
         assert_eq!(context_suffix(&k, false, true), "-fast_wal", "the compared dimension is left out");
-        assert_eq!(context_suffix(&k, true, false), "-mem1_5GiB");
+        assert_eq!(context_suffix(&k, true, false), "-mem1536MiB");
     }
 
     #[test]

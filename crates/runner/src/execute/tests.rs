@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use journal::{CommandError, Output};
 use results::ResultsDir;
-use results::record::{RunRecord, RunStatus};
+use results::record::{FailureKind, RunRecord, RunStatus};
 
 use super::{RunInputs, run};
 use crate::RunnerError;
@@ -183,7 +183,7 @@ async fn a_clean_run_takes_every_step_in_order() {
             "remove cgroup",
         ])
     );
-    assert_eq!((r.status, r.failure.as_deref(), r.failure_kind.as_deref()), (RunStatus::Ok, None, None));
+    assert_eq!((r.status, r.failure.as_deref(), r.failure_kind), (RunStatus::Ok, None, None));
     assert_eq!(r.metrics.tps, 1000.0);
     assert_eq!(r.server_settings.get("shared_buffers").map(String::as_str), Some("16384 8kB"));
     let mem = r.memory.clone().unwrap();
@@ -226,7 +226,7 @@ async fn a_server_that_does_not_start_fails_the_run_as_server_start() {
     let (r, stored) = run_on(&mut sys, None, &[], true, true).await;
     let r = r.unwrap();
     assert_eq!(sys.calls, steps(&["start server", "dmesg"]), "nothing runs on a server that did not start");
-    assert_eq!((r.status, r.failure_kind.as_deref()), (RunStatus::Failed, Some("server-start")));
+    assert_eq!((r.status, r.failure_kind), (RunStatus::Failed, Some(FailureKind::ServerStart)));
     let why = r.failure.clone().unwrap();
     assert!(why.starts_with("server: postgres exited during start-up"), "{why}");
     assert!(why.contains("; server log: 2026-12-01 09:34:11.002 UTC [14646] FATAL:  invalid value"), "{why}");
@@ -250,7 +250,7 @@ async fn an_oom_kill_in_the_cgroup_fails_the_run_as_out_of_memory() {
     // The workload itself finished: the kill still taints the run.
     let (r, _) = run_on(&mut sys, Some(96 * MIB), &[("default_statistics_target", "10000")], true, true).await;
     let r = r.unwrap();
-    assert_eq!((r.status, r.failure_kind.as_deref()), (RunStatus::Failed, Some("out-of-memory")));
+    assert_eq!((r.status, r.failure_kind), (RunStatus::Failed, Some(FailureKind::OutOfMemory)));
     let why = r.failure.clone().unwrap();
     for needle in [
         "server: the kernel's OOM killer killed 1 process(es) in the server's memory cgroup",
@@ -277,7 +277,7 @@ async fn a_crash_in_the_server_log_fails_the_run_as_server_crash() {
     );
     let (r, _) = run_on(&mut sys, None, &[], true, true).await;
     let r = r.unwrap();
-    assert_eq!((r.status, r.failure_kind.as_deref()), (RunStatus::Failed, Some("server-crash")));
+    assert_eq!((r.status, r.failure_kind), (RunStatus::Failed, Some(FailureKind::ServerCrash)));
     let why = r.failure.clone().unwrap();
     assert!(
         why.starts_with(
@@ -298,14 +298,14 @@ async fn a_postmaster_that_ended_is_a_server_crash_and_a_failure_on_a_healthy_se
     sys.postmaster = Postmaster { pid: 14646, running: false, exit: Some(std::process::ExitStatus::from_raw(9)) };
     let (r, _) = run_on(&mut sys, None, &[], true, true).await;
     let r = r.unwrap();
-    assert_eq!(r.failure_kind.as_deref(), Some("server-crash"));
+    assert_eq!(r.failure_kind, Some(FailureKind::ServerCrash));
     assert!(r.failure.unwrap().starts_with("server: the postmaster (PID 14646) ended with signal 9 (SIGKILL)"));
 
     let mut sys = FakeRun::new();
     sys.measure_error = Some(RunnerError::Workload("pgbench failed (exit code 1): bad script".into()));
     let (r, _) = run_on(&mut sys, None, &[], true, true).await;
     let r = r.unwrap();
-    assert_eq!(r.failure_kind.as_deref(), Some("workload"));
+    assert_eq!(r.failure_kind, Some(FailureKind::Workload));
     assert_eq!(r.failure.as_deref(), Some("workload: pgbench failed (exit code 1): bad script"));
     assert!(sys.calls.contains(&"stop server within 60 s".to_string()), "{:?}", sys.calls);
 }
@@ -353,6 +353,6 @@ async fn a_slice_takes_only_the_measured_steps_and_keeps_the_server_up() {
     sys.started = true;
     sys.cgroup.as_mut().unwrap().oom_kills = Some(1);
     let r = super::run_slice(&mut sys, &inp, None, &mut Quiet).await.unwrap();
-    assert_eq!((r.status, r.failure_kind.as_deref()), (RunStatus::Failed, Some("out-of-memory")));
+    assert_eq!((r.status, r.failure_kind), (RunStatus::Failed, Some(results::FailureKind::OutOfMemory)));
     assert!(!sys.calls.iter().any(|c| c.starts_with("stop server")), "the session stops its servers, not a slice");
 }

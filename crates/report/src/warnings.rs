@@ -1,0 +1,144 @@
+//! What the summary warns a reader about: noisy, failed or unsteady cells, intervals wider than
+//! their target, and the runs' own warnings, a warning that many runs share said once.
+
+use std::fmt;
+
+use results::Warning;
+use results::record::CellKey;
+use serde::Serialize;
+
+use crate::model::{ResultSet, describe};
+
+/// One warning of the summary (`summary.json`, report.md, the terminal), stored as its sentence.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SummaryWarning {
+    /// Runs design: a cell's repetitions disagree (TPS coefficient of variation above 5%).
+    Noisy { cell: CellKey, cv_pct: f64 },
+    /// Failed runs of a cell, left out of its figures.
+    FailedRuns { cell: CellKey, count: usize },
+    /// Seconds of a cell's runs far from their run's median TPS.
+    OutlierSeconds { cell: CellKey, outliers: usize, seconds: usize },
+    /// A change's interval is wider than the target half-width, and why the measurement stopped.
+    WideInterval { cell: CellKey, half_width_pct: f64, target_pct: f64, stopped: String },
+    /// Some cells have a single successful run.
+    SingleRunCells,
+    /// One run's own warning.
+    Run { run_id: String, warning: Warning },
+    /// The same kind of warning on more than three runs: the runs, and the first one's warning.
+    Runs { run_ids: Vec<String>, first: Warning },
+}
+
+impl fmt::Display for SummaryWarning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SummaryWarning::Noisy { cell, cv_pct } => write!(
+                f,
+                "{}: repetitions disagree (TPS coefficient of variation {cv_pct:.1}% > 5%); treat its figures as noisy",
+                describe(cell)
+            ),
+            SummaryWarning::FailedRuns { cell, count } => {
+                write!(f, "{}: {count} run(s) failed and are left out of the figures", describe(cell))
+            }
+            SummaryWarning::OutlierSeconds { cell, outliers, seconds } => write!(
+                f,
+                "{}: {outliers} of {seconds} seconds lie more than 3.5 median absolute deviations from their run's median TPS (stalls or bursts; see the stability chart)",
+                describe(cell)
+            ),
+            SummaryWarning::WideInterval { cell, half_width_pct, target_pct, stopped } => write!(
+                f,
+                "{}: the change's 95% interval is ±{half_width_pct:.1}%, wider than the target ±{target_pct:.1}% ({stopped})",
+                describe(cell)
+            ),
+            SummaryWarning::SingleRunCells => f.write_str(
+                "some cells have a single successful run: no confidence interval, so no delta can be called a real change",
+            ),
+            SummaryWarning::Run { run_id, warning } => write!(f, "{run_id}: {warning}"),
+            SummaryWarning::Runs { run_ids, first } => write!(
+                f,
+                "{} runs ({}): {first} (figures of the first; each run's own are in its result.json)",
+                run_ids.len(),
+                run_ids.join(", ")
+            ),
+        }
+    }
+}
+
+impl Serialize for SummaryWarning {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+/// Whether two runs' warnings say the same thing, figures aside: the same variant (for the
+/// client's CPU, the same client); sentences of no variant when they differ only in digits.
+fn same_kind(a: &Warning, b: &Warning) -> bool {
+    match (a, b) {
+        (Warning::ClientCpuBound { client: x, .. }, Warning::ClientCpuBound { client: y, .. }) => x == y,
+        (Warning::Other(x), Warning::Other(y)) => {
+            let shape = |s: &str| s.chars().map(|c| if c.is_ascii_digit() { '#' } else { c }).collect::<String>();
+            shape(x) == shape(y)
+        }
+        _ => std::mem::discriminant(a) == std::mem::discriminant(b),
+    }
+}
+
+/// Per-run warnings; the same kind of warning on more than three runs becomes one line.
+pub(crate) fn run_warnings(set: &ResultSet) -> Vec<SummaryWarning> {
+    let mut groups: Vec<Vec<(&str, &Warning)>> = Vec::new();
+    for r in &set.runs {
+        for w in &r.warnings {
+            match groups.iter_mut().find(|g| same_kind(g[0].1, w)) {
+                Some(runs) => runs.push((r.run_id.as_str(), w)),
+                None => groups.push(vec![(r.run_id.as_str(), w)]),
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for runs in groups {
+        if runs.len() <= 3 {
+            out.extend(
+                runs.iter().map(|(id, w)| SummaryWarning::Run { run_id: id.to_string(), warning: (*w).clone() }),
+            );
+        } else {
+            out.push(SummaryWarning::Runs {
+                run_ids: runs.iter().map(|(id, _)| id.to_string()).collect(),
+                first: runs[0].1.clone(),
+            });
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn client(core_pct: f64, client: &str) -> Warning {
+        Warning::ClientCpuBound { client: client.into(), core_pct, threads: 2 }
+    }
+
+    #[test]
+    fn the_same_kind_figures_aside() {
+        assert!(same_kind(&client(95.0, "pgbench"), &client(105.0, "pgbench")), "figures differ, digits too");
+        assert!(!same_kind(&client(95.0, "pgbench"), &client(95.0, "TPC-C")), "another client");
+        let checkpoint = |at: f64| Warning::CheckpointInRun { at_s: vec![at] };
+        assert!(same_kind(&checkpoint(3.0), &checkpoint(17.0)));
+        assert!(!same_kind(&checkpoint(3.0), &Warning::MachineCpuBound { machine_pct: 95.0, hardware_threads: 2 }));
+        let other = |s: &str| Warning::Other(s.into());
+        assert!(same_kind(&other("a note on run 3"), &other("a note on run 4")));
+        assert!(!same_kind(&other("a note on run 3"), &other("another note")));
+    }
+
+    #[test]
+    fn sentences_as_before() {
+        let w = SummaryWarning::Runs {
+            run_ids: vec!["0001-a".into(), "0002-b".into()],
+            first: Warning::CheckpointInRun { at_s: vec![3.0] },
+        };
+        assert_eq!(
+            w.to_string(),
+            "2 runs (0001-a, 0002-b): a checkpoint started inside the measured run (at 3 s): runs with and without a checkpoint are not comparable; prefer longer runs (figures of the first; each run's own are in its result.json)"
+        );
+        assert_eq!(serde_json::to_value(&w).unwrap(), serde_json::Value::String(w.to_string()));
+    }
+}

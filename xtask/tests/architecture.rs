@@ -1,0 +1,208 @@
+//! docs/architecture.md's invariants that a test can check, read from the sources: which of
+//! pgtier's crates depends on which (Cargo.toml), and which modules start processes or build
+//! and run commands (a scan of the code outside tests). Needs no root. When one of these fails,
+//! change the code or, if the change is meant, docs/architecture.md and the list here together.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lies in the workspace").to_path_buf()
+}
+
+/// Every crate of the workspace: its name and directory.
+fn crates() -> BTreeMap<String, PathBuf> {
+    let root = workspace();
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(root.join("crates")).unwrap().flatten().map(|e| e.path()).collect();
+    dirs.push(root.join("xtask"));
+    dirs.into_iter()
+        .filter(|d| d.join("Cargo.toml").exists())
+        .map(|d| (d.file_name().unwrap().to_string_lossy().into_owned(), d))
+        .collect()
+}
+
+/// The workspace crates `dir`'s crate depends on (normal and build dependencies, any target;
+/// dev-dependencies are for its tests only).
+fn pgtier_dependencies(dir: &Path, workspace: &BTreeSet<String>) -> BTreeSet<String> {
+    let manifest: toml::Table = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap().parse().unwrap();
+    let mut tables: Vec<&toml::Table> = Vec::new();
+    for key in ["dependencies", "build-dependencies"] {
+        tables.extend(manifest.get(key).and_then(|t| t.as_table()));
+    }
+    for (_, target) in manifest.get("target").and_then(|t| t.as_table()).into_iter().flatten() {
+        for key in ["dependencies", "build-dependencies"] {
+            tables.extend(target.get(key).and_then(|t| t.as_table()));
+        }
+    }
+    tables.iter().flat_map(|t| t.keys()).filter(|k| workspace.contains(*k)).cloned().collect()
+}
+
+#[test]
+fn dependencies_point_one_way() {
+    let crates = crates();
+    let names: BTreeSet<String> = crates.keys().cloned().collect();
+    let allowed: BTreeMap<&str, &[&str]> = BTreeMap::from([
+        ("xtask", &["experiment", "tiers", "runner", "report", "results", "journal"][..]),
+        ("experiment", &["tiers", "runner", "tpcc"][..]),
+        ("runner", &["results", "journal", "tpcc"][..]),
+        ("tiers", &["journal"][..]),
+        ("report", &["results"][..]),
+        ("tpcc", &[][..]),
+        ("journal", &[][..]),
+        ("results", &[][..]),
+    ]);
+    assert_eq!(
+        names,
+        allowed.keys().map(|k| k.to_string()).collect::<BTreeSet<_>>(),
+        "a crate was added or removed: give it its place in docs/architecture.md and here"
+    );
+    for (name, dir) in &crates {
+        let deps = pgtier_dependencies(dir, &names);
+        let expected: BTreeSet<String> = allowed[name.as_str()].iter().map(|s| s.to_string()).collect();
+        assert_eq!(deps, expected, "{name}'s dependencies on pgtier's crates (docs/architecture.md, Invariants)");
+    }
+}
+
+/// One source file outside tests, as a module path (`runner::server`, `xtask::compare::manifest`)
+/// and its code without comments and without its `#[cfg(test)] mod tests`.
+struct Module {
+    path: String,
+    code: Vec<String>,
+}
+
+fn modules() -> Vec<Module> {
+    let mut out = Vec::new();
+    for (name, dir) in crates() {
+        let src = dir.join("src");
+        let mut files = Vec::new();
+        rust_files(&src, &mut files);
+        for file in files {
+            if is_test_only(&file) {
+                continue;
+            }
+            let text = std::fs::read_to_string(&file).unwrap();
+            let text = text.split("#[cfg(test)]\nmod tests").next().unwrap_or_default();
+            let code = text.lines().filter(|l| !l.trim_start().starts_with("//")).map(String::from).collect();
+            out.push(Module { path: module_path(&name, &src, &file), code });
+        }
+    }
+    out
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+fn module_path(krate: &str, src: &Path, file: &Path) -> String {
+    let mut parts = vec![krate.to_string()];
+    for c in file.strip_prefix(src).unwrap().with_extension("").components() {
+        parts.push(c.as_os_str().to_string_lossy().into_owned());
+    }
+    if matches!(parts.last().map(String::as_str), Some("lib" | "main" | "mod")) {
+        parts.pop();
+    }
+    parts.join("::")
+}
+
+/// A file whose module its parent declares under `#[cfg(test)]` (`#[cfg(test)] mod tests;`).
+fn is_test_only(file: &Path) -> bool {
+    let name = file.file_stem().unwrap().to_string_lossy().into_owned();
+    let dir = file.parent().unwrap();
+    let parents = [dir.with_extension("rs"), dir.join("mod.rs"), dir.join("lib.rs"), dir.join("main.rs")];
+    parents.iter().filter(|p| p.as_path() != file && p.exists()).any(|p| {
+        let text = std::fs::read_to_string(p).unwrap();
+        let lines: Vec<&str> = text.lines().map(str::trim).collect();
+        lines.windows(2).any(|w| {
+            w[0] == "#[cfg(test)]"
+                && w[1].trim_start_matches("pub(crate) ").trim_start_matches("pub ") == format!("mod {name};")
+        })
+    })
+}
+
+/// Modules whose code (not a `use` line) contains any of `needles`.
+fn modules_using(modules: &[Module], needles: &[&str]) -> BTreeSet<String> {
+    let is_use = |l: &str| {
+        let l = l.trim_start();
+        l.starts_with("use ") || l.starts_with("pub use ") || l.starts_with("pub(crate) use ")
+    };
+    modules
+        .iter()
+        .filter(|m| m.code.iter().any(|l| !is_use(l) && needles.iter().any(|n| l.contains(n))))
+        .map(|m| m.path.clone())
+        .collect()
+}
+
+fn set(items: &[&str]) -> BTreeSet<String> {
+    items.iter().map(|s| s.to_string()).collect()
+}
+
+const STARTS_A_PROCESS: [&str; 5] = ["Command::new(", "libc::fork", "unistd::fork", "execv", "posix_spawn"];
+
+#[test]
+fn only_these_modules_start_processes() {
+    let modules = modules();
+    assert!(modules.iter().any(|m| m.path == "runner::server"), "the scan finds the sources");
+    assert_eq!(
+        modules_using(&modules, &STARTS_A_PROCESS),
+        set(&["journal::command", "tiers::system", "runner::server", "runner::env", "xtask::setup", "xtask::bench::precision"]),
+        "modules that start a process (std/tokio Command::new, fork, exec): docs/architecture.md, Invariants"
+    );
+}
+
+#[test]
+fn only_these_modules_build_or_run_commands() {
+    assert_eq!(
+        modules_using(&modules(), &["CommandLine"]),
+        set(&[
+            "journal::command",
+            "journal::undo",
+            "tiers::system",
+            "tiers::provision",
+            "tiers::facts",
+            "tiers::safety",
+            "tiers::probe",
+            "runner::install",
+            "runner::diagnose",
+            "runner::env",
+            "runner::pgbench",
+            "runner::pgbench_run",
+            "runner::dataset",
+            "xtask::host",
+            "xtask::bench::fidelity",
+            "xtask::compare::manifest",
+        ]),
+        "modules that build or run a journal::CommandLine: docs/architecture.md, Invariants"
+    );
+}
+
+#[test]
+fn report_never_starts_a_process() {
+    let report: Vec<Module> = modules().into_iter().filter(|m| m.path.split("::").next() == Some("report")).collect();
+    assert!(report.len() > 5, "the report's modules are scanned");
+    let mut needles = STARTS_A_PROCESS.to_vec();
+    needles.extend(["CommandLine", "process::Command", "process::Child", "tokio::process", ".spawn("]);
+    assert_eq!(modules_using(&report, &needles), BTreeSet::new(), "report renders; it never runs anything");
+}
+
+#[test]
+fn the_scan_sees_what_it_looks_for() {
+    let m = |lines: &[&str]| Module { path: "x::y".into(), code: lines.iter().map(|s| s.to_string()).collect() };
+    let found = |lines: &[&str]| modules_using(&[m(lines)], &STARTS_A_PROCESS).len() == 1;
+    assert!(found(&["    let c = std::process::Command::new(\"sh\");"]));
+    assert!(found(&["    let c = Command::new(prog);"]));
+    assert!(!found(&["    let c = CommandLine::new(\"sh\");"]), "a CommandLine is not a started process");
+    assert!(!found(&["use std::process::Command;"]));
+    assert_eq!(module_path("xtask", Path::new("/w/src"), Path::new("/w/src/compare/mod.rs")), "xtask::compare");
+    assert_eq!(module_path("runner", Path::new("/w/src"), Path::new("/w/src/lib.rs")), "runner");
+    let root = workspace();
+    assert!(is_test_only(&root.join("crates/runner/src/execute/tests.rs")));
+    assert!(is_test_only(&root.join("crates/runner/src/testing.rs")));
+    assert!(!is_test_only(&root.join("crates/runner/src/server.rs")));
+}
