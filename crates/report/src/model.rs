@@ -207,47 +207,10 @@ pub fn summarize(set: &ResultSet) -> Summary {
         warnings.extend(cell_warnings(&cell, runs, paired));
         cells.push(cell);
     }
-    // Holm over every delta of each figure in the study, then the verdicts.
-    let mut family: Vec<(Figure, &mut Delta)> = Vec::new();
-    for c in cells.iter_mut() {
-        for (f, d) in [
-            (Figure::Tps, &mut c.tps_delta),
-            (Figure::Latency, &mut c.latency_delta),
-            (Figure::LatencyP99, &mut c.latency_p99_delta),
-            (Figure::Nopm, &mut c.nopm_delta),
-        ] {
-            if let Some(d) = d.as_mut() {
-                family.push((f, d));
-            }
-        }
-    }
     let margin = measurement.equivalence_margin_pct;
-    let tests = analysis::adjust_and_classify(&mut family, margin);
-    for c in cells.iter_mut() {
-        for st in c.statements.iter_mut() {
-            if let Some(d) = st.delta.as_mut() {
-                *d = d.classified(margin);
-            }
-        }
-    }
+    let tests = judge(&mut cells, margin);
     if let Some(target) = measurement.target_halfwidth_pct {
-        for c in &cells {
-            if let (_, Some(d), _) = c.headline()
-                && d.has_interval()
-                && d.half_width_pct() > target
-            {
-                warnings.push(SummaryWarning::WideInterval {
-                    cell: c.key.clone(),
-                    half_width_pct: d.half_width_pct(),
-                    target_pct: target,
-                    stopped: measurement
-                        .stopped
-                        .get(&analysis::contest_of(&c.key))
-                        .map_or("budget spent", String::as_str)
-                        .to_string(),
-                });
-            }
-        }
+        warnings.extend(wide_intervals(&cells, target, measurement));
     }
     if cells.iter().any(|c| c.runs < 2) {
         warnings.push(SummaryWarning::SingleRunCells);
@@ -262,6 +225,58 @@ pub fn summarize(set: &ResultSet) -> Summary {
         dropped_rounds,
     };
     Summary { cells, missing, warnings, analysis }
+}
+
+/// Holm's correction over every delta of each figure in the study, then the verdicts against
+/// the margin (statement latencies: the verdict alone); returns the size of each family.
+fn judge(cells: &mut [CellSummary], margin: f64) -> BTreeMap<Figure, usize> {
+    let mut family: Vec<(Figure, &mut Delta)> = Vec::new();
+    for c in cells.iter_mut() {
+        for (f, d) in [
+            (Figure::Tps, &mut c.tps_delta),
+            (Figure::Latency, &mut c.latency_delta),
+            (Figure::LatencyP99, &mut c.latency_p99_delta),
+            (Figure::Nopm, &mut c.nopm_delta),
+        ] {
+            if let Some(d) = d.as_mut() {
+                family.push((f, d));
+            }
+        }
+    }
+    let tests = analysis::adjust_and_classify(&mut family, margin);
+    for c in cells.iter_mut() {
+        for st in c.statements.iter_mut() {
+            if let Some(d) = st.delta.as_mut() {
+                *d = d.classified(margin);
+            }
+        }
+    }
+    tests
+}
+
+/// Cells whose headline change's interval is wider than the target, with why the contest stopped.
+fn wide_intervals(
+    cells: &[CellSummary],
+    target: f64,
+    measurement: &results::manifest::MeasurementRecord,
+) -> Vec<SummaryWarning> {
+    cells
+        .iter()
+        .filter_map(|c| {
+            let (_, d, _) = c.headline();
+            let d = d.filter(|d| d.has_interval() && d.half_width_pct() > target)?;
+            Some(SummaryWarning::WideInterval {
+                cell: c.key.clone(),
+                half_width_pct: d.half_width_pct(),
+                target_pct: target,
+                stopped: measurement
+                    .stopped
+                    .get(&analysis::contest_of(&c.key))
+                    .map_or("budget spent", String::as_str)
+                    .to_string(),
+            })
+        })
+        .collect()
 }
 
 /// Each statement's average latency (pgbench -r) over the runs that report every statement, in

@@ -295,6 +295,48 @@ impl Session<'_> {
     ) -> Result<()> {
         let m = self.exp.measurement.clone();
         let name = c.name(s.spec);
+        self.warm_up(s, servers, c).await?;
+        let share = self.share(s, remaining);
+        c.stopped = None;
+        let t_contest = Instant::now();
+        loop {
+            if self.interrupts.cancelled() {
+                bail!("interrupted during contest {name}");
+            }
+            c.rounds += 1;
+            let t_round = Instant::now();
+            let line = match self.round(s, servers, c).await? {
+                Ok(line) => line,
+                Err(down) => {
+                    c.stopped = Some(format!("placement {down}'s server went down in round {}", c.rounds));
+                    eprintln!("  [{name}] {}; the contest stops", c.stopped.as_deref().unwrap_or(""));
+                    return Ok(());
+                }
+            };
+            let secs = t_round.elapsed().as_secs_f64();
+            c.seconds += secs;
+            add(&mut s.seconds, "measure", secs);
+            c.widest = c.widest_halfwidth(s.spec);
+            eprintln!(
+                "  [{name}] round {}: {line}{} (elapsed {:.0} s)",
+                c.rounds,
+                c.widest.map(|w| format!("; widest change ±{w:.1}%")).unwrap_or_default(),
+                s.started.elapsed().as_secs_f64()
+            );
+            if let Err(e) = report::refresh_tables(&self.results.root) {
+                eprintln!("  warning: could not refresh the tables: {e}");
+            }
+            if let Some(why) = stop_reason(c, &m, share, t_contest.elapsed().as_secs_f64(), secs) {
+                eprintln!("  [{name}] stops: {why}");
+                c.stopped = Some(why);
+                return Ok(());
+            }
+        }
+    }
+
+    /// A discarded warm-up on every placement's server, in a random order.
+    async fn warm_up(&mut self, s: &mut Sliced<'_, '_>, servers: &mut Servers<'_>, c: &Contest) -> Result<()> {
+        let m = &self.exp.measurement;
         let workload = &s.spec.workloads[c.workload];
         let t0 = Instant::now();
         let warm = m.warm_up.unwrap_or(if workload.ramp_up.is_zero() { m.slice * 2 } else { workload.ramp_up });
@@ -310,67 +352,48 @@ impl Session<'_> {
             }
         }
         add(&mut s.seconds, "warm_up", t0.elapsed().as_secs_f64());
-        let share = self.share(s, remaining);
-        c.stopped = None;
-        let t_contest = Instant::now();
-        loop {
-            if self.interrupts.cancelled() {
-                bail!("interrupted during contest {name}");
-            }
-            c.rounds += 1;
-            let t_round = Instant::now();
-            let mut order = c.placements.clone();
-            s.rng.shuffle(&mut order);
-            let mut line = Vec::new();
-            for &p in &order {
-                let w = WorkloadSpec { duration: m.slice, ramp_up: Duration::ZERO, ..workload.clone() };
-                let planned = self.planned(s, c, p, c.rounds);
-                let faults = faults::faults_for(self.exp, &self.ctx, planned.sequence, s.provisioned);
-                let inp = self.inputs(s, &planned, &w, &faults);
-                let expected = s.expected.get(&(p, c.workload)).copied();
-                let record = servers.slice(&inp, expected, &mut Quiet).await.map_err(|e| match e {
-                    runner::RunnerError::Cancelled => anyhow::anyhow!("interrupted during slice {}", planned.run_id),
-                    e => anyhow::Error::from(e).context(format!("slice {}", planned.run_id)),
-                })?;
-                let place = &s.spec.placements[p].name;
-                match record.status {
-                    RunStatus::Ok => {
-                        s.expected.insert((p, c.workload), record.metrics.tps.max(1.0));
-                        line.push(format!("{place} {:.0}", headline(&record)));
-                    }
-                    RunStatus::Failed => {
-                        s.failures += 1;
-                        line.push(format!("{place} FAILED ({})", record.failure.as_deref().unwrap_or("unknown")));
-                    }
+        Ok(())
+    }
+
+    /// One round: a slice per placement in a random order. Ok(line) with what each placement did,
+    /// or Err(placement) when a placement's server went down.
+    async fn round(
+        &mut self,
+        s: &mut Sliced<'_, '_>,
+        servers: &mut Servers<'_>,
+        c: &mut Contest,
+    ) -> Result<std::result::Result<String, String>> {
+        let workload = &s.spec.workloads[c.workload];
+        let mut order = c.placements.clone();
+        s.rng.shuffle(&mut order);
+        let mut line = Vec::new();
+        for &p in &order {
+            let w = WorkloadSpec { duration: self.exp.measurement.slice, ramp_up: Duration::ZERO, ..workload.clone() };
+            let planned = self.planned(s, c, p, c.rounds);
+            let faults = faults::faults_for(self.exp, &self.ctx, planned.sequence, s.provisioned);
+            let inp = self.inputs(s, &planned, &w, &faults);
+            let expected = s.expected.get(&(p, c.workload)).copied();
+            let record = servers.slice(&inp, expected, &mut Quiet).await.map_err(|e| match e {
+                runner::RunnerError::Cancelled => anyhow::anyhow!("interrupted during slice {}", planned.run_id),
+                e => anyhow::Error::from(e).context(format!("slice {}", planned.run_id)),
+            })?;
+            let place = s.spec.placements[p].name.clone();
+            match record.status {
+                RunStatus::Ok => {
+                    s.expected.insert((p, c.workload), record.metrics.tps.max(1.0));
+                    line.push(format!("{place} {:.0}", headline(&record)));
                 }
-                let down = !servers.is_running(place);
-                c.records.push(record);
-                if down {
-                    c.stopped = Some(format!("placement {place}'s server went down in round {}", c.rounds));
-                    eprintln!("  [{name}] {}; the contest stops", c.stopped.as_deref().unwrap_or(""));
-                    return Ok(());
+                RunStatus::Failed => {
+                    s.failures += 1;
+                    line.push(format!("{place} FAILED ({})", record.failure.as_deref().unwrap_or("unknown")));
                 }
             }
-            let secs = t_round.elapsed().as_secs_f64();
-            c.seconds += secs;
-            add(&mut s.seconds, "measure", secs);
-            c.widest = c.widest_halfwidth(s.spec);
-            eprintln!(
-                "  [{name}] round {}: {}{} (elapsed {:.0} s)",
-                c.rounds,
-                line.join(", "),
-                c.widest.map(|w| format!("; widest change ±{w:.1}%")).unwrap_or_default(),
-                s.started.elapsed().as_secs_f64()
-            );
-            if let Err(e) = report::refresh_tables(&self.results.root) {
-                eprintln!("  warning: could not refresh the tables: {e}");
-            }
-            if let Some(why) = stop_reason(c, &m, share, t_contest.elapsed().as_secs_f64(), secs) {
-                eprintln!("  [{name}] stops: {why}");
-                c.stopped = Some(why);
-                return Ok(());
+            c.records.push(record);
+            if !servers.is_running(&place) {
+                return Ok(Err(place));
             }
         }
+        Ok(Ok(line.join(", ")))
     }
 
     /// The seconds a contest may take: what is left of the budget over the `remaining` contests
