@@ -51,12 +51,32 @@ fn kernel_checks() -> Vec<String> {
     missing
 }
 
+/// Which PostgreSQL majors are installed, and where others come from: Debian ships one major
+/// per release (15 in Debian 12); the PostgreSQL project's apt repository (apt.postgresql.org,
+/// "PGDG") ships the others, side by side under /usr/lib/postgresql/<major>/bin, which is what a
+/// build's bin_dir in `[postgres] builds` names.
+fn postgres_majors_note() {
+    let majors: Vec<String> = std::fs::read_dir("/usr/lib/postgresql")
+        .map(|rd| {
+            rd.flatten()
+                .filter(|e| e.path().join("bin/postgres").exists())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    eprintln!(
+        "setup: PostgreSQL server majors installed: {} (Debian's archive ships one major; for others add the PostgreSQL project's repository, https://apt.postgresql.org, and install postgresql-<major>; then name /usr/lib/postgresql/<major>/bin in [postgres] builds)",
+        if majors.is_empty() { "none".to_string() } else { majors.join(", ") }
+    );
+}
+
 pub fn run(check_only: bool) -> ExitCode {
     let missing: Vec<&str> = PACKAGES.iter().copied().filter(|p| !installed(p)).collect();
     let kernel = kernel_checks();
     for k in &kernel {
         eprintln!("kernel: missing {k}");
     }
+    postgres_majors_note();
     if missing.is_empty() {
         eprintln!("setup: all packages present ({})", PACKAGES.join(", "));
         return if kernel.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE };

@@ -136,3 +136,48 @@ impl Experiment {
         out
     }
 }
+
+impl Experiment {
+    /// The settings a profile or memory limit requires that a build's server does not know
+    /// (`known`: the names its `postgres --describe-config` lists), as errors at the setting's
+    /// file, line and key naming the build. Custom settings (with a dot) are not checked.
+    pub fn unknown_settings(
+        &self,
+        build: &str,
+        version: &str,
+        known: &std::collections::BTreeSet<String>,
+    ) -> Vec<ConfigError> {
+        let mut out = Vec::new();
+        let mut report = |key: &str, origin: Option<&Origin>, what: String| {
+            if key.contains('.') || known.contains(&key.to_ascii_lowercase()) {
+                return;
+            }
+            let (file, line, k) = match origin {
+                Some(o) => (o.file.clone(), o.line, o.key.clone()),
+                None => (self.file.clone(), None, key.to_string()),
+            };
+            out.push(ConfigError {
+                file,
+                line,
+                column: None,
+                key: Some(k),
+                message: format!(
+                    "{key} ({what}) is not a setting of build {build:?} (PostgreSQL {version}); remove it, or move it to the profile's [optional_settings] to apply it only where the build knows it"
+                ),
+            });
+        };
+        for p in &self.profiles {
+            for k in p.profile.settings.keys() {
+                report(k, p.origins.get(k), format!("profile {}", p.profile.name));
+            }
+        }
+        for (l, origin) in self.memory_limits.iter().zip(&self.memory_limit_origins) {
+            for k in l.settings.keys() {
+                let mut o = origin.clone();
+                o.key = format!("{}.settings.{k}", o.key);
+                report(k, Some(&o), format!("memory limit {}", l.label()));
+            }
+        }
+        out
+    }
+}

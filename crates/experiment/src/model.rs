@@ -42,6 +42,17 @@ pub struct ProfileInfo {
     pub origins: BTreeMap<String, Origin>,
 }
 
+/// A PostgreSQL build of the experiment.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Build {
+    pub name: String,
+    /// None: the installed server, found automatically.
+    pub bin_dir: Option<PathBuf>,
+    /// Where it was set.
+    #[serde(skip)]
+    pub origin: Origin,
+}
+
 /// Shared memory one cell's server maps, and whether it asks for huge pages: what the preflight
 /// checks against the huge pages this machine has reserved.
 #[derive(Clone, Debug, PartialEq)]
@@ -129,7 +140,11 @@ pub struct Experiment {
     /// Set by the file: how long a benchmark may outlive its duration before the watchdog acts.
     pub watchdog_grace: Option<Duration>,
     pub emulated: bool,
+    /// The first build's binaries (None: found automatically).
     pub bin_dir: Option<PathBuf>,
+    /// The PostgreSQL builds compared (one, named `default`, unless `[postgres] builds` names
+    /// several).
+    pub builds: Vec<Build>,
     pub os_user: String,
     pub profiles: Vec<ProfileInfo>,
     pub memory_limits: Vec<MemoryLimit>,

@@ -134,6 +134,19 @@ pub struct RawPostgres {
     /// `{ limit = "1GiB", settings = { shared_buffers = "256MB" } }`); a matrix dimension.
     #[serde(default)]
     pub memory_limits: Option<Spanned<Vec<Spanned<RawMemoryLimit>>>>,
+    /// PostgreSQL builds to compare (`[{ name = "pg15", bin_dir = "..." }, ...]`); a matrix
+    /// dimension. Without it, `bin_dir` is the one build.
+    #[serde(default)]
+    pub builds: Option<Spanned<Vec<Spanned<RawBuild>>>>,
+}
+
+/// One PostgreSQL build.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawBuild {
+    pub name: Spanned<String>,
+    /// `"auto"` or a directory holding initdb and postgres (pgbench too, or the system's is used).
+    pub bin_dir: Spanned<String>,
 }
 
 /// A memory limit, alone or with settings that apply only under it.
@@ -343,6 +356,10 @@ pub struct RawProfile {
     pub source: Option<String>,
     #[serde(default)]
     pub settings: BTreeMap<String, Spanned<toml::Value>>,
+    /// Settings applied only by builds that know them (a vendor build's own settings, a setting
+    /// of a newer major); the report notes where one was left out.
+    #[serde(default)]
+    pub optional_settings: BTreeMap<String, Spanned<toml::Value>>,
     /// Settings this profile lists but PostgreSQL does not have (e.g. from another distribution);
     /// recorded and skipped, with the reason.
     #[serde(default)]

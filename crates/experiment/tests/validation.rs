@@ -592,3 +592,43 @@ fn measurement_section_and_its_emulate_overrides() {
     let design = e.0.iter().find(|e| e.key.as_deref() == Some("measurement.design")).unwrap_or_else(|| panic!("{e}"));
     assert!(design.message.contains("\"slices\"") && design.message.contains("\"runs\""), "{design}");
 }
+
+#[test]
+fn builds_are_named_and_checked() {
+    let pg = repo().join("target"); // a directory without postgres in it
+    let text = BASE.replace(
+        "[postgres]\n",
+        &format!("[postgres]\nbuilds = [{{ name = \"pg15\", bin_dir = \"auto\" }}, {{ name = \"pg17\", bin_dir = \"{}\" }}]\n", pg.display()),
+    );
+    let e = errors(&text, false);
+    let err = e.0.iter().find(|e| e.key.as_deref() == Some("postgres.builds[1].bin_dir")).unwrap_or_else(|| panic!("{e}"));
+    assert!(err.message.contains("has no postgres binary"), "{err}");
+    assert_eq!(err.line, Some(line_of(&text, "builds = [")));
+    // Two names alike, and bin_dir together with builds.
+    let text = BASE.replace(
+        "[postgres]\n",
+        "[postgres]\nbin_dir = \"auto\"\nbuilds = [{ name = \"a\", bin_dir = \"auto\" }, { name = \"a\", bin_dir = \"auto\" }]\n",
+    );
+    let e = errors(&text, false);
+    assert!(e.0.iter().any(|e| e.message.contains("named twice")), "{e}");
+    assert!(e.0.iter().any(|e| e.key.as_deref() == Some("postgres.bin_dir") && e.message.contains("not both")), "{e}");
+    // Without builds: one build, named default.
+    let plain = parse(Path::new("exp.toml"), BASE, &opts(false)).unwrap();
+    assert_eq!(plain.builds.len(), 1);
+    assert_eq!((plain.builds[0].name.as_str(), plain.builds[0].bin_dir.as_ref()), ("default", None));
+}
+
+#[test]
+fn settings_a_build_does_not_know_name_the_build_file_line_and_key() {
+    let text = BASE.replace("[postgres]\n", "[postgres]\nsettings = { io_combine_limit = \"128kB\" }\n");
+    let e = parse(Path::new("exp.toml"), &text, &opts(false)).unwrap();
+    let known: std::collections::BTreeSet<String> = ["shared_buffers".to_string()].into();
+    let errs = e.unknown_settings("pg15", "15.18", &known);
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert_eq!(errs[0].key.as_deref(), Some("postgres.settings.io_combine_limit"));
+    assert_eq!(errs[0].line, Some(line_of(&text, "io_combine_limit")));
+    assert!(errs[0].message.contains("build \"pg15\" (PostgreSQL 15.18)") && errs[0].message.contains("[optional_settings]"));
+    let mut with = known.clone();
+    with.insert("io_combine_limit".into());
+    assert!(e.unknown_settings("pg17", "17.10", &with).is_empty());
+}

@@ -63,7 +63,8 @@ impl Analysis {
 
 /// The cells that differ only in placement, measured against each other.
 pub fn contest_of(k: &CellKey) -> String {
-    format!("{} c{} mem {} {}", k.workload, k.clients, k.memory_limit, k.profile)
+    let build = if k.build == results::record::DEFAULT_BUILD { String::new() } else { format!(" {}", k.build) };
+    format!("{} c{} mem {} {}{build}", k.workload, k.clients, k.memory_limit, k.profile)
 }
 
 /// The successful runs of each cell, ordered by repetition (round), with the leading rounds a

@@ -60,6 +60,7 @@ impl Exporter for MarkdownExporter {
         warnings(&mut s, m, summary);
         charts(&mut s, &self.charts);
         environment(&mut s, m);
+        builds(&mut s, m);
         devices(&mut s, m);
         device_ceilings(&mut s, m);
         placements(&mut s, m);
@@ -112,7 +113,7 @@ fn results_table(s: &mut String, summary: &Summary) {
             c.key.workload,
             c.key.clients,
             c.key.memory_limit,
-            c.key.profile,
+            profile_cell(&c.key),
             c.runs,
             c.tps.mean,
             if c.tps.ci95.is_finite() { format!("{:.1}", c.tps.ci95) } else { "n/a".into() },
@@ -172,7 +173,7 @@ fn tpcc_table(s: &mut String, summary: &Summary) {
                 c.key.workload,
                 c.key.clients,
                 c.key.memory_limit,
-                c.key.profile,
+                profile_cell(&c.key),
                 n.mean,
                 if n.ci95.is_finite() { format!("{:.0}", n.ci95) } else { "n/a".into() },
                 fmt_delta(c.nopm_delta.as_ref(), c.is_baseline)
@@ -218,7 +219,7 @@ fn statement_tables(s: &mut String, summary: &Summary) {
                 c.key.placement,
                 c.key.clients,
                 c.key.memory_limit,
-                c.key.profile,
+                profile_cell(&c.key),
                 values.join(" | ")
             );
         }
@@ -267,7 +268,7 @@ fn device_io(s: &mut String, set: &ResultSet, summary: &Summary) {
                 c.key.workload,
                 c.key.clients,
                 c.key.memory_limit,
-                c.key.profile,
+                profile_cell(&c.key),
                 d.device,
                 d.role,
                 mean(|x| x.read_iops),
@@ -344,6 +345,40 @@ fn gib(b: u64) -> String {
 }
 
 /// The host, PostgreSQL, the tools and the kernel settings.
+/// The profile column: the profile, and the build when the experiment compares builds.
+fn profile_cell(k: &results::record::CellKey) -> String {
+    if k.build == results::record::DEFAULT_BUILD { k.profile.clone() } else { format!("{} @ {}", k.profile, k.build) }
+}
+
+/// The PostgreSQL builds that ran, and the client that drove each (the system's pgbench when a
+/// build has none): only when the experiment compares builds or a build was driven by another
+/// build's client.
+fn builds(s: &mut String, m: &Manifest) {
+    let b = &m.postgres.builds;
+    if b.len() < 2 && b.iter().all(|b| b.client_bin_dir == b.bin_dir) {
+        return;
+    }
+    let _ = writeln!(s, "## PostgreSQL builds\n");
+    let _ = writeln!(s, "| build | server | binaries | driven by | optional settings left out |\n|---|---|---|---|---|");
+    for b in b {
+        let _ = writeln!(
+            s,
+            "| {} | {} | `{}` | {} (`{}`){} | {} |",
+            b.name,
+            b.version,
+            b.bin_dir,
+            b.client_version,
+            b.client_bin_dir,
+            if b.client_bin_dir == b.bin_dir { "" } else { ": this build has no pgbench of its own" },
+            if b.optional_left_out.is_empty() { "none".to_string() } else { b.optional_left_out.join(", ") }
+        );
+    }
+    for b in b.iter().filter(|b| b.configure.is_some()) {
+        let _ = writeln!(s, "\n`{}` was built with: `{}`", b.name, b.configure.as_deref().unwrap_or(""));
+    }
+    let _ = writeln!(s);
+}
+
 fn environment(s: &mut String, m: &Manifest) {
     let h = &m.host;
     let _ = writeln!(s, "## Environment\n");

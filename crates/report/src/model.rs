@@ -142,8 +142,8 @@ fn cell_order(set: &ResultSet) -> Vec<CellKey> {
         }
     }
     let placements = set.placements();
-    let group = |k: &CellKey| (k.workload.clone(), k.clients, k.memory_limit, k.profile.clone());
-    let mut groups: Vec<(String, u32, MemoryLabel, String)> = Vec::new();
+    let group = |k: &CellKey| (k.workload.clone(), k.clients, k.memory_limit, k.profile.clone(), k.build.clone());
+    let mut groups: Vec<(String, u32, MemoryLabel, String, String)> = Vec::new();
     for k in &keys {
         let g = group(k);
         if !groups.contains(&g) {
@@ -355,6 +355,9 @@ pub fn describe(k: &CellKey) -> String {
     if k.profile != "default" {
         s.push_str(&format!(" / profile {}", k.profile));
     }
+    if k.build != results::record::DEFAULT_BUILD {
+        s.push_str(&format!(" / build {}", k.build));
+    }
     s
 }
 
@@ -370,6 +373,7 @@ mod tests {
             clients: 8,
             memory_limit: MemoryLabel::Unlimited,
             profile: "default".into(),
+            build: results::record::DEFAULT_BUILD.into(),
         };
         RunRecord {
             run_id: format!("{seq:04}-{placement}-r{rep}"),

@@ -11,7 +11,7 @@ pub fn summary_table(summary: &Summary) -> String {
     };
     let show_memory =
         summary.cells.iter().map(|c| c.key.memory_limit).collect::<std::collections::BTreeSet<_>>().len() > 1;
-    let show_profile = varies(&|c| c.key.profile.as_str());
+    let show_profile = varies(&|c| c.key.profile.as_str()) || varies(&|c| c.key.build.as_str());
     let extra = |memory: &str, profile: &str| {
         let mut e = String::new();
         if show_memory {
@@ -46,7 +46,14 @@ pub fn summary_table(summary: &Summary) -> String {
             "{:<16} {:<14}{} {:>7} {:>12.1} {:>8} {:>28} {:<13} {:>11.3}\n",
             c.key.placement,
             c.key.workload,
-            extra(&c.key.memory_limit.to_string(), &c.key.profile),
+            extra(
+                &c.key.memory_limit.to_string(),
+                &if c.key.build == results::record::DEFAULT_BUILD {
+                    c.key.profile.clone()
+                } else {
+                    format!("{} @ {}", c.key.profile, c.key.build)
+                }
+            ),
             c.key.clients,
             head.mean,
             cv,

@@ -152,6 +152,27 @@ pub struct PostgresInfo {
     pub profiles: BTreeMap<String, BTreeMap<String, String>>,
     /// Settings in a profile that this PostgreSQL does not know, skipped with a note.
     pub skipped_settings: Vec<String>,
+    /// Every build the matrix ran (one when the experiment names no builds).
+    #[serde(default)]
+    pub builds: Vec<BuildRecord>,
+}
+
+/// A PostgreSQL build as it ran: what it is, and which client drove it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BuildRecord {
+    pub name: String,
+    /// `postgres --version`.
+    pub version: String,
+    pub major: u32,
+    pub bin_dir: String,
+    /// `pg_config --configure`, when the build ships pg_config.
+    pub configure: Option<String>,
+    /// The pgbench that drove it and its `--version` (the system's when the build has none).
+    pub client_bin_dir: String,
+    pub client_version: String,
+    /// Optional settings of a profile this build does not know, left out (`profile: setting`).
+    pub optional_left_out: Vec<String>,
 }
 
 /// A data set built once and copied onto each placement.

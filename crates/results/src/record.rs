@@ -12,6 +12,21 @@ pub struct CellKey {
     pub memory_limit: MemoryLabel,
     /// Settings profile name.
     pub profile: String,
+    /// The PostgreSQL build that ran the server (`[postgres] builds`); `default` when the
+    /// experiment names one, and then left out of the JSON, as in result sets of older versions.
+    #[serde(default = "default_build", skip_serializing_if = "is_default_build")]
+    pub build: String,
+}
+
+/// The build of an experiment that names none.
+pub const DEFAULT_BUILD: &str = "default";
+
+fn default_build() -> String {
+    DEFAULT_BUILD.into()
+}
+
+fn is_default_build(b: &str) -> bool {
+    b == DEFAULT_BUILD
 }
 
 impl CellKey {

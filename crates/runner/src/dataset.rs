@@ -210,7 +210,7 @@ async fn load(
     }
     let target =
         pgbench::Target { socket_dir: &env.socket_dir, port: env.port, user: server::DB_ROLE, database: DATABASE };
-    let cmd = pgbench::init_command(&env.install.bin_dir, &target, *scale, &args);
+    let cmd = pgbench::init_command(&env.install.client_dir, &target, *scale, &args);
     init(env, &cmd, &logs.join("pgbench-init.log"), on_line).await?;
     let db = srv.connect(DATABASE).await?;
     db.batch_execute("CHECKPOINT").await.map_err(|e| RunnerError::Server(format!("checkpoint: {e:#}")))?;

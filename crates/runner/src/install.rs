@@ -15,9 +15,16 @@ pub struct PgInstall {
     /// `postgres --version`, e.g. `postgres (PostgreSQL) 15.18 (Debian 15.18-0+deb12u1)`.
     pub version_line: String,
     pub major: u32,
+    /// Where the benchmark client (pgbench) comes from: `bin_dir` when it has one, else the
+    /// installed server's (a build without pgbench, such as a server-only package, is driven by
+    /// the system's pgbench; the report says so).
+    pub client_dir: PathBuf,
+    /// `pgbench --version` of that client.
+    pub client_version_line: String,
 }
 
 const PROGRAMS: [&str; 3] = ["initdb", "postgres", "pgbench"];
+const SERVER_PROGRAMS: [&str; 2] = ["initdb", "postgres"];
 
 impl PgInstall {
     /// Uses `bin_dir` when given; otherwise the newest `/usr/lib/postgresql/N/bin`, then
@@ -31,21 +38,51 @@ impl PgInstall {
                 )
             })?,
         };
-        for p in PROGRAMS {
+        for p in SERVER_PROGRAMS {
             if !dir.join(p).exists() {
                 return Err(RunnerError::Setup(format!(
-                    "{} has no {p}; PostgreSQL's bin_dir must hold initdb, postgres and pgbench",
+                    "{} has no {p}; PostgreSQL's bin_dir must hold initdb and postgres",
                     dir.display()
                 )));
             }
         }
-        let out = CommandLine::new(dir.join("postgres").to_string_lossy())
-            .arg("--version")
-            .run_with_timeout(Some(Duration::from_secs(30)))?;
-        let version_line = out.stdout.trim().to_string();
+        let version_line = version_of(&dir.join("postgres"))?;
         let major = parse_major(&version_line)
             .ok_or_else(|| RunnerError::Setup(format!("cannot read the version in {version_line:?}")))?;
-        Ok(PgInstall { bin_dir: dir, version_line, major })
+        let client_dir = if dir.join("pgbench").exists() {
+            dir.clone()
+        } else {
+            candidates().into_iter().find(|d| d.join("pgbench").exists()).ok_or_else(|| {
+                RunnerError::Setup(format!(
+                    "{} has no pgbench, and no other PostgreSQL installation has one; install postgresql-contrib (or postgresql)",
+                    dir.display()
+                ))
+            })?
+        };
+        let client_version_line = version_of(&client_dir.join("pgbench"))?;
+        Ok(PgInstall { bin_dir: dir, version_line, major, client_dir, client_version_line })
+    }
+
+    /// The settings this server knows (`postgres --describe-config`, one per line, the name
+    /// first).
+    pub fn known_settings(&self) -> Result<std::collections::BTreeSet<String>, RunnerError> {
+        let out = CommandLine::new(self.program("postgres").to_string_lossy())
+            .arg("--describe-config")
+            .run_with_timeout(Some(Duration::from_secs(30)))?;
+        Ok(out.stdout.lines().filter_map(|l| l.split('\t').next()).map(str::to_string).filter(|n| !n.is_empty()).collect())
+    }
+
+    /// `pg_config --configure` of the build, when it ships pg_config.
+    pub fn configure_options(&self) -> Option<String> {
+        let pg_config = self.program("pg_config");
+        if !pg_config.exists() {
+            return None;
+        }
+        CommandLine::new(pg_config.to_string_lossy())
+            .arg("--configure")
+            .run_with_timeout(Some(Duration::from_secs(30)))
+            .ok()
+            .map(|o| o.stdout.trim().to_string())
     }
 
     pub fn program(&self, name: &str) -> PathBuf {
@@ -60,6 +97,11 @@ impl PgInstall {
             .unwrap_or("")
             .to_string()
     }
+}
+
+fn version_of(program: &Path) -> Result<String, RunnerError> {
+    let out = CommandLine::new(program.to_string_lossy()).arg("--version").run_with_timeout(Some(Duration::from_secs(30)))?;
+    Ok(out.stdout.trim().to_string())
 }
 
 fn candidates() -> Vec<PathBuf> {

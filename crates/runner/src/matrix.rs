@@ -152,6 +152,55 @@ impl WorkloadSpec {
 pub struct Profile {
     pub name: String,
     pub settings: BTreeMap<String, String>,
+    /// Settings applied only by builds that know them (`[optional_settings]` of the profile).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub optional: BTreeMap<String, String>,
+}
+
+impl Profile {
+    /// The settings a build runs with: every setting, and the optional ones the build knows
+    /// (`known`: the names its `postgres --describe-config` lists; None: all of them).
+    pub fn for_build(&self, known: Option<&std::collections::BTreeSet<String>>) -> Profile {
+        let mut settings = self.settings.clone();
+        for (k, v) in &self.optional {
+            if known.is_none_or(|known| known.contains(k)) {
+                settings.insert(k.clone(), v.clone());
+            }
+        }
+        Profile { name: self.name.clone(), settings, optional: BTreeMap::new() }
+    }
+}
+
+/// The build of an experiment that names none.
+pub const DEFAULT_BUILD: &str = results::record::DEFAULT_BUILD;
+
+/// A PostgreSQL build the matrix runs (`[postgres] builds`): a matrix dimension like profiles.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct BuildTarget {
+    pub name: String,
+    /// None: found automatically (the installed server).
+    pub bin_dir: Option<PathBuf>,
+}
+
+impl PlacementTarget {
+    /// Where this placement keeps `build`'s copy of the data: each build its own directories
+    /// when the matrix has several (their on-disk formats differ), the placement's own otherwise.
+    pub fn for_build(&self, build: &str, several: bool) -> PlacementTarget {
+        if !several {
+            return self.clone();
+        }
+        let under = |p: &std::path::Path| {
+            let name = p.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+            p.parent().map(|d| d.join(build).join(name)).unwrap_or_else(|| p.to_path_buf())
+        };
+        PlacementTarget {
+            name: self.name.clone(),
+            data_dir: under(&self.data_dir),
+            wal_dir: under(&self.wal_dir),
+            devices: self.devices.clone(),
+            tablespaces: self.tablespaces.iter().map(|(r, p)| (r.clone(), under(p))).collect(),
+        }
+    }
 }
 
 /// A memory limit for the server's cgroup, with settings that only apply under it (a server
@@ -189,6 +238,8 @@ pub struct MatrixSpec {
     pub workloads: Vec<WorkloadSpec>,
     pub memory_limits: Vec<MemoryLimit>,
     pub profiles: Vec<Profile>,
+    /// At least one; the first is the reference of the by-build comparison.
+    pub builds: Vec<BuildTarget>,
     pub repetitions: u32,
     pub order: Order,
     pub cores: u32,
@@ -219,6 +270,8 @@ pub struct PlannedRun {
     pub placement: usize,
     pub workload: usize,
     pub profile: usize,
+    /// Index into the matrix's builds.
+    pub build: usize,
     /// Index into the matrix's memory limits.
     pub memory: usize,
     pub memory_limit: Option<u64>,
@@ -263,9 +316,24 @@ impl SplitMix64 {
     }
 }
 
-/// The run id of a run: `<sequence>-<placement>-<workload>-c<clients>[-m<memory>][-<profile>]-r<repetition>`
-/// (memory and profile only when the matrix varies them).
-pub fn run_id(sequence: u32, cell: &CellKey, repetition: u32, memory_varies: bool, profile_varies: bool) -> String {
+/// Which parts of a cell the matrix varies (and run ids therefore name).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Varies {
+    pub memory: bool,
+    pub profile: bool,
+    pub build: bool,
+}
+
+impl MatrixSpec {
+    pub fn varies(&self) -> Varies {
+        Varies { memory: self.memory_limits.len() > 1, profile: self.profiles.len() > 1, build: self.builds.len() > 1 }
+    }
+}
+
+/// The run id of a run: `<sequence>-<placement>-<workload>-c<clients>[-m<memory>][-<profile>][-<build>]-r<repetition>`
+/// (memory, profile and build only when the matrix varies them).
+pub fn run_id(sequence: u32, cell: &CellKey, repetition: u32, varies: Varies) -> String {
+    let Varies { memory: memory_varies, profile: profile_varies, build: build_varies } = varies;
     let mut id = format!("{sequence:04}-{}-{}-c{}", sanitize(&cell.placement), sanitize(&cell.workload), cell.clients);
     if memory_varies {
         id.push_str(&format!("-m{}", sanitize(&cell.memory_limit.to_string())));
@@ -273,19 +341,25 @@ pub fn run_id(sequence: u32, cell: &CellKey, repetition: u32, memory_varies: boo
     if profile_varies {
         id.push_str(&format!("-{}", sanitize(&cell.profile)));
     }
+    if build_varies {
+        id.push_str(&format!("-{}", sanitize(&cell.build)));
+    }
     id.push_str(&format!("-r{repetition}"));
     id
 }
 
 /// Expands the matrix into runs in execution order.
 pub fn plan_runs(m: &MatrixSpec) -> Vec<PlannedRun> {
-    // (profile, memory limit, workload, clients) combinations, then placements and repetitions.
+    // (build, profile, memory limit, workload, clients) combinations, then placements and
+    // repetitions.
     let mut combos = Vec::new();
-    for (pi, _) in m.profiles.iter().enumerate() {
-        for (mi, _) in m.memory_limits.iter().enumerate() {
-            for (wi, w) in m.workloads.iter().enumerate() {
-                for &c in &w.clients {
-                    combos.push((pi, mi, wi, c));
+    for bi in 0..m.builds.len().max(1) {
+        for (pi, _) in m.profiles.iter().enumerate() {
+            for (mi, _) in m.memory_limits.iter().enumerate() {
+                for (wi, w) in m.workloads.iter().enumerate() {
+                    for &c in &w.clients {
+                        combos.push((bi, pi, mi, wi, c));
+                    }
                 }
             }
         }
@@ -319,7 +393,7 @@ pub fn plan_runs(m: &MatrixSpec) -> Vec<PlannedRun> {
     order
         .into_iter()
         .enumerate()
-        .map(|(i, (rep, pl, (pi, mi, wi, clients)))| {
+        .map(|(i, (rep, pl, (bi, pi, mi, wi, clients)))| {
             let w = &m.workloads[wi];
             let mem = m.memory_limits[mi].bytes;
             let threads = w.threads.unwrap_or(clients.min(m.cores.max(1))).min(clients).max(1);
@@ -329,8 +403,9 @@ pub fn plan_runs(m: &MatrixSpec) -> Vec<PlannedRun> {
                 clients,
                 memory_limit: MemoryLabel::of(mem),
                 profile: m.profiles[pi].name.clone(),
+                build: m.builds.get(bi).map_or_else(|| results::record::DEFAULT_BUILD.to_string(), |b| b.name.clone()),
             };
-            let run_id = run_id(i as u32 + 1, &cell, rep, m.memory_limits.len() > 1, m.profiles.len() > 1);
+            let run_id = run_id(i as u32 + 1, &cell, rep, m.varies());
             PlannedRun {
                 sequence: i as u32 + 1,
                 run_id,
@@ -339,6 +414,7 @@ pub fn plan_runs(m: &MatrixSpec) -> Vec<PlannedRun> {
                 placement: pl,
                 workload: wi,
                 profile: pi,
+                build: bi,
                 memory: mi,
                 memory_limit: mem,
                 clients,
@@ -378,7 +454,8 @@ mod tests {
             placements: vec![pl("A"), pl("B"), pl("C")],
             workloads: vec![w("tpcb", Builtin::TpcbLike), w("ro", Builtin::SelectOnly)],
             memory_limits: vec![MemoryLimit { bytes: Some(256 << 20), settings: BTreeMap::new() }],
-            profiles: vec![Profile { name: "default".into(), settings: BTreeMap::new() }],
+            profiles: vec![Profile { name: "default".into(), settings: BTreeMap::new(), optional: BTreeMap::new() }],
+            builds: vec![BuildTarget { name: "default".into(), bin_dir: None }],
             repetitions: 2,
             order,
             cores: 2,
@@ -401,6 +478,33 @@ mod tests {
         assert!(blocks.iter().any(|b| b[0] != "A"), "the baseline is not always first: {blocks:?}");
         m.seed = Some(43);
         assert_ne!(a, plan_runs(&m), "another seed, another order");
+    }
+
+    #[test]
+    fn optional_settings_apply_where_the_build_knows_them() {
+        let p = Profile {
+            name: "vendor".into(),
+            settings: BTreeMap::from([("shared_buffers".to_string(), "1GB".to_string())]),
+            optional: BTreeMap::from([("lwlock_shared_limit".to_string(), "16".to_string())]),
+        };
+        let plain: std::collections::BTreeSet<String> = ["shared_buffers".to_string()].into();
+        assert_eq!(p.for_build(Some(&plain)).settings.len(), 1, "left out where unknown");
+        let mut vendor = plain.clone();
+        vendor.insert("lwlock_shared_limit".into());
+        assert_eq!(p.for_build(Some(&vendor)).settings["lwlock_shared_limit"], "16");
+    }
+
+    #[test]
+    fn several_builds_keep_their_own_copies_and_name_their_runs() {
+        let mut m = spec(Order::Interleaved);
+        m.builds.push(BuildTarget { name: "pg17".into(), bin_dir: Some("/opt/pg17/bin".into()) });
+        let runs = plan_runs(&m);
+        assert_eq!(runs.len(), 3 * 2 * 2 * 2 * 2, "builds are a dimension");
+        let r17 = runs.iter().find(|r| r.cell.build == "pg17").unwrap();
+        assert!(r17.run_id.ends_with("-pg17-r1"), "{}", r17.run_id);
+        let t = m.placements[0].for_build("pg17", true);
+        assert_eq!((t.data_dir.to_str(), t.wal_dir.to_str()), (Some("/pg17/d"), Some("/pg17/w")));
+        assert_eq!(m.placements[0].for_build("default", false).data_dir.to_str(), Some("/d"));
     }
 
     #[test]

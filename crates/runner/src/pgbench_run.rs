@@ -41,7 +41,7 @@ fn options(ctx: &RunCtx<'_>, w: &PgbenchWorkload) -> RunOptions {
 fn command(env: &RunnerEnv<'_>, options: &RunOptions) -> CommandLine {
     let target =
         pgbench::Target { socket_dir: &env.socket_dir, port: env.port, user: server::DB_ROLE, database: DATABASE };
-    pgbench::run_command(&env.install.bin_dir, &target, options)
+    pgbench::run_command(&env.install.client_dir, &target, options)
 }
 
 /// The discarded ramp-up (`rampup.*`); returns its throughput when its summary gives one.

@@ -159,7 +159,13 @@ mod tests {
 
     fn env<'a>(journal: &'a journal::Journal, grace: Duration, cancel: Arc<AtomicBool>) -> RunnerEnv<'a> {
         RunnerEnv {
-            install: PgInstall { bin_dir: "/nonexistent".into(), version_line: String::new(), major: 0 },
+            install: PgInstall {
+                bin_dir: "/nonexistent".into(),
+                version_line: String::new(),
+                major: 0,
+                client_dir: "/nonexistent".into(),
+                client_version_line: String::new(),
+            },
             user: DbUser { name: "postgres".into(), uid: 1, gid: 1, groups: vec![] },
             journal,
             cgroups: None,

@@ -19,11 +19,13 @@ pub(crate) fn planned(memory_limit: Option<u64>) -> PlannedRun {
             clients: 4,
             memory_limit: results::record::MemoryLabel::of(memory_limit),
             profile: "default".into(),
+            build: results::record::DEFAULT_BUILD.into(),
         },
         repetition: 2,
         placement: 0,
         workload: 0,
         profile: 0,
+        build: 0,
         memory: 0,
         memory_limit,
         clients: 4,
@@ -59,7 +61,11 @@ pub(crate) fn placement() -> PlacementTarget {
 }
 
 pub(crate) fn profile(settings: &[(&str, &str)]) -> Profile {
-    Profile { name: "default".into(), settings: settings.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect() }
+    Profile {
+        name: "default".into(),
+        settings: settings.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        optional: Default::default(),
+    }
 }
 
 pub(crate) fn memory(bytes: Option<u64>) -> MemoryLimit {

@@ -209,11 +209,13 @@ async fn pgtier_run(
             clients: args.clients,
             memory_limit: results::record::MemoryLabel::Unlimited,
             profile: "default".into(),
+            build: runner::matrix::DEFAULT_BUILD.into(),
         },
         repetition: i,
         placement: 0,
         workload: 0,
         profile: 0,
+        build: 0,
         memory: 0,
         memory_limit: None,
         clients: args.clients,
@@ -223,7 +225,7 @@ async fn pgtier_run(
         planned: &planned,
         placement,
         workload: &workload,
-        profile: &Profile { name: "default".into(), settings: Default::default() },
+        profile: &Profile { name: "default".into(), settings: Default::default(), optional: Default::default() },
         memory: &MemoryLimit::unlimited(),
         results: &ResultsDir::new(out),
         faults: &[],
@@ -304,7 +306,7 @@ async fn by_hand(
     drop(client);
     dataset::sync_all();
     std::fs::write("/proc/sys/vm/drop_caches", "3")?;
-    let cmd = CommandLine::new(env.install.program("pgbench").to_string_lossy())
+    let cmd = CommandLine::new(env.install.client_dir.join("pgbench").to_string_lossy())
         .args(["-h", &env.socket_dir.to_string_lossy(), "-p", &env.port.to_string(), "-U", server::DB_ROLE])
         .arg(format!("--builtin={}", args.builtin.as_str()))
         .args(["-c", &args.clients.to_string(), "-j", &threads.to_string(), "-T", &args.duration.as_secs().to_string()])

@@ -20,6 +20,7 @@ pub fn print(s: &Setup) {
     for p in &s.matrix.placements {
         println!("- {}: PGDATA {} , pg_wal {}", p.name, p.data_dir.display(), p.wal_dir.display());
     }
+    builds(&s.exp);
     datasets(&s.matrix);
     memory(&s.exp);
     match s.exp.measurement.design {
@@ -65,6 +66,29 @@ fn slices(exp: &experiment::Experiment, matrix: &MatrixSpec, cells: &[PlannedRun
             r.cell.profile,
             names.join(", ")
         );
+    }
+}
+
+/// The PostgreSQL builds, with the version and client each would run (binaries are only asked
+/// for their version).
+fn builds(exp: &experiment::Experiment) {
+    if exp.builds.len() < 2 {
+        return;
+    }
+    println!("\n## PostgreSQL builds (a matrix dimension; data sets are built per major version)\n");
+    for b in &exp.builds {
+        let dir = b.bin_dir.as_ref().map(|d| d.display().to_string()).unwrap_or_else(|| "auto".into());
+        match runner::PgInstall::detect(b.bin_dir.as_deref()) {
+            Ok(i) => println!(
+                "- {}: {} ({}), driven by {}{}",
+                b.name,
+                i.version_line,
+                i.bin_dir.display(),
+                i.client_version_line,
+                if i.client_dir == i.bin_dir { String::new() } else { format!(" from {}", i.client_dir.display()) }
+            ),
+            Err(e) => println!("- {}: {dir} ({e})", b.name),
+        }
     }
 }
 
@@ -144,11 +168,12 @@ fn runs(matrix: &MatrixSpec, runs: &[PlannedRun]) {
             }
         };
         println!(
-            "{}  {what}  (ramp-up {} s, memory {}, profile {})",
+            "{}  {what}  (ramp-up {} s, memory {}, profile {}{})",
             r.run_id,
             w.ramp_up.as_secs(),
             r.cell.memory_limit,
-            r.cell.profile
+            r.cell.profile,
+            if matrix.builds.len() > 1 { format!(", build {}", r.cell.build) } else { String::new() }
         );
     }
 }

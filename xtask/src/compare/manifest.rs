@@ -105,7 +105,32 @@ fn programs<'p>(exp: &Experiment, plan: &'p tiers::Plan) -> Vec<&'p str> {
 }
 
 fn postgres_info(exp: &Experiment, pre: &Preflight) -> PostgresInfo {
+    let builds = pre
+        .builds
+        .iter()
+        .map(|b| results::manifest::BuildRecord {
+            name: b.name.clone(),
+            version: b.install.version_line.clone(),
+            major: b.install.major,
+            bin_dir: b.install.bin_dir.display().to_string(),
+            configure: b.install.configure_options(),
+            client_bin_dir: b.install.client_dir.display().to_string(),
+            client_version: b.install.client_version_line.clone(),
+            optional_left_out: exp
+                .profiles
+                .iter()
+                .flat_map(|p| {
+                    p.profile
+                        .optional
+                        .keys()
+                        .filter(|k| !b.known_settings.contains(&k.to_ascii_lowercase()))
+                        .map(move |k| format!("{}: {k}", p.profile.name))
+                })
+                .collect(),
+        })
+        .collect();
     PostgresInfo {
+        builds,
         version: pre.install.version(),
         bin_dir: pre.install.bin_dir.display().to_string(),
         profiles: exp.profiles.iter().map(|p| (p.profile.name.clone(), p.profile.settings.clone())).collect(),
@@ -174,14 +199,14 @@ pub fn dataset_record(key: &str, golden: &Golden) -> DatasetRecord {
 }
 
 /// A warning for every memory limit (or the host's memory) the data set fits in.
-pub fn fits_in_memory_warnings(exp: &Experiment, host_memory: u64, g: &Golden) -> Vec<Warning> {
+pub fn fits_in_memory_warnings(exp: &Experiment, host_memory: u64, key: &str, g: &Golden) -> Vec<Warning> {
     let mut out = Vec::new();
     for limit in &exp.memory_limits {
         let limit = &limit.bytes;
         let available = limit.unwrap_or(host_memory);
         if g.database_size_bytes <= available {
             out.push(Warning::FitsInMemory {
-                dataset: g.spec.key(),
+                dataset: key.to_string(),
                 size_mib: g.database_size_bytes as f64 / 1048576.0,
                 memory: MemoryLabel::of(*limit),
             });

@@ -80,7 +80,8 @@ impl Session<'_> {
     }
 
     async fn one_run(&mut self, m: &mut Matrix<'_, '_>, planned: &PlannedRun) -> Result<()> {
-        let placement = &m.spec.placements[planned.placement];
+        let several = m.spec.builds.len() > 1;
+        let placement = &m.spec.placements[planned.placement].for_build(&planned.cell.build, several);
         let workload = &m.spec.workloads[planned.workload];
         if let Some(why) = m.broken.get(&placement.name) {
             // Contained: the placement is unusable; its remaining runs are recorded as not run.
@@ -93,16 +94,18 @@ impl Session<'_> {
         self.place(m, planned, placement)?;
         m.progress.start_run(&planned.run_id);
         let t0 = Instant::now();
+        let profile = self.build_profile(&m.spec.profiles[planned.profile], planned.build);
         let inputs = RunInputs {
             planned,
             placement,
             workload,
-            profile: &m.spec.profiles[planned.profile],
+            profile: &profile,
             memory: &m.spec.memory_limits[planned.memory],
             results: &self.results,
             faults: &faults::faults_for(self.exp, &self.ctx, planned.sequence, m.provisioned),
         };
-        let record = match execute_run(m.env, &inputs, &mut m.progress).await {
+        let env = self.build_env(m.env, planned.build);
+        let record = match execute_run(&env, &inputs, &mut m.progress).await {
             Ok(r) => r,
             Err(RunnerError::Cancelled) => {
                 m.progress.finish();
@@ -140,18 +143,21 @@ impl Session<'_> {
 
     /// Copies the run's data set onto its placement unless the placement holds it already.
     fn place(&mut self, m: &mut Matrix<'_, '_>, planned: &PlannedRun, placement: &PlacementTarget) -> Result<()> {
-        let key = m.spec.workloads[planned.workload].dataset(&m.spec.tablespace_roles()).key();
-        if m.placed.get(&placement.name) == Some(&key) {
+        let dataset = m.spec.workloads[planned.workload].dataset(&m.spec.tablespace_roles()).key();
+        let key = self.golden_key(&dataset, planned.build);
+        let slot = format!("{}/{}", placement.name, planned.cell.build);
+        if m.placed.get(&slot) == Some(&key) {
             return Ok(());
         }
         let golden = &m.goldens[&key];
         m.progress.println(&format!("copying data set {key} onto placement {}", placement.name));
-        let secs = dataset::relocate(m.env, golden, &placement.data_dir, &placement.wal_dir, &placement.tablespaces)?;
+        let env = self.build_env(m.env, planned.build);
+        let secs = dataset::relocate(&env, golden, &placement.data_dir, &placement.wal_dir, &placement.tablespaces)?;
         m.relocate_seconds += secs;
         if let Some(d) = self.manifest.datasets.iter_mut().find(|d| d.key == key) {
             d.relocate_seconds.insert(placement.name.clone(), secs);
         }
-        m.placed.insert(placement.name.clone(), key);
+        m.placed.insert(slot, key);
         Ok(())
     }
 

@@ -80,6 +80,7 @@ async fn compare(args: Args) -> Result<(), CompareError> {
     // Everything that can be checked before touching the machine.
     let pre =
         preflight::preflight(&exp, &plan, user).map_err(CompareError::Preflight).inspect_err(CompareError::print)?;
+    preflight::check_settings_known(&exp, &pre).map_err(CompareError::Config).inspect_err(CompareError::print)?;
     let interrupts = Interrupts::install();
     let journal =
         preflight::begin_record(&run_id, &exp).map_err(CompareError::State).inspect_err(CompareError::print)?;

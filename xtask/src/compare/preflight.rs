@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use experiment::Experiment;
 use journal::Journal;
 use runner::cgroup::Hierarchy;
@@ -14,9 +14,19 @@ use crate::paths;
 
 /// What the preflight found and the run uses.
 pub struct Preflight {
+    /// The first build's installation.
     pub install: PgInstall,
     pub user: DbUser,
     pub cgroups: Option<Hierarchy>,
+    /// Every build's installation and the settings it knows, in the experiment's order.
+    pub builds: Vec<BuildInstall>,
+}
+
+/// A build's binaries as found, and the settings its server knows.
+pub struct BuildInstall {
+    pub name: String,
+    pub install: PgInstall,
+    pub known_settings: std::collections::BTreeSet<String>,
 }
 
 pub fn preflight(exp: &Experiment, plan: &tiers::Plan, user: Result<DbUser, RunnerError>) -> Result<Preflight> {
@@ -36,10 +46,14 @@ pub fn preflight(exp: &Experiment, plan: &tiers::Plan, user: Result<DbUser, Runn
     if !exp.device_probe.is_zero() && journal::command::which("fio").is_none() {
         missing.push("fio (package fio; or set device_probe = \"0s\")".into());
     }
-    let install = PgInstall::detect(exp.bin_dir.as_deref())?;
-    if journal::command::which("pgbench").is_none() && !install.program("pgbench").exists() {
-        missing.push("pgbench (package postgresql-contrib or postgresql)".into());
+    let mut builds = Vec::new();
+    for b in &exp.builds {
+        let install = PgInstall::detect(b.bin_dir.as_deref())
+            .with_context(|| format!("PostgreSQL build {:?} ({})", b.name, b.origin))?;
+        let known_settings = install.known_settings().with_context(|| format!("build {:?}: postgres --describe-config", b.name))?;
+        builds.push(BuildInstall { name: b.name.clone(), install, known_settings });
     }
+    let install = builds[0].install.clone();
     if !missing.is_empty() {
         bail!("missing programs: {}; run `cargo xtask setup` (as root) to install them", missing.join(", "));
     }
@@ -69,7 +83,18 @@ pub fn preflight(exp: &Experiment, plan: &tiers::Plan, user: Result<DbUser, Runn
             "zram is not available (/sys/class/zram-control/hot_add is missing); load the zram module or use backing = \"tmpfs-loop\""
         );
     }
-    Ok(Preflight { install, user, cgroups })
+    Ok(Preflight { install, user, cgroups, builds })
+}
+
+/// Every setting a profile or memory limit requires must be one the build's server knows
+/// (`postgres --describe-config`): refused with the build's name, the file, line and key.
+/// Optional settings (`[optional_settings]` of a profile) are left out where unknown instead.
+pub fn check_settings_known(exp: &Experiment, pre: &Preflight) -> Result<(), experiment::ConfigErrors> {
+    let mut errors = Vec::new();
+    for b in &pre.builds {
+        errors.extend(exp.unknown_settings(&b.name, &b.install.version(), &b.known_settings));
+    }
+    if errors.is_empty() { Ok(()) } else { Err(experiment::ConfigErrors(errors)) }
 }
 
 /// `huge_pages = on` in a cell whose server this machine has too few huge pages for: refused

@@ -262,38 +262,59 @@ impl<'a> Session<'a> {
         Ok(env)
     }
 
-    /// Data sets: built once each.
+    /// Data sets: built once each, per major version of the builds (their on-disk formats
+    /// differ), each by its build's binaries.
     async fn load(&mut self, env: &RunnerEnv<'_>, matrix: &MatrixSpec) -> Result<HashMap<String, Golden>> {
         let mut goldens: HashMap<String, Golden> = HashMap::new();
         let load_settings = self.exp.profiles.first().map(|p| p.profile.settings.clone()).unwrap_or_default();
-        for w in &matrix.workloads {
-            let spec = w.dataset(&matrix.tablespace_roles());
-            let key = spec.key();
-            if goldens.contains_key(&key) {
-                continue;
-            }
-            eprintln!("building data set {key} once (it is then copied onto every placement)");
-            let mut last = Instant::now();
-            let dir = self.ctx.work_dir.join("golden").join(&key);
-            let golden = dataset::build_golden(env, &spec, &dir, &load_settings, &mut |line| {
-                if last.elapsed().as_secs() >= 5 {
-                    eprintln!("  {line}");
-                    last = Instant::now();
+        for b in 0..self.pre.builds.len() {
+            let benv = self.build_env(env, b);
+            for w in &matrix.workloads {
+                let spec = w.dataset(&matrix.tablespace_roles());
+                let key = self.golden_key(&spec.key(), b);
+                if goldens.contains_key(&key) {
+                    continue;
                 }
-            })
-            .await
-            .with_context(|| format!("building data set {key}"))?;
-            eprintln!(
-                "  data set {key}: database {:.0} MiB, built in {:.1} s",
-                golden.database_size_bytes as f64 / 1048576.0,
-                golden.build_seconds
-            );
-            self.manifest.datasets.push(manifest::dataset_record(&key, &golden));
-            let warnings = manifest::fits_in_memory_warnings(self.exp, self.manifest.host.memory_bytes, &golden);
-            self.manifest.warnings.extend(warnings);
-            goldens.insert(key, golden);
+                eprintln!("building data set {key} once (it is then copied onto every placement)");
+                let mut last = Instant::now();
+                let dir = self.ctx.work_dir.join("golden").join(&key);
+                let golden = dataset::build_golden(&benv, &spec, &dir, &load_settings, &mut |line| {
+                    if last.elapsed().as_secs() >= 5 {
+                        eprintln!("  {line}");
+                        last = Instant::now();
+                    }
+                })
+                .await
+                .with_context(|| format!("building data set {key}"))?;
+                eprintln!(
+                    "  data set {key}: database {:.0} MiB, built in {:.1} s",
+                    golden.database_size_bytes as f64 / 1048576.0,
+                    golden.build_seconds
+                );
+                self.manifest.datasets.push(manifest::dataset_record(&key, &golden));
+                let warnings = manifest::fits_in_memory_warnings(self.exp, self.manifest.host.memory_bytes, &key, &golden);
+                self.manifest.warnings.extend(warnings);
+                goldens.insert(key, golden);
+            }
         }
         Ok(goldens)
+    }
+
+    /// The runner's environment with build `b`'s binaries.
+    pub(super) fn build_env<'e>(&self, env: &RunnerEnv<'e>, b: usize) -> RunnerEnv<'e> {
+        RunnerEnv { install: self.pre.builds[b].install.clone(), ..env.clone() }
+    }
+
+    /// The golden copy's name of a data set for build `b`: per major version when the builds
+    /// differ in it.
+    pub(super) fn golden_key(&self, dataset: &str, b: usize) -> String {
+        let majors: std::collections::BTreeSet<u32> = self.pre.builds.iter().map(|b| b.install.major).collect();
+        if majors.len() > 1 { format!("{dataset}-pg{}", self.pre.builds[b].install.major) } else { dataset.to_string() }
+    }
+
+    /// The profile as build `b` runs it: its optional settings only where the build knows them.
+    pub(super) fn build_profile(&self, profile: &runner::matrix::Profile, b: usize) -> runner::matrix::Profile {
+        profile.for_build(Some(&self.pre.builds[b].known_settings))
     }
 
     /// After the session, whatever happened: teardown, the run's error, the report, and what

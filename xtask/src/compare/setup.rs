@@ -218,6 +218,11 @@ pub fn matrix_spec(
         workloads: exp.workloads.clone(),
         memory_limits: exp.memory_limits.clone(),
         profiles: exp.profiles.iter().map(|p| p.profile.clone()).collect(),
+        builds: exp
+            .builds
+            .iter()
+            .map(|b| runner::matrix::BuildTarget { name: b.name.clone(), bin_dir: b.bin_dir.clone() })
+            .collect(),
         repetitions: exp.repetitions,
         order: exp.order,
         cores: threads,

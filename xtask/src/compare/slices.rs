@@ -24,8 +24,9 @@ use tiers::Provisioned;
 use super::faults;
 use super::session::Session;
 
-/// The cells of one workload and client count under one memory limit and profile.
+/// The cells of one workload and client count under one build, memory limit and profile.
 struct Contest {
+    build: usize,
     profile: usize,
     memory: usize,
     workload: usize,
@@ -54,6 +55,7 @@ impl Contest {
             clients: self.clients,
             memory_limit: MemoryLabel::of(spec.memory_limits[self.memory].bytes),
             profile: spec.profiles[self.profile].name.clone(),
+            build: spec.builds[self.build].name.clone(),
         }
     }
 
@@ -86,12 +88,14 @@ fn contests(spec: &MatrixSpec, baseline: &str) -> Vec<Contest> {
     let mut placements: Vec<usize> = (0..spec.placements.len()).collect();
     placements.sort_by_key(|&i| spec.placements[i].name != baseline);
     let mut out = Vec::new();
-    for profile in 0..spec.profiles.len() {
-        for memory in 0..spec.memory_limits.len() {
-            for (workload, w) in spec.workloads.iter().enumerate() {
-                for &clients in &w.clients {
-                    out.push(Contest {
-                        profile,
+    for build in 0..spec.builds.len() {
+        for profile in 0..spec.profiles.len() {
+            for memory in 0..spec.memory_limits.len() {
+                for (workload, w) in spec.workloads.iter().enumerate() {
+                    for &clients in &w.clients {
+                        out.push(Contest {
+                            build,
+                            profile,
                         memory,
                         workload,
                         clients,
@@ -100,9 +104,10 @@ fn contests(spec: &MatrixSpec, baseline: &str) -> Vec<Contest> {
                         rounds: 0,
                         records: Vec::new(),
                         seconds: 0.0,
-                        widest: None,
-                        stopped: None,
-                    });
+                            widest: None,
+                            stopped: None,
+                        });
+                    }
                 }
             }
         }
@@ -202,7 +207,9 @@ impl Session<'_> {
         }
         let missing: Vec<usize> = (0..all.len()).filter(|&i| all[i].widest.is_some_and(|w| w > target)).collect();
         let worst = *missing.iter().max_by(|&&a, &&b| all[a].widest.partial_cmp(&all[b].widest).unwrap())?;
-        let same = |i: usize| all[i].profile == all[worst].profile && all[i].memory == all[worst].memory;
+        let same = |i: usize| {
+            all[i].build == all[worst].build && all[i].profile == all[worst].profile && all[i].memory == all[worst].memory
+        };
         Some(missing.into_iter().filter(|&i| same(i)).collect())
     }
 
@@ -216,13 +223,18 @@ impl Session<'_> {
         revisit: bool,
     ) -> Result<()> {
         let first = &all[group[0]];
-        let (profile, memory) = (first.profile, first.memory);
+        let (build, profile, memory) = (first.build, first.profile, first.memory);
+        let several = s.spec.builds.len() > 1;
+        let targets: Vec<runner::matrix::PlacementTarget> =
+            s.spec.placements.iter().map(|p| p.for_build(&s.spec.builds[build].name, several)).collect();
+        let build_profile = self.build_profile(&s.spec.profiles[profile], build);
+        let env = self.build_env(s.env, build);
         let mut placements: Vec<usize> =
             first.placements.iter().copied().filter(|&p| !s.broken.contains_key(&s.spec.placements[p].name)).collect();
         let t0 = Instant::now();
         for &c in group {
             for &p in &placements.clone() {
-                self.place_sliced(s, all[c].workload, p)?;
+                self.place_sliced(s, &env, &targets[p], all[c].workload, build)?;
             }
         }
         add(&mut s.seconds, "relocate", t0.elapsed().as_secs_f64());
@@ -231,12 +243,12 @@ impl Session<'_> {
         let mut servers = loop {
             let sspec = SessionSpec {
                 id: id.clone(),
-                placements: placements.iter().map(|&p| &s.spec.placements[p]).collect(),
-                profile: &s.spec.profiles[profile],
+                placements: placements.iter().map(|&p| &targets[p]).collect(),
+                profile: &build_profile,
                 memory: &s.spec.memory_limits[memory],
                 dir: session_dir(&self.results.root, &id),
             };
-            match Servers::start(s.env, &sspec).await {
+            match Servers::start(&env, &sspec).await {
                 Ok(servers) => break servers,
                 Err(f) => {
                     let why = format!("placement {} unusable in session {id}: its server did not start ({})", f.placement, f.error);
@@ -255,11 +267,12 @@ impl Session<'_> {
         };
         add(&mut s.seconds, "session start", t0.elapsed().as_secs_f64());
         eprintln!(
-            "session {id}: {} servers up ({}, memory {}, profile {}){}",
+            "session {id}: {} servers up ({}, memory {}, profile {}{}){}",
             placements.len(),
             servers.placements().join(", "),
             MemoryLabel::of(s.spec.memory_limits[memory].bytes),
             s.spec.profiles[profile].name,
+            if several { format!(", build {}", s.spec.builds[build].name) } else { String::new() },
             if revisit { ", more rounds for contests short of their target" } else { "" }
         );
         let mut outcome = Ok(());
@@ -268,7 +281,7 @@ impl Session<'_> {
             // The first pass shares what is left over every contest not yet measured; a revisit
             // over the contests of this session still to come.
             let remaining = if revisit { group.len() - n } else { all.iter().filter(|x| x.rounds == 0).count() };
-            if let Err(e) = self.run_contest(s, &mut servers, &mut all[c], remaining).await {
+            if let Err(e) = self.run_contest(s, &mut servers, &mut all[c], remaining, (&targets, &build_profile)).await {
                 outcome = Err(e);
                 break;
             }
@@ -292,10 +305,11 @@ impl Session<'_> {
         servers: &mut Servers<'_>,
         c: &mut Contest,
         remaining: usize,
+        build: Build<'_>,
     ) -> Result<()> {
         let m = self.exp.measurement.clone();
         let name = c.name(s.spec);
-        self.warm_up(s, servers, c).await?;
+        self.warm_up(s, servers, c, build).await?;
         let share = self.share(s, remaining);
         c.stopped = None;
         let t_contest = Instant::now();
@@ -305,7 +319,7 @@ impl Session<'_> {
             }
             c.rounds += 1;
             let t_round = Instant::now();
-            let line = match self.round(s, servers, c).await? {
+            let line = match self.round(s, servers, c, build).await? {
                 Ok(line) => line,
                 Err(down) => {
                     c.stopped = Some(format!("placement {down}'s server went down in round {}", c.rounds));
@@ -335,7 +349,13 @@ impl Session<'_> {
     }
 
     /// A discarded warm-up on every placement's server, in a random order.
-    async fn warm_up(&mut self, s: &mut Sliced<'_, '_>, servers: &mut Servers<'_>, c: &Contest) -> Result<()> {
+    async fn warm_up(
+        &mut self,
+        s: &mut Sliced<'_, '_>,
+        servers: &mut Servers<'_>,
+        c: &Contest,
+        build: Build<'_>,
+    ) -> Result<()> {
         let m = &self.exp.measurement;
         let workload = &s.spec.workloads[c.workload];
         let t0 = Instant::now();
@@ -345,7 +365,7 @@ impl Session<'_> {
         for &p in &order {
             let w = WorkloadSpec { ramp_up: warm, ..workload.clone() };
             let planned = self.planned(s, c, p, 0);
-            let inp = self.inputs(s, &planned, &w, &[]);
+            let inp = self.inputs(s, &planned, &w, &[], build);
             let label = format!("{}-{}-c{}", s.spec.placements[p].name, workload.name, c.clients);
             if let Some(tps) = servers.warm_up(&inp, &label, &mut Quiet).await.context("warm-up")? {
                 s.expected.insert((p, c.workload), tps);
@@ -362,6 +382,7 @@ impl Session<'_> {
         s: &mut Sliced<'_, '_>,
         servers: &mut Servers<'_>,
         c: &mut Contest,
+        build: Build<'_>,
     ) -> Result<std::result::Result<String, String>> {
         let workload = &s.spec.workloads[c.workload];
         let mut order = c.placements.clone();
@@ -371,7 +392,7 @@ impl Session<'_> {
             let w = WorkloadSpec { duration: self.exp.measurement.slice, ramp_up: Duration::ZERO, ..workload.clone() };
             let planned = self.planned(s, c, p, c.rounds);
             let faults = faults::faults_for(self.exp, &self.ctx, planned.sequence, s.provisioned);
-            let inp = self.inputs(s, &planned, &w, &faults);
+            let inp = self.inputs(s, &planned, &w, &faults, build);
             let expected = s.expected.get(&(p, c.workload)).copied();
             let record = servers.slice(&inp, expected, &mut Quiet).await.map_err(|e| match e {
                 runner::RunnerError::Cancelled => anyhow::anyhow!("interrupted during slice {}", planned.run_id),
@@ -414,12 +435,13 @@ impl Session<'_> {
         };
         PlannedRun {
             sequence,
-            run_id: run_id(sequence, &cell, round, s.spec.memory_limits.len() > 1, s.spec.profiles.len() > 1),
+            run_id: run_id(sequence, &cell, round, s.spec.varies()),
             cell,
             repetition: round,
             placement,
             workload: c.workload,
             profile: c.profile,
+            build: c.build,
             memory: c.memory,
             memory_limit: s.spec.memory_limits[c.memory].bytes,
             clients: c.clients,
@@ -433,35 +455,48 @@ impl Session<'_> {
         planned: &'i PlannedRun,
         workload: &'i WorkloadSpec,
         faults: &'i [runner::faults::Fault],
+        (targets, profile): Build<'i>,
     ) -> RunInputs<'i> {
         RunInputs {
             planned,
-            placement: &s.spec.placements[planned.placement],
+            placement: &targets[planned.placement],
             workload,
-            profile: &s.spec.profiles[planned.profile],
+            profile,
             memory: &s.spec.memory_limits[planned.memory],
             results: &self.results,
             faults,
         }
     }
 
-    /// Copies the workload's data set onto the placement unless it holds it already.
-    fn place_sliced(&mut self, s: &mut Sliced<'_, '_>, workload: usize, p: usize) -> Result<()> {
-        let placement = &s.spec.placements[p];
-        let key = s.spec.workloads[workload].dataset(&s.spec.tablespace_roles()).key();
-        if s.placed.get(&placement.name) == Some(&key) {
+    /// Copies the workload's data set (the build's golden copy) onto the placement's directories
+    /// for the build unless they hold it already.
+    fn place_sliced(
+        &mut self,
+        s: &mut Sliced<'_, '_>,
+        env: &RunnerEnv<'_>,
+        placement: &runner::matrix::PlacementTarget,
+        workload: usize,
+        build: usize,
+    ) -> Result<()> {
+        let dataset = s.spec.workloads[workload].dataset(&s.spec.tablespace_roles()).key();
+        let key = self.golden_key(&dataset, build);
+        let slot = format!("{}/{}", placement.name, s.spec.builds[build].name);
+        if s.placed.get(&slot) == Some(&key) {
             return Ok(());
         }
         eprintln!("copying data set {key} onto placement {}", placement.name);
         let secs =
-            dataset::relocate(s.env, &s.goldens[&key], &placement.data_dir, &placement.wal_dir, &placement.tablespaces)?;
+            dataset::relocate(env, &s.goldens[&key], &placement.data_dir, &placement.wal_dir, &placement.tablespaces)?;
         if let Some(d) = self.manifest.datasets.iter_mut().find(|d| d.key == key) {
             d.relocate_seconds.insert(placement.name.clone(), secs);
         }
-        s.placed.insert(placement.name.clone(), key);
+        s.placed.insert(slot, key);
         Ok(())
     }
 }
+
+/// A session's placements (in its build's directories) and profile (as its build runs it).
+type Build<'b> = (&'b [runner::matrix::PlacementTarget], &'b runner::matrix::Profile);
 
 /// Why a contest stops after this round, if it does.
 fn stop_reason(
@@ -497,7 +532,9 @@ fn session_groups(all: &[Contest]) -> Vec<Vec<usize>> {
     let mut groups: Vec<Vec<usize>> = Vec::new();
     for (i, c) in all.iter().enumerate() {
         match groups.last_mut() {
-            Some(g) if all[g[0]].profile == c.profile && all[g[0]].memory == c.memory => g.push(i),
+            Some(g) if all[g[0]].build == c.build && all[g[0]].profile == c.profile && all[g[0]].memory == c.memory => {
+                g.push(i)
+            }
             _ => groups.push(vec![i]),
         }
     }
@@ -518,6 +555,7 @@ mod tests {
 
     fn contest(rounds: u32, widest: Option<f64>) -> Contest {
         Contest {
+            build: 0,
             profile: 0,
             memory: 0,
             workload: 0,

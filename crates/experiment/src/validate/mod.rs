@@ -71,6 +71,7 @@ impl<'a> Validator<'a> {
             watchdog_grace: ex.watchdog_grace,
             emulated: opts.emulate,
             bin_dir: pg.bin_dir,
+            builds: pg.builds,
             os_user: pg.os_user,
             profiles: pg.profiles,
             memory_limits: pg.memory_limits,

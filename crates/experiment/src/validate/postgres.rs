@@ -10,7 +10,7 @@ use toml::Spanned;
 use super::Validator;
 use super::emulate::Overrides;
 use crate::error::Source;
-use crate::model::{Origin, ProfileInfo};
+use crate::model::{Build, Origin, ProfileInfo};
 use crate::policy::reserved_setting;
 use crate::raw::{RawMemoryLimit, RawPostgres, RawProfile};
 use crate::spans::{span, toml_error};
@@ -19,6 +19,7 @@ use crate::{LoadOptions, units};
 /// What `[postgres]` resolves to.
 pub(super) struct PostgresSection {
     pub bin_dir: Option<PathBuf>,
+    pub builds: Vec<Build>,
     pub os_user: String,
     pub profiles: Vec<ProfileInfo>,
     pub memory_limits: Vec<MemoryLimit>,
@@ -35,20 +36,8 @@ impl Validator<'_> {
         ov: &Overrides,
         opts: &LoadOptions,
     ) -> PostgresSection {
-        let raw_bin = pg.and_then(|p| p.bin_dir.as_ref());
-        let bin_dir = raw_bin.and_then(|b| (b.get_ref() != "auto").then(|| PathBuf::from(b.get_ref())));
-        if let (Some(b), Some(raw_b)) = (&bin_dir, raw_bin)
-            && !b.join("postgres").exists()
-        {
-            self.err(
-                span(raw_b),
-                "postgres.bin_dir",
-                format!(
-                    "{} has no postgres binary; use \"auto\" or the directory that holds initdb, postgres and pgbench",
-                    b.display()
-                ),
-            );
-        }
+        let builds = self.builds(pg);
+        let bin_dir = builds[0].bin_dir.clone();
         let raw_user = pg.and_then(|p| p.os_user.as_ref());
         let os_user = raw_user.map(|u| u.get_ref().clone()).unwrap_or_else(|| "postgres".into());
         if os_user == "root" {
@@ -66,7 +55,66 @@ impl Validator<'_> {
             None => own
                 .unwrap_or_else(|| (vec![MemoryLimit::unlimited()], vec![self.origin(None, "postgres.memory_limits")])),
         };
-        PostgresSection { bin_dir, os_user, profiles, memory_limits, memory_limit_origins }
+        PostgresSection { bin_dir, builds, os_user, profiles, memory_limits, memory_limit_origins }
+    }
+
+    /// `builds`, or the one build `bin_dir` names (`default`). A bin_dir must hold postgres and
+    /// initdb; "auto" finds the installed server.
+    fn builds(&mut self, pg: Option<&RawPostgres>) -> Vec<Build> {
+        let check = |v: &mut Self, b: &Spanned<String>, key: &str| -> Option<PathBuf> {
+            let text = b.get_ref();
+            if text == "auto" {
+                return None;
+            }
+            let dir = PathBuf::from(text);
+            for program in ["postgres", "initdb"] {
+                if !dir.join(program).exists() {
+                    v.err(
+                        span(b),
+                        key,
+                        format!(
+                            "{} has no {program} binary; use \"auto\" or the directory that holds initdb and postgres (and pgbench, or the system's pgbench drives it)",
+                            dir.display()
+                        ),
+                    );
+                    break;
+                }
+            }
+            Some(dir)
+        };
+        let Some(list) = pg.and_then(|p| p.builds.as_ref()) else {
+            let raw_bin = pg.and_then(|p| p.bin_dir.as_ref());
+            let bin_dir = raw_bin.and_then(|b| check(self, b, "postgres.bin_dir"));
+            let origin = self.origin(raw_bin.map(|b| b.span()), "postgres.bin_dir");
+            return vec![Build { name: runner::matrix::DEFAULT_BUILD.into(), bin_dir, origin }];
+        };
+        if let Some(b) = pg.and_then(|p| p.bin_dir.as_ref()) {
+            self.err(span(b), "postgres.bin_dir", "give either bin_dir (one build) or builds (several), not both");
+        }
+        if list.get_ref().is_empty() {
+            self.err(span(list), "postgres.builds", "give at least one build, or leave builds out");
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        let mut out = Vec::new();
+        for (i, b) in list.get_ref().iter().enumerate() {
+            let r = b.get_ref();
+            let key = format!("postgres.builds[{i}]");
+            self.name(&r.name, &format!("{key}.name"));
+            if !seen.insert(r.name.get_ref().clone()) {
+                self.err(span(&r.name), format!("{key}.name"), format!("build {:?} is named twice", r.name.get_ref()));
+            }
+            let bin_dir = check(self, &r.bin_dir, &format!("{key}.bin_dir"));
+            let origin = self.origin(span(b), key);
+            out.push(Build { name: r.name.get_ref().clone(), bin_dir, origin });
+        }
+        if out.is_empty() {
+            out.push(Build {
+                name: runner::matrix::DEFAULT_BUILD.into(),
+                bin_dir: None,
+                origin: self.origin(None, "postgres.builds"),
+            });
+        }
+        out
     }
 
     /// The profiles with `[postgres.settings]` and (when emulating) `[emulate.settings]` on top.
@@ -208,10 +256,19 @@ impl Validator<'_> {
         };
         let mut sub = Validator::new(&psrc);
         let settings = sub.settings(&raw.settings, "settings");
-        let origins = sub.origins(&raw.settings, "settings");
+        let mut origins = sub.origins(&raw.settings, "settings");
+        let optional = sub.settings(&raw.optional_settings, "optional_settings");
+        origins.extend(sub.origins(&raw.optional_settings, "optional_settings"));
+        for k in optional.keys().filter(|k| settings.contains_key(*k)) {
+            sub.err(
+                raw.optional_settings.get(k).map(|v| v.span()),
+                format!("optional_settings.{k}"),
+                format!("{k} is also in [settings]; a setting is either required or optional"),
+            );
+        }
         self.errors.extend(sub.errors);
         Some(ProfileInfo {
-            profile: Profile { name: n.clone(), settings },
+            profile: Profile { name: n.clone(), settings, optional },
             file,
             description: raw.description.unwrap_or_default(),
             source: raw.source,

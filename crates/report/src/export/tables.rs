@@ -100,6 +100,8 @@ struct RunRow<'a> {
     finished_at: &'a str,
     failure: &'a str,
     failure_kind: &'a str,
+    /// The PostgreSQL build (`default` when the experiment names none).
+    build: &'a str,
 }
 
 fn run_rows(set: &ResultSet) -> impl Iterator<Item = RunRow<'_>> {
@@ -139,6 +141,7 @@ fn run_rows(set: &ResultSet) -> impl Iterator<Item = RunRow<'_>> {
             finished_at: &r.finished_at,
             failure: r.failure.as_deref().unwrap_or_default(),
             failure_kind: r.failure_kind.map(|k| k.as_str()).unwrap_or_default(),
+            build: &r.cell.build,
         }
     })
 }
@@ -190,6 +193,7 @@ struct SummaryRow<'a> {
     latency_p99_verdict: &'static str,
     nopm_verdict: &'static str,
     nopm_p_holm: Option<Fixed<5>>,
+    build: &'a str,
 }
 
 fn verdict_of(d: Option<&Delta>, baseline: bool) -> &'static str {
@@ -268,6 +272,7 @@ fn summary_row(c: &CellSummary) -> SummaryRow<'_> {
         latency_p99_verdict: verdict_of(c.latency_p99_delta.as_ref(), c.is_baseline),
         nopm_verdict: if c.nopm.is_some() { verdict_of(c.nopm_delta.as_ref(), c.is_baseline) } else { "" },
         nopm_p_holm: p_of(c.nopm_delta.map(|d| d.p_adjusted)),
+        build: &c.key.build,
     }
 }
 
@@ -417,10 +422,12 @@ mod tests {
             header::<SeriesRow>(),
             "run_id,placement,workload,clients,repetition,t_s,tps,latency_ms,latency_ms_stddev,failed\n"
         );
-        assert_eq!(header::<RunRow>().matches(',').count(), 30, "31 columns in runs.csv");
+        let runs = header::<RunRow>();
+        assert_eq!(runs.matches(',').count(), 31, "32 columns in runs.csv");
+        assert!(runs.trim_end().ends_with("failure,failure_kind,build"), "new columns at the end");
         let summary = header::<SummaryRow>();
-        assert_eq!(summary.matches(',').count(), 38, "39 columns in summary.csv");
-        assert!(summary.trim_end().ends_with("latency_p99_verdict,nopm_verdict,nopm_p_holm"), "new columns at the end");
+        assert_eq!(summary.matches(',').count(), 39, "40 columns in summary.csv");
+        assert!(summary.trim_end().ends_with("nopm_verdict,nopm_p_holm,build"), "new columns at the end");
     }
 
     #[test]

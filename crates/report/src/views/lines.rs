@@ -22,6 +22,7 @@ pub(super) fn scaling(cx: &mut Ctx) {
     let by_context = group_by(cx.summary, |a, b| {
         a.key.workload == b.key.workload
             && a.key.memory_limit == b.key.memory_limit
+            && a.key.build == b.key.build
             && (by_profile || a.key.profile == b.key.profile)
     });
     let names: Vec<String> = if by_profile { profiles.clone() } else { cx.placements.clone() };

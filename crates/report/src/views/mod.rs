@@ -34,7 +34,19 @@ pub fn footnote(set: &ResultSet, cells: &[&CellSummary], bars: bool) -> Vec<Stri
         h.cpu_threads,
         h.memory_bytes as f64 / (1u64 << 30) as f64,
         h.kernel,
-        m.postgres.version
+        if m.postgres.builds.len() > 1 {
+            m.postgres
+                .builds
+                .iter()
+                .map(|b| {
+                    let v = b.version.split_whitespace().find(|w| w.starts_with(|c: char| c.is_ascii_digit()));
+                    format!("{} {}", b.name, v.unwrap_or("?"))
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        } else {
+            m.postgres.version.clone()
+        }
     )];
     if let Some(w) = first {
         let mut scripts: Vec<String> = Vec::new();
@@ -93,12 +105,20 @@ fn file_stem(kind: &str, c: &CellSummary) -> String {
 /// (`-mem192MiB`, `-<profile>`); left out for the unlimited / default value and for the dimension
 /// the chart itself compares.
 fn context_suffix(k: &results::record::CellKey, memory: bool, profile: bool) -> String {
+    context_suffix_of(k, memory, profile, true)
+}
+
+/// [`context_suffix`], with the build left out when the chart compares builds.
+pub(super) fn context_suffix_of(k: &results::record::CellKey, memory: bool, profile: bool, build: bool) -> String {
     let mut s = String::new();
     if memory && !k.memory_limit.is_unlimited() {
         s.push_str(&format!("-mem{}", clean(&k.memory_limit.to_string())));
     }
     if profile && k.profile != "default" {
         s.push_str(&format!("-{}", clean(&k.profile)));
+    }
+    if build && k.build != results::record::DEFAULT_BUILD {
+        s.push_str(&format!("-{}", clean(&k.build)));
     }
     s
 }
@@ -110,6 +130,7 @@ pub fn groups(summary: &Summary) -> Vec<Vec<&CellSummary>> {
             && a.key.clients == b.key.clients
             && a.key.memory_limit == b.key.memory_limit
             && a.key.profile == b.key.profile
+            && a.key.build == b.key.build
     })
 }
 
@@ -131,6 +152,9 @@ pub fn describe_group(c: &CellSummary) -> String {
     s.push_str(&format!(", server memory {}", c.key.memory_limit));
     if c.key.profile != "default" {
         s.push_str(&format!(", profile {}", c.key.profile));
+    }
+    if c.key.build != results::record::DEFAULT_BUILD {
+        s.push_str(&format!(", build {}", c.key.build));
     }
     s
 }
@@ -206,6 +230,7 @@ pub fn plan(set: &ResultSet, summary: &Summary) -> Vec<ChartSpec> {
     lines::scaling(&mut cx);
     placement::dimension_comparison(&mut cx, "memory", |c| c.key.memory_limit.to_string());
     placement::dimension_comparison(&mut cx, "profile", |c| c.key.profile.clone());
+    placement::dimension_comparison(&mut cx, "build", |c| c.key.build.clone());
     lines::stability(&mut cx);
     devices::device_io(&mut cx);
     devices::ceilings(&mut cx);
@@ -245,6 +270,7 @@ mod tests {
                 clients,
                 memory_limit: memory.parse().unwrap(),
                 profile: profile.into(),
+            build: results::record::DEFAULT_BUILD.into(),
             },
             is_baseline: placement == "a",
             runs: 2,

