@@ -360,6 +360,17 @@ impl Server {
     }
 }
 
+/// The settings that differ from PostgreSQL's defaults while it runs (pg_settings), with units.
+pub async fn non_default_settings(
+    client: &tokio_postgres::Client,
+) -> Result<std::collections::BTreeMap<String, String>, RunnerError> {
+    let rows = client
+        .query("SELECT name, setting || coalesce(' ' || unit, '') FROM pg_settings WHERE source NOT IN ('default', 'override') ORDER BY name", &[])
+        .await
+        .map_err(|e| RunnerError::Server(format!("read pg_settings: {e:#}")))?;
+    Ok(rows.iter().map(|r| (r.get::<_, String>(0), r.get::<_, String>(1))).collect())
+}
+
 /// The last `n` lines of a log, joined for an error message.
 pub fn log_tail(path: &Path, n: usize) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();

@@ -251,11 +251,7 @@ impl RunSystem for SliceRun<'_, '_, '_> {
 
     async fn read_settings(&mut self) -> Result<BTreeMap<String, String>, RunnerError> {
         let client = self.server()?.connect(DATABASE).await?;
-        let rows = client
-            .query("SELECT name, setting || coalesce(' ' || unit, '') FROM pg_settings WHERE source NOT IN ('default', 'override') ORDER BY name", &[])
-            .await
-            .map_err(|e| RunnerError::Server(format!("read pg_settings: {e:#}")))?;
-        Ok(rows.iter().map(|r| (r.get::<_, String>(0), r.get::<_, String>(1))).collect())
+        server::non_default_settings(&client).await
     }
 
     async fn checkpoint(&mut self) -> Result<(), RunnerError> {

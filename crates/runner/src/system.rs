@@ -144,12 +144,9 @@ impl RunSystem for RealRun<'_> {
 
     async fn read_settings(&mut self) -> Result<BTreeMap<String, String>, RunnerError> {
         let client = self.server()?.connect(DATABASE).await?;
-        let rows = client
-            .query("SELECT name, setting || coalesce(' ' || unit, '') FROM pg_settings WHERE source NOT IN ('default', 'override') ORDER BY name", &[])
-            .await
-            .map_err(|e| RunnerError::Server(format!("read pg_settings: {e:#}")))?;
+        let settings = server::non_default_settings(&client).await?;
         self.client = Some(client);
-        Ok(rows.iter().map(|r| (r.get::<_, String>(0), r.get::<_, String>(1))).collect())
+        Ok(settings)
     }
 
     async fn checkpoint(&mut self) -> Result<(), RunnerError> {

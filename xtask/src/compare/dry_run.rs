@@ -44,19 +44,7 @@ fn slices(exp: &experiment::Experiment, matrix: &MatrixSpec, cells: &[PlannedRun
     println!("\n## Contests and their slices\n");
     for r in cells.iter().filter(|r| r.placement == 0 || matrix.placements.len() == 1) {
         let w = &matrix.workloads[r.workload];
-        let what = match &w.kind {
-            WorkloadKind::Pgbench(p) => format!(
-                "pgbench --builtin={} -c {} -j {} -T {} -P 1{}",
-                p.builtin.as_str(),
-                r.clients,
-                r.threads,
-                m.slice.as_secs(),
-                if p.per_statement { " -r" } else { "" }
-            ),
-            WorkloadKind::Tpcc(t) => {
-                format!("TPC-C {} with {} virtual users for {} s", t.script(), r.clients, m.slice.as_secs())
-            }
-        };
+        let what = what_runs(w, r, m.slice.as_secs());
         let names: Vec<&str> = matrix.placements.iter().map(|p| p.name.as_str()).collect();
         println!(
             "- {} c{} (memory {}, profile {}): per slice `{what}`, on {}",
@@ -154,19 +142,7 @@ fn runs(matrix: &MatrixSpec, runs: &[PlannedRun]) {
     );
     for r in runs {
         let w = &matrix.workloads[r.workload];
-        let what = match &w.kind {
-            WorkloadKind::Pgbench(p) => format!(
-                "pgbench --builtin={} -c {} -j {} -T {} -P 1{}",
-                p.builtin.as_str(),
-                r.clients,
-                r.threads,
-                w.duration.as_secs(),
-                if p.per_statement { " -r" } else { "" }
-            ),
-            WorkloadKind::Tpcc(t) => {
-                format!("TPC-C {} with {} virtual users for {} s", t.script(), r.clients, w.duration.as_secs())
-            }
-        };
+        let what = what_runs(w, r, w.duration.as_secs());
         println!(
             "{}  {what}  (ramp-up {} s, memory {}, profile {}{})",
             r.run_id,
@@ -175,5 +151,19 @@ fn runs(matrix: &MatrixSpec, runs: &[PlannedRun]) {
             r.cell.profile,
             if matrix.builds.len() > 1 { format!(", build {}", r.cell.build) } else { String::new() }
         );
+    }
+}
+
+/// What one run (or slice) of `secs` seconds runs, as the command a reader would type.
+fn what_runs(w: &runner::matrix::WorkloadSpec, r: &PlannedRun, secs: u64) -> String {
+    match &w.kind {
+        WorkloadKind::Pgbench(p) => format!(
+            "pgbench --builtin={} -c {} -j {} -T {secs} -P 1{}",
+            p.builtin.as_str(),
+            r.clients,
+            r.threads,
+            if p.per_statement { " -r" } else { "" }
+        ),
+        WorkloadKind::Tpcc(t) => format!("TPC-C {} with {} virtual users for {secs} s", t.script(), r.clients),
     }
 }
