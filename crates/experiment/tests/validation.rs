@@ -632,3 +632,24 @@ fn settings_a_build_does_not_know_name_the_build_file_line_and_key() {
     with.insert("io_combine_limit".into());
     assert!(e.unknown_settings("pg17", "17.10", &with).is_empty());
 }
+
+#[test]
+fn a_device_holding_several_placements_wal_needs_room_for_each() {
+    // Two placements put their WAL on d2 (1 GiB when emulating): each may grow to max_wal_size.
+    let text = BASE.replace(
+        "[[workload]]",
+        "[[placement]]\nname = \"wal-pm\"\ndata = \"d1\"\nwal = \"d2\"\n\n[[workload]]",
+    ) + "[emulate.measurement]\ndesign = \"slices\"\n";
+    let e = errors(&text, true);
+    let err = e.0.iter().find(|e| e.message.contains("holds the WAL of 2 placements")).unwrap_or_else(|| panic!("{e}"));
+    assert_eq!(err.key.as_deref(), Some("emulate.device_size"));
+    assert_eq!(err.line, Some(line_of(&text, "device_size = \"1GiB\"")));
+    assert!(err.message.contains("(pm, wal-pm)") && err.message.contains("needs about 2790 MiB"), "{err}");
+    // The runs design runs one server at a time: a warning.
+    let runs = text.replace("design = \"slices\"", "design = \"runs\"");
+    let e = parse(Path::new("exp.toml"), &runs, &opts(true)).unwrap();
+    assert!(e.warnings.iter().any(|w| w.contains("holds the WAL of 2 placements")), "{:?}", e.warnings);
+    // Room enough: nothing to say.
+    let roomy = text.replace("device_size = \"1GiB\"", "device_size = \"3GiB\"");
+    assert!(parse(Path::new("exp.toml"), &roomy, &opts(true)).is_ok());
+}

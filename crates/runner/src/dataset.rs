@@ -133,7 +133,14 @@ pub async fn build_golden(
     let logs = env.logs_dir.join(format!("dataset-{}", spec.key()));
     std::fs::create_dir_all(&logs).io_context(|| format!("mkdir {}", logs.display()))?;
     server::initdb(&env.install, &env.user, &data_dir, &wal_dir, &logs.join("initdb.log")).await?;
-    server::write_config(&data_dir, env.port, &env.socket_dir, settings, env.user.uid, env.user.gid)?;
+    // The load's WAL is not kept: with wal_recycle off, the checkpoints after the load remove the
+    // segments instead of keeping them as future ones, so the golden pg_wal (copied onto every
+    // placement's WAL device) holds a segment or two, not up to max_wal_size.
+    let mut settings = settings.clone();
+    if env.install.major >= 12 {
+        settings.insert("wal_recycle".into(), "off".into());
+    }
+    server::write_config(&data_dir, env.port, &env.socket_dir, &settings, env.user.uid, env.user.gid)?;
     let mut srv = Server::start(
         &env.install,
         &env.user,
@@ -146,6 +153,12 @@ pub async fn build_golden(
     )
     .await?;
     let mut result = load(env, spec, &srv, &logs, on_line).await;
+    if result.is_ok() {
+        result = match shed_wal(&srv).await {
+            Ok(()) => result,
+            Err(e) => Err(e),
+        };
+    }
     if let Err(e) = &result
         && !matches!(e, RunnerError::Cancelled)
     {
@@ -220,6 +233,16 @@ async fn load(
         .map_err(|e| RunnerError::Server(format!("{e:#}")))?;
     let size: i64 = row.get(0);
     Ok((cmd.to_string(), size as u64))
+}
+
+/// Two checkpoints after the load: the second's redo point is past every segment the load wrote,
+/// so (with wal_recycle off) they are removed.
+async fn shed_wal(srv: &Server) -> Result<(), RunnerError> {
+    let db = srv.connect(DATABASE).await?;
+    for _ in 0..2 {
+        db.batch_execute("CHECKPOINT").await.map_err(|e| RunnerError::Server(format!("checkpoint: {e:#}")))?;
+    }
+    Ok(())
 }
 
 /// Runs `pgbench -i`, its progress (stderr) logged to `log_path` and shown through `on_line`;

@@ -244,6 +244,15 @@ pub fn pg_size(s: &str) -> Option<u64> {
     })
 }
 
+/// A size setting whose bare numbers are megabytes (max_wal_size, min_wal_size), in bytes.
+pub fn pg_size_mb_default(s: &str) -> Option<u64> {
+    let t = s.trim().trim_matches('\'');
+    if t.chars().all(|c| c.is_ascii_digit()) {
+        return t.parse::<u64>().ok().map(|mb| mb << 20);
+    }
+    pg_size(t)
+}
+
 /// Huge pages the kernel has reserved (`/proc/meminfo`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct HugePages {

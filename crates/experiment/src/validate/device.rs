@@ -262,3 +262,54 @@ impl Validator<'_> {
         }
     }
 }
+
+impl Validator<'_> {
+    /// An emulated device that holds the WAL of several placements must have room for each to
+    /// grow to max_wal_size (a soft limit: 30% on top) besides the data copies on it; a full WAL
+    /// device stops the server with a PANIC. Refused for the slices design (its servers run at
+    /// once), warned about for runs (a stopped server keeps its recycled segments).
+    pub(super) fn wal_room(
+        &mut self,
+        devices: &[DeviceSpec],
+        placements: &[Placement],
+        pg: &super::postgres::PostgresSection,
+        measurement: &crate::model::Measurement,
+        raw: &crate::raw::RawFile,
+    ) {
+        let max_wal = pg
+            .profiles
+            .iter()
+            .flat_map(|p| std::iter::once(&p.profile.settings).chain(pg.memory_limits.iter().map(|l| &l.settings)))
+            .filter_map(|s| s.get("max_wal_size").and_then(|v| runner::memory::pg_size_mb_default(v)))
+            .max()
+            .unwrap_or(1 << 30);
+        let builds = pg.builds.len() as u64;
+        for d in devices {
+            let wal: Vec<&str> = placements.iter().filter(|p| p.wal == d.name).map(|p| p.name.as_str()).collect();
+            if wal.len() < 2 {
+                continue;
+            }
+            let need = wal.len() as u64 * builds * (max_wal / 10 * 13 + (64 << 20));
+            if d.emulation.size_bytes >= need {
+                continue;
+            }
+            let msg = format!(
+                "emulated device {:?} ({} MiB) holds the WAL of {} placements ({}){}, each of which may grow to max_wal_size ({} MiB) and more under load: it needs about {} MiB; give it [device.emulate] size (or [emulate] device_size) of at least that, or lower max_wal_size",
+                d.name,
+                d.emulation.size_bytes >> 20,
+                wal.len(),
+                wal.join(", "),
+                if builds > 1 { format!(" for {builds} builds") } else { String::new() },
+                max_wal >> 20,
+                need >> 20
+            );
+            if measurement.design == crate::model::Design::Slices {
+                let at = raw.emulate.as_ref().and_then(|e| e.get_ref().device_size.as_ref()).map(|s| s.span());
+                let key = if at.is_some() { "emulate.device_size".to_string() } else { format!("device[{}].emulate.size", d.name) };
+                self.err(at, key, format!("{msg} (design slices runs these servers at once)"));
+            } else {
+                self.warnings.push(msg);
+            }
+        }
+    }
+}

@@ -53,6 +53,9 @@ impl<'a> Validator<'a> {
             opts,
         );
         self.cross_checks(&devices, &placements, &workloads, opts.emulate);
+        if opts.emulate {
+            self.wal_room(&devices, &placements, &pg, &measurement, raw);
+        }
         let huge_pages_needs =
             self.memory_checks(&pg.profiles, &pg.memory_limits, &pg.memory_limit_origins, &workloads);
         if !self.errors.is_empty() {
