@@ -77,12 +77,17 @@ struct Outcome {
     out: std::path::PathBuf,
 }
 
+/// A run-order seed whose shuffles keep every repetition block in written order (a, then b), so
+/// run 2 is placement b's first run, where the faults are aimed (`SplitMix64(2)`'s first four
+/// draws all fall in the upper half, so Fisher-Yates swaps nothing).
+const WRITTEN_ORDER: &str = "2";
+
 fn run_with_fault(fault: &str) -> (Env, Outcome) {
     let env = Env::new();
     let cfg = env.write("faults.toml", &experiment(fault));
     let out = env.dir.path().join("results");
     let o = env
-        .xtask(&["compare", "--config", cfg.to_str().unwrap(), "--emulate", "--out", out.to_str().unwrap()])
+        .xtask(&["compare", "--config", cfg.to_str().unwrap(), "--emulate", "--out", out.to_str().unwrap(), "--seed", WRITTEN_ORDER])
         .output()
         .unwrap();
     let (_, stderr) = text(&o);
