@@ -401,8 +401,7 @@ mod tests {
         m.seed = Some(42);
         let a = plan_runs(&m);
         assert_eq!(a, plan_runs(&m), "the same seed, the same order");
-        let blocks: Vec<Vec<&str>> =
-            a.chunks(3).map(|b| b.iter().map(|r| r.cell.placement.as_str()).collect()).collect();
+        let blocks: Vec<Vec<&str>> = a.chunks(3).map(|b| b.iter().map(|r| r.cell.placement.as_str()).collect()).collect();
         for b in &blocks {
             let mut sorted = b.clone();
             sorted.sort();
@@ -418,10 +417,7 @@ mod tests {
         // The first outputs for seed 1234567 of the reference implementation (Vigna,
         // splitmix64.c): 6457827717110365317, 3203168211198807973, 9817491932198370423.
         let mut r = SplitMix64::new(1234567);
-        assert_eq!(
-            [r.next_u64(), r.next_u64(), r.next_u64()],
-            [6457827717110365317, 3203168211198807973, 9817491932198370423]
-        );
+        assert_eq!([r.next_u64(), r.next_u64(), r.next_u64()], [6457827717110365317, 3203168211198807973, 9817491932198370423]);
     }
 
     #[test]

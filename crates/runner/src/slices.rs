@@ -226,8 +226,8 @@ async fn start_member(
         None => None,
     };
     let log = spec.dir.join(format!("{}-postgres.log", p.name));
-    let srv = Server::start(&env.install, &env.user, env.journal, &p.data_dir, &env.socket_dir, env.port, cgroup, &log)
-        .await?;
+    let srv =
+        Server::start(&env.install, &env.user, env.journal, &p.data_dir, &env.socket_dir, env.port, cgroup, &log).await?;
     Ok((srv, log))
 }
 
