@@ -245,6 +245,57 @@ pub fn distortions(m: &Manifest, contender: &str, baseline: &str) -> Vec<Distort
     out
 }
 
+/// How far the two placements' emulated devices are from the classes they stand for, for the
+/// roles whose device differs: each device's QD1 latency against its class's range, and their
+/// ratio against the real classes' ratio. None for real tiers or without QD1 probes.
+pub fn how_far(m: &Manifest, contender: &str, baseline: &str) -> Option<String> {
+    if !m.emulated {
+        return None;
+    }
+    let (c, b) = (m.placements.iter().find(|p| p.name == contender)?, m.placements.iter().find(|p| p.name == baseline)?);
+    let mut parts = Vec::new();
+    for (role, what, cd, bd, read) in
+        [("data", "reads", &c.data_device, &b.data_device, true), ("WAL", "write+fdatasync", &c.wal_device, &b.wal_device, false)]
+    {
+        if cd == bd {
+            continue;
+        }
+        let (Some(cp), Some(bp), Some(cr), Some(br)) = (probe_of(m, cd), probe_of(m, bd), record_of(m, cd), record_of(m, bd))
+        else {
+            continue;
+        };
+        let lat = |p: &DeviceProbeRecord| if read { p.read_qd1_mean_us } else { p.write_sync_qd1_mean_us };
+        let against = |v: f64, class: &str| match class_range(class) {
+            Some(r) => {
+                let (lo, hi) = if read { r.read_us } else { r.write_sync_us };
+                if v > hi {
+                    format!("{:.1}x above the class's {}-{} µs", v / hi, trim(lo), trim(hi))
+                } else if v < lo {
+                    format!("{:.1}x below the class's {}-{} µs", lo / v, trim(lo), trim(hi))
+                } else {
+                    format!("within the class's {}-{} µs", trim(lo), trim(hi))
+                }
+            }
+            None => "no documented range".into(),
+        };
+        let real = class_ratio(&cr.class, &br.class).map(|(r, w)| if read { r } else { w });
+        parts.push(format!(
+            "{role} {what} (QD1) {:.0} µs on {cd} ({}) and {:.0} µs on {bd} ({}), ratio {:.2}x{}",
+            lat(cp),
+            against(lat(cp), &cr.class),
+            lat(bp),
+            against(lat(bp), &br.class),
+            lat(cp) / lat(bp),
+            real.map(|r| format!(" against {} for real {} / {}", range_text(r), cr.class, br.class)).unwrap_or_default()
+        ));
+    }
+    (!parts.is_empty()).then(|| parts.join("; "))
+}
+
+fn trim(v: f64) -> String {
+    if v.fract() == 0.0 { format!("{v:.0}") } else { format!("{v}") }
+}
+
 /// The note next to a delta or claim verdict: "emulation cannot reproduce this: ...".
 pub fn note(m: &Manifest, contender: &str, baseline: &str) -> Option<String> {
     let d = distortions(m, contender, baseline);
@@ -324,5 +375,12 @@ mod tests {
         let mut real = manifest(240.0);
         real.emulated = false;
         assert!(note(&real, "lb", "das").is_none());
+        // How far, whether inside the ratio or not.
+        let far = how_far(&manifest(80.0), "lb", "das").unwrap();
+        assert_eq!(
+            far,
+            "data reads (QD1) 80 µs on lb-data (within the class's 60-160 µs) and 60 µs on das-data (within the class's 50-120 µs), ratio 1.33x against 1.1x-1.8x for real nvme-tcp / nvme; WAL write+fdatasync (QD1) 1450 µs on lb-wal (7.2x above the class's 40-200 µs) and 720 µs on das-wal (7.2x above the class's 20-100 µs), ratio 2.01x against 1.2x-3.0x for real nvme-tcp / nvme"
+        );
+        assert!(how_far(&real, "lb", "das").is_none());
     }
 }

@@ -435,11 +435,14 @@ fn tpcc_table(s: &mut String, set: &ResultSet, summary: &Summary) {
             let fidelity = match (probed, c.is_baseline) {
                 (false, _) => String::new(),
                 (true, true) => " |".into(),
-                (true, false) => format!(
-                    " {} |",
-                    crate::fidelity::note(&set.manifest, &c.key.placement, &set.manifest.baseline)
-                        .unwrap_or_else(|| "within the real classes' ratio".into())
-                ),
+                (true, false) => {
+                    let (m, p, b) = (&set.manifest, &c.key.placement, &set.manifest.baseline);
+                    let far = crate::fidelity::how_far(m, p, b).unwrap_or_else(|| "same devices".into());
+                    match crate::fidelity::note(m, p, b) {
+                        Some(_) => format!(" **emulation cannot reproduce this**: {far} |"),
+                        None => format!(" {far} |"),
+                    }
+                }
             };
             let _ = writeln!(
                 s,

@@ -26,10 +26,21 @@ const OWN: [&str; 3] = ["pgtier", "pgtier-waits", "pgtier-tpcc-monitor"];
 /// The backend types counted apart from the client backends.
 pub const BACKGROUND: [&str; 4] = ["walwriter", "checkpointer", "background writer", "autovacuum worker"];
 
-const QUERY: &str = "SELECT backend_type, coalesce(state, ''), coalesce(wait_event_type, ''), coalesce(wait_event, ''), count(*)
+/// One snapshot, grouped: the function behind pg_stat_activity, without the view's joins to
+/// pg_database and pg_authid (the database is matched by its oid, read once), which keeps the
+/// server's share of the sampler's cost down.
+const QUERY: &str = "SELECT S.backend_type, coalesce(S.state, ''), coalesce(S.wait_event_type, ''), coalesce(S.wait_event, ''), count(*)
+     FROM pg_stat_get_activity(NULL) AS S
+     WHERE S.pid <> pg_backend_pid()
+       AND ((S.backend_type = 'client backend' AND S.datid = $3 AND NOT coalesce(S.application_name, '') = ANY($1))
+            OR S.backend_type = ANY($2))
+     GROUP BY 1, 2, 3, 4";
+
+/// The same through the view, for a server whose pg_stat_get_activity differs.
+const VIEW_QUERY: &str = "SELECT backend_type, coalesce(state, ''), coalesce(wait_event_type, ''), coalesce(wait_event, ''), count(*)
      FROM pg_stat_activity
      WHERE pid <> pg_backend_pid()
-       AND ((backend_type = 'client backend' AND datname = current_database() AND NOT coalesce(application_name, '') = ANY($1))
+       AND ((backend_type = 'client backend' AND datid = $3 AND NOT coalesce(application_name, '') = ANY($1))
             OR backend_type = ANY($2))
      GROUP BY 1, 2, 3, 4";
 
@@ -251,19 +262,30 @@ async fn sample(
     };
     let pid: Option<i32> = client.query_one("SELECT pg_backend_pid()", &[]).await.ok().map(|r| r.get(0));
     let cpu0 = pid.and_then(process_cpu_seconds);
+    let database: u32 =
+        match client.query_one("SELECT oid FROM pg_database WHERE datname = current_database()", &[]).await {
+            Ok(r) => r.get(0),
+            Err(e) => {
+                out.error = Some(format!("database oid: {e:#}"));
+                return (out, None);
+            }
+        };
     let statement = match client.prepare(QUERY).await {
         Ok(s) => s,
-        Err(e) => {
-            out.error = Some(format!("prepare: {e:#}"));
-            return (out, None);
-        }
+        Err(_) => match client.prepare(VIEW_QUERY).await {
+            Ok(s) => s,
+            Err(e) => {
+                out.error = Some(format!("prepare: {e:#}"));
+                return (out, None);
+            }
+        },
     };
     let own: Vec<&str> = OWN.to_vec();
     let background: Vec<&str> = BACKGROUND.to_vec();
     let start = Instant::now();
     let mut next = tokio::time::Instant::now();
     loop {
-        match client.query(&statement, &[&own, &background]).await {
+        match client.query(&statement, &[&own, &background, &database]).await {
             Ok(rows) => {
                 let at = start.elapsed().as_secs_f64();
                 let rows = rows

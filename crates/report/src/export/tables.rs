@@ -296,7 +296,13 @@ fn cause_columns(set: &ResultSet, study: &Study, c: &CellSummary) -> CauseColumn
     }
     CauseColumns {
         why: study.cause(&c.key, baseline, c.headline().1.as_ref()).unwrap_or_default(),
-        emulation_note: crate::fidelity::note(&set.manifest, &c.key.placement, baseline).unwrap_or_default(),
+        emulation_note: {
+            let (m, p) = (&set.manifest, &c.key.placement);
+            match (crate::fidelity::note(m, p, baseline), crate::fidelity::how_far(m, p, baseline)) {
+                (Some(_), Some(far)) => format!("emulation cannot reproduce this: {far}"),
+                (note, far) => note.or(far).unwrap_or_default(),
+            }
+        },
     }
 }
 
