@@ -72,3 +72,38 @@ fn cause_and_claims_of_the_recorded_study() {
     assert!(gb.cell.contains("memory 192MiB"), "{}", gb.cell);
     assert!(gb.claim.emulation_note.as_deref().unwrap().contains("the study's memory limit 1GiB; emulated 192MiB"));
 }
+
+#[test]
+fn a_claim_across_result_sets_is_judged_by_the_comparison_only() {
+    let a = fixture();
+    let mut b = fixture();
+    b.manifest.claims = vec![results::manifest::ClaimRecord {
+        name: "releases-tps".into(),
+        text: "the overall performance increased by 25%".into(),
+        placement: "nvme".into(),
+        against: "nvme".into(),
+        workload: "tpcb".into(),
+        clients: Some(8),
+        memory_limit: Some("unlimited".into()),
+        profile: Some("seed000-tuned".into()),
+        metric: "tps".into(),
+        figure: "+25%".into(),
+        low_pct: 25.0,
+        high_pct: 25.0,
+        across: "result-sets".into(),
+        ..Default::default()
+    }];
+    // In its own report the claim waits for a second set.
+    let sb = summarize(&b);
+    let own = check_all(&b, &sb, &Study::of(&b, &sb));
+    assert_eq!(own[0].verdict, ClaimVerdict::NeedsTwoResultSets);
+    // Against the same runs as the baseline set: no change at all, an interval around it.
+    let sa = summarize(&a);
+    let across = report::claims::check_across(&a, &sa, &b, &sb);
+    assert_eq!(across.len(), 1);
+    let d = across[0].measured.expect("a measured change");
+    assert!(d.pct.abs() < 1e-9 && d.has_interval(), "{d:?}");
+    assert_eq!(across[0].cell, "tpcb 8 clients, memory unlimited, profile seed000-tuned");
+    let expected = if d.pct_high >= 25.0 { ClaimVerdict::Inconclusive } else { ClaimVerdict::Contradicted };
+    assert_eq!(across[0].verdict, expected, "{:?}", across[0].why);
+}
