@@ -388,7 +388,8 @@ impl Evidence {
 
     /// The share of backend time in a category, %.
     pub fn share(&self, c: Category) -> f64 {
-        self.waits.iter().filter(|(e, _)| Category::of(e) == c).map(|(_, s)| s).sum()
+        // An empty sum is -0.0; adding 0.0 makes it print as 0.0.
+        self.waits.iter().filter(|(e, _)| Category::of(e) == c).map(|(_, s)| s).sum::<f64>() + 0.0
     }
 
     /// Categories by share, largest first.
@@ -973,6 +974,7 @@ mod tests {
         assert_eq!(at("run_cpu_pct").as_deref(), Some("95.8"));
         assert_eq!(at("bottleneck").as_deref(), Some("WAL-sync-bound"));
         assert_eq!(at("wal_bytes"), None, "unknown is blank");
+        assert_eq!(at("wait_lock_pct").as_deref(), Some("0.0"), "never -0.0");
         let header =
             String::from_utf8(crate::export::tables::csv_bytes(std::iter::empty::<EvidenceColumns>())).unwrap();
         assert!(

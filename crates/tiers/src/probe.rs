@@ -186,6 +186,9 @@ pub fn probe(
 /// NBD_ESHUTDOWN.
 const ESHUTDOWN_TEXT: &str = "Cannot send after transport endpoint shutdown";
 
+/// ... and of a request on a connection the server closed (nbdkit died, or was killed).
+const ENOTCONN_TEXT: &str = "Transport endpoint is not connected";
+
 /// Whether a device's stack survived: its helper processes (nbdkit, nbdfuse) still run, their logs
 /// show no failed NBD command, and the kernel logged no I/O error or file system shutdown on its
 /// block device since it was last mounted. None when it survived; else what went wrong, plainly.
@@ -208,6 +211,8 @@ pub fn survival(
             let mut p = format!("{} NBD request(s) failed, last: \"{}\"", failed.len(), last.trim());
             if last.contains(ESHUTDOWN_TEXT) {
                 p.push_str(" (the NBD server answered NBD_ESHUTDOWN: nbdkit had been told to quit by a SIGINT, SIGTERM, SIGHUP or SIGQUIT, and refuses every request after that)");
+            } else if last.contains(ENOTCONN_TEXT) {
+                p.push_str(" (the NBD connection is gone: nbdkit died or was killed)");
             }
             problems.push(p);
         }
