@@ -168,6 +168,8 @@ pub fn probe(
                 let (v, iops, p50, p99) = parse_walsync(&o.stdout).map_err(err)?;
                 (out.fio_version, out.wal_write_iops, out.wal_sync_p50_us, out.wal_sync_p99_us) = (v, iops, p50, p99);
                 out.write_sync_qd1_mean_us = if iops > 0.0 { 1e6 / iops } else { 0.0 };
+                // The read jobs lay out a file of their own: the device need hold only one.
+                let _ = sys.remove_file(&mountpoint.join(".pgtier-fio-probe"));
             } else {
                 (out.randread_iops, out.randread_p99_us) = parse_randread(&o.stdout).map_err(err)?;
                 if let Some((mean, p50)) = parse_randread_qd1(&o.stdout) {
@@ -298,6 +300,10 @@ mod tests {
         );
         assert!(cmds[1].contains("--iodepth=32") && cmds[1].contains("--direct=1"));
         assert!(sys.calls.iter().any(|c| c == "rm: /mnt/w/.pgtier-fio-probe"));
+        // The write job's file is gone before the read jobs lay out theirs (a small device holds one).
+        let rm = sys.calls.iter().position(|c| c == "rm: /mnt/w/.pgtier-fio-probe").unwrap();
+        let read = sys.calls.iter().position(|c| c.contains("--name=randread-qd1")).unwrap();
+        assert!(rm < read, "{:?}", sys.calls);
         assert!(p.wal_write_iops > 300.0 && p.randread_iops > 50_000.0);
     }
 
