@@ -161,7 +161,13 @@ fn tiny_experiment_end_to_end() {
         assert!(std::fs::read_to_string(dir.join("diskstats.per-second.txt")).unwrap().contains("t="));
         assert!(std::fs::read_to_string(dir.join("stat.end.txt")).unwrap().starts_with("cpu "));
         assert!(std::fs::read_to_string(dir.join("pg_stat.txt")).unwrap().contains("after:\npg_stat_database:"));
+        // ... and the wait-event snapshots behind the shares, about ten a second.
+        let waits = std::fs::read_to_string(dir.join("wait_events.tsv")).unwrap();
+        assert!(waits.starts_with("t_s\tbackend_type\t") && waits.contains("client backend"), "{waits}");
+        let snapshots: std::collections::BTreeSet<&str> = waits.lines().skip(1).filter_map(|l| l.split('\t').next()).collect();
+        assert!(snapshots.len() >= 10, "{} snapshots in a 2 s run", snapshots.len());
     }
+    assert!(runs.iter().all(|r| !r["wait_top1_event"].is_empty() && !r["bottleneck"].is_empty()), "{runs:?}");
     // Charts: PNG and SVG for throughput and latency of both workloads.
     for kind in ["throughput", "latency"] {
         for w in ["rw", "ro"] {
@@ -359,6 +365,20 @@ fn dry_run_prints_the_plan_and_touches_nothing() {
     ] {
         assert!(stdout.contains(needle), "dry run shows {needle}:\n{stdout}");
     }
+    assert!(!env.state().exists(), "a dry run creates nothing");
+}
+
+#[test]
+fn dry_run_lists_the_studys_claims() {
+    // The shipped seed-000 file, emulated: its six claims with the cells they are checked on.
+    let env = Env::new();
+    let cfg = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tiers/pmem-vs-nvme.toml");
+    let o = env.xtask(&["compare", "--config", cfg.to_str().unwrap(), "--emulate", "--dry-run"]).output().unwrap();
+    let (stdout, stderr) = text(&o);
+    assert!(o.status.success(), "{stderr}");
+    assert!(stdout.contains("## Published claims (6;"), "{stdout}");
+    assert!(stdout.contains("- all-on-pmem-tps: tps +44.6% of all-on-pmem against nvme, workload tpcb 8 clients, memory unlimited"), "{stdout}");
+    assert!(stdout.contains("emulated cell: the study's 72 clients; the emulated matrix runs 8; the study's memory limit 1GiB; emulated 192MiB"), "{stdout}");
     assert!(!env.state().exists(), "a dry run creates nothing");
 }
 

@@ -192,4 +192,12 @@ fn target_disappears() {
     let r4 = result_json(&o, "4");
     assert_eq!(r4["status"], "failed");
     assert!(matches!(r4["failure_kind"].as_str(), Some("placement-unusable") | Some("server-start")), "{r4}");
+    // The result set says plainly that the emulated tier did not survive, and why.
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(o.out.join("manifest.json")).unwrap()).unwrap();
+    let warnings: Vec<&str> = manifest["warnings"].as_array().unwrap().iter().filter_map(|w| w.as_str()).collect();
+    assert!(
+        warnings.iter().any(|w| w.starts_with("the emulated tier remote did not survive the matrix: nbdkit (remote) is no longer running")),
+        "{warnings:?}"
+    );
 }

@@ -164,3 +164,18 @@ mod tests {
         assert!(e.message().contains("expected a string"), "{e}");
     }
 }
+
+keyword!(crate::model::ClaimMetric {
+    crate::model::ClaimMetric::Tps => "tps",
+    crate::model::ClaimMetric::Latency => "latency",
+    crate::model::ClaimMetric::LatencyP99 => "latency-p99",
+    crate::model::ClaimMetric::Nopm => "nopm",
+    crate::model::ClaimMetric::StatementLatency => "statement-latency",
+    crate::model::ClaimMetric::DeviceIops => "device-iops",
+    crate::model::ClaimMetric::DeviceMbS => "device-mb-s",
+} |t| format!("unknown metric {t:?}; use \"tps\", \"latency\", \"latency-p99\", \"nopm\", \"statement-latency\", \"device-iops\" (read + write IOPS of the placement's devices) or \"device-mb-s\""));
+
+keyword!(crate::model::ClaimAcross {
+    crate::model::ClaimAcross::Placements => "placements",
+    crate::model::ClaimAcross::ResultSets => "result-sets",
+} |t| format!("{t:?}: use \"placements\" (two placements of one result set) or \"result-sets\" (the same cell in two result sets: `cargo xtask report --baseline A --contender B`)"));

@@ -21,11 +21,13 @@ use std::path::{Path, PathBuf};
 use error::Source;
 pub use error::{ConfigError, ConfigErrors};
 pub use model::{
-    Design, Experiment, FaultKind, FaultSpec, HugePagesNeed, KernelSettings, Measurement, Origin, Placement, ProfileInfo,
+    Claim, ClaimAcross, ClaimMetric, Design, Experiment, FaultKind, FaultSpec, HugePagesNeed, KernelSettings,
+    Measurement, Origin, Placement, ProfileInfo,
 };
 pub use policy::{reserved_setting, unsafe_mkfs_option};
 /// PostgreSQL memory units (`128MB` = 128 MiB, `8kB`, `1GB`); bare numbers are 8 kB pages.
 pub use runner::memory::pg_size;
+pub use validate::parse_figure;
 
 /// How to load.
 #[derive(Clone, Debug)]

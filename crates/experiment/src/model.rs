@@ -162,6 +162,11 @@ pub struct Experiment {
     pub faults: Vec<FaultSpec>,
     /// Things worth knowing that are not errors.
     pub warnings: Vec<String>,
+    /// The study's published figures (`[[claim]]`). Left out of the resolved configuration: a
+    /// claim changes what the report checks, not what is measured, so adding one never stops a
+    /// `--resume`.
+    #[serde(skip)]
+    pub claims: Vec<Claim>,
 }
 
 impl Experiment {
@@ -228,4 +233,70 @@ impl Default for Measurement {
             min_rounds: 6,
         }
     }
+}
+
+/// What a published figure measures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ClaimMetric {
+    Tps,
+    Latency,
+    LatencyP99,
+    Nopm,
+    /// The average latency of one statement of the script (pgbench `-r`).
+    StatementLatency,
+    /// Read + write IOPS of the placement's devices (seed 002's "IOPS ... the sum of read/write").
+    DeviceIops,
+    /// Read + write MB/s of the placement's devices.
+    DeviceMbS,
+}
+
+impl ClaimMetric {
+    pub fn as_str(self) -> &'static str {
+        crate::keyword::Keyword::word(self)
+    }
+}
+
+/// What a claim compares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ClaimAcross {
+    /// Two placements of one result set.
+    Placements,
+    /// The same cell in two result sets (two releases, two PostgreSQL versions).
+    ResultSets,
+}
+
+impl ClaimAcross {
+    pub fn as_str(self) -> &'static str {
+        crate::keyword::Keyword::word(self)
+    }
+}
+
+/// A figure the study published, resolved to the cells of this (possibly emulated) matrix.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Claim {
+    pub name: String,
+    pub text: String,
+    /// Where it is written (file, line, `claim[i]`).
+    pub origin: Origin,
+    pub placement: String,
+    pub against: String,
+    pub workload: String,
+    /// None with `at_peak`.
+    pub clients: Option<u32>,
+    /// The delta at the peak of the scaling curve.
+    pub at_peak: bool,
+    /// The cell's memory limit as cells name it (`unlimited`, `192MiB`).
+    pub memory_limit: String,
+    pub profile: String,
+    pub metric: ClaimMetric,
+    pub statement: Option<String>,
+    /// As written, and as a change in percent (a point: low = high).
+    pub figure: String,
+    pub low_pct: f64,
+    pub high_pct: f64,
+    pub across: ClaimAcross,
+    /// How the emulated cell differs from the study's, when it does.
+    pub emulation_note: Option<String>,
 }

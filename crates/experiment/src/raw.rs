@@ -32,6 +32,60 @@ pub struct RawFile {
     pub fault: Vec<Spanned<RawFault>>,
     #[serde(default)]
     pub measurement: Option<Spanned<RawMeasurement>>,
+    #[serde(default)]
+    pub claim: Vec<Spanned<RawClaim>>,
+}
+
+/// A figure the study published (`[[claim]]`): which cell, which metric, the figure.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawClaim {
+    /// Short name for the report (default `claim[<index>]`).
+    #[serde(default)]
+    pub name: Option<Spanned<String>>,
+    /// The study's words.
+    pub text: Spanned<String>,
+    /// The contender placement.
+    pub placement: Spanned<String>,
+    /// The placement it is compared with (default: the experiment's baseline).
+    #[serde(default)]
+    pub against: Option<Spanned<String>>,
+    pub workload: Spanned<String>,
+    /// A client count of the workload, or `"peak"`: the peak of its scaling curve. May be left
+    /// out when the workload has one client count.
+    #[serde(default)]
+    pub clients: Option<Spanned<toml::Value>>,
+    /// One of the memory limits (`"unlimited"`, `"1GiB"`); may be left out when there is one.
+    #[serde(default)]
+    pub memory_limit: Option<Spanned<String>>,
+    /// One of the profiles; may be left out when there is one.
+    #[serde(default)]
+    pub profile: Option<Spanned<String>>,
+    /// `tps`, `latency`, `latency-p99`, `nopm`, `statement-latency`, `device-iops`, `device-mb-s`.
+    pub metric: Spanned<Word<crate::model::ClaimMetric>>,
+    /// `statement-latency`: the statement, as its first words (`UPDATE pgbench_accounts`).
+    #[serde(default)]
+    pub statement: Option<Spanned<String>>,
+    /// The study's figure: `"+13.4%"`, `"-30.8%"`, `"3.4x"`, `"+2%..+7%"`.
+    pub figure: Spanned<String>,
+    /// `placements` (default: two placements of this result set) or `result-sets` (the same
+    /// cell in two result sets, e.g. two releases or PostgreSQL versions).
+    #[serde(default)]
+    pub across: Option<Spanned<Word<crate::model::ClaimAcross>>>,
+    /// The cell under `--emulate`, when the emulated matrix has other client counts or memory
+    /// limits than the study.
+    #[serde(default)]
+    pub emulate: Option<Spanned<RawClaimEmulate>>,
+}
+
+/// `[claim.emulate]`: the cell a claim is checked on when emulating.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawClaimEmulate {
+    #[serde(default)]
+    pub clients: Option<Spanned<toml::Value>>,
+    #[serde(default)]
+    pub memory_limit: Option<Spanned<String>>,
 }
 
 /// How the matrix is measured: the design, its time budget and its precision target.

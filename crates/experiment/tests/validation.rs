@@ -221,7 +221,10 @@ fn huge_pages_on_is_recorded_with_where_it_was_set() {
     let e = parse(Path::new("exp.toml"), &text, &opts(false)).unwrap();
     assert_eq!(e.huge_pages_needs.len(), 1);
     let n = &e.huge_pages_needs[0];
-    assert_eq!((n.origin.line, n.origin.key.as_str()), (Some(line_of(&text, "huge_pages")), "postgres.settings.huge_pages"));
+    assert_eq!(
+        (n.origin.line, n.origin.key.as_str()),
+        (Some(line_of(&text, "huge_pages")), "postgres.settings.huge_pages")
+    );
     assert!(n.shared_memory_bytes > 128 << 20, "shared_buffers' default and more");
     // [emulate.settings] in BASE does not touch huge_pages: still on when emulating.
     assert_eq!(parse(Path::new("exp.toml"), &text, &opts(true)).unwrap().huge_pages_needs.len(), 1);
@@ -580,14 +583,22 @@ fn measurement_section_and_its_emulate_overrides() {
     assert_eq!((m.slice, m.budget), (Duration::from_secs(5), Some(Duration::from_secs(13 * 60))));
     assert_eq!((m.target_halfwidth_pct, m.equivalence_margin_pct), (Some(3.0), 1.5));
     let real = parse(Path::new("exp.toml"), &text, &opts(false)).unwrap();
-    assert_eq!((real.measurement.budget, real.measurement.equivalence_margin_pct), (Some(Duration::from_secs(1200)), 2.0));
+    assert_eq!(
+        (real.measurement.budget, real.measurement.equivalence_margin_pct),
+        (Some(Duration::from_secs(1200)), 2.0)
+    );
     // Without the section: today's design, a 2% margin.
     let plain = parse(Path::new("exp.toml"), BASE, &opts(true)).unwrap();
     assert_eq!((plain.measurement.design, plain.measurement.equivalence_margin_pct), (experiment::Design::Runs, 2.0));
     // Errors name the key the value came from.
-    let bad = text.replace("equivalence_margin = \"1.5%\"", "equivalence_margin = \"lots\"").replace("design = \"slices\"", "design = \"slice\"");
+    let bad = text
+        .replace("equivalence_margin = \"1.5%\"", "equivalence_margin = \"lots\"")
+        .replace("design = \"slices\"", "design = \"slice\"");
     let e = errors(&bad, true);
-    let margin = e.0.iter().find(|e| e.key.as_deref() == Some("emulate.measurement.equivalence_margin")).unwrap_or_else(|| panic!("{e}"));
+    let margin =
+        e.0.iter()
+            .find(|e| e.key.as_deref() == Some("emulate.measurement.equivalence_margin"))
+            .unwrap_or_else(|| panic!("{e}"));
     assert_eq!(margin.line, Some(line_of(&bad, "equivalence_margin = \"lots\"")));
     let design = e.0.iter().find(|e| e.key.as_deref() == Some("measurement.design")).unwrap_or_else(|| panic!("{e}"));
     assert!(design.message.contains("\"slices\"") && design.message.contains("\"runs\""), "{design}");
@@ -652,4 +663,180 @@ fn a_device_holding_several_placements_wal_needs_room_for_each() {
     // Room enough: nothing to say.
     let roomy = text.replace("device_size = \"1GiB\"", "device_size = \"3GiB\"");
     assert!(parse(Path::new("exp.toml"), &roomy, &opts(true)).is_ok());
+}
+
+/// BASE with claims appended (BASE: placements fast (baseline) and pm, workload rw at 1, 2, 8 and
+/// 39 clients of 40 threads, [emulate] clients = [4], memory limit 256MiB when emulating).
+fn with_claims(claims: &str) -> String {
+    format!("{BASE}\n{claims}")
+}
+
+const CLAIMS: &str = r#"
+[[claim]]
+name = "pm-tps"
+text = "PMem improved throughput by 44.6%"
+placement = "pm"
+workload = "rw"
+clients = 8
+metric = "tps"
+figure = "+44.6%"
+[claim.emulate]
+clients = 4
+
+[[claim]]
+text = "about 3.4x at the peak"
+placement = "pm"
+workload = "rw"
+clients = "peak"
+metric = "latency"
+figure = "3.4x"
+"#;
+
+#[test]
+fn claims_resolve_to_cells_of_the_matrix_both_ways() {
+    let text = with_claims(CLAIMS);
+    let real = parse(Path::new("exp.toml"), &text, &opts(false)).unwrap();
+    assert_eq!(real.claims.len(), 2);
+    let c = &real.claims[0];
+    assert_eq!((c.name.as_str(), c.placement.as_str(), c.against.as_str()), ("pm-tps", "pm", "fast"));
+    assert_eq!(
+        (c.clients, c.at_peak, c.memory_limit.as_str(), c.profile.as_str()),
+        (Some(8), false, "unlimited", "default")
+    );
+    assert_eq!((c.metric, c.across), (experiment::ClaimMetric::Tps, experiment::ClaimAcross::Placements));
+    assert_eq!((c.low_pct, c.high_pct), (44.6, 44.6));
+    assert_eq!(c.origin.line, Some(line_of(&text, "name = \"pm-tps\"") - 1), "the claim's [[claim]] line");
+    let peak = &real.claims[1];
+    assert_eq!((peak.name.as_str(), peak.clients, peak.at_peak), ("claim[1]", None, true));
+    assert!((peak.low_pct - 240.0).abs() < 1e-9, "3.4x is +240%");
+    // Emulated: [claim.emulate] picks the emulated cell; the one memory limit needs no naming.
+    let emu = parse(Path::new("exp.toml"), &text, &opts(true)).unwrap();
+    assert_eq!((emu.claims[0].clients, emu.claims[0].memory_limit.as_str()), (Some(4), "256MiB"));
+    assert_eq!(emu.claims[1].clients, Some(4), "one emulated client count stands in for the peak");
+    assert!(emu.claims[1].emulation_note.as_deref().unwrap().contains("stands in for the peak"));
+    // Claims change what is checked, not what is measured: not in the resolved configuration.
+    let json = serde_json::to_value(&real).unwrap();
+    assert!(json.get("claims").is_none());
+}
+
+#[test]
+fn claim_errors_name_the_file_line_and_key() {
+    let text = with_claims(
+        r#"
+[[claim]]
+text = "x"
+placement = "nowhere"
+workload = "rw"
+clients = 3
+metric = "throughput"
+figure = "44.6"
+
+[[claim]]
+text = "y"
+placement = "pm"
+against = "pm"
+workload = "ro"
+metric = "tps"
+figure = "+1%"
+
+[[claim]]
+text = "z"
+placement = "pm"
+workload = "rw"
+clients = 8
+metric = "nopm"
+statement = "UPDATE pgbench_accounts"
+figure = "+7%..+2%"
+"#,
+    );
+    let errs = errors(&text, false);
+    let find = |k: &str| errs.0.iter().find(|e| e.key.as_deref() == Some(k)).unwrap_or_else(|| panic!("{k}: {errs}"));
+    let e = find("claim[0].placement");
+    assert_eq!((e.file.as_path(), e.line), (Path::new("exp.toml"), Some(line_of(&text, "placement = \"nowhere\""))));
+    assert!(e.message.contains("no placement named \"nowhere\"") && e.message.contains("fast, pm"), "{e}");
+    let e = find("claim[0].clients");
+    assert_eq!(e.line, Some(line_of(&text, "clients = 3")));
+    assert!(e.message.contains("3 is not one of workload \"rw\"'s client counts (1, 2, 8, 39)"), "{e}");
+    let e = find("claim[0].metric");
+    assert_eq!(e.line, Some(line_of(&text, "metric = \"throughput\"")));
+    assert!(e.message.contains("unknown metric \"throughput\"") && e.message.contains("\"device-iops\""), "{e}");
+    let e = find("claim[0].figure");
+    assert_eq!(e.line, Some(line_of(&text, "figure = \"44.6\"")));
+    assert!(e.message.contains("\"3.4x\""), "{e}");
+    assert!(find("claim[1].against").message.contains("compares placement \"pm\" with itself"));
+    let e = find("claim[1].workload");
+    assert!(e.message.contains("no workload named \"ro\"; defined workloads: rw"), "{e}");
+    assert!(find("claim[2].metric").message.contains("not TPC-C: it has no NOPM"));
+    let e = find("claim[2].statement");
+    assert_eq!(e.line, Some(line_of(&text, "statement = \"UPDATE")));
+    assert!(e.message.contains("only a statement-latency claim"), "{e}");
+    assert!(find("claim[2].figure").message.contains("from the lower figure to the higher one"));
+    // Shown as file:line:column: key `...`: message.
+    assert!(errs.to_string().contains(&format!("exp.toml:{}:", line_of(&text, "placement = \"nowhere\""))));
+}
+
+#[test]
+fn a_claim_on_a_cell_the_emulated_matrix_lacks_says_where_to_name_it() {
+    let text = with_claims(
+        r#"
+[[claim]]
+text = "at 2 clients, limited memory"
+placement = "pm"
+workload = "rw"
+clients = 2
+memory_limit = "1GiB"
+metric = "tps"
+figure = "+10%"
+"#,
+    );
+    let errs = errors(&text, false);
+    let e = errs.0.iter().find(|e| e.key.as_deref() == Some("claim[0].memory_limit")).expect("memory limit");
+    assert!(e.message.contains("\"1GiB\" is not one of the memory limits (unlimited)"), "{e}");
+    let errs = errors(&text, true);
+    let e = errs.0.iter().find(|e| e.key.as_deref() == Some("claim[0].memory_limit")).expect("memory limit");
+    assert!(e.message.contains("not one of the memory limits (256MiB); when emulating, give the emulated one in [claim.emulate] memory_limit"), "{e}");
+    assert!(
+        !errs.0.iter().any(|e| e.key.as_deref() == Some("claim[0].clients")),
+        "one emulated client count stands in: {errs}"
+    );
+    // Named in [claim.emulate], the emulated cell is used, with the error at its own key.
+    let fixed =
+        text.replace("figure = \"+10%\"", "figure = \"+10%\"\n[claim.emulate]\nclients = 4\nmemory_limit = \"512MiB\"");
+    let errs = errors(&fixed, true);
+    let e = errs.0.iter().find(|e| e.key.as_deref() == Some("claim[0].emulate.memory_limit")).expect("emulate key");
+    assert_eq!(e.line, Some(line_of(&fixed, "memory_limit = \"512MiB\"")));
+}
+
+#[test]
+fn every_shipped_study_carries_its_claims() {
+    let load = |f: &str, emulate: bool| {
+        experiment::load(
+            &repo().join("tiers").join(f),
+            &LoadOptions { emulate, configs_dir: repo().join("configs"), hardware_threads: 2 },
+        )
+        .unwrap()
+    };
+    let figures = |f: &str| -> Vec<(String, String)> {
+        load(f, true).claims.iter().map(|c| (c.metric.as_str().to_string(), c.figure.clone())).collect()
+    };
+    let s = |v: &[(&str, &str)]| v.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect::<Vec<_>>();
+    assert_eq!(
+        figures("pmem-vs-nvme.toml"),
+        s(&[
+            ("tps", "+13.4%"),
+            ("latency", "-11.8%"),
+            ("tps", "+44.6%"),
+            ("latency", "-30.8%"),
+            ("tps", "3.4x"),
+            ("tps", "4.5x")
+        ])
+    );
+    assert_eq!(figures("release-comparison.toml"), s(&[("tps", "+25%"), ("statement-latency", "-28%")]));
+    assert_eq!(figures("pcie-ssd-vs-raid-hdd.toml"), s(&[("device-iops", "10x"), ("device-mb-s", "8x")]));
+    assert_eq!(figures("nvme-vs-nvmeof.toml"), s(&[("nopm", "-4.52%"), ("nopm", "-2.10%")]));
+    assert_eq!(figures("pgbench-thread-sweep.toml"), s(&[("tps", "+2%..+7%")]));
+    // The 1 GB run is the emulated 192MiB limit; the study's 1GiB on real hardware.
+    assert_eq!(load("pmem-vs-nvme.toml", true).claims[5].memory_limit, "192MiB");
+    assert_eq!(load("pmem-vs-nvme.toml", false).claims[5].memory_limit, "1GiB");
+    assert!(load("nvme-vs-nvmeof.toml", true).claims.iter().all(|c| c.at_peak));
 }

@@ -42,6 +42,8 @@ pub struct Comparison {
     pub cells: Vec<CellComparison>,
     /// Cells in only one of the two sets.
     pub unmatched: Vec<String>,
+    /// The published claims that compare two result sets (`across = "result-sets"`), judged here.
+    pub claims: Vec<crate::claims::ClaimCheck>,
 }
 
 fn s(v: &Value) -> String {
@@ -253,7 +255,8 @@ fn comparison(a: &ResultSet, b: &ResultSet) -> Comparison {
         }
     }
     crate::analysis::adjust_and_classify(&mut family, margin);
-    Comparison { changes, cells, unmatched }
+    let claims = crate::claims::check_across(a, &sa, b, &sb);
+    Comparison { changes, cells, unmatched, claims }
 }
 
 /// `comparison.md`: what changed first, then the deltas.
@@ -292,6 +295,29 @@ fn markdown(cmp: &Comparison, (baseline, a): (&Path, &ResultSet), (contender, b)
                 c.contender.replace('|', "\\|")
             );
         }
+    }
+    if !cmp.claims.is_empty() {
+        let _ = writeln!(md, "\n## Published vs measured (the study's figures across result sets)\n");
+        if a.manifest.emulated || b.manifest.emulated {
+            let _ = writeln!(md, "At least one set ran on **emulated** tiers: a verdict checks the pipeline, not the hardware.\n");
+        }
+        let _ = writeln!(md, "| claim | the study | measured (cell) | verdict | why |\n|---|---|---|---|---|");
+        for c in &cmp.claims {
+            let _ = writeln!(
+                md,
+                "| {}: {} of {} | {} \"{}\" | {}({}) | **{}** | {} |",
+                c.claim.name,
+                c.claim.metric,
+                c.claim.placement,
+                c.claim.figure,
+                c.claim.text.replace('|', "/"),
+                c.measured.as_ref().map(|d| format!("{} ", d.text(""))).unwrap_or_default(),
+                c.cell,
+                c.verdict.as_str(),
+                c.why
+            );
+        }
+        let _ = writeln!(md, "\nVerdicts: {} The changes listed above can explain a verdict as well as the thing under test.", crate::claims::RULE);
     }
     let _ = writeln!(md, "\n## Deltas (contender against baseline, same cell)\n");
     let _ = writeln!(

@@ -4,8 +4,11 @@
 
 pub mod analysis;
 pub mod charts;
+pub mod claims;
 pub mod compare;
+pub mod evidence;
 pub mod export;
+pub mod fidelity;
 pub mod markdown;
 pub mod model;
 pub mod stats;

@@ -1,9 +1,11 @@
 //! `report.md`: the summary table with deltas and intervals, warnings, the environment and
 //! devices, the methodology as it actually ran, and the charts.
 
+use crate::claims::{self, ClaimCheck, ClaimVerdict};
+use crate::evidence::{self, Study};
 use crate::export::{ExportError, Exporter, Output, layout};
 use crate::model::{ResultSet, Summary, describe};
-use crate::stats::Delta;
+use crate::stats::{Delta, Verdict};
 use crate::views::{self, ChartFile};
 use results::Manifest;
 use results::manifest::DaxRequest;
@@ -50,12 +52,18 @@ impl Exporter for MarkdownExporter {
     fn export(&self, set: &ResultSet, summary: &Summary) -> Result<Vec<Output>, ExportError> {
         let m = &set.manifest;
         let mut s = String::new();
+        let study = Study::of(set, summary);
+        let checks = claims::check_all(set, summary, &study);
         header(&mut s, m);
-        results_table(&mut s, summary);
-        tpcc_table(&mut s, summary);
+        published_vs_measured(&mut s, m, &checks);
+        findings(&mut s, set, summary, &study, &checks);
+        results_table(&mut s, summary, &whys(set, summary, &study));
+        tpcc_table(&mut s, set, summary);
         statement_tables(&mut s, summary);
         failed_runs(&mut s, set);
         device_io(&mut s, set, summary);
+        bottlenecks(&mut s, summary, &study);
+        fidelity_section(&mut s, m);
         missing_cells(&mut s, summary);
         warnings(&mut s, m, summary);
         charts(&mut s, &self.charts);
@@ -95,20 +103,270 @@ fn header(s: &mut String, m: &Manifest) {
     }
 }
 
+/// The study's published figures against what was measured, first.
+fn published_vs_measured(s: &mut String, m: &Manifest, checks: &[ClaimCheck]) {
+    if checks.is_empty() {
+        return;
+    }
+    let _ = writeln!(s, "## Published vs measured\n");
+    if m.emulated {
+        let _ = writeln!(
+            s,
+            "These verdicts come from **emulated** tiers: they check that the pipeline measures the study's kind of figure, not what the study's hardware does. A verdict whose tiers' emulated latencies are far from the real classes' says so.\n"
+        );
+    }
+    let _ = writeln!(s, "| claim | the study | measured (cell) | verdict | why |");
+    let _ = writeln!(s, "|---|---|---|---|---|");
+    for c in checks {
+        let r = &c.claim;
+        let what = match r.metric.as_str() {
+            "tps" => "TPS",
+            "latency" => "average latency",
+            "latency-p99" => "p99 latency",
+            "nopm" => "NOPM",
+            "statement-latency" => "statement latency",
+            "device-iops" => "device read+write IOPS",
+            "device-mb-s" => "device read+write MB/s",
+            other => other,
+        };
+        let measured = c.measured.as_ref().map(|d| format!("{} ", d.text(""))).unwrap_or_default();
+        let mut why = c.why.clone();
+        if let Some(n) = &r.emulation_note {
+            why.push_str(&format!("; emulated cell: {n}"));
+        }
+        if let Some(f) = &c.fidelity {
+            why.push_str(&format!("; **{f}**"));
+        }
+        let _ = writeln!(
+            s,
+            "| {}: {what} of {} against {} | {} \"{}\" | {measured}({}) | **{}** | {} |",
+            r.name,
+            r.placement,
+            r.against,
+            r.figure,
+            r.text.replace('|', "/"),
+            c.cell,
+            c.verdict.as_str(),
+            why.replace('|', "/")
+        );
+    }
+    let _ = writeln!(s, "\nVerdicts: {} Claims are not corrected for their number; a claim on a cell of the results table uses that table's change.\n", claims::RULE);
+}
+
+/// A few sentences written from the verdicts: the claims, the largest real change of each
+/// workload with its cause, the baselines' bottlenecks, the emulation's distortions.
+fn findings(s: &mut String, set: &ResultSet, summary: &Summary, study: &Study, checks: &[ClaimCheck]) {
+    let mut lines: Vec<String> = Vec::new();
+    if !checks.is_empty() {
+        let count = |v: ClaimVerdict| checks.iter().filter(|c| c.verdict == v).count();
+        let parts: Vec<String> = [
+            ClaimVerdict::Reproduced,
+            ClaimVerdict::SameDirection,
+            ClaimVerdict::Contradicted,
+            ClaimVerdict::Inconclusive,
+            ClaimVerdict::NeedsTwoResultSets,
+            ClaimVerdict::NotMeasured,
+        ]
+        .iter()
+        .filter(|v| count(**v) > 0)
+        .map(|v| format!("{} {}", count(*v), v.as_str()))
+        .collect();
+        lines.push(format!(
+            "Published claims: {} of {}{}.",
+            parts.join(", "),
+            checks.len(),
+            if set.manifest.emulated { " (emulated tiers: a check of the pipeline, not of the hardware)" } else { "" }
+        ));
+    }
+    let baseline = &set.manifest.baseline;
+    for g in crate::views::groups(summary) {
+        let Some(base) = g.iter().find(|c| c.is_baseline) else { continue };
+        let context = format!(
+            "{} at {} clients, memory {}{}",
+            base.key.workload,
+            base.key.clients,
+            base.key.memory_limit,
+            if base.key.profile == "default" { String::new() } else { format!(", profile {}", base.key.profile) }
+        );
+        let bottleneck = study.cells.get(&base.key).map(evidence::verdict_text).unwrap_or_else(|| "not judged".into());
+        let real: Vec<_> = g
+            .iter()
+            .filter(|c| !c.is_baseline)
+            .filter_map(|c| c.headline().1.map(|d| (c, d)))
+            .filter(|(_, d)| d.verdict == Verdict::RealChange)
+            .collect();
+        let best = real.iter().max_by(|a, b| a.1.pct.abs().total_cmp(&b.1.pct.abs()));
+        let line = match best {
+            Some((c, d)) => format!(
+                "{context}: the baseline {baseline} is {bottleneck}; the largest real change is {} {} {}: {}.",
+                c.key.placement,
+                d.text(""),
+                if c.nopm.is_some() { "NOPM" } else { "TPS" },
+                study.cause(&c.key, baseline, Some(d)).unwrap_or_default()
+            ),
+            None => {
+                let verdicts: Vec<String> = g
+                    .iter()
+                    .filter(|c| !c.is_baseline)
+                    .filter_map(|c| c.headline().1.map(|d| format!("{} {}", c.key.placement, d.verdict.as_str())))
+                    .collect();
+                format!(
+                    "{context}: the baseline {baseline} is {bottleneck}; no real change ({}).",
+                    if verdicts.is_empty() { "no contender measured".to_string() } else { verdicts.join(", ") }
+                )
+            }
+        };
+        lines.push(line);
+    }
+    let distorted: Vec<String> = set
+        .manifest
+        .placements
+        .iter()
+        .filter(|p| &p.name != baseline)
+        .filter(|p| crate::fidelity::note(&set.manifest, &p.name, baseline).is_some())
+        .map(|p| p.name.clone())
+        .collect();
+    if !distorted.is_empty() {
+        lines.push(format!(
+            "Emulation: the comparison of {} with {baseline} rests on emulated latencies outside the real classes' ratio (see Emulation fidelity); its deltas show the stand-ins, not the classes.",
+            distorted.join(", ")
+        ));
+    }
+    if lines.is_empty() {
+        return;
+    }
+    let _ = writeln!(s, "## Findings\n");
+    for l in lines {
+        let _ = writeln!(s, "- {l}");
+    }
+    let _ = writeln!(s);
+}
+
+/// The "why" of every cell of the results table: for a contender, what moved against the
+/// baseline cell (with figures) and where the emulation distorts the comparison; for the
+/// baseline, its bottleneck.
+fn whys(set: &ResultSet, summary: &Summary, study: &Study) -> Vec<String> {
+    let baseline = &set.manifest.baseline;
+    summary
+        .cells
+        .iter()
+        .map(|c| {
+            if c.is_baseline {
+                return study
+                    .cells
+                    .get(&c.key)
+                    .map(|e| format!("baseline: {}", evidence::verdict_text(e)))
+                    .unwrap_or_else(|| "baseline".into());
+            }
+            let mut w = study.cause(&c.key, baseline, c.headline().1.as_ref()).unwrap_or_else(|| "no baseline cell".into());
+            if let Some(n) = crate::fidelity::note(&set.manifest, &c.key.placement, baseline) {
+                w.push_str(&format!("; **{n}**"));
+            }
+            w.replace('|', "/")
+        })
+        .collect()
+}
+
+/// Each cell's bottleneck with the clause of the rule that produced it, and its largest wait
+/// events.
+fn bottlenecks(s: &mut String, summary: &Summary, study: &Study) {
+    if summary.cells.is_empty() {
+        return;
+    }
+    let _ = writeln!(s, "\n### Bottlenecks\n");
+    let _ = writeln!(s, "Rule: {}\n", evidence::RULE);
+    let _ = writeln!(s, "| placement | workload | clients | memory | profile | bottleneck | by the rule | largest wait events (share of backend time) |");
+    let _ = writeln!(s, "|---|---|---:|---|---|---|---|---|");
+    for c in &summary.cells {
+        let Some(e) = study.cells.get(&c.key) else { continue };
+        let j = evidence::judge(e);
+        let top: Vec<String> = e.waits.iter().take(4).map(|(ev, sh)| format!("{ev} {sh:.0}%")).collect();
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | {} | {} |",
+            c.key.placement,
+            c.key.workload,
+            c.key.clients,
+            c.key.memory_limit,
+            c.key.profile,
+            j.bottleneck.label(),
+            j.rule.replace('|', "/"),
+            if top.is_empty() { "no samples".into() } else { top.join(", ") }
+        );
+    }
+}
+
+/// Each emulated device's QD1 latencies against the class it stands for.
+fn fidelity_section(s: &mut String, m: &Manifest) {
+    let devices = crate::fidelity::devices(m);
+    if devices.is_empty() || !m.emulated {
+        return;
+    }
+    let _ = writeln!(s, "\n### Emulation fidelity\n");
+    let _ = writeln!(
+        s,
+        "An emulated tier is a mechanism, not the class it stands for. QD1 latencies from the fio probe (4 KiB random read, direct I/O; one 8 KiB write + fdatasync) against each class's documented range; a delta or claim whose two placements' emulated ratio lies outside the real classes' ratio is marked where it is shown.\n"
+    );
+    let _ = writeln!(s, "| device | stands for | what it is | read QD1 µs | write+fdatasync QD1 µs | class: read / write+fdatasync µs |");
+    let _ = writeln!(s, "|---|---|---|---:|---:|---|");
+    for d in &devices {
+        let range = d
+            .class_range
+            .map(|r| {
+                let f = |v: f64| if v.fract() == 0.0 { format!("{v:.0}") } else { format!("{v}") };
+                format!(
+                    "{}-{} / {}-{} (read {}, write {})",
+                    f(r.read_us.0),
+                    f(r.read_us.1),
+                    f(r.write_sync_us.0),
+                    f(r.write_sync_us.1),
+                    crate::fidelity::DeviceLatency::place(d.read_us, r.read_us),
+                    crate::fidelity::DeviceLatency::place(d.write_sync_us, r.write_sync_us)
+                )
+            })
+            .unwrap_or_else(|| "no documented range".into());
+        let _ = writeln!(s, "| {} | {} | {} | {:.0} | {:.0} | {range} |", d.device, d.class, d.description, d.read_us, d.write_sync_us);
+    }
+    let mut seen = Vec::new();
+    for d in &devices {
+        if let Some(r) = d.class_range
+            && !seen.contains(&r.class)
+        {
+            seen.push(r.class);
+            let _ = writeln!(s, "\n- {}: {}", r.class, r.source);
+        }
+    }
+    let mut calibrations: Vec<String> = Vec::new();
+    for p in m.placements.iter().filter(|p| p.name != m.baseline) {
+        for d in crate::fidelity::distortions(m, &p.name, &m.baseline) {
+            let line = format!("{} against {}: {}; to calibrate, {}", p.name, m.baseline, d.text(), d.calibration());
+            if !calibrations.contains(&line) {
+                calibrations.push(line);
+            }
+        }
+    }
+    if !calibrations.is_empty() {
+        let _ = writeln!(s, "\nOutside the real classes' ratio:\n");
+        for c in calibrations {
+            let _ = writeln!(s, "- {c}");
+        }
+    }
+}
+
 /// The results table: every cell with its TPS and latency changes against the baseline, and
 /// how the changes were judged.
-fn results_table(s: &mut String, summary: &Summary) {
+fn results_table(s: &mut String, summary: &Summary, whys: &[String]) {
     let _ = writeln!(s, "## Results\n");
     statistics_note(s, summary);
     let _ = writeln!(
         s,
-        "| placement | workload | clients | memory | profile | runs | TPS (mean ± CI95) | CV | TPS change | avg latency ms | latency change | p99 latency change |"
+        "| placement | workload | clients | memory | profile | runs | TPS (mean ± CI95) | CV | TPS change | avg latency ms | latency change | p99 latency change | why |"
     );
-    let _ = writeln!(s, "|---|---|---:|---|---|---:|---:|---:|---|---:|---|---|");
-    for c in &summary.cells {
+    let _ = writeln!(s, "|---|---|---:|---|---|---:|---:|---:|---|---:|---|---|---|");
+    for (i, c) in summary.cells.iter().enumerate() {
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {} | {} | {:.1} ± {} | {} | {} | {:.3} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {:.1} ± {} | {} | {} | {:.3} | {} | {} | {} |",
             c.key.placement,
             c.key.workload,
             c.key.clients,
@@ -122,8 +380,13 @@ fn results_table(s: &mut String, summary: &Summary) {
             c.latency_ms.mean,
             fmt_delta(c.latency_delta.as_ref(), c.is_baseline),
             if c.latency_p99_ms.is_some() { fmt_delta(c.latency_p99_delta.as_ref(), c.is_baseline) } else { "n/a".into() },
+            whys.get(i).map(String::as_str).unwrap_or(""),
         );
     }
+    let _ = writeln!(
+        s,
+        "\nWhy: what moved between the baseline cell and this one, behind the change of its headline figure (NOPM for TPC-C, TPS otherwise), from the evidence columns of summary.csv (means over the cell's runs); each cell's bottleneck and its rule are under Bottlenecks."
+    );
 }
 
 /// How to read the changes: the design and the interval it gives, the verdicts, the families
@@ -153,22 +416,39 @@ fn statistics_note(s: &mut String, summary: &Summary) {
     }
 }
 
-fn tpcc_table(s: &mut String, summary: &Summary) {
+fn tpcc_table(s: &mut String, set: &ResultSet, summary: &Summary) {
     let tpcc: Vec<_> = summary.cells.iter().filter(|c| c.nopm.is_some()).collect();
     if !tpcc.is_empty() {
         let _ = writeln!(
             s,
             "\nTPC-C cells: new orders per minute as HammerDB computes them (growth of sum(d_next_o_id) over the measured interval); TPS above is HammerDB's TPM / 60 (commits + rollbacks of all databases); latency percentiles are the new-order transaction's, every type's are in each run's tpcc-report.json.\n"
         );
+        // Where the emulated devices' QD1 latencies were probed, each change says how far its
+        // tiers are from the classes they stand for.
+        let probed = set.manifest.emulated && !crate::fidelity::devices(&set.manifest).is_empty();
         let _ = writeln!(
             s,
-            "| placement | workload | virtual users | memory | profile | NOPM (mean ± CI95) | NOPM change |\n|---|---|---:|---|---|---:|---|"
+            "| placement | workload | virtual users | memory | profile | NOPM (mean ± CI95) | NOPM change |{}\n|---|---|---:|---|---|---:|---|{}",
+            if probed { " emulated tiers against their classes |" } else { "" },
+            if probed { "---|" } else { "" }
         );
         for c in tpcc {
             let n = c.nopm.expect("filtered");
+            let fidelity = match (probed, c.is_baseline) {
+                (false, _) => String::new(),
+                (true, true) => " |".into(),
+                (true, false) => {
+                    let (m, p, b) = (&set.manifest, &c.key.placement, &set.manifest.baseline);
+                    let far = crate::fidelity::how_far(m, p, b).unwrap_or_else(|| "same devices".into());
+                    match crate::fidelity::note(m, p, b) {
+                        Some(_) => format!(" **emulation cannot reproduce this**: {far} |"),
+                        None => format!(" {far} |"),
+                    }
+                }
+            };
             let _ = writeln!(
                 s,
-                "| {} | {} | {} | {} | {} | {:.0} ± {} | {} |",
+                "| {} | {} | {} | {} | {} | {:.0} ± {} | {} |{}",
                 c.key.placement,
                 c.key.workload,
                 c.key.clients,
@@ -176,7 +456,8 @@ fn tpcc_table(s: &mut String, summary: &Summary) {
                 profile_cell(&c.key),
                 n.mean,
                 if n.ci95.is_finite() { format!("{:.0}", n.ci95) } else { "n/a".into() },
-                fmt_delta(c.nopm_delta.as_ref(), c.is_baseline)
+                fmt_delta(c.nopm_delta.as_ref(), c.is_baseline),
+                fidelity
             );
         }
     }

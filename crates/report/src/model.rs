@@ -400,6 +400,7 @@ mod tests {
             sampler_cpu_s: 0.0,
             cpu: None,
             postgres: None,
+            wait_events: None,
             memory: None,
             checkpoints_at_s: vec![],
             server_settings: Default::default(),

@@ -14,9 +14,10 @@ const OUTPUTS: [&str; 7] =
     ["summary.csv", "runs.csv", "statements.csv", "devices.csv", "series.csv", "summary.json", "report.md"];
 
 /// Charts kept as goldens (the others are checked for their text extents, not their bytes).
-const CHARTS: [(&str, &str); 2] = [
+const CHARTS: [(&str, &str); 3] = [
     ("seed003-tiers", "charts/scaling-tproc-c-mem160MiB.svg"),
     ("seed004-profiles", "charts/by-profile-tpcb-c1-mem160MiB.svg"),
+    ("seed000-claims", "charts/waits-tpcb.svg"),
 ];
 
 fn update() -> bool {
@@ -66,6 +67,30 @@ fn seed003_tiers_matches_its_goldens() {
 #[test]
 fn seed004_profiles_matches_its_goldens() {
     goldens(rendered(FIXTURES[1]));
+}
+
+#[test]
+fn seed000_claims_matches_its_goldens() {
+    goldens(rendered(FIXTURES[2]));
+}
+
+/// The report's opening, up to its results table: the published-vs-measured table and the
+/// findings, from a fixture with claims, wait events and QD1 probes.
+#[test]
+fn report_opens_with_published_vs_measured_and_findings() {
+    let r = rendered(FIXTURES[2]);
+    let md = r.read("report.md");
+    let end = md.find("## Results").expect("a results section");
+    let opening = &md[..end];
+    let published = opening.find("## Published vs measured").expect("the claims section");
+    let findings = opening.find("## Findings").expect("the findings section");
+    assert!(published < findings, "claims first, then findings");
+    assert!(!opening[..published].contains("\n## "), "nothing but the header before the claims");
+    assert!(opening.contains("These verdicts come from **emulated** tiers"), "an emulated run says so");
+    assert_eq!(opening.matches("\n| read-only-").count() + opening.matches("\n| wal-on-pmem-").count() + opening.matches("\n| all-on-pmem-").count(), 6, "six claims of seed 000");
+    if let Some(failure) = check("seed000-claims", "report-opening.md", opening) {
+        panic!("{failure}");
+    }
 }
 
 #[test]

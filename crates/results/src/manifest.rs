@@ -203,6 +203,55 @@ pub struct DeviceProbeRecord {
     pub randread_p99_us: f64,
     pub runtime_s: f64,
     pub raw_files: Vec<String>,
+    /// 4 KiB random reads at queue depth 1, direct I/O, on a file written in full first: mean and
+    /// median completion latency, µs (0 in result sets of older versions).
+    pub read_qd1_mean_us: f64,
+    pub read_qd1_p50_us: f64,
+    /// One 8 KiB write followed by fdatasync at queue depth 1: mean time per pair, µs
+    /// (1,000,000 / write+fdatasync IOPS).
+    pub write_sync_qd1_mean_us: f64,
+    /// What the probe saw go wrong on the device (fio errors, a file system that shut down, a
+    /// lost NBD connection), empty when it survived.
+    pub failure: Option<String>,
+}
+
+/// A figure a study published, as the experiment file's `[[claim]]` states it, resolved to the
+/// cells of this result set.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ClaimRecord {
+    /// Short name (`claim[2]` when the file gives none).
+    pub name: String,
+    /// The study's words.
+    pub text: String,
+    /// Where the claim is written: `tiers/pmem-vs-nvme.toml:142`.
+    pub origin: String,
+    /// The contender's placement and the placement it is compared with (the baseline unless the
+    /// claim names another).
+    pub placement: String,
+    pub against: String,
+    pub workload: String,
+    /// The client count of the cell; None with `at_peak` (the peak of the scaling curve) or
+    /// when the workload has one client count.
+    pub clients: Option<u32>,
+    pub at_peak: bool,
+    /// As in the cells (`unlimited`, `192MiB`); None: every memory limit must agree (the only one).
+    pub memory_limit: Option<String>,
+    pub profile: Option<String>,
+    /// `tps`, `latency`, `latency-p99`, `nopm`, `statement-latency`, `device-iops`, `device-mb-s`.
+    pub metric: String,
+    /// For `statement-latency`: the statement (its beginning, e.g. `UPDATE pgbench_accounts`).
+    pub statement: Option<String>,
+    /// The study's figure as written (`+44.6%`, `3.4x`, `-2.10%`, `+2%..+7%`).
+    pub figure: String,
+    /// The figure as a change in %: a point (low = high) or a range.
+    pub low_pct: f64,
+    pub high_pct: f64,
+    /// `placements` (judged in this result set) or `result-sets` (two result sets, e.g. two
+    /// releases or PostgreSQL versions: `cargo xtask report --baseline A --contender B`).
+    pub across: String,
+    /// Why the emulated cell differs from the study's (`clients 72 -> 8`), said next to the verdict.
+    pub emulation_note: Option<String>,
 }
 
 /// `manifest.json`.
@@ -249,6 +298,9 @@ pub struct Manifest {
     /// `runs` design, a 2% equivalence margin).
     #[serde(default)]
     pub measurement: MeasurementRecord,
+    /// The study's published figures this result set is checked against (`[[claim]]`).
+    #[serde(default)]
+    pub claims: Vec<ClaimRecord>,
 }
 
 /// The measurement design as it ran.

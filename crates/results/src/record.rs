@@ -222,6 +222,12 @@ pub struct DeviceIo {
     pub avg_wait_ms: f64,
     pub peak_read_iops: f64,
     pub peak_write_iops: f64,
+    /// Completed reads and writes over the interval (absent in result sets of older versions).
+    pub reads: u64,
+    pub writes: u64,
+    /// Share of the interval the device had I/O in flight (io_ticks of /proc/diskstats), %;
+    /// NaN-free: 0 in result sets of older versions.
+    pub util_pct: f64,
 }
 
 /// One second of I/O on one device (by kernel name).
@@ -270,6 +276,51 @@ pub struct PgCounters {
     pub wal_sync_time_ms: Option<f64>,
     pub temp_bytes: i64,
     pub database_size_bytes: i64,
+}
+
+/// One wait event's share of sampled backend time (pg_stat_activity).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct WaitShare {
+    /// `IO:WALSync`, `LWLock:WALWrite`, `Lock:transactionid`, `Client:ClientRead`, `CPU` (active,
+    /// no wait event), `Idle` (not active, no wait event).
+    pub event: String,
+    /// Samples of backends seen in this event.
+    pub samples: u64,
+    /// samples / all samples of the group, %.
+    pub share_pct: f64,
+}
+
+/// Wait events of the server's processes sampled from pg_stat_activity during the measured
+/// interval, on a connection of its own.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct WaitEvents {
+    /// Time between two snapshots as asked, ms (the sampler aims at 10 per second).
+    pub interval_ms: f64,
+    /// Snapshots taken over the interval.
+    pub snapshots: u64,
+    /// Client backends of the benchmark's database, one sample per backend per snapshot:
+    /// shares of backend time, largest first.
+    pub backend: Vec<WaitShare>,
+    /// Backend samples in `backend` (snapshots x backends seen).
+    pub backend_samples: u64,
+    /// The WAL writer, checkpointer, background writer and autovacuum workers: shares per
+    /// process type, largest first.
+    pub background: std::collections::BTreeMap<String, Vec<WaitShare>>,
+    /// CPU seconds of the sampler itself: its thread in this process, and the server process
+    /// that answered its queries.
+    pub sampler_cpu_s: f64,
+    pub sampler_backend_cpu_s: Option<f64>,
+    /// The raw samples, relative to the run's directory.
+    pub raw_file: String,
+}
+
+impl WaitEvents {
+    /// The share of backend time of `event` (0 when never seen).
+    pub fn share(&self, event: &str) -> f64 {
+        self.backend.iter().find(|w| w.event == event).map(|w| w.share_pct).unwrap_or(0.0)
+    }
 }
 
 /// Memory of the server's cgroup.
@@ -326,6 +377,10 @@ pub struct RunRecord {
     pub cpu: Option<CpuSplit>,
     #[serde(default)]
     pub postgres: Option<PgCounters>,
+    /// Wait events sampled during the measured interval (absent in result sets of older
+    /// versions).
+    #[serde(default)]
+    pub wait_events: Option<WaitEvents>,
     #[serde(default)]
     pub memory: Option<MemoryUse>,
     /// Checkpoints that started during the measured interval (seconds since its start).

@@ -1,6 +1,6 @@
 //! The evidence around a measured interval besides the workload's own figures: PostgreSQL's
-//! counters, client and server CPU, device I/O and checkpoints, with the raw counters written
-//! next to the figures.
+//! counters, client and server CPU, device I/O, checkpoints and wait events, with the raw
+//! counters written next to the figures.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
@@ -11,7 +11,8 @@ use results::record::RunRecord;
 use crate::matrix::PlacementTarget;
 use crate::pgstats;
 use crate::sampler::{self, Sampler};
-use crate::server::Server;
+use crate::server::{self, Server};
+use crate::waits::{self, WaitSampler};
 use crate::{DATABASE, RunnerError};
 
 /// What is measured around a measured interval besides the workload's own figures:
@@ -24,6 +25,8 @@ pub(crate) struct Evidence {
     wall0: std::time::Instant,
     started: SystemTime,
     sampler: Sampler,
+    /// pg_stat_activity about ten times a second, on a connection of its own.
+    waits: WaitSampler,
     /// The run's directory: the raw counters behind the figures are written there.
     run_dir: PathBuf,
 }
@@ -45,6 +48,15 @@ impl Evidence {
             wall0: std::time::Instant::now(),
             started: SystemTime::now(),
             sampler: Sampler::start(placement.devices.clone(), Duration::from_secs(1)),
+            waits: WaitSampler::start(
+                waits::Target {
+                    socket_dir: srv.socket_dir.clone(),
+                    port: srv.port,
+                    user: server::DB_ROLE.into(),
+                    database: DATABASE.into(),
+                },
+                waits::INTERVAL,
+            ),
             run_dir: run_dir.to_path_buf(),
         })
     }
@@ -53,6 +65,7 @@ impl Evidence {
     /// client such as the TPC-C driver).
     pub(crate) async fn end(self, srv: &Server, record: &mut RunRecord, client_cpu: Option<f64>, client_name: &str) {
         let sampled = self.sampler.finish();
+        let (mut wait_events, wait_text) = self.waits.finish();
         let ended = SystemTime::now();
         let wall = self.wall0.elapsed().as_secs_f64();
         let client_cpu = client_cpu.unwrap_or_else(|| sampler::children_cpu_seconds() - self.client_cpu0);
@@ -70,6 +83,14 @@ impl Evidence {
         for (name, text) in &sampled.raw {
             let _ = std::fs::write(self.run_dir.join(name), text);
         }
+        wait_events.raw_file = waits::write_raw(&self.run_dir, &wait_text);
+        if wait_events.snapshots == 0 {
+            record.warnings.push(Warning::Other(format!(
+                "no wait events were sampled ({}): the run's bottleneck is judged from its counters alone",
+                wait_text.lines().find_map(|l| l.strip_prefix("# sampling stopped early: ")).unwrap_or("no snapshot")
+            )));
+        }
+        record.wait_events = Some(wait_events);
         record.devices = sampled.devices;
         record.io_series = sampled.series;
         record.sampler_cpu_s = sampled.seconds;

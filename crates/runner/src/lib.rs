@@ -26,6 +26,7 @@ mod system;
 #[cfg(test)]
 mod testing;
 mod tpcc_run;
+pub mod waits;
 
 pub use env::RunnerEnv;
 pub use error::RunnerError;

@@ -34,6 +34,7 @@ pub fn new_record(planned: &PlannedRun, workload: &WorkloadSpec, started_at: Str
         devices: vec![],
         cpu: None,
         postgres: None,
+        wait_events: None,
         memory: None,
         checkpoints_at_s: vec![],
         io_series: vec![],

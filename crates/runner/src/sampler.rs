@@ -45,6 +45,17 @@ fn parse_diskstats_line(line: &str) -> Option<(&str, DiskCounters)> {
     ))
 }
 
+/// Milliseconds the device had I/O in flight (io_ticks, field 13 of a /proc/diskstats line), per
+/// kernel name: utilisation over an interval is its growth over the interval's length.
+pub fn parse_io_ticks(text: &str) -> BTreeMap<String, u64> {
+    text.lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            Some((f.get(2)?.to_string(), f.get(12)?.parse().ok()?))
+        })
+        .collect()
+}
+
 /// CPU jiffies of the machine (first line of /proc/stat).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct CpuCounters {
@@ -193,6 +204,8 @@ impl Sampler {
                 let ios = (b.reads - a.reads.min(b.reads)) + (b.writes - a.writes.min(b.writes));
                 let ms = (b.read_ms.saturating_sub(a.read_ms)) + (b.write_ms.saturating_sub(a.write_ms));
                 let mine: Vec<&IoSample> = series.iter().filter(|s| s.device == d.kernel_name).collect();
+                let ticks = |text: &str| parse_io_ticks(text).get(&d.kernel_name).copied().unwrap_or(0);
+                let busy_ms = ticks(&last.diskstats_text).saturating_sub(ticks(&self.first.diskstats_text));
                 DeviceIo {
                     device: d.device.clone(),
                     role: d.role.clone(),
@@ -204,6 +217,9 @@ impl Sampler {
                     avg_wait_ms: if ios > 0 { ms as f64 / ios as f64 } else { 0.0 },
                     peak_read_iops: mine.iter().map(|s| s.read_iops).fold(0.0, f64::max),
                     peak_write_iops: mine.iter().map(|s| s.write_iops).fold(0.0, f64::max),
+                    reads: b.reads.saturating_sub(a.reads),
+                    writes: b.writes.saturating_sub(a.writes),
+                    util_pct: (busy_ms as f64 / (secs * 1000.0).max(1e-3) * 100.0).min(100.0),
                 }
             })
             .collect();
@@ -275,6 +291,14 @@ mod tests {
         assert_eq!((ri, wi), (600.0, 400.0));
         assert!((rm - 9600.0 * 512.0 / 1e6 / 2.0).abs() < 1e-9);
         assert!((wm - 6400.0 * 512.0 / 1e6 / 2.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn io_ticks_give_utilisation() {
+        let t = "   7       3 loop3 1200 0 9600 300 800 10 6400 500 0 900 800 0 0 0 0\n 253 0 zram1 5 0 40 0\n";
+        let ticks = parse_io_ticks(t);
+        assert_eq!(ticks.get("loop3"), Some(&900));
+        assert_eq!(ticks.get("zram1"), None, "a short line has no io_ticks");
     }
 
     #[test]

@@ -91,6 +91,10 @@ async fn run(args: &FidelityArgs, journal: &Journal, interrupts: &Interrupts, id
         }
         pairs.pgtier_tps.push(rec.metrics.tps);
         pairs.sampler_pct.push(rec.sampler_cpu_s / rec.duration_s * 100.0);
+        if let Some(w) = &rec.wait_events {
+            let backend = w.sampler_backend_cpu_s.unwrap_or(0.0);
+            pairs.waits_pct.push((w.sampler_cpu_s + backend) / rec.duration_s * 100.0);
+        }
         pairs.lines.push(format!("run {i} pgtier: {:.1} tps ({})", rec.metrics.tps, rec.command));
         // By hand: the same server start, CHECKPOINT and page-cache drop, then plain pgbench.
         let hand = by_hand(&env, &placement, args, threads, &out.join(format!("{i:04}-hand.log"))).await?;
@@ -109,6 +113,8 @@ struct Pairs {
     pgtier_tps: Vec<f64>,
     hand_tps: Vec<f64>,
     sampler_pct: Vec<f64>,
+    /// The wait-event sampler: its thread and the server process answering it.
+    waits_pct: Vec<f64>,
     lines: Vec<String>,
 }
 
@@ -277,6 +283,12 @@ fn summary(args: &FidelityArgs, threads: u32, pairs: &Pairs) -> String {
         "sampler (once a second: /proc/diskstats, /proc/stat): {:.3}% of one core (median over the pgtier runs)\n",
         median(&pairs.sampler_pct)
     ));
+    if !pairs.waits_pct.is_empty() {
+        text.push_str(&format!(
+            "wait-event sampler (pg_stat_activity ten times a second; its thread and the server backend answering it): {:.3}% of one core (median over the pgtier runs)\n",
+            median(&pairs.waits_pct)
+        ));
+    }
     text
 }
 

@@ -27,6 +27,43 @@ pub fn print(s: &Setup) {
         experiment::Design::Runs => runs(&s.matrix, &s.runs),
         experiment::Design::Slices => slices(&s.exp, &s.matrix, &s.runs),
     }
+    claims(&s.exp);
+}
+
+/// The study's published figures and the cells they will be checked on.
+fn claims(exp: &experiment::Experiment) {
+    println!("\n## Published claims ({}; report.md opens with them against what is measured)\n", exp.claims.len());
+    if exp.claims.is_empty() {
+        println!("None: the experiment file has no [[claim]].");
+    }
+    for c in &exp.claims {
+        println!(
+            "- {}: {} {} of {} against {}, {}: \"{}\"",
+            c.name,
+            c.metric.as_str(),
+            c.figure,
+            c.placement,
+            c.against,
+            claim_cell(c),
+            c.text
+        );
+        if c.across == experiment::ClaimAcross::ResultSets {
+            println!("    across result sets: judged by `cargo xtask report --baseline A --contender B`");
+        }
+        if let Some(n) = &c.emulation_note {
+            println!("    emulated cell: {n}");
+        }
+        println!("    ({})", c.origin);
+    }
+}
+
+fn claim_cell(c: &experiment::Claim) -> String {
+    let clients = match (c.at_peak, c.clients) {
+        (true, _) | (false, None) => "at the peak of the scaling curve".to_string(),
+        (false, Some(n)) => format!("{n} clients"),
+    };
+    let statement = c.statement.as_ref().map(|s| format!(", statement {s}")).unwrap_or_default();
+    format!("workload {} {clients}, memory {}, profile {}{statement}", c.workload, c.memory_limit, c.profile)
 }
 
 /// The sliced design: sessions, contests, what a slice runs, and the budget.

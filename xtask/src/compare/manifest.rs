@@ -77,6 +77,7 @@ pub fn begin(
             budget_s: exp.measurement.budget.map(|b| b.as_secs_f64()),
             ..Default::default()
         },
+        claims: exp.claims.iter().map(claim_record).collect(),
     };
     if let Some(prev) = previous {
         m.started_at = prev.started_at.clone();
@@ -184,6 +185,33 @@ pub fn probe_record(p: tiers::probe::DeviceProbe) -> DeviceProbeRecord {
         randread_p99_us: p.randread_p99_us,
         runtime_s: p.runtime_s,
         raw_files: p.raw_files,
+        read_qd1_mean_us: p.read_qd1_mean_us,
+        read_qd1_p50_us: p.read_qd1_p50_us,
+        write_sync_qd1_mean_us: p.write_sync_qd1_mean_us,
+        failure: p.failure,
+    }
+}
+
+/// A `[[claim]]` as the report reads it.
+pub fn claim_record(c: &experiment::Claim) -> results::manifest::ClaimRecord {
+    results::manifest::ClaimRecord {
+        name: c.name.clone(),
+        text: c.text.clone(),
+        origin: format!("{}{}", c.origin.file.display(), c.origin.line.map(|l| format!(":{l}")).unwrap_or_default()),
+        placement: c.placement.clone(),
+        against: c.against.clone(),
+        workload: c.workload.clone(),
+        clients: c.clients,
+        at_peak: c.at_peak,
+        memory_limit: Some(c.memory_limit.clone()),
+        profile: Some(c.profile.clone()),
+        metric: c.metric.as_str().into(),
+        statement: c.statement.clone(),
+        figure: c.figure.clone(),
+        low_pct: c.low_pct,
+        high_pct: c.high_pct,
+        across: c.across.as_str().into(),
+        emulation_note: c.emulation_note.clone(),
     }
 }
 

@@ -136,6 +136,11 @@ impl<'a> Session<'a> {
                 self.phase(Phase::Matrix, async |s| s.run_sliced(&env, &matrix, &provisioned, &goldens).await).await?
             }
         };
+        for (device, why) in self.tier_survival(&provisioned, None) {
+            self.manifest.warnings.push(Warning::Other(format!(
+                "the emulated tier {device} did not survive the matrix: {why}; runs on placements using it after that failed or measured a broken device"
+            )));
+        }
         if failures > 0 {
             self.manifest.warnings.push(Warning::RunsFailed { count: failures });
             // The matrix ran to its end; only some of its runs failed.
@@ -230,15 +235,51 @@ impl<'a> Session<'a> {
                 dataset::available_bytes(&d.mountpoint).map(|b| (b / 10 / 1048576).clamp(256, 4096)).unwrap_or(1024)
             };
             let mut sys = tiers::system::RealSystem;
-            let p =
-                tiers::probe::probe(&mut sys, &d.name, &d.mountpoint, self.exp.device_probe, size_mib, &dir, "probes")?;
+            let probed =
+                tiers::probe::probe(&mut sys, &d.name, &d.mountpoint, self.exp.device_probe, size_mib, &dir, "probes");
+            // An emulated tier that lost its NBD target says so, whatever fio printed.
+            if let Some(why) = self.tier_survival(provisioned, Some(&d.name)).pop().map(|(_, w)| w) {
+                let what = format!(
+                    "the emulated tier {} did not survive the fio probe (sustained 8 KiB write+fdatasync, then random reads): {why}",
+                    d.name
+                );
+                self.manifest.warnings.push(Warning::Other(what.clone()));
+                if let Ok(mut p) = probed {
+                    p.failure = Some(why);
+                    self.manifest.device_probes.push(manifest::probe_record(p));
+                }
+                bail!("{what}; every run on it would fail, so the matrix is not started");
+            }
+            let p = probed?;
             eprintln!(
-                "  {}: {:.0} write+fdatasync IOPS (sync p50 {:.0} us, p99 {:.0} us), {:.0} random-read IOPS",
-                d.name, p.wal_write_iops, p.wal_sync_p50_us, p.wal_sync_p99_us, p.randread_iops
+                "  {}: {:.0} write+fdatasync IOPS (sync p50 {:.0} us, p99 {:.0} us), {:.0} random-read IOPS; QD1: read {:.0} us, write+fdatasync {:.0} us",
+                d.name,
+                p.wal_write_iops,
+                p.wal_sync_p50_us,
+                p.wal_sync_p99_us,
+                p.randread_iops,
+                p.read_qd1_mean_us,
+                p.write_sync_qd1_mean_us
             );
             self.manifest.device_probes.push(manifest::probe_record(p));
         }
         Ok(())
+    }
+
+    /// Emulated devices with helper processes (NVMe/TCP: nbdkit and nbdfuse) that did not survive
+    /// (`only`: that device): a helper gone, a failed NBD request in their logs, or the kernel's
+    /// I/O errors or a file system shutdown on the block device; with what went wrong.
+    fn tier_survival(&self, provisioned: &Provisioned, only: Option<&str>) -> Vec<(String, String)> {
+        let mut sys = tiers::system::RealSystem;
+        provisioned
+            .devices
+            .iter()
+            .filter(|d| d.emulated && !d.helpers.is_empty() && only.is_none_or(|n| n == d.name))
+            .filter_map(|d| {
+                let logs = ["nbdfuse", "nbdkit"].map(|h| self.results.logs_dir().join(format!("{h}-{}.log", d.name)));
+                tiers::probe::survival(&mut sys, &d.block_device, &d.helpers, &logs).map(|w| (d.name.clone(), w))
+            })
+            .collect()
     }
 
     /// The runner's environment, with its private socket directory.

@@ -1,6 +1,7 @@
 //! Validation, one module per section of the file; every problem is collected (all are reported
 //! at once) with the file, line and key it concerns.
 
+mod claim;
 mod device;
 mod emulate;
 mod experiment;
@@ -23,6 +24,7 @@ use crate::model::{Experiment, Origin};
 use crate::raw::RawFile;
 use crate::spans::span;
 use crate::{LoadOptions, units};
+pub use claim::parse_figure;
 pub(crate) use emulate::Chosen;
 use emulate::Overrides;
 
@@ -50,6 +52,17 @@ impl<'a> Validator<'a> {
         let measurement = self.measurement(
             raw.measurement.as_ref(),
             raw.emulate.as_ref().and_then(|e| e.get_ref().measurement.as_ref()),
+            opts,
+        );
+        let claims = self.claims(
+            raw,
+            &claim::Matrix {
+                placements: &placements,
+                workloads: &workloads,
+                memory_limits: &pg.memory_limits,
+                profiles: &pg.profiles,
+                baseline: raw.experiment.get_ref().baseline.get_ref(),
+            },
             opts,
         );
         self.cross_checks(&devices, &placements, &workloads, opts.emulate);
@@ -87,6 +100,7 @@ impl<'a> Validator<'a> {
             measurement,
             faults,
             warnings: Vec::new(),
+            claims,
         })
     }
 

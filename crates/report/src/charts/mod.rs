@@ -6,6 +6,7 @@ use std::sync::Once;
 
 mod bar;
 mod line;
+mod stacked;
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -114,6 +115,27 @@ pub struct LineChart {
     pub integer_x: bool,
 }
 
+/// One stacked bar: segments (series name, share in %) bottom up, and a note above it.
+#[derive(Clone, Debug)]
+pub struct StackedBar {
+    pub label: String,
+    pub segments: Vec<(String, f64)>,
+    pub note: String,
+}
+
+/// Bars of shares that sum to 100% each (wait events per placement).
+#[derive(Clone, Debug)]
+pub struct StackedChart {
+    pub title: String,
+    pub subtitle: String,
+    pub x_label: String,
+    pub y_label: String,
+    pub bars: Vec<StackedBar>,
+    /// Every series with its colour, in stacking order (the legend).
+    pub series: Vec<(String, RGBColor)>,
+    pub footnote: Vec<String>,
+}
+
 #[derive(Debug, thiserror::Error)]
 #[error("chart {path}: {message}")]
 pub struct ChartError {
@@ -129,6 +151,7 @@ pub const HEIGHT: u32 = 760;
 pub enum Chart {
     Bar(BarChart),
     Line(LineChart),
+    Stacked(StackedChart),
 }
 
 impl Chart {
@@ -136,6 +159,7 @@ impl Chart {
         match self {
             Chart::Bar(c) => &c.title,
             Chart::Line(c) => &c.title,
+            Chart::Stacked(c) => &c.title,
         }
     }
 
@@ -143,6 +167,7 @@ impl Chart {
         match self {
             Chart::Bar(c) => bar::draw_bar_chart(root, c),
             Chart::Line(c) => line::draw_line_chart(root, c),
+            Chart::Stacked(c) => stacked::draw_stacked_chart(root, c),
         }
     }
 }

@@ -5,6 +5,7 @@ use results::record::MemoryLabel;
 use serde::{Serialize, Serializer};
 
 use super::{ExportError, Exporter, Output, layout};
+use crate::evidence::{self, EvidenceColumns, Study};
 use crate::model::{CellSummary, ResultSet, Summary};
 use crate::stats::Delta;
 
@@ -276,6 +277,41 @@ fn summary_row(c: &CellSummary) -> SummaryRow<'_> {
     }
 }
 
+/// A run's evidence columns (blank for a failed run, like its figures).
+fn run_evidence(study: &Study, r: &results::RunRecord) -> EvidenceColumns {
+    study.runs.get(&r.run_id).map(|e| EvidenceColumns(evidence::columns(e))).unwrap_or_default()
+}
+
+/// A cell's evidence: the mean over the runs its figures come from.
+fn cell_evidence(study: &Study, c: &CellSummary) -> EvidenceColumns {
+    study.cells.get(&c.key).map(|e| EvidenceColumns(evidence::columns(e))).unwrap_or_default()
+}
+
+/// The last columns of summary.csv: why the headline figure moved against the baseline, and
+/// where the emulated tiers distort that comparison.
+#[derive(Serialize, Default)]
+struct CauseColumns {
+    why: String,
+    emulation_note: String,
+}
+
+fn cause_columns(set: &ResultSet, study: &Study, c: &CellSummary) -> CauseColumns {
+    let baseline = &set.manifest.baseline;
+    if c.is_baseline {
+        return CauseColumns::default();
+    }
+    CauseColumns {
+        why: study.cause(&c.key, baseline, c.headline().1.as_ref()).unwrap_or_default(),
+        emulation_note: {
+            let (m, p) = (&set.manifest, &c.key.placement);
+            match (crate::fidelity::note(m, p, baseline), crate::fidelity::how_far(m, p, baseline)) {
+                (Some(_), Some(far)) => format!("emulation cannot reproduce this: {far}"),
+                (note, far) => note.or(far).unwrap_or_default(),
+            }
+        },
+    }
+}
+
 /// `statements.csv`: one row per statement of the script per cell (pgbench `-r`).
 #[derive(Serialize, Default)]
 struct StatementRow<'a> {
@@ -398,10 +434,15 @@ pub struct CsvExporter;
 impl Exporter for CsvExporter {
     fn export(&self, set: &ResultSet, summary: &Summary) -> Result<Vec<Output>, ExportError> {
         let l = layout();
+        // The evidence (and, per cell, the cause of its change) is appended after the columns
+        // older readers know.
+        let study = Study::of(set, summary);
+        let runs = run_rows(set).zip(set.runs.iter()).map(|(row, r)| (row, run_evidence(&study, r)));
+        let cells = summary.cells.iter().map(|c| (summary_row(c), cell_evidence(&study, c), cause_columns(set, &study, c)));
         Ok(vec![
             Output::bytes(l.devices_csv(), csv_bytes(device_rows(set))),
-            Output::bytes(l.runs_csv(), csv_bytes(run_rows(set))),
-            Output::bytes(l.summary_csv(), csv_bytes(summary.cells.iter().map(summary_row))),
+            Output::bytes(l.runs_csv(), csv_bytes(runs)),
+            Output::bytes(l.summary_csv(), csv_bytes(cells)),
             Output::bytes(l.series_csv(), csv_bytes(series_rows(set))),
             Output::bytes(l.statements_csv(), csv_bytes(statement_rows(summary))),
         ])

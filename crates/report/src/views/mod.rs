@@ -4,6 +4,7 @@
 mod devices;
 mod lines;
 mod placement;
+mod waits;
 
 use std::path::{Path, PathBuf};
 
@@ -234,6 +235,7 @@ pub fn plan(set: &ResultSet, summary: &Summary) -> Vec<ChartSpec> {
     lines::stability(&mut cx);
     devices::device_io(&mut cx);
     devices::ceilings(&mut cx);
+    waits::waits(&mut cx);
     cx.specs
 }
 

@@ -1,0 +1,394 @@
+//! Published vs measured: each `[[claim]]` of the experiment file (recorded in the manifest) set
+//! against the measured change of its cell, with a verdict by a rule written out in [`RULE`].
+
+use results::manifest::ClaimRecord;
+use results::record::{CellKey, MemoryLabel, RunRecord, RunStatus};
+use serde::Serialize;
+
+use crate::evidence::Study;
+use crate::markdown::statement_label;
+use crate::model::{CellSummary, ResultSet, Summary};
+use crate::stats::{Delta, Estimate, Verdict};
+
+/// What the measurement says about a published figure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ClaimVerdict {
+    /// The published figure lies in the measured change's 95% interval, and the change is real
+    /// (or, for a published "no difference", the change is equivalent).
+    Reproduced,
+    /// The change is real and goes the published way, but its interval excludes the figure.
+    SameDirection,
+    /// The interval excludes the published figure and shows no change in its direction.
+    Contradicted,
+    /// The interval holds the published figure and no change alike, or there is no interval.
+    Inconclusive,
+    /// The claim compares two result sets: `cargo xtask report --baseline A --contender B`.
+    NeedsTwoResultSets,
+    /// The cell was not measured (a missing or failed cell).
+    NotMeasured,
+}
+
+impl ClaimVerdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ClaimVerdict::Reproduced => "reproduced",
+            ClaimVerdict::SameDirection => "same direction, different size",
+            ClaimVerdict::Contradicted => "contradicted",
+            ClaimVerdict::Inconclusive => "inconclusive",
+            ClaimVerdict::NeedsTwoResultSets => "needs two result sets",
+            ClaimVerdict::NotMeasured => "not measured",
+        }
+    }
+}
+
+/// The verdict rule, as report.md states it.
+pub const RULE: &str = "**reproduced**: the published figure (or range) lies in the measured change's 95% interval and the change is a real change (for a published figure inside the equivalence margin: the change is equivalent); **same direction, different size**: the change is real and goes the published way, but its interval excludes the figure; **contradicted**: the interval excludes the published figure and shows no real change in its direction (a real change the other way, an equivalence, or no change at all); **inconclusive**: the interval holds both the published figure and no change, or there is no interval.";
+
+/// The verdict of a published change `low..high` (%, a point when equal) against a measured
+/// change, by [`RULE`]; with a sentence on why.
+pub fn judge(low: f64, high: f64, d: &Delta, margin_pct: f64) -> (ClaimVerdict, String) {
+    if !d.has_interval() {
+        return (ClaimVerdict::Inconclusive, "no interval (a side with a single run)".into());
+    }
+    let overlaps = low <= d.pct_high && high >= d.pct_low;
+    let published_nothing = low >= -margin_pct && high <= margin_pct;
+    let mid = (low + high) / 2.0;
+    if overlaps {
+        return match d.verdict {
+            Verdict::RealChange => (ClaimVerdict::Reproduced, "the published figure lies in the interval".into()),
+            Verdict::Equivalent if published_nothing => {
+                (ClaimVerdict::Reproduced, "no change that matters, as published".into())
+            }
+            _ if d.within_noise => (
+                ClaimVerdict::Inconclusive,
+                "the interval holds the published figure, and no change as well".into(),
+            ),
+            _ => (
+                ClaimVerdict::Inconclusive,
+                "the interval holds the published figure, but the change is not a real change after the correction for the number of changes".into(),
+            ),
+        };
+    }
+    let size = if d.pct.abs() < mid.abs() { "smaller" } else { "larger" };
+    match d.verdict {
+        Verdict::RealChange if d.pct.signum() == mid.signum() && !(low < 0.0 && high > 0.0) => {
+            (ClaimVerdict::SameDirection, format!("a real change the published way, {size} than published"))
+        }
+        Verdict::RealChange => (ClaimVerdict::Contradicted, "a real change the other way".into()),
+        Verdict::Equivalent => {
+            (ClaimVerdict::Contradicted, "no change that matters, against a published change".into())
+        }
+        _ => (
+            ClaimVerdict::Contradicted,
+            "the interval excludes the published figure, and no real change is shown".into(),
+        ),
+    }
+}
+
+/// One claim with its measurement and verdict.
+#[derive(Clone, Debug, Serialize)]
+pub struct ClaimCheck {
+    pub claim: ClaimRecord,
+    /// The cell(s) measured: `tpcb, 8 clients, memory unlimited` (at the peak: each placement's
+    /// peak client count).
+    pub cell: String,
+    pub measured: Option<Delta>,
+    pub verdict: ClaimVerdict,
+    pub why: String,
+    /// Where the emulated tiers distort the comparison (see `fidelity`).
+    pub fidelity: Option<String>,
+}
+
+/// The claim's cell, of the result set's first build (claims name no build).
+fn key(summary: &Summary, c: &ClaimRecord, placement: &str, clients: u32) -> CellKey {
+    CellKey {
+        placement: placement.to_string(),
+        workload: c.workload.clone(),
+        clients,
+        memory_limit: memory_label(c),
+        profile: c.profile.clone().unwrap_or_else(|| "default".into()),
+        build: summary.cells.first().map_or_else(|| results::record::DEFAULT_BUILD.to_string(), |x| x.key.build.clone()),
+    }
+}
+
+fn memory_label(c: &ClaimRecord) -> MemoryLabel {
+    c.memory_limit.as_deref().and_then(|m| m.parse().ok()).unwrap_or(MemoryLabel::of(None))
+}
+
+/// The peak client count of a placement's cells of the claim's workload, memory limit and
+/// profile (the highest mean of the headline figure).
+fn peak(summary: &Summary, c: &ClaimRecord, placement: &str) -> Option<u32> {
+    summary
+        .cells
+        .iter()
+        .filter(|x| {
+            x.key.placement == placement
+                && x.key.workload == c.workload
+                && x.key.memory_limit == memory_label(c)
+                && Some(&x.key.profile) == c.profile.as_ref()
+        })
+        .max_by(|a, b| a.headline().0.mean.total_cmp(&b.headline().0.mean))
+        .map(|x| x.key.clients)
+}
+
+/// A run's value of the claim's metric.
+fn value(c: &ClaimRecord, r: &RunRecord, study: &Study) -> Option<f64> {
+    match c.metric.as_str() {
+        "tps" => Some(r.metrics.tps),
+        "latency" => Some(r.metrics.latency_ms_avg),
+        "latency-p99" => r.metrics.latency_ms_p99,
+        "nopm" => r.metrics.nopm,
+        "statement-latency" => {
+            let want = c.statement.as_deref().unwrap_or_default();
+            r.statements.iter().find(|s| statement_matches(&s.statement, want)).map(|s| s.latency_ms)
+        }
+        "device-iops" => study.runs.get(&r.run_id).and_then(|e| e.device_iops),
+        "device-mb-s" => study.runs.get(&r.run_id).and_then(|e| e.device_mb_s),
+        _ => None,
+    }
+}
+
+fn statement_matches(text: &str, want: &str) -> bool {
+    let want = want.trim().to_ascii_lowercase();
+    statement_label(text).to_ascii_lowercase() == want || text.trim().to_ascii_lowercase().starts_with(&want)
+}
+
+/// The summary's own change for the metric of a cell (paired and Holm-corrected as the results
+/// table shows it), when the metric is one the summary has.
+fn summary_delta(c: &ClaimRecord, cell: &CellSummary) -> Option<Option<Delta>> {
+    Some(match c.metric.as_str() {
+        "tps" => cell.tps_delta,
+        "latency" => cell.latency_delta,
+        "latency-p99" => cell.latency_p99_delta,
+        "nopm" => cell.nopm_delta,
+        "statement-latency" => {
+            let want = c.statement.as_deref().unwrap_or_default();
+            cell.statements.iter().find(|s| statement_matches(&s.statement, want)).and_then(|s| s.delta)
+        }
+        _ => return None,
+    })
+}
+
+/// The change of the claim's metric from the runs of two cells: paired by round for the slices
+/// design, else Welch on the logs; not corrected for the number of claims.
+fn runs_delta(
+    set: &ResultSet,
+    c: &ClaimRecord,
+    study: &Study,
+    base: &CellKey,
+    cont: &CellKey,
+    margin: f64,
+) -> Option<Delta> {
+    let values = |k: &CellKey| -> Vec<(u32, f64)> {
+        set.runs
+            .iter()
+            .filter(|r| &r.cell == k && r.status == RunStatus::Ok)
+            .filter_map(|r| Some((r.repetition, value(c, r, study)?)))
+            .collect()
+    };
+    let (b, x) = (values(base), values(cont));
+    if set.manifest.measurement.design == "slices" {
+        let pairs: Vec<(f64, f64)> =
+            x.iter().filter_map(|(rep, v)| b.iter().find(|(r, _)| r == rep).map(|(_, bv)| (*bv, *v))).collect();
+        if pairs.len() >= 2 {
+            return Delta::paired(&pairs).map(|d| d.classified(margin));
+        }
+    }
+    let est = |v: &[(u32, f64)]| Estimate::of(&v.iter().map(|(_, x)| *x).collect::<Vec<_>>());
+    Delta::between(&est(&b)?, &est(&x)?).map(|d| d.classified(margin))
+}
+
+/// Every claim of the result set, checked.
+pub fn check_all(set: &ResultSet, summary: &Summary, study: &Study) -> Vec<ClaimCheck> {
+    let margin = summary.analysis.equivalence_margin_pct;
+    set.manifest
+        .claims
+        .iter()
+        .map(|c| {
+            let fidelity = crate::fidelity::note(&set.manifest, &c.placement, &c.against);
+            let done = |cell: String, measured: Option<Delta>, verdict: ClaimVerdict, why: String| ClaimCheck {
+                claim: c.clone(),
+                cell,
+                measured,
+                verdict,
+                why,
+                fidelity: fidelity.clone(),
+            };
+            if c.across == "result-sets" {
+                return done(
+                    describe_cell(c, None),
+                    None,
+                    ClaimVerdict::NeedsTwoResultSets,
+                    "it compares two result sets: `cargo xtask report --baseline A --contender B` judges it".into(),
+                );
+            }
+            let (bc, cc) = if c.at_peak {
+                (peak(summary, c, &c.against), peak(summary, c, &c.placement))
+            } else {
+                (c.clients, c.clients)
+            };
+            let (Some(bc), Some(cc)) = (bc, cc) else {
+                return done(
+                    describe_cell(c, None),
+                    None,
+                    ClaimVerdict::NotMeasured,
+                    "the cell has no successful run".into(),
+                );
+            };
+            let (base, cont) = (key(summary, c, &c.against, bc), key(summary, c, &c.placement, cc));
+            let cell_text = describe_cell(c, Some((bc, cc)));
+            let in_summary = |k: &CellKey| summary.cells.iter().find(|x| &x.key == k);
+            let Some(cont_cell) = in_summary(&cont).filter(|_| in_summary(&base).is_some()) else {
+                return done(cell_text, None, ClaimVerdict::NotMeasured, "the cell has no successful run".into());
+            };
+            // The table's own change when the two cells are the ones it compares.
+            let measured = match (bc == cc && c.against == set.manifest.baseline, summary_delta(c, cont_cell)) {
+                (true, Some(d)) => d,
+                _ => runs_delta(set, c, study, &base, &cont, margin),
+            };
+            match measured {
+                None => {
+                    done(cell_text, None, ClaimVerdict::Inconclusive, "no figure for this metric in these runs".into())
+                }
+                Some(d) => {
+                    let (verdict, why) = judge(c.low_pct, c.high_pct, &d, margin);
+                    done(cell_text, Some(d), verdict, why)
+                }
+            }
+        })
+        .collect()
+}
+
+/// The claims that compare two result sets (`across = "result-sets"`: two releases, two
+/// PostgreSQL versions), judged on the same cell of the baseline set `a` and the contender set
+/// `b`: the contender's claims, else the baseline's. Welch on the logs of the two sets' runs.
+pub fn check_across(a: &ResultSet, sa: &Summary, b: &ResultSet, sb: &Summary) -> Vec<ClaimCheck> {
+    let (ea, eb) = (Study::of(a, sa), Study::of(b, sb));
+    let margin = a.manifest.measurement.equivalence_margin_pct;
+    let of = |m: &results::Manifest| m.claims.iter().filter(|c| c.across == "result-sets").cloned().collect::<Vec<_>>();
+    let claims = if of(&b.manifest).is_empty() { of(&a.manifest) } else { of(&b.manifest) };
+    claims
+        .into_iter()
+        .map(|c| {
+            let clients = |s: &Summary| if c.at_peak { peak(s, &c, &c.placement) } else { c.clients };
+            let (ka, kb) = match (clients(sa), clients(sb)) {
+                (Some(x), Some(y)) => (key(sa, &c, &c.placement, x), key(sb, &c, &c.placement, y)),
+                _ => {
+                    return ClaimCheck {
+                        cell: describe_cell(&c, None),
+                        claim: c,
+                        measured: None,
+                        verdict: ClaimVerdict::NotMeasured,
+                        why: "the cell has no successful run in one of the sets".into(),
+                        fidelity: None,
+                    };
+                }
+            };
+            let values = |set: &ResultSet, st: &Study, k: &CellKey| -> Vec<f64> {
+                set.runs
+                    .iter()
+                    .filter(|r| &r.cell == k && r.status == RunStatus::Ok)
+                    .filter_map(|r| value(&c, r, st))
+                    .collect()
+            };
+            let measured = match (Estimate::of(&values(a, &ea, &ka)), Estimate::of(&values(b, &eb, &kb))) {
+                (Some(x), Some(y)) => Delta::between(&x, &y).map(|d| d.classified(margin)),
+                _ => None,
+            };
+            let cell = describe_cell(&c, Some((ka.clients, kb.clients)));
+            let (verdict, why) = match &measured {
+                Some(d) => judge(c.low_pct, c.high_pct, d, margin),
+                None => (ClaimVerdict::NotMeasured, "no figure for this metric in both sets".into()),
+            };
+            ClaimCheck { claim: c, cell, measured, verdict, why, fidelity: None }
+        })
+        .collect()
+}
+
+/// `tpcb, 8 clients, memory unlimited`; at the peak, each placement's peak.
+fn describe_cell(c: &ClaimRecord, clients: Option<(u32, u32)>) -> String {
+    let who = match (c.at_peak, clients, c.clients) {
+        (true, Some((b, x)), _) if b == x => format!("at the peak ({x} clients)"),
+        (true, Some((b, x)), _) => format!("at each peak ({} {x}, {} {b} clients)", c.placement, c.against),
+        (true, None, _) => "at the peak".into(),
+        (false, _, Some(n)) => format!("{n} clients"),
+        (false, _, None) => "every client count".into(),
+    };
+    let statement = c.statement.as_ref().map(|s| format!(", statement {s}")).unwrap_or_default();
+    format!(
+        "{} {who}, memory {}{}{statement}",
+        c.workload,
+        c.memory_limit.as_deref().unwrap_or("unlimited"),
+        c.profile.as_ref().filter(|p| *p != "default").map(|p| format!(", profile {p}")).unwrap_or_default()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::Method;
+
+    /// A measured change with an interval and the verdict it would get.
+    fn d(pct: f64, lo: f64, hi: f64, verdict: Verdict) -> Delta {
+        Delta {
+            pct,
+            ratio: 1.0 + pct / 100.0,
+            pct_low: lo,
+            pct_high: hi,
+            p_value: 0.01,
+            p_adjusted: 0.01,
+            df: 4.0,
+            method: Method::WelchLog,
+            within_noise: lo <= 0.0 && hi >= 0.0,
+            verdict,
+        }
+    }
+
+    #[test]
+    fn verdict_rules_on_fixed_inputs() {
+        use ClaimVerdict::*;
+        let v = |lo: f64, hi: f64, m: Delta| judge(lo, hi, &m, 2.0).0;
+        // +44.6% published.
+        assert_eq!(v(44.6, 44.6, d(40.0, 30.0, 51.0, Verdict::RealChange)), Reproduced);
+        assert_eq!(v(44.6, 44.6, d(12.0, 8.0, 16.0, Verdict::RealChange)), SameDirection);
+        assert_eq!(v(44.6, 44.6, d(-9.0, -14.0, -4.0, Verdict::RealChange)), Contradicted);
+        assert_eq!(v(44.6, 44.6, d(0.3, -1.0, 1.5, Verdict::Equivalent)), Contradicted);
+        assert_eq!(
+            v(44.6, 44.6, d(3.0, -5.0, 12.0, Verdict::Inconclusive)),
+            Contradicted,
+            "excludes the figure, shows no change"
+        );
+        assert_eq!(v(44.6, 44.6, d(20.0, -5.0, 50.0, Verdict::Inconclusive)), Inconclusive, "holds both");
+        // A ratio: 3.4x = +240%.
+        assert_eq!(v(240.0, 240.0, d(210.0, 150.0, 280.0, Verdict::RealChange)), Reproduced);
+        assert_eq!(
+            judge(240.0, 240.0, &d(90.0, 70.0, 110.0, Verdict::RealChange), 2.0).1,
+            "a real change the published way, smaller than published"
+        );
+        // A fall: -30.8% latency.
+        assert_eq!(v(-30.8, -30.8, d(-41.0, -44.0, -38.0, Verdict::RealChange)), SameDirection);
+        assert_eq!(
+            judge(-30.8, -30.8, &d(-41.0, -44.0, -38.0, Verdict::RealChange), 2.0).1,
+            "a real change the published way, larger than published"
+        );
+        // A range: +2%..+7%.
+        assert_eq!(v(2.0, 7.0, d(5.0, 3.0, 8.0, Verdict::RealChange)), Reproduced);
+        assert_eq!(v(2.0, 7.0, d(12.0, 9.0, 15.0, Verdict::RealChange)), SameDirection);
+        // A published "no difference that matters" (inside the margin) against an equivalence.
+        assert_eq!(v(-1.0, 1.0, d(0.2, -1.2, 1.6, Verdict::Equivalent)), Reproduced);
+        // No interval.
+        let single = Delta { pct: 40.0, ..Delta::unknown() };
+        assert_eq!(judge(44.6, 44.6, &single, 2.0), (Inconclusive, "no interval (a side with a single run)".into()));
+    }
+
+    #[test]
+    fn statements_match_by_label_or_beginning() {
+        assert!(statement_matches(
+            "UPDATE pgbench_accounts SET abalance = abalance + :delta WHERE aid = :aid;",
+            "UPDATE pgbench_accounts"
+        ));
+        assert!(statement_matches("update pgbench_accounts set x", "update pgbench_accounts"));
+        assert!(!statement_matches("UPDATE pgbench_tellers SET tbalance = 1;", "UPDATE pgbench_accounts"));
+    }
+}

@@ -1,0 +1,109 @@
+//! The bottleneck rule and the claim verdicts on recorded evidence: the runs of the seed000-claims
+//! fixture (an emulated run of tiers/pmem-vs-nvme.toml with wait-event samples, see
+//! tests/fixtures/README.md), read back as the report reads them.
+
+use std::path::PathBuf;
+
+use report::claims::{ClaimVerdict, check_all};
+use report::evidence::{Bottleneck, Category, Evidence, Study, judge};
+use report::{ResultSet, summarize};
+
+fn fixture() -> ResultSet {
+    ResultSet::load(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/seed000-claims")).unwrap()
+}
+
+fn run_evidence(set: &ResultSet, id: &str) -> Evidence {
+    let r = set.runs.iter().find(|r| r.run_id == id).unwrap_or_else(|| panic!("no run {id}"));
+    Evidence::of_run(r, set.manifest.host.cpu_threads as f64)
+}
+
+#[test]
+fn bottlenecks_of_recorded_runs() {
+    let set = fixture();
+    // nvme tpcb: the backends wait on the WAL (LWLock:WALWrite 32.3% + IO:WALSync 9.9% = 42%) about
+    // as long as on the client (32.9%): no category leads by 1.5x.
+    let e = run_evidence(&set, "0001-nvme-tpcb-c8-munlimited-r1");
+    assert!((e.share(Category::WalSync) - 42.2).abs() < 0.5, "{}", e.share(Category::WalSync));
+    let j = judge(&e);
+    assert_eq!(j.bottleneck, Bottleneck::Mixed, "{}", j.rule);
+    assert!(
+        j.rule.starts_with("no category holds 40% of backend time and 1.5x the next: WAL sync 42%, client 33%"),
+        "{}",
+        j.rule
+    );
+    // With the WAL on the RAM-backed stand-in the WAL waits are gone and the backends wait for
+    // their client (59.7%, more than 1.5x the data writes' 14.5%).
+    let j = judge(&run_evidence(&set, "0002-wal-on-pmem-tpcb-c8-munlimited-r1"));
+    assert_eq!(j.bottleneck, Bottleneck::Client, "{}", j.rule);
+    // Read-only with 192 MiB on the emulated NVMe: data reads 46.4% against the client's 46.0%.
+    let j = judge(&run_evidence(&set, "0023-wal-on-pmem-read-only-c8-m192MiB-r2"));
+    assert_eq!(j.bottleneck, Bottleneck::Mixed, "{}", j.rule);
+    // Every sampled run had about ten snapshots a second of its 12 s.
+    for r in &set.runs {
+        let w = r.wait_events.as_ref().expect("wait events recorded");
+        assert!((110..=125).contains(&w.snapshots), "{}: {} snapshots", r.run_id, w.snapshots);
+    }
+}
+
+#[test]
+fn cause_and_claims_of_the_recorded_study() {
+    let set = fixture();
+    let summary = summarize(&set);
+    let study = Study::of(&set, &summary);
+    let tpcb = summary.cells.iter().find(|c| c.key.placement == "all-on-pmem" && c.key.workload == "tpcb").unwrap();
+    let why = study.cause(&tpcb.key, "nvme", tpcb.tps_delta.as_ref()).unwrap();
+    assert!(
+        why.starts_with("Waiting for the client rose from 37% to 78% of backend time; WAL sync wait fell from"),
+        "{why}"
+    );
+    assert!(why.contains("the run became client-bound"), "{why}");
+    let checks = check_all(&set, &summary, &study);
+    assert_eq!(checks.len(), 6);
+    let names: Vec<&str> = checks.iter().map(|c| c.claim.name.as_str()).collect();
+    assert_eq!(names[0], "wal-on-pmem-tps");
+    // Two noisy runs per side on a busy machine: no claim can be decided.
+    assert!(
+        checks.iter().all(|c| c.verdict == ClaimVerdict::Inconclusive),
+        "{:?}",
+        checks.iter().map(|c| (&c.claim.name, c.verdict, &c.why)).collect::<Vec<_>>()
+    );
+    // The claim on the 1 GB run is checked on the emulated 192MiB cell, and says so.
+    let gb = checks.iter().find(|c| c.claim.name == "read-only-1GB-pmem").unwrap();
+    assert!(gb.cell.contains("memory 192MiB"), "{}", gb.cell);
+    assert!(gb.claim.emulation_note.as_deref().unwrap().contains("the study's memory limit 1GiB; emulated 192MiB"));
+}
+
+#[test]
+fn a_claim_across_result_sets_is_judged_by_the_comparison_only() {
+    let a = fixture();
+    let mut b = fixture();
+    b.manifest.claims = vec![results::manifest::ClaimRecord {
+        name: "releases-tps".into(),
+        text: "the overall performance increased by 25%".into(),
+        placement: "nvme".into(),
+        against: "nvme".into(),
+        workload: "tpcb".into(),
+        clients: Some(8),
+        memory_limit: Some("unlimited".into()),
+        profile: Some("seed000-tuned".into()),
+        metric: "tps".into(),
+        figure: "+25%".into(),
+        low_pct: 25.0,
+        high_pct: 25.0,
+        across: "result-sets".into(),
+        ..Default::default()
+    }];
+    // In its own report the claim waits for a second set.
+    let sb = summarize(&b);
+    let own = check_all(&b, &sb, &Study::of(&b, &sb));
+    assert_eq!(own[0].verdict, ClaimVerdict::NeedsTwoResultSets);
+    // Against the same runs as the baseline set: no change at all, an interval around it.
+    let sa = summarize(&a);
+    let across = report::claims::check_across(&a, &sa, &b, &sb);
+    assert_eq!(across.len(), 1);
+    let d = across[0].measured.expect("a measured change");
+    assert!(d.pct.abs() < 1e-9 && d.has_interval(), "{d:?}");
+    assert_eq!(across[0].cell, "tpcb 8 clients, memory unlimited, profile seed000-tuned");
+    let expected = if d.pct_high >= 25.0 { ClaimVerdict::Inconclusive } else { ClaimVerdict::Contradicted };
+    assert_eq!(across[0].verdict, expected, "{:?}", across[0].why);
+}
