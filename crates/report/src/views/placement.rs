@@ -75,7 +75,7 @@ pub(super) fn normalised(cx: &mut Ctx) {
         });
     for cells in by_context {
         let contenders: Vec<&CellSummary> =
-            cells.iter().copied().filter(|c| !c.is_baseline && c.tps_delta.is_some()).collect();
+            cells.iter().copied().filter(|c| !c.is_baseline && c.headline().1.is_some()).collect();
         if contenders.is_empty() {
             continue;
         }
