@@ -134,15 +134,45 @@ pub async fn run(
     if duration.is_zero() {
         return Err(TpccError::Config("the measured duration must not be zero".into()));
     }
+    if cfg.mode == Mode::HammerDbFaithful && cfg.side != Side::ServerProcedures {
+        return Err(TpccError::Config(
+            "mode hammerdb-faithful runs HammerDB's server-side functions only: use side procedures".into(),
+        ));
+    }
     let monitor = conn.connect("pgtier-tpcc-monitor").await?;
-    let (warehouses, load_nurand) = read_meta(&monitor).await?;
+    let (warehouses, load_nurand, loader) = read_meta(&monitor).await?;
+    let faithful_db = loader == crate::faithful::LOADER;
+    if faithful_db != (cfg.mode == Mode::HammerDbFaithful) {
+        return Err(TpccError::Schema(if faithful_db {
+            format!(
+                "the database was loaded for mode hammerdb-faithful (HammerDB's schema and functions); mode {} needs pgtier's own load: load it again in that mode",
+                cfg.mode.as_str()
+            )
+        } else {
+            "mode hammerdb-faithful needs a database loaded in that mode (HammerDB's schema, population and functions); this one was loaded by pgtier's loader for modes spec and hammerdb: load it again with mode hammerdb-faithful".to_string()
+        }));
+    }
     if warehouses != cfg.warehouses {
         return Err(TpccError::Config(format!(
             "the database holds {warehouses} warehouses but the configuration says {}; load it again or change the configuration",
             cfg.warehouses
         )));
     }
-    if cfg.side == Side::ServerProcedures {
+    if cfg.mode == Mode::HammerDbFaithful {
+        let names: Vec<String> = crate::faithful::sql::ROUTINES.iter().map(|s| s.to_string()).collect();
+        let n: i64 = monitor
+            .query_one("SELECT count(DISTINCT proname) FROM pg_proc WHERE proname = ANY($1)", &[&names])
+            .await
+            .map_err(|e| TpccError::sql("look for HammerDB's functions", e))?
+            .get(0);
+        if n != names.len() as i64 {
+            return Err(TpccError::Schema(format!(
+                "{n} of HammerDB's {} functions ({}) exist; load the database again with mode hammerdb-faithful",
+                names.len(),
+                names.join(", ")
+            )));
+        }
+    } else if cfg.side == Side::ServerProcedures {
         let n: i64 = monitor
             .query_one(
                 "SELECT count(*) FROM pg_proc WHERE proname IN \
@@ -167,7 +197,7 @@ pub async fn run(
 
     let mut seed_rng = Rng::from_entropy(u64::from(virtual_users));
     let mut nurand = NurandConstants::for_run(&mut seed_rng, &load_nurand);
-    if cfg.mode == Mode::HammerDb {
+    if cfg.mode.hammerdb_mix() {
         // HammerDB generates C_LAST with the same constant at load and run time.
         nurand.c_last = load_nurand.c_last;
     }
@@ -302,10 +332,13 @@ pub async fn run(
     })
 }
 
-async fn read_meta(monitor: &Client) -> Result<(u32, NurandConstants), TpccError> {
+/// Warehouses, the load's NURand constants, and which loader made the database (`pgtier`, or
+/// [`crate::faithful::LOADER`]; pgtier's own `tpcc_meta` has no `loader` column).
+async fn read_meta(monitor: &Client) -> Result<(u32, NurandConstants, String), TpccError> {
     let row = monitor
         .query_opt(
-            "SELECT warehouses, c_last_load, c_id_load, ol_i_id_load, schema_version FROM tpcc_meta LIMIT 1",
+            "SELECT warehouses, c_last_load, c_id_load, ol_i_id_load, schema_version, \
+             coalesce(to_jsonb(m) ->> 'loader', 'pgtier') FROM tpcc_meta m LIMIT 1",
             &[],
         )
         .await
@@ -315,10 +348,12 @@ async fn read_meta(monitor: &Client) -> Result<(u32, NurandConstants), TpccError
         .ok_or_else(|| TpccError::Schema("tpcc_meta is empty; the load did not finish".into()))?;
     let w: i32 = row.get(0);
     let version: i32 = row.get(4);
-    if version != crate::schema::SCHEMA_VERSION {
+    let loader: String = row.get(5);
+    let expected =
+        if loader == crate::faithful::LOADER { crate::faithful::SCHEMA_VERSION } else { crate::schema::SCHEMA_VERSION };
+    if version != expected {
         return Err(TpccError::Schema(format!(
-            "the database was loaded with TPC-C schema version {version}, this pgtier uses version {}; load it again",
-            crate::schema::SCHEMA_VERSION
+            "the database was loaded with TPC-C schema version {version}, this pgtier uses version {expected}; load it again"
         )));
     }
     Ok((
@@ -328,6 +363,7 @@ async fn read_meta(monitor: &Client) -> Result<(u32, NurandConstants), TpccError
             c_id: i64::from(row.get::<_, i32>(2)),
             ol_i_id: i64::from(row.get::<_, i32>(3)),
         },
+        loader,
     ))
 }
 
@@ -571,7 +607,8 @@ async fn virtual_user(mut ctx: VuContext, mut terminal: Terminal) -> VuStats {
 
 async fn connect(ctx: &VuContext) -> Result<(deadpool_postgres::Object, Prepared), String> {
     let obj = ctx.pool.get().await.map_err(|e| format!("connect: {e}"))?;
-    let prepared =
-        Prepared::new(&obj, ctx.side).await.map_err(|e| format!("prepare statements: {}", describe_pg_error(&e)))?;
+    let prepared = Prepared::for_mode(&obj, ctx.mode, ctx.side)
+        .await
+        .map_err(|e| format!("prepare statements: {}", describe_pg_error(&e)))?;
     Ok((obj, prepared))
 }

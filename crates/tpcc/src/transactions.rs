@@ -22,11 +22,13 @@ pub enum Outcome {
 }
 
 /// The kind an error is counted under: `serialization_failure` (SQLSTATE 40001), `deadlock`
-/// (40P01) or `other`.
+/// (40P01), `invalid_transaction_termination` (2D000: what HammerDB's functions turn a caught
+/// deadlock or serialization failure into, [`Mode::HammerDbFaithful`] only) or `other`.
 pub fn error_kind(e: &tokio_postgres::Error) -> &'static str {
     match e.code() {
         Some(c) if *c == SqlState::T_R_SERIALIZATION_FAILURE => "serialization_failure",
         Some(c) if *c == SqlState::T_R_DEADLOCK_DETECTED => "deadlock",
+        Some(c) if *c == SqlState::INVALID_TRANSACTION_TERMINATION => "invalid_transaction_termination",
         _ => "other",
     }
 }
@@ -191,11 +193,13 @@ const CLIENT: [(&str, &[Type]); 24] = [
 /// The statements one connection needs, prepared on it.
 pub struct Prepared {
     side: Side,
+    /// HammerDB's five prepared calls ([`Mode::HammerDbFaithful`]) instead of pgtier's.
+    faithful: bool,
     stmts: Vec<Statement>,
 }
 
 impl Prepared {
-    /// Prepares the statements of `side` on `client`.
+    /// Prepares pgtier's statements of `side` on `client` (modes spec and hammerdb).
     pub async fn new(client: &Client, side: Side) -> Result<Prepared, tokio_postgres::Error> {
         let list: &[(&str, &[Type])] = match side {
             Side::ServerProcedures => &SERVER,
@@ -205,18 +209,47 @@ impl Prepared {
         for (sql, types) in list {
             stmts.push(client.prepare_typed(sql, types).await?);
         }
-        Ok(Prepared { side, stmts })
+        Ok(Prepared { side, faithful: false, stmts })
+    }
+
+    /// Sets up `client` for `mode`: for [`Mode::HammerDbFaithful`] as a HammerDB virtual user
+    /// does (`SET client_min_messages TO 'ERROR'`, then its five statements prepared with the
+    /// parameter types it declares; `side` must be [`Side::ServerProcedures`]); otherwise
+    /// [`Prepared::new`].
+    pub async fn for_mode(client: &Client, mode: Mode, side: Side) -> Result<Prepared, tokio_postgres::Error> {
+        if mode != Mode::HammerDbFaithful {
+            return Prepared::new(client, side).await;
+        }
+        client.batch_execute(crate::faithful::sql::SESSION_SETUP).await?;
+        let mut stmts = Vec::with_capacity(5);
+        for (sql, types) in crate::faithful::sql::PREPARED {
+            stmts.push(client.prepare_typed(sql, types).await?);
+        }
+        Ok(Prepared { side: Side::ServerProcedures, faithful: true, stmts })
     }
 }
 
 /// Runs one transaction on `client` with statements prepared on it. Errors are returned as they
 /// are: never retried.
+///
+/// # Panics
+///
+/// When `input` is a [`TxInput::Faithful`] call and `p` was not prepared for
+/// [`Mode::HammerDbFaithful`], or the other way round.
 pub async fn execute(
     client: &mut Client,
     p: &Prepared,
     input: &TxInput,
     mode: Mode,
 ) -> Result<Outcome, tokio_postgres::Error> {
+    if let TxInput::Faithful(call) = input {
+        assert!(
+            p.faithful,
+            "a HammerDB-faithful call needs statements from Prepared::for_mode(.., HammerDbFaithful, ..)"
+        );
+        return crate::faithful::execute(client, &p.stmts, call).await;
+    }
+    assert!(!p.faithful, "statements prepared for the HammerDB-faithful mode run only its calls");
     match p.side {
         Side::ServerProcedures => execute_server(client, p, input, mode).await,
         Side::ClientSql => execute_client(client, p, input, mode).await,
@@ -257,6 +290,7 @@ async fn execute_server(
         }
         TxInput::Delivery(d) => client.query_one(s, &[&d.w_id, &d.carrier_id]).await,
         TxInput::StockLevel(sl) => client.query_one(s, &[&sl.w_id, &sl.d_id, &sl.threshold]).await,
+        TxInput::Faithful(_) => unreachable!("faithful calls are made by execute"),
     };
     match result {
         Ok(_) => Ok(Outcome::Committed),
@@ -442,6 +476,7 @@ async fn execute_client(
             let next: i32 = tx.query_one(&s[SL_DISTRICT], &[&sl.w_id, &sl.d_id]).await?.get(0);
             tx.query_one(&s[SL_COUNT], &[&sl.w_id, &sl.d_id, &next, &sl.threshold]).await?;
         }
+        TxInput::Faithful(_) => unreachable!("faithful calls are made by execute"),
     }
     tx.commit().await?;
     Ok(Outcome::Committed)
