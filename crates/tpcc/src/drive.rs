@@ -14,7 +14,9 @@ use tokio_postgres::Client;
 use crate::cpu::{ServerCpu, process_cpu_seconds};
 use crate::random::{NurandConstants, Rng};
 use crate::terminal::{Terminal, TxKind};
-use crate::transactions::{Outcome, Prepared, error_kind, execute};
+use crate::terminal::TxInput;
+use crate::transactions::{Outcome, Prepared, Scratch, error_kind, execute, execute_wire, wire_statements};
+use crate::wire::{Format, WireConn};
 use crate::{ConnectSpec, DriveProgress, DriveReport, Mode, Side, TpccConfig, TpccError, TxStats, describe_pg_error};
 
 /// Most distinct error messages kept for the report.
@@ -234,6 +236,7 @@ pub async fn run(
     for (t, terminals) in groups.into_iter().enumerate() {
         let (done_tx, done_rx) = tokio::sync::oneshot::channel();
         let group = DriverGroup {
+            conn: conn.clone(),
             pg: pg.clone(),
             terminals,
             shared: shared.clone(),
@@ -444,6 +447,9 @@ fn driver_threads(virtual_users: u32) -> usize {
 
 /// The virtual users of one driver thread.
 struct DriverGroup {
+    /// Where the lean server-side path connects.
+    conn: ConnectSpec,
+    /// Where client-side SQL connects (through a deadpool pool).
     pg: tokio_postgres::Config,
     terminals: Vec<Terminal>,
     shared: Arc<Shared>,
@@ -457,8 +463,11 @@ impl DriverGroup {
     /// Runs the group's virtual users on a single-threaded runtime until told to stop.
     /// Returns their merged figures and how many did not stop in time.
     fn run(self) -> Result<(VuStats, u32), String> {
+        // Only the I/O and timer drivers: the signal and process drivers would be polled on
+        // every turn for nothing.
         let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
+            .enable_io()
+            .enable_time()
             .build()
             .map_err(|e| format!("start a driver runtime: {e}"))?;
         rt.block_on(async move {
@@ -474,6 +483,7 @@ impl DriverGroup {
             let mut handles = Vec::with_capacity(self.terminals.len());
             for terminal in self.terminals {
                 let ctx = VuContext {
+                    conn: self.conn.clone(),
                     pool: pool.clone(),
                     shared: self.shared.clone(),
                     stop: self.stop.clone(),
@@ -512,6 +522,7 @@ impl DriverGroup {
 }
 
 struct VuContext {
+    conn: ConnectSpec,
     pool: Pool,
     shared: Arc<Shared>,
     stop: watch::Receiver<bool>,
@@ -531,9 +542,43 @@ async fn pause(stop: &mut watch::Receiver<bool>, d: Duration) -> bool {
     }
 }
 
+/// A virtual user's connection: server-side calls go over the lean frontend of
+/// [`crate::wire`]; client-side SQL over a pooled tokio-postgres client.
+enum VuConn {
+    Wire { conn: WireConn, names: Vec<String>, format: Format, scratch: Scratch },
+    Pg(deadpool_postgres::Object, Prepared),
+}
+
+/// A failed transaction, whichever path ran it.
+struct TxError {
+    kind: &'static str,
+    message: String,
+    closed: bool,
+}
+
+impl VuConn {
+    async fn execute(&mut self, input: &TxInput, mode: Mode) -> Result<Outcome, TxError> {
+        match self {
+            VuConn::Wire { conn, names, format, scratch } => {
+                let names: [&str; 5] = std::array::from_fn(|i| names[i].as_str());
+                execute_wire(conn, &names, *format, input, mode, scratch).await.map_err(|e| TxError {
+                    kind: e.kind(),
+                    message: e.to_string(),
+                    closed: e.is_closed(),
+                })
+            }
+            VuConn::Pg(client, prepared) => execute(client, prepared, input, mode).await.map_err(|e| TxError {
+                kind: error_kind(&e),
+                message: describe_pg_error(&e),
+                closed: e.is_closed(),
+            }),
+        }
+    }
+}
+
 async fn virtual_user(mut ctx: VuContext, mut terminal: Terminal) -> VuStats {
     let mut stats = VuStats::new();
-    let mut conn: Option<(deadpool_postgres::Object, Prepared)> = None;
+    let mut conn: Option<VuConn> = None;
     loop {
         // Stop when told to, or when `run` was dropped (the sender is gone).
         if *ctx.stop.borrow() || ctx.stop.has_changed().is_err() {
@@ -547,7 +592,7 @@ async fn virtual_user(mut ctx: VuContext, mut terminal: Terminal) -> VuStats {
             match connect(&ctx).await {
                 Ok(c) => conn = Some(c),
                 Err(msg) => {
-                    if ctx.shared.measuring.load(Ordering::SeqCst) {
+                    if ctx.shared.measuring.load(Ordering::Relaxed) {
                         *stats.errors[kind.index()].entry("other".into()).or_default() += 1;
                     }
                     ctx.shared.sample(msg);
@@ -558,12 +603,12 @@ async fn virtual_user(mut ctx: VuContext, mut terminal: Terminal) -> VuStats {
                 }
             }
         }
-        let (client, prepared) = conn.as_mut().expect("connected above");
+        let c = conn.as_mut().expect("connected above");
         let input = terminal.input(kind);
         let t0 = Instant::now();
-        let result = execute(client, prepared, &input, ctx.mode).await;
+        let result = c.execute(&input, ctx.mode).await;
         let us = t0.elapsed().as_micros() as u64;
-        let measuring = ctx.shared.measuring.load(Ordering::SeqCst);
+        let measuring = ctx.shared.measuring.load(Ordering::Relaxed);
         let i = kind.index();
         match result {
             Ok(Outcome::Committed) | Ok(Outcome::RolledBack) => {
@@ -590,10 +635,10 @@ async fn virtual_user(mut ctx: VuContext, mut terminal: Terminal) -> VuStats {
             }
             Err(e) => {
                 if measuring {
-                    *stats.errors[i].entry(error_kind(&e).into()).or_default() += 1;
+                    *stats.errors[i].entry(e.kind.into()).or_default() += 1;
                 }
-                ctx.shared.sample(format!("{}: {}", kind.name(), describe_pg_error(&e)));
-                if e.is_closed() {
+                ctx.shared.sample(format!("{}: {}", kind.name(), e.message));
+                if e.closed {
                     conn = None;
                 }
             }
@@ -605,10 +650,26 @@ async fn virtual_user(mut ctx: VuContext, mut terminal: Terminal) -> VuStats {
     stats
 }
 
-async fn connect(ctx: &VuContext) -> Result<(deadpool_postgres::Object, Prepared), String> {
-    let obj = ctx.pool.get().await.map_err(|e| format!("connect: {e}"))?;
-    let prepared = Prepared::for_mode(&obj, ctx.mode, ctx.side)
+async fn connect(ctx: &VuContext) -> Result<VuConn, String> {
+    if ctx.side == Side::ClientSql {
+        let obj = ctx.pool.get().await.map_err(|e| format!("connect: {e}"))?;
+        let prepared = Prepared::for_mode(&obj, ctx.mode, ctx.side)
+            .await
+            .map_err(|e| format!("prepare statements: {}", describe_pg_error(&e)))?;
+        return Ok(VuConn::Pg(obj, prepared));
+    }
+    let mut conn = WireConn::connect(&ctx.conn, "pgtier-tpcc", Duration::from_secs(30))
         .await
-        .map_err(|e| format!("prepare statements: {}", describe_pg_error(&e)))?;
-    Ok((obj, prepared))
+        .map_err(|e| format!("connect: {e}"))?;
+    if ctx.mode == Mode::HammerDbFaithful {
+        conn.simple(crate::faithful::sql::SESSION_SETUP).await.map_err(|e| format!("set up the session: {e}"))?;
+    }
+    let (statements, format) = wire_statements(ctx.mode);
+    let mut names = Vec::with_capacity(statements.len());
+    for (i, (sql, oids)) in statements.iter().enumerate() {
+        let name = format!("s{i}");
+        conn.prepare(&name, sql, oids).await.map_err(|e| format!("prepare statements: {e}"))?;
+        names.push(name);
+    }
+    Ok(VuConn::Wire { conn, names, format, scratch: Scratch::default() })
 }

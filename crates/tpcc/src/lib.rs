@@ -26,6 +26,7 @@ pub mod random;
 pub mod schema;
 pub mod terminal;
 pub mod transactions;
+mod wire;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

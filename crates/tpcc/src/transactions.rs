@@ -7,6 +7,7 @@ use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{Client, Statement};
 
 use crate::terminal::{CustomerKey, TxInput};
+use crate::wire::{Format, Param, WireConn, WireError};
 use crate::{Mode, Side};
 
 /// How a transaction that raised no error ended.
@@ -295,6 +296,110 @@ async fn execute_server(
     match result {
         Ok(_) => Ok(Outcome::Committed),
         Err(e) if is_intended_rollback(&e) => Ok(Outcome::RolledBack),
+        Err(e) => Err(e),
+    }
+}
+
+/// Reused buffers for the arrays of a server-side new-order.
+#[derive(Default)]
+pub(crate) struct Scratch {
+    supply: Vec<i32>,
+    items: Vec<i32>,
+    qty: Vec<i32>,
+}
+
+/// The statements the driver's lean path ([`crate::wire`]) parses on a connection for `mode`
+/// (server side): SQL and parameter type OIDs, in [`crate::terminal::TxKind`] order; and how
+/// parameters and results travel (text for HammerDB's calls, as its libpq client sends them;
+/// binary for pgtier's, as tokio-postgres sends them).
+pub(crate) fn wire_statements(mode: Mode) -> (Vec<(&'static str, Vec<u32>)>, Format) {
+    let list: &[(&str, &[Type])] =
+        if mode == Mode::HammerDbFaithful { &crate::faithful::sql::PREPARED } else { &SERVER };
+    let stmts = list.iter().map(|(sql, types)| (*sql, types.iter().map(Type::oid).collect())).collect();
+    (stmts, if mode == Mode::HammerDbFaithful { Format::Text } else { Format::Binary })
+}
+
+/// The statement (index into [`wire_statements`]) and parameters of `input` for the lean path:
+/// the same arguments [`execute`] passes through tokio-postgres.
+pub(crate) fn server_call<'a>(input: &'a TxInput, mode: Mode, scratch: &'a mut Scratch) -> (usize, [Param<'a>; 10], usize) {
+    use Param::{Bool, Int, IntArray, Numeric, Text};
+    let mut p = [Int(0); 10];
+    let mut set = |values: &[Param<'a>]| {
+        p[..values.len()].copy_from_slice(values);
+        values.len()
+    };
+    let n = match input {
+        TxInput::NewOrder(o) => {
+            scratch.supply.clear();
+            scratch.items.clear();
+            scratch.qty.clear();
+            for l in &o.lines {
+                scratch.supply.push(l.supply_w_id);
+                scratch.items.push(l.i_id);
+                scratch.qty.push(l.quantity);
+            }
+            let s: &'a Scratch = scratch;
+            set(&[
+                Int(o.w_id),
+                Int(o.d_id),
+                Int(o.c_id),
+                IntArray(&s.supply),
+                IntArray(&s.items),
+                IntArray(&s.qty),
+                Bool(mode == Mode::HammerDb),
+            ])
+        }
+        TxInput::Payment(pay) => {
+            let (c_id, name) = customer_args(&pay.customer);
+            set(&[Int(pay.w_id), Int(pay.d_id), Int(pay.c_w_id), Int(pay.c_d_id), Int(c_id), Text(name), Int(pay.amount_cents)])
+        }
+        TxInput::OrderStatus(os) => {
+            let (c_id, name) = customer_args(&os.customer);
+            set(&[Int(os.w_id), Int(os.d_id), Int(c_id), Text(name)])
+        }
+        TxInput::Delivery(d) => set(&[Int(d.w_id), Int(d.carrier_id)]),
+        TxInput::StockLevel(sl) => set(&[Int(sl.w_id), Int(sl.d_id), Int(sl.threshold)]),
+        TxInput::Faithful(call) => {
+            use crate::faithful::Call;
+            match call {
+                Call::NewOrder { w_id, max_w_id, d_id, c_id, ol_cnt } => {
+                    set(&[Int(*w_id), Int(*max_w_id), Int(*d_id), Int(*c_id), Int(*ol_cnt)])
+                }
+                Call::Payment { w_id, d_id, c_w_id, c_d_id, c_id, by_name, amount_dollars, c_last } => set(&[
+                    Int(*w_id),
+                    Int(*d_id),
+                    Int(*c_w_id),
+                    Int(*c_d_id),
+                    Int(*c_id),
+                    Int(i32::from(*by_name)),
+                    Numeric(i64::from(*amount_dollars)),
+                    Text(Some(c_last)),
+                ]),
+                Call::OrderStatus { w_id, d_id, c_id, by_name, c_last } => {
+                    set(&[Int(*w_id), Int(*d_id), Int(*c_id), Int(i32::from(*by_name)), Text(Some(c_last))])
+                }
+                Call::Delivery { w_id, carrier_id } => set(&[Int(*w_id), Int(*carrier_id)]),
+                Call::StockLevel { w_id, d_id, threshold } => set(&[Int(*w_id), Int(*d_id), Int(*threshold)]),
+            }
+        }
+    };
+    (input.kind().index(), p, n)
+}
+
+/// One server-side transaction over the lean path: `statements[i]` is the name statement `i`
+/// of [`wire_statements`] was parsed under.
+pub(crate) async fn execute_wire(
+    conn: &mut WireConn,
+    statements: &[&str],
+    format: Format,
+    input: &TxInput,
+    mode: Mode,
+    scratch: &mut Scratch,
+) -> Result<Outcome, WireError> {
+    let (i, params, n) = server_call(input, mode, scratch);
+    match conn.call(statements[i], &params[..n], format).await {
+        Ok(_) => Ok(Outcome::Committed),
+        Err(e) if e.code() == Some(INVALID_ITEM) => Ok(Outcome::RolledBack),
         Err(e) => Err(e),
     }
 }
