@@ -321,7 +321,11 @@ pub(crate) fn wire_statements(mode: Mode) -> (Vec<(&'static str, Vec<u32>)>, For
 
 /// The statement (index into [`wire_statements`]) and parameters of `input` for the lean path:
 /// the same arguments [`execute`] passes through tokio-postgres.
-pub(crate) fn server_call<'a>(input: &'a TxInput, mode: Mode, scratch: &'a mut Scratch) -> (usize, [Param<'a>; 10], usize) {
+pub(crate) fn server_call<'a>(
+    input: &'a TxInput,
+    mode: Mode,
+    scratch: &'a mut Scratch,
+) -> (usize, [Param<'a>; 10], usize) {
     use Param::{Bool, Int, IntArray, Numeric, Text};
     let mut p = [Int(0); 10];
     let mut set = |values: &[Param<'a>]| {
@@ -351,7 +355,15 @@ pub(crate) fn server_call<'a>(input: &'a TxInput, mode: Mode, scratch: &'a mut S
         }
         TxInput::Payment(pay) => {
             let (c_id, name) = customer_args(&pay.customer);
-            set(&[Int(pay.w_id), Int(pay.d_id), Int(pay.c_w_id), Int(pay.c_d_id), Int(c_id), Text(name), Int(pay.amount_cents)])
+            set(&[
+                Int(pay.w_id),
+                Int(pay.d_id),
+                Int(pay.c_w_id),
+                Int(pay.c_d_id),
+                Int(c_id),
+                Text(name),
+                Int(pay.amount_cents),
+            ])
         }
         TxInput::OrderStatus(os) => {
             let (c_id, name) = customer_args(&os.customer);
@@ -388,7 +400,7 @@ pub(crate) fn server_call<'a>(input: &'a TxInput, mode: Mode, scratch: &'a mut S
 
 /// One server-side transaction over the lean path: `statements[i]` is the name statement `i`
 /// of [`wire_statements`] was parsed under.
-pub(crate) async fn execute_wire(
+pub(crate) fn execute_wire(
     conn: &mut WireConn,
     statements: &[&str],
     format: Format,
@@ -397,7 +409,7 @@ pub(crate) async fn execute_wire(
     scratch: &mut Scratch,
 ) -> Result<Outcome, WireError> {
     let (i, params, n) = server_call(input, mode, scratch);
-    match conn.call(statements[i], &params[..n], format).await {
+    match conn.call(statements[i], &params[..n], format) {
         Ok(_) => Ok(Outcome::Committed),
         Err(e) if e.code() == Some(INVALID_ITEM) => Ok(Outcome::RolledBack),
         Err(e) => Err(e),

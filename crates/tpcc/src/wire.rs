@@ -1,7 +1,8 @@
 //! A minimal PostgreSQL frontend (protocol 3.0 over a unix socket) for the driver's hot path:
 //! one virtual user's connection, statements parsed once, then per transaction one Bind,
-//! Execute and Sync written with a single `write` and the answer read back, with no channel,
-//! task or row allocation between the virtual user and its socket. It is what keeps the
+//! Execute and Sync written with a single blocking `send` and the answer read back with
+//! blocking `recv`s on the virtual user's own thread: no event loop, channel, task or row
+//! allocation between the virtual user and its socket. It is what keeps the
 //! client's CPU a few percent of the server's (see the crate README, "Virtual users and client
 //! CPU"). Setup, the counter snapshots and client-side SQL use tokio-postgres.
 //!
@@ -9,11 +10,13 @@
 //! pgtier's servers are set up), the extended query protocol with named statements, row
 //! counting (row contents are received, never decoded), errors with their SQLSTATE.
 
-use std::time::Duration;
+use std::io::{ErrorKind, Read, Write};
+use std::os::unix::net::UnixStream;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use bytes::{Buf, BufMut, BytesMut};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::UnixStream;
 
 use crate::ConnectSpec;
 
@@ -97,11 +100,21 @@ fn io(context: &str, e: std::io::Error) -> WireError {
     WireError::Broken(format!("{context}: {e}"))
 }
 
+/// How often a blocked read wakes up to look at the abandon flag.
+const READ_TICK: Duration = Duration::from_millis(250);
+
 /// One connection.
 pub(crate) struct WireConn {
     stream: UnixStream,
-    rbuf: BytesMut,
+    /// Received bytes not yet consumed are `rbuf[head..tail]`; the rest is free space.
+    rbuf: Vec<u8>,
+    head: usize,
+    tail: usize,
     wbuf: BytesMut,
+    /// Raised by the driver when it no longer waits for this virtual user: a read then gives up.
+    abandon: Arc<AtomicBool>,
+    /// While connecting: when to give up.
+    deadline: Option<Instant>,
 }
 
 /// What [`WireConn::read_until_ready`] saw.
@@ -112,27 +125,48 @@ struct Answer {
 
 impl WireConn {
     /// Connects to `spec`'s socket as its role and database and waits until the server is
-    /// ready for queries.
-    pub(crate) async fn connect(spec: &ConnectSpec, application_name: &str, timeout: Duration) -> Result<WireConn, WireError> {
+    /// ready for queries (at most `timeout`). Reads give up with [`WireError::Broken`] once
+    /// `abandon` is raised.
+    pub(crate) fn connect(
+        spec: &ConnectSpec,
+        application_name: &str,
+        timeout: Duration,
+        abandon: Arc<AtomicBool>,
+    ) -> Result<WireConn, WireError> {
         let path = spec.socket_dir.join(format!(".s.PGSQL.{}", spec.port));
-        let connecting = async {
-            let stream =
-                UnixStream::connect(&path).await.map_err(|e| io(&format!("connect to {}", path.display()), e))?;
-            let mut c = WireConn { stream, rbuf: BytesMut::with_capacity(16 * 1024), wbuf: BytesMut::with_capacity(1024) };
+        let context = || format!("connect to {}", path.display());
+        let stream = UnixStream::connect(&path).map_err(|e| io(&context(), e))?;
+        stream.set_read_timeout(Some(READ_TICK)).map_err(|e| io(&context(), e))?;
+        let mut c = WireConn {
+            stream,
+            rbuf: vec![0; 32 * 1024],
+            head: 0,
+            tail: 0,
+            wbuf: BytesMut::with_capacity(1024),
+            abandon,
+            deadline: Some(Instant::now() + timeout),
+        };
+        {
             let mut body = BytesMut::new();
             body.put_i32(196_608); // protocol 3.0
-            for (k, v) in [("user", spec.user.as_str()), ("database", spec.database.as_str()), ("application_name", application_name)]
-            {
+            for (k, v) in [
+                ("user", spec.user.as_str()),
+                ("database", spec.database.as_str()),
+                ("application_name", application_name),
+            ] {
                 put_cstr(&mut body, k);
                 put_cstr(&mut body, v);
             }
             body.put_u8(0);
             c.wbuf.put_i32(body.len() as i32 + 4);
             c.wbuf.put_slice(&body);
-            c.flush().await?;
+            c.flush()?;
             // Authentication, parameter statuses, backend key, ready.
             loop {
-                let (tag, msg) = c.next_message().await?;
+                let (tag, msg) = c.next_message().map_err(|e| match e {
+                    WireError::Broken(m) => WireError::Broken(format!("{}: {m}", context())),
+                    other => other,
+                })?;
                 match tag {
                     b'R' => {
                         let code = (&msg[..]).get_i32();
@@ -143,29 +177,28 @@ impl WireConn {
                         }
                     }
                     b'E' => return Err(server_error(&msg)),
-                    b'Z' => return Ok(c),
+                    b'Z' => {
+                        c.deadline = None;
+                        return Ok(c);
+                    }
                     _ => {}
                 }
             }
-        };
-        match tokio::time::timeout(timeout, connecting).await {
-            Ok(r) => r,
-            Err(_) => Err(WireError::Broken(format!("connect to {}: timed out after {timeout:?}", path.display()))),
         }
     }
 
     /// Runs `sql` with the simple query protocol.
-    pub(crate) async fn simple(&mut self, sql: &str) -> Result<(), WireError> {
+    pub(crate) fn simple(&mut self, sql: &str) -> Result<(), WireError> {
         let start = self.begin(b'Q');
         put_cstr(&mut self.wbuf, sql);
         self.end(start);
-        self.flush().await?;
-        let a = self.read_until_ready().await?;
+        self.flush()?;
+        let a = self.read_until_ready()?;
         a.error.map_or(Ok(()), Err)
     }
 
     /// Parses `sql` as the named statement `name` with parameter types `oids`.
-    pub(crate) async fn prepare(&mut self, name: &str, sql: &str, oids: &[u32]) -> Result<(), WireError> {
+    pub(crate) fn prepare(&mut self, name: &str, sql: &str, oids: &[u32]) -> Result<(), WireError> {
         let start = self.begin(b'P');
         put_cstr(&mut self.wbuf, name);
         put_cstr(&mut self.wbuf, sql);
@@ -175,15 +208,15 @@ impl WireConn {
         }
         self.end(start);
         self.sync();
-        self.flush().await?;
-        let a = self.read_until_ready().await?;
+        self.flush()?;
+        let a = self.read_until_ready()?;
         a.error.map_or(Ok(()), Err)
     }
 
     /// Executes the named statement with `params` in autocommit (Bind, Execute, Sync in one
     /// write) and returns the number of rows it returned. `format` is used for the
     /// parameters and asked for the results.
-    pub(crate) async fn call(&mut self, statement: &str, params: &[Param<'_>], format: Format) -> Result<u64, WireError> {
+    pub(crate) fn call(&mut self, statement: &str, params: &[Param<'_>], format: Format) -> Result<u64, WireError> {
         let code: i16 = match format {
             Format::Text => 0,
             Format::Binary => 1,
@@ -205,8 +238,8 @@ impl WireConn {
         self.wbuf.put_i32(0);
         self.end(start);
         self.sync();
-        self.flush().await?;
-        let a = self.read_until_ready().await?;
+        self.flush()?;
+        let a = self.read_until_ready()?;
         match a.error {
             Some(e) => Err(e),
             None => Ok(a.rows),
@@ -230,49 +263,78 @@ impl WireConn {
         self.wbuf.put_i32(4);
     }
 
-    async fn flush(&mut self) -> Result<(), WireError> {
-        let r = self.stream.write_all(&self.wbuf).await;
+    fn flush(&mut self) -> Result<(), WireError> {
+        let r = self.stream.write_all(&self.wbuf);
         self.wbuf.clear();
         r.map_err(|e| io("send to the server", e))
     }
 
     /// The next whole message: its tag and body.
-    async fn next_message(&mut self) -> Result<(u8, BytesMut), WireError> {
+    fn next_message(&mut self) -> Result<(u8, Vec<u8>), WireError> {
         loop {
-            if self.rbuf.len() >= 5 {
-                let len = i32::from_be_bytes(self.rbuf[1..5].try_into().expect("4 bytes")) as usize;
+            let buf = &self.rbuf[self.head..self.tail];
+            if buf.len() >= 5 {
+                let len = i32::from_be_bytes(buf[1..5].try_into().expect("4 bytes")) as usize;
                 if len < 4 {
                     return Err(WireError::Broken(format!("bad message length {len} from the server")));
                 }
-                if self.rbuf.len() > len {
-                    let tag = self.rbuf[0];
-                    let mut msg = self.rbuf.split_to(len + 1);
-                    msg.advance(5);
-                    return Ok((tag, msg));
+                if buf.len() > len {
+                    let msg = (buf[0], buf[5..len + 1].to_vec());
+                    self.head += len + 1;
+                    return Ok(msg);
                 }
             }
-            self.fill().await?;
+            self.fill()?;
         }
     }
 
-    async fn fill(&mut self) -> Result<(), WireError> {
-        if self.rbuf.capacity() - self.rbuf.len() < 4096 {
-            self.rbuf.reserve(16 * 1024);
+    /// One blocking `recv` into the free end of the read buffer (moving the unconsumed bytes
+    /// to the front, or growing the buffer, when it is full), waking every [`READ_TICK`] to
+    /// look at the abandon flag and the connect deadline.
+    fn fill(&mut self) -> Result<(), WireError> {
+        if self.head == self.tail {
+            (self.head, self.tail) = (0, 0);
         }
-        match self.stream.read_buf(&mut self.rbuf).await {
-            Ok(0) => Err(WireError::Broken("the server closed the connection".into())),
-            Ok(_) => Ok(()),
-            Err(e) => Err(io("read from the server", e)),
+        if self.tail == self.rbuf.len() {
+            if self.head > 0 {
+                self.rbuf.copy_within(self.head..self.tail, 0);
+                (self.head, self.tail) = (0, self.tail - self.head);
+            } else {
+                self.rbuf.resize(self.rbuf.len() * 2, 0);
+            }
+        }
+        loop {
+            match self.stream.read(&mut self.rbuf[self.tail..]) {
+                Ok(0) => return Err(WireError::Broken("the server closed the connection".into())),
+                Ok(n) => {
+                    self.tail += n;
+                    return Ok(());
+                }
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => {
+                    let late = self.deadline.is_some_and(|d| Instant::now() >= d);
+                    if late || self.abandon.load(Ordering::Relaxed) {
+                        return Err(WireError::Broken(
+                            if late {
+                                "no answer from the server in time"
+                            } else {
+                                "abandoned while waiting for the server"
+                            }
+                            .into(),
+                        ));
+                    }
+                }
+                Err(e) => return Err(io("read from the server", e)),
+            }
         }
     }
 
     /// Reads messages up to ReadyForQuery, counting data rows and keeping the first error.
     /// Whole messages are scanned in place; only the bytes are consumed.
-    async fn read_until_ready(&mut self) -> Result<Answer, WireError> {
+    fn read_until_ready(&mut self) -> Result<Answer, WireError> {
         let mut a = Answer { rows: 0, error: None };
         loop {
+            let buf = &self.rbuf[self.head..self.tail];
             let mut at = 0;
-            let buf = &self.rbuf[..];
             while buf.len() - at >= 5 {
                 let tag = buf[at];
                 let len = i32::from_be_bytes(buf[at + 1..at + 5].try_into().expect("4 bytes")) as usize;
@@ -288,14 +350,14 @@ impl WireConn {
                     b'D' => a.rows += 1,
                     b'E' if a.error.is_none() => a.error = Some(server_error(body)),
                     b'Z' => {
-                        self.rbuf.advance(at);
+                        self.head += at;
                         return Ok(a);
                     }
                     _ => {} // BindComplete, ParseComplete, CommandComplete, notices, statuses
                 }
             }
-            self.rbuf.advance(at);
-            self.fill().await?;
+            self.head += at;
+            self.fill()?;
         }
     }
 }
@@ -423,7 +485,10 @@ mod tests {
         assert_eq!(e.kind(), "deadlock");
         assert!(!e.is_closed());
         assert_eq!(e.to_string(), "ERROR: deadlock detected (SQLSTATE 40P01); detail: Process 1 waits");
-        assert_eq!(server_error(b"C2D000\0Minvalid transaction termination\0\0").kind(), "invalid_transaction_termination");
+        assert_eq!(
+            server_error(b"C2D000\0Minvalid transaction termination\0\0").kind(),
+            "invalid_transaction_termination"
+        );
         assert!(WireError::Broken("x".into()).is_closed());
     }
 }
