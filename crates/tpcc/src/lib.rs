@@ -17,7 +17,7 @@
 
 mod consistency;
 pub mod copy;
-mod cpu;
+pub mod cpu;
 mod drive;
 pub mod faithful;
 pub mod generate;
