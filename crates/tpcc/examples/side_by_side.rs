@@ -16,14 +16,19 @@
 //!
 //! Each round: the three databases are dropped and loaded again (HammerDB's `buildschema`
 //! with `pg_num_vu` = build workers; pgtier's loader with as many workers, once per mode), in
-//! an order rotated every round; then for each virtual-user count the three tools run one
-//! after the other, in an order rotated every round. Before every run: a CHECKPOINT and a wait
-//! (at most `--settle` seconds) until no autovacuum worker is busy, so no run starts inside
-//! another's background work. HammerDB's runs use `pg_rampup` = ramp / 60 and `pg_duration` =
+//! an order that changes every round; then for each virtual-user count the three tools run one
+//! after the other in that order (the six orders of three in turn, so each tool starts rounds
+//! and follows each other tool). Before every run: a CHECKPOINT and a wait (at most `--settle`
+//! seconds) until no autovacuum worker is busy and no table of the three databases is due for
+//! autovacuum, so no run pays for background work another run or a load left behind. HammerDB's runs use `pg_rampup` = ramp / 60 and `pg_duration` =
 //! duration / 60 minutes (the default timed driver, functions, no keying or thinking); its
 //! NOPM and TPM are the ones it prints; its client CPU is the `tclsh` process's and the
 //! server's CPU is the postmaster's tree's, both sampled when HammerDB prints "Rampup
-//! complete" and "Test complete". pgtier's figures come from its `DriveReport`.
+//! complete" and "Test complete". pgtier's figures come from its `DriveReport`. Around every
+//! run the example also reads the server's work counters (the run database's row of
+//! pg_stat_database, pg_stat_wal, sum(d_next_o_id)) and prints them per new-order: what the
+//! server did for each order, which the machine's load does not change; with `--out x.csv`
+//! the per-relation counters' changes over each run go to `x.relations.csv`.
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -89,7 +94,7 @@ fn parse() -> Result<Args, String> {
         rounds: 3,
         ramp: 30,
         duration: 60,
-        settle: 60,
+        settle: 180,
         out: None,
     };
     let mut it = std::env::args().skip(1);
@@ -119,6 +124,148 @@ fn parse() -> Result<Args, String> {
     Ok(a)
 }
 
+/// The server's work counters for one database: what the server did, whatever the machine's
+/// load (pg_stat_database of the run's database, pg_stat_wal, and the new-order counter).
+#[derive(Clone, Copy, Debug, Default)]
+struct Work {
+    transactions: f64,
+    tup_returned: f64,
+    tup_fetched: f64,
+    tup_inserted: f64,
+    tup_updated: f64,
+    tup_deleted: f64,
+    blks_hit: f64,
+    blks_read: f64,
+    wal_records: f64,
+    wal_bytes: f64,
+    deadlocks: f64,
+    new_orders: f64,
+}
+
+impl Work {
+    const FIELDS: [&'static str; 10] = [
+        "transactions",
+        "tuples returned",
+        "tuples fetched",
+        "tuples inserted",
+        "tuples updated",
+        "tuples deleted",
+        "buffer hits",
+        "buffer reads",
+        "WAL records",
+        "WAL bytes",
+    ];
+
+    fn values(&self) -> [f64; 10] {
+        [
+            self.transactions,
+            self.tup_returned,
+            self.tup_fetched,
+            self.tup_inserted,
+            self.tup_updated,
+            self.tup_deleted,
+            self.blks_hit,
+            self.blks_read,
+            self.wal_records,
+            self.wal_bytes,
+        ]
+    }
+
+    async fn read(conn: &ConnectSpec) -> Work {
+        let c = conn.connect("side-by-side-counters").await.unwrap();
+        let r = c
+            .query_one(
+                "SELECT (d.xact_commit + d.xact_rollback)::float8, d.tup_returned::float8, d.tup_fetched::float8, \
+                 d.tup_inserted::float8, d.tup_updated::float8, d.tup_deleted::float8, d.blks_hit::float8, \
+                 d.blks_read::float8, w.wal_records::float8, w.wal_bytes::float8, d.deadlocks::float8, \
+                 (SELECT sum(d_next_o_id) FROM district)::float8 \
+                 FROM pg_stat_database d, pg_stat_wal w WHERE d.datname = current_database()",
+                &[],
+            )
+            .await
+            .unwrap();
+        let g = |i| r.get::<_, f64>(i);
+        Work {
+            transactions: g(0),
+            tup_returned: g(1),
+            tup_fetched: g(2),
+            tup_inserted: g(3),
+            tup_updated: g(4),
+            tup_deleted: g(5),
+            blks_hit: g(6),
+            blks_read: g(7),
+            wal_records: g(8),
+            wal_bytes: g(9),
+            deadlocks: g(10),
+            new_orders: g(11),
+        }
+    }
+
+    /// What happened between `self` and `later`.
+    fn until(&self, later: &Work) -> Work {
+        Work {
+            transactions: later.transactions - self.transactions,
+            tup_returned: later.tup_returned - self.tup_returned,
+            tup_fetched: later.tup_fetched - self.tup_fetched,
+            tup_inserted: later.tup_inserted - self.tup_inserted,
+            tup_updated: later.tup_updated - self.tup_updated,
+            tup_deleted: later.tup_deleted - self.tup_deleted,
+            blks_hit: later.blks_hit - self.blks_hit,
+            blks_read: later.blks_read - self.blks_read,
+            wal_records: later.wal_records - self.wal_records,
+            wal_bytes: later.wal_bytes - self.wal_bytes,
+            deadlocks: later.deadlocks - self.deadlocks,
+            new_orders: later.new_orders - self.new_orders,
+        }
+    }
+}
+
+/// Per-relation counters of one database (pg_stat_user_tables and pg_stat_user_indexes), keyed
+/// by `table` or `table.index` and counter name: where the server's work went.
+async fn relation_counters(conn: &ConnectSpec) -> BTreeMap<(String, &'static str), f64> {
+    let c = conn.connect("side-by-side-counters").await.unwrap();
+    let mut m = BTreeMap::new();
+    let tables = c
+        .query(
+            "SELECT relname::text, seq_scan::float8, seq_tup_read::float8, coalesce(idx_scan, 0)::float8, \
+             coalesce(idx_tup_fetch, 0)::float8, n_tup_ins::float8, n_tup_upd::float8, n_tup_hot_upd::float8, \
+             n_tup_del::float8 FROM pg_stat_user_tables",
+            &[],
+        )
+        .await
+        .unwrap();
+    const T: [&str; 8] = [
+        "seq_scan",
+        "seq_tup_read",
+        "idx_scan",
+        "idx_tup_fetch",
+        "n_tup_ins",
+        "n_tup_upd",
+        "n_tup_hot_upd",
+        "n_tup_del",
+    ];
+    for r in tables {
+        for (i, name) in T.iter().enumerate() {
+            m.insert((r.get::<_, String>(0), *name), r.get::<_, f64>(i + 1));
+        }
+    }
+    let indexes = c
+        .query(
+            "SELECT relname || '.' || indexrelname, idx_scan::float8, idx_tup_read::float8, idx_tup_fetch::float8 \
+             FROM pg_stat_user_indexes",
+            &[],
+        )
+        .await
+        .unwrap();
+    const I: [&str; 3] = ["idx_scan", "idx_tup_read", "idx_tup_fetch"];
+    for r in indexes {
+        for (i, name) in I.iter().enumerate() {
+            m.insert((r.get::<_, String>(0), *name), r.get::<_, f64>(i + 1));
+        }
+    }
+    m
+}
+
 /// One measured run.
 #[derive(Clone, Debug)]
 struct RunResult {
@@ -131,6 +278,8 @@ struct RunResult {
     server_cpu: f64,
     errors: u64,
     load_average: String,
+    /// Server work over the whole run (ramp-up, measured interval and stop).
+    work: Work,
 }
 
 /// HammerDB's installation and how to start it.
@@ -316,19 +465,43 @@ async fn recreate_database(admin: &tokio_postgres::Client, name: &str) {
     admin.batch_execute(&format!("CREATE DATABASE {name}")).await.unwrap();
 }
 
-async fn settle(admin: &tokio_postgres::Client, max: u64) -> f64 {
+/// Tables of `conn`'s database past an autovacuum threshold (vacuum for dead rows, vacuum for
+/// inserts, analyze), by the formulas autovacuum uses with the server's settings.
+const PENDING_AUTOVACUUM: &str = "SELECT count(*) FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid \
+     WHERE s.n_dead_tup > current_setting('autovacuum_vacuum_threshold')::float8 \
+           + current_setting('autovacuum_vacuum_scale_factor')::float8 * greatest(c.reltuples, 0) \
+        OR s.n_ins_since_vacuum > current_setting('autovacuum_vacuum_insert_threshold')::float8 \
+           + current_setting('autovacuum_vacuum_insert_scale_factor')::float8 * greatest(c.reltuples, 0) \
+        OR s.n_mod_since_analyze > current_setting('autovacuum_analyze_threshold')::float8 \
+           + current_setting('autovacuum_analyze_scale_factor')::float8 * greatest(c.reltuples, 0)";
+
+/// CHECKPOINT, then wait (at most `max` seconds) until no autovacuum worker is busy and no
+/// table of `databases` is due for one, so that no run pays for the background work another
+/// run (or a load) left behind. Returns the seconds waited.
+async fn settle(admin: &tokio_postgres::Client, databases: &[ConnectSpec], max: u64) -> f64 {
     admin.batch_execute("CHECKPOINT").await.unwrap();
     let start = Instant::now();
+    let mut clients = Vec::new();
+    for db in databases {
+        clients.push(db.connect("side-by-side-settle").await.unwrap());
+    }
     while start.elapsed() < Duration::from_secs(max) {
-        let busy: i64 = admin
+        let mut pending: i64 = admin
             .query_one("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'autovacuum worker'", &[])
             .await
             .unwrap()
             .get(0);
-        if busy == 0 {
+        for c in &clients {
+            pending += c.query_one(PENDING_AUTOVACUUM, &[]).await.unwrap().get::<_, i64>(0);
+        }
+        if pending == 0 {
             break;
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    if start.elapsed() > Duration::from_secs(5) {
+        // The autovacuum workers wrote: start from a clean checkpoint again.
+        admin.batch_execute("CHECKPOINT").await.unwrap();
     }
     start.elapsed().as_secs_f64()
 }
@@ -374,16 +547,26 @@ async fn main() {
     let cancel = AtomicBool::new(false);
     let mut out = args.out.as_ref().map(|p| {
         let mut f = std::fs::File::create(p).unwrap();
-        writeln!(f, "round,vus,tool,nopm,tpm,client_cpu_s,server_cpu_s,errors,load_average").unwrap();
+        writeln!(
+            f,
+            "round,vus,tool,nopm,tpm,client_cpu_s,server_cpu_s,errors,load_average,new_orders,{},deadlocks",
+            Work::FIELDS.join(",")
+        )
+        .unwrap();
+        f
+    });
+    let mut relations_out = args.out.as_ref().map(|p| {
+        let mut f = std::fs::File::create(p.with_extension("relations.csv")).unwrap();
+        writeln!(f, "round,vus,tool,relation,counter,delta,new_orders").unwrap();
         f
     });
     let mut results: Vec<RunResult> = Vec::new();
     let mut loads: BTreeMap<Tool, Vec<f64>> = BTreeMap::new();
     let started = Instant::now();
     for round in 0..args.rounds {
-        let mut order = tools.clone();
-        let shift = round as usize % order.len();
-        order.rotate_left(shift);
+        // Each round its own order, so that every tool starts rounds and follows each other tool.
+        const ORDERS: [[usize; 3]; 6] = [[0, 1, 2], [2, 1, 0], [1, 2, 0], [0, 2, 1], [2, 0, 1], [1, 0, 2]];
+        let order: Vec<Tool> = ORDERS[round as usize % 6].iter().filter_map(|&i| tools.get(i).copied()).collect();
         for &tool in &order {
             recreate_database(&admin, tool.database()).await;
             let seconds = match tool {
@@ -413,14 +596,26 @@ async fn main() {
         }
         for &vus in &args.vus {
             for &tool in &order {
-                let waited = settle(&admin, args.settle).await;
+                let databases: Vec<ConnectSpec> = tools.iter().map(|t| spec(*t)).collect();
+                let waited = settle(&admin, &databases, args.settle).await;
                 let load_average = load_average();
+                let work_before = Work::read(&spec(tool)).await;
+                let relations_before = relation_counters(&spec(tool)).await;
                 let r = match tool {
                     Tool::HammerDb => {
                         match hammerdb.as_ref().unwrap().drive(&spec(tool), &server, vus, args.ramp, args.duration) {
-                            Ok((nopm, tpm, client_cpu, server_cpu, errors)) => {
-                                RunResult { round, vus, tool, nopm, tpm, client_cpu, server_cpu, errors, load_average }
-                            }
+                            Ok((nopm, tpm, client_cpu, server_cpu, errors)) => RunResult {
+                                round,
+                                vus,
+                                tool,
+                                nopm,
+                                tpm,
+                                client_cpu,
+                                server_cpu,
+                                errors,
+                                load_average,
+                                work: Work::default(),
+                            },
                             Err(e) => {
                                 eprintln!("round {round}, {vus} VUs, HammerDB: {e}");
                                 continue;
@@ -460,9 +655,30 @@ async fn main() {
                             server_cpu: d.server_cpu_seconds.unwrap_or(f64::NAN),
                             errors: d.errors.values().sum(),
                             load_average,
+                            work: Work::default(),
                         }
                     }
                 };
+                // Backends flush their statistics when they exit; give the last ones a moment.
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                let mut r = r;
+                r.work = work_before.until(&Work::read(&spec(tool)).await);
+                if let Some(f) = relations_out.as_mut() {
+                    for (key, after) in relation_counters(&spec(tool)).await {
+                        let delta = after - relations_before.get(&key).copied().unwrap_or(0.0);
+                        if delta != 0.0 {
+                            writeln!(
+                                f,
+                                "{round},{vus},{},{},{},{delta:.0},{:.0}",
+                                tool.name(),
+                                key.0,
+                                key.1,
+                                r.work.new_orders
+                            )
+                            .unwrap();
+                        }
+                    }
+                }
                 println!(
                     "round {round} {vus:>2} VUs {:<26} NOPM {:>8.0} TPM {:>8.0} client {:>6.2} s server {:>7.2} s ({:.2}%) errors {} (settled {waited:.0} s, load {})",
                     tool.name(),
@@ -475,9 +691,10 @@ async fn main() {
                     r.load_average
                 );
                 if let Some(f) = out.as_mut() {
+                    let work: Vec<String> = r.work.values().iter().map(|v| format!("{v:.0}")).collect();
                     writeln!(
                         f,
-                        "{},{},{},{:.1},{:.1},{:.3},{:.3},{},{}",
+                        "{},{},{},{:.1},{:.1},{:.3},{:.3},{},{},{:.0},{},{:.0}",
                         r.round,
                         r.vus,
                         tool.name(),
@@ -486,7 +703,10 @@ async fn main() {
                         r.client_cpu,
                         r.server_cpu,
                         r.errors,
-                        r.load_average
+                        r.load_average,
+                        r.work.new_orders,
+                        work.join(","),
+                        r.work.deadlocks
                     )
                     .unwrap();
                 }
@@ -532,6 +752,31 @@ async fn main() {
                 }
             };
             println!("| {vus} | {} | {nopm} | {tpm} | {ratio} | {cpu} % |", tool.name());
+        }
+    }
+    println!("\nServer work per new-order over whole runs (mean over rounds):\n");
+    print!("| VUs | tool |");
+    for f in Work::FIELDS {
+        print!(" {f} |");
+    }
+    println!(" deadlocks |");
+    print!("|---:|---|");
+    for _ in Work::FIELDS {
+        print!("---:|");
+    }
+    println!("---:|");
+    for &vus in &args.vus {
+        for &tool in &tools {
+            let rs: Vec<&RunResult> = results.iter().filter(|r| r.vus == vus && r.tool == tool).collect();
+            if rs.is_empty() {
+                continue;
+            }
+            print!("| {vus} | {} |", tool.name());
+            for i in 0..Work::FIELDS.len() {
+                let per: Vec<f64> = rs.iter().map(|r| r.work.values()[i] / r.work.new_orders).collect();
+                print!(" {:.2} |", per.iter().sum::<f64>() / per.len() as f64);
+            }
+            println!(" {} |", rs.iter().map(|r| r.work.deadlocks).sum::<f64>());
         }
     }
     println!("\n| loader | load time, s (mean ± 95%) | loads |");
