@@ -1,4 +1,5 @@
-//! The driver: virtual users on tokio sharing a deadpool-postgres pool, ramp-up, a measured
+//! The driver: virtual users (server-side calls: one thread and connection each over
+//! [`crate::wire`]; client-side SQL: tokio tasks on tokio-postgres pools), ramp-up, a measured
 //! interval bracketed by two snapshots of the database's counters, per-type histograms.
 
 use std::collections::BTreeMap;

@@ -2,9 +2,11 @@
 //!
 //! * [`create_schema_and_load`] creates the nine TPC-C tables and the five transaction
 //!   functions, loads `warehouses` warehouses with parallel workers that each stream binary COPY
-//!   over their own connection, then builds keys and indexes and runs VACUUM ANALYZE.
-//! * [`run`] drives the standard transaction mix with virtual users (tokio tasks sharing a
-//!   deadpool-postgres pool), ramp-up then a measured interval, and computes NOPM and TPM from the
+//!   over their own connection, then builds keys and indexes and runs VACUUM ANALYZE (in the
+//!   faithful mode: HammerDB's schema and build order instead, see [`faithful`]).
+//! * [`run`] drives the transaction mix with virtual users (for server-side calls one thread
+//!   and connection each over a minimal frontend; for client-side SQL tokio tasks on
+//!   tokio-postgres), ramp-up then a measured interval, and computes NOPM and TPM from the
 //!   database's own counters as HammerDB does, with client-side latency histograms per
 //!   transaction type.
 //! * [`check_consistency`] checks the consistency conditions of clause 3.3.2.
