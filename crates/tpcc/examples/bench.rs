@@ -1,10 +1,15 @@
 //! Load and virtual-user sweep against a private PostgreSQL cluster, for the figures in the
-//! crate README. Needs root (the server runs as the OS user postgres).
+//! crate README and docs/benchmarks.md. Needs root (the server runs as the OS user postgres).
 //!
 //! ```text
 //! cargo run --release -p tpcc --example bench -- --warehouses 4 --workers 2 \
 //!     --vus 1,2,4,8 --ramp 5 --duration 30 --mode spec --side server [--no-fsync]
 //! ```
+//!
+//! `--mode` takes a comma-separated list (`spec,hammerdb,hammerdb-faithful`): each mode gets a
+//! database of its own, loaded once, and the sweep runs every virtual-user count in every mode
+//! one after the other, `--rounds` times, then prints the median client/server CPU share per
+//! mode and count.
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -20,7 +25,8 @@ struct Args {
     vus: Vec<u32>,
     ramp: u64,
     duration: u64,
-    mode: Mode,
+    modes: Vec<Mode>,
+    rounds: u32,
     side: Side,
     fsync: bool,
     all_warehouses: bool,
@@ -33,7 +39,8 @@ fn parse() -> Result<Args, String> {
         vus: vec![1, 2, 4, 8],
         ramp: 5,
         duration: 30,
-        mode: Mode::Spec,
+        modes: vec![Mode::Spec],
+        rounds: 1,
         side: Side::ServerProcedures,
         fsync: true,
         all_warehouses: false,
@@ -54,12 +61,12 @@ fn parse() -> Result<Args, String> {
             "--ramp" => a.ramp = num(value()?)?,
             "--duration" => a.duration = num(value()?)?,
             "--mode" => {
-                a.mode = match value()?.as_str() {
-                    "spec" => Mode::Spec,
-                    "hammerdb" => Mode::HammerDb,
-                    m => return Err(format!("--mode {m}: spec or hammerdb")),
-                }
+                a.modes = value()?
+                    .split(',')
+                    .map(|m| Mode::parse(m).ok_or(format!("--mode {m}: spec, hammerdb or hammerdb-faithful")))
+                    .collect::<Result<_, _>>()?
             }
+            "--rounds" => a.rounds = num(value()?)? as u32,
             "--side" => {
                 a.side = match value()?.as_str() {
                     "server" => Side::ServerProcedures,
@@ -98,93 +105,134 @@ async fn main() {
     }
     let cluster = common::Cluster::start("bench", &settings).await;
     let cancel = AtomicBool::new(false);
-    let cfg = TpccConfig {
-        warehouses: args.warehouses,
-        mode: args.mode,
-        side: args.side,
-        keying_and_thinking: false,
-        all_warehouses: args.all_warehouses,
-    };
     println!("settings: {settings:?}");
-    let load = match create_schema_and_load(&cluster.conn, &cfg, args.workers, &cancel, &mut |p| {
-        if matches!(p.phase, tpcc::LoadPhase::Copy) {
-            eprint!("\r{:5.1}s {} / {} warehouses", p.elapsed_seconds, p.warehouses_done, p.warehouses_total);
-        }
-    })
-    .await
-    {
-        Ok(l) => l,
-        Err(e) => {
-            eprintln!("load failed: {e}");
-            cluster.shutdown().await;
-            std::process::exit(1);
-        }
-    };
-    eprintln!();
-    println!(
-        "load: {} warehouses, {} workers: {:.1} s (schema {:.2}, copy {:.1}, index {:.1}, analyze {:.1}) = {:.1} warehouses/min, {} rows, {:.0} MB",
-        load.warehouses,
-        load.workers,
-        load.seconds,
-        load.schema_seconds,
-        load.copy_seconds,
-        load.index_seconds,
-        load.analyze_seconds,
-        load.warehouses_per_minute,
-        load.rows,
-        load.database_bytes as f64 / 1e6
-    );
-    println!(
-        "{:>4} {:>9} {:>9} {:>8} {:>8} {:>9} {:>9} {:>11} {:>7} {:>8} {:>8}",
-        "vus", "nopm", "tpm", "no_p50", "no_p99", "client_s", "server_s", "cli_ms/1ktx", "cli/srv", "errors", "mode"
-    );
-    for vus in &args.vus {
-        let r = match run(
-            &cluster.conn,
-            &cfg,
-            *vus,
-            Duration::from_secs(args.ramp),
-            Duration::from_secs(args.duration),
-            &cancel,
-            &mut |_| {},
-        )
+    let admin = cluster.connect("postgres").await;
+    let mut targets = Vec::new();
+    for mode in &args.modes {
+        let cfg = TpccConfig {
+            warehouses: args.warehouses,
+            mode: *mode,
+            side: args.side,
+            keying_and_thinking: false,
+            all_warehouses: args.all_warehouses,
+        };
+        let db = mode.as_str().replace('-', "_");
+        admin.batch_execute(&format!("CREATE DATABASE {db}")).await.unwrap();
+        let conn = tpcc::ConnectSpec { database: db, ..cluster.conn.clone() };
+        let load = match create_schema_and_load(&conn, &cfg, args.workers, &cancel, &mut |p| {
+            if matches!(p.phase, tpcc::LoadPhase::Copy) {
+                eprint!("\r{:5.1}s {} / {} warehouses", p.elapsed_seconds, p.warehouses_done, p.warehouses_total);
+            }
+        })
         .await
         {
-            Ok(r) => r,
+            Ok(l) => l,
             Err(e) => {
-                eprintln!("run with {vus} VUs failed: {e}");
-                continue;
+                eprintln!("load failed: {e}");
+                cluster.shutdown().await;
+                std::process::exit(1);
             }
         };
-        let server = r.server_cpu_seconds.unwrap_or(f64::NAN);
-        let errors: u64 = r.errors.values().sum();
+        eprintln!();
         println!(
-            "{:>4} {:>9.0} {:>9.0} {:>8.2} {:>8.2} {:>9.2} {:>9.2} {:>11.1} {:>6.2}% {:>8} {:>8}",
-            vus,
-            r.nopm,
-            r.tpm,
-            r.per_type[0].p50_ms,
-            r.per_type[0].p99_ms,
-            r.client_cpu_seconds,
-            server,
-            r.client_cpu_ms_per_1000_transactions(),
-            100.0 * r.client_cpu_seconds / server,
-            errors,
-            r.mode.as_str()
+            "load ({}): {} warehouses, {} workers: {:.1} s (schema {:.2}, copy {:.1}, index {:.1}, analyze {:.1}) = {:.1} warehouses/min, {} rows, {:.0} MB",
+            mode.as_str(),
+            load.warehouses,
+            load.workers,
+            load.seconds,
+            load.schema_seconds,
+            load.copy_seconds,
+            load.index_seconds,
+            load.analyze_seconds,
+            load.warehouses_per_minute,
+            load.rows,
+            load.database_bytes as f64 / 1e6
         );
-        if std::env::var("BENCH_VERBOSE").is_ok() {
-            for t in &r.per_type {
-                println!("     {t:?}");
+        targets.push((cfg, conn));
+    }
+    println!(
+        "{:>5} {:>4} {:>9} {:>9} {:>8} {:>8} {:>9} {:>9} {:>11} {:>7} {:>8} {:>17}",
+        "round",
+        "vus",
+        "nopm",
+        "tpm",
+        "no_p50",
+        "no_p99",
+        "client_s",
+        "server_s",
+        "cli_ms/1ktx",
+        "cli/srv",
+        "errors",
+        "mode"
+    );
+    let mut shares: std::collections::BTreeMap<(u32, &str), Vec<f64>> = Default::default();
+    for round in 0..args.rounds {
+        for vus in &args.vus {
+            for (cfg, conn) in &targets {
+                let r = match run(
+                    conn,
+                    cfg,
+                    *vus,
+                    Duration::from_secs(args.ramp),
+                    Duration::from_secs(args.duration),
+                    &cancel,
+                    &mut |_| {},
+                )
+                .await
+                {
+                    Ok(r) => r,
+                    Err(e) => {
+                        eprintln!("run with {vus} VUs failed: {e}");
+                        continue;
+                    }
+                };
+                let server = r.server_cpu_seconds.unwrap_or(f64::NAN);
+                let errors: u64 = r.errors.values().sum();
+                println!(
+                    "{:>5} {:>4} {:>9.0} {:>9.0} {:>8.2} {:>8.2} {:>9.2} {:>9.2} {:>11.1} {:>6.2}% {:>8} {:>17}",
+                    round,
+                    vus,
+                    r.nopm,
+                    r.tpm,
+                    r.per_type[0].p50_ms,
+                    r.per_type[0].p99_ms,
+                    r.client_cpu_seconds,
+                    server,
+                    r.client_cpu_ms_per_1000_transactions(),
+                    100.0 * r.client_cpu_seconds / server,
+                    errors,
+                    r.mode.as_str()
+                );
+                shares.entry((*vus, r.mode.as_str())).or_default().push(100.0 * r.client_cpu_seconds / server);
+                if std::env::var("BENCH_VERBOSE").is_ok() {
+                    for t in &r.per_type {
+                        println!("     {t:?}");
+                    }
+                }
+                if !r.error_samples.is_empty() {
+                    println!("     error samples: {:?}", r.error_samples);
+                }
             }
         }
-        if !r.error_samples.is_empty() {
-            println!("     error samples: {:?}", r.error_samples);
+    }
+    if args.rounds > 1 || args.modes.len() > 1 {
+        println!("\nclient / server CPU, median [min, max] over rounds:");
+        for ((vus, mode), mut v) in shares {
+            v.sort_by(|a, b| a.total_cmp(b));
+            println!("{vus:>4} {mode:>17} {:>6.2}% [{:.2}, {:.2}]", v[v.len() / 2], v[0], v[v.len() - 1]);
         }
     }
-    match check_consistency(&cluster.conn).await {
-        Ok(v) if v.is_empty() => println!("consistency: all conditions hold"),
-        Ok(v) => println!("consistency: {v:#?}"),
-        Err(e) => println!("consistency check failed: {e}"),
+    for (cfg, conn) in &targets {
+        if cfg.mode == Mode::HammerDbFaithful {
+            // HammerDB's loader and transactions break several conditions by design.
+            continue;
+        }
+        match check_consistency(conn).await {
+            Ok(v) if v.is_empty() => println!("consistency ({}): all conditions hold", cfg.mode.as_str()),
+            Ok(v) => println!("consistency ({}): {v:#?}", cfg.mode.as_str()),
+            Err(e) => println!("consistency check failed: {e}"),
+        }
     }
+    drop(admin);
     cluster.shutdown().await;
 }

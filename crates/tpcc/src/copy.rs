@@ -87,15 +87,23 @@ impl CopyWriter {
     /// A `numeric` field worth `unscaled / 10^scale` (scale at most 8), e.g. `(1234, 2)` is 12.34.
     pub fn numeric(&mut self, unscaled: i64, scale: u16) {
         let mut digits = [0i16; 8];
-        let (n, weight, sign) = numeric_digits(unscaled, scale, &mut digits);
+        let (n, _, _) = numeric_digits(unscaled, scale, &mut digits);
         self.buf.put_i32(8 + 2 * n as i32);
-        self.buf.put_i16(n as i16);
-        self.buf.put_i16(weight);
-        self.buf.put_u16(sign);
-        self.buf.put_u16(scale);
-        for d in &digits[..n] {
-            self.buf.put_i16(*d);
-        }
+        put_numeric(&mut self.buf, unscaled, scale);
+    }
+}
+
+/// Writes the binary `numeric` value `unscaled / 10^scale` (without a length word), as the
+/// server's `numeric_recv` reads it: digit count, weight, sign, display scale, digits.
+pub(crate) fn put_numeric(buf: &mut BytesMut, unscaled: i64, scale: u16) {
+    let mut digits = [0i16; 8];
+    let (n, weight, sign) = numeric_digits(unscaled, scale, &mut digits);
+    buf.put_i16(n as i16);
+    buf.put_i16(weight);
+    buf.put_u16(sign);
+    buf.put_u16(scale);
+    for d in &digits[..n] {
+        buf.put_i16(*d);
     }
 }
 

@@ -1,9 +1,10 @@
-//! CPU time of this process (getrusage) and of the PostgreSQL server (from /proc).
+//! CPU time of this process (getrusage), of another process and of the PostgreSQL server (from
+//! /proc). Public for tools such as the side-by-side benchmark example.
 
 use std::path::Path;
 
 /// User + system CPU seconds consumed so far by this whole process (all threads).
-pub(crate) fn process_cpu_seconds() -> f64 {
+pub fn process_cpu_seconds() -> f64 {
     // SAFETY: getrusage only writes into the zeroed struct we pass.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
@@ -12,6 +13,15 @@ pub(crate) fn process_cpu_seconds() -> f64 {
     }
     let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+/// User + system CPU seconds of process `pid` so far (all its threads, plus children it has
+/// waited for); `None` when /proc does not show it.
+pub fn pid_cpu_seconds(pid: u32) -> Option<f64> {
+    let st = read_stat(Path::new("/proc"), pid as i32)?;
+    // SAFETY: sysconf has no memory effects.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    Some((st.own_ticks + st.children_ticks) as f64 / if ticks > 0 { ticks as f64 } else { 100.0 })
 }
 
 /// The fields of `/proc/PID/stat` we use.
@@ -49,7 +59,7 @@ fn comm(proc_dir: &Path, pid: i32) -> Option<String> {
 /// The CPU time of a PostgreSQL server: its postmaster (including children it has reaped)
 /// plus every live child. Processes that exit between two samples move from the second term
 /// into the first, so differences between samples are exact to a clock tick.
-pub(crate) struct ServerCpu {
+pub struct ServerCpu {
     postmaster: i32,
     proc_dir: std::path::PathBuf,
     ticks_per_second: f64,
@@ -58,7 +68,7 @@ pub(crate) struct ServerCpu {
 impl ServerCpu {
     /// Finds the postmaster from the pid of one of its backends; `None` when /proc does not
     /// show it (another PID namespace, or not a PostgreSQL process).
-    pub(crate) fn from_backend(backend_pid: i32) -> Option<ServerCpu> {
+    pub fn from_backend(backend_pid: i32) -> Option<ServerCpu> {
         let proc_dir = Path::new("/proc");
         let stat = read_stat(proc_dir, backend_pid)?;
         if !comm(proc_dir, backend_pid)?.starts_with("postgres") {
@@ -77,7 +87,7 @@ impl ServerCpu {
     }
 
     /// CPU seconds consumed by the server so far; `None` if the postmaster is gone.
-    pub(crate) fn sample(&self) -> Option<f64> {
+    pub fn sample(&self) -> Option<f64> {
         let pm = read_stat(&self.proc_dir, self.postmaster)?;
         let mut ticks = pm.own_ticks + pm.children_ticks;
         for entry in std::fs::read_dir(&self.proc_dir).ok()?.flatten() {

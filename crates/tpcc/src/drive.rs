@@ -1,4 +1,5 @@
-//! The driver: virtual users on tokio sharing a deadpool-postgres pool, ramp-up, a measured
+//! The driver: virtual users (server-side calls: one thread and connection each over
+//! [`crate::wire`]; client-side SQL: tokio tasks on tokio-postgres pools), ramp-up, a measured
 //! interval bracketed by two snapshots of the database's counters, per-type histograms.
 
 use std::collections::BTreeMap;
@@ -14,7 +15,8 @@ use tokio_postgres::Client;
 use crate::cpu::{ServerCpu, process_cpu_seconds};
 use crate::random::{NurandConstants, Rng};
 use crate::terminal::{Terminal, TxKind};
-use crate::transactions::{Outcome, Prepared, error_kind, execute};
+use crate::transactions::{Outcome, Prepared, Scratch, error_kind, execute, execute_wire, wire_statements};
+use crate::wire::{Format, WireConn, WireError};
 use crate::{ConnectSpec, DriveProgress, DriveReport, Mode, Side, TpccConfig, TpccError, TxStats, describe_pg_error};
 
 /// Most distinct error messages kept for the report.
@@ -26,16 +28,29 @@ const STOP_GRACE: Duration = Duration::from_secs(60);
 struct Shared {
     /// True during the measured interval (completions then go into the histograms).
     measuring: AtomicBool,
-    /// Completed transactions and the sum of their latencies (µs), whole run.
-    completed: AtomicU64,
-    latency_us: AtomicU64,
-    /// Committed new-orders, whole run.
-    new_orders: AtomicU64,
+    /// Per virtual user (each on its own cache line, so virtual users on different CPUs do
+    /// not contend): completed transactions, the sum of their latencies, committed
+    /// new-orders, whole run. The supervisor adds them up once a second.
+    counters: Vec<VuCounters>,
     /// Distinct error messages (bounded).
     samples: std::sync::Mutex<Vec<String>>,
 }
 
+/// One virtual user's running counters.
+#[repr(align(64))]
+#[derive(Default)]
+struct VuCounters {
+    completed: AtomicU64,
+    latency_us: AtomicU64,
+    new_orders: AtomicU64,
+}
+
 impl Shared {
+    /// The sum of one counter over every virtual user.
+    fn total(&self, field: fn(&VuCounters) -> &AtomicU64) -> u64 {
+        self.counters.iter().map(|c| field(c).load(Ordering::Relaxed)).sum()
+    }
+
     fn sample(&self, msg: String) {
         let mut s = self.samples.lock().unwrap();
         if s.len() < MAX_ERROR_SAMPLES && !s.contains(&msg) {
@@ -134,15 +149,45 @@ pub async fn run(
     if duration.is_zero() {
         return Err(TpccError::Config("the measured duration must not be zero".into()));
     }
+    if cfg.mode == Mode::HammerDbFaithful && cfg.side != Side::ServerProcedures {
+        return Err(TpccError::Config(
+            "mode hammerdb-faithful runs HammerDB's server-side functions only: use side procedures".into(),
+        ));
+    }
     let monitor = conn.connect("pgtier-tpcc-monitor").await?;
-    let (warehouses, load_nurand) = read_meta(&monitor).await?;
+    let (warehouses, load_nurand, loader) = read_meta(&monitor).await?;
+    let faithful_db = loader == crate::faithful::LOADER;
+    if faithful_db != (cfg.mode == Mode::HammerDbFaithful) {
+        return Err(TpccError::Schema(if faithful_db {
+            format!(
+                "the database was loaded for mode hammerdb-faithful (HammerDB's schema and functions); mode {} needs pgtier's own load: load it again in that mode",
+                cfg.mode.as_str()
+            )
+        } else {
+            "mode hammerdb-faithful needs a database loaded in that mode (HammerDB's schema, population and functions); this one was loaded by pgtier's loader for modes spec and hammerdb: load it again with mode hammerdb-faithful".to_string()
+        }));
+    }
     if warehouses != cfg.warehouses {
         return Err(TpccError::Config(format!(
             "the database holds {warehouses} warehouses but the configuration says {}; load it again or change the configuration",
             cfg.warehouses
         )));
     }
-    if cfg.side == Side::ServerProcedures {
+    if cfg.mode == Mode::HammerDbFaithful {
+        let names: Vec<String> = crate::faithful::sql::ROUTINES.iter().map(|s| s.to_string()).collect();
+        let n: i64 = monitor
+            .query_one("SELECT count(DISTINCT proname) FROM pg_proc WHERE proname = ANY($1)", &[&names])
+            .await
+            .map_err(|e| TpccError::sql("look for HammerDB's functions", e))?
+            .get(0);
+        if n != names.len() as i64 {
+            return Err(TpccError::Schema(format!(
+                "{n} of HammerDB's {} functions ({}) exist; load the database again with mode hammerdb-faithful",
+                names.len(),
+                names.join(", ")
+            )));
+        }
+    } else if cfg.side == Side::ServerProcedures {
         let n: i64 = monitor
             .query_one(
                 "SELECT count(*) FROM pg_proc WHERE proname IN \
@@ -167,77 +212,107 @@ pub async fn run(
 
     let mut seed_rng = Rng::from_entropy(u64::from(virtual_users));
     let mut nurand = NurandConstants::for_run(&mut seed_rng, &load_nurand);
-    if cfg.mode == Mode::HammerDb {
+    if cfg.mode.hammerdb_mix() {
         // HammerDB generates C_LAST with the same constant at load and run time.
         nurand.c_last = load_nurand.c_last;
     }
 
     let shared = Arc::new(Shared {
         measuring: AtomicBool::new(false),
-        completed: AtomicU64::new(0),
-        latency_us: AtomicU64::new(0),
-        new_orders: AtomicU64::new(0),
+        counters: (0..virtual_users).map(|_| VuCounters::default()).collect(),
         samples: std::sync::Mutex::new(Vec::new()),
     });
     let (stop_tx, stop_rx) = watch::channel(false);
     let start = Instant::now();
 
-    // Virtual users run on dedicated threads, each with a single-threaded runtime and its own
-    // pool: a transaction's wake-ups then stay on one thread, which costs far less CPU than
-    // hopping between the worker threads of a multi-threaded runtime.
-    let threads = driver_threads(virtual_users);
-    let mut groups: Vec<Vec<Terminal>> = (0..threads).map(|_| Vec::new()).collect();
-    for vu in 0..virtual_users {
-        groups[vu as usize % threads].push(Terminal::new(
-            cfg.mode,
-            warehouses,
-            vu,
-            virtual_users,
-            cfg.all_warehouses,
-            nurand,
-            Rng::seeded(seed_rng.next_u64()),
-        ));
-    }
-    let mut pg = conn.pg_config("pgtier-tpcc");
-    pg.connect_timeout(Duration::from_secs(30));
-    let mut finished = Vec::with_capacity(threads);
-    for (t, terminals) in groups.into_iter().enumerate() {
-        let (done_tx, done_rx) = tokio::sync::oneshot::channel();
-        let group = DriverGroup {
-            pg: pg.clone(),
-            terminals,
-            shared: shared.clone(),
-            stop: stop_rx.clone(),
-            mode: cfg.mode,
-            side: cfg.side,
-            keying_and_thinking: cfg.keying_and_thinking,
-        };
-        let spawned = std::thread::Builder::new().name(format!("tpcc-driver-{t}")).spawn(move || {
-            let _ = done_tx.send(group.run());
-        });
-        if let Err(e) = spawned {
-            let _ = stop_tx.send(true);
-            return Err(TpccError::Internal(format!("start a driver thread: {e}")));
+    let terminals: Vec<Terminal> = (0..virtual_users)
+        .map(|vu| {
+            Terminal::new(
+                cfg.mode,
+                warehouses,
+                vu,
+                virtual_users,
+                cfg.all_warehouses,
+                nurand,
+                Rng::seeded(seed_rng.next_u64()),
+            )
+        })
+        .collect();
+    let ctx = VuContext {
+        conn: conn.clone(),
+        shared: shared.clone(),
+        stop: StopSignals {
+            watch: stop_rx,
+            flag: Arc::new(AtomicBool::new(false)),
+            abandon: Arc::new(AtomicBool::new(false)),
+        },
+        mode: cfg.mode,
+        side: cfg.side,
+        keying_and_thinking: cfg.keying_and_thinking,
+    };
+    let stop_all = |ctx: &VuContext| {
+        let _ = stop_tx.send(true);
+        ctx.stop.flag.store(true, Ordering::SeqCst);
+    };
+    let mut finished = Vec::new();
+    if cfg.side == Side::ServerProcedures {
+        // Server-side calls: one thread per virtual user with its own connection and blocking
+        // I/O, as a HammerDB virtual user; a transaction then costs the client one send, one
+        // recv and the wake-up between them, and no event loop.
+        for (vu, terminal) in terminals.into_iter().enumerate() {
+            match spawn_server_side_vu(vu as u32, ctx.clone(), terminal) {
+                Ok(rx) => finished.push(rx),
+                Err(e) => {
+                    stop_all(&ctx);
+                    return Err(TpccError::Internal(format!("start a virtual-user thread: {e}")));
+                }
+            }
         }
-        finished.push(done_rx);
+    } else {
+        // Client-side SQL: virtual users as tasks on dedicated threads, each with a
+        // single-threaded runtime and its own pool, so a transaction's wake-ups (task,
+        // connection task, socket) stay on one thread.
+        let threads = driver_threads(virtual_users);
+        let mut groups: Vec<Vec<(usize, Terminal)>> = (0..threads).map(|_| Vec::new()).collect();
+        for (vu, t) in terminals.into_iter().enumerate() {
+            groups[vu % threads].push((vu, t));
+        }
+        let mut pg = conn.pg_config("pgtier-tpcc");
+        pg.connect_timeout(Duration::from_secs(30));
+        for (t, terminals) in groups.into_iter().enumerate() {
+            let (done_tx, done_rx) = tokio::sync::oneshot::channel();
+            let group = DriverGroup { pg: pg.clone(), terminals, ctx: ctx.clone() };
+            let spawned = std::thread::Builder::new().name(format!("tpcc-driver-{t}")).spawn(move || {
+                let _ = done_tx.send(group.run());
+            });
+            if let Err(e) = spawned {
+                stop_all(&ctx);
+                return Err(TpccError::Internal(format!("start a driver thread: {e}")));
+            }
+            finished.push(done_rx);
+        }
     }
 
     let result = supervise(&monitor, server_cpu.as_ref(), &shared, start, ramp_up, duration, cancel, progress).await;
 
     // Stop the virtual users whatever happened, and collect what they measured.
-    let _ = stop_tx.send(true);
+    stop_all(&ctx);
     let mut stats = VuStats::new();
     let mut lost = 0;
+    let deadline = tokio::time::Instant::now() + STOP_GRACE + Duration::from_secs(10);
     for rx in finished {
-        match tokio::time::timeout(STOP_GRACE + Duration::from_secs(10), rx).await {
+        match tokio::time::timeout_at(deadline, rx).await {
             Ok(Ok(Ok((s, l)))) => {
                 stats.merge(&s);
                 lost += l;
             }
             Ok(Ok(Err(e))) => shared.sample(e),
-            Ok(Err(_)) | Err(_) => shared.sample("a driver thread did not report back".into()),
+            Ok(Err(_)) => shared.sample("a driver thread did not report back".into()),
+            Err(_) => lost += 1,
         }
     }
+    // Threads still blocked in a read give up at their next tick.
+    ctx.stop.abandon.store(true, Ordering::SeqCst);
     if lost > 0 {
         shared
             .sample(format!("{lost} virtual user(s) did not stop within {STOP_GRACE:?}; their latencies are missing"));
@@ -302,10 +377,13 @@ pub async fn run(
     })
 }
 
-async fn read_meta(monitor: &Client) -> Result<(u32, NurandConstants), TpccError> {
+/// Warehouses, the load's NURand constants, and which loader made the database (`pgtier`, or
+/// [`crate::faithful::LOADER`]; pgtier's own `tpcc_meta` has no `loader` column).
+async fn read_meta(monitor: &Client) -> Result<(u32, NurandConstants, String), TpccError> {
     let row = monitor
         .query_opt(
-            "SELECT warehouses, c_last_load, c_id_load, ol_i_id_load, schema_version FROM tpcc_meta LIMIT 1",
+            "SELECT warehouses, c_last_load, c_id_load, ol_i_id_load, schema_version, \
+             coalesce(to_jsonb(m) ->> 'loader', 'pgtier') FROM tpcc_meta m LIMIT 1",
             &[],
         )
         .await
@@ -315,10 +393,12 @@ async fn read_meta(monitor: &Client) -> Result<(u32, NurandConstants), TpccError
         .ok_or_else(|| TpccError::Schema("tpcc_meta is empty; the load did not finish".into()))?;
     let w: i32 = row.get(0);
     let version: i32 = row.get(4);
-    if version != crate::schema::SCHEMA_VERSION {
+    let loader: String = row.get(5);
+    let expected =
+        if loader == crate::faithful::LOADER { crate::faithful::SCHEMA_VERSION } else { crate::schema::SCHEMA_VERSION };
+    if version != expected {
         return Err(TpccError::Schema(format!(
-            "the database was loaded with TPC-C schema version {version}, this pgtier uses version {}; load it again",
-            crate::schema::SCHEMA_VERSION
+            "the database was loaded with TPC-C schema version {version}, this pgtier uses version {expected}; load it again"
         )));
     }
     Ok((
@@ -328,6 +408,7 @@ async fn read_meta(monitor: &Client) -> Result<(u32, NurandConstants), TpccError
             c_id: i64::from(row.get::<_, i32>(2)),
             ol_i_id: i64::from(row.get::<_, i32>(3)),
         },
+        loader,
     ))
 }
 
@@ -358,15 +439,15 @@ async fn supervise(
         let now = Instant::now();
         // The second that just ended belongs to the phase it ran in: report it first.
         if now >= next_tick {
-            let count = shared.completed.load(Ordering::SeqCst);
-            let lat = shared.latency_us.load(Ordering::SeqCst);
+            let count = shared.total(|c| &c.completed);
+            let lat = shared.total(|c| &c.latency_us);
             let (dc, dl) = (count - last_count, lat - last_lat);
             (last_count, last_lat) = (count, lat);
             let t = (next_tick - start).as_secs_f64();
             let mean_ms = if dc == 0 { 0.0 } else { dl as f64 / dc as f64 / 1000.0 };
             per_second.push((t, dc as f64, mean_ms));
             let phase_minutes = phase_start.elapsed().as_secs_f64() / 60.0;
-            let no = shared.new_orders.load(Ordering::SeqCst) - phase_new_orders;
+            let no = shared.total(|c| &c.new_orders) - phase_new_orders;
             progress(DriveProgress {
                 elapsed_seconds: t,
                 in_ramp_up: begin.is_none(),
@@ -379,7 +460,7 @@ async fn supervise(
             let s = snapshot(monitor, server_cpu).await?;
             shared.measuring.store(true, Ordering::SeqCst);
             phase_start = Instant::now();
-            phase_new_orders = shared.new_orders.load(Ordering::SeqCst);
+            phase_new_orders = shared.total(|c| &c.new_orders);
             begin = Some(s);
         }
         if let Some(b) = begin
@@ -400,29 +481,222 @@ async fn supervise(
     }
 }
 
-/// Driver threads for `virtual_users`: one per 32 virtual users, at most one per CPU.
+/// Driver threads for client-side SQL with `virtual_users`: one per 32 virtual users, at most
+/// one per CPU.
 fn driver_threads(virtual_users: u32) -> usize {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     (virtual_users as usize).div_ceil(32).clamp(1, cpus)
 }
 
-/// The virtual users of one driver thread.
-struct DriverGroup {
-    pg: tokio_postgres::Config,
-    terminals: Vec<Terminal>,
+/// How a virtual user learns to stop: the watch channel wakes the async ones, the flags are
+/// read by the threads of the server-side path between transactions and while a read waits.
+#[derive(Clone)]
+struct StopSignals {
+    watch: watch::Receiver<bool>,
+    flag: Arc<AtomicBool>,
+    /// Raised once the driver has stopped waiting: a blocked read then gives up.
+    abandon: Arc<AtomicBool>,
+}
+
+/// What every virtual user shares.
+#[derive(Clone)]
+struct VuContext {
+    conn: ConnectSpec,
     shared: Arc<Shared>,
-    stop: watch::Receiver<bool>,
+    stop: StopSignals,
     mode: Mode,
     side: Side,
     keying_and_thinking: bool,
+}
+
+/// A failed transaction, whichever path ran it.
+struct TxError {
+    kind: &'static str,
+    message: String,
+    closed: bool,
+}
+
+impl From<WireError> for TxError {
+    fn from(e: WireError) -> TxError {
+        TxError { kind: e.kind(), message: e.to_string(), closed: e.is_closed() }
+    }
+}
+
+impl From<tokio_postgres::Error> for TxError {
+    fn from(e: tokio_postgres::Error) -> TxError {
+        TxError { kind: error_kind(&e), message: describe_pg_error(&e), closed: e.is_closed() }
+    }
+}
+
+/// Counts one finished transaction (or failure) of `kind` that took `us` microseconds.
+/// Returns true when the connection must be replaced.
+fn account(
+    stats: &mut VuStats,
+    shared: &Shared,
+    vu: usize,
+    kind: TxKind,
+    result: Result<Outcome, TxError>,
+    us: u64,
+) -> bool {
+    let measuring = shared.measuring.load(Ordering::Relaxed);
+    let i = kind.index();
+    match result {
+        Ok(outcome @ (Outcome::Committed | Outcome::RolledBack)) => {
+            let rolled_back = outcome == Outcome::RolledBack;
+            let mine = &shared.counters[vu];
+            mine.completed.fetch_add(1, Ordering::Relaxed);
+            mine.latency_us.fetch_add(us, Ordering::Relaxed);
+            if kind == TxKind::NewOrder && !rolled_back {
+                mine.new_orders.fetch_add(1, Ordering::Relaxed);
+            }
+            if measuring {
+                // record() grows the auto-resizing histogram; saturating_record() would clamp
+                // to its current (initially tiny) range.
+                let _ = stats.hist[i].record(us.max(1));
+                if rolled_back {
+                    stats.rollbacks[i] += 1;
+                }
+            }
+            false
+        }
+        Ok(Outcome::NoCustomer(msg)) => {
+            if measuring {
+                *stats.errors[i].entry("other".into()).or_default() += 1;
+            }
+            shared.sample(format!("{}: {msg}", kind.name()));
+            false
+        }
+        Err(e) => {
+            if measuring {
+                *stats.errors[i].entry(e.kind.into()).or_default() += 1;
+            }
+            shared.sample(format!("{}: {}", kind.name(), e.message));
+            e.closed
+        }
+    }
+}
+
+/// Counts a failed connection attempt before a transaction of `kind`.
+fn account_connect_failure(stats: &mut VuStats, shared: &Shared, kind: TxKind, msg: String) {
+    if shared.measuring.load(Ordering::Relaxed) {
+        *stats.errors[kind.index()].entry("other".into()).or_default() += 1;
+    }
+    shared.sample(msg);
+}
+
+// ---------------------------------------------------------------------------------------
+// Server-side calls: one thread per virtual user, blocking I/O on its own connection.
+
+/// Starts virtual user `vu`'s thread; its figures arrive on the returned channel.
+fn spawn_server_side_vu(
+    vu: u32,
+    ctx: VuContext,
+    terminal: Terminal,
+) -> std::io::Result<tokio::sync::oneshot::Receiver<Result<(VuStats, u32), String>>> {
+    let (done_tx, done_rx) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new().name(format!("tpcc-vu-{vu}")).stack_size(512 * 1024).spawn(move || {
+        let _ = done_tx.send(Ok((server_side_virtual_user(ctx, vu as usize, terminal), 0)));
+    })?;
+    Ok(done_rx)
+}
+
+/// Sleeps for `d` unless told to stop first; returns false when stopping.
+fn pause_blocking(stop: &AtomicBool, d: Duration) -> bool {
+    let end = Instant::now() + d;
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            return false;
+        }
+        let now = Instant::now();
+        if now >= end {
+            return true;
+        }
+        std::thread::sleep((end - now).min(Duration::from_millis(100)));
+    }
+}
+
+/// A server-side virtual user's connection: the statements parsed on it and how to bind them.
+struct WireSession {
+    conn: WireConn,
+    names: [String; 5],
+    format: Format,
+    scratch: Scratch,
+}
+
+fn wire_session(ctx: &VuContext) -> Result<WireSession, String> {
+    let mut conn = WireConn::connect(&ctx.conn, "pgtier-tpcc", Duration::from_secs(30), ctx.stop.abandon.clone())
+        .map_err(|e| format!("connect: {e}"))?;
+    if ctx.mode == Mode::HammerDbFaithful {
+        conn.simple(crate::faithful::sql::SESSION_SETUP).map_err(|e| format!("set up the session: {e}"))?;
+    }
+    let (statements, format) = wire_statements(ctx.mode);
+    let names: [String; 5] = std::array::from_fn(|i| format!("s{i}"));
+    for (name, (sql, oids)) in names.iter().zip(&statements) {
+        conn.prepare(name, sql, oids).map_err(|e| format!("prepare statements: {e}"))?;
+    }
+    Ok(WireSession { conn, names, format, scratch: Scratch::default() })
+}
+
+fn server_side_virtual_user(ctx: VuContext, vu: usize, mut terminal: Terminal) -> VuStats {
+    let mut stats = VuStats::new();
+    let mut session: Option<WireSession> = None;
+    let stop = &ctx.stop.flag;
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let kind = terminal.next_kind();
+        if ctx.keying_and_thinking && !pause_blocking(stop, Terminal::keying_time(kind)) {
+            break;
+        }
+        if session.is_none() {
+            match wire_session(&ctx) {
+                Ok(s) => session = Some(s),
+                Err(msg) => {
+                    account_connect_failure(&mut stats, &ctx.shared, kind, msg);
+                    if !pause_blocking(stop, Duration::from_millis(500)) {
+                        break;
+                    }
+                    continue;
+                }
+            }
+        }
+        let s = session.as_mut().expect("connected above");
+        let input = terminal.input(kind);
+        let names: [&str; 5] = std::array::from_fn(|i| s.names[i].as_str());
+        let t0 = Instant::now();
+        let result = execute_wire(&mut s.conn, &names, s.format, &input, ctx.mode, &mut s.scratch);
+        let us = t0.elapsed().as_micros() as u64;
+        if account(&mut stats, &ctx.shared, vu, kind, result.map_err(TxError::from), us) {
+            session = None;
+        }
+        if ctx.keying_and_thinking && !pause_blocking(stop, terminal.think_time(kind)) {
+            break;
+        }
+    }
+    stats
+}
+
+// ---------------------------------------------------------------------------------------
+// Client-side SQL: tokio-postgres, virtual users as tasks on a few single-threaded runtimes.
+
+/// The virtual users of one driver thread (client-side SQL).
+struct DriverGroup {
+    pg: tokio_postgres::Config,
+    /// The group's virtual users: their numbers and terminals.
+    terminals: Vec<(usize, Terminal)>,
+    ctx: VuContext,
 }
 
 impl DriverGroup {
     /// Runs the group's virtual users on a single-threaded runtime until told to stop.
     /// Returns their merged figures and how many did not stop in time.
     fn run(self) -> Result<(VuStats, u32), String> {
+        // Only the I/O and timer drivers: the signal and process drivers would be polled on
+        // every turn for nothing.
         let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
+            .enable_io()
+            .enable_time()
             .build()
             .map_err(|e| format!("start a driver runtime: {e}"))?;
         rt.block_on(async move {
@@ -436,18 +710,10 @@ impl DriverGroup {
                 .build()
                 .map_err(|e| format!("connection pool: {e}"))?;
             let mut handles = Vec::with_capacity(self.terminals.len());
-            for terminal in self.terminals {
-                let ctx = VuContext {
-                    pool: pool.clone(),
-                    shared: self.shared.clone(),
-                    stop: self.stop.clone(),
-                    mode: self.mode,
-                    side: self.side,
-                    keying_and_thinking: self.keying_and_thinking,
-                };
-                handles.push(tokio::spawn(virtual_user(ctx, terminal)));
+            for (vu, terminal) in self.terminals {
+                handles.push(tokio::spawn(client_side_virtual_user(self.ctx.clone(), pool.clone(), vu, terminal)));
             }
-            let mut stop = self.stop;
+            let mut stop = self.ctx.stop.watch.clone();
             while !*stop.borrow() {
                 if stop.changed().await.is_err() {
                     break;
@@ -461,7 +727,7 @@ impl DriverGroup {
                     Ok(Ok(s)) => stats.merge(&s),
                     Ok(Err(e)) => {
                         lost += 1;
-                        self.shared.sample(format!("virtual user task failed: {e}"));
+                        self.ctx.shared.sample(format!("virtual user task failed: {e}"));
                     }
                     Err(_) => {
                         h.abort();
@@ -475,15 +741,6 @@ impl DriverGroup {
     }
 }
 
-struct VuContext {
-    pool: Pool,
-    shared: Arc<Shared>,
-    stop: watch::Receiver<bool>,
-    mode: Mode,
-    side: Side,
-    keying_and_thinking: bool,
-}
-
 /// Sleeps for `d` unless told to stop first; returns false when stopping.
 async fn pause(stop: &mut watch::Receiver<bool>, d: Duration) -> bool {
     if *stop.borrow() {
@@ -495,27 +752,25 @@ async fn pause(stop: &mut watch::Receiver<bool>, d: Duration) -> bool {
     }
 }
 
-async fn virtual_user(mut ctx: VuContext, mut terminal: Terminal) -> VuStats {
+async fn client_side_virtual_user(ctx: VuContext, pool: Pool, vu: usize, mut terminal: Terminal) -> VuStats {
     let mut stats = VuStats::new();
     let mut conn: Option<(deadpool_postgres::Object, Prepared)> = None;
+    let mut stop = ctx.stop.watch.clone();
     loop {
         // Stop when told to, or when `run` was dropped (the sender is gone).
-        if *ctx.stop.borrow() || ctx.stop.has_changed().is_err() {
+        if *stop.borrow() || stop.has_changed().is_err() {
             break;
         }
         let kind = terminal.next_kind();
-        if ctx.keying_and_thinking && !pause(&mut ctx.stop, Terminal::keying_time(kind)).await {
+        if ctx.keying_and_thinking && !pause(&mut stop, Terminal::keying_time(kind)).await {
             break;
         }
         if conn.is_none() {
-            match connect(&ctx).await {
+            match pooled_connection(&pool, &ctx).await {
                 Ok(c) => conn = Some(c),
                 Err(msg) => {
-                    if ctx.shared.measuring.load(Ordering::SeqCst) {
-                        *stats.errors[kind.index()].entry("other".into()).or_default() += 1;
-                    }
-                    ctx.shared.sample(msg);
-                    if !pause(&mut ctx.stop, Duration::from_millis(500)).await {
+                    account_connect_failure(&mut stats, &ctx.shared, kind, msg);
+                    if !pause(&mut stop, Duration::from_millis(500)).await {
                         break;
                     }
                     continue;
@@ -527,51 +782,20 @@ async fn virtual_user(mut ctx: VuContext, mut terminal: Terminal) -> VuStats {
         let t0 = Instant::now();
         let result = execute(client, prepared, &input, ctx.mode).await;
         let us = t0.elapsed().as_micros() as u64;
-        let measuring = ctx.shared.measuring.load(Ordering::SeqCst);
-        let i = kind.index();
-        match result {
-            Ok(Outcome::Committed) | Ok(Outcome::RolledBack) => {
-                let rolled_back = matches!(result, Ok(Outcome::RolledBack));
-                ctx.shared.completed.fetch_add(1, Ordering::Relaxed);
-                ctx.shared.latency_us.fetch_add(us, Ordering::Relaxed);
-                if kind == TxKind::NewOrder && !rolled_back {
-                    ctx.shared.new_orders.fetch_add(1, Ordering::Relaxed);
-                }
-                if measuring {
-                    // record() grows the auto-resizing histogram; saturating_record() would clamp
-                    // to its current (initially tiny) range.
-                    let _ = stats.hist[i].record(us.max(1));
-                    if rolled_back {
-                        stats.rollbacks[i] += 1;
-                    }
-                }
-            }
-            Ok(Outcome::NoCustomer(msg)) => {
-                if measuring {
-                    *stats.errors[i].entry("other".into()).or_default() += 1;
-                }
-                ctx.shared.sample(format!("{}: {msg}", kind.name()));
-            }
-            Err(e) => {
-                if measuring {
-                    *stats.errors[i].entry(error_kind(&e).into()).or_default() += 1;
-                }
-                ctx.shared.sample(format!("{}: {}", kind.name(), describe_pg_error(&e)));
-                if e.is_closed() {
-                    conn = None;
-                }
-            }
+        if account(&mut stats, &ctx.shared, vu, kind, result.map_err(TxError::from), us) {
+            conn = None;
         }
-        if ctx.keying_and_thinking && !pause(&mut ctx.stop, terminal.think_time(kind)).await {
+        if ctx.keying_and_thinking && !pause(&mut stop, terminal.think_time(kind)).await {
             break;
         }
     }
     stats
 }
 
-async fn connect(ctx: &VuContext) -> Result<(deadpool_postgres::Object, Prepared), String> {
-    let obj = ctx.pool.get().await.map_err(|e| format!("connect: {e}"))?;
-    let prepared =
-        Prepared::new(&obj, ctx.side).await.map_err(|e| format!("prepare statements: {}", describe_pg_error(&e)))?;
+async fn pooled_connection(pool: &Pool, ctx: &VuContext) -> Result<(deadpool_postgres::Object, Prepared), String> {
+    let obj = pool.get().await.map_err(|e| format!("connect: {e}"))?;
+    let prepared = Prepared::for_mode(&obj, ctx.mode, ctx.side)
+        .await
+        .map_err(|e| format!("prepare statements: {}", describe_pg_error(&e)))?;
     Ok((obj, prepared))
 }

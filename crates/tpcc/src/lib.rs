@@ -2,27 +2,33 @@
 //!
 //! * [`create_schema_and_load`] creates the nine TPC-C tables and the five transaction
 //!   functions, loads `warehouses` warehouses with parallel workers that each stream binary COPY
-//!   over their own connection, then builds keys and indexes and runs VACUUM ANALYZE.
-//! * [`run`] drives the standard transaction mix with virtual users (tokio tasks sharing a
-//!   deadpool-postgres pool), ramp-up then a measured interval, and computes NOPM and TPM from the
+//!   over their own connection, then builds keys and indexes and runs VACUUM ANALYZE (in the
+//!   faithful mode: HammerDB's schema and build order instead, see [`faithful`]).
+//! * [`run`] drives the transaction mix with virtual users (for server-side calls one thread
+//!   and connection each over a minimal frontend; for client-side SQL tokio tasks on
+//!   tokio-postgres), ramp-up then a measured interval, and computes NOPM and TPM from the
 //!   database's own counters as HammerDB does, with client-side latency histograms per
 //!   transaction type.
 //! * [`check_consistency`] checks the consistency conditions of clause 3.3.2.
 //!
-//! Two modes: [`Mode::Spec`] follows the TPC-C specification; [`Mode::HammerDb`] reproduces
-//! HammerDB's departures from it on PostgreSQL so NOPM can be compared like for like (see the
-//! crate README for the exact list). Every connection goes over a unix socket.
+//! Three modes: [`Mode::Spec`] follows the TPC-C specification; [`Mode::HammerDb`] takes
+//! HammerDB's transaction mix and input draws but runs pgtier's own correct transactions;
+//! [`Mode::HammerDbFaithful`] does what HammerDB 4.12 does on the server, its defects included,
+//! so NOPM can be compared like for like (see the crate README for the exact lists). Every
+//! connection goes over a unix socket.
 
 mod consistency;
 pub mod copy;
-mod cpu;
+pub mod cpu;
 mod drive;
+pub mod faithful;
 pub mod generate;
 mod load;
 pub mod random;
 pub mod schema;
 pub mod terminal;
 pub mod transactions;
+mod wire;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -44,17 +50,38 @@ pub enum Mode {
     Spec,
     /// HammerDB TPROC-C on PostgreSQL: uniform item and customer ids, the 10/10/1/1/1-of-23 mix,
     /// the 1% invalid-item new-order commits, random home warehouse and stock-level district per
-    /// virtual user, C_LAST generated with the load's constant.
+    /// virtual user, C_LAST generated with the load's constant. HammerDB's mix and inputs on
+    /// pgtier's own (correct) schema, loader and transactions.
     HammerDb,
+    /// HammerDB 4.12's own work on the server, defects included: its schema and loader (value
+    /// distributions, keys present during the load, plain ANALYZE), its PL/pgSQL functions
+    /// (server-side random numbers, an EXCEPTION block per call, by-name lookups that match
+    /// nobody) and its client's prepared calls. Needs a database loaded in this mode, and
+    /// [`Side::ServerProcedures`]. See the crate README for the list of what it reproduces.
+    HammerDbFaithful,
 }
 
 impl Mode {
-    /// `"spec"` or `"hammerdb"`.
+    /// Every mode, for messages and parsers.
+    pub const ALL: [Mode; 3] = [Mode::Spec, Mode::HammerDb, Mode::HammerDbFaithful];
+
+    /// `"spec"`, `"hammerdb"` or `"hammerdb-faithful"`.
     pub fn as_str(self) -> &'static str {
         match self {
             Mode::Spec => "spec",
             Mode::HammerDb => "hammerdb",
+            Mode::HammerDbFaithful => "hammerdb-faithful",
         }
+    }
+
+    /// The mode [`Mode::as_str`] names, if any.
+    pub fn parse(s: &str) -> Option<Mode> {
+        Mode::ALL.into_iter().find(|m| m.as_str() == s)
+    }
+
+    /// True for the two modes that follow HammerDB's transaction mix and client draws.
+    pub fn hammerdb_mix(self) -> bool {
+        matches!(self, Mode::HammerDb | Mode::HammerDbFaithful)
     }
 }
 

@@ -13,13 +13,13 @@ use tokio_postgres::Client;
 use crate::generate::{GenParams, Table, generate};
 use crate::random::{NurandConstants, Rng};
 use crate::schema::{CREATE_TABLES, FUNCTIONS, INDEXES, SCHEMA_VERSION, TABLES};
-use crate::{ConnectSpec, LoadPhase, LoadProgress, LoadReport, TpccConfig, TpccError};
+use crate::{ConnectSpec, LoadPhase, LoadProgress, LoadReport, Mode, TpccConfig, TpccError};
 
 /// How often the cancel flag is looked at while waiting.
-const POLL: Duration = Duration::from_millis(100);
+pub(crate) const POLL: Duration = Duration::from_millis(100);
 
 /// What workers tell the coordinator.
-enum Event {
+pub(crate) enum Event {
     /// A job finished: `warehouse` is `None` for ITEM; rows per table.
     Loaded { warehouse: Option<u32>, rows: Vec<(Table, u64)> },
     /// An index or a VACUUM ANALYZE finished.
@@ -29,7 +29,10 @@ enum Event {
 /// Creates the TPC-C schema in `conn`'s database (dropping any TPC-C tables already there),
 /// loads `cfg.warehouses` warehouses with `workers` parallel connections, each streaming binary
 /// COPY, then builds keys and indexes and runs VACUUM ANALYZE, both spread over the same
-/// number of connections. `progress` is called after the schema step, after each warehouse
+/// number of connections. With [`Mode::HammerDbFaithful`] it builds HammerDB's schema and
+/// population in HammerDB's order instead (keys before the rows, `workers` connections for the
+/// warehouses plus one for ITEM, two indexes after, plain ANALYZE; see [`crate::faithful`]);
+/// the other two modes share pgtier's own loader. `progress` is called after the schema step, after each warehouse
 /// and after each index and table analysed. When `cancel` becomes true the load stops within
 /// about 100 ms of the current statement and returns [`TpccError::Cancelled`], leaving a
 /// partial database behind.
@@ -45,6 +48,9 @@ pub async fn create_schema_and_load(
     }
     if workers == 0 {
         return Err(TpccError::Config("workers must be at least 1".into()));
+    }
+    if cfg.mode == Mode::HammerDbFaithful {
+        return crate::faithful::load::create_schema_and_load(conn, cfg, workers, cancel, progress).await;
     }
     let start = Instant::now();
     let total = cfg.warehouses;
@@ -172,12 +178,12 @@ pub async fn create_schema_and_load(
     })
 }
 
-fn check(cancel: &AtomicBool) -> Result<(), TpccError> {
+pub(crate) fn check(cancel: &AtomicBool) -> Result<(), TpccError> {
     if cancel.load(Ordering::SeqCst) { Err(TpccError::Cancelled) } else { Ok(()) }
 }
 
 /// Hands events to `on_event` until every sender is gone, raising `stop` when `cancel` is.
-async fn wait_events(
+pub(crate) async fn wait_events(
     rx: &mut mpsc::UnboundedReceiver<Event>,
     cancel: &AtomicBool,
     stop: &AtomicBool,
@@ -199,7 +205,7 @@ async fn wait_events(
 }
 
 /// Waits for workers; the first real error wins over `Cancelled` caused by it.
-async fn join_all(
+pub(crate) async fn join_all(
     handles: Vec<tokio::task::JoinHandle<Result<(), TpccError>>>,
     cancel: &AtomicBool,
 ) -> Result<(), TpccError> {

@@ -141,6 +141,8 @@ pub enum TxInput {
     Delivery(DeliveryInput),
     /// Stock-Level.
     StockLevel(StockLevelInput),
+    /// [`Mode::HammerDbFaithful`]: the arguments of one of HammerDB's prepared calls.
+    Faithful(crate::faithful::Call),
 }
 
 impl TxInput {
@@ -152,6 +154,7 @@ impl TxInput {
             TxInput::OrderStatus(_) => TxKind::OrderStatus,
             TxInput::Delivery(_) => TxKind::Delivery,
             TxInput::StockLevel(_) => TxKind::StockLevel,
+            TxInput::Faithful(c) => c.kind(),
         }
     }
 }
@@ -176,8 +179,9 @@ impl Terminal {
     /// The terminal of virtual user `vu` (0-based) of `virtual_users`, on a database of
     /// `warehouses` warehouses. In specification mode the home warehouse is `vu % W + 1` and
     /// the stock-level district `(vu / W) % 10 + 1`, so terminals share out (W, D) pairs as in
-    /// clause 2.8.1.1; in HammerDB mode both are random, as HammerDB draws them. `nurand` must
-    /// be the run's constants; in HammerDB mode its `c_last` should be the load's.
+    /// clause 2.8.1.1; in the two HammerDB modes both are random, as HammerDB draws them.
+    /// `nurand` must be the run's constants; in HammerDB mode its `c_last` should be the load's
+    /// (the faithful mode uses HammerDB's 123 whatever it is given).
     pub fn new(
         mode: Mode,
         warehouses: u32,
@@ -190,7 +194,7 @@ impl Terminal {
         let w = warehouses.max(1) as i32;
         let (home_w_id, stock_level_d_id) = match mode {
             Mode::Spec => ((vu as i32 % w) + 1, ((vu as i32 / w) % DISTRICTS) + 1),
-            Mode::HammerDb => (rng.range_i32(1, w), rng.range_i32(1, DISTRICTS)),
+            Mode::HammerDb | Mode::HammerDbFaithful => (rng.range_i32(1, w), rng.range_i32(1, DISTRICTS)),
         };
         let spread = all_warehouses.then(|| spread_warehouses(vu, virtual_users, warehouses));
         Terminal { mode, warehouses: w, home_w_id, stock_level_d_id, spread, nurand, rng }
@@ -207,7 +211,7 @@ impl Terminal {
     }
 
     /// The next transaction type of the mix: specification 45/43/4/4/4 (new-order, payment,
-    /// order-status, delivery, stock-level); HammerDB 10/10/1/1/1 out of 23.
+    /// order-status, delivery, stock-level); both HammerDB modes 10/10/1/1/1 out of 23.
     pub fn next_kind(&mut self) -> TxKind {
         match self.mode {
             Mode::Spec => match self.rng.range(1, 100) {
@@ -217,7 +221,7 @@ impl Terminal {
                 93..=96 => TxKind::Delivery,
                 _ => TxKind::StockLevel,
             },
-            Mode::HammerDb => match self.rng.range(1, 23) {
+            Mode::HammerDb | Mode::HammerDbFaithful => match self.rng.range(1, 23) {
                 1..=10 => TxKind::NewOrder,
                 11..=20 => TxKind::Payment,
                 21 => TxKind::Delivery,
@@ -233,6 +237,15 @@ impl Terminal {
             Some(list) => list[self.rng.range(0, list.len() as i64 - 1) as usize],
             None => self.home_w_id,
         };
+        if self.mode == Mode::HammerDbFaithful {
+            return TxInput::Faithful(crate::faithful::draw(
+                &mut self.rng,
+                kind,
+                w_id,
+                self.warehouses,
+                self.stock_level_d_id,
+            ));
+        }
         match kind {
             TxKind::NewOrder => TxInput::NewOrder(self.new_order(w_id)),
             TxKind::Payment => TxInput::Payment(self.payment(w_id)),
@@ -253,14 +266,14 @@ impl Terminal {
     fn c_id(&mut self) -> i32 {
         match self.mode {
             Mode::Spec => self.rng.nurand(A_C_ID, 1, i64::from(CUSTOMERS), self.nurand.c_id) as i32,
-            Mode::HammerDb => self.rng.range_i32(1, CUSTOMERS),
+            Mode::HammerDb | Mode::HammerDbFaithful => self.rng.range_i32(1, CUSTOMERS),
         }
     }
 
     fn i_id(&mut self) -> i32 {
         match self.mode {
             Mode::Spec => self.rng.nurand(A_OL_I_ID, 1, i64::from(ITEMS), self.nurand.ol_i_id) as i32,
-            Mode::HammerDb => self.rng.range_i32(1, ITEMS),
+            Mode::HammerDb | Mode::HammerDbFaithful => self.rng.range_i32(1, ITEMS),
         }
     }
 
@@ -324,15 +337,20 @@ impl Terminal {
     pub fn mean_think_time(mode: Mode, kind: TxKind) -> Duration {
         Duration::from_secs(match (mode, kind) {
             (_, TxKind::NewOrder | TxKind::Payment) => 12,
-            (Mode::Spec, TxKind::OrderStatus) | (Mode::HammerDb, TxKind::Delivery) => 10,
+            (Mode::Spec, TxKind::OrderStatus) => 10,
+            (Mode::HammerDb | Mode::HammerDbFaithful, TxKind::Delivery) => 10,
             _ => 5,
         })
     }
 
-    /// A think time: negative exponential with the type's mean, at most ten times the mean.
+    /// A think time: negative exponential with the type's mean, at most ten times the mean;
+    /// in the faithful mode HammerDB's `thinktime` instead: rounded to whole seconds, no cap.
     pub fn think_time(&mut self, kind: TxKind) -> Duration {
         let mean = Terminal::mean_think_time(self.mode, kind).as_secs_f64();
         let r = 1.0 - self.rng.unit(); // (0, 1]
+        if self.mode == Mode::HammerDbFaithful {
+            return Duration::from_secs_f64((-r.ln() * mean).round());
+        }
         Duration::from_secs_f64((-r.ln() * mean).min(10.0 * mean))
     }
 }
