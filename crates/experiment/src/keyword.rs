@@ -75,8 +75,8 @@ keyword!(Builtin {
     Builtin::TpcbLike => "tpcb-like", Builtin::SimpleUpdate => "simple-update", Builtin::SelectOnly => "select-only",
 } |t| format!("unknown pgbench builtin {t:?}; use \"tpcb-like\", \"simple-update\" or \"select-only\""));
 
-keyword!(tpcc::Mode { tpcc::Mode::Spec => "spec", tpcc::Mode::HammerDb => "hammerdb" }
-    |t| format!("{t:?}: use \"spec\" (the TPC-C specification) or \"hammerdb\" (HammerDB's departures, for like-for-like NOPM)"));
+keyword!(tpcc::Mode { tpcc::Mode::Spec => "spec", tpcc::Mode::HammerDb => "hammerdb", tpcc::Mode::HammerDbFaithful => "hammerdb-faithful" }
+    |t| format!("{t:?}: use \"spec\" (the TPC-C specification), \"hammerdb\" (HammerDB's mix and draws on correct transactions) or \"hammerdb-faithful\" (HammerDB 4.12's schema, loader and functions, defects included, for NOPM next to HammerDB's)"));
 
 keyword!(tpcc::Side { tpcc::Side::ServerProcedures => "procedures", tpcc::Side::ClientSql => "client-sql" }
     |t| format!("{t:?}: use \"procedures\" (server-side PL/pgSQL, as HammerDB) or \"client-sql\""));

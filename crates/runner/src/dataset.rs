@@ -25,7 +25,9 @@ pub enum DatasetSpec {
     Pgbench { scale: u32, init_args: Vec<String>, tablespaces: Vec<String> },
     /// The nine TPC-C tables with `warehouses` warehouses (tpcc crate loader, `workers` parallel
     /// connections; the data does not depend on them).
-    Tpcc { warehouses: u32, workers: u32 },
+    /// `hammerdb_schema`: HammerDB 4.12's schema, population and functions (the faithful
+    /// mode's database, a data set of its own), else pgtier's (the spec and hammerdb modes).
+    Tpcc { warehouses: u32, workers: u32, hammerdb_schema: bool },
 }
 
 impl DatasetSpec {
@@ -44,7 +46,8 @@ impl DatasetSpec {
                 }
                 k
             }
-            DatasetSpec::Tpcc { warehouses, .. } => format!("tpcc-w{warehouses}"),
+            DatasetSpec::Tpcc { warehouses, hammerdb_schema: false, .. } => format!("tpcc-w{warehouses}"),
+            DatasetSpec::Tpcc { warehouses, hammerdb_schema: true, .. } => format!("tpcc-hammerdb-w{warehouses}"),
         }
     }
 
@@ -201,8 +204,8 @@ async fn load(
         .map_err(|e| RunnerError::Server(format!("create database: {e:#}")))?;
     let (scale, init_args, tablespaces) = match spec {
         DatasetSpec::Pgbench { scale, init_args, tablespaces } => (scale, init_args, tablespaces),
-        DatasetSpec::Tpcc { warehouses, workers } => {
-            return load_tpcc(env, *warehouses, *workers, srv, logs, on_line).await;
+        DatasetSpec::Tpcc { warehouses, workers, hammerdb_schema } => {
+            return load_tpcc(env, *warehouses, *workers, *hammerdb_schema, srv, logs, on_line).await;
         }
     };
     // Tablespaces first live in the golden directory; relocation moves them to their devices.
@@ -301,6 +304,7 @@ async fn load_tpcc(
     env: &RunnerEnv<'_>,
     warehouses: u32,
     workers: u32,
+    hammerdb_schema: bool,
     srv: &Server,
     logs: &Path,
     on_line: &mut (dyn FnMut(&str) + Send),
@@ -312,7 +316,10 @@ async fn load_tpcc(
         database: DATABASE.into(),
     };
     let workers = workers.clamp(1, warehouses.max(1));
-    let cfg = tpcc::TpccConfig::new(warehouses);
+    let mut cfg = tpcc::TpccConfig::new(warehouses);
+    if hammerdb_schema {
+        cfg.mode = tpcc::Mode::HammerDbFaithful;
+    }
     let mut report_line = |p: tpcc::LoadProgress| {
         on_line(&format!(
             "tpcc load: {:?} {}/{} warehouses, {} rows, {:.0} s ({})",

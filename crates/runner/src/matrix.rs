@@ -141,7 +141,11 @@ impl WorkloadSpec {
                 tablespaces: tablespace_roles.to_vec(),
             },
             WorkloadKind::Tpcc(t) => {
-                crate::dataset::DatasetSpec::Tpcc { warehouses: t.warehouses, workers: t.load_workers }
+                crate::dataset::DatasetSpec::Tpcc {
+                    warehouses: t.warehouses,
+                    workers: t.load_workers,
+                    hammerdb_schema: t.mode == tpcc::Mode::HammerDbFaithful,
+                }
             }
         }
     }

@@ -153,6 +153,13 @@ impl Validator<'_> {
         let mode = self.keyword_or(r.mode.as_ref(), &key("mode"), tpcc::Mode::Spec, tpcc::Mode::Spec);
         let side =
             self.keyword_or(r.side.as_ref(), &key("side"), tpcc::Side::ServerProcedures, tpcc::Side::ServerProcedures);
+        if mode == tpcc::Mode::HammerDbFaithful && side == tpcc::Side::ClientSql {
+            self.err(
+                r.side.as_ref().map_or(span(w), span),
+                key("side"),
+                "mode \"hammerdb-faithful\" runs HammerDB's server-side functions: use side = \"procedures\" (or mode \"hammerdb\" for client-side SQL)",
+            );
+        }
         Some(WorkloadKind::Tpcc(TpccWorkload {
             warehouses,
             mode,
