@@ -617,6 +617,9 @@ impl Validator<'_> {
                     port: r.port.unwrap_or(4420),
                     nqn: r.nqn.as_ref().map(|s| s.get_ref().clone()).unwrap_or_default(),
                     host_nqn: r.host_nqn.clone(),
+                    // Issue 14: the experiment file's `host_id` key (both or neither with
+                    // host_nqn) is the experiment side's to add; None keeps today's files valid.
+                    host_id: None,
                     dhchap_secret: secret,
                     nsid: r.nsid,
                 })

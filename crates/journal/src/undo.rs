@@ -41,14 +41,18 @@ pub enum Undo {
     RemoveFile { path: PathBuf },
     /// Remove a directory tree this run created.
     RemoveDirAll { path: PathBuf },
-    /// Disconnect an NVMe over Fabrics subsystem.
-    /// Disconnect an NVMe-oF subsystem pgtier connected; skipped when the machine restarted
+    /// Disconnect an NVMe-oF connection pgtier made: the controller it created (`nvme
+    /// disconnect -d`) when its name is known, else every controller of the subsystem (`-n`,
+    /// recorded before the connect, when no name exists yet). Skipped when the machine restarted
     /// since (`boot_id` differs): the connection did not survive, and a connection to the same
-    /// subsystem made after the restart is not pgtier's.
+    /// subsystem made after the restart is not pgtier's. A controller that no longer exists, or
+    /// now belongs to another subsystem, is left alone.
     NvmeDisconnect {
         nqn: String,
         #[serde(default)]
         boot_id: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        controller: Option<String>,
     },
     /// Write back a kernel setting (sysctl, sysfs) to the value it had before the run.
     RestoreFile { path: PathBuf, contents: String },
@@ -75,7 +79,10 @@ impl fmt::Display for Undo {
             Undo::RemoveCgroup { path } => write!(f, "rmdir cgroup {}", path.display()),
             Undo::RemoveFile { path } => write!(f, "rm {}", path.display()),
             Undo::RemoveDirAll { path } => write!(f, "rm -r {}", path.display()),
-            Undo::NvmeDisconnect { nqn, .. } => write!(f, "nvme disconnect -n {nqn}"),
+            Undo::NvmeDisconnect { nqn, controller: None, .. } => write!(f, "nvme disconnect -n {nqn}"),
+            Undo::NvmeDisconnect { nqn, controller: Some(c), .. } => {
+                write!(f, "nvme disconnect -d {c} (the controller of {nqn} pgtier connected)")
+            }
             Undo::RestoreFile { path, contents } => {
                 write!(f, "restore {} to {:?}", path.display(), contents.trim())
             }
@@ -169,9 +176,12 @@ impl Undo {
                 std::fs::remove_dir_all(path).map_err(|e| format!("rm -r {}: {e}", path.display()))?;
                 Ok(Outcome::Done)
             }
-            Undo::NvmeDisconnect { nqn, boot_id } => {
+            Undo::NvmeDisconnect { nqn, boot_id, controller } => {
                 if boot_id.as_ref().is_some_and(|b| Some(b) != current_boot_id().as_ref()) {
                     return Ok(Outcome::NothingLeft);
+                }
+                if let Some(c) = controller {
+                    return disconnect_controller(c, nqn);
                 }
                 let out = CommandLine::new("nvme")
                     .args(["disconnect", "-n", nqn.as_str()])
@@ -197,6 +207,31 @@ impl Undo {
             Undo::Sweep { work_dir } => sweep(work_dir),
         }
     }
+}
+
+/// `nvme disconnect -d CTRL`, once sysfs confirms that CTRL is still a controller of `nqn`.
+fn disconnect_controller(ctrl: &str, nqn: &str) -> Result<Outcome, String> {
+    let dir = Path::new("/sys/class/nvme").join(ctrl);
+    let ours = |d: &Path| std::fs::read_to_string(d.join("subsysnqn")).is_ok_and(|s| s.trim() == nqn.trim());
+    if !ours(&dir) {
+        return Ok(Outcome::NothingLeft);
+    }
+    let out = CommandLine::new("nvme")
+        .args(["disconnect", "-d", ctrl])
+        .output(Some(Duration::from_secs(60)))
+        .map_err(|e| e.to_string())?;
+    // Deleting a controller is asynchronous.
+    let start = Instant::now();
+    while ours(&dir) {
+        if start.elapsed() > Duration::from_secs(30) {
+            return Err(format!(
+                "nvme disconnect -d {ctrl}: controller still present ({})",
+                if out.stderr.trim().is_empty() { out.stdout.trim() } else { out.stderr.trim() }
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Ok(Outcome::Done)
 }
 
 fn parse_signal(name: &str) -> Result<Signal, String> {

@@ -103,9 +103,15 @@ mod tests {
         assert!(dax_messages(vm, "nvme0n1").is_empty());
         assert_eq!(
             dax_messages(KB_GLUED, "pmem0"),
-            ["DAX enabled. Warning: EXPERIMENTAL, use at your own risk", "DAX unsupported by block device. Turning off DAX."]
+            [
+                "DAX enabled. Warning: EXPERIMENTAL, use at your own risk",
+                "DAX unsupported by block device. Turning off DAX."
+            ]
         );
-        assert_eq!(dax_messages(REFLINK_CONFLICT, "pmem0").last().map(String::as_str), Some("DAX and reflink cannot be used together!"));
+        assert_eq!(
+            dax_messages(REFLINK_CONFLICT, "pmem0").last().map(String::as_str),
+            Some("DAX and reflink cannot be used together!")
+        );
     }
 
     #[test]
