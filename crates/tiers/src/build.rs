@@ -660,11 +660,6 @@ fn real_device(plan: &mut Plan, d: &DeviceSpec, ctx: &PlanContext) {
         );
         plan.push(
             name,
-            Action::LockDisk { disk: disk_var(d) },
-            "systemd-udevd skips a disk another process holds locked: otherwise it re-reads the partition table when parted closes the disk, and the partition node disappears and comes back under mkfs",
-        );
-        plan.push(
-            name,
             run(
                 Template::new("parted")
                     .lits(["-s"])
@@ -683,8 +678,8 @@ fn real_device(plan: &mut Plan, d: &DeviceSpec, ctx: &PlanContext) {
         );
         plan.push(
             name,
-            Action::UnlockDisk { disk: disk_var(d) },
-            "let udev see the new table once, and wait until it has",
+            Action::LockDisk { disk: disk_var(d) },
+            "when parted closes the disk, systemd-udevd re-reads its partition table and the partition node disappears and comes back: wait until udev has done so, then hold the disk so that it does not happen again under mkfs (udevd skips a disk another process holds locked)",
         );
         plan.push(
             name,
@@ -708,6 +703,9 @@ fn real_device(plan: &mut Plan, d: &DeviceSpec, ctx: &PlanContext) {
             (false, true) => "XFS with the experiment's options (-K: a discard would undo the preconditioning)",
         },
     );
+    if d.partition.is_some() {
+        plan.push(name, Action::UnlockDisk { disk: disk_var(d) }, "the filesystem is made: let udev see the disk again");
+    }
     finish_filesystem(plan, d, fs_dev, ctx, false);
 }
 

@@ -199,9 +199,11 @@ pub enum Action {
         /// The devices of the experiment that are namespaces of this subsystem.
         devices: Vec<String>,
     },
-    /// Take an exclusive BSD lock (`flock`) on the whole disk bound to `disk`, as systemd-udevd
-    /// honours: while it is held udevd neither probes the disk nor re-reads its partition table
-    /// (which would remove and re-add the partition nodes under parted and mkfs).
+    /// `udevadm settle` (when udevadm exists: udevd's re-read of the table parted wrote is
+    /// over), then an exclusive BSD lock (`flock`) on the whole disk bound to `disk`, as
+    /// systemd-udevd honours: while it is held udevd neither probes the disk nor re-reads its
+    /// partition table (which removes and re-adds the partition nodes). Not held while parted
+    /// runs: Debian's libparted runs `udevadm settle` itself, which waits for the locked disk.
     LockDisk {
         disk: String,
     },
@@ -324,7 +326,7 @@ impl Action {
                 line
             }
             Action::LockDisk { disk } => {
-                format!("flock --exclusive <{disk}>  # held until the partition table is written and checked")
+                format!("udevadm settle; flock --exclusive <{disk}>  # held until the filesystem is made")
             }
             Action::UnlockDisk { disk } => format!("release the lock on <{disk}>; udevadm settle"),
             Action::Check(c) => c.to_string(),

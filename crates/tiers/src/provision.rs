@@ -515,6 +515,7 @@ impl Executor<'_> {
             }
             Action::LockDisk { disk } => {
                 let dev = self.value(&Value::var(disk))?;
+                self.settle_udev(n);
                 let lock = self.sys.lock_disk(Path::new(&dev)).map_err(|e| format!("lock {dev} (flock): {e}"))?;
                 self.locks.insert(disk.clone(), lock);
             }
@@ -522,11 +523,7 @@ impl Executor<'_> {
                 if let Some(lock) = self.locks.remove(disk) {
                     self.sys.unlock_disk(lock);
                 }
-                if self.sys.has_program("udevadm") {
-                    // Not fatal: the partition node is waited for below either way.
-                    let cmd = CommandLine::new("udevadm").args(["settle", "--timeout=60"]);
-                    let _ = self.probe(n, |s| s.run(&cmd, Duration::from_secs(90)));
-                }
+                self.settle_udev(n);
             }
             Action::WriteFile { path, contents, what } => {
                 self.record(Undo::RemoveFile { path: path.clone() }, what)?;
@@ -869,6 +866,14 @@ impl Executor<'_> {
         let runs = std::mem::take(&mut rec.runs);
         self.commands.extend(runs);
         out
+    }
+
+    /// `udevadm settle`, when udev is there; not fatal (device nodes are waited for anyway).
+    fn settle_udev(&mut self, n: usize) {
+        if self.sys.has_program("udevadm") {
+            let cmd = CommandLine::new("udevadm").args(["settle", "--timeout=60"]);
+            let _ = self.probe(n, |s| s.run(&cmd, Duration::from_secs(90)));
+        }
     }
 
     /// `ndctl list -N -i`, read once until a command may have changed it.

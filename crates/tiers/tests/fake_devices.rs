@@ -248,6 +248,7 @@ fn local_nvme_with_identity_and_partition_as_in_seed_003() {
             "parted -s /dev/nvme0n1 align-check opt 1".into(),
             "udevadm settle --timeout=60".into(),
             "mkfs.xfs -L nvme-data /dev/nvme0n1p1".into(),
+            "udevadm settle --timeout=60".into(),
             format!("mount -t xfs -o noatime /dev/nvme0n1p1 {}", mp.display()),
             format!("xfs_info {}", mp.display()),
         ]
@@ -311,6 +312,7 @@ fn discard_precondition_and_partition_in_order_without_mkfs_discard() {
             "parted -s /dev/nvme0n1 align-check opt 1".into(),
             "udevadm settle --timeout=60".into(),
             "mkfs.xfs -f -K -d su=64k,sw=4 -L d /dev/nvme0n1p1".into(),
+            "udevadm settle --timeout=60".into(),
             format!("mount -t xfs -o noatime /dev/nvme0n1p1 {}", mp.display()),
             format!("xfs_info {}", mp.display()),
         ],
@@ -657,14 +659,20 @@ fn a_partition_starts_where_the_devices_geometry_wants_it_with_the_disk_locked()
         "{:?}",
         f.commands()
     );
-    // The lock is held from before parted until after its align-check; udev settles after.
+    // After parted (and udev's re-read of its table: settle), the disk is locked until mkfs is
+    // done, so that udevd cannot re-read it under mkfs; then udev settles once more.
     let at = |prefix: &str| f.calls.iter().position(|c| c.starts_with(prefix)).unwrap_or_else(|| panic!("{prefix}"));
-    assert!(at("lock: /dev/vdb") < at("run: parted -s /dev/vdb mklabel"));
-    assert!(at("run: parted -s /dev/vdb align-check") < at("unlock: /dev/vdb"));
-    assert!(at("unlock: /dev/vdb") < at("run: udevadm settle"));
-    assert!(at("run: udevadm settle") < at("run: mkfs.xfs"));
+    let settles: Vec<usize> =
+        f.calls.iter().enumerate().filter(|(_, c)| c.starts_with("run: udevadm settle")).map(|(i, _)| i).collect();
+    assert_eq!(settles.len(), 2, "{:?}", f.calls);
+    assert!(at("run: parted -s /dev/vdb align-check") < settles[0]);
+    assert!(settles[0] < at("lock: /dev/vdb"));
+    assert!(at("lock: /dev/vdb") < at("run: mkfs.xfs"));
+    assert!(at("run: mkfs.xfs") < at("unlock: /dev/vdb"));
+    assert!(at("unlock: /dev/vdb") < settles[1]);
+    assert!(settles[1] < at("run: mount"));
     let text = o.plan.to_string();
-    assert!(text.contains("flock --exclusive <raid.disk>"), "{text}");
+    assert!(text.contains("udevadm settle; flock --exclusive <raid.disk>"), "{text}");
     assert!(text.contains("mkpart primary <raid.start> 100%"), "{text}");
 }
 
