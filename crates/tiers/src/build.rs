@@ -517,7 +517,7 @@ fn real_checks(plan: &mut Plan, devices: &[DeviceSpec], ctx: &PlanContext) {
                     plan.push(
                         name,
                         Action::Check(Check::NvmeHostIdentity { host_nqn: t.host_nqn.clone(), host_id: t.host_id.clone() }),
-                        "a host NQN without its host ID is paired by nvme-cli with this machine's /etc/nvme/hostid; Linux 6.5 and later reject an ID known with another NQN (EINVAL)",
+                        "nvme-cli pairs a host NQN given alone with this machine's /etc/nvme/hostid, and Linux 6.5 and later reject a host ID already known with another NQN (EINVAL): pgtier passes the file's pair, or (neither given) this machine's",
                     );
                     plan.push(
                         name,

@@ -272,3 +272,64 @@ pub fn console_tail(path: &Path, n: usize) -> String {
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(n)..].join("\n")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(job: &Path) -> RunSpec {
+        RunSpec {
+            job_dir: job.to_path_buf(),
+            argv: vec!["bash".into(), "-c".into(), "echo 'it''s' $HOME".into()],
+            cwd: "/work/checkout".into(),
+            ro_shares: vec!["/work/checkout".into()],
+            env: vec![("PGTIER_XTASK".into(), "/work/checkout/target/debug/xtask".into())],
+            timeout: Duration::from_secs(5),
+            console_log: job.join("console.log"),
+            stream: false,
+        }
+    }
+
+    #[test]
+    fn the_guest_gets_the_documented_hardware_and_shares() {
+        let job = tempfile::tempdir().unwrap();
+        let image = Image { dir: "/var/cache/pgtier/vm/key".into(), key: "key".into() };
+        let scratch = Scratch::new().unwrap();
+        let q = qemu_command(&image, &scratch, &spec(job.path())).unwrap();
+        let args: Vec<String> = q.get_args().map(|a| a.to_string_lossy().into_owned()).collect();
+        let line = args.join(" ");
+        assert!(line.contains("-accel tcg -machine pc,nvdimm=on"), "{line}");
+        assert!(line.contains("file=/var/cache/pgtier/vm/key/rootfs.img,if=none,id=system,format=raw,snapshot=on"));
+        assert_eq!(args.iter().filter(|a| a.starts_with("nvme,serial=PGT-")).count(), NVME_DRIVES.len());
+        assert_eq!(args.iter().filter(|a| a.contains("label-size=128K")).count(), NVDIMMS);
+        assert!(line.contains("opt_io_size=196608") && line.contains("scsi-hd,drive=sas"));
+        assert!(line.contains("mount_tag=pgtier-ro0,security_model=none,readonly=on"));
+        let append = &args[args.iter().position(|a| a == "-append").unwrap() + 1];
+        assert!(append.contains("init=/usr/local/sbin/pgtier-init"), "{append}");
+        assert!(append.contains("pgtier.share=pgtier-job:/job pgtier.share=pgtier-ro0:/work/checkout:ro"), "{append}");
+        // Every backing file is in this boot's scratch directory, which goes with it.
+        let dir = scratch.dir.clone();
+        assert!(dir.join("nvme0.img").exists() && dir.join("nvdimm1.img").exists());
+        drop(scratch);
+        assert!(!dir.exists());
+    }
+
+    #[test]
+    fn the_run_script_quotes_every_argument() {
+        let job = tempfile::tempdir().unwrap();
+        let vm = prepare_job(&spec(job.path())).unwrap();
+        let script = std::fs::read_to_string(vm.join("run.sh")).unwrap();
+        assert!(script.contains("export PGTIER_XTASK=/work/checkout/target/debug/xtask\n"), "{script}");
+        assert!(script.contains("cd /work/checkout || exit 125\n"), "{script}");
+        let out = std::process::Command::new("bash").arg("-n").arg(vm.join("run.sh")).status().unwrap();
+        assert!(out.success(), "bash can read it:\n{script}");
+        assert!(script.lines().last().unwrap().starts_with("exec bash -c "), "{script}");
+    }
+
+    #[test]
+    fn paths_that_cannot_go_on_the_kernel_command_line_are_refused() {
+        assert!(check_path(Path::new("/var/tmp/a b")).is_err());
+        assert!(check_path(Path::new("/var/tmp/a:b")).is_err());
+        assert_eq!(check_path(Path::new("/var/tmp/ok")).unwrap(), "/var/tmp/ok");
+    }
+}
