@@ -10,6 +10,7 @@ mod paths;
 mod progress;
 mod setup;
 mod signals;
+mod vm;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -87,6 +88,12 @@ enum Command {
         #[command(subcommand)]
         which: BenchCommand,
     },
+    /// A Debian 12 guest under qemu with real NVMe, PMem (NVDIMM) and NVMe/TCP: build it, run a
+    /// command in it (see README, "The VM").
+    Vm {
+        #[command(subcommand)]
+        what: vm::VmCommand,
+    },
     /// Run the test suite (integration tests need root; see README).
     Test {
         /// Extra arguments for `cargo test`.
@@ -145,6 +152,7 @@ fn main() -> ExitCode {
         Command::Report { dir, baseline, contender, out } => report_command(dir, baseline, contender, out),
         Command::Setup { check } => setup::run(check),
         Command::Test { args } => setup::test(&args),
+        Command::Vm { what } => vm::command(what),
         Command::Bench { which: BenchCommand::Fidelity { runs, duration, scale, clients, builtin } } => {
             let (Ok(duration), Some(builtin)) =
                 (experiment::units::parse_duration(&duration), runner::pgbench::Builtin::parse(&builtin))

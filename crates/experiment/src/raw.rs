@@ -280,6 +280,8 @@ pub struct RawDevice {
     #[serde(default)]
     pub host_nqn: Option<String>,
     #[serde(default)]
+    pub host_id: Option<Spanned<String>>,
+    #[serde(default)]
     pub nsid: Option<u32>,
     #[serde(default)]
     pub dhchap_secret_env: Option<String>,

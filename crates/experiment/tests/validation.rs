@@ -840,3 +840,38 @@ fn every_shipped_study_carries_its_claims() {
     assert_eq!(load("pmem-vs-nvme.toml", false).claims[5].memory_limit, "1GiB");
     assert!(load("nvme-vs-nvmeof.toml", true).claims.iter().all(|c| c.at_peak));
 }
+
+#[test]
+fn nvme_tcp_host_identity_is_a_pair() {
+    let remote = |extra: &str| {
+        BASE.replace(
+            "[[device]]\nname = \"d2\"\nclass = \"pmem\"\nnamespace = \"namespace0.0\"\n",
+            &format!("[[device]]\nname = \"d2\"\nclass = \"nvme-tcp\"\naddress = \"192.0.2.7\"\nnqn = \"nqn.2014-08.org.example:t\"\n{extra}"),
+        )
+    };
+    // Both, or a uuid NQN alone (it implies its ID), or neither (the machine's /etc/nvme pair).
+    let both = remote("host_nqn = \"nqn.2014-08.org.example:host\"\nhost_id = \"4C4C4544-0031-3910-8034-B4C04F4A3332\"\n");
+    let e = parse(Path::new("exp.toml"), &both, &opts(false)).unwrap_or_else(|e| panic!("{e}"));
+    let t = e
+        .devices
+        .iter()
+        .find_map(|d| match &d.real {
+            tiers::spec::RealDevice::NvmeTcp(t) => Some(t),
+            _ => None,
+        })
+        .expect("an NVMe/TCP target");
+    assert_eq!(t.host_id.as_deref(), Some("4c4c4544-0031-3910-8034-b4c04f4a3332"));
+    let uuid = remote("host_nqn = \"nqn.2014-08.org.nvmexpress:uuid:4c4c4544-0031-3910-8034-b4c04f4a3332\"\n");
+    assert!(parse(Path::new("exp.toml"), &uuid, &opts(false)).is_ok());
+    assert!(parse(Path::new("exp.toml"), &remote(""), &opts(false)).is_ok());
+    // One alone, or an ID that is no UUID: refused with the line and key.
+    let text = remote("host_id = \"4c4c4544-0031-3910-8034-b4c04f4a3332\"\n");
+    let err = errors(&text, false).0.into_iter().find(|e| e.key.as_deref() == Some("device[d2].host_id")).unwrap();
+    assert!(err.message.contains("needs host_nqn"), "{err}");
+    assert_eq!(err.line, Some(line_of(&text, "host_id =")));
+    let text = remote("host_nqn = \"nqn.2014-08.org.example:host\"\n");
+    let e = errors(&text, false);
+    assert!(e.0.iter().any(|e| e.key.as_deref() == Some("device[d2].host_nqn") && e.message.contains("add host_id")), "{e}");
+    let text = remote("host_nqn = \"nqn.2014-08.org.example:host\"\nhost_id = \"host-1\"\n");
+    assert!(errors(&text, false).0.iter().any(|e| e.message.contains("is not a host ID")));
+}

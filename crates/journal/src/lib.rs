@@ -6,6 +6,11 @@
 //!
 //! The record is a JSON-lines file: a `begin` line, then `record` lines (an [`Undo`] each),
 //! `released` lines (an effect that its owner already undid) and finally `closed`.
+//!
+//! A record may *hold* earlier ones ([`Journal::record_holding`]): a filesystem mounted on an
+//! NVMe/TCP namespace holds the connection under it. Teardown does not undo a held record while
+//! its holder's undo failed (disconnecting would pull the device from under the mounted
+//! filesystem); it says so and leaves both for `cargo xtask cleanup`.
 
 pub mod command;
 pub mod mounts;
@@ -30,9 +35,23 @@ pub struct RecordId(pub u64);
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 #[serde(tag = "op", rename_all = "kebab-case")]
 enum Line {
-    Begin { run_id: String, harness: ProcessId, started_unix: u64, description: String },
-    Record { seq: u64, undo: Undo, note: String },
-    Released { seq: u64 },
+    Begin {
+        run_id: String,
+        harness: ProcessId,
+        started_unix: u64,
+        description: String,
+    },
+    Record {
+        seq: u64,
+        undo: Undo,
+        note: String,
+        /// Earlier records that must not be undone until this one is.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        holds: Vec<u64>,
+    },
+    Released {
+        seq: u64,
+    },
     Closed,
 }
 
@@ -42,6 +61,8 @@ pub struct Pending {
     pub id: RecordId,
     pub undo: Undo,
     pub note: String,
+    /// Earlier records that must not be undone until this one is.
+    pub holds: Vec<RecordId>,
 }
 
 /// A durable, append-only record of a run's side effects.
@@ -182,9 +203,14 @@ impl Journal {
                     harness = h;
                     description = d;
                 }
-                Line::Record { seq, undo, note } => {
+                Line::Record { seq, undo, note, holds } => {
                     next_seq = next_seq.max(seq + 1);
-                    records.push(Pending { id: RecordId(seq), undo, note });
+                    records.push(Pending {
+                        id: RecordId(seq),
+                        undo,
+                        note,
+                        holds: holds.into_iter().map(RecordId).collect(),
+                    });
                 }
                 Line::Released { seq } => {
                     released.insert(seq);
@@ -230,15 +256,31 @@ impl Journal {
 
     /// Records a side effect that is about to be made (or was just made), with the undo for it.
     pub fn record(&self, undo: Undo, note: impl Into<String>) -> Result<RecordId, JournalError> {
+        self.record_holding(undo, note, &[])
+    }
+
+    /// Like [`Journal::record`], for an effect that depends on earlier ones (`holds`): teardown
+    /// undoes those only after this one was undone.
+    pub fn record_holding(
+        &self,
+        undo: Undo,
+        note: impl Into<String>,
+        holds: &[RecordId],
+    ) -> Result<RecordId, JournalError> {
         let note = note.into();
         let seq = {
             let mut inner = self.inner.lock().unwrap();
             let seq = inner.next_seq;
             inner.next_seq += 1;
-            inner.records.push(Pending { id: RecordId(seq), undo: undo.clone(), note: note.clone() });
+            inner.records.push(Pending {
+                id: RecordId(seq),
+                undo: undo.clone(),
+                note: note.clone(),
+                holds: holds.to_vec(),
+            });
             seq
         };
-        self.append(&Line::Record { seq, undo, note })?;
+        self.append(&Line::Record { seq, undo, note, holds: holds.iter().map(|h| h.0).collect() })?;
         Ok(RecordId(seq))
     }
 
@@ -269,11 +311,24 @@ impl Journal {
     }
 
     /// Undoes every pending side effect, newest first. Each step is reported to `on_step` as it
-    /// completes. A failed undo stays pending and teardown carries on with the rest.
+    /// completes. A failed undo stays pending and teardown carries on with the rest, except with
+    /// the records the failed one holds (and those they hold): they are not undone, reported as
+    /// failed with the reason, and stay pending for a later `cleanup`.
     pub fn teardown(&self, mut on_step: impl FnMut(&Pending, &Result<Outcome, UndoError>)) -> TeardownReport {
         let mut report = TeardownReport::default();
+        // Record -> the undo that failed while holding it.
+        let mut blocked: std::collections::HashMap<RecordId, String> = std::collections::HashMap::new();
         for p in self.pending().into_iter().rev() {
-            let result = p.undo.perform();
+            let result = match blocked.get(&p.id) {
+                Some(holder) => Err(UndoError::Held { holder: holder.clone() }),
+                None => p.undo.perform(),
+            };
+            if result.is_err() {
+                let holder = blocked.get(&p.id).cloned().unwrap_or_else(|| p.undo.to_string());
+                for h in &p.holds {
+                    blocked.entry(*h).or_insert_with(|| holder.clone());
+                }
+            }
             on_step(&p, &result);
             match &result {
                 Ok(outcome) => {
@@ -378,6 +433,53 @@ mod tests {
             matches!(Undo::RemoveFile { path: a.clone() }.perform(), Ok(Outcome::NothingLeft)),
             "undoing again finds nothing left"
         );
+    }
+
+    #[test]
+    fn a_held_record_waits_for_its_holder() {
+        let dir = tempfile::tempdir().unwrap();
+        let under = dir.path().join("under");
+        let also = dir.path().join("also-under");
+        let other = dir.path().join("other");
+        for f in [&under, &also, &other] {
+            std::fs::write(f, "x").unwrap();
+        }
+        // A directory cannot be removed with remove_file: the holder's undo fails.
+        let holder_dir = dir.path().join("a-directory");
+        std::fs::create_dir(&holder_dir).unwrap();
+        let j = Journal::begin(&dir.path().join("j"), "run4", "test").unwrap();
+        let id_under = j.record(Undo::RemoveFile { path: under.clone() }, "under").unwrap();
+        let id_also = j.record_holding(Undo::RemoveFile { path: also.clone() }, "also", &[id_under]).unwrap();
+        j.record(Undo::RemoveFile { path: other.clone() }, "other").unwrap();
+        j.record_holding(Undo::RemoveFile { path: holder_dir.clone() }, "holder", &[id_also]).unwrap();
+        let path = j.path().to_path_buf();
+        drop(j);
+
+        // The holds survive in the file (cleanup reads them from there).
+        let j = Journal::open(&path).unwrap();
+        let mut seen = Vec::new();
+        let report = j.teardown(|p, r| seen.push((p.note.clone(), r.is_ok())));
+        assert_eq!(
+            seen,
+            vec![("holder".into(), false), ("other".into(), true), ("also".into(), false), ("under".into(), false)]
+        );
+        assert!(!other.exists() && also.exists() && under.exists(), "held records were not undone");
+        assert_eq!(report.failed.len(), 3);
+        assert!(
+            report.failed[1].contains("not done") && report.failed[1].contains("cargo xtask cleanup"),
+            "{:?}",
+            report.failed
+        );
+        assert!(report.failed[2].contains(&holder_dir.display().to_string()), "the reason names the failed holder");
+        assert_eq!(j.pending().len(), 3, "all three stay for cleanup");
+        drop(j);
+
+        // Once the holder can be undone, cleanup undoes the rest in order.
+        std::fs::remove_dir(&holder_dir).unwrap();
+        let j = Journal::open(&path).unwrap();
+        let report = j.teardown(|_, _| {});
+        assert!(report.is_clean(), "{:?}", report.failed);
+        assert!(!also.exists() && !under.exists());
     }
 
     #[test]

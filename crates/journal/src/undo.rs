@@ -41,13 +41,18 @@ pub enum Undo {
     RemoveFile { path: PathBuf },
     /// Remove a directory tree this run created.
     RemoveDirAll { path: PathBuf },
-    /// Disconnect an NVMe-oF subsystem pgtier connected; skipped when the machine restarted
+    /// Disconnect an NVMe-oF connection pgtier made: the controller it created (`nvme
+    /// disconnect -d`) when its name is known, else every controller of the subsystem (`-n`,
+    /// recorded before the connect, when no name exists yet). Skipped when the machine restarted
     /// since (`boot_id` differs): the connection did not survive, and a connection to the same
-    /// subsystem made after the restart is not pgtier's.
+    /// subsystem made after the restart is not pgtier's. A controller that no longer exists, or
+    /// now belongs to another subsystem, is left alone.
     NvmeDisconnect {
         nqn: String,
         #[serde(default)]
         boot_id: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        controller: Option<String>,
     },
     /// Write back a kernel setting (sysctl, sysfs) to the value it had before the run.
     RestoreFile { path: PathBuf, contents: String },
@@ -74,7 +79,10 @@ impl fmt::Display for Undo {
             Undo::RemoveCgroup { path } => write!(f, "rmdir cgroup {}", path.display()),
             Undo::RemoveFile { path } => write!(f, "rm {}", path.display()),
             Undo::RemoveDirAll { path } => write!(f, "rm -r {}", path.display()),
-            Undo::NvmeDisconnect { nqn, .. } => write!(f, "nvme disconnect -n {nqn}"),
+            Undo::NvmeDisconnect { nqn, controller: None, .. } => write!(f, "nvme disconnect -n {nqn}"),
+            Undo::NvmeDisconnect { nqn, controller: Some(c), .. } => {
+                write!(f, "nvme disconnect -d {c} (the controller of {nqn} pgtier connected)")
+            }
             Undo::RestoreFile { path, contents } => {
                 write!(f, "restore {} to {:?}", path.display(), contents.trim())
             }
@@ -116,6 +124,10 @@ pub enum UndoError {
         #[source]
         source: Option<Box<CommandError>>,
     },
+    /// Not attempted: the undo of a record that holds this one (a filesystem on an NVMe/TCP
+    /// namespace holds its connection) failed, so this one waits for `cargo xtask cleanup`.
+    #[error("not done: `{holder}` failed, and this must wait until it is undone; left for `cargo xtask cleanup`")]
+    Held { holder: String },
     /// `nvme disconnect` failed.
     #[error("nvme disconnect -n {nqn}: {stderr}")]
     NvmeDisconnect { nqn: String, stderr: String },
@@ -225,9 +237,12 @@ impl Undo {
                     .map_err(|source| UndoError::Io { what: format!("rm -r {}", path.display()), source })?;
                 Ok(Outcome::Done)
             }
-            Undo::NvmeDisconnect { nqn, boot_id } => {
+            Undo::NvmeDisconnect { nqn, boot_id, controller } => {
                 if boot_id.as_ref().is_some_and(|b| Some(b) != current_boot_id().as_ref()) {
                     return Ok(Outcome::NothingLeft);
+                }
+                if let Some(c) = controller {
+                    return disconnect_controller(c, nqn);
                 }
                 let out = CommandLine::new("nvme")
                     .args(["disconnect", "-n", nqn.as_str()])
@@ -266,6 +281,30 @@ fn wait_exited(label: &str, process: &ProcessId, limit: Duration) -> Result<(), 
     } else {
         Err(UndoError::StillThere(format!("{label} (pid {}) has not finished exiting", process.pid)))
     }
+}
+
+/// `nvme disconnect -d CTRL`, once sysfs confirms that CTRL is still a controller of `nqn`.
+fn disconnect_controller(ctrl: &str, nqn: &str) -> Result<Outcome, UndoError> {
+    let dir = Path::new("/sys/class/nvme").join(ctrl);
+    let ours = |d: &Path| std::fs::read_to_string(d.join("subsysnqn")).is_ok_and(|s| s.trim() == nqn.trim());
+    if !ours(&dir) {
+        return Ok(Outcome::NothingLeft);
+    }
+    let out = CommandLine::new("nvme")
+        .args(["disconnect", "-d", ctrl])
+        .output(Some(Duration::from_secs(60)))?;
+    // Deleting a controller is asynchronous.
+    let start = Instant::now();
+    while ours(&dir) {
+        if start.elapsed() > Duration::from_secs(30) {
+            return Err(UndoError::StillThere(format!(
+                "nvme disconnect -d {ctrl}: controller still present ({})",
+                if out.stderr.trim().is_empty() { out.stdout.trim() } else { out.stderr.trim() }
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Ok(Outcome::Done)
 }
 
 fn parse_signal(name: &str) -> Result<Signal, UndoError> {

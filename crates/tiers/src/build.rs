@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::plan::{Action, Check, EmulatedDelay, MICROSECOND_DELAY_PLUGIN, Plan, Resolve, Template, Value};
-use crate::spec::{Backing, DaxPolicy, DeviceClass, DeviceSpec, RealDevice};
+use crate::spec::{Backing, DaxPolicy, DeviceClass, DeviceSpec, NvmeTcpTarget, RealDevice};
 
 /// Where and for whom a plan provisions.
 #[derive(Clone, Debug)]
@@ -45,6 +45,8 @@ pub fn package_of(program: &str) -> &'static str {
         "ndctl" => "ndctl",
         "fio" => "fio",
         "dd" => "coreutils",
+        "udevadm" => "udev",
+        "dmesg" => "util-linux",
         "cc" => "gcc",
         _ => "(unknown)",
     }
@@ -67,7 +69,7 @@ pub fn build_plan(devices: &[DeviceSpec], ctx: &PlanContext) -> Plan {
             emulated_device(&mut plan, d, i, ctx);
         }
     } else {
-        real_checks(&mut plan, devices);
+        real_checks(&mut plan, devices, ctx);
         plan.push(
             None,
             Action::MakeDir { path: ctx.work_dir.clone(), mode: 0o711, remove_on_teardown: true },
@@ -118,6 +120,7 @@ fn tools_needed(devices: &[DeviceSpec], emulate: bool) -> Vec<String> {
             if d.partition.is_some() {
                 t.insert("parted");
             }
+
             if d.discard {
                 t.insert("blkdiscard");
             }
@@ -129,8 +132,13 @@ fn tools_needed(devices: &[DeviceSpec], emulate: bool) -> Vec<String> {
     t.into_iter().map(str::to_string).collect()
 }
 
-/// mkfs.xfs arguments for a device: DAX needs reflink off; NBD devices skip the discard pass.
+/// mkfs.xfs arguments for a device: reflink off where DAX is asked for, a 2 MiB stripe unit on
+/// real PMem; NBD devices skip the discard pass.
 fn mkfs_template(d: &DeviceSpec, device: Value, force: bool, skip_discard: bool) -> Template {
+    mkfs_template_for(d, device, force, skip_discard, false)
+}
+
+fn mkfs_template_for(d: &DeviceSpec, device: Value, force: bool, skip_discard: bool, real: bool) -> Template {
     let mut t = Template::new("mkfs.xfs");
     if force {
         t = t.lit("-f");
@@ -138,11 +146,20 @@ fn mkfs_template(d: &DeviceSpec, device: Value, force: bool, skip_discard: bool)
     if skip_discard && !d.mkfs_options.iter().any(|o| o == "-K") {
         t = t.lit("-K");
     }
-    if (d.dax != DaxPolicy::Off || d.class == DeviceClass::Pmem)
-        && !d.mkfs_options.iter().any(|o| o.contains("reflink"))
-    {
-        // XFS cannot mount with DAX while reflink is on (kernel: "DAX and reflink cannot be used together").
+    let pmem = d.class == DeviceClass::Pmem;
+    if (d.dax != DaxPolicy::Off || pmem) && !d.mkfs_options.iter().any(|o| o.contains("reflink")) {
+        // Before Linux 6.0, XFS refused to mount a reflink filesystem with DAX ("DAX and reflink
+        // cannot be used together!"); since the fsdax reflink work (6.0) it refuses only on a
+        // partition ("DAX and reflink cannot work with multi-partitions!"), and DAX with reflink
+        // was called broken on 6.1. The PMem guides' answer, for every kernel: reflink off.
         t = t.lits(["-m", "reflink=0"]);
+    }
+    if pmem && real && !d.mkfs_options.iter().any(|o| o.contains("su=") || o.contains("sunit=")) {
+        // The PMem guides' layout: 2 MiB allocation units, so that file data is 2 MiB aligned
+        // and DAX can map it with huge pages (PMD faults) rather than 4 KiB pages. Real PMem
+        // only: emulated PMem has no DAX to align for, and on a device below about 1 GiB
+        // mkfs.xfs refuses the stripe unit ("Log size must be at least 64MB").
+        t = t.lits(["-d", "su=2m,sw=1"]);
     }
     // Wiping is the experiment file's decision (allow_wipe), not an mkfs option's.
     let options = d.mkfs_options.iter().filter(|o| !matches!(o.as_str(), "-f" | "--force"));
@@ -214,11 +231,7 @@ fn emulated_device(plan: &mut Plan, d: &DeviceSpec, index: usize, ctx: &PlanCont
             );
             plan.push(
                 name,
-                Action::Run {
-                    command: mkfs_template(d, Value::var(&d.name), false, false),
-                    undo_nvme_nqn: None,
-                    timeout_secs: 600,
-                },
+                Action::Run { command: mkfs_template(d, Value::var(&d.name), false, false), timeout_secs: 600 },
                 "XFS with the experiment's options",
             );
         }
@@ -248,11 +261,7 @@ fn emulated_device(plan: &mut Plan, d: &DeviceSpec, index: usize, ctx: &PlanCont
             );
             plan.push(
                 name,
-                Action::Run {
-                    command: mkfs_template(d, Value::var(&d.name), false, false),
-                    undo_nvme_nqn: None,
-                    timeout_secs: 600,
-                },
+                Action::Run { command: mkfs_template(d, Value::var(&d.name), false, false), timeout_secs: 600 },
                 "XFS (reflink off where DAX is asked for)",
             );
         }
@@ -264,11 +273,7 @@ fn emulated_device(plan: &mut Plan, d: &DeviceSpec, index: usize, ctx: &PlanCont
             );
             plan.push(
                 name,
-                Action::Run {
-                    command: mkfs_template(d, Value::var(&d.name), false, false),
-                    undo_nvme_nqn: None,
-                    timeout_secs: 600,
-                },
+                Action::Run { command: mkfs_template(d, Value::var(&d.name), false, false), timeout_secs: 600 },
                 "XFS (reflink off where DAX is asked for)",
             );
         }
@@ -403,11 +408,7 @@ fn emulated_device(plan: &mut Plan, d: &DeviceSpec, index: usize, ctx: &PlanCont
             );
             plan.push(
                 name,
-                Action::Run {
-                    command: mkfs_template(d, Value::var(&d.name), false, true),
-                    undo_nvme_nqn: None,
-                    timeout_secs: 600,
-                },
+                Action::Run { command: mkfs_template(d, Value::var(&d.name), false, true), timeout_secs: 600 },
                 "XFS; -K skips the discard pass, which is very slow over NBD",
             );
         }
@@ -439,8 +440,17 @@ fn link_addresses(short_id: &str, index: usize) -> (String, String) {
 /// Every safety check of every device, before anything writes to a device. An NVMe/TCP namespace
 /// can only be checked once connected: its `nvme connect` comes first (it attaches the remote
 /// subsystem and writes nothing; teardown disconnects it).
-fn real_checks(plan: &mut Plan, devices: &[DeviceSpec]) {
-    for d in devices {
+fn real_checks(plan: &mut Plan, devices: &[DeviceSpec], ctx: &PlanContext) {
+    let tcp: Vec<&DeviceSpec> = devices.iter().filter(|d| matches!(d.real, RealDevice::NvmeTcp(_))).collect();
+    if !tcp.is_empty() {
+        let secret = tcp.iter().any(|d| matches!(&d.real, RealDevice::NvmeTcp(t) if t.dhchap_secret.is_some()));
+        plan.push(
+            None,
+            Action::Check(Check::NvmeCli { secret }),
+            "nvme-cli's options and output differ by version (1.16 has no DH-HMAC-CHAP options and prints nothing on connect; 2.11 changed what --config does): know which one this is before the first NVMe/TCP step",
+        );
+    }
+    for (i, d) in devices.iter().enumerate() {
         let name = Some(d.name.as_str());
         let not_in_use = |plan: &mut Plan, why: &str| {
             plan.push(
@@ -490,41 +500,50 @@ fn real_checks(plan: &mut Plan, devices: &[DeviceSpec]) {
                 );
             }
             RealDevice::NvmeTcp(t) => {
-                plan.push(
-                    name,
-                    Action::Check(Check::NvmeNotConnected { nqn: t.nqn.clone() }),
-                    "teardown disconnects the subsystem, so pgtier must not reuse someone else's connection",
-                );
-                let mut connect = Template::new("nvme").lits([
-                    "connect",
-                    "--transport",
-                    "tcp",
-                    "--traddr",
-                    &t.address,
-                    "--trsvcid",
-                    &t.port.to_string(),
-                    "--nqn",
-                    &t.nqn,
-                ]);
-                if let Some(h) = &t.host_nqn {
-                    connect = connect.lits(["--hostnqn", h]);
+                // One connection per subsystem: a second namespace of it is found on the
+                // connection the first device made.
+                let first =
+                    devices[..i].iter().find(|o| matches!(&o.real, RealDevice::NvmeTcp(ot) if same_connection(ot, t)));
+                if let Some(first) = first {
+                    plan.push(
+                        name,
+                        Action::Check(Check::NvmeHostIdentity {
+                            host_nqn: t.host_nqn.clone(),
+                            host_id: t.host_id.clone(),
+                        }),
+                        format!("uses the connection to {} made for device {}", t.nqn, first.name),
+                    );
+                } else {
+                    plan.push(
+                        name,
+                        Action::Check(Check::NvmeHostIdentity { host_nqn: t.host_nqn.clone(), host_id: t.host_id.clone() }),
+                        "nvme-cli pairs a host NQN given alone with this machine's /etc/nvme/hostid, and Linux 6.5 and later reject a host ID already known with another NQN (EINVAL): pgtier passes the file's pair, or (neither given) this machine's",
+                    );
+                    plan.push(
+                        name,
+                        Action::Check(Check::NvmeNotConnected { nqn: t.nqn.clone() }),
+                        "teardown disconnects the subsystem, so pgtier must not reuse someone else's connection",
+                    );
+                    let sharing: Vec<String> = devices
+                        .iter()
+                        .filter(|o| matches!(&o.real, RealDevice::NvmeTcp(ot) if same_connection(ot, t)))
+                        .map(|o| o.name.clone())
+                        .collect();
+                    let secret_file = t.dhchap_secret.as_ref().map(|_| secret_config_file(ctx, &d.name));
+                    plan.push(
+                        name,
+                        Action::NvmeConnect { target: t.clone(), secret_file, devices: sharing.clone() },
+                        format!(
+                            "attach the remote subsystem so that its namespace{} can be checked (writes nothing); teardown disconnects the controller this connect creates{}",
+                            if sharing.len() > 1 { format!("s ({})", sharing.join(", ")) } else { String::new() },
+                            if t.dhchap_secret.is_some() {
+                                "; the DH-HMAC-CHAP secret is read when the command runs and never reaches a command line, the plan or any record"
+                            } else {
+                                ""
+                            }
+                        ),
+                    );
                 }
-                if let Some(s) = &t.dhchap_secret {
-                    connect = connect.lit("--dhchap-secret").val(Value::Secret(s.clone()));
-                }
-                plan.push(
-                    name,
-                    Action::Run { command: connect, undo_nvme_nqn: Some(t.nqn.clone()), timeout_secs: 120 },
-                    format!(
-                        "attach the remote subsystem so that its namespace can be checked (writes nothing); teardown runs nvme disconnect -n {}{}",
-                        t.nqn,
-                        if t.dhchap_secret.is_some() {
-                            "; the DH-HMAC-CHAP secret is read when the command runs and is never printed or recorded"
-                        } else {
-                            ""
-                        }
-                    ),
-                );
                 plan.push(
                     name,
                     Action::Resolve {
@@ -544,7 +563,45 @@ fn disk_var(d: &DeviceSpec) -> String {
 }
 
 fn run(command: Template, timeout_secs: u64) -> Action {
-    Action::Run { command, undo_nvme_nqn: None, timeout_secs }
+    Action::Run { command, timeout_secs }
+}
+
+const UUID_HOSTNQN: &str = "nqn.2014-08.org.nvmexpress:uuid:";
+
+/// The UUID of a `nqn.2014-08.org.nvmexpress:uuid:<uuid>` host NQN (libnvme derives the host
+/// ID from it the same way).
+pub fn uuid_of_host_nqn(nqn: &str) -> Option<String> {
+    let u = nqn.trim().strip_prefix(UUID_HOSTNQN)?;
+    let ok = u.len() == 36
+        && u.char_indices().all(|(i, c)| if [8, 13, 18, 23].contains(&i) { c == '-' } else { c.is_ascii_hexdigit() });
+    ok.then(|| u.to_ascii_lowercase())
+}
+
+/// The host NQN and host ID a connect passes: the experiment file's pair; a uuid host NQN with
+/// the ID it implies; with neither, the machine's (`/etc/nvme/hostnqn`, `/etc/nvme/hostid`,
+/// read when the connect runs). An incomplete pair is refused by its check; it prints as such.
+pub fn host_identity(t: &NvmeTcpTarget) -> (Value, Value) {
+    match (&t.host_nqn, &t.host_id) {
+        (Some(n), Some(i)) => (Value::lit(n), Value::lit(i)),
+        (Some(n), None) => match uuid_of_host_nqn(n) {
+            Some(u) => (Value::lit(n), Value::lit(u)),
+            None => (Value::lit(n), Value::var("host_id not given")),
+        },
+        (None, Some(i)) => (Value::var("host_nqn not given"), Value::lit(i)),
+        (None, None) => (Value::var("from /etc/nvme/hostnqn"), Value::var("from /etc/nvme/hostid")),
+    }
+}
+
+/// Where a connect's libnvme configuration (carrying the DH-HMAC-CHAP key) is written: next to
+/// the run's work directory, which does not exist yet when the checks run.
+pub fn secret_config_file(ctx: &PlanContext, device: &str) -> PathBuf {
+    let name = ctx.work_dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    ctx.work_dir.with_file_name(format!("{name}.nvme-{device}.json"))
+}
+
+/// Devices that share one NVMe/TCP connection: the same address, port, subsystem and host.
+fn same_connection(a: &NvmeTcpTarget, b: &NvmeTcpTarget) -> bool {
+    a.address == b.address && a.port == b.port && a.nqn == b.nqn && a.host_nqn == b.host_nqn && a.host_id == b.host_id
 }
 
 fn real_device(plan: &mut Plan, d: &DeviceSpec, ctx: &PlanContext) {
@@ -590,25 +647,39 @@ fn real_device(plan: &mut Plan, d: &DeviceSpec, ctx: &PlanContext) {
     }
     let mut fs_dev = disk.clone();
     if let Some(p) = &d.partition {
+        let start = format!("{}.start", d.name);
+        let least = if d.class == DeviceClass::Pmem { p.start_sector.max(4096) } else { p.start_sector };
+        plan.push(
+            name,
+            Action::Resolve { what: Resolve::PartitionStart { disk: disk_var(d), least_sectors: least }, bind: start.clone() },
+            if d.class == DeviceClass::Pmem {
+                "PMem partitions start at 2 MiB at least, so that huge-page DAX mappings stay aligned; and where the device reports its geometry (a RAID stripe width that does not divide 1 MiB), at a start parted's align-check opt accepts"
+            } else {
+                "1 MiB, or where the device reports its geometry (a RAID stripe width that does not divide 1 MiB), a start parted's align-check opt accepts"
+            },
+        );
         plan.push(
             name,
             run(
-                Template::new("parted").lits(["-s"]).val(disk.clone()).lits([
-                    "mklabel",
-                    "gpt",
-                    "mkpart",
-                    "primary",
-                    &format!("{}s", p.start_sector),
-                    "100%",
-                ]),
+                Template::new("parted")
+                    .lits(["-s"])
+                    .val(disk.clone())
+                    .lits(["mklabel", "gpt", "mkpart", "primary"])
+                    .val(Value::var(&start))
+                    .lit("100%"),
                 120,
             ),
-            "a GPT label and one partition aligned at 1 MiB (seed 003)",
+            "a GPT label and one partition (seed 003)",
         );
         plan.push(
             name,
             run(Template::new("parted").lits(["-s"]).val(disk.clone()).lits(["align-check", "opt", "1"]), 60),
             "fail unless partition 1 is optimally aligned (with -s parted answers by exit status only)",
+        );
+        plan.push(
+            name,
+            Action::LockDisk { disk: disk_var(d) },
+            "when parted closes the disk, systemd-udevd re-reads its partition table and the partition node disappears and comes back: wait until udev has done so, then hold the disk so that it does not happen again under mkfs (udevd skips a disk another process holds locked)",
         );
         plan.push(
             name,
@@ -620,7 +691,7 @@ fn real_device(plan: &mut Plan, d: &DeviceSpec, ctx: &PlanContext) {
     let skip_discard = d.precondition.is_some();
     plan.push(
         name,
-        run(mkfs_template(d, fs_dev.clone(), d.allow_wipe, skip_discard), 3600),
+        run(mkfs_template_for(d, fs_dev.clone(), d.allow_wipe, skip_discard, true), 3600),
         match (d.allow_wipe, skip_discard) {
             (true, false) => "XFS with the experiment's options (-f: the experiment file allows wiping)",
             (false, false) => {
@@ -632,6 +703,9 @@ fn real_device(plan: &mut Plan, d: &DeviceSpec, ctx: &PlanContext) {
             (false, true) => "XFS with the experiment's options (-K: a discard would undo the preconditioning)",
         },
     );
+    if d.partition.is_some() {
+        plan.push(name, Action::UnlockDisk { disk: disk_var(d) }, "the filesystem is made: let udev see the disk again");
+    }
     finish_filesystem(plan, d, fs_dev, ctx, false);
 }
 

@@ -54,7 +54,7 @@ pub fn collect(sys: &mut dyn System, device: &Path, mountpoint: Option<&Path>) -
         disk: disk.clone(),
         size_bytes: read_trim(sys, &class.join("size")).and_then(|s| s.parse::<u64>().ok()).map(|s| s * 512),
         model: read_trim(sys, &disk_dir.join("device/model")),
-        serial: read_trim(sys, &disk_dir.join("device/serial")),
+        serial: crate::safety::disk_serial(sys, &real),
         firmware: read_trim(sys, &disk_dir.join("device/firmware_rev"))
             .or_else(|| read_trim(sys, &disk_dir.join("device/rev"))),
         rotational: read_trim(sys, &queue.join("rotational")).map(|s| s == "1"),

@@ -9,8 +9,10 @@
 //! that writes to a device ([`plan::Plan::first_destructive_step`]); the only change before it
 //! is `nvme connect`, which attaches a remote subsystem so that its namespace can be checked.
 //! Teardown unmounts, disconnects and removes what the run made; it never formats or writes to
-//! a device. Secrets (the DH-HMAC-CHAP key) are read when the command runs and reach only that
-//! command's argument vector ([`system::System::run_secret`]).
+//! a device, and disconnects an NVMe/TCP controller only once the filesystems on it are
+//! unmounted. Secrets (the DH-HMAC-CHAP key) are read when the command runs and reach nvme-cli
+//! only through a configuration file readable by root alone that exists while `nvme connect`
+//! runs ([`system::System::write_private`]); never a command line, the plan or a record.
 
 pub mod build;
 pub mod facts;

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::spec::{DaxPolicy, SecretSource};
+use crate::spec::{DaxPolicy, NvmeTcpTarget, SecretSource};
 
 /// A command argument: literal, a value produced by an earlier step, or a secret read at
 /// execution time (never printed).
@@ -92,6 +92,13 @@ pub enum Check {
     PmemNotInUse { namespace: String, allow_wipe: bool },
     /// The NVMe subsystem is not connected yet (teardown disconnects it, so it must be ours).
     NvmeNotConnected { nqn: String },
+    /// `nvme version`, before the first NVMe/TCP step: the connect is written for the nvme-cli
+    /// found; with a DH-HMAC-CHAP secret it needs nvme-cli 2.0 or later (1.16 has no such option).
+    NvmeCli { secret: bool },
+    /// The host NQN and host ID come as a pair (or neither, or a uuid host NQN that implies its ID).
+    NvmeHostIdentity { host_nqn: Option<String>, host_id: Option<String> },
+    /// The device is large enough for `bytes` (what for: `what`), before anything is written.
+    Room { device: Value, bytes: u64, what: String },
 }
 
 impl fmt::Display for Check {
@@ -115,7 +122,7 @@ impl fmt::Display for Check {
             ),
             Check::PmemFsdax { namespace, allow_reconfigure } => write!(
                 f,
-                "check ndctl list -N: namespace {namespace} exists and is in fsdax mode{}",
+                "check ndctl list -N -i: namespace {namespace} exists and is in fsdax mode{}",
                 if *allow_reconfigure { " (or may be reconfigured: allow_reconfigure = true)" } else { "" }
             ),
             Check::PmemNotInUse { namespace, allow_wipe } => write!(
@@ -129,6 +136,20 @@ impl fmt::Display for Check {
             ),
             Check::NvmeNotConnected { nqn } => {
                 write!(f, "check nvme list-subsys -o json: subsystem {nqn} is not connected yet")
+            }
+            Check::NvmeCli { secret } => write!(
+                f,
+                "check nvme version: nvme-cli and libnvme versions (the connect below depends on them{})",
+                if *secret { "; a DH-HMAC-CHAP secret needs nvme-cli 2.0 or later" } else { "" }
+            ),
+            Check::NvmeHostIdentity { host_nqn, host_id } => write!(
+                f,
+                "check the host NQN and host ID come together (host_nqn {}, host_id {})",
+                host_nqn.as_deref().unwrap_or("not given"),
+                host_id.as_deref().unwrap_or("not given")
+            ),
+            Check::Room { device, bytes, what } => {
+                write!(f, "check {device} holds {} ({what})", human_bytes(*bytes))
             }
         }
     }
@@ -146,6 +167,11 @@ pub enum Resolve {
     NvmeNamespace { nqn: String, nsid: Option<u32> },
     /// Partition `number` of the disk bound to `disk`; waits for the node to appear.
     Partition { disk: String, number: u32 },
+    /// The first sector of a partition on the disk bound to `disk`, as `NNNs`: at least
+    /// `least_sectors` (512-byte units; 2 MiB for PMem), moved up to the disk's alignment
+    /// (`queue/optimal_io_size`, `queue/minimum_io_size`, `alignment_offset`), the way parted's
+    /// `align-check opt` judges it.
+    PartitionStart { disk: String, least_sectors: u64 },
 }
 
 /// What a step does.
@@ -162,6 +188,28 @@ pub enum Action {
     /// already (destroys the namespace's data).
     PmemReconfigure {
         namespace: String,
+    },
+    /// `nvme connect` to an NVMe/TCP subsystem, once per subsystem (its namespaces may be
+    /// several devices); teardown disconnects the controller this connect created. A secret goes
+    /// through `secret_file` (libnvme's JSON configuration, mode 0600, removed right after the
+    /// connect), never on the command line.
+    NvmeConnect {
+        target: NvmeTcpTarget,
+        secret_file: Option<PathBuf>,
+        /// The devices of the experiment that are namespaces of this subsystem.
+        devices: Vec<String>,
+    },
+    /// `udevadm settle` (when udevadm exists: udevd's re-read of the table parted wrote is
+    /// over), then an exclusive BSD lock (`flock`) on the whole disk bound to `disk`, as
+    /// systemd-udevd honours: while it is held udevd neither probes the disk nor re-reads its
+    /// partition table (which removes and re-adds the partition nodes). Not held while parted
+    /// runs: Debian's libparted runs `udevadm settle` itself, which waits for the locked disk.
+    LockDisk {
+        disk: String,
+    },
+    /// Release the lock of [`Action::LockDisk`], then `udevadm settle` (when udevadm exists).
+    UnlockDisk {
+        disk: String,
     },
     /// A program must be installed.
     RequireTool {
@@ -224,10 +272,9 @@ pub enum Action {
         what: Resolve,
         bind: String,
     },
-    /// Run a command; when `undo_nvme_nqn` is set, teardown disconnects that subsystem.
+    /// Run a command.
     Run {
         command: Template,
-        undo_nvme_nqn: Option<String>,
         timeout_secs: u64,
     },
     /// Mount `source` at `target`.
@@ -266,6 +313,22 @@ impl Action {
             Action::PmemReconfigure { namespace } => {
                 format!("ndctl create-namespace -f -e {namespace} -m fsdax  # only if not in fsdax mode already")
             }
+            Action::NvmeConnect { target, secret_file, .. } => {
+                let mut line = connect_command(target, secret_file.as_deref()).to_string();
+                if let (Some(file), Some(src)) = (secret_file, &target.dhchap_secret) {
+                    line.push_str(&format!(
+                        "  # {} (mode 0600, removed right after) holds the host's DH-HMAC-CHAP key {} as libnvme's dhchap_key; nvme-cli 2.11 and later: nvme connect --config {} --output-format json",
+                        file.display(),
+                        src,
+                        file.display()
+                    ));
+                }
+                line
+            }
+            Action::LockDisk { disk } => {
+                format!("udevadm settle; flock --exclusive <{disk}>  # held until the filesystem is made")
+            }
+            Action::UnlockDisk { disk } => format!("release the lock on <{disk}>; udevadm settle"),
             Action::Check(c) => c.to_string(),
             Action::MakeDir { path, mode, .. } => {
                 format!("mkdir -p -m {mode:o} {}", path.display())
@@ -299,8 +362,11 @@ impl Action {
                     format!("readlink -f {} -> <{bind}>", path.display())
                 }
                 Resolve::PmemNamespace { namespace } => {
-                    format!("ndctl list -N -n {namespace} -> /dev/<blockdev> as <{bind}>")
+                    format!("ndctl list -N -i: namespace {namespace} -> /dev/<blockdev> as <{bind}>")
                 }
+                Resolve::PartitionStart { disk, least_sectors } => format!(
+                    "read /sys/class/block/<{disk}>/{{queue/optimal_io_size,queue/minimum_io_size,queue/logical_block_size,alignment_offset}}: first sector at or after {least_sectors}s (512-byte) that parted's align-check opt accepts -> <{bind}>"
+                ),
                 Resolve::NvmeNamespace { nqn, nsid } => format!(
                     "nvme list-subsys -o json; nvme list -o json: namespace{} of subsystem {nqn} -> <{bind}>",
                     nsid.map(|n| format!(" {n}")).unwrap_or_default()
@@ -331,11 +397,17 @@ impl Action {
         }
     }
 
-    /// True for steps that change the machine (everything but tool requirements, checks and lookups).
+    /// True for steps that change the machine (everything but tool requirements, checks,
+    /// lookups and disk locks).
     pub fn is_destructive(&self) -> bool {
         !matches!(
             self,
-            Action::RequireTool { .. } | Action::Check(_) | Action::Resolve { .. } | Action::VerifyMount { .. }
+            Action::RequireTool { .. }
+                | Action::Check(_)
+                | Action::Resolve { .. }
+                | Action::VerifyMount { .. }
+                | Action::LockDisk { .. }
+                | Action::UnlockDisk { .. }
         )
     }
 
@@ -343,7 +415,7 @@ impl Action {
     /// teardown disconnects them) but writes nothing to any device. The safety checks of a remote
     /// namespace can only run after it.
     pub fn is_attach(&self) -> bool {
-        matches!(self, Action::Run { undo_nvme_nqn: Some(_), .. })
+        matches!(self, Action::NvmeConnect { .. })
     }
 
     /// What teardown does for this step, if anything (never a format or a write to a device).
@@ -357,7 +429,10 @@ impl Action {
             Action::CreateVeth { host_if, .. } => Some(format!("ip link delete {host_if}")),
             Action::StartDaemon { label, .. } => Some(format!("stop {label} (SIGTERM, then SIGKILL)")),
             Action::StartFuse { mountpoint, .. } => Some(format!("fusermount3 -u {}", mountpoint.display())),
-            Action::Run { undo_nvme_nqn: Some(nqn), .. } => Some(format!("nvme disconnect -n {nqn}")),
+            Action::NvmeConnect { target, .. } => Some(format!(
+                "nvme disconnect -d <the controller this connect created> (subsystem {}; only if every filesystem on it was unmounted)",
+                target.nqn
+            )),
             Action::Mount { target, .. } => Some(format!("umount {}", target.display())),
             _ => None,
         }
@@ -391,6 +466,37 @@ impl Plan {
 }
 
 impl Plan {
+    /// Adds a check that the device `device` (a device of this plan) has room for `bytes`, after
+    /// that device's other checks, so that it runs before anything is written. For callers that
+    /// put more than PostgreSQL's directories there (a data set's golden copy, which a real study
+    /// may place on one of its devices rather than on the small system disk).
+    pub fn add_room_check(&mut self, device: &str, bytes: u64, what: &str) {
+        let disk = self
+            .steps
+            .iter()
+            .find_map(|s| match &s.action {
+                Action::Check(Check::NotInUse { device: d, .. }) if s.device.as_deref() == Some(device) => {
+                    Some(d.clone())
+                }
+                _ => None,
+            })
+            .unwrap_or_else(|| Value::var(device));
+        let at = self
+            .steps
+            .iter()
+            .rposition(|s| s.device.as_deref() == Some(device) && matches!(s.action, Action::Check(_)))
+            .map(|i| i + 1)
+            .unwrap_or_else(|| self.first_destructive_step().unwrap_or(self.steps.len()));
+        self.steps.insert(
+            at,
+            Step {
+                device: Some(device.to_string()),
+                action: Action::Check(Check::Room { device: disk, bytes, what: what.to_string() }),
+                reason: format!("{what} goes on this device: refuse now rather than fail when it is full"),
+            },
+        );
+    }
+
     /// Index of the first step that may write to a device or change the machine beyond
     /// attaching a remote subsystem; every safety check comes before it.
     pub fn first_destructive_step(&self) -> Option<usize> {
@@ -457,6 +563,28 @@ impl fmt::Display for Plan {
         }
         Ok(())
     }
+}
+
+/// The `nvme connect` of a target, as run with nvme-cli 2.0 to 2.10 (and 1.x without a
+/// secret); `<...>` values are read when it runs.
+pub fn connect_command(t: &NvmeTcpTarget, secret_file: Option<&std::path::Path>) -> Template {
+    let mut c = Template::new("nvme").lits([
+        "connect",
+        "--transport",
+        "tcp",
+        "--traddr",
+        &t.address,
+        "--trsvcid",
+        &t.port.to_string(),
+        "--nqn",
+        &t.nqn,
+    ]);
+    let (nqn, id) = crate::build::host_identity(t);
+    c = c.lit("--hostnqn").val(nqn).lit("--hostid").val(id);
+    if let Some(f) = secret_file {
+        c = c.lit("--config").lit(f.display().to_string());
+    }
+    c.lits(["--output-format", "json"])
 }
 
 /// `1.5 GiB`-style sizes for people.

@@ -7,15 +7,15 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use journal::{CommandLine, Journal, Undo};
+use journal::{CommandLine, Journal, RecordId, Undo};
 use serde::Serialize;
 
 use crate::facts::{self, DeviceFacts};
-use crate::inspect::{ndctl, nvme, parted};
+use crate::inspect::{dmesg, ndctl, nvme, parted};
 use crate::plan::{Action, Check, Plan, Resolve, Step, Template, Value};
 use crate::safety;
-use crate::spec::{Backing, DaxPolicy, DeviceClass, DeviceSpec, SecretSource};
-use crate::system::{DaemonSpec, FileKind, System};
+use crate::spec::{Backing, DaxPolicy, DeviceClass, DeviceSpec, NvmeTcpTarget, SecretSource};
+use crate::system::{DaemonSpec, DiskLock, FileKind, System};
 
 /// Whether DAX was asked for and whether the kernel honoured it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -124,6 +124,9 @@ pub fn execute(
         mounts: HashMap::new(),
         ndctl_cache: None,
         helpers: HashMap::new(),
+        nvme_cli: None,
+        connections: HashMap::new(),
+        locks: HashMap::new(),
     };
     for (i, step) in plan.steps.iter().enumerate() {
         let n = i + 1;
@@ -236,6 +239,13 @@ struct Executor<'a> {
     ndctl_cache: Option<Vec<ndctl::PmemNamespace>>,
     /// Helper processes started, by device.
     helpers: HashMap<String, Vec<(String, journal::ProcessId)>>,
+    /// `nvme version`, once read.
+    nvme_cli: Option<nvme::NvmeCliVersion>,
+    /// The journal records of the NVMe/TCP connection each device is a namespace of: its mount
+    /// holds them (teardown disconnects only after the unmount succeeded).
+    connections: HashMap<String, Vec<RecordId>>,
+    /// Disk locks held, by the variable naming the disk.
+    locks: HashMap<String, DiskLock>,
 }
 
 /// A command ready to run: secrets are placeholders in `cmd` (the only form ever shown or
@@ -290,6 +300,40 @@ impl Executor<'_> {
         let out =
             if secrets.is_empty() { self.sys.run(cmd, timeout) } else { self.sys.run_secret(cmd, secrets, timeout) }
                 .map_err(|e| e.to_string())?;
+        self.commands.push(ExecutedCommand {
+            step,
+            command: shown.clone(),
+            status: out.status,
+            stdout: out.stdout.clone(),
+            stderr: out.stderr.clone(),
+            seconds: start.elapsed().as_secs_f64(),
+        });
+        if out.status != 0 {
+            let msg = if out.stderr.trim().is_empty() { out.stdout.trim() } else { out.stderr.trim() };
+            return Err(format!("`{shown}` exited with status {}: {msg}", out.status));
+        }
+        Ok(out)
+    }
+
+    /// Runs `cmd` (which holds no secret) with every appearance of `secret` in its output
+    /// replaced by `<redacted>` before anything records or shows it (nvme-cli may echo a key it
+    /// read from its configuration file).
+    fn run_redacted(
+        &mut self,
+        step: usize,
+        cmd: &CommandLine,
+        secret: Option<&str>,
+        timeout: Duration,
+    ) -> Result<journal::Output, String> {
+        let Some(secret) = secret else { return self.run_inner(step, cmd, &[], timeout) };
+        let shown = cmd.to_string();
+        let start = Instant::now();
+        let raw = self.sys.run(cmd, timeout).map_err(|e| crate::system::redact(&e.to_string(), &[secret]))?;
+        let out = journal::Output {
+            status: raw.status,
+            stdout: crate::system::redact(&raw.stdout, &[secret]),
+            stderr: crate::system::redact(&raw.stderr, &[secret]),
+        };
         self.commands.push(ExecutedCommand {
             step,
             command: shown.clone(),
@@ -461,16 +505,25 @@ impl Executor<'_> {
                 let dev = self.resolve(n, what)?;
                 self.bindings.insert(bind.clone(), dev);
             }
-            Action::Run { command, undo_nvme_nqn, timeout_secs } => {
+            Action::Run { command, timeout_secs } => {
                 let ready = self.command(command)?;
-                if let Some(nqn) = undo_nvme_nqn {
-                    self.record(
-                        Undo::NvmeDisconnect { nqn: nqn.clone(), boot_id: journal::undo::current_boot_id() },
-                        "NVMe/TCP connection",
-                    )?;
-                }
                 self.ndctl_cache = None;
                 self.run_ready(n, &ready, Duration::from_secs(*timeout_secs))?;
+            }
+            Action::NvmeConnect { target, secret_file, devices } => {
+                self.connect(n, target, secret_file.as_deref(), devices, on_event)?;
+            }
+            Action::LockDisk { disk } => {
+                let dev = self.value(&Value::var(disk))?;
+                self.settle_udev(n);
+                let lock = self.sys.lock_disk(Path::new(&dev)).map_err(|e| format!("lock {dev} (flock): {e}"))?;
+                self.locks.insert(disk.clone(), lock);
+            }
+            Action::UnlockDisk { disk } => {
+                if let Some(lock) = self.locks.remove(disk) {
+                    self.sys.unlock_disk(lock);
+                }
+                self.settle_udev(n);
             }
             Action::WriteFile { path, contents, what } => {
                 self.record(Undo::RemoveFile { path: path.clone() }, what)?;
@@ -479,7 +532,7 @@ impl Executor<'_> {
             Action::PmemReconfigure { namespace } => {
                 let list = self.ndctl_list(n)?;
                 let current = ndctl::find(&list, namespace)
-                    .ok_or_else(|| format!("ndctl list -N shows no namespace {namespace:?}"))?;
+                    .ok_or_else(|| format!("ndctl list -N -i shows no namespace {namespace:?}"))?;
                 if current.mode == ndctl::PmemMode::Fsdax && current.enabled && current.blockdev.is_some() {
                     on_event(Event::Note(format!(
                         "{namespace} is in fsdax mode already ({}); not reconfigured",
@@ -511,7 +564,11 @@ impl Executor<'_> {
             }
             Action::Mount { source, target, fstype, options } => {
                 let source = self.value(source)?;
-                self.record(Undo::Unmount { target: target.clone() }, "mount")?;
+                // A filesystem on an NVMe/TCP namespace holds the connection under it.
+                let holds = step.device.as_ref().and_then(|d| self.connections.get(d)).cloned().unwrap_or_default();
+                self.journal
+                    .record_holding(Undo::Unmount { target: target.clone() }, "mount", &holds)
+                    .map_err(|e| e.to_string())?;
                 let mut cmd = CommandLine::new("mount").args(["-t", fstype.as_str()]);
                 if !options.is_empty() {
                     cmd = cmd.args(["-o", &options.join(",")]);
@@ -559,7 +616,7 @@ impl Executor<'_> {
                 let list = self.ndctl_list(n)?;
                 let Some(ns) = ndctl::find(&list, namespace) else {
                     return Err(format!(
-                        "ndctl list -N shows no namespace {namespace:?} (found: {})",
+                        "ndctl list -N -i shows no namespace {namespace:?} (found: {})",
                         if list.is_empty() {
                             "none: no PMem here".to_string()
                         } else {
@@ -568,16 +625,18 @@ impl Executor<'_> {
                     )
                     .into());
                 };
-                if ns.mode != ndctl::PmemMode::Fsdax && !allow_reconfigure {
+                if !ns.enabled && !allow_reconfigure {
+                    // ndctl 76 lists a disabled namespace in raw mode, whatever it was made as.
                     return Err(format!(
-                        "namespace {namespace} is in {} mode, not fsdax; set allow_reconfigure = true to let pgtier run ndctl create-namespace -f -e {namespace} -m fsdax (destroys its data)",
+                        "namespace {namespace} is disabled (ndctl list -N -i shows it as {} mode, which is what ndctl shows for any disabled namespace); enable it (ndctl enable-namespace {namespace}) or set allow_reconfigure = true to let pgtier run ndctl create-namespace -f -e {namespace} -m fsdax (destroys its data)",
                         ns.mode.as_str()
                     )
                     .into());
                 }
-                if !ns.enabled && !allow_reconfigure {
+                if ns.mode != ndctl::PmemMode::Fsdax && !allow_reconfigure {
                     return Err(format!(
-                        "namespace {namespace} is disabled; enable it (ndctl enable-namespace {namespace}) or set allow_reconfigure = true"
+                        "namespace {namespace} is in {} mode, not fsdax; set allow_reconfigure = true to let pgtier run ndctl create-namespace -f -e {namespace} -m fsdax (destroys its data)",
+                        ns.mode.as_str()
                     )
                     .into());
                 }
@@ -586,7 +645,7 @@ impl Executor<'_> {
             Check::PmemNotInUse { namespace, allow_wipe } => {
                 let list = self.ndctl_list(n)?;
                 let ns = ndctl::find(&list, namespace)
-                    .ok_or_else(|| format!("ndctl list -N shows no namespace {namespace:?}"))?
+                    .ok_or_else(|| format!("ndctl list -N -i shows no namespace {namespace:?}"))?
                     .clone();
                 if let Some(b) = &ns.blockdev {
                     let dev = PathBuf::from("/dev").join(b.trim_start_matches("/dev/"));
@@ -619,7 +678,185 @@ impl Executor<'_> {
                 let subsystems = self.nvme_subsystems(n)?;
                 safety::check_nvme_not_connected(&subsystems, nqn).map_err(StepError::Refused)
             }
+            Check::NvmeCli { secret } => {
+                let cmd = CommandLine::new("nvme").arg("version");
+                let out = self.probe(n, |s| s.run(&cmd, Duration::from_secs(30))).map_err(|e| e.to_string())?;
+                let v = nvme::parse_version(&out.stdout)
+                    .map_err(|e| format!("`nvme version` exited with status {}: {e}", out.status))?;
+                if *secret && !v.has_dhchap() {
+                    return Err(format!(
+                        "nvme-cli {} cannot authenticate with DH-HMAC-CHAP: nvme connect has no --dhchap-secret (or --config) before nvme-cli 2.0, and this experiment file gives a secret; install nvme-cli 2.0 or later, or connect without a secret",
+                        v.text
+                    )
+                    .into());
+                }
+                self.nvme_cli = Some(v);
+                Ok(())
+            }
+            Check::NvmeHostIdentity { host_nqn, host_id } => match (host_nqn, host_id) {
+                (Some(nqn), None) if crate::build::uuid_of_host_nqn(nqn).is_none() => Err(format!(
+                    "host_nqn {nqn} is given without host_id: nvme-cli would pair it with this machine's /etc/nvme/hostid, and Linux 6.5 and later refuse a host ID already known with another host NQN (EINVAL); give host_id as well (a nqn.2014-08.org.nvmexpress:uuid:<uuid> host NQN implies its UUID)"
+                )
+                .into()),
+                (None, Some(id)) => Err(format!(
+                    "host_id {id} is given without host_nqn; give both (pgtier passes them as a pair) or neither (then the machine's /etc/nvme/hostnqn and hostid are used)"
+                )
+                .into()),
+                _ => Ok(()),
+            },
+            Check::Room { device, bytes, what } => {
+                let dev = self.value(device)?;
+                let size_file = Path::new("/sys/class/block").join(safety::kernel_name(Path::new(&dev))).join("size");
+                let sectors: u64 = self
+                    .sys
+                    .read_to_string(&size_file)
+                    .ok()
+                    .and_then(|s| s.trim().parse().ok())
+                    .ok_or_else(|| format!("cannot read the size of {dev} ({})", size_file.display()))?;
+                // XFS keeps a few percent for its log and metadata.
+                let usable = sectors * 512 / 100 * 97;
+                if usable < *bytes {
+                    return Err(format!(
+                        "{dev} has room for about {} after XFS's own use, and {what} needs {}",
+                        crate::plan::human_bytes(usable),
+                        crate::plan::human_bytes(*bytes)
+                    )
+                    .into());
+                }
+                Ok(())
+            }
         }
+    }
+
+    /// `nvme connect` in the form the nvme-cli found supports, recording its undo before it runs
+    /// and the controller it created right after.
+    fn connect(
+        &mut self,
+        n: usize,
+        t: &NvmeTcpTarget,
+        secret_file: Option<&Path>,
+        devices: &[String],
+        on_event: &mut dyn FnMut(Event),
+    ) -> Result<(), StepError> {
+        let version =
+            self.nvme_cli.clone().ok_or_else(|| "`nvme version` was not read before the connect".to_string())?;
+        let from_file = |sys: &mut dyn System, p: &str| {
+            sys.read_to_string(Path::new(p)).ok().map(|s| s.trim().to_string()).filter(|s| !s.is_empty())
+        };
+        let (host_nqn, host_id) = match (&t.host_nqn, &t.host_id) {
+            (Some(q), Some(i)) => (Some(q.clone()), Some(i.clone())),
+            (Some(q), None) => (Some(q.clone()), crate::build::uuid_of_host_nqn(q)),
+            (None, _) => (from_file(self.sys, "/etc/nvme/hostnqn"), from_file(self.sys, "/etc/nvme/hostid")),
+        };
+        let secret = match &t.dhchap_secret {
+            Some(src) => Some(read_secret(src)?),
+            None => None,
+        };
+        let mut cmd = CommandLine::new("nvme").arg("connect");
+        let connect_by_file = secret.is_some() && version.connect_config_connects_itself();
+        if !connect_by_file {
+            cmd = cmd.args([
+                "--transport",
+                "tcp",
+                "--traddr",
+                t.address.as_str(),
+                "--trsvcid",
+                &t.port.to_string(),
+                "--nqn",
+                t.nqn.as_str(),
+            ]);
+        }
+        if let Some(q) = &host_nqn {
+            cmd = cmd.args(["--hostnqn", q.as_str()]);
+        }
+        if let Some(i) = &host_id {
+            cmd = cmd.args(["--hostid", i.as_str()]);
+        }
+        let mut written = None;
+        if let (Some(secret), Some(file)) = (&secret, secret_file) {
+            let (Some(q), Some(i)) = (&host_nqn, &host_id) else {
+                return Err(format!(
+                    "a DH-HMAC-CHAP secret goes to nvme-cli in libnvme's configuration, for a host NQN and host ID; this machine has no /etc/nvme/hostnqn or /etc/nvme/hostid, so give host_nqn and host_id for {} in the experiment file",
+                    t.nqn
+                )
+                .into());
+            };
+            let config = serde_json::json!([{
+                "hostnqn": q,
+                "hostid": i,
+                "dhchap_key": secret,
+                "subsystems": [{
+                    "nqn": t.nqn,
+                    "ports": [{ "transport": "tcp", "traddr": t.address, "trsvcid": t.port.to_string() }],
+                }],
+            }]);
+            self.record(
+                Undo::RemoveFile { path: file.to_path_buf() },
+                "nvme-cli configuration with the DH-HMAC-CHAP key",
+            )?;
+            self.sys
+                .write_private(file, &serde_json::to_string_pretty(&config).expect("JSON"))
+                .map_err(|e| format!("write {} (mode 0600): {e}", file.display()))?;
+            written = Some(file.to_path_buf());
+            cmd = cmd.arg("--config").arg(file);
+        }
+        cmd = cmd.args(["--output-format", "json"]);
+        // Recorded before the connect: if pgtier dies before it learns the controller's name,
+        // cleanup disconnects the subsystem (which was not connected before, see the check).
+        let boot_id = journal::undo::current_boot_id();
+        let by_nqn = self
+            .journal
+            .record(
+                Undo::NvmeDisconnect { nqn: t.nqn.clone(), boot_id: boot_id.clone(), controller: None },
+                "NVMe/TCP connection",
+            )
+            .map_err(|e| e.to_string())?;
+        let result = self.run_redacted(n, &cmd, secret.as_deref(), Duration::from_secs(120));
+        if let Some(file) = &written {
+            // The key lives in the file only while nvme-cli reads it.
+            if self.sys.remove_file(file).is_err() && self.sys.file_kind(file) != FileKind::Missing {
+                on_event(Event::Note(format!("could not remove {}; teardown removes it", file.display())));
+            }
+        }
+        let out = result?;
+        let controller = match nvme::connected_device(&out.stdout) {
+            Some(c) => Some(c),
+            // nvme-cli 2.11+ with --config prints nothing: the controller is the subsystem's
+            // only one (it was not connected before this step).
+            None => {
+                let subs = self.nvme_subsystems(n)?;
+                let ctrls: Vec<String> = subs
+                    .iter()
+                    .filter(|s| s.nqn.trim() == t.nqn.trim())
+                    .flat_map(|s| s.controllers.iter().map(|c| c.name.clone()))
+                    .collect();
+                if let [one] = ctrls.as_slice() { Some(one.clone()) } else { None }
+            }
+        };
+        let holds = match &controller {
+            Some(c) => {
+                let id = self
+                    .journal
+                    .record(
+                        Undo::NvmeDisconnect { nqn: t.nqn.clone(), boot_id, controller: Some(c.clone()) },
+                        format!("NVMe/TCP controller {c}"),
+                    )
+                    .map_err(|e| e.to_string())?;
+                self.journal.release(by_nqn).map_err(|e| e.to_string())?;
+                vec![id]
+            }
+            None => {
+                on_event(Event::Note(format!(
+                    "nvme connect did not say which controller it created; teardown disconnects subsystem {} by NQN",
+                    t.nqn
+                )));
+                vec![by_nqn]
+            }
+        };
+        for d in devices {
+            self.connections.insert(d.clone(), holds.clone());
+        }
+        Ok(())
     }
 
     /// Runs a safety check with every command it runs recorded in the provisioning log.
@@ -631,12 +868,21 @@ impl Executor<'_> {
         out
     }
 
-    /// `ndctl list -N`, read once until a command may have changed it.
+    /// `udevadm settle`, when udev is there; not fatal (device nodes are waited for anyway).
+    fn settle_udev(&mut self, n: usize) {
+        if self.sys.has_program("udevadm") {
+            let cmd = CommandLine::new("udevadm").args(["settle", "--timeout=60"]);
+            let _ = self.probe(n, |s| s.run(&cmd, Duration::from_secs(90)));
+        }
+    }
+
+    /// `ndctl list -N -i`, read once until a command may have changed it.
     fn ndctl_list(&mut self, n: usize) -> Result<Vec<ndctl::PmemNamespace>, String> {
         if let Some(list) = &self.ndctl_cache {
             return Ok(list.clone());
         }
-        let out = self.run_plain(n, CommandLine::new("ndctl").args(["list", "-N"]))?;
+        // -i: ndctl lists disabled (idle) namespaces only when asked (ndctl/list.c filter_namespace).
+        let out = self.run_plain(n, CommandLine::new("ndctl").args(["list", "-N", "-i"]))?;
         let list = ndctl::parse_list(&out.stdout).map_err(|e| e.to_string())?;
         self.ndctl_cache = Some(list.clone());
         Ok(list)
@@ -688,7 +934,13 @@ impl Executor<'_> {
                     let list = self.run_plain(n, CommandLine::new("nvme").args(["list", "-o", "json"]))?;
                     let namespaces = nvme::parse_list(&list.stdout).map_err(|e| e.to_string())?;
                     let why = match nvme::match_namespace_for_nqn(&namespaces, &subsystems, nqn, *nsid) {
-                        nvme::NqnMatch::Found(dev) => return Ok(dev),
+                        // nvme-cli 2.x may list the namespace before udev made its node.
+                        nvme::NqnMatch::Found(dev)
+                            if matches!(self.sys.file_kind(Path::new(&dev)), FileKind::BlockDevice { .. }) =>
+                        {
+                            return Ok(dev);
+                        }
+                        nvme::NqnMatch::Found(dev) => format!("{dev} is listed but is not a block device yet"),
                         nvme::NqnMatch::Ambiguous(candidates) => {
                             // sysfs knows for certain: each namespace's controller (or subsystem)
                             // has a subsysnqn attribute.
@@ -722,6 +974,21 @@ impl Executor<'_> {
                     self.sys.sleep(Duration::from_millis(500));
                 }
                 unreachable!("the loop returns")
+            }
+            Resolve::PartitionStart { disk, least_sectors } => {
+                let disk = self.value(&Value::var(disk))?;
+                let real = self.sys.canonicalize(Path::new(&disk)).unwrap_or_else(|_| PathBuf::from(&disk));
+                let class = Path::new("/sys/class/block").join(safety::kernel_name(&real));
+                let mut read = |p: &str| -> u64 {
+                    self.sys.read_to_string(&class.join(p)).ok().and_then(|s| s.trim().parse().ok()).unwrap_or(0)
+                };
+                let geometry = parted::Geometry {
+                    logical_sector: read("queue/logical_block_size").max(512),
+                    minimum_io: read("queue/minimum_io_size"),
+                    optimal_io: read("queue/optimal_io_size"),
+                    alignment_offset: read("alignment_offset"),
+                };
+                Ok(format!("{}s", parted::aligned_start(&geometry, *least_sectors)))
             }
             Resolve::Partition { disk, number } => {
                 let disk = self.value(&Value::var(disk))?;
@@ -804,8 +1071,13 @@ impl Executor<'_> {
                         None => "not reported",
                     },
                     match (in_opts, statx) {
-                        (true, None) => "DAX cannot be confirmed (statx reports the DAX attribute from Linux 5.8 on)",
-                        _ => "the kernel fell back to page-cache I/O (see dmesg: \"DAX unsupported by block device\")",
+                        (true, None) => {
+                            "DAX cannot be confirmed (statx reports the DAX attribute from Linux 5.8 on)".to_string()
+                        }
+                        _ => format!(
+                            "the kernel fell back to page-cache I/O; {}",
+                            self.kernel_says_about_dax(&entry.source)
+                        ),
                     }
                 )
             };
@@ -816,6 +1088,23 @@ impl Executor<'_> {
             not_shown,
             dax: status,
         })
+    }
+}
+
+impl Executor<'_> {
+    /// What the kernel log says about DAX for the filesystem's device, as a clause.
+    fn kernel_says_about_dax(&mut self, source: &str) -> String {
+        let name = safety::kernel_name(Path::new(source));
+        let out = self.sys.run(&CommandLine::new("dmesg"), Duration::from_secs(30));
+        let Ok(out) = out.map_err(|e| e.to_string()) else {
+            return format!("the kernel log could not be read; see dmesg for {name}");
+        };
+        let said: Vec<String> =
+            dmesg::dax_messages(&out.stdout, &name).into_iter().filter(|m| !m.starts_with("DAX enabled")).collect();
+        match said.last() {
+            Some(m) => format!("the kernel log says: \"{name}: {m}\""),
+            None => format!("the kernel log (dmesg) says nothing about DAX on {name}"),
+        }
     }
 }
 
@@ -854,8 +1143,20 @@ impl System for Recorder<'_> {
     fn read_to_string(&mut self, path: &Path) -> std::io::Result<String> {
         self.inner.read_to_string(path)
     }
+    fn read_bytes(&mut self, path: &Path) -> std::io::Result<Vec<u8>> {
+        self.inner.read_bytes(path)
+    }
     fn write(&mut self, path: &Path, contents: &str) -> std::io::Result<()> {
         self.inner.write(path, contents)
+    }
+    fn write_private(&mut self, path: &Path, contents: &str) -> std::io::Result<()> {
+        self.inner.write_private(path, contents)
+    }
+    fn lock_disk(&mut self, dev: &Path) -> std::io::Result<DiskLock> {
+        self.inner.lock_disk(dev)
+    }
+    fn unlock_disk(&mut self, lock: DiskLock) {
+        self.inner.unlock_disk(lock)
     }
     fn create_dir_all(&mut self, path: &Path, mode: u32) -> std::io::Result<()> {
         self.inner.create_dir_all(path, mode)

@@ -136,9 +136,51 @@ pub fn check_block_device(sys: &mut dyn System, dev: &Path) -> Result<(), Refusa
     }
 }
 
-/// Checks the model and serial the kernel reports (sysfs `device/model`, `device/serial` of the
-/// whole disk; for an NVMe namespace that is its controller) against the expected ones. A field
-/// the kernel does not report is a mismatch.
+/// The serial number of the whole disk that `dev` is (or is a partition of), found the way
+/// lsblk finds it (util-linux `lsblk.c`, `COL_SERIAL`): udev's database first (`SCSI_IDENT_SERIAL`,
+/// `ID_SCSI_SERIAL`, `ID_SERIAL_SHORT`, `ID_SERIAL`), then sysfs `device/serial` (NVMe
+/// controllers, and the `serial` of virtio disks), then a SCSI disk's VPD page 0x80
+/// (`device/vpd_pg80`: a 4-byte header, then the serial; SATA/SAS `sd` disks have no
+/// `device/serial` attribute).
+pub fn disk_serial(sys: &mut dyn System, dev: &Path) -> Option<String> {
+    let disk = disk_sysfs_dir(sys, dev);
+    let clean = |s: &str| {
+        let s = s.split_whitespace().collect::<Vec<_>>().join(" ");
+        (!s.is_empty()).then_some(s)
+    };
+    if let Ok(num) = sys.read_to_string(&disk.join("dev"))
+        && let Ok(db) = sys.read_to_string(&Path::new("/run/udev/data").join(format!("b{}", num.trim())))
+    {
+        let prop = |key: &str| {
+            db.lines()
+                .find_map(|l| {
+                    l.strip_prefix("E:").and_then(|kv| kv.strip_prefix(key)).and_then(|v| v.strip_prefix('='))
+                })
+                .and_then(clean)
+        };
+        if let Some(s) =
+            ["SCSI_IDENT_SERIAL", "ID_SCSI_SERIAL", "ID_SERIAL_SHORT", "ID_SERIAL"].iter().find_map(|k| prop(k))
+        {
+            return Some(s);
+        }
+    }
+    for attr in ["device/serial", "serial"] {
+        if let Some(s) = sys.read_to_string(&disk.join(attr)).ok().and_then(|s| clean(&s)) {
+            return Some(s);
+        }
+    }
+    let page = sys.read_bytes(&disk.join("device/vpd_pg80")).ok()?;
+    // SPC: byte 1 is the page code (0x80), bytes 2-3 the length of what follows.
+    if page.len() < 4 || page[1] != 0x80 {
+        return None;
+    }
+    let len = (u16::from_be_bytes([page[2], page[3]]) as usize).min(page.len() - 4);
+    clean(&String::from_utf8_lossy(&page[4..4 + len]).replace('\0', " "))
+}
+
+/// Checks the model and serial the kernel reports against the expected ones: the model from
+/// sysfs `device/model` of the whole disk (for an NVMe namespace that is its controller), the
+/// serial as [`disk_serial`] finds it. A field that cannot be found is a mismatch.
 pub fn check_identity(
     sys: &mut dyn System,
     dev: &Path,
@@ -146,20 +188,41 @@ pub fn check_identity(
     serial: Option<&str>,
 ) -> Result<(), Refusal> {
     let base = disk_sysfs_dir(sys, dev).join("device");
-    for (field, expected) in [("model", model), ("serial", serial)] {
-        let Some(expected) = expected else { continue };
-        let actual = sys.read_to_string(&base.join(field)).unwrap_or_default();
+    let mismatch = |field: &str, expected: &str, actual: String| Refusal::IdentityMismatch {
+        device: dev.display().to_string(),
+        actual_field: field.to_string(),
+        expected: expected.to_string(),
+        actual,
+    };
+    if let Some(expected) = model {
+        let actual = sys.read_to_string(&base.join("model")).unwrap_or_default();
         if actual.trim() != expected.trim() {
-            return Err(Refusal::IdentityMismatch {
-                device: dev.display().to_string(),
-                actual_field: field.to_string(),
-                expected: expected.to_string(),
-                actual: if actual.trim().is_empty() {
-                    format!("nothing ({} is missing or empty)", base.join(field).display())
+            return Err(mismatch(
+                "model",
+                expected,
+                if actual.trim().is_empty() {
+                    format!("nothing ({} is missing or empty)", base.join("model").display())
                 } else {
                     actual.trim().to_string()
                 },
-            });
+            ));
+        }
+    }
+    if let Some(expected) = serial {
+        match disk_serial(sys, dev) {
+            Some(actual) if actual == expected.trim() => {}
+            Some(actual) => return Err(mismatch("serial", expected, actual)),
+            None => {
+                return Err(mismatch(
+                    "serial",
+                    expected,
+                    format!(
+                        "nothing (no serial in udev's database, {}/serial or {}/vpd_pg80)",
+                        base.display(),
+                        base.display()
+                    ),
+                ));
+            }
         }
     }
     Ok(())

@@ -105,7 +105,14 @@ pub struct NvmeTcpTarget {
     pub address: String,
     pub port: u16,
     pub nqn: String,
+    /// The host NQN and host ID pgtier connects as. Both or neither: a host NQN without its ID
+    /// is paired by nvme-cli with the machine's /etc/nvme/hostid, a pair Linux 6.5 and later
+    /// reject (EINVAL) once that ID is known with another NQN. With neither, pgtier reads both
+    /// from /etc/nvme/hostnqn and /etc/nvme/hostid and passes them explicitly. A
+    /// `nqn.2014-08.org.nvmexpress:uuid:<uuid>` host NQN alone implies its UUID as the ID (as
+    /// libnvme derives it).
     pub host_nqn: Option<String>,
+    pub host_id: Option<String>,
     /// Where the DH-HMAC-CHAP secret comes from; the secret itself is never stored.
     pub dhchap_secret: Option<SecretSource>,
     /// Which namespace of the subsystem to use (NSID); the first one when absent.
@@ -132,7 +139,10 @@ impl fmt::Display for SecretSource {
 /// Optional GPT partitioning before mkfs (seed 003: `mklabel gpt`, `mkpart primary 2048s 100%`).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct PartitionSpec {
-    /// Start of the partition in sectors (2048 = 1 MiB alignment).
+    /// The least start of the partition, in 512-byte sectors (2048 = 1 MiB). The executor moves
+    /// it up to the device's alignment (`queue/optimal_io_size`, `alignment_offset`: a RAID
+    /// volume whose stripe width does not divide 1 MiB fails `parted align-check opt` at 2048s),
+    /// and starts PMem partitions at 2 MiB at least, so that huge-page DAX mappings stay aligned.
     pub start_sector: u64,
 }
 

@@ -36,6 +36,14 @@ pub struct DaemonSpec {
     pub log: PathBuf,
 }
 
+/// An exclusive BSD lock (`flock`) on a whole disk, held until it is given back with
+/// [`System::unlock_disk`] (or dropped).
+#[derive(Debug)]
+pub struct DiskLock {
+    pub device: PathBuf,
+    file: Option<File>,
+}
+
 /// Every interaction the provisioner has with the machine.
 pub trait System {
     /// Runs a command and returns its output, whatever its exit status.
@@ -53,7 +61,20 @@ pub trait System {
     /// mounted (in any mount namespace) or claimed by swap, device-mapper, md or a driver.
     fn busy(&mut self, dev: &Path) -> io::Result<bool>;
     fn read_to_string(&mut self, path: &Path) -> io::Result<String>;
+    /// A file's bytes (sysfs binary attributes such as a SCSI disk's `device/vpd_pg80`).
+    fn read_bytes(&mut self, path: &Path) -> io::Result<Vec<u8>> {
+        self.read_to_string(path).map(String::into_bytes)
+    }
     fn write(&mut self, path: &Path, contents: &str) -> io::Result<()>;
+    /// Creates `path`, which must not exist, readable by its owner only (mode 0600 from the
+    /// start), and writes `contents`: a secret, never recorded.
+    fn write_private(&mut self, path: &Path, contents: &str) -> io::Result<()>;
+    /// Takes an exclusive `flock` on the disk node `dev` (opened read-only), waiting while udev
+    /// holds its shared lock for a moment.
+    fn lock_disk(&mut self, dev: &Path) -> io::Result<DiskLock>;
+    fn unlock_disk(&mut self, lock: DiskLock) {
+        drop(lock)
+    }
     fn create_dir_all(&mut self, path: &Path, mode: u32) -> io::Result<()>;
     fn create_sparse_file(&mut self, path: &Path, size: u64) -> io::Result<()>;
     fn chown(&mut self, path: &Path, uid: u32, gid: u32, mode: u32) -> io::Result<()>;
@@ -129,8 +150,36 @@ impl System for RealSystem {
         std::fs::read_to_string(path)
     }
 
+    fn read_bytes(&mut self, path: &Path) -> io::Result<Vec<u8>> {
+        std::fs::read(path)
+    }
+
     fn write(&mut self, path: &Path, contents: &str) -> io::Result<()> {
         std::fs::write(path, contents)
+    }
+
+    fn write_private(&mut self, path: &Path, contents: &str) -> io::Result<()> {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut f = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path)?;
+        f.write_all(contents.as_bytes())?;
+        f.sync_all()
+    }
+
+    fn lock_disk(&mut self, dev: &Path) -> io::Result<DiskLock> {
+        let file = File::open(dev)?;
+        let start = std::time::Instant::now();
+        loop {
+            // SAFETY: flock on a descriptor we own.
+            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+                return Ok(DiskLock { device: dev.to_path_buf(), file: Some(file) });
+            }
+            let e = io::Error::last_os_error();
+            if e.raw_os_error() != Some(libc::EWOULDBLOCK) || start.elapsed() > Duration::from_secs(30) {
+                return Err(e);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     fn create_dir_all(&mut self, path: &Path, mode: u32) -> io::Result<()> {
@@ -304,6 +353,13 @@ pub struct FakeSystem {
     pub busy_devices: Vec<PathBuf>,
     /// Secrets handed to [`System::run_secret`], in order (kept out of `calls`).
     pub delivered_secrets: Vec<String>,
+    /// Files written with [`System::write_private`] and not removed, with their contents (kept
+    /// out of `calls`, which only say that one was written).
+    pub private_files: BTreeMap<PathBuf, String>,
+    /// Every file written with [`System::write_private`], removed or not, in order.
+    pub private_writes: Vec<(PathBuf, String)>,
+    /// Binary files ([`System::read_bytes`]).
+    pub bytes: BTreeMap<PathBuf, Vec<u8>>,
     /// After a command starting with the prefix runs, the file gets these contents.
     effects: Vec<(String, PathBuf, String)>,
     next_pid: i32,
@@ -405,6 +461,34 @@ impl System for FakeSystem {
         Ok(Output { status: out.status, stdout: redact(&out.stdout, &values), stderr: redact(&out.stderr, &values) })
     }
 
+    fn read_bytes(&mut self, path: &Path) -> io::Result<Vec<u8>> {
+        if let Some(b) = self.bytes.get(path) {
+            self.calls.push(format!("read: {}", path.display()));
+            return Ok(b.clone());
+        }
+        self.read_to_string(path).map(String::into_bytes)
+    }
+
+    fn write_private(&mut self, path: &Path, contents: &str) -> io::Result<()> {
+        self.calls.push(format!("write-private: {} ({} bytes)", path.display(), contents.len()));
+        if self.private_files.contains_key(path) {
+            return Err(io::Error::new(io::ErrorKind::AlreadyExists, format!("{} (fake)", path.display())));
+        }
+        self.private_files.insert(path.to_path_buf(), contents.to_string());
+        self.private_writes.push((path.to_path_buf(), contents.to_string()));
+        Ok(())
+    }
+
+    fn lock_disk(&mut self, dev: &Path) -> io::Result<DiskLock> {
+        self.calls.push(format!("lock: {}", dev.display()));
+        Ok(DiskLock { device: dev.to_path_buf(), file: None })
+    }
+
+    fn unlock_disk(&mut self, lock: DiskLock) {
+        self.calls.push(format!("unlock: {}", lock.device.display()));
+        drop(lock.file);
+    }
+
     fn busy(&mut self, dev: &Path) -> io::Result<bool> {
         self.calls.push(format!("busy?: {}", dev.display()));
         Ok(self.busy_devices.iter().any(|b| b == dev))
@@ -486,6 +570,7 @@ impl System for FakeSystem {
 
     fn remove_file(&mut self, path: &Path) -> io::Result<()> {
         self.calls.push(format!("rm: {}", path.display()));
+        self.private_files.remove(path);
         Ok(())
     }
 

@@ -41,10 +41,10 @@ fn pmem_in_fsdax_mode_is_formatted_without_reflink_and_mounted_with_dax() {
     assert_eq!(
         f.commands(),
         vec![
-            "ndctl list -N".to_string(),
+            "ndctl list -N -i".to_string(),
             "blkid -p -o export /dev/pmem0".into(),
             "wipefs -J --no-act /dev/pmem0".into(),
-            "mkfs.xfs -m reflink=0 -L pmem-data /dev/pmem0".into(),
+            "mkfs.xfs -m reflink=0 -d su=2m,sw=1 -L pmem-data /dev/pmem0".into(),
             format!("mount -t xfs -o noatime,dax=always /dev/pmem0 {}", mp.display()),
             format!("xfs_info {}", mp.display()),
         ]
@@ -66,7 +66,7 @@ fn pmem_in_devdax_mode_is_refused_without_allow_reconfigure() {
     let e = step_error(&o);
     assert!(e.contains("namespace0.0 is in devdax mode, not fsdax"), "{e}");
     assert!(e.contains("allow_reconfigure = true"), "{e}");
-    assert_eq!(f.commands(), vec!["ndctl list -N"]);
+    assert_eq!(f.commands(), vec!["ndctl list -N -i"]);
     assert!(!f.calls.iter().any(|c| c.starts_with("mkdir")), "nothing was created: {:?}", f.calls);
 }
 
@@ -90,10 +90,10 @@ fn pmem_in_devdax_mode_is_reconfigured_when_allowed() {
     assert_eq!(
         f.commands(),
         vec![
-            "ndctl list -N".to_string(),
+            "ndctl list -N -i".to_string(),
             "ndctl create-namespace -f -e namespace0.0 -m fsdax".into(),
-            "ndctl list -N".into(),
-            "mkfs.xfs -f -m reflink=0 -L pm /dev/pmem0".into(),
+            "ndctl list -N -i".into(),
+            "mkfs.xfs -f -m reflink=0 -d su=2m,sw=1 -L pm /dev/pmem0".into(),
             format!("mount -t xfs -o noatime,dax=always /dev/pmem0 {}", mp.display()),
             format!("xfs_info {}", mp.display()),
         ]
@@ -108,7 +108,7 @@ fn pmem_devdax_reconfigure_also_needs_allow_wipe() {
     let o = run_plan(&[pmem("pm", "namespace0.0", true)], &fake_ctx(), &mut f);
     let e = step_error(&o);
     assert!(e.contains("device-DAX namespace (/dev/dax0.0)") && e.contains("allow_wipe = true"), "{e}");
-    assert_eq!(f.commands(), vec!["ndctl list -N"]);
+    assert_eq!(f.commands(), vec!["ndctl list -N -i"]);
 }
 
 #[test]
@@ -117,7 +117,7 @@ fn pmem_disabled_namespace_cannot_be_inspected_so_reconfigure_needs_allow_wipe()
     let o = run_plan(&[pmem("pm", "namespace0.0", true)], &fake_ctx(), &mut f);
     let e = step_error(&o);
     assert!(e.contains("no block or character device to inspect") && e.contains("allow_wipe = true"), "{e}");
-    assert_eq!(f.commands(), vec!["ndctl list -N"]);
+    assert_eq!(f.commands(), vec!["ndctl list -N -i"]);
 }
 
 #[test]
@@ -128,7 +128,7 @@ fn pmem_devdax_in_use_is_refused() {
     d.allow_wipe = true;
     let o = run_plan(&[d], &fake_ctx(), &mut f);
     assert_eq!(refusal(&o), Refusal::OpenByProcess { device: "/dev/dax0.0".into(), pids: "777".into() });
-    assert_eq!(f.commands(), vec!["ndctl list -N"]);
+    assert_eq!(f.commands(), vec!["ndctl list -N -i"]);
 }
 
 #[test]
@@ -155,7 +155,10 @@ fn pmem_with_a_filesystem_is_refused_unless_wiping_is_allowed() {
         }
         r => panic!("{r}"),
     }
-    assert_eq!(f.commands(), vec!["ndctl list -N", "blkid -p -o export /dev/pmem0", "wipefs -J --no-act /dev/pmem0"]);
+    assert_eq!(
+        f.commands(),
+        vec!["ndctl list -N -i", "blkid -p -o export /dev/pmem0", "wipefs -J --no-act /dev/pmem0"]
+    );
 }
 
 #[test]
@@ -243,7 +246,9 @@ fn local_nvme_with_identity_and_partition_as_in_seed_003() {
             "wipefs -J --no-act /dev/nvme0n1".into(),
             "parted -s /dev/nvme0n1 mklabel gpt mkpart primary 2048s 100%".into(),
             "parted -s /dev/nvme0n1 align-check opt 1".into(),
+            "udevadm settle --timeout=60".into(),
             "mkfs.xfs -L nvme-data /dev/nvme0n1p1".into(),
+            "udevadm settle --timeout=60".into(),
             format!("mount -t xfs -o noatime /dev/nvme0n1p1 {}", mp.display()),
             format!("xfs_info {}", mp.display()),
         ]
@@ -305,7 +310,9 @@ fn discard_precondition_and_partition_in_order_without_mkfs_discard() {
             "fio --name=precondition --filename /dev/nvme0n1 --rw=write --bs=1M --direct=1 --ioengine=libaio --iodepth=32 --size=100%".into(),
             "parted -s /dev/nvme0n1 mklabel gpt mkpart primary 2048s 100%".into(),
             "parted -s /dev/nvme0n1 align-check opt 1".into(),
+            "udevadm settle --timeout=60".into(),
             "mkfs.xfs -f -K -d su=64k,sw=4 -L d /dev/nvme0n1p1".into(),
+            "udevadm settle --timeout=60".into(),
             format!("mount -t xfs -o noatime /dev/nvme0n1p1 {}", mp.display()),
             format!("xfs_info {}", mp.display()),
         ],
@@ -514,7 +521,9 @@ fn every_check_of_every_device_comes_before_the_first_write() {
     }
     let checks: Vec<&Check> =
         plan.steps.iter().filter_map(|s| if let Action::Check(c) = &s.action { Some(c) } else { None }).collect();
-    assert_eq!(checks.len(), 3 + 2 + 3, "{plan}");
+    // local: block device, identity, not in use; PMem: fsdax, not in use; NVMe/TCP: nvme-cli
+    // version, host identity, not connected, block device, not in use.
+    assert_eq!(checks.len(), 3 + 2 + 5, "{plan}");
     let text = plan.to_string();
     let rule = text.find("---- nothing above writes to any device").expect("the rule is shown");
     assert!(text.find("nvme connect").unwrap() < rule && rule < text.find("] blkdiscard").unwrap(), "{text}");
@@ -529,13 +538,13 @@ fn dry_run_of_a_pmem_file_reads_in_order() {
     println!("{text}");
     let order = [
         "require: blkid (util-linux / mount), mkfs.xfs (xfsprogs), mount (util-linux / mount), ndctl (ndctl)",
-        "check ndctl list -N: namespace namespace0.0 exists and is in fsdax mode",
+        "check ndctl list -N -i: namespace namespace0.0 exists and is in fsdax mode",
         "check the device of namespace namespace0.0 (pmemN or daxN.M) is not mounted",
         "---- nothing above writes to any device; every check above passes",
         "mkdir -p -m 711 /run/pgtier-fake/work",
         "ndctl create-namespace -f -e namespace0.0 -m fsdax",
-        "ndctl list -N -n namespace0.0 -> /dev/<blockdev>",
-        "mkfs.xfs -f -m reflink=0 -L pmem-data <pmem-data>",
+        "ndctl list -N -i: namespace namespace0.0 -> /dev/<blockdev>",
+        "mkfs.xfs -f -m reflink=0 -d su=2m,sw=1 -L pmem-data <pmem-data>",
         "mount -t xfs -o noatime,dax=always <pmem-data> /run/pgtier-fake/work/mnt/pmem-data",
         "check /proc/mounts for /run/pgtier-fake/work/mnt/pmem-data: options noatime,dax=always; DAX via /proc/mounts and statx (required)",
         "Teardown (from the run record, newest first; it never formats or writes to a device):",
@@ -571,4 +580,228 @@ fn two_entries_naming_one_block_device_are_refused() {
         }
         other => panic!("expected SameDevice, got {other:?}"),
     }
+}
+
+// ---- issue 14: the PMem, partition and identity paths as the guest's real tools behave ----
+
+/// The guest's namespaces (tests/fixtures/vm/): namespace0.0 fsdax (pmem0); namespace1.0
+/// disabled, which ndctl 76 lists only with -i, in raw mode. Plain `ndctl list -N` answers
+/// without it, as the real one does.
+fn disabled_pmem_machine() -> FakeSystem {
+    let mut f = fake_machine();
+    f.answer_once("ndctl list -N -i", Canned::ok(fixture("vm/ndctl-list-N-i.one-disabled.json")))
+        .answer("ndctl list -N -i", Canned::ok(fixture("vm/ndctl-list-N.two-fsdax.json")))
+        .answer("ndctl list -N", Canned::ok(fixture("vm/ndctl-list-N.one-disabled.json")))
+        .answer("ndctl create-namespace", Canned::ok(fixture("vm/ndctl-create-namespace-fe-fsdax.from-disabled.json")))
+        .answer("mkfs.xfs", Canned::ok(fixture("vm/mkfs.xfs.pmem-su2m.txt")))
+        .block_device("/dev/pmem1", 259, 1);
+    f
+}
+
+#[test]
+fn a_disabled_pmem_namespace_is_seen_with_ndctl_list_i_and_reconfigured_when_allowed() {
+    let mut f = disabled_pmem_machine();
+    let mp = mountpoint("pmem-wal");
+    mount_adds(&mut f, &dax_line("/dev/pmem1", &mp));
+    f.dax_files.push(mp.clone());
+    let mut d = pmem("pmem-wal", "namespace1.0", true);
+    d.allow_wipe = true;
+    let o = run_plan(&[d], &fake_ctx(), &mut f);
+    o.result.as_ref().unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        f.commands(),
+        vec![
+            "ndctl list -N -i".to_string(),
+            "ndctl create-namespace -f -e namespace1.0 -m fsdax".into(),
+            "ndctl list -N -i".into(),
+            "mkfs.xfs -f -m reflink=0 -d su=2m,sw=1 -L pmem-wal /dev/pmem1".into(),
+            format!("mount -t xfs -o noatime,dax=always /dev/pmem1 {}", mp.display()),
+            format!("xfs_info {}", mp.display()),
+        ]
+    );
+    assert!(o.notes.iter().any(|n| n.contains("namespace1.0 reconfigured from raw to fsdax (pmem1)")), "{:?}", o.notes);
+}
+
+#[test]
+fn a_disabled_pmem_namespace_without_allow_reconfigure_says_it_is_disabled() {
+    let mut f = disabled_pmem_machine();
+    let o = run_plan(&[pmem("pmem-wal", "namespace1.0", false)], &fake_ctx(), &mut f);
+    let e = step_error(&o);
+    assert!(e.contains("namespace namespace1.0 is disabled"), "{e}");
+    assert!(e.contains("ndctl enable-namespace namespace1.0") && e.contains("allow_reconfigure = true"), "{e}");
+    assert_eq!(f.commands(), vec!["ndctl list -N -i"]);
+}
+
+/// The guest's RAID-like disk (vm/raid-queue.txt): minimum I/O 64 KiB, optimal I/O 192 KiB.
+fn raid_machine() -> FakeSystem {
+    let mut f = fake_machine();
+    f.link("/dev/disk/by-id/virtio-PGT-RAID", "/dev/vdb")
+        .block_device("/dev/vdb", 254, 16)
+        .block_device("/dev/vdb1", 254, 17)
+        .answer("mkfs.xfs", Canned::ok(fixture("local/mkfs.xfs.default.txt")));
+    for line in fixture("vm/raid-queue.txt").lines() {
+        let (k, v) = line.split_once(' ').unwrap();
+        f.file(format!("/sys/class/block/vdb/{k}"), format!("{v}\n"));
+    }
+    f
+}
+
+#[test]
+fn a_partition_starts_where_the_devices_geometry_wants_it_with_the_disk_locked() {
+    let mut f = raid_machine();
+    let mp = mountpoint("raid");
+    mount_adds(&mut f, &mounts_line_from("local/proc-mounts.xfs-default.txt", "/dev/vdb1", &mp));
+    let o = run_plan(&[partitioned(local("raid", "/dev/disk/by-id/virtio-PGT-RAID"))], &fake_ctx(), &mut f);
+    o.result.as_ref().unwrap_or_else(|e| panic!("{e}"));
+    // 2048s would fail parted's align-check opt here (vm/parted-s-align-check-opt-1.raid-2048s.txt).
+    assert!(
+        f.commands().contains(&"parted -s /dev/vdb mklabel gpt mkpart primary 6144s 100%".to_string()),
+        "{:?}",
+        f.commands()
+    );
+    // After parted (and udev's re-read of its table: settle), the disk is locked until mkfs is
+    // done, so that udevd cannot re-read it under mkfs; then udev settles once more.
+    let at = |prefix: &str| f.calls.iter().position(|c| c.starts_with(prefix)).unwrap_or_else(|| panic!("{prefix}"));
+    let settles: Vec<usize> =
+        f.calls.iter().enumerate().filter(|(_, c)| c.starts_with("run: udevadm settle")).map(|(i, _)| i).collect();
+    assert_eq!(settles.len(), 2, "{:?}", f.calls);
+    assert!(at("run: parted -s /dev/vdb align-check") < settles[0]);
+    assert!(settles[0] < at("lock: /dev/vdb"));
+    assert!(at("lock: /dev/vdb") < at("run: mkfs.xfs"));
+    assert!(at("run: mkfs.xfs") < at("unlock: /dev/vdb"));
+    assert!(at("unlock: /dev/vdb") < settles[1]);
+    assert!(settles[1] < at("run: mount"));
+    let text = o.plan.to_string();
+    assert!(text.contains("udevadm settle; flock --exclusive <raid.disk>"), "{text}");
+    assert!(text.contains("mkpart primary <raid.start> 100%"), "{text}");
+}
+
+#[test]
+fn pmem_partitions_start_at_two_mebibytes() {
+    let mut f = pmem_machine("ndctl/ndctl-list-N.fsdax.json");
+    f.block_device("/dev/pmem0p1", 259, 9).file("/sys/class/block/pmem0/queue/logical_block_size", "512\n");
+    let mp = mountpoint("pm");
+    mount_adds(&mut f, &dax_line("/dev/pmem0p1", &mp));
+    f.dax_files.push(mp.clone());
+    let o = run_plan(&[partitioned(pmem("pm", "namespace0.0", false))], &fake_ctx(), &mut f);
+    o.result.as_ref().unwrap_or_else(|e| panic!("{e}"));
+    assert!(f.commands().contains(&"parted -s /dev/pmem0 mklabel gpt mkpart primary 4096s 100%".to_string()));
+}
+
+#[test]
+fn dax_not_honoured_says_what_the_kernel_logged() {
+    // The guest's kernel turned DAX off for XFS with 2 KiB blocks (vm/dmesg.xfs-dax.txt,
+    // vm/proc-mounts.xfs-dax-blocksize-fallback.pmem.txt): the message names the block size,
+    // not the device.
+    let mut f = pmem_machine("vm/ndctl-list-N.two-fsdax.json");
+    f.block_device("/dev/pmem1", 259, 1).answer("dmesg", Canned::ok(fixture("vm/dmesg.xfs-dax.txt")));
+    let mp = mountpoint("pm");
+    mount_adds(&mut f, &mounts_line_from("vm/proc-mounts.xfs-dax-blocksize-fallback.pmem.txt", "/dev/pmem1", &mp));
+    let o = run_plan(&[pmem("pm", "namespace1.0", false)], &fake_ctx(), &mut f);
+    let e = step_error(&o);
+    assert!(e.contains("the kernel log says: \"pmem1: DAX not supported for blocksize. Turning off DAX.\""), "{e}");
+    assert!(!e.contains("unsupported by block device"), "{e}");
+}
+
+fn sas_machine() -> FakeSystem {
+    let mut f = fake_machine();
+    f.link("/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_PGT-SAS0", "/dev/sda")
+        .block_device("/dev/sda", 8, 0)
+        .file("/sys/class/block/sda/dev", "8:0\n")
+        .file("/sys/class/block/sda/device/model", fixture("vm/sda.model.txt"));
+    let page =
+        std::fs::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/vm/sda.vpd_pg80.bin"))
+            .unwrap();
+    f.bytes.insert("/sys/class/block/sda/device/vpd_pg80".into(), page);
+    f
+}
+
+#[test]
+fn a_scsi_disks_serial_is_read_from_vpd_page_0x80() {
+    // sd disks have no device/serial (vm/sda.device-attributes.txt); without udev's database the
+    // serial is in VPD page 0x80.
+    let spec = |serial: &str| {
+        let mut d = local("sas", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_PGT-SAS0");
+        d.real = RealDevice::Local {
+            path: "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_PGT-SAS0".into(),
+            model: Some("QEMU HARDDISK".into()),
+            serial: Some(serial.into()),
+        };
+        d
+    };
+    let mut f = sas_machine();
+    f.answer_once("blkid -p", Canned::ok(fixture("local/blkid-p-export.xfs.txt")));
+    let o = run_plan(&[spec("PGT-SAS0")], &fake_ctx(), &mut f);
+    assert!(matches!(refusal(&o), Refusal::HasSignature { .. }), "identity passed; the next check refused");
+    let mut f = sas_machine();
+    let o = run_plan(&[spec("S3HBNX0K900001")], &fake_ctx(), &mut f);
+    assert_eq!(
+        refusal(&o),
+        Refusal::IdentityMismatch {
+            device: "/dev/sda".into(),
+            actual_field: "serial".into(),
+            expected: "S3HBNX0K900001".into(),
+            actual: "PGT-SAS0".into(),
+        }
+    );
+    // With udev's database, its ID_SCSI_SERIAL is used first, as lsblk does.
+    let mut f = sas_machine();
+    f.bytes.clear();
+    f.file("/run/udev/data/b8:0", fixture("vm/sda.udev-data.txt"));
+    assert_eq!(tiers::safety::disk_serial(&mut f, Path::new("/dev/sda")).as_deref(), Some("PGT-SAS0"));
+}
+
+#[test]
+fn allow_wipe_lets_an_inactive_lvm_pv_or_a_stopped_md_member_be_wiped_but_not_an_active_one() {
+    // blkid's view of an LVM PV and of an md member is the same whether or not they are in use
+    // (util-linux's own test images, tests/fixtures/blkid/); only holders/ tells them apart.
+    for (sig, what) in [
+        ("blkid/blkid-p-export.lvm2-member.util-linux-test-image.txt", "LVM2_member"),
+        ("blkid/blkid-p-export.mdraid-member.util-linux-test-image.txt", "linux_raid_member"),
+    ] {
+        let machine = || {
+            let mut f = fake_machine();
+            f.block_device("/dev/sdh", 8, 112).answer_once("blkid -p", Canned::ok(fixture(sig)));
+            f
+        };
+        let o = run_plan(&[local("d", "/dev/sdh")], &fake_ctx(), &mut machine());
+        match refusal(&o) {
+            Refusal::HasSignature { found, .. } => assert!(found.contains(what), "{found}"),
+            r => panic!("{r}"),
+        }
+        let mut wipe = local("d", "/dev/sdh");
+        wipe.allow_wipe = true;
+        let mut f = machine();
+        let mp = mountpoint("d");
+        mount_adds(&mut f, &mounts_line_from("local/proc-mounts.xfs-default.txt", "/dev/sdh", &mp));
+        let o = run_plan(std::slice::from_ref(&wipe), &fake_ctx(), &mut f);
+        o.result.as_ref().unwrap_or_else(|e| panic!("allow_wipe = true wipes an inactive {what}: {e}"));
+        assert!(f.commands().contains(&"mkfs.xfs -f -L d /dev/sdh".to_string()));
+        let mut f = machine();
+        f.file("/sys/class/block/sdh/holders/dm-0", "");
+        let o = run_plan(&[wipe], &fake_ctx(), &mut f);
+        assert_eq!(refusal(&o), Refusal::Held { device: "/dev/sdh".into(), holders: "dm-0".into() }, "active: refused");
+    }
+}
+
+#[test]
+fn a_room_check_runs_with_the_devices_checks() {
+    let mut f = nvme_disk_machine();
+    f.file("/sys/class/block/nvme0n1/size", "2097152\n"); // 1 GiB
+    let specs = [samsung("data")];
+    let mut plan = tiers::build_plan(&specs, &fake_ctx());
+    plan.add_room_check("data", 2 << 30, "the golden copy of data set pgbench-s100");
+    let first = plan.first_destructive_step().unwrap();
+    let room = plan.steps.iter().position(|s| matches!(&s.action, Action::Check(Check::Room { .. }))).unwrap();
+    assert!(room < first, "{plan}");
+    assert!(
+        plan.to_string().contains("check <data> holds 2.0 GiB (the golden copy of data set pgbench-s100)"),
+        "{plan}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let journal = journal::Journal::begin(dir.path(), "room", "test").unwrap();
+    let r = tiers::execute(&plan, &specs, &mut f, &journal, &std::sync::atomic::AtomicBool::new(false), &mut |_| {});
+    let e = r.unwrap_err().to_string();
+    assert!(e.contains("/dev/nvme0n1 has room for about 993.3 MiB after XFS's own use, and the golden copy of data set pgbench-s100 needs 2.0 GiB"), "{e}");
+    assert!(!f.commands().iter().any(|c| c.starts_with("mkfs")));
 }

@@ -151,11 +151,31 @@ impl Validator<'_> {
             (None, Some(f)) => Some(SecretSource::File { path: f.into() }),
             _ => None,
         };
+        let host_id = r.host_id.as_ref().map(|s| s.get_ref().trim().to_ascii_lowercase());
+        match (&r.host_nqn, &r.host_id) {
+            (_, Some(id)) if !is_uuid(id.get_ref()) => self.err(
+                span(id),
+                key("host_id"),
+                format!("{:?} is not a host ID: give a UUID such as \"4c4c4544-0031-3910-8034-b4c04f4a3332\" (cat /etc/nvme/hostid)", id.get_ref()),
+            ),
+            (None, Some(id)) => self.err(
+                span(id),
+                key("host_id"),
+                "host_id needs host_nqn as well: nvme connect takes the host's NQN and ID as a pair",
+            ),
+            (Some(n), None) if tiers::build::uuid_of_host_nqn(n).is_none() => self.err(
+                span(d),
+                key("host_nqn"),
+                format!("host_nqn {n:?} is not a uuid NQN, so it implies no host ID: add host_id (cat /etc/nvme/hostid on the host whose identity the target allows)"),
+            ),
+            _ => {}
+        }
         NvmeTcpTarget {
             address: r.address.as_ref().map(|s| s.get_ref().clone()).unwrap_or_default(),
             port: r.port.unwrap_or(4420),
             nqn: r.nqn.as_ref().map(|s| s.get_ref().clone()).unwrap_or_default(),
             host_nqn: r.host_nqn.clone(),
+            host_id,
             dhchap_secret: secret,
             nsid: r.nsid,
         }
@@ -312,4 +332,10 @@ impl Validator<'_> {
             }
         }
     }
+}
+
+/// `8-4-4-4-12` hexadecimal digits.
+fn is_uuid(s: &str) -> bool {
+    let s = s.trim();
+    s.len() == 36 && s.char_indices().all(|(i, c)| if [8, 13, 18, 23].contains(&i) { c == '-' } else { c.is_ascii_hexdigit() })
 }

@@ -28,6 +28,30 @@ pub fn dax_fallback_devices(text: &str) -> Vec<String> {
     devices
 }
 
+/// What the kernel logged about DAX for `device` (`"pmem0"`), in order, each message without
+/// its timestamp and prefix: `DAX unsupported by block device. Turning off DAX.`, `DAX not
+/// supported for blocksize. Turning off DAX.` (the block size is not the page size), `DAX and
+/// reflink cannot work with multi-partitions!`, `DAX enabled. Warning: EXPERIMENTAL, use at your
+/// own risk` (the messages of Linux 6.1 `xfs_setup_dax_always()`; ext4's are found the same way).
+/// Messages glued onto one line are split at the next `[timestamp]`.
+pub fn dax_messages(text: &str, device: &str) -> Vec<String> {
+    let needle = format!("({device}): ");
+    let mut found = Vec::new();
+    for line in text.lines() {
+        let mut rest = line;
+        while let Some(at) = rest.find(&needle) {
+            let after = &rest[at + needle.len()..];
+            let end = after.find(" [").or_else(|| after.find('[')).unwrap_or(after.len());
+            let msg = after[..end].trim();
+            if msg.contains("DAX") {
+                found.push(msg.to_string());
+            }
+            rest = &after[end..];
+        }
+    }
+    found
+}
+
 /// The `name` of a `... (name): ` prefix that ends right before the message.
 fn device_before(prefix: &str) -> Option<String> {
     let head = prefix.trim_end().strip_suffix("):")?;
@@ -69,6 +93,25 @@ mod tests {
         assert_eq!(dax_fallback_devices(PPC64_NO_TIMESTAMPS), ["pmem0"]);
         // "DAX enabled" + reflink conflict is a different failure
         assert!(dax_fallback_devices(REFLINK_CONFLICT).is_empty());
+    }
+
+    #[test]
+    fn dax_messages_of_one_device() {
+        let vm = include_str!("../../tests/fixtures/vm/dmesg.xfs-dax.txt");
+        assert_eq!(dax_messages(vm, "pmem0"), ["DAX enabled. Warning: EXPERIMENTAL, use at your own risk"]);
+        assert_eq!(dax_messages(vm, "pmem1"), ["DAX not supported for blocksize. Turning off DAX."]);
+        assert!(dax_messages(vm, "nvme0n1").is_empty());
+        assert_eq!(
+            dax_messages(KB_GLUED, "pmem0"),
+            [
+                "DAX enabled. Warning: EXPERIMENTAL, use at your own risk",
+                "DAX unsupported by block device. Turning off DAX."
+            ]
+        );
+        assert_eq!(
+            dax_messages(REFLINK_CONFLICT, "pmem0").last().map(String::as_str),
+            Some("DAX and reflink cannot be used together!")
+        );
     }
 
     #[test]

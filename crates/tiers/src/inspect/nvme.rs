@@ -1,4 +1,4 @@
-//! Parsers for nvme-cli output: `nvme list -o json`, `nvme list-subsys -o json`,
+//! Parsers for nvme-cli output: `nvme version`, `nvme list -o json`, `nvme list-subsys -o json`,
 //! `nvme id-ctrl -o json`, and the stdout of `nvme connect` / `nvme disconnect`.
 
 use std::collections::BTreeSet;
@@ -66,6 +66,65 @@ pub struct NvmeController {
     pub firmware: String,
 }
 
+/// nvme-cli's version, from `nvme version` (`nvme --version` is the same command).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NvmeCliVersion {
+    pub major: u32,
+    pub minor: u32,
+    /// As printed: `"1.16"`, `"2.3"`, `"2.16"`.
+    pub text: String,
+    /// libnvme's version, printed from nvme-cli 2.1 on (`libnvme version 1.3 (git 1.3)`).
+    pub libnvme: Option<String>,
+}
+
+impl NvmeCliVersion {
+    fn at_least(&self, major: u32, minor: u32) -> bool {
+        (self.major, self.minor) >= (major, minor)
+    }
+
+    /// `nvme connect --dhchap-secret` and `--config` (libnvme's JSON with `dhchap_key`) came in
+    /// nvme-cli 2.0 (commit 0571307d3); 1.16 rejects the option ("unrecognized option").
+    pub fn has_dhchap(&self) -> bool {
+        self.at_least(2, 0)
+    }
+
+    /// From nvme-cli 2.11 on (commit fbde909aa), `nvme connect -J FILE` connects every fabrics
+    /// port of the file itself and prints no device name; before, `-J` only supplies host
+    /// settings (such as the DH-HMAC-CHAP key) for the connection `-t/-a/-n` names.
+    pub fn connect_config_connects_itself(&self) -> bool {
+        self.at_least(2, 11)
+    }
+}
+
+const VERSION: &str = "nvme version";
+
+/// Reads `nvme version`: `nvme version 1.16` (1.x, 2.0), or `nvme version 2.3 (git 2.3)` and
+/// `libnvme version 1.3 (git 1.3)` (2.1 and later). The `libnvme` line's major is 1 even for
+/// nvme-cli 2.x and is only recorded.
+pub fn parse_version(stdout: &str) -> Result<NvmeCliVersion, InspectError> {
+    if stdout.trim().is_empty() {
+        return Err(InspectError::Empty { tool: VERSION });
+    }
+    let word_after = |prefix: &str| {
+        stdout.lines().find_map(|l| l.trim().strip_prefix(prefix)).and_then(|r| r.split_whitespace().next())
+    };
+    let text = word_after("nvme version ")
+        .ok_or_else(|| InspectError::unexpected(VERSION, "no \"nvme version X\" line"))?
+        .trim_start_matches('v');
+    let mut parts = text.split(|c: char| !c.is_ascii_digit());
+    let major = parts.next().and_then(|p| p.parse().ok());
+    let minor = parts.next().and_then(|p| p.parse().ok());
+    let (Some(major), Some(minor)) = (major, minor) else {
+        return Err(InspectError::unexpected(VERSION, format!("unreadable version {text:?}")));
+    };
+    Ok(NvmeCliVersion {
+        major,
+        minor,
+        text: text.to_string(),
+        libnvme: word_after("libnvme version ").map(str::to_string),
+    })
+}
+
 const LIST: &str = "nvme list";
 const LIST_SUBSYS: &str = "nvme list-subsys";
 const ID_CTRL: &str = "nvme id-ctrl";
@@ -84,7 +143,9 @@ const ID_CTRL: &str = "nvme id-ctrl";
 ///   subsystem-level namespace lists its `Paths` with controller details.
 ///
 /// Blank input gives an empty list (nvme-cli prints nothing when it fails;
-/// check its exit status).
+/// check its exit status). A `DevicePath` without `/dev/` (nvme-cli 2.x prints the bare name
+/// when the node does not exist yet: `nvme_dev_full_path()`) is given its `/dev/` path; the
+/// caller waits for the node.
 pub fn parse_list(json: &str) -> Result<Vec<NvmeNamespace>, InspectError> {
     if json.trim().is_empty() {
         return Ok(Vec::new());
@@ -112,6 +173,7 @@ pub fn parse_list(json: &str) -> Result<Vec<NvmeNamespace>, InspectError> {
 fn read_flat_item(item: &Value) -> Result<NvmeNamespace, InspectError> {
     let device = str_field(item, "DevicePath")
         .ok_or_else(|| InspectError::unexpected(LIST, "device entry without \"DevicePath\""))?;
+    let device = if device.starts_with('/') { device } else { format!("/dev/{device}") };
     Ok(NvmeNamespace {
         device,
         nsid: u64_field(item, "NameSpace").and_then(|n| u32::try_from(n).ok()),
@@ -251,7 +313,9 @@ fn path_namespace_name(path: &str) -> Option<String> {
 ///   documented shape), or `{"Subsystems":[{"Name","NQN","Paths":[...]}]}`;
 /// - nvme-cli 2.x: a top-level array of hosts
 ///   `[{"HostNQN","Subsystems":[{"Name","NQN","IOPolicy","Paths":[...]}]}]`;
-/// - a single host object `{"HostNQN",...,"Subsystems":[...]}`.
+/// - a single host object `{"HostNQN",...,"Subsystems":[...]}`;
+/// - `{}`: nvme-cli 1.16 with no subsystem at all (it adds the `Subsystems` key only when there
+///   is one, and exits 0), as an empty list.
 ///
 /// Blank input gives an empty list.
 pub fn parse_list_subsys(json: &str) -> Result<Vec<NvmeSubsystem>, InspectError> {
@@ -266,6 +330,7 @@ pub fn parse_list_subsys(json: &str) -> Result<Vec<NvmeSubsystem>, InspectError>
                 read_subsystems(host, &mut out)?;
             }
         }
+        Value::Object(m) if m.is_empty() => {}
         Value::Object(_) => read_subsystems(&root, &mut out)?,
         _ => {
             return Err(InspectError::unexpected(LIST_SUBSYS, "top level is neither an object nor an array"));
@@ -567,6 +632,46 @@ mod tests {
     const LOCAL_CONNECT_EMPTY: &str = include_str!("../../tests/fixtures/local/nvme-connect-tcp.no-nvme-module.txt");
     const LOCAL_DISCONNECT_EMPTY: &str =
         include_str!("../../tests/fixtures/local/nvme-disconnect-n.no-nvme-module.txt");
+
+    const VERSION_1_16: &str = include_str!("../../tests/fixtures/nvme/nvme-version.v1.16.txt");
+    const VERSION_2_16: &str = include_str!("../../tests/fixtures/nvme/nvme-version.v2.16.txt");
+    const VERSION_VM: &str = include_str!("../../tests/fixtures/vm/nvme-version.txt");
+    const SUBSYS_1_16_EMPTY_JSONC: &str =
+        include_str!("../../tests/fixtures/nvme/nvme-list-subsys-o-json.v1.16.no-subsystems.json-c.txt");
+    const SUBSYS_1_16_EMPTY_BUILTIN: &str =
+        include_str!("../../tests/fixtures/nvme/nvme-list-subsys-o-json.v1.16.no-subsystems.builtin-json.txt");
+    const LIST_BARE_NAME: &str = include_str!("../../tests/fixtures/nvme/nvme-list-o-json.v2.3.bare-devicepath.json");
+
+    #[test]
+    fn versions_of_1_16_2_3_and_2_16() {
+        let v = parse_version(VERSION_1_16).unwrap();
+        assert_eq!((v.major, v.minor, v.text.as_str(), v.libnvme.as_deref()), (1, 16, "1.16", None));
+        assert!(!v.has_dhchap() && !v.connect_config_connects_itself());
+        let v = parse_version(VERSION_VM).unwrap();
+        assert_eq!((v.major, v.minor, v.libnvme.as_deref()), (2, 3, Some("1.3")));
+        assert!(v.has_dhchap() && !v.connect_config_connects_itself());
+        let v = parse_version(VERSION_2_16).unwrap();
+        assert_eq!((v.major, v.minor, v.libnvme.as_deref()), (2, 16, Some("1.16")));
+        assert!(v.has_dhchap() && v.connect_config_connects_itself());
+        assert_eq!(parse_version("nvme version 2.11-dirty (git v2.11-4-g1)\n").unwrap().minor, 11);
+        assert_eq!(parse_version("").unwrap_err(), InspectError::Empty { tool: "nvme version" });
+        assert!(parse_version("libnvme version 1.3 (git 1.3)\n").is_err());
+        assert!(parse_version("nvme version git\n").is_err());
+    }
+
+    #[test]
+    fn list_subsys_of_1_16_without_subsystems_is_empty() {
+        // Both builds of 1.16 (json-c and its own JSON writer) print an empty object and exit 0.
+        assert_eq!(parse_list_subsys(SUBSYS_1_16_EMPTY_JSONC).unwrap(), vec![]);
+        assert_eq!(parse_list_subsys(SUBSYS_1_16_EMPTY_BUILTIN).unwrap(), vec![]);
+    }
+
+    #[test]
+    fn list_bare_device_names_get_their_dev_path() {
+        let list = parse_list(LIST_BARE_NAME).unwrap();
+        assert_eq!(&devices(&list)[..3], ["/dev/nvme6n2", "/dev/nvme6n1", "/dev/nvme5n1"]);
+        assert_eq!(list[0].nsid, Some(2));
+    }
 
     fn devices(list: &[NvmeNamespace]) -> Vec<&str> {
         list.iter().map(|n| n.device.as_str()).collect()

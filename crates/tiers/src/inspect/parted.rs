@@ -158,6 +158,60 @@ pub fn is_aligned_start(start_bytes: u64, alignment_bytes: u64) -> bool {
     alignment_bytes != 0 && start_bytes.is_multiple_of(alignment_bytes)
 }
 
+/// A disk's I/O geometry, from sysfs (`queue/logical_block_size`, `queue/minimum_io_size`,
+/// `queue/optimal_io_size`, `alignment_offset`), all in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Geometry {
+    pub logical_sector: u64,
+    pub minimum_io: u64,
+    pub optimal_io: u64,
+    pub alignment_offset: u64,
+}
+
+const MIB: u64 = 1 << 20;
+
+/// parted's optimum alignment for a disk, as (offset, grain) in logical sectors: libparted
+/// 3.5 `linux_get_optimum_alignment()` takes a 1 MiB grain when the reported I/O sizes divide
+/// 1 MiB (or none is reported), else the optimal I/O size, else (optimal 0) the minimum; the
+/// offset is `alignment_offset`. `align-check opt` accepts a start when `start % grain == offset`.
+pub fn optimum_alignment(g: &Geometry) -> (u64, u64) {
+    let sector = g.logical_sector.max(1);
+    let (opt, min) = (g.optimal_io, g.minimum_io);
+    let divides = |x: u64| x != 0 && MIB.is_multiple_of(x);
+    let one_mib = (opt == 0 && min == 0)
+        || (divides(opt) && divides(min))
+        || (min == 0 && divides(opt))
+        || (opt == 0 && divides(min));
+    let grain = if one_mib {
+        MIB
+    } else if opt == 0 {
+        min
+    } else {
+        opt
+    };
+    (g.alignment_offset / sector, (grain / sector).max(1))
+}
+
+/// The first sector (in the disk's logical sectors) of a partition that starts at least at
+/// `least` 512-byte sectors, keeps that alignment, and passes parted's `align-check opt`: the
+/// least common multiple of `least` and parted's grain, plus the alignment offset. A RAID-5 of
+/// three 64 KiB chunks (optimal I/O 192 KiB, 384 sectors) fails at 2048s (`2048s % 384s != 0s`)
+/// and gets 6144s (3 MiB); a disk that reports nothing gets 2048s.
+pub fn aligned_start(g: &Geometry, least: u64) -> u64 {
+    let sector = g.logical_sector.max(1);
+    let least = (least * 512).div_ceil(sector).max(1);
+    let (offset, grain) = optimum_alignment(g);
+    lcm(least, grain) + offset
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 { a } else { gcd(b, a % b) }
+}
+
+fn lcm(a: u64, b: u64) -> u64 {
+    a / gcd(a, b) * b
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -165,6 +219,32 @@ mod tests {
     const GPT: &str = include_str!("../../tests/fixtures/local/parted-machine-print.txt");
     const MSDOS: &str = include_str!("../../tests/fixtures/local/parted-machine-print.msdos-boot.txt");
     const UNLABELED: &str = include_str!("../../tests/fixtures/local/parted-machine-print.unlabeled.txt");
+
+    fn geometry(logical_sector: u64, minimum_io: u64, optimal_io: u64, alignment_offset: u64) -> Geometry {
+        Geometry { logical_sector, minimum_io, optimal_io, alignment_offset }
+    }
+
+    #[test]
+    fn partition_starts_follow_the_devices_geometry() {
+        // Nothing reported (loop, zram, most NVMe drives): 1 MiB.
+        assert_eq!(aligned_start(&geometry(512, 512, 0, 0), 2048), 2048);
+        assert_eq!(aligned_start(&geometry(512, 0, 0, 0), 2048), 2048);
+        // The guest's RAID-like disk (tests/fixtures/vm/raid-queue.txt): parted's grain is 384
+        // sectors, 2048s fails align-check opt ("2048s % 384s != 0s"), 6144s passes.
+        let raid = geometry(512, 65536, 196608, 0);
+        assert_eq!(optimum_alignment(&raid), (0, 384));
+        assert_eq!(aligned_start(&raid, 2048), 6144);
+        // A stripe width that divides 1 MiB keeps 1 MiB.
+        assert_eq!(aligned_start(&geometry(512, 65536, 262144, 0), 2048), 2048);
+        // PMem: 2 MiB at least (4096 sectors of 512 bytes).
+        assert_eq!(aligned_start(&geometry(512, 4096, 0, 0), 4096), 4096);
+        // 4 KiB logical sectors: sectors are 4 KiB, 1 MiB is 256 of them.
+        assert_eq!(aligned_start(&geometry(4096, 4096, 0, 0), 2048), 256);
+        // An alignment offset moves the start by that much.
+        assert_eq!(aligned_start(&geometry(512, 4096, 0, 3584), 2048), 2055);
+        // Only a minimum I/O size that does not divide 1 MiB.
+        assert_eq!(optimum_alignment(&geometry(512, 196608, 0, 0)), (0, 384));
+    }
 
     #[test]
     fn gpt_loop_disk() {

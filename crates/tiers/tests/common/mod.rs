@@ -59,6 +59,7 @@ pub fn nvme_tcp(name: &str, nqn: &str, secret_env: Option<&str>) -> DeviceSpec {
             port: 4420,
             nqn: nqn.into(),
             host_nqn: Some("nqn.2014-08.org.nvmexpress:uuid:a66f1c42-4bce-a619-9c59-9ae6ac2ccb8a".into()),
+            host_id: Some("a66f1c42-4bce-a619-9c59-9ae6ac2ccb8a".into()),
             dhchap_secret: secret_env.map(|n| SecretSource::Env { name: n.into() }),
             nsid: None,
         }),
