@@ -7,7 +7,10 @@
 //!
 //! Needs root, qemu-system-x86 and mmdebstrap (installed from the package archive if missing)
 //! and, the first time, the package archive to build the guest image (about 5 minutes; cached
-//! in /var/cache/pgtier/vm). PGTIER_SKIP_VM_TESTS=1 skips them explicitly; without root they
+//! in /var/cache/pgtier/vm). The suite runs the quick two (the tools' outputs against the
+//! parsers, seed 000 on real NVMe and PMem: about 7 minutes); PGTIER_VM_TESTS=all adds NVMe/TCP
+//! with TPC-C, the safety rails and the interrupted runs (about 30 minutes more under TCG).
+//! PGTIER_SKIP_VM_TESTS=1 skips them explicitly; without root they
 //! follow PGTIER_SKIP_ROOT_TESTS like the other integration tests; when neither a cached image
 //! nor the archive is there they are skipped with a message, unless PGTIER_REQUIRE_VM_TESTS=1.
 //! One guest at a time: under TCG every guest wants both host cores.
@@ -65,10 +68,21 @@ fn unavailable() -> Option<String> {
     .clone()
 }
 
-/// True when the VM tests should run; false (after saying why) when they are skipped.
-fn vm_or_skip() -> bool {
+/// Which VM tests a suite runs: the quick ones always, the long ones with PGTIER_VM_TESTS=all.
+#[derive(Clone, Copy, PartialEq)]
+enum Length {
+    Quick,
+    Long,
+}
+
+/// True when the VM test should run; false (after saying why) when it is skipped.
+fn vm_or_skip(length: Length) -> bool {
     if std::env::var("PGTIER_SKIP_VM_TESTS").as_deref() == Ok("1") {
         eprintln!("SKIPPED: VM test (PGTIER_SKIP_VM_TESTS=1)");
+        return false;
+    }
+    if length == Length::Long && std::env::var("PGTIER_VM_TESTS").as_deref() != Ok("all") {
+        eprintln!("SKIPPED: a long VM test (10 minutes or more under TCG); PGTIER_VM_TESTS=all runs it");
         return false;
     }
     if !common::root_or_skip() {
@@ -296,7 +310,7 @@ fn kept_vm_captures_are_read_by_the_parsers() {
 
 #[test]
 fn vm_tool_outputs_are_read_by_the_parsers() {
-    if !vm_or_skip() {
+    if !vm_or_skip(Length::Quick) {
         return;
     }
     let g = boot("capture.sh", &[], Duration::from_secs(1200));
@@ -352,7 +366,7 @@ fn csv_rows(path: &Path) -> Vec<std::collections::HashMap<String, String>> {
 
 #[test]
 fn vm_seed000_real_nvme_and_pmem() {
-    if !vm_or_skip() {
+    if !vm_or_skip(Length::Quick) {
         return;
     }
     let toml = std::fs::read_to_string(guest_dir().join("seed000.toml")).unwrap();
@@ -403,7 +417,7 @@ fn vm_seed000_real_nvme_and_pmem() {
 
 #[test]
 fn vm_seed003_nvme_tcp() {
-    if !vm_or_skip() {
+    if !vm_or_skip(Length::Long) {
         return;
     }
     let toml = std::fs::read_to_string(guest_dir().join("seed003.toml")).unwrap();
@@ -499,7 +513,7 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
 
 #[test]
 fn vm_safety_rails_refuse_on_real_devices() {
-    if !vm_or_skip() {
+    if !vm_or_skip(Length::Long) {
         return;
     }
     let g = boot("safety.sh", &[], Duration::from_secs(1800));
@@ -530,7 +544,7 @@ fn vm_safety_rails_refuse_on_real_devices() {
 
 #[test]
 fn vm_interrupted_real_runs_leave_nothing() {
-    if !vm_or_skip() {
+    if !vm_or_skip(Length::Long) {
         return;
     }
     let g = boot("interrupts.sh", &[], Duration::from_secs(3000));
