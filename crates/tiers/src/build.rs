@@ -33,7 +33,7 @@ impl PlanContext {
 /// The Debian package that provides each program the plans use.
 pub fn package_of(program: &str) -> &'static str {
     match program {
-        "losetup" | "mount" | "umount" | "blkid" | "wipefs" | "blkdiscard" | "lsblk" => "util-linux / mount",
+        "losetup" | "blockdev" | "mount" | "umount" | "blkid" | "wipefs" | "blkdiscard" | "lsblk" => "util-linux / mount",
         "mkfs.xfs" | "xfs_info" | "xfs_io" => "xfsprogs",
         "ip" => "iproute2",
         "nbdkit" => "nbdkit",
@@ -93,11 +93,11 @@ fn tools_needed(devices: &[DeviceSpec], emulate: bool) -> Vec<String> {
         if emulate {
             match d.emulation.backing {
                 Backing::LoopFile | Backing::TmpfsLoop => {
-                    t.insert("losetup");
+                    t.extend(["losetup", "blockdev"]);
                 }
                 Backing::Zram => {}
                 Backing::Nbd => {
-                    t.extend(["losetup", "ip", "nbdkit", "nbdfuse", "fusermount3"]);
+                    t.extend(["losetup", "blockdev", "ip", "nbdkit", "nbdfuse", "fusermount3"]);
                     if let Some(EmulatedDelay::MicrosecondPlugin { .. }) =
                         d.emulation.latency.and_then(EmulatedDelay::for_latency)
                     {

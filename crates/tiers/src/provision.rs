@@ -395,6 +395,11 @@ impl Executor<'_> {
                 if !dev.starts_with("/dev/loop") {
                     return Err(format!("losetup printed {dev:?}, not a loop device").into());
                 }
+                // A loop device keeps the page cache of its previous binding when that one ended
+                // in I/O errors (seen: a fresh sparse file "appears to contain an existing
+                // filesystem (xfs)" right after a test killed the NBD target under the same
+                // loop device); drop it, so what mkfs's checks read is the new file's.
+                self.run_plain(n, CommandLine::new("blockdev").args(["--flushbufs", dev.as_str()]))?;
                 if *direct_io {
                     let name = dev.trim_start_matches("/dev/");
                     let dio = self

@@ -197,7 +197,8 @@ fn experiment_text(experiment: &str, design: &str, budget: &str) -> Result<Strin
     Ok(format!("{body}\n{measurement}"))
 }
 
-/// The emulated seed-000 study's TPC-B cells, as tiers/pmem-vs-nvme.toml emulates them.
+/// The emulated seed-000 study's TPC-B cells, as tiers/pmem-vs-nvme.toml emulates them (3 GiB
+/// devices: pmem-wal holds two placements' WAL, each of which may grow to max_wal_size).
 const SEED000_TPCB: &str = r#"
 [experiment]
 name = "bench-precision-seed000"
@@ -215,7 +216,7 @@ class = "nvme"
 path = "/dev/disk/by-id/bench-nvme-data"
 mount_options = ["noatime"]
 [device.emulate]
-size = "2GiB"
+size = "3GiB"
 
 [[device]]
 name = "nvme-wal"
@@ -223,7 +224,7 @@ class = "nvme"
 path = "/dev/disk/by-id/bench-nvme-wal"
 mount_options = ["noatime"]
 [device.emulate]
-size = "2GiB"
+size = "3GiB"
 
 [[device]]
 name = "pmem-data"
@@ -231,7 +232,7 @@ class = "pmem"
 namespace = "namespace0.0"
 mount_options = ["noatime"]
 [device.emulate]
-size = "2GiB"
+size = "3GiB"
 
 [[device]]
 name = "pmem-wal"
@@ -239,7 +240,7 @@ class = "pmem"
 namespace = "namespace1.0"
 mount_options = ["noatime"]
 [device.emulate]
-size = "2GiB"
+size = "3GiB"
 
 [[placement]]
 name = "nvme"
