@@ -114,26 +114,9 @@ pub async fn create_schema_and_load(
         }));
     }
     drop(tx);
-    let mut rows_per_table: BTreeMap<String, u64> = BTreeMap::new();
-    let mut rows_total = 0u64;
-    let mut done = 0u32;
-    wait_events(&mut rx, cancel, &stop, |ev| {
-        if let Event::Loaded { warehouse, rows } = ev {
-            for (t, n) in rows {
-                *rows_per_table.entry(t.name().to_string()).or_default() += n;
-                rows_total += n;
-            }
-            let detail = match warehouse {
-                Some(w) => {
-                    done += 1;
-                    format!("warehouse {w}")
-                }
-                None => "item".to_string(),
-            };
-            progress(report(LoadPhase::Copy, done, rows_total, detail));
-        }
-    })
-    .await;
+    let (rows_per_table, rows_total, done) =
+        tally_copies(&mut rx, cancel, &stop, |done, rows, detail| progress(report(LoadPhase::Copy, done, rows, detail)))
+            .await;
     join_all(handles, cancel).await?;
     let copy_seconds = copy_start.elapsed().as_secs_f64();
 
@@ -183,6 +166,38 @@ pub(crate) fn check(cancel: &AtomicBool) -> Result<(), TpccError> {
 }
 
 /// Hands events to `on_event` until every sender is gone, raising `stop` when `cancel` is.
+/// Waits for the copy workers' `Loaded` events (see [`wait_events`]), counting rows per table and
+/// finished warehouses, and reports each with `on_loaded(warehouses done, rows so far, what)`.
+/// Returns the rows per table, the rows in all and the warehouses done.
+pub(crate) async fn tally_copies(
+    rx: &mut mpsc::UnboundedReceiver<Event>,
+    cancel: &AtomicBool,
+    stop: &AtomicBool,
+    mut on_loaded: impl FnMut(u32, u64, String),
+) -> (BTreeMap<String, u64>, u64, u32) {
+    let mut rows_per_table: BTreeMap<String, u64> = BTreeMap::new();
+    let mut rows_total = 0u64;
+    let mut done = 0u32;
+    wait_events(rx, cancel, stop, |ev| {
+        if let Event::Loaded { warehouse, rows } = ev {
+            for (t, n) in rows {
+                *rows_per_table.entry(t.name().to_string()).or_default() += n;
+                rows_total += n;
+            }
+            let detail = match warehouse {
+                Some(w) => {
+                    done += 1;
+                    format!("warehouse {w}")
+                }
+                None => "item".to_string(),
+            };
+            on_loaded(done, rows_total, detail);
+        }
+    })
+    .await;
+    (rows_per_table, rows_total, done)
+}
+
 pub(crate) async fn wait_events(
     rx: &mut mpsc::UnboundedReceiver<Event>,
     cancel: &AtomicBool,

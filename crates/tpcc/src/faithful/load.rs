@@ -20,7 +20,6 @@
 //! W_ZIP/D_ZIP a number 0-9999 written over `000011111`; C_PHONE two numbers 0-99999999 each
 //! written over `00000000`; C_LAST by NURand(255, 0, 999, 123).
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
@@ -32,7 +31,7 @@ use tokio_postgres::Client;
 
 use crate::copy::CopyWriter;
 use crate::generate::{CUSTOMERS, DISTRICTS, ITEMS, ORDERS, Table};
-use crate::load::{Event, check, join_all, wait_events};
+use crate::load::{Event, check, join_all, tally_copies};
 use crate::random::{A_C_LAST, NurandConstants, Rng, last_name_into};
 use crate::{ConnectSpec, LoadPhase, LoadProgress, LoadReport, TpccConfig, TpccError};
 
@@ -145,26 +144,9 @@ pub(crate) async fn create_schema_and_load(
         }));
     }
     drop(tx);
-    let mut rows_per_table: BTreeMap<String, u64> = BTreeMap::new();
-    let mut rows_total = 0u64;
-    let mut done = 0u32;
-    wait_events(&mut rx, cancel, &stop, |ev| {
-        if let Event::Loaded { warehouse, rows } = ev {
-            for (t, n) in rows {
-                *rows_per_table.entry(t.name().to_string()).or_default() += n;
-                rows_total += n;
-            }
-            let detail = match warehouse {
-                Some(w) => {
-                    done += 1;
-                    format!("warehouse {w}")
-                }
-                None => "item".to_string(),
-            };
-            progress(report(LoadPhase::Copy, done, rows_total, detail));
-        }
-    })
-    .await;
+    let (rows_per_table, rows_total, done) =
+        tally_copies(&mut rx, cancel, &stop, |done, rows, detail| progress(report(LoadPhase::Copy, done, rows, detail)))
+            .await;
     join_all(handles, cancel).await?;
     let copy_seconds = copy_start.elapsed().as_secs_f64();
 
