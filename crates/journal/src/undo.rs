@@ -171,38 +171,8 @@ impl Undo {
                 }
                 remove_zram(*id)
             }
-            Undo::StopProcess { process, signal, grace_ms, label } => {
-                if !process.is_alive() {
-                    // Ended by itself (or exiting): gone, and reaped, before this returns.
-                    return wait_exited(label, process, Duration::from_millis(*grace_ms)).map(|_| Outcome::NothingLeft);
-                }
-                let sig = parse_signal(signal)?;
-                if process.terminate(sig, Duration::from_millis(*grace_ms)) {
-                    eprintln!("  {label} (pid {}) ignored SIG{signal}; killed", process.pid);
-                }
-                if process.is_alive() {
-                    return Err(UndoError::StillThere(format!("{label} (pid {}) is still running", process.pid)));
-                }
-                wait_exited(label, process, EXIT_WAIT).map(|_| Outcome::Done)
-            }
-            Undo::StopFuse { mountpoint, process } => {
-                let mut did = Outcome::NothingLeft;
-                if mounts::is_mountpoint(mountpoint) {
-                    let _ = CommandLine::new("fusermount3").arg("-u").arg(mountpoint).run();
-                    did = Outcome::Done;
-                }
-                if !process.wait_gone(Duration::from_secs(5)) {
-                    process.terminate(Signal::SIGTERM, Duration::from_secs(5));
-                    did = Outcome::Done;
-                }
-                if mounts::is_mountpoint(mountpoint) {
-                    unmount(mountpoint)?;
-                }
-                if process.is_alive() {
-                    return Err(UndoError::StillThere(format!("nbdfuse (pid {}) is still running", process.pid)));
-                }
-                wait_exited("nbdfuse", process, EXIT_WAIT).map(|_| did)
-            }
+            Undo::StopProcess { process, signal, grace_ms, label } => stop_process(label, process, signal, *grace_ms),
+            Undo::StopFuse { mountpoint, process } => stop_fuse(mountpoint, process),
             Undo::DeleteLink { name } => {
                 if !Path::new("/sys/class/net").join(name).exists() {
                     return Ok(Outcome::NothingLeft);
@@ -223,39 +193,8 @@ impl Undo {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Outcome::NothingLeft),
                 Err(source) => Err(UndoError::Io { what: format!("rm {}", path.display()), source }),
             },
-            Undo::RemoveDirAll { path } => {
-                if !path.exists() {
-                    return Ok(Outcome::NothingLeft);
-                }
-                if mounts::mounts_under(path).iter().any(|m| m != path) || mounts::is_mountpoint(path) {
-                    return Err(UndoError::StillThere(format!(
-                        "{} still has something mounted in it; not removing",
-                        path.display()
-                    )));
-                }
-                std::fs::remove_dir_all(path)
-                    .map_err(|source| UndoError::Io { what: format!("rm -r {}", path.display()), source })?;
-                Ok(Outcome::Done)
-            }
-            Undo::NvmeDisconnect { nqn, boot_id, controller } => {
-                if boot_id.as_ref().is_some_and(|b| Some(b) != current_boot_id().as_ref()) {
-                    return Ok(Outcome::NothingLeft);
-                }
-                if let Some(c) = controller {
-                    return disconnect_controller(c, nqn);
-                }
-                let out = CommandLine::new("nvme")
-                    .args(["disconnect", "-n", nqn.as_str()])
-                    .output(Some(Duration::from_secs(60)))?;
-                // No subsystem at all ("Failed to scan topology") or none of ours: nothing to undo.
-                if out.stdout.contains("disconnected 0 controller") || out.stderr.contains("Failed to scan topology") {
-                    Ok(Outcome::NothingLeft)
-                } else if out.status == 0 {
-                    Ok(Outcome::Done)
-                } else {
-                    Err(UndoError::NvmeDisconnect { nqn: nqn.clone(), stderr: out.stderr.trim().to_string() })
-                }
-            }
+            Undo::RemoveDirAll { path } => remove_dir_all(path),
+            Undo::NvmeDisconnect { nqn, boot_id, controller } => nvme_disconnect(nqn, boot_id.as_ref(), controller.as_deref()),
             Undo::RestoreFile { path, contents } => {
                 let now = std::fs::read_to_string(path).unwrap_or_default();
                 if now.trim() == contents.trim() {
@@ -267,6 +206,80 @@ impl Undo {
             }
             Undo::Sweep { work_dir } => sweep(work_dir),
         }
+    }
+}
+
+/// The process stopped with `signal` (killed after `grace_ms`), and gone from /proc.
+fn stop_process(label: &str, process: &ProcessId, signal: &str, grace_ms: u64) -> Result<Outcome, UndoError> {
+    if !process.is_alive() {
+        // Ended by itself (or exiting): gone, and reaped, before this returns.
+        return wait_exited(label, process, Duration::from_millis(grace_ms)).map(|_| Outcome::NothingLeft);
+    }
+    let sig = parse_signal(signal)?;
+    if process.terminate(sig, Duration::from_millis(grace_ms)) {
+        eprintln!("  {label} (pid {}) ignored SIG{signal}; killed", process.pid);
+    }
+    if process.is_alive() {
+        return Err(UndoError::StillThere(format!("{label} (pid {}) is still running", process.pid)));
+    }
+    wait_exited(label, process, EXIT_WAIT).map(|_| Outcome::Done)
+}
+
+/// `fusermount3 -u`, then the FUSE server (nbdfuse) stopped if it has not exited by itself.
+fn stop_fuse(mountpoint: &Path, process: &ProcessId) -> Result<Outcome, UndoError> {
+    let mut did = Outcome::NothingLeft;
+    if mounts::is_mountpoint(mountpoint) {
+        let _ = CommandLine::new("fusermount3").arg("-u").arg(mountpoint).run();
+        did = Outcome::Done;
+    }
+    if !process.wait_gone(Duration::from_secs(5)) {
+        process.terminate(Signal::SIGTERM, Duration::from_secs(5));
+        did = Outcome::Done;
+    }
+    if mounts::is_mountpoint(mountpoint) {
+        unmount(mountpoint)?;
+    }
+    if process.is_alive() {
+        return Err(UndoError::StillThere(format!("nbdfuse (pid {}) is still running", process.pid)));
+    }
+    wait_exited("nbdfuse", process, EXIT_WAIT).map(|_| did)
+}
+
+/// `rm -r`, refused while anything is mounted in the tree.
+fn remove_dir_all(path: &Path) -> Result<Outcome, UndoError> {
+    if !path.exists() {
+        return Ok(Outcome::NothingLeft);
+    }
+    if mounts::mounts_under(path).iter().any(|m| m != path) || mounts::is_mountpoint(path) {
+        return Err(UndoError::StillThere(format!(
+            "{} still has something mounted in it; not removing",
+            path.display()
+        )));
+    }
+    std::fs::remove_dir_all(path)
+        .map_err(|source| UndoError::Io { what: format!("rm -r {}", path.display()), source })?;
+    Ok(Outcome::Done)
+}
+
+/// `nvme disconnect` of the controller pgtier created, or of the subsystem by NQN; nothing after
+/// a restart.
+fn nvme_disconnect(nqn: &str, boot_id: Option<&String>, controller: Option<&str>) -> Result<Outcome, UndoError> {
+    if boot_id.is_some_and(|b| Some(b) != current_boot_id().as_ref()) {
+        return Ok(Outcome::NothingLeft);
+    }
+    if let Some(c) = controller {
+        return disconnect_controller(c, nqn);
+    }
+    let out = CommandLine::new("nvme")
+        .args(["disconnect", "-n", nqn])
+        .output(Some(Duration::from_secs(60)))?;
+    // No subsystem at all ("Failed to scan topology") or none of ours: nothing to undo.
+    if out.stdout.contains("disconnected 0 controller") || out.stderr.contains("Failed to scan topology") {
+        Ok(Outcome::NothingLeft)
+    } else if out.status == 0 {
+        Ok(Outcome::Done)
+    } else {
+        Err(UndoError::NvmeDisconnect { nqn: nqn.to_string(), stderr: out.stderr.trim().to_string() })
     }
 }
 

@@ -1,12 +1,12 @@
 //! Turning device specs into a plan, for emulated devices or for the real ones.
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use std::time::Duration;
 
 use crate::plan::{Action, Check, EmulatedDelay, MICROSECOND_DELAY_PLUGIN, Plan, Resolve, Template, Value};
-use crate::spec::{Backing, DaxPolicy, DeviceClass, DeviceSpec, NvmeTcpTarget, RealDevice};
+use crate::spec::{Backing, DaxPolicy, DeviceClass, DeviceSpec, NvmeTcpTarget, PartitionSpec, RealDevice};
 
 /// Where and for whom a plan provisions.
 #[derive(Clone, Debug)]
@@ -212,208 +212,246 @@ fn finish_filesystem(plan: &mut Plan, d: &DeviceSpec, source: Value, ctx: &PlanC
 }
 
 fn emulated_device(plan: &mut Plan, d: &DeviceSpec, index: usize, ctx: &PlanContext) {
+    match d.emulation.backing {
+        Backing::LoopFile => loop_file_device(plan, d, ctx),
+        Backing::TmpfsLoop => tmpfs_device(plan, d, ctx),
+        Backing::Zram => zram_device(plan, d),
+        Backing::Nbd => nbd_device(plan, d, index, ctx),
+    }
+    finish_filesystem(plan, d, Value::var(&d.name), ctx, true);
+}
+
+/// A sparse file on the local disk behind a direct-I/O loop device.
+fn loop_file_device(plan: &mut Plan, d: &DeviceSpec, ctx: &PlanContext) {
     let name = Some(d.name.as_str());
     let e = &d.emulation;
     let img_dir = ctx.work_dir.join("img");
-    match e.backing {
-        Backing::LoopFile => {
-            let img = img_dir.join(format!("{}.img", d.name));
-            plan.push(name, Action::MakeDir { path: img_dir, mode: 0o700, remove_on_teardown: false }, "backing files");
-            plan.push(
-                name,
-                Action::SparseFile { path: img.clone(), size: e.size_bytes },
-                format!("local-disk file standing in for the {} device", d.class),
-            );
-            plan.push(
-                name,
-                Action::AttachLoop { file: img, direct_io: true, bind: d.name.clone() },
-                "a real block device over the file; direct I/O so the host page cache does not absorb the I/O",
-            );
-            plan.push(
-                name,
-                Action::Run { command: mkfs_template(d, Value::var(&d.name), false, false), timeout_secs: 600 },
-                "XFS with the experiment's options",
-            );
-        }
-        Backing::TmpfsLoop => {
-            let tmp = ctx.work_dir.join("tmpfs").join(&d.name);
-            plan.push(
-                name,
-                Action::MakeDir { path: tmp.clone(), mode: 0o700, remove_on_teardown: false },
-                "tmpfs mount point",
-            );
-            plan.push(
-                name,
-                Action::Mount {
-                    source: Value::lit("tmpfs"),
-                    target: tmp.clone(),
-                    fstype: "tmpfs".into(),
-                    options: vec![format!("size={}", e.size_bytes + (1 << 20)), "mode=0700".into()],
-                },
-                "RAM-backed storage standing in for persistent memory",
-            );
-            let img = tmp.join(format!("{}.img", d.name));
-            plan.push(name, Action::SparseFile { path: img.clone(), size: e.size_bytes }, "file in RAM");
-            plan.push(
-                name,
-                Action::AttachLoop { file: img, direct_io: false, bind: d.name.clone() },
-                "a real block device over the RAM file",
-            );
-            plan.push(
-                name,
-                Action::Run { command: mkfs_template(d, Value::var(&d.name), false, false), timeout_secs: 600 },
-                "XFS (reflink off where DAX is asked for)",
-            );
-        }
-        Backing::Zram => {
-            plan.push(
-                name,
-                Action::CreateZram { size: e.size_bytes, algorithm: e.zram_algorithm.clone(), bind: d.name.clone() },
-                "a RAM-backed block device standing in for persistent memory (its memory is not charged to the server's cgroup)",
-            );
-            plan.push(
-                name,
-                Action::Run { command: mkfs_template(d, Value::var(&d.name), false, false), timeout_secs: 600 },
-                "XFS (reflink off where DAX is asked for)",
-            );
-        }
-        Backing::Nbd => {
-            let img = img_dir.join(format!("{}.img", d.name));
-            plan.push(
-                name,
-                Action::MakeDir { path: img_dir.clone(), mode: 0o700, remove_on_teardown: false },
-                "backing files",
-            );
-            plan.push(
-                name,
-                Action::SparseFile { path: img.clone(), size: e.size_bytes },
-                "the remote target's storage",
-            );
-            let netns = format!("pgt-{}-{index}", ctx.short_id);
-            let host_if = format!("pgt{}{index}h", ctx.short_id);
-            let target_if = format!("pgt{}{index}t", ctx.short_id);
-            let (host_ip, target_ip) = link_addresses(&ctx.short_id, index);
-            plan.push(
-                name,
-                Action::CreateNetns { name: netns.clone() },
-                "a network namespace standing in for the storage target host",
-            );
-            plan.push(
-                name,
-                Action::CreateVeth {
-                    host_if,
-                    target_if,
-                    netns: netns.clone(),
-                    host_cidr: format!("{host_ip}/30"),
-                    target_cidr: format!("{target_ip}/30"),
-                },
-                "a link between this host and the target, so NBD traffic crosses a real network interface",
-            );
-            let port = 10809u16;
-            let mut nbdkit =
-                Template::new("nbdkit").lits(["--foreground", "--ipaddr", &target_ip, "--port", &port.to_string()]);
-            if e.error_injection {
-                let faults = ctx.work_dir.join("faults");
-                plan.push(
-                    name,
-                    Action::MakeDir { path: faults.clone(), mode: 0o700, remove_on_teardown: false },
-                    "switches for injected faults",
-                );
-                nbdkit = nbdkit.lit("--filter=error");
-            }
-            let error_args: Vec<String> = if e.error_injection {
-                vec![
-                    "error=EIO".into(),
-                    "error-rate=100%".into(),
-                    format!("error-file={}", error_file(ctx, &d.name).display()),
-                ]
-            } else {
-                vec![]
-            };
-            let delay = e.latency.and_then(EmulatedDelay::for_latency);
+    let img = img_dir.join(format!("{}.img", d.name));
+    plan.push(name, Action::MakeDir { path: img_dir, mode: 0o700, remove_on_teardown: false }, "backing files");
+    plan.push(
+        name,
+        Action::SparseFile { path: img.clone(), size: e.size_bytes },
+        format!("local-disk file standing in for the {} device", d.class),
+    );
+    plan.push(
+        name,
+        Action::AttachLoop { file: img, direct_io: true, bind: d.name.clone() },
+        "a real block device over the file; direct I/O so the host page cache does not absorb the I/O",
+    );
+    plan.push(
+        name,
+        Action::Run { command: mkfs_template(d, Value::var(&d.name), false, false), timeout_secs: 600 },
+        "XFS with the experiment's options",
+    );
+}
+
+/// A file on a tmpfs behind a loop device (RAM standing in for PMem).
+fn tmpfs_device(plan: &mut Plan, d: &DeviceSpec, ctx: &PlanContext) {
+    let name = Some(d.name.as_str());
+    let e = &d.emulation;
+    let tmp = ctx.work_dir.join("tmpfs").join(&d.name);
+    plan.push(
+        name,
+        Action::MakeDir { path: tmp.clone(), mode: 0o700, remove_on_teardown: false },
+        "tmpfs mount point",
+    );
+    plan.push(
+        name,
+        Action::Mount {
+            source: Value::lit("tmpfs"),
+            target: tmp.clone(),
+            fstype: "tmpfs".into(),
+            options: vec![format!("size={}", e.size_bytes + (1 << 20)), "mode=0700".into()],
+        },
+        "RAM-backed storage standing in for persistent memory",
+    );
+    let img = tmp.join(format!("{}.img", d.name));
+    plan.push(name, Action::SparseFile { path: img.clone(), size: e.size_bytes }, "file in RAM");
+    plan.push(
+        name,
+        Action::AttachLoop { file: img, direct_io: false, bind: d.name.clone() },
+        "a real block device over the RAM file",
+    );
+    plan.push(
+        name,
+        Action::Run { command: mkfs_template(d, Value::var(&d.name), false, false), timeout_secs: 600 },
+        "XFS (reflink off where DAX is asked for)",
+    );
+}
+
+/// A zram device (RAM standing in for PMem).
+fn zram_device(plan: &mut Plan, d: &DeviceSpec) {
+    let name = Some(d.name.as_str());
+    let e = &d.emulation;
+    plan.push(
+        name,
+        Action::CreateZram { size: e.size_bytes, algorithm: e.zram_algorithm.clone(), bind: d.name.clone() },
+        "a RAM-backed block device standing in for persistent memory (its memory is not charged to the server's cgroup)",
+    );
+    plan.push(
+        name,
+        Action::Run { command: mkfs_template(d, Value::var(&d.name), false, false), timeout_secs: 600 },
+        "XFS (reflink off where DAX is asked for)",
+    );
+}
+
+/// A file served by nbdkit in a network namespace across a veth link, presented by nbdfuse and
+/// a direct-I/O loop device (NVMe/TCP's stand-in: no nbd kernel module here).
+fn nbd_device(plan: &mut Plan, d: &DeviceSpec, index: usize, ctx: &PlanContext) {
+    let name = Some(d.name.as_str());
+    let e = &d.emulation;
+    let img_dir = ctx.work_dir.join("img");
+    let img = img_dir.join(format!("{}.img", d.name));
+    plan.push(
+        name,
+        Action::MakeDir { path: img_dir.clone(), mode: 0o700, remove_on_teardown: false },
+        "backing files",
+    );
+    plan.push(
+        name,
+        Action::SparseFile { path: img.clone(), size: e.size_bytes },
+        "the remote target's storage",
+    );
+    let netns = format!("pgt-{}-{index}", ctx.short_id);
+    let host_if = format!("pgt{}{index}h", ctx.short_id);
+    let target_if = format!("pgt{}{index}t", ctx.short_id);
+    let (host_ip, target_ip) = link_addresses(&ctx.short_id, index);
+    plan.push(
+        name,
+        Action::CreateNetns { name: netns.clone() },
+        "a network namespace standing in for the storage target host",
+    );
+    plan.push(
+        name,
+        Action::CreateVeth {
+            host_if,
+            target_if,
+            netns: netns.clone(),
+            host_cidr: format!("{host_ip}/30"),
+            target_cidr: format!("{target_ip}/30"),
+        },
+        "a link between this host and the target, so NBD traffic crosses a real network interface",
+    );
+    let port = 10809u16;
+    let (nbdkit, delay) = nbdkit_command(plan, d, ctx, &img, &target_ip, port);
+    plan.push(
+        name,
+        Action::StartDaemon {
+            label: format!("nbdkit ({})", d.name),
+            command: nbdkit,
+            netns: Some(netns),
+            log: ctx.log_dir.join(format!("nbdkit-{}.log", d.name)),
+            ready_tcp: Some((target_ip.clone(), port)),
+        },
+        {
+            // Measured in docs/benchmarks.md ("Emulated NVMe/TCP: the stack's own latency").
+            const OWN: &str = "nbdkit, nbdfuse and the loop device add about 0.2 ms of their own per I/O (4 KiB O_DIRECT reads, docs/benchmarks.md)";
             match delay {
-                None => nbdkit = nbdkit.lit("file").lit(img.display().to_string()),
-                Some(EmulatedDelay::DelayFilter { ms }) => {
-                    nbdkit = nbdkit
-                        .lit("--filter=delay")
-                        .lit("file")
-                        .lit(img.display().to_string())
-                        .lit(format!("delay-read={ms}ms"))
-                        .lit(format!("delay-write={ms}ms"));
-                }
-                Some(EmulatedDelay::MicrosecondPlugin { us }) => {
-                    let source = img_dir.join("pgtier-usdelay.c");
-                    plan.push(
-                        name,
-                        Action::WriteFile {
-                            path: source.clone(),
-                            contents: MICROSECOND_DELAY_PLUGIN.to_string(),
-                            what: "nbdkit plugin source, part of pgtier".into(),
-                        },
-                        "nbdkit's delay filter takes whole milliseconds only; this small plugin sleeps a number of microseconds before each read and write",
-                    );
-                    nbdkit = nbdkit
-                        .lit("cc")
-                        .lit(source.display().to_string())
-                        .lit(format!("file={}", img.display()))
-                        .lit(format!("delay_us={us}"));
-                }
+                Some(delay) => format!(
+                    "NBD target in its namespace, adding {}{}; {OWN}",
+                    delay.describe(),
+                    latency_note(e.latency.unwrap_or_default(), delay)
+                ),
+                None => format!("NBD target in its namespace; {OWN}"),
             }
-            nbdkit = nbdkit.lits(error_args);
+        },
+    );
+    let fuse_dir = ctx.work_dir.join("fuse").join(&d.name);
+    plan.push(
+        name,
+        Action::MakeDir { path: fuse_dir.clone(), mode: 0o700, remove_on_teardown: false },
+        "nbdfuse mount point",
+    );
+    let file = fuse_dir.join("nbd");
+    plan.push(
+        name,
+        Action::StartFuse {
+            mountpoint: fuse_dir.clone(),
+            command: Template::new("nbdfuse")
+                .lit(fuse_dir.display().to_string())
+                .lit(format!("nbd://{target_ip}:{port}")),
+            file: file.clone(),
+            log: ctx.log_dir.join(format!("nbdfuse-{}.log", d.name)),
+        },
+        "the NBD client side: the remote device appears as a file (no nbd kernel module here)",
+    );
+    plan.push(
+        name,
+        Action::AttachLoop { file, direct_io: true, bind: d.name.clone() },
+        "a real block device over the remote file, direct I/O",
+    );
+    plan.push(
+        name,
+        Action::Run { command: mkfs_template(d, Value::var(&d.name), false, true), timeout_secs: 600 },
+        "XFS; -K skips the discard pass, which is very slow over NBD",
+    );
+}
+
+/// nbdkit's command line for device `d` serving `img` on `target_ip:port`: the file plugin, or
+/// the delay filter or pgtier's microsecond plugin (written next to the image) when a latency
+/// is asked for, and the error filter when faults may be injected; with the delay applied.
+fn nbdkit_command(
+    plan: &mut Plan,
+    d: &DeviceSpec,
+    ctx: &PlanContext,
+    img: &Path,
+    target_ip: &str,
+    port: u16,
+) -> (Template, Option<EmulatedDelay>) {
+    let name = Some(d.name.as_str());
+    let e = &d.emulation;
+    let img_dir = ctx.work_dir.join("img");
+    let mut nbdkit =
+        Template::new("nbdkit").lits(["--foreground", "--ipaddr", target_ip, "--port", &port.to_string()]);
+    if e.error_injection {
+        let faults = ctx.work_dir.join("faults");
+        plan.push(
+            name,
+            Action::MakeDir { path: faults.clone(), mode: 0o700, remove_on_teardown: false },
+            "switches for injected faults",
+        );
+        nbdkit = nbdkit.lit("--filter=error");
+    }
+    let error_args: Vec<String> = if e.error_injection {
+        vec![
+            "error=EIO".into(),
+            "error-rate=100%".into(),
+            format!("error-file={}", error_file(ctx, &d.name).display()),
+        ]
+    } else {
+        vec![]
+    };
+    let delay = e.latency.and_then(EmulatedDelay::for_latency);
+    match delay {
+        None => nbdkit = nbdkit.lit("file").lit(img.display().to_string()),
+        Some(EmulatedDelay::DelayFilter { ms }) => {
+            nbdkit = nbdkit
+                .lit("--filter=delay")
+                .lit("file")
+                .lit(img.display().to_string())
+                .lit(format!("delay-read={ms}ms"))
+                .lit(format!("delay-write={ms}ms"));
+        }
+        Some(EmulatedDelay::MicrosecondPlugin { us }) => {
+            let source = img_dir.join("pgtier-usdelay.c");
             plan.push(
                 name,
-                Action::StartDaemon {
-                    label: format!("nbdkit ({})", d.name),
-                    command: nbdkit,
-                    netns: Some(netns),
-                    log: ctx.log_dir.join(format!("nbdkit-{}.log", d.name)),
-                    ready_tcp: Some((target_ip.clone(), port)),
+                Action::WriteFile {
+                    path: source.clone(),
+                    contents: MICROSECOND_DELAY_PLUGIN.to_string(),
+                    what: "nbdkit plugin source, part of pgtier".into(),
                 },
-                {
-                    // Measured in docs/benchmarks.md ("Emulated NVMe/TCP: the stack's own latency").
-                    const OWN: &str = "nbdkit, nbdfuse and the loop device add about 0.2 ms of their own per I/O (4 KiB O_DIRECT reads, docs/benchmarks.md)";
-                    match delay {
-                        Some(delay) => format!(
-                            "NBD target in its namespace, adding {}{}; {OWN}",
-                            delay.describe(),
-                            latency_note(e.latency.unwrap_or_default(), delay)
-                        ),
-                        None => format!("NBD target in its namespace; {OWN}"),
-                    }
-                },
+                "nbdkit's delay filter takes whole milliseconds only; this small plugin sleeps a number of microseconds before each read and write",
             );
-            let fuse_dir = ctx.work_dir.join("fuse").join(&d.name);
-            plan.push(
-                name,
-                Action::MakeDir { path: fuse_dir.clone(), mode: 0o700, remove_on_teardown: false },
-                "nbdfuse mount point",
-            );
-            let file = fuse_dir.join("nbd");
-            plan.push(
-                name,
-                Action::StartFuse {
-                    mountpoint: fuse_dir.clone(),
-                    command: Template::new("nbdfuse")
-                        .lit(fuse_dir.display().to_string())
-                        .lit(format!("nbd://{target_ip}:{port}")),
-                    file: file.clone(),
-                    log: ctx.log_dir.join(format!("nbdfuse-{}.log", d.name)),
-                },
-                "the NBD client side: the remote device appears as a file (no nbd kernel module here)",
-            );
-            plan.push(
-                name,
-                Action::AttachLoop { file, direct_io: true, bind: d.name.clone() },
-                "a real block device over the remote file, direct I/O",
-            );
-            plan.push(
-                name,
-                Action::Run { command: mkfs_template(d, Value::var(&d.name), false, true), timeout_secs: 600 },
-                "XFS; -K skips the discard pass, which is very slow over NBD",
-            );
+            nbdkit = nbdkit
+                .lit("cc")
+                .lit(source.display().to_string())
+                .lit(format!("file={}", img.display()))
+                .lit(format!("delay_us={us}"));
         }
     }
-    finish_filesystem(plan, d, Value::var(&d.name), ctx, true);
+    nbdkit = nbdkit.lits(error_args);
+    (nbdkit, delay)
 }
 
 /// Says when the applied delay differs from the one asked for (cut to whole microseconds).
@@ -500,62 +538,71 @@ fn real_checks(plan: &mut Plan, devices: &[DeviceSpec], ctx: &PlanContext) {
                 );
             }
             RealDevice::NvmeTcp(t) => {
-                // One connection per subsystem: a second namespace of it is found on the
-                // connection the first device made.
-                let first =
-                    devices[..i].iter().find(|o| matches!(&o.real, RealDevice::NvmeTcp(ot) if same_connection(ot, t)));
-                if let Some(first) = first {
-                    plan.push(
-                        name,
-                        Action::Check(Check::NvmeHostIdentity {
-                            host_nqn: t.host_nqn.clone(),
-                            host_id: t.host_id.clone(),
-                        }),
-                        format!("uses the connection to {} made for device {}", t.nqn, first.name),
-                    );
-                } else {
-                    plan.push(
-                        name,
-                        Action::Check(Check::NvmeHostIdentity { host_nqn: t.host_nqn.clone(), host_id: t.host_id.clone() }),
-                        "nvme-cli pairs a host NQN given alone with this machine's /etc/nvme/hostid, and Linux 6.5 and later reject a host ID already known with another NQN (EINVAL): pgtier passes the file's pair, or (neither given) this machine's",
-                    );
-                    plan.push(
-                        name,
-                        Action::Check(Check::NvmeNotConnected { nqn: t.nqn.clone() }),
-                        "teardown disconnects the subsystem, so pgtier must not reuse someone else's connection",
-                    );
-                    let sharing: Vec<String> = devices
-                        .iter()
-                        .filter(|o| matches!(&o.real, RealDevice::NvmeTcp(ot) if same_connection(ot, t)))
-                        .map(|o| o.name.clone())
-                        .collect();
-                    let secret_file = t.dhchap_secret.as_ref().map(|_| secret_config_file(ctx, &d.name));
-                    plan.push(
-                        name,
-                        Action::NvmeConnect { target: t.clone(), secret_file, devices: sharing.clone() },
-                        format!(
-                            "attach the remote subsystem so that its namespace{} can be checked (writes nothing); teardown disconnects the controller this connect creates{}",
-                            if sharing.len() > 1 { format!("s ({})", sharing.join(", ")) } else { String::new() },
-                            if t.dhchap_secret.is_some() {
-                                "; the DH-HMAC-CHAP secret is read when the command runs and never reaches a command line, the plan or any record"
-                            } else {
-                                ""
-                            }
-                        ),
-                    );
-                }
-                plan.push(
-                    name,
-                    Action::Resolve {
-                        what: Resolve::NvmeNamespace { nqn: t.nqn.clone(), nsid: t.nsid },
-                        bind: disk_var(d),
-                    },
-                    "kernel names like nvme2n1 are not stable: find the namespace by its subsystem NQN",
-                );
+                nvme_tcp_checks(plan, devices, i, t, ctx);
                 not_in_use(plan, "never touch a namespace that holds data");
             }
         }
     }
+}
+
+/// Device `devices[i]`, a namespace of subsystem `t`: the host identity checked; the first
+/// device of a subsystem connects it (once it is known not to be connected already), the others
+/// use that connection; then the namespace is found by its subsystem NQN.
+fn nvme_tcp_checks(plan: &mut Plan, devices: &[DeviceSpec], i: usize, t: &NvmeTcpTarget, ctx: &PlanContext) {
+    let d = &devices[i];
+    let name = Some(d.name.as_str());
+    // One connection per subsystem: a second namespace of it is found on the
+    // connection the first device made.
+    let first =
+        devices[..i].iter().find(|o| matches!(&o.real, RealDevice::NvmeTcp(ot) if same_connection(ot, t)));
+    if let Some(first) = first {
+        plan.push(
+            name,
+            Action::Check(Check::NvmeHostIdentity {
+                host_nqn: t.host_nqn.clone(),
+                host_id: t.host_id.clone(),
+            }),
+            format!("uses the connection to {} made for device {}", t.nqn, first.name),
+        );
+    } else {
+        plan.push(
+            name,
+            Action::Check(Check::NvmeHostIdentity { host_nqn: t.host_nqn.clone(), host_id: t.host_id.clone() }),
+            "nvme-cli pairs a host NQN given alone with this machine's /etc/nvme/hostid, and Linux 6.5 and later reject a host ID already known with another NQN (EINVAL): pgtier passes the file's pair, or (neither given) this machine's",
+        );
+        plan.push(
+            name,
+            Action::Check(Check::NvmeNotConnected { nqn: t.nqn.clone() }),
+            "teardown disconnects the subsystem, so pgtier must not reuse someone else's connection",
+        );
+        let sharing: Vec<String> = devices
+            .iter()
+            .filter(|o| matches!(&o.real, RealDevice::NvmeTcp(ot) if same_connection(ot, t)))
+            .map(|o| o.name.clone())
+            .collect();
+        let secret_file = t.dhchap_secret.as_ref().map(|_| secret_config_file(ctx, &d.name));
+        plan.push(
+            name,
+            Action::NvmeConnect { target: t.clone(), secret_file, devices: sharing.clone() },
+            format!(
+                "attach the remote subsystem so that its namespace{} can be checked (writes nothing); teardown disconnects the controller this connect creates{}",
+                if sharing.len() > 1 { format!("s ({})", sharing.join(", ")) } else { String::new() },
+                if t.dhchap_secret.is_some() {
+                    "; the DH-HMAC-CHAP secret is read when the command runs and never reaches a command line, the plan or any record"
+                } else {
+                    ""
+                }
+            ),
+        );
+    }
+    plan.push(
+        name,
+        Action::Resolve {
+            what: Resolve::NvmeNamespace { nqn: t.nqn.clone(), nsid: t.nsid },
+            bind: disk_var(d),
+        },
+        "kernel names like nvme2n1 are not stable: find the namespace by its subsystem NQN",
+    );
 }
 
 fn disk_var(d: &DeviceSpec) -> String {
@@ -645,49 +692,10 @@ fn real_device(plan: &mut Plan, d: &DeviceSpec, ctx: &PlanContext) {
             ),
         );
     }
-    let mut fs_dev = disk.clone();
-    if let Some(p) = &d.partition {
-        let start = format!("{}.start", d.name);
-        let least = if d.class == DeviceClass::Pmem { p.start_sector.max(4096) } else { p.start_sector };
-        plan.push(
-            name,
-            Action::Resolve { what: Resolve::PartitionStart { disk: disk_var(d), least_sectors: least }, bind: start.clone() },
-            if d.class == DeviceClass::Pmem {
-                "PMem partitions start at 2 MiB at least, so that huge-page DAX mappings stay aligned; and where the device reports its geometry (a RAID stripe width that does not divide 1 MiB), at a start parted's align-check opt accepts"
-            } else {
-                "1 MiB, or where the device reports its geometry (a RAID stripe width that does not divide 1 MiB), a start parted's align-check opt accepts"
-            },
-        );
-        plan.push(
-            name,
-            run(
-                Template::new("parted")
-                    .lits(["-s"])
-                    .val(disk.clone())
-                    .lits(["mklabel", "gpt", "mkpart", "primary"])
-                    .val(Value::var(&start))
-                    .lit("100%"),
-                120,
-            ),
-            "a GPT label and one partition (seed 003)",
-        );
-        plan.push(
-            name,
-            run(Template::new("parted").lits(["-s"]).val(disk.clone()).lits(["align-check", "opt", "1"]), 60),
-            "fail unless partition 1 is optimally aligned (with -s parted answers by exit status only)",
-        );
-        plan.push(
-            name,
-            Action::LockDisk { disk: disk_var(d) },
-            "when parted closes the disk, systemd-udevd re-reads its partition table and the partition node disappears and comes back: wait until udev has done so, then hold the disk so that it does not happen again under mkfs (udevd skips a disk another process holds locked)",
-        );
-        plan.push(
-            name,
-            Action::Resolve { what: Resolve::Partition { disk: disk_var(d), number: 1 }, bind: d.name.clone() },
-            "the partition node appears asynchronously",
-        );
-        fs_dev = Value::var(&d.name);
-    }
+    let fs_dev = match &d.partition {
+        Some(p) => partition(plan, d, p, &disk),
+        None => disk.clone(),
+    };
     let skip_discard = d.precondition.is_some();
     plan.push(
         name,
@@ -707,6 +715,52 @@ fn real_device(plan: &mut Plan, d: &DeviceSpec, ctx: &PlanContext) {
         plan.push(name, Action::UnlockDisk { disk: disk_var(d) }, "the filesystem is made: let udev see the disk again");
     }
     finish_filesystem(plan, d, fs_dev, ctx, false);
+}
+
+/// A GPT label and one optimally aligned partition on `disk`, the disk held locked once udev
+/// has re-read the table (until mkfs is done); returns the partition, bound to the device's name.
+fn partition(plan: &mut Plan, d: &DeviceSpec, p: &PartitionSpec, disk: &Value) -> Value {
+    let name = Some(d.name.as_str());
+    let start = format!("{}.start", d.name);
+    let least = if d.class == DeviceClass::Pmem { p.start_sector.max(4096) } else { p.start_sector };
+    plan.push(
+        name,
+        Action::Resolve { what: Resolve::PartitionStart { disk: disk_var(d), least_sectors: least }, bind: start.clone() },
+        if d.class == DeviceClass::Pmem {
+            "PMem partitions start at 2 MiB at least, so that huge-page DAX mappings stay aligned; and where the device reports its geometry (a RAID stripe width that does not divide 1 MiB), at a start parted's align-check opt accepts"
+        } else {
+            "1 MiB, or where the device reports its geometry (a RAID stripe width that does not divide 1 MiB), a start parted's align-check opt accepts"
+        },
+    );
+    plan.push(
+        name,
+        run(
+            Template::new("parted")
+                .lits(["-s"])
+                .val(disk.clone())
+                .lits(["mklabel", "gpt", "mkpart", "primary"])
+                .val(Value::var(&start))
+                .lit("100%"),
+            120,
+        ),
+        "a GPT label and one partition (seed 003)",
+    );
+    plan.push(
+        name,
+        run(Template::new("parted").lits(["-s"]).val(disk.clone()).lits(["align-check", "opt", "1"]), 60),
+        "fail unless partition 1 is optimally aligned (with -s parted answers by exit status only)",
+    );
+    plan.push(
+        name,
+        Action::LockDisk { disk: disk_var(d) },
+        "when parted closes the disk, systemd-udevd re-reads its partition table and the partition node disappears and comes back: wait until udev has done so, then hold the disk so that it does not happen again under mkfs (udevd skips a disk another process holds locked)",
+    );
+    plan.push(
+        name,
+        Action::Resolve { what: Resolve::Partition { disk: disk_var(d), number: 1 }, bind: d.name.clone() },
+        "the partition node appears asynchronously",
+    );
+    Value::var(&d.name)
 }
 
 #[cfg(test)]

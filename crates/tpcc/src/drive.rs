@@ -155,7 +155,128 @@ pub async fn run(
         ));
     }
     let monitor = conn.connect("pgtier-tpcc-monitor").await?;
-    let (warehouses, load_nurand, loader) = read_meta(&monitor).await?;
+    let (warehouses, load_nurand) = check_database(&monitor, cfg).await?;
+    let backend_pid: i32 = monitor
+        .query_one("SELECT pg_backend_pid()", &[])
+        .await
+        .map_err(|e| TpccError::sql("read the monitor's backend pid", e))?
+        .get(0);
+    let server_cpu = ServerCpu::from_backend(backend_pid);
+
+    let mut seed_rng = Rng::from_entropy(u64::from(virtual_users));
+    let nurand = run_nurand(cfg, &load_nurand, &mut seed_rng);
+
+    let shared = Arc::new(Shared {
+        measuring: AtomicBool::new(false),
+        counters: (0..virtual_users).map(|_| VuCounters::default()).collect(),
+        samples: std::sync::Mutex::new(Vec::new()),
+    });
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let start = Instant::now();
+
+    let terminals = terminals(cfg, warehouses, virtual_users, nurand, &mut seed_rng);
+    let ctx = VuContext {
+        conn: conn.clone(),
+        shared: shared.clone(),
+        stop: StopSignals {
+            watch: stop_rx,
+            flag: Arc::new(AtomicBool::new(false)),
+            abandon: Arc::new(AtomicBool::new(false)),
+        },
+        mode: cfg.mode,
+        side: cfg.side,
+        keying_and_thinking: cfg.keying_and_thinking,
+    };
+    let stop_all = |ctx: &VuContext| {
+        let _ = stop_tx.send(true);
+        ctx.stop.flag.store(true, Ordering::SeqCst);
+    };
+    let finished = match start_virtual_users(conn, cfg.side, terminals, &ctx) {
+        Ok(f) => f,
+        Err(e) => {
+            stop_all(&ctx);
+            return Err(e);
+        }
+    };
+
+    let result = supervise(&monitor, server_cpu.as_ref(), &shared, start, ramp_up, duration, cancel, progress).await;
+
+    // Stop the virtual users whatever happened, and collect what they measured.
+    stop_all(&ctx);
+    let stats = collect_virtual_users(finished, &shared, &ctx).await;
+    let (begin, end, per_second) = result?;
+
+    let minutes = (end.at - begin.at).as_secs_f64() / 60.0;
+    let new_orders = end.next_o_id_sum - begin.next_o_id_sum;
+    let commits = end.commits - begin.commits;
+    let rollbacks = end.rollbacks - begin.rollbacks;
+    let (per_type, errors, client_transactions) = per_type_stats(&stats);
+    let error_samples = shared.samples.lock().unwrap().clone();
+    Ok(DriveReport {
+        mode: cfg.mode,
+        side: cfg.side,
+        virtual_users,
+        warehouses,
+        all_warehouses: cfg.all_warehouses,
+        keying_and_thinking: cfg.keying_and_thinking,
+        nopm: new_orders as f64 / minutes,
+        tpm: (commits + rollbacks) as f64 / minutes,
+        new_orders,
+        commits,
+        rollbacks,
+        measured_seconds: minutes * 60.0,
+        ramp_up_seconds: ramp_up.as_secs_f64(),
+        per_type,
+        errors,
+        error_samples,
+        per_second,
+        client_transactions,
+        client_cpu_seconds: end.client_cpu - begin.client_cpu,
+        server_cpu_seconds: match (begin.server_cpu, end.server_cpu) {
+            (Some(a), Some(b)) => Some(b - a),
+            _ => None,
+        },
+        nurand,
+    })
+}
+
+/// The run's NURand constants: drawn against the load's (clause 2.1.6.1); in HammerDB's mix C for
+/// C_LAST is the load's, as HammerDB generates C_LAST with the same constant at load and run time.
+fn run_nurand(cfg: &TpccConfig, load_nurand: &NurandConstants, seed_rng: &mut Rng) -> NurandConstants {
+    let mut nurand = NurandConstants::for_run(seed_rng, load_nurand);
+    if cfg.mode.hammerdb_mix() {
+        nurand.c_last = load_nurand.c_last;
+    }
+    nurand
+}
+
+/// One terminal per virtual user, each with a generator seeded from `seed_rng`.
+fn terminals(
+    cfg: &TpccConfig,
+    warehouses: u32,
+    virtual_users: u32,
+    nurand: NurandConstants,
+    seed_rng: &mut Rng,
+) -> Vec<Terminal> {
+    (0..virtual_users)
+        .map(|vu| {
+            Terminal::new(
+                cfg.mode,
+                warehouses,
+                vu,
+                virtual_users,
+                cfg.all_warehouses,
+                nurand,
+                Rng::seeded(seed_rng.next_u64()),
+            )
+        })
+        .collect()
+}
+
+/// The database fits the run: loaded by the loader of the mode, with the configured warehouses
+/// and the mode's functions. Returns the warehouses and the load's NURand constants.
+async fn check_database(monitor: &Client, cfg: &TpccConfig) -> Result<(u32, NurandConstants), TpccError> {
+    let (warehouses, load_nurand, loader) = read_meta(monitor).await?;
     let faithful_db = loader == crate::faithful::LOADER;
     if faithful_db != (cfg.mode == Mode::HammerDbFaithful) {
         return Err(TpccError::Schema(if faithful_db {
@@ -203,69 +324,31 @@ pub async fn run(
             )));
         }
     }
-    let backend_pid: i32 = monitor
-        .query_one("SELECT pg_backend_pid()", &[])
-        .await
-        .map_err(|e| TpccError::sql("read the monitor's backend pid", e))?
-        .get(0);
-    let server_cpu = ServerCpu::from_backend(backend_pid);
+    Ok((warehouses, load_nurand))
+}
 
-    let mut seed_rng = Rng::from_entropy(u64::from(virtual_users));
-    let mut nurand = NurandConstants::for_run(&mut seed_rng, &load_nurand);
-    if cfg.mode.hammerdb_mix() {
-        // HammerDB generates C_LAST with the same constant at load and run time.
-        nurand.c_last = load_nurand.c_last;
-    }
+/// What a virtual user (or a group of them) reports when it ends: its figures and how many did
+/// not stop in time.
+type Finished = tokio::sync::oneshot::Receiver<Result<(VuStats, u32), String>>;
 
-    let shared = Arc::new(Shared {
-        measuring: AtomicBool::new(false),
-        counters: (0..virtual_users).map(|_| VuCounters::default()).collect(),
-        samples: std::sync::Mutex::new(Vec::new()),
-    });
-    let (stop_tx, stop_rx) = watch::channel(false);
-    let start = Instant::now();
-
-    let terminals: Vec<Terminal> = (0..virtual_users)
-        .map(|vu| {
-            Terminal::new(
-                cfg.mode,
-                warehouses,
-                vu,
-                virtual_users,
-                cfg.all_warehouses,
-                nurand,
-                Rng::seeded(seed_rng.next_u64()),
-            )
-        })
-        .collect();
-    let ctx = VuContext {
-        conn: conn.clone(),
-        shared: shared.clone(),
-        stop: StopSignals {
-            watch: stop_rx,
-            flag: Arc::new(AtomicBool::new(false)),
-            abandon: Arc::new(AtomicBool::new(false)),
-        },
-        mode: cfg.mode,
-        side: cfg.side,
-        keying_and_thinking: cfg.keying_and_thinking,
-    };
-    let stop_all = |ctx: &VuContext| {
-        let _ = stop_tx.send(true);
-        ctx.stop.flag.store(true, Ordering::SeqCst);
-    };
+/// Starts the virtual users: for server-side calls one thread per virtual user with its own
+/// connection and blocking I/O; for client-side SQL groups of them on driver threads.
+fn start_virtual_users(
+    conn: &ConnectSpec,
+    side: Side,
+    terminals: Vec<Terminal>,
+    ctx: &VuContext,
+) -> Result<Vec<Finished>, TpccError> {
+    let virtual_users = terminals.len() as u32;
     let mut finished = Vec::new();
-    if cfg.side == Side::ServerProcedures {
+    if side == Side::ServerProcedures {
         // Server-side calls: one thread per virtual user with its own connection and blocking
         // I/O, as a HammerDB virtual user; a transaction then costs the client one send, one
         // recv and the wake-up between them, and no event loop.
         for (vu, terminal) in terminals.into_iter().enumerate() {
             match spawn_server_side_vu(vu as u32, ctx.clone(), terminal) {
                 Ok(rx) => finished.push(rx),
-                Err(e) => {
-                    stop_all(&ctx);
-                    return Err(TpccError::Internal(format!("start a virtual-user thread: {e}")));
-                }
+                Err(e) => return Err(TpccError::Internal(format!("start a virtual-user thread: {e}"))),
             }
         }
     } else {
@@ -286,17 +369,18 @@ pub async fn run(
                 let _ = done_tx.send(group.run());
             });
             if let Err(e) = spawned {
-                stop_all(&ctx);
                 return Err(TpccError::Internal(format!("start a driver thread: {e}")));
             }
             finished.push(done_rx);
         }
     }
 
-    let result = supervise(&monitor, server_cpu.as_ref(), &shared, start, ramp_up, duration, cancel, progress).await;
+    Ok(finished)
+}
 
-    // Stop the virtual users whatever happened, and collect what they measured.
-    stop_all(&ctx);
+/// Waits (at most the stop grace and 10 s) for every virtual user's figures, merged; what went
+/// wrong goes to the error samples.
+async fn collect_virtual_users(finished: Vec<Finished>, shared: &Shared, ctx: &VuContext) -> VuStats {
     let mut stats = VuStats::new();
     let mut lost = 0;
     let deadline = tokio::time::Instant::now() + STOP_GRACE + Duration::from_secs(10);
@@ -317,12 +401,12 @@ pub async fn run(
         shared
             .sample(format!("{lost} virtual user(s) did not stop within {STOP_GRACE:?}; their latencies are missing"));
     }
-    let (begin, end, per_second) = result?;
+    stats
+}
 
-    let minutes = (end.at - begin.at).as_secs_f64() / 60.0;
-    let new_orders = end.next_o_id_sum - begin.next_o_id_sum;
-    let commits = end.commits - begin.commits;
-    let rollbacks = end.rollbacks - begin.rollbacks;
+/// Per transaction type: counts, rollbacks, errors and latency quantiles; the errors by kind
+/// over all types, and the transactions the client counted.
+fn per_type_stats(stats: &VuStats) -> (Vec<TxStats>, BTreeMap<String, u64>, u64) {
     let mut per_type = Vec::new();
     let mut errors: BTreeMap<String, u64> = BTreeMap::new();
     let mut client_transactions = 0;
@@ -348,33 +432,7 @@ pub async fn run(
             max_ms: h.max() as f64 / 1000.0,
         });
     }
-    let error_samples = shared.samples.lock().unwrap().clone();
-    Ok(DriveReport {
-        mode: cfg.mode,
-        side: cfg.side,
-        virtual_users,
-        warehouses,
-        all_warehouses: cfg.all_warehouses,
-        keying_and_thinking: cfg.keying_and_thinking,
-        nopm: new_orders as f64 / minutes,
-        tpm: (commits + rollbacks) as f64 / minutes,
-        new_orders,
-        commits,
-        rollbacks,
-        measured_seconds: minutes * 60.0,
-        ramp_up_seconds: ramp_up.as_secs_f64(),
-        per_type,
-        errors,
-        error_samples,
-        per_second,
-        client_transactions,
-        client_cpu_seconds: end.client_cpu - begin.client_cpu,
-        server_cpu_seconds: match (begin.server_cpu, end.server_cpu) {
-            (Some(a), Some(b)) => Some(b - a),
-            _ => None,
-        },
-        nurand,
-    })
+    (per_type, errors, client_transactions)
 }
 
 /// Warehouses, the load's NURand constants, and which loader made the database (`pgtier`, or

@@ -4,9 +4,11 @@
 use futures_util::future::{try_join, try_join_all, try_join3};
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::{ToSql, Type};
-use tokio_postgres::{Client, Statement};
+use tokio_postgres::{Client, Statement, Transaction};
 
-use crate::terminal::{CustomerKey, TxInput};
+use crate::terminal::{
+    CustomerKey, DeliveryInput, NewOrderInput, OrderStatusInput, PaymentInput, StockLevelInput, TxInput,
+};
 use crate::wire::{Format, Param, WireConn, WireError};
 use crate::{Mode, Side};
 
@@ -431,170 +433,200 @@ async fn customer_by_name(
     Ok(Some(rows[rows.len().div_ceil(2) - 1].get(0)))
 }
 
+/// Client-side SQL: one transaction of `input`, committed, or rolled back when the transaction
+/// itself says so (an unknown item in the specification's mode, a customer name nobody has).
 async fn execute_client(
     client: &mut Client,
     p: &Prepared,
     input: &TxInput,
     mode: Mode,
 ) -> Result<Outcome, tokio_postgres::Error> {
-    let s = &p.stmts;
     let tx = client.transaction().await?;
-    match input {
-        TxInput::NewOrder(o) => {
-            // Statements that do not depend on each other's results are pipelined: sent
-            // together, executed by the server one after the other in the order sent (so stock
-            // rows are still locked in sorted order), answered together.
-            let (_, district, _) = try_join3(
-                tx.query_one(&s[NO_WAREHOUSE], &[&o.w_id]),
-                tx.query_one(&s[NO_DISTRICT], &[&o.w_id, &o.d_id]),
-                tx.query_one(&s[NO_CUSTOMER], &[&o.w_id, &o.d_id, &o.c_id]),
-            )
-            .await?;
-            let o_id: i32 = district.get(1);
-            let all_local = i32::from(o.lines.iter().all(|l| l.supply_w_id == o.w_id));
-            let ol_cnt = o.lines.len() as i32;
-            // (Parameter lists live here so the pipelined futures can borrow them.)
-            let item_params: Vec<[&(dyn ToSql + Sync); 1]> = o.lines.iter().map(|l| [&l.i_id as _]).collect();
-            let (_, _, items) = try_join3(
-                tx.execute(&s[NO_ORDER], &[&o_id, &o.d_id, &o.w_id, &o.c_id, &ol_cnt, &all_local]),
-                tx.execute(&s[NO_NEW_ORDER], &[&o_id, &o.d_id, &o.w_id]),
-                try_join_all(item_params.iter().map(|params| tx.query_opt(&s[NO_ITEM], params))),
-            )
-            .await?;
-            let prices: Vec<Option<i32>> = items.iter().map(|r| r.as_ref().map(|r| r.get(0))).collect();
-            if mode == Mode::Spec && prices.iter().any(Option::is_none) {
-                tx.rollback().await?;
-                return Ok(Outcome::RolledBack);
-            }
-            let remote: Vec<i32> = o.lines.iter().map(|l| i32::from(l.supply_w_id != o.w_id)).collect();
-            // HammerDB mode: a line with an unknown item updates no stock and is stored with
-            // amount 0 and a blank OL_DIST_INFO.
-            let stock_params: Vec<[&(dyn ToSql + Sync); 5]> = o
-                .lines
-                .iter()
-                .zip(&prices)
-                .zip(&remote)
-                .filter(|((_, price), _)| price.is_some())
-                .map(|((l, _), r)| [&l.supply_w_id as _, &l.i_id as _, &l.quantity as _, &o.d_id as _, r as _])
-                .collect();
-            let stock_rows = try_join_all(stock_params.iter().map(|params| tx.query_one(&s[NO_STOCK], params))).await?;
-            let blank = " ".repeat(24);
-            let mut stock = stock_rows.iter();
-            let mut dists: Vec<&str> = Vec::with_capacity(o.lines.len());
-            let mut amounts: Vec<i32> = Vec::with_capacity(o.lines.len());
-            for (l, price) in o.lines.iter().zip(&prices) {
-                match price {
-                    Some(cents) => {
-                        dists.push(stock.next().expect("one stock row per known item").get(1));
-                        amounts.push(l.quantity * cents);
-                    }
-                    None => {
-                        dists.push(&blank);
-                        amounts.push(0);
-                    }
-                }
-            }
-            let numbers: Vec<i32> = (1..=ol_cnt).collect();
-            let line_params: Vec<[&(dyn ToSql + Sync); 9]> = o
-                .lines
-                .iter()
-                .enumerate()
-                .map(|(n, l)| {
-                    [
-                        &o_id as _,
-                        &o.d_id as _,
-                        &o.w_id as _,
-                        &numbers[n] as _,
-                        &l.i_id as _,
-                        &l.supply_w_id as _,
-                        &l.quantity as _,
-                        &amounts[n] as _,
-                        &dists[n] as _,
-                    ]
-                })
-                .collect();
-            try_join_all(line_params.iter().map(|params| tx.execute(&s[NO_LINE], params))).await?;
-        }
-        TxInput::Payment(pay) => {
-            let (w, d) = try_join(
-                tx.query_one(&s[P_WAREHOUSE], &[&pay.w_id, &pay.amount_cents]),
-                tx.query_one(&s[P_DISTRICT], &[&pay.w_id, &pay.d_id, &pay.amount_cents]),
-            )
-            .await?;
-            let w_name: &str = w.get(0);
-            let d_name: &str = d.get(0);
-            let c_id = match &pay.customer {
-                CustomerKey::Id(id) => *id,
-                CustomerKey::LastName(name) => match customer_by_name(&tx, p, pay.c_w_id, pay.c_d_id, name).await? {
-                    Some(id) => id,
-                    None => {
-                        tx.rollback().await?;
-                        return Ok(Outcome::NoCustomer(format!(
-                            "no customer named {name} in warehouse {} district {}",
-                            pay.c_w_id, pay.c_d_id
-                        )));
-                    }
-                },
-            };
-            let h_data = format!("{w_name}    {d_name}");
-            try_join(
-                tx.query_one(
-                    &s[P_CUSTOMER],
-                    &[&pay.c_w_id, &pay.c_d_id, &c_id, &pay.amount_cents, &pay.d_id, &pay.w_id],
-                ),
-                tx.execute(
-                    &s[P_HISTORY],
-                    &[&c_id, &pay.c_d_id, &pay.c_w_id, &pay.d_id, &pay.w_id, &pay.amount_cents, &h_data],
-                ),
-            )
-            .await?;
-        }
-        TxInput::OrderStatus(os) => {
-            let c_id = match &os.customer {
-                CustomerKey::Id(id) => *id,
-                CustomerKey::LastName(name) => match customer_by_name(&tx, p, os.w_id, os.d_id, name).await? {
-                    Some(id) => id,
-                    None => {
-                        tx.rollback().await?;
-                        return Ok(Outcome::NoCustomer(format!(
-                            "no customer named {name} in warehouse {} district {}",
-                            os.w_id, os.d_id
-                        )));
-                    }
-                },
-            };
-            tx.query_one(&s[OS_CUSTOMER], &[&os.w_id, &os.d_id, &c_id]).await?;
-            if let Some(order) = tx.query_opt(&s[OS_ORDER], &[&os.w_id, &os.d_id, &c_id]).await? {
-                let o_id: i32 = order.get(0);
-                tx.query(&s[OS_LINES], &[&os.w_id, &os.d_id, &o_id]).await?;
-            }
-        }
-        TxInput::Delivery(d) => {
-            for d_id in 1..=10i32 {
-                let o_id: i32 = loop {
-                    if let Some(row) = tx.query_opt(&s[D_OLDEST], &[&d.w_id, &d_id]).await? {
-                        break row.get(0);
-                    }
-                    let any: bool = tx.query_one(&s[D_ANY], &[&d.w_id, &d_id]).await?.get(0);
-                    if !any {
-                        break 0;
-                    }
-                };
-                if o_id == 0 {
-                    continue;
-                }
-                tx.execute(&s[D_DELETE], &[&d.w_id, &d_id, &o_id]).await?;
-                let c_id: i32 = tx.query_one(&s[D_ORDER], &[&d.w_id, &d_id, &o_id, &d.carrier_id]).await?.get(0);
-                let total_cents: i64 = tx.query_one(&s[D_LINES], &[&d.w_id, &d_id, &o_id]).await?.get(0);
-                tx.execute(&s[D_CUSTOMER], &[&d.w_id, &d_id, &c_id, &total_cents]).await?;
-            }
-        }
-        TxInput::StockLevel(sl) => {
-            let next: i32 = tx.query_one(&s[SL_DISTRICT], &[&sl.w_id, &sl.d_id]).await?.get(0);
-            tx.query_one(&s[SL_COUNT], &[&sl.w_id, &sl.d_id, &next, &sl.threshold]).await?;
-        }
+    let ended = match input {
+        TxInput::NewOrder(o) => client_new_order(&tx, p, o, mode).await?,
+        TxInput::Payment(pay) => client_payment(&tx, p, pay).await?,
+        TxInput::OrderStatus(os) => client_order_status(&tx, p, os).await?,
+        TxInput::Delivery(d) => client_delivery(&tx, p, d).await?,
+        TxInput::StockLevel(sl) => client_stock_level(&tx, p, sl).await?,
         TxInput::Faithful(_) => unreachable!("faithful calls are made by execute"),
+    };
+    match ended {
+        Some(outcome) => {
+            tx.rollback().await?;
+            Ok(outcome)
+        }
+        None => {
+            tx.commit().await?;
+            Ok(Outcome::Committed)
+        }
     }
-    tx.commit().await?;
-    Ok(Outcome::Committed)
+}
+
+/// What a client-side transaction body returns: `Some(outcome)` to roll back with it, `None` to
+/// commit.
+type Ended = Result<Option<Outcome>, tokio_postgres::Error>;
+
+async fn client_new_order(tx: &Transaction<'_>, p: &Prepared, o: &NewOrderInput, mode: Mode) -> Ended {
+    let s = &p.stmts;
+    // Statements that do not depend on each other's results are pipelined: sent
+    // together, executed by the server one after the other in the order sent (so stock
+    // rows are still locked in sorted order), answered together.
+    let (_, district, _) = try_join3(
+        tx.query_one(&s[NO_WAREHOUSE], &[&o.w_id]),
+        tx.query_one(&s[NO_DISTRICT], &[&o.w_id, &o.d_id]),
+        tx.query_one(&s[NO_CUSTOMER], &[&o.w_id, &o.d_id, &o.c_id]),
+    )
+    .await?;
+    let o_id: i32 = district.get(1);
+    let all_local = i32::from(o.lines.iter().all(|l| l.supply_w_id == o.w_id));
+    let ol_cnt = o.lines.len() as i32;
+    // (Parameter lists live here so the pipelined futures can borrow them.)
+    let item_params: Vec<[&(dyn ToSql + Sync); 1]> = o.lines.iter().map(|l| [&l.i_id as _]).collect();
+    let (_, _, items) = try_join3(
+        tx.execute(&s[NO_ORDER], &[&o_id, &o.d_id, &o.w_id, &o.c_id, &ol_cnt, &all_local]),
+        tx.execute(&s[NO_NEW_ORDER], &[&o_id, &o.d_id, &o.w_id]),
+        try_join_all(item_params.iter().map(|params| tx.query_opt(&s[NO_ITEM], params))),
+    )
+    .await?;
+    let prices: Vec<Option<i32>> = items.iter().map(|r| r.as_ref().map(|r| r.get(0))).collect();
+    if mode == Mode::Spec && prices.iter().any(Option::is_none) {
+        return Ok(Some(Outcome::RolledBack));
+    }
+    let remote: Vec<i32> = o.lines.iter().map(|l| i32::from(l.supply_w_id != o.w_id)).collect();
+    // HammerDB mode: a line with an unknown item updates no stock and is stored with
+    // amount 0 and a blank OL_DIST_INFO.
+    let stock_params: Vec<[&(dyn ToSql + Sync); 5]> = o
+        .lines
+        .iter()
+        .zip(&prices)
+        .zip(&remote)
+        .filter(|((_, price), _)| price.is_some())
+        .map(|((l, _), r)| [&l.supply_w_id as _, &l.i_id as _, &l.quantity as _, &o.d_id as _, r as _])
+        .collect();
+    let stock_rows = try_join_all(stock_params.iter().map(|params| tx.query_one(&s[NO_STOCK], params))).await?;
+    let blank = " ".repeat(24);
+    let mut stock = stock_rows.iter();
+    let mut dists: Vec<&str> = Vec::with_capacity(o.lines.len());
+    let mut amounts: Vec<i32> = Vec::with_capacity(o.lines.len());
+    for (l, price) in o.lines.iter().zip(&prices) {
+        match price {
+            Some(cents) => {
+                dists.push(stock.next().expect("one stock row per known item").get(1));
+                amounts.push(l.quantity * cents);
+            }
+            None => {
+                dists.push(&blank);
+                amounts.push(0);
+            }
+        }
+    }
+    let numbers: Vec<i32> = (1..=ol_cnt).collect();
+    let line_params: Vec<[&(dyn ToSql + Sync); 9]> = o
+        .lines
+        .iter()
+        .enumerate()
+        .map(|(n, l)| {
+            [
+                &o_id as _,
+                &o.d_id as _,
+                &o.w_id as _,
+                &numbers[n] as _,
+                &l.i_id as _,
+                &l.supply_w_id as _,
+                &l.quantity as _,
+                &amounts[n] as _,
+                &dists[n] as _,
+            ]
+        })
+        .collect();
+    try_join_all(line_params.iter().map(|params| tx.execute(&s[NO_LINE], params))).await?;
+    Ok(None)
+}
+
+async fn client_payment(tx: &Transaction<'_>, p: &Prepared, pay: &PaymentInput) -> Ended {
+    let s = &p.stmts;
+    let (w, d) = try_join(
+        tx.query_one(&s[P_WAREHOUSE], &[&pay.w_id, &pay.amount_cents]),
+        tx.query_one(&s[P_DISTRICT], &[&pay.w_id, &pay.d_id, &pay.amount_cents]),
+    )
+    .await?;
+    let w_name: &str = w.get(0);
+    let d_name: &str = d.get(0);
+    let c_id = match &pay.customer {
+        CustomerKey::Id(id) => *id,
+        CustomerKey::LastName(name) => match customer_by_name(tx, p, pay.c_w_id, pay.c_d_id, name).await? {
+            Some(id) => id,
+            None => {
+                return Ok(Some(Outcome::NoCustomer(format!(
+                    "no customer named {name} in warehouse {} district {}",
+                    pay.c_w_id, pay.c_d_id
+                ))));
+            }
+        },
+    };
+    let h_data = format!("{w_name}    {d_name}");
+    try_join(
+        tx.query_one(
+            &s[P_CUSTOMER],
+            &[&pay.c_w_id, &pay.c_d_id, &c_id, &pay.amount_cents, &pay.d_id, &pay.w_id],
+        ),
+        tx.execute(
+            &s[P_HISTORY],
+            &[&c_id, &pay.c_d_id, &pay.c_w_id, &pay.d_id, &pay.w_id, &pay.amount_cents, &h_data],
+        ),
+    )
+    .await?;
+    Ok(None)
+}
+
+async fn client_order_status(tx: &Transaction<'_>, p: &Prepared, os: &OrderStatusInput) -> Ended {
+    let s = &p.stmts;
+    let c_id = match &os.customer {
+        CustomerKey::Id(id) => *id,
+        CustomerKey::LastName(name) => match customer_by_name(tx, p, os.w_id, os.d_id, name).await? {
+            Some(id) => id,
+            None => {
+                return Ok(Some(Outcome::NoCustomer(format!(
+                    "no customer named {name} in warehouse {} district {}",
+                    os.w_id, os.d_id
+                ))));
+            }
+        },
+    };
+    tx.query_one(&s[OS_CUSTOMER], &[&os.w_id, &os.d_id, &c_id]).await?;
+    if let Some(order) = tx.query_opt(&s[OS_ORDER], &[&os.w_id, &os.d_id, &c_id]).await? {
+        let o_id: i32 = order.get(0);
+        tx.query(&s[OS_LINES], &[&os.w_id, &os.d_id, &o_id]).await?;
+    }
+    Ok(None)
+}
+
+async fn client_delivery(tx: &Transaction<'_>, p: &Prepared, d: &DeliveryInput) -> Ended {
+    let s = &p.stmts;
+    for d_id in 1..=10i32 {
+        let o_id: i32 = loop {
+            if let Some(row) = tx.query_opt(&s[D_OLDEST], &[&d.w_id, &d_id]).await? {
+                break row.get(0);
+            }
+            let any: bool = tx.query_one(&s[D_ANY], &[&d.w_id, &d_id]).await?.get(0);
+            if !any {
+                break 0;
+            }
+        };
+        if o_id == 0 {
+            continue;
+        }
+        tx.execute(&s[D_DELETE], &[&d.w_id, &d_id, &o_id]).await?;
+        let c_id: i32 = tx.query_one(&s[D_ORDER], &[&d.w_id, &d_id, &o_id, &d.carrier_id]).await?.get(0);
+        let total_cents: i64 = tx.query_one(&s[D_LINES], &[&d.w_id, &d_id, &o_id]).await?.get(0);
+        tx.execute(&s[D_CUSTOMER], &[&d.w_id, &d_id, &c_id, &total_cents]).await?;
+    }
+    Ok(None)
+}
+
+async fn client_stock_level(tx: &Transaction<'_>, p: &Prepared, sl: &StockLevelInput) -> Ended {
+    let s = &p.stmts;
+    let next: i32 = tx.query_one(&s[SL_DISTRICT], &[&sl.w_id, &sl.d_id]).await?.get(0);
+    tx.query_one(&s[SL_COUNT], &[&sl.w_id, &sl.d_id, &next, &sl.threshold]).await?;
+    Ok(None)
 }

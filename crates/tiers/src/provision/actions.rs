@@ -1,0 +1,213 @@
+//! The executor's actions that change something: directories, loop and zram devices, helper
+//! processes, PMem namespaces, mounts; each records its undo first.
+
+use super::*;
+
+impl Executor<'_> {
+    /// `mount -t FSTYPE [-o OPTIONS] SOURCE TARGET`, recorded as holding the NVMe/TCP connection
+    /// under it, if any.
+    pub(super) fn mount(
+        &mut self,
+        n: usize,
+        step: &Step,
+        source: &Value,
+        target: &Path,
+        fstype: &str,
+        options: &[String],
+    ) -> Result<(), StepError> {
+        let source = self.value(source)?;
+        // A filesystem on an NVMe/TCP namespace holds the connection under it.
+        let holds = step.device.as_ref().and_then(|d| self.connections.get(d)).cloned().unwrap_or_default();
+        self.journal
+            .record_holding(Undo::Unmount { target: target.to_path_buf() }, "mount", &holds)
+            .map_err(|e| e.to_string())?;
+        let mut cmd = CommandLine::new("mount").args(["-t", fstype]);
+        if !options.is_empty() {
+            cmd = cmd.args(["-o", &options.join(",")]);
+        }
+        self.run_plain(n, cmd.arg(&source).arg(target))?;
+        Ok(())
+    }
+
+    /// Checks the mount (options, DAX) and keeps what it found; a DAX that was required and is
+    /// not in effect on real hardware stops the run.
+    pub(super) fn verify_and_keep_mount(
+        &mut self,
+        target: &Path,
+        requested: &[String],
+        dax: DaxPolicy,
+        emulated: bool,
+        on_event: &mut dyn FnMut(Event),
+    ) -> Result<(), StepError> {
+        let check = self.verify_mount(target, requested, dax, emulated)?;
+        if !check.dax.note.is_empty() {
+            on_event(Event::Note(format!("{}: {}", target.display(), check.dax.note)));
+        }
+        if dax == DaxPolicy::Required && !check.dax.honoured && !emulated {
+            return Err(format!(
+                "DAX was required but is not in effect on {}: {} (set dax = \"optional\" to carry on without it)",
+                target.display(),
+                check.dax.note
+            )
+            .into());
+        }
+        self.mounts.insert(target.to_path_buf(), check);
+        Ok(())
+    }
+
+    /// A directory; one removed at teardown must not exist yet (a run only uses a directory it
+    /// created itself), and gets the crash safety net of a sweep.
+    pub(super) fn make_dir(&mut self, path: &Path, mode: u32, remove_on_teardown: bool) -> Result<(), StepError> {
+        if remove_on_teardown {
+            if self.sys.file_kind(path) != FileKind::Missing {
+                return Err(
+                    format!("{} already exists; a run only uses a directory it created itself", path.display()).into()
+                );
+            }
+            self.record(Undo::RemoveDirAll { path: path.to_path_buf() }, "work directory")?;
+            self.sys.create_dir_all(path, mode).map_err(|e| format!("mkdir {}: {e}", path.display()))?;
+            self.record(Undo::Sweep { work_dir: path.to_path_buf() }, "safety net after a crash")?;
+        } else {
+            self.sys.create_dir_all(path, mode).map_err(|e| format!("mkdir {}: {e}", path.display()))?;
+        }
+        Ok(())
+    }
+
+    /// `losetup --find --show` on `file`, bound to `bind`, its stale page cache dropped.
+    pub(super) fn attach_loop(
+        &mut self,
+        n: usize,
+        file: &Path,
+        direct_io: bool,
+        bind: &str,
+        on_event: &mut dyn FnMut(Event),
+    ) -> Result<(), StepError> {
+        self.record(Undo::DetachLoop { backing_file: file.to_path_buf() }, bind)?;
+        let mut cmd = CommandLine::new("losetup").args(["--find", "--show"]);
+        if direct_io {
+            cmd = cmd.arg("--direct-io=on");
+        }
+        let out = self.run_plain(n, cmd.arg(file))?;
+        let dev = out.stdout.trim().to_string();
+        if !dev.starts_with("/dev/loop") {
+            return Err(format!("losetup printed {dev:?}, not a loop device").into());
+        }
+        // A loop device keeps the page cache of its previous binding when that one ended in I/O
+        // errors (seen: a fresh sparse file "appears to contain an existing filesystem (xfs)"
+        // right after a test killed the NBD target under the same loop device); drop it, so what
+        // mkfs's checks read is the new file's.
+        self.run_plain(n, CommandLine::new("blockdev").args(["--flushbufs", dev.as_str()]))?;
+        if direct_io {
+            let name = dev.trim_start_matches("/dev/");
+            let dio =
+                self.sys.read_to_string(&Path::new("/sys/block").join(name).join("loop/dio")).unwrap_or_default();
+            if dio.trim() == "0" {
+                on_event(Event::Note(format!("{dev}: the kernel did not enable direct I/O on this loop device")));
+            }
+        }
+        self.bindings.insert(bind.to_string(), dev);
+        Ok(())
+    }
+
+    /// A zram device of `size` bytes (hot_add), bound to `bind`.
+    pub(super) fn create_zram(
+        &mut self,
+        size: u64,
+        algorithm: &str,
+        bind: &str,
+        on_event: &mut dyn FnMut(Event),
+    ) -> Result<(), StepError> {
+        let id_text = self
+            .sys
+            .read_to_string(Path::new("/sys/class/zram-control/hot_add"))
+            .map_err(|e| format!("read /sys/class/zram-control/hot_add (is the zram module loaded?): {e}"))?;
+        let id: u32 = id_text.trim().parse().map_err(|_| format!("hot_add printed {id_text:?}"))?;
+        self.record(Undo::RemoveZram { id, boot_id: journal::undo::current_boot_id() }, bind)?;
+        let sys_dir = PathBuf::from(format!("/sys/block/zram{id}"));
+        if let Err(e) = self.sys.write(&sys_dir.join("comp_algorithm"), algorithm) {
+            on_event(Event::Note(format!("zram{id}: compressor {algorithm} not available ({e}); kernel default kept")));
+        }
+        self.sys
+            .write(&sys_dir.join("disksize"), &size.to_string())
+            .map_err(|e| format!("set /sys/block/zram{id}/disksize: {e}"))?;
+        let dev = format!("/dev/zram{id}");
+        wait_for(self.sys, Duration::from_secs(10), |s| matches!(s.file_kind(Path::new(&dev)), FileKind::BlockDevice { .. }))
+            .map_err(|_| format!("{dev} did not appear"))?;
+        self.bindings.insert(bind.to_string(), dev);
+        Ok(())
+    }
+
+    /// Starts a helper process of the step's device (no secret may be on its command line),
+    /// records `undo(process)` and the command as run; the device's helpers list it by `role`
+    /// (`nbdkit`, `nbdfuse`: what faults and the survival check look for), the journal by `label`.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn spawn_helper(
+        &mut self,
+        n: usize,
+        step: &Step,
+        (role, label): (&str, &str),
+        command: &Template,
+        netns: Option<String>,
+        log: &Path,
+        undo: impl FnOnce(journal::ProcessId) -> Undo,
+    ) -> Result<journal::ProcessId, StepError> {
+        let Ready { cmd, secrets } = self.command(command)?;
+        if !secrets.is_empty() {
+            return Err("a helper process cannot be given a secret on its command line".to_string().into());
+        }
+        let shown = cmd.to_string();
+        let spec = DaemonSpec { label: label.to_string(), command: cmd, netns, log: log.to_path_buf() };
+        let process = self.sys.spawn(&spec).map_err(|e| format!("start {shown}: {e}"))?;
+        self.record(undo(process), label)?;
+        if let Some(d) = &step.device {
+            self.helpers.entry(d.clone()).or_default().push((role.to_string(), process));
+        }
+        self.commands.push(ExecutedCommand {
+            step: n,
+            command: format!("{shown} &"),
+            status: 0,
+            stdout: String::new(),
+            stderr: String::new(),
+            seconds: 0.0,
+        });
+        Ok(process)
+    }
+
+    /// `ndctl create-namespace -f -e NS -m fsdax`, unless the namespace is in fsdax mode already.
+    pub(super) fn pmem_reconfigure(
+        &mut self,
+        n: usize,
+        namespace: &str,
+        on_event: &mut dyn FnMut(Event),
+    ) -> Result<(), StepError> {
+        let list = self.ndctl_list(n)?;
+        let current =
+            ndctl::find(&list, namespace).ok_or_else(|| format!("ndctl list -N -i shows no namespace {namespace:?}"))?;
+        if current.mode == ndctl::PmemMode::Fsdax && current.enabled && current.blockdev.is_some() {
+            on_event(Event::Note(format!(
+                "{namespace} is in fsdax mode already ({}); not reconfigured",
+                current.blockdev.as_deref().unwrap_or_default()
+            )));
+            return Ok(());
+        }
+        let before = current.mode.as_str().to_string();
+        self.ndctl_cache = None;
+        let out = self.run_inner(
+            n,
+            &CommandLine::new("ndctl").args(["create-namespace", "-f", "-e", namespace, "-m", "fsdax"]),
+            &[],
+            Duration::from_secs(600),
+        )?;
+        let made = ndctl::parse_create_namespace(&out.stdout).map_err(|e| e.to_string())?;
+        if made.mode != ndctl::PmemMode::Fsdax {
+            return Err(
+                format!("ndctl create-namespace made {} in {} mode, not fsdax", made.dev, made.mode.as_str()).into()
+            );
+        }
+        on_event(Event::Note(format!(
+            "{namespace} reconfigured from {before} to fsdax ({})",
+            made.blockdev.as_deref().unwrap_or("no block device reported")
+        )));
+        Ok(())
+    }
+}
