@@ -138,27 +138,9 @@ pub async fn create_schema_and_load(
         .await?;
     let analyze_seconds = analyze_start.elapsed().as_secs_f64();
 
-    let database_bytes: i64 = admin
-        .query_one("SELECT pg_database_size(current_database())", &[])
-        .await
-        .map_err(|e| TpccError::sql("read the database size", e))?
-        .get(0);
-    let seconds = start.elapsed().as_secs_f64();
     progress(report(LoadPhase::Done, done, rows_total, "loaded".into()));
-    Ok(LoadReport {
-        warehouses: total,
-        workers,
-        seconds,
-        warehouses_per_minute: f64::from(total) / seconds * 60.0,
-        rows: rows_total,
-        rows_per_table,
-        schema_seconds,
-        copy_seconds,
-        index_seconds,
-        analyze_seconds,
-        database_bytes,
-        nurand,
-    })
+    let phases = PhaseSeconds { schema: schema_seconds, copy: copy_seconds, index: index_seconds, analyze: analyze_seconds };
+    load_report(&admin, (total, workers), start, (rows_per_table, rows_total), phases, nurand).await
 }
 
 pub(crate) fn check(cancel: &AtomicBool) -> Result<(), TpccError> {
@@ -166,6 +148,45 @@ pub(crate) fn check(cancel: &AtomicBool) -> Result<(), TpccError> {
 }
 
 /// Hands events to `on_event` until every sender is gone, raising `stop` when `cancel` is.
+/// How long each phase of a load took, seconds.
+pub(crate) struct PhaseSeconds {
+    pub schema: f64,
+    pub copy: f64,
+    pub index: f64,
+    pub analyze: f64,
+}
+
+/// The load's report: its figures and the database's size as the server counts it.
+pub(crate) async fn load_report(
+    admin: &tokio_postgres::Client,
+    (warehouses, workers): (u32, u32),
+    start: Instant,
+    (rows_per_table, rows): (BTreeMap<String, u64>, u64),
+    phases: PhaseSeconds,
+    nurand: NurandConstants,
+) -> Result<LoadReport, TpccError> {
+    let database_bytes: i64 = admin
+        .query_one("SELECT pg_database_size(current_database())", &[])
+        .await
+        .map_err(|e| TpccError::sql("read the database size", e))?
+        .get(0);
+    let seconds = start.elapsed().as_secs_f64();
+    Ok(LoadReport {
+        warehouses,
+        workers,
+        seconds,
+        warehouses_per_minute: f64::from(warehouses) / seconds * 60.0,
+        rows,
+        rows_per_table,
+        schema_seconds: phases.schema,
+        copy_seconds: phases.copy,
+        index_seconds: phases.index,
+        analyze_seconds: phases.analyze,
+        database_bytes,
+        nurand,
+    })
+}
+
 /// Waits for the copy workers' `Loaded` events (see [`wait_events`]), counting rows per table and
 /// finished warehouses, and reports each with `on_loaded(warehouses done, rows so far, what)`.
 /// Returns the rows per table, the rows in all and the warehouses done.

@@ -27,6 +27,7 @@ pub fn print(s: &Setup) {
         experiment::Design::Runs => runs(&s.matrix, &s.runs),
         experiment::Design::Slices => slices(&s.exp, &s.matrix, &s.runs),
     }
+    expected_time(s);
     claims(&s.exp);
 }
 
@@ -91,6 +92,70 @@ fn slices(exp: &experiment::Experiment, matrix: &MatrixSpec, cells: &[PlannedRun
             r.cell.profile,
             names.join(", ")
         );
+    }
+}
+
+/// Seconds a run costs beyond its ramp-up and measured time: server start, CHECKPOINT, sync,
+/// cache drop, stop (about 10 s here, more with large shared_buffers).
+const RUN_OVERHEAD_S: f64 = 15.0;
+
+/// How long the matrix will take, so that a six-hour study is not a surprise, and what the
+/// data sets cost before it.
+fn expected_time(s: &Setup) {
+    let m = &s.exp.measurement;
+    let matrix_s: f64 = match m.design {
+        experiment::Design::Runs => s
+            .runs
+            .iter()
+            .map(|r| {
+                let w = &s.matrix.workloads[r.workload];
+                w.ramp_up.as_secs_f64() + w.duration.as_secs_f64() + RUN_OVERHEAD_S
+            })
+            .sum(),
+        experiment::Design::Slices => {
+            let contests = s.runs.iter().filter(|r| r.placement == 0).count() as f64;
+            let warm = m.warm_up.map_or(2.0 * m.slice.as_secs_f64(), |w| w.as_secs_f64());
+            let warm_ups = contests * s.matrix.placements.len() as f64 * warm;
+            warm_ups + m.budget.map_or(0.0, |b| b.as_secs_f64())
+        }
+    };
+    let copies: u64 = {
+        let mut seen = Vec::new();
+        for w in &s.matrix.workloads {
+            let d = w.dataset(&s.matrix.tablespace_roles());
+            if !seen.contains(&d) {
+                seen.push(d);
+            }
+        }
+        seen.iter().map(|d| d.data_bytes()).sum::<u64>() * s.matrix.placements.len() as u64
+    };
+    println!("\n## Expected time\n");
+    println!(
+        "- the matrix: about {} ({}); the load of the data sets and their copies onto the placements ({} to write in all) come before it, at the speed of the devices (probed before the load)",
+        human_duration(matrix_s),
+        match m.design {
+            experiment::Design::Runs => format!(
+                "{} runs, each its ramp-up and measured time and about {RUN_OVERHEAD_S:.0} s to start, checkpoint, drop caches and stop",
+                s.runs.len()
+            ),
+            experiment::Design::Slices => {
+                if m.budget.is_some() {
+                    "the warm-ups and the measured phase's budget".into()
+                } else {
+                    "no budget: the warm-ups only; the rounds go on until every change meets its target".into()
+                }
+            }
+        },
+        show(copies)
+    );
+}
+
+fn human_duration(secs: f64) -> String {
+    let m = (secs / 60.0).round() as u64;
+    match m {
+        0 => format!("{secs:.0} s"),
+        1..=119 => format!("{m} min"),
+        _ => format!("{} h {} min", m / 60, m % 60),
     }
 }
 

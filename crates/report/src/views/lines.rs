@@ -126,9 +126,13 @@ fn peak_deltas(peaks: &[Peak], reference: &str, who: &str) -> String {
     format!("delta at peak against {reference} (peaks at {} {who}): {}", base.clients, deltas.join(", "))
 }
 
-/// TPS per second over the first repetition of each placement, checkpoints marked.
+/// TPS per second over the first repetition of each placement, checkpoints marked; for the
+/// slices design (a run is a slice of a few seconds) each slice's TPS over the rounds instead.
 pub(super) fn stability(cx: &mut Ctx) {
     let set = cx.set;
+    if set.manifest.measurement.design == "slices" {
+        return rounds(cx);
+    }
     for g in groups(cx.summary) {
         let c0 = g[0];
         let mut series = Vec::new();
@@ -175,6 +179,61 @@ pub(super) fn stability(cx: &mut Ctx) {
             vlines,
             footnote: footnote(set, &g, false),
             integer_x: false,
+        };
+        cx.line(chart, file_stem("stability", c0), &describe_group(c0));
+    }
+}
+
+/// The slices design: each placement's slice TPS (or NOPM) round by round, so a trend, a
+/// warm-up or a disturbed round shows.
+fn rounds(cx: &mut Ctx) {
+    let set = cx.set;
+    for g in groups(cx.summary) {
+        let c0 = g[0];
+        let tpcc = g.iter().any(|c| c.nopm.is_some());
+        let mut series = Vec::new();
+        let mut slice_s = 0.0;
+        for c in &g {
+            let mut runs: Vec<_> = set.runs.iter().filter(|r| r.cell == c.key && r.status == RunStatus::Ok).collect();
+            runs.sort_by_key(|r| r.repetition);
+            let points: Vec<(f64, f64)> = runs
+                .iter()
+                .filter_map(|r| {
+                    let v = if tpcc { r.metrics.nopm? } else { r.metrics.tps };
+                    Some((f64::from(r.repetition), v))
+                })
+                .collect();
+            if let Some(r) = runs.first() {
+                slice_s = r.duration_s;
+            }
+            if points.is_empty() {
+                continue;
+            }
+            series.push(Line {
+                name: c.key.placement.clone(),
+                color: cx.color(&c.key.placement),
+                points,
+                errors: None,
+                markers: true,
+                dashed: false,
+                mark: None,
+            });
+        }
+        if series.is_empty() {
+            continue;
+        }
+        let chart = LineChart {
+            title: format!("{}: throughput round by round", set.manifest.experiment_name),
+            subtitle: format!(
+                "{}; one point per {slice_s:.0} s slice; a change is the mean of the per-round ratios",
+                describe_group(c0)
+            ),
+            x_label: "round".into(),
+            y_label: if tpcc { "new orders per minute (NOPM)".into() } else { "throughput (transactions/s)".into() },
+            series,
+            vlines: Vec::new(),
+            footnote: footnote(set, &g, false),
+            integer_x: true,
         };
         cx.line(chart, file_stem("stability", c0), &describe_group(c0));
     }

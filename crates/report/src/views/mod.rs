@@ -58,15 +58,28 @@ pub fn footnote(set: &ResultSet, cells: &[&CellSummary], bars: bool) -> Vec<Stri
                 scripts.push(x.script);
             }
         }
+        let per_point = cells.iter().map(|c| c.runs).min().unwrap_or(0);
+        let how = if m.measurement.design == "slices" {
+            // A slice's length is its run's measured duration.
+            let slice_s = set
+                .runs
+                .iter()
+                .find(|r| r.cell.workload == w.name)
+                .map_or(w.duration_s, |r| r.duration_s);
+            format!(
+                "{per_point} rounds of {slice_s:.0} s slices per point (after any warm-up rounds MSER-5 cut), every placement's server up at once (design slices, random order in each round)"
+            )
+        } else {
+            format!(
+                "{:.0} s measured after {:.0} s ramp-up; {per_point} runs per point, {} order",
+                w.duration_s, w.ramp_up_s, m.order
+            )
+        };
         lines.push(format!(
-            "{} {} scale {}, {:.0} s measured after {:.0} s ramp-up; {} runs per point, {} order{}",
+            "{} {} scale {}, {how}{}",
             w.kind,
             scripts.join(" / "),
             w.scale,
-            w.duration_s,
-            w.ramp_up_s,
-            cells.iter().map(|c| c.runs).min().unwrap_or(0),
-            m.order,
             if bars { "; error bars: 95% CI; pale bars: not a real change (inconclusive, equivalent or one run)" } else { "" }
         ));
     }

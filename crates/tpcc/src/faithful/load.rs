@@ -31,7 +31,7 @@ use tokio_postgres::Client;
 
 use crate::copy::CopyWriter;
 use crate::generate::{CUSTOMERS, DISTRICTS, ITEMS, ORDERS, Table};
-use crate::load::{Event, check, join_all, tally_copies};
+use crate::load::{Event, PhaseSeconds, check, join_all, load_report, tally_copies};
 use crate::random::{A_C_LAST, NurandConstants, Rng, last_name_into};
 use crate::{ConnectSpec, LoadPhase, LoadProgress, LoadReport, TpccConfig, TpccError};
 
@@ -165,27 +165,9 @@ pub(crate) async fn create_schema_and_load(
     progress(report(LoadPhase::Analyze, done, rows_total, "analyze (database-wide, no vacuum)".into()));
     let analyze_seconds = analyze_start.elapsed().as_secs_f64();
 
-    let database_bytes: i64 = admin
-        .query_one("SELECT pg_database_size(current_database())", &[])
-        .await
-        .map_err(|e| TpccError::sql("read the database size", e))?
-        .get(0);
-    let seconds = start.elapsed().as_secs_f64();
     progress(report(LoadPhase::Done, done, rows_total, "loaded".into()));
-    Ok(LoadReport {
-        warehouses: total,
-        workers,
-        seconds,
-        warehouses_per_minute: f64::from(total) / seconds * 60.0,
-        rows: rows_total,
-        rows_per_table,
-        schema_seconds,
-        copy_seconds,
-        index_seconds,
-        analyze_seconds,
-        database_bytes,
-        nurand: NurandConstants { c_last: HAMMERDB_C_LAST, c_id: 0, ol_i_id: 0 },
-    })
+    let phases = PhaseSeconds { schema: schema_seconds, copy: copy_seconds, index: index_seconds, analyze: analyze_seconds };
+    load_report(&admin, (total, workers), start, (rows_per_table, rows_total), phases, NurandConstants { c_last: HAMMERDB_C_LAST, c_id: 0, ol_i_id: 0 }).await
 }
 
 /// Contiguous runs of warehouses, one per worker, the first `W % n` one longer (the split of
