@@ -119,7 +119,7 @@ fn io_errors_on_a_tier() {
     if !root_or_skip() {
         return;
     }
-    let (_env, o) = run_with_fault("[[fault]]\nrun = 2\nafter = \"2s\"\nkind = \"io-errors\"\ndevice = \"remote\"\n");
+    let (_env, o) = run_with_fault("[[fault]]\nrun = 2\nafter = \"0s\"\nkind = \"io-errors\"\ndevice = \"remote\"\n");
     assert_eq!(o.code, Some(1), "failed runs make a runtime failure\n{}", o.stderr);
     assert_baseline_runs_intact(&o);
     let r = result_json(&o, "2");
