@@ -277,6 +277,18 @@ fn markdown(cmp: &Comparison, (baseline, a): (&Path, &ResultSet), (contender, b)
         b.manifest.experiment_name,
         b.manifest.started_at
     );
+    changes_section(&mut md, cmp);
+    claims_section(&mut md, cmp, a.manifest.emulated || b.manifest.emulated);
+    deltas_section(&mut md, cmp);
+    if !cmp.unmatched.is_empty() {
+        let _ = writeln!(md, "\nCells without a counterpart: {}", cmp.unmatched.join("; "));
+    }
+    let _ = writeln!(md, "\n![comparison](comparison-throughput.png)");
+    md
+}
+
+/// What the records show differing between the two sets (machine, tools, devices, configuration).
+fn changes_section(md: &mut String, cmp: &Comparison) {
     let _ = writeln!(md, "## What changed between the two runs\n");
     if cmp.changes.is_empty() {
         let _ = writeln!(md, "Nothing pgtier records differs: same machine facts, tools, devices and configuration.\n");
@@ -296,9 +308,13 @@ fn markdown(cmp: &Comparison, (baseline, a): (&Path, &ResultSet), (contender, b)
             );
         }
     }
+}
+
+/// The study's claims checked across the two result sets.
+fn claims_section(md: &mut String, cmp: &Comparison, emulated: bool) {
     if !cmp.claims.is_empty() {
         let _ = writeln!(md, "\n## Published vs measured (the study's figures across result sets)\n");
-        if a.manifest.emulated || b.manifest.emulated {
+        if emulated {
             let _ = writeln!(md, "At least one set ran on **emulated** tiers: a verdict checks the pipeline, not the hardware.\n");
         }
         let _ = writeln!(md, "| claim | the study | measured (cell) | verdict | why |\n|---|---|---|---|---|");
@@ -319,6 +335,10 @@ fn markdown(cmp: &Comparison, (baseline, a): (&Path, &ResultSet), (contender, b)
         }
         let _ = writeln!(md, "\nVerdicts: {} The changes listed above can explain a verdict as well as the thing under test.", crate::claims::RULE);
     }
+}
+
+/// TPS and latency deltas per matched cell, and the per-statement latencies.
+fn deltas_section(md: &mut String, cmp: &Comparison) {
     let _ = writeln!(md, "\n## Deltas (contender against baseline, same cell)\n");
     let _ = writeln!(
         md,
@@ -351,11 +371,6 @@ fn markdown(cmp: &Comparison, (baseline, a): (&Path, &ResultSet), (contender, b)
             }
         }
     }
-    if !cmp.unmatched.is_empty() {
-        let _ = writeln!(md, "\nCells without a counterpart: {}", cmp.unmatched.join("; "));
-    }
-    let _ = writeln!(md, "\n![comparison](comparison-throughput.png)");
-    md
 }
 
 /// The contender/baseline TPS ratio per cell.

@@ -50,7 +50,7 @@ pub(super) fn draw_bar_chart<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, 
     Ok(())
 }
 
-/// The axes, with the groups' labels along x (smaller when many long ones share the width).
+/// The axes, with the groups' labels along x.
 fn axes<'a, DB: DrawingBackend>(
     area: &'a DrawingArea<DB, Shift>,
     c: &BarChart,
@@ -58,6 +58,21 @@ fn axes<'a, DB: DrawingBackend>(
     ymax: f64,
 ) -> Result<Plot<'a, DB>, String> {
     let labels: Vec<String> = c.groups.iter().map(|g| g.label.clone()).collect();
+    let y_format = |y: &f64| group_digits(*y, if ymax < 10.0 { 1 } else { 0 });
+    category_axes(area, &labels, (&c.x_label, &c.y_label), (n, ymax), None, &y_format)
+}
+
+/// Axes of a chart of categories: `n` slots along x labelled by `labels` (smaller when many
+/// long ones share the width), 0 to `ymax` along y with `y_labels` labels (plotters' default
+/// count when None) formatted by `y_format`.
+pub(super) fn category_axes<'a, DB: DrawingBackend>(
+    area: &'a DrawingArea<DB, Shift>,
+    labels: &[String],
+    (x_desc, y_desc): (&str, &str),
+    (n, ymax): (usize, f64),
+    y_labels: Option<usize>,
+    y_format: &dyn Fn(&f64) -> String,
+) -> Result<Plot<'a, DB>, String> {
     let widest = labels.iter().map(|l| l.chars().count()).max().unwrap_or(1) * n;
     let label_size = if widest > 110 {
         13
@@ -74,21 +89,17 @@ fn axes<'a, DB: DrawingBackend>(
         .y_label_area_size(100)
         .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), 0f64..ymax)
         .map_err(s)?;
-    chart
-        .configure_mesh()
-        .disable_x_mesh()
-        .x_labels(n)
-        .x_label_formatter(&|x| {
-            let i = x.round();
-            if (x - i).abs() < 0.01 && i >= 0.0 {
-                labels.get(i as usize).cloned().unwrap_or_default()
-            } else {
-                String::new()
-            }
-        })
-        .y_label_formatter(&|y| group_digits(*y, if ymax < 10.0 { 1 } else { 0 }))
-        .x_desc(c.x_label.as_str())
-        .y_desc(c.y_label.as_str())
+    let x_format = |x: &f64| {
+        let i = x.round();
+        if (x - i).abs() < 0.01 && i >= 0.0 { labels.get(i as usize).cloned().unwrap_or_default() } else { String::new() }
+    };
+    let mut mesh = chart.configure_mesh();
+    mesh.disable_x_mesh().x_labels(n).x_label_formatter(&x_format).y_label_formatter(&y_format);
+    if let Some(count) = y_labels {
+        mesh.y_labels(count);
+    }
+    mesh.x_desc(x_desc)
+        .y_desc(y_desc)
         .x_label_style(("sans-serif", label_size))
         .y_label_style(("sans-serif", 18))
         .axis_desc_style(("sans-serif", 20))

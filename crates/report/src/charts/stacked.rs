@@ -4,6 +4,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
+use super::bar::category_axes;
 use super::{StackedChart, frame, s};
 
 /// Segments smaller than this (percentage points) get no label inside.
@@ -16,46 +17,8 @@ pub(super) fn draw_stacked_chart<DB: DrawingBackend>(
     let area = frame(root, &c.title, &c.subtitle, &c.series, &c.footnote)?;
     let n = c.bars.len().max(1);
     let labels: Vec<String> = c.bars.iter().map(|b| b.label.clone()).collect();
-    let widest = labels.iter().map(|l| l.chars().count()).max().unwrap_or(1) * n;
-    let label_size = if widest > 110 {
-        13
-    } else if widest > 80 {
-        15
-    } else {
-        18
-    };
-    let ymax = 112.0;
-    let mut chart = ChartBuilder::on(&area)
-        .margin_left(20)
-        .margin_right(30)
-        .margin_top(10)
-        .x_label_area_size(56)
-        .y_label_area_size(100)
-        .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), 0f64..ymax)
-        .map_err(s)?;
-    chart
-        .configure_mesh()
-        .disable_x_mesh()
-        .x_labels(n)
-        .x_label_formatter(&|x| {
-            let i = x.round();
-            if (x - i).abs() < 0.01 && i >= 0.0 {
-                labels.get(i as usize).cloned().unwrap_or_default()
-            } else {
-                String::new()
-            }
-        })
-        .y_labels(6)
-        .y_label_formatter(&|y| if *y <= 100.0 { format!("{y:.0}%") } else { String::new() })
-        .x_desc(c.x_label.as_str())
-        .y_desc(c.y_label.as_str())
-        .x_label_style(("sans-serif", label_size))
-        .y_label_style(("sans-serif", 18))
-        .axis_desc_style(("sans-serif", 20))
-        .light_line_style(WHITE)
-        .bold_line_style(RGBColor(0xE4, 0xE4, 0xE4))
-        .draw()
-        .map_err(s)?;
+    let y_format = |y: &f64| if *y <= 100.0 { format!("{y:.0}%") } else { String::new() };
+    let mut chart = category_axes(&area, &labels, (&c.x_label, &c.y_label), (n, 112.0), Some(6), &y_format)?;
     let half = if n <= 2 { 0.25 } else { 0.34 };
     let value_size = if n > 8 { 13 } else { 16 };
     for (i, bar) in c.bars.iter().enumerate() {

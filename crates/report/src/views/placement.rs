@@ -166,37 +166,7 @@ pub(super) fn dimension_comparison(cx: &mut Ctx, what: &str, value: fn(&CellSumm
             && (what == "build" || a.key.build == b.key.build)
     });
     for cells in others {
-        let groups = cx
-            .placements
-            .iter()
-            .filter(|p| cells.iter().any(|c| &c.key.placement == *p))
-            .map(|p| BarGroup {
-                label: p.clone(),
-                bars: values
-                    .iter()
-                    .enumerate()
-                    .filter_map(|(vi, v)| {
-                        let c = cells.iter().find(|c| &c.key.placement == p && &value(c) == v)?;
-                        let (e, _, _) = c.headline();
-                        // The change against the same placement under the first value of the
-                        // dimension (e.g. the default profile, or the first memory limit).
-                        let reference = cells.iter().find(|r| &r.key.placement == p && value(r) == values[0])?;
-                        let d = (vi > 0).then(|| Delta::between(&reference.headline().0, &e)).flatten();
-                        let (annotation, noise) = annotation(d.as_ref(), vi == 0, false);
-                        let annotation = if vi == 0 { "reference".to_string() } else { annotation };
-                        Some(Bar {
-                            legend: format!("{what} {v}"),
-                            value: e.mean,
-                            error: e.ci95.is_finite().then_some(e.ci95),
-                            range: None,
-                            color: SHADES[vi % SHADES.len()],
-                            annotation,
-                            within_noise: noise,
-                        })
-                    })
-                    .collect(),
-            })
-            .collect();
+        let groups = dimension_groups(&cx.placements, &cells, &values, what, value);
         let c0 = cells[0];
         let chart = BarChart {
             title: format!("{}: throughput by {what}", set.manifest.experiment_name),
@@ -234,4 +204,45 @@ pub(super) fn dimension_comparison(cx: &mut Ctx, what: &str, value: fn(&CellSumm
         };
         cx.bar(chart, stem, section);
     }
+}
+
+/// One bar group per placement, one bar per value of the dimension, labelled with the change
+/// against the same placement under the dimension's first value.
+fn dimension_groups(
+    placements: &[String],
+    cells: &[&CellSummary],
+    values: &[String],
+    what: &str,
+    value: fn(&CellSummary) -> String,
+) -> Vec<BarGroup> {
+    placements
+    .iter()
+    .filter(|p| cells.iter().any(|c| &c.key.placement == *p))
+    .map(|p| BarGroup {
+        label: p.clone(),
+        bars: values
+            .iter()
+            .enumerate()
+            .filter_map(|(vi, v)| {
+                let c = cells.iter().find(|c| &c.key.placement == p && &value(c) == v)?;
+                let (e, _, _) = c.headline();
+                // The change against the same placement under the first value of the
+                // dimension (e.g. the default profile, or the first memory limit).
+                let reference = cells.iter().find(|r| &r.key.placement == p && value(r) == values[0])?;
+                let d = (vi > 0).then(|| Delta::between(&reference.headline().0, &e)).flatten();
+                let (annotation, noise) = annotation(d.as_ref(), vi == 0, false);
+                let annotation = if vi == 0 { "reference".to_string() } else { annotation };
+                Some(Bar {
+                    legend: format!("{what} {v}"),
+                    value: e.mean,
+                    error: e.ci95.is_finite().then_some(e.ci95),
+                    range: None,
+                    color: SHADES[vi % SHADES.len()],
+                    annotation,
+                    within_noise: noise,
+                })
+            })
+            .collect(),
+    })
+    .collect()
 }

@@ -69,45 +69,10 @@ pub(super) fn waits(cx: &mut Ctx) {
             distinct(|c| c.key.memory_limit.to_string()),
             distinct(|c| c.key.profile.clone()),
         );
-        // The events worth drawing apart: the largest share each reaches in any cell.
-        let mut peak: Vec<(String, f64)> = Vec::new();
-        for c in &cells {
-            for (e, sh) in &study.cells[&c.key].waits {
-                match peak.iter_mut().find(|(x, _)| x == e) {
-                    Some(p) => p.1 = p.1.max(*sh),
-                    None => peak.push((e.clone(), *sh)),
-                }
-            }
-        }
-        peak.sort_by(|a, b| b.1.total_cmp(&a.1));
-        let mut drawn: Vec<String> =
-            peak.iter().take(MAX_EVENTS).filter(|(_, s)| *s >= 1.0).map(|(e, _)| e.clone()).collect();
-        // Stacked by category (WAL at the bottom, the client on top), then by name.
-        drawn.sort_by_key(|e| (Category::of(e), e.clone()));
-        let mut series: Vec<(String, RGBColor)> = Vec::new();
-        for e in &drawn {
-            let nth = series.iter().filter(|(x, _)| Category::of(x) == Category::of(e)).count();
-            series.push((e.clone(), color(e, nth)));
-        }
+        let (drawn, mut series) = drawn_events(&study, &cells);
         let other = "other events".to_string();
         series.push((other.clone(), RGBColor(0xCF, 0xC6, 0xB4)));
-        let bars: Vec<StackedBar> = cells
-            .iter()
-            .map(|c| {
-                let e = &study.cells[&c.key];
-                let mut segments: Vec<(String, f64)> = drawn
-                    .iter()
-                    .map(|d| (d.clone(), e.waits.iter().find(|(x, _)| x == d).map(|(_, s)| *s).unwrap_or(0.0)))
-                    .collect();
-                let rest: f64 = e.waits.iter().filter(|(x, _)| !drawn.contains(x)).map(|(_, s)| s).sum();
-                segments.push((other.clone(), rest));
-                StackedBar {
-                    label: bar_label(c, sc, sm, sp),
-                    segments,
-                    note: evidence::judge(e).bottleneck.label().to_string(),
-                }
-            })
-            .collect();
+        let bars = wait_bars(&study, &cells, &drawn, &other, (sc, sm, sp));
         let samples: f64 = cells.iter().map(|c| study.cells[&c.key].wait_samples).sum();
         let chart = StackedChart {
             title: format!("{}: wait events of {w}", cx.set.manifest.experiment_name),
@@ -126,4 +91,57 @@ pub(super) fn waits(cx: &mut Ctx) {
             chart: Chart::Stacked(chart),
         });
     }
+}
+
+/// The events drawn apart (the largest share each reaches in any cell, at most `MAX_EVENTS`
+/// of at least 1%), stacked by category then name, with their colours.
+fn drawn_events(study: &Study, cells: &[&CellSummary]) -> (Vec<String>, Vec<(String, RGBColor)>) {
+    let mut peak: Vec<(String, f64)> = Vec::new();
+    for c in cells {
+        for (e, sh) in &study.cells[&c.key].waits {
+            match peak.iter_mut().find(|(x, _)| x == e) {
+                Some(p) => p.1 = p.1.max(*sh),
+                None => peak.push((e.clone(), *sh)),
+            }
+        }
+    }
+    peak.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let mut drawn: Vec<String> =
+        peak.iter().take(MAX_EVENTS).filter(|(_, s)| *s >= 1.0).map(|(e, _)| e.clone()).collect();
+    // Stacked by category (WAL at the bottom, the client on top), then by name.
+    drawn.sort_by_key(|e| (Category::of(e), e.clone()));
+    let mut series: Vec<(String, RGBColor)> = Vec::new();
+    for e in &drawn {
+        let nth = series.iter().filter(|(x, _)| Category::of(x) == Category::of(e)).count();
+        series.push((e.clone(), color(e, nth)));
+    }
+    (drawn, series)
+}
+
+/// One stacked bar per cell: the drawn events' shares, the rest as "other events", and the
+/// cell's bottleneck above it.
+fn wait_bars(
+    study: &Study,
+    cells: &[&CellSummary],
+    drawn: &[String],
+    other: &str,
+    (sc, sm, sp): (bool, bool, bool),
+) -> Vec<StackedBar> {
+    cells
+        .iter()
+        .map(|c| {
+            let e = &study.cells[&c.key];
+            let mut segments: Vec<(String, f64)> = drawn
+                .iter()
+                .map(|d| (d.clone(), e.waits.iter().find(|(x, _)| x == d).map(|(_, s)| *s).unwrap_or(0.0)))
+                .collect();
+            let rest: f64 = e.waits.iter().filter(|(x, _)| !drawn.contains(x)).map(|(_, s)| s).sum();
+            segments.push((other.to_string(), rest));
+            StackedBar {
+                label: bar_label(c, sc, sm, sp),
+                segments,
+                note: evidence::judge(e).bottleneck.label().to_string(),
+            }
+        })
+        .collect()
 }

@@ -1,0 +1,268 @@
+//! The report's judgement: published claims against measured figures, the findings, the
+//! "why" of each cell, the bottlenecks and the emulation's fidelity.
+
+use super::*;
+use crate::model::CellSummary;
+
+/// The study's published figures against what was measured, first.
+pub(super) fn published_vs_measured(s: &mut String, m: &Manifest, checks: &[ClaimCheck]) {
+    if checks.is_empty() {
+        return;
+    }
+    let _ = writeln!(s, "## Published vs measured\n");
+    if m.emulated {
+        let _ = writeln!(
+            s,
+            "These verdicts come from **emulated** tiers: they check that the pipeline measures the study's kind of figure, not what the study's hardware does. A verdict whose tiers' emulated latencies are far from the real classes' says so.\n"
+        );
+    }
+    let _ = writeln!(s, "| claim | the study | measured (cell) | verdict | why |");
+    let _ = writeln!(s, "|---|---|---|---|---|");
+    for c in checks {
+        let r = &c.claim;
+        let what = match r.metric.as_str() {
+            "tps" => "TPS",
+            "latency" => "average latency",
+            "latency-p99" => "p99 latency",
+            "nopm" => "NOPM",
+            "statement-latency" => "statement latency",
+            "device-iops" => "device read+write IOPS",
+            "device-mb-s" => "device read+write MB/s",
+            other => other,
+        };
+        let measured = c.measured.as_ref().map(|d| format!("{} ", d.text(""))).unwrap_or_default();
+        let mut why = c.why.clone();
+        if let Some(n) = &r.emulation_note {
+            why.push_str(&format!("; emulated cell: {n}"));
+        }
+        if let Some(f) = &c.fidelity {
+            why.push_str(&format!("; **{f}**"));
+        }
+        let _ = writeln!(
+            s,
+            "| {}: {what} of {} against {} | {} \"{}\" | {measured}({}) | **{}** | {} |",
+            r.name,
+            r.placement,
+            r.against,
+            r.figure,
+            r.text.replace('|', "/"),
+            c.cell,
+            c.verdict.as_str(),
+            why.replace('|', "/")
+        );
+    }
+    let _ = writeln!(s, "\nVerdicts: {} Claims are not corrected for their number; a claim on a cell of the results table uses that table's change.\n", claims::RULE);
+}
+
+/// A few sentences written from the verdicts: the claims, the largest real change of each
+/// workload with its cause, the baselines' bottlenecks, the emulation's distortions.
+pub(super) fn findings(s: &mut String, set: &ResultSet, summary: &Summary, study: &Study, checks: &[ClaimCheck]) {
+    let mut lines: Vec<String> = Vec::new();
+    lines.extend(claims_line(checks, set.manifest.emulated));
+    for g in crate::views::groups(summary) {
+        lines.extend(group_finding(&g, &set.manifest.baseline, study));
+    }
+    lines.extend(emulation_line(&set.manifest));
+    if lines.is_empty() {
+        return;
+    }
+    let _ = writeln!(s, "## Findings\n");
+    for l in lines {
+        let _ = writeln!(s, "- {l}");
+    }
+    let _ = writeln!(s);
+}
+
+/// "Published claims: 2 reproduced, 1 contradicted of 3." or nothing without claims.
+fn claims_line(checks: &[ClaimCheck], emulated: bool) -> Option<String> {
+    if checks.is_empty() {
+        return None;
+    }
+    let count = |v: ClaimVerdict| checks.iter().filter(|c| c.verdict == v).count();
+    let parts: Vec<String> = [
+        ClaimVerdict::Reproduced,
+        ClaimVerdict::SameDirection,
+        ClaimVerdict::Contradicted,
+        ClaimVerdict::Inconclusive,
+        ClaimVerdict::NeedsTwoResultSets,
+        ClaimVerdict::NotMeasured,
+    ]
+    .iter()
+    .filter(|v| count(**v) > 0)
+    .map(|v| format!("{} {}", count(*v), v.as_str()))
+    .collect();
+    Some(format!(
+        "Published claims: {} of {}{}.",
+        parts.join(", "),
+        checks.len(),
+        if emulated { " (emulated tiers: a check of the pipeline, not of the hardware)" } else { "" }
+    ))
+}
+
+/// One group of cells (workload, clients, memory, profile): the baseline's bottleneck and the
+/// largest real change with its cause, or the verdicts when nothing changed for real.
+fn group_finding(g: &[&CellSummary], baseline: &str, study: &Study) -> Option<String> {
+    let base = g.iter().find(|c| c.is_baseline)?;
+    let context = format!(
+        "{} at {} clients, memory {}{}",
+        base.key.workload,
+        base.key.clients,
+        base.key.memory_limit,
+        if base.key.profile == "default" { String::new() } else { format!(", profile {}", base.key.profile) }
+    );
+    let bottleneck = study.cells.get(&base.key).map(evidence::verdict_text).unwrap_or_else(|| "not judged".into());
+    let real: Vec<_> = g
+        .iter()
+        .filter(|c| !c.is_baseline)
+        .filter_map(|c| c.headline().1.map(|d| (c, d)))
+        .filter(|(_, d)| d.verdict == Verdict::RealChange)
+        .collect();
+    let best = real.iter().max_by(|a, b| a.1.pct.abs().total_cmp(&b.1.pct.abs()));
+    Some(match best {
+        Some((c, d)) => format!(
+            "{context}: the baseline {baseline} is {bottleneck}; the largest real change is {} {} {}: {}.",
+            c.key.placement,
+            d.text(""),
+            if c.nopm.is_some() { "NOPM" } else { "TPS" },
+            study.cause(&c.key, baseline, Some(d)).unwrap_or_default()
+        ),
+        None => {
+            let verdicts: Vec<String> = g
+                .iter()
+                .filter(|c| !c.is_baseline)
+                .filter_map(|c| c.headline().1.map(|d| format!("{} {}", c.key.placement, d.verdict.as_str())))
+                .collect();
+            format!(
+                "{context}: the baseline {baseline} is {bottleneck}; no real change ({}).",
+                if verdicts.is_empty() { "no contender measured".to_string() } else { verdicts.join(", ") }
+            )
+        }
+    })
+}
+
+/// The placements whose comparison rests on emulated latencies outside the real classes' ratio.
+fn emulation_line(m: &Manifest) -> Option<String> {
+    let baseline = &m.baseline;
+    let distorted: Vec<String> = m
+        .placements
+        .iter()
+        .filter(|p| &p.name != baseline)
+        .filter(|p| crate::fidelity::note(m, &p.name, baseline).is_some())
+        .map(|p| p.name.clone())
+        .collect();
+    (!distorted.is_empty()).then(|| format!(
+        "Emulation: the comparison of {} with {baseline} rests on emulated latencies outside the real classes' ratio (see Emulation fidelity); its deltas show the stand-ins, not the classes.",
+        distorted.join(", ")
+    ))
+}
+
+/// The "why" of every cell of the results table: for a contender, what moved against the
+/// baseline cell (with figures) and where the emulation distorts the comparison; for the
+/// baseline, its bottleneck.
+pub(super) fn whys(set: &ResultSet, summary: &Summary, study: &Study) -> Vec<String> {
+    let baseline = &set.manifest.baseline;
+    summary
+        .cells
+        .iter()
+        .map(|c| {
+            if c.is_baseline {
+                return study
+                    .cells
+                    .get(&c.key)
+                    .map(|e| format!("baseline: {}", evidence::verdict_text(e)))
+                    .unwrap_or_else(|| "baseline".into());
+            }
+            let mut w = study.cause(&c.key, baseline, c.headline().1.as_ref()).unwrap_or_else(|| "no baseline cell".into());
+            if let Some(n) = crate::fidelity::note(&set.manifest, &c.key.placement, baseline) {
+                w.push_str(&format!("; **{n}**"));
+            }
+            w.replace('|', "/")
+        })
+        .collect()
+}
+
+/// Each cell's bottleneck with the clause of the rule that produced it, and its largest wait
+/// events.
+pub(super) fn bottlenecks(s: &mut String, summary: &Summary, study: &Study) {
+    if summary.cells.is_empty() {
+        return;
+    }
+    let _ = writeln!(s, "\n### Bottlenecks\n");
+    let _ = writeln!(s, "Rule: {}\n", evidence::RULE);
+    let _ = writeln!(s, "| placement | workload | clients | memory | profile | bottleneck | by the rule | largest wait events (share of backend time) |");
+    let _ = writeln!(s, "|---|---|---:|---|---|---|---|---|");
+    for c in &summary.cells {
+        let Some(e) = study.cells.get(&c.key) else { continue };
+        let j = evidence::judge(e);
+        let top: Vec<String> = e.waits.iter().take(4).map(|(ev, sh)| format!("{ev} {sh:.0}%")).collect();
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | {} | {} |",
+            c.key.placement,
+            c.key.workload,
+            c.key.clients,
+            c.key.memory_limit,
+            c.key.profile,
+            j.bottleneck.label(),
+            j.rule.replace('|', "/"),
+            if top.is_empty() { "no samples".into() } else { top.join(", ") }
+        );
+    }
+}
+
+/// Each emulated device's QD1 latencies against the class it stands for.
+pub(super) fn fidelity_section(s: &mut String, m: &Manifest) {
+    let devices = crate::fidelity::devices(m);
+    if devices.is_empty() || !m.emulated {
+        return;
+    }
+    let _ = writeln!(s, "\n### Emulation fidelity\n");
+    let _ = writeln!(
+        s,
+        "An emulated tier is a mechanism, not the class it stands for. QD1 latencies from the fio probe (4 KiB random read, direct I/O; one 8 KiB write + fdatasync) against each class's documented range; a delta or claim whose two placements' emulated ratio lies outside the real classes' ratio is marked where it is shown.\n"
+    );
+    let _ = writeln!(s, "| device | stands for | what it is | read QD1 µs | write+fdatasync QD1 µs | class: read / write+fdatasync µs |");
+    let _ = writeln!(s, "|---|---|---|---:|---:|---|");
+    for d in &devices {
+        let range = d
+            .class_range
+            .map(|r| {
+                let f = |v: f64| if v.fract() == 0.0 { format!("{v:.0}") } else { format!("{v}") };
+                format!(
+                    "{}-{} / {}-{} (read {}, write {})",
+                    f(r.read_us.0),
+                    f(r.read_us.1),
+                    f(r.write_sync_us.0),
+                    f(r.write_sync_us.1),
+                    crate::fidelity::DeviceLatency::place(d.read_us, r.read_us),
+                    crate::fidelity::DeviceLatency::place(d.write_sync_us, r.write_sync_us)
+                )
+            })
+            .unwrap_or_else(|| "no documented range".into());
+        let _ = writeln!(s, "| {} | {} | {} | {:.0} | {:.0} | {range} |", d.device, d.class, d.description, d.read_us, d.write_sync_us);
+    }
+    let mut seen = Vec::new();
+    for d in &devices {
+        if let Some(r) = d.class_range
+            && !seen.contains(&r.class)
+        {
+            seen.push(r.class);
+            let _ = writeln!(s, "\n- {}: {}", r.class, r.source);
+        }
+    }
+    let mut calibrations: Vec<String> = Vec::new();
+    for p in m.placements.iter().filter(|p| p.name != m.baseline) {
+        for d in crate::fidelity::distortions(m, &p.name, &m.baseline) {
+            let line = format!("{} against {}: {}; to calibrate, {}", p.name, m.baseline, d.text(), d.calibration());
+            if !calibrations.contains(&line) {
+                calibrations.push(line);
+            }
+        }
+    }
+    if !calibrations.is_empty() {
+        let _ = writeln!(s, "\nOutside the real classes' ratio:\n");
+        for c in calibrations {
+            let _ = writeln!(s, "- {c}");
+        }
+    }
+}
