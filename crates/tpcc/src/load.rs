@@ -63,12 +63,32 @@ pub async fn create_schema_and_load(
         detail,
     };
 
-    // Schema.
     let admin = conn.connect("pgtier-tpcc-load").await?;
+    let mut rng = Rng::from_entropy(u64::from(total));
+    let nurand = create_schema(&admin, total, &mut rng).await?;
+    let schema_seconds = start.elapsed().as_secs_f64();
+    progress(report(LoadPhase::Schema, 0, 0, "tables and functions created".into()));
+    check(cancel)?;
+
+    let copy_start = Instant::now();
+    let (rows_per_table, rows_total, done) = copy_rows(conn, cfg, &mut rng, &nurand, workers, cancel, &mut |done, rows, detail| {
+        progress(report(LoadPhase::Copy, done, rows, detail))
+    })
+    .await?;
+    let copy_seconds = copy_start.elapsed().as_secs_f64();
+
+    let (index_seconds, analyze_seconds) =
+        index_and_analyze(conn, workers, cancel, &mut |phase, d| progress(report(phase, done, rows_total, d))).await?;
+    progress(report(LoadPhase::Done, done, rows_total, "loaded".into()));
+    let phases = PhaseSeconds { schema: schema_seconds, copy: copy_seconds, index: index_seconds, analyze: analyze_seconds };
+    load_report(&admin, (total, workers), start, (rows_per_table, rows_total), phases, nurand).await
+}
+
+/// The tables, the functions and the load's row in `tpcc_meta` (with its NURand constants).
+async fn create_schema(admin: &Client, total: u32, rng: &mut Rng) -> Result<NurandConstants, TpccError> {
     admin.batch_execute(CREATE_TABLES).await.map_err(|e| TpccError::sql("create the TPC-C tables", e))?;
     admin.batch_execute(FUNCTIONS).await.map_err(|e| TpccError::sql("create the TPC-C functions", e))?;
-    let mut rng = Rng::from_entropy(u64::from(total));
-    let nurand = NurandConstants::for_load(&mut rng);
+    let nurand = NurandConstants::for_load(rng);
     admin
         .execute(
             "INSERT INTO tpcc_meta (warehouses, c_last_load, c_id_load, ol_i_id_load, schema_version) \
@@ -83,13 +103,21 @@ pub async fn create_schema_and_load(
         )
         .await
         .map_err(|e| TpccError::sql("record the load in tpcc_meta", e))?;
-    let schema_seconds = start.elapsed().as_secs_f64();
-    progress(report(LoadPhase::Schema, 0, 0, "tables and functions created".into()));
-    check(cancel)?;
+    Ok(nurand)
+}
 
-    // Rows: job 0 is ITEM, job k (1..=W) is warehouse k; workers take the next job as they
-    // finish one, so a slow worker never holds the others back.
-    let copy_start = Instant::now();
+/// The rows: job 0 is ITEM, job k (1..=W) is warehouse k; workers take the next job as they
+/// finish one, so a slow worker never holds the others back. Returns rows per table, rows in
+/// all and warehouses done.
+async fn copy_rows(
+    conn: &ConnectSpec,
+    cfg: &TpccConfig,
+    rng: &mut Rng,
+    nurand: &NurandConstants,
+    workers: u32,
+    cancel: &AtomicBool,
+    on_loaded: &mut (dyn FnMut(u32, u64, String) + Send),
+) -> Result<(BTreeMap<String, u64>, u64, u32), TpccError> {
     let params = GenParams {
         seed: rng.next_u64(),
         c_last_load: nurand.c_last,
@@ -100,6 +128,7 @@ pub async fn create_schema_and_load(
     };
     let stop = Arc::new(AtomicBool::new(false));
     let next_job = Arc::new(AtomicUsize::new(0));
+    let total = cfg.warehouses;
     let jobs = total as usize + 1;
     let (tx, mut rx) = mpsc::unbounded_channel();
     let mut handles = Vec::new();
@@ -114,17 +143,22 @@ pub async fn create_schema_and_load(
         }));
     }
     drop(tx);
-    let (rows_per_table, rows_total, done) =
-        tally_copies(&mut rx, cancel, &stop, |done, rows, detail| progress(report(LoadPhase::Copy, done, rows, detail)))
-            .await;
+    let tally = tally_copies(&mut rx, cancel, &stop, on_loaded).await;
     join_all(handles, cancel).await?;
-    let copy_seconds = copy_start.elapsed().as_secs_f64();
+    Ok(tally)
+}
 
-    // Keys and indexes, then VACUUM ANALYZE, over `workers` connections.
+/// Keys and indexes, then VACUUM ANALYZE, over `workers` connections; their seconds.
+async fn index_and_analyze(
+    conn: &ConnectSpec,
+    workers: u32,
+    cancel: &AtomicBool,
+    on_done: &mut (dyn FnMut(LoadPhase, String) + Send),
+) -> Result<(f64, f64), TpccError> {
     let index_start = Instant::now();
     let statements: Vec<(String, String)> =
         INDEXES.iter().map(|(name, sql)| (format!("index {name}"), sql.to_string())).collect();
-    run_parallel(conn, statements, workers, cancel, &mut |d| progress(report(LoadPhase::Index, done, rows_total, d)))
+    run_parallel(conn, statements, workers, cancel, &mut |d| on_done(LoadPhase::Index, d))
         .await?;
     let index_seconds = index_start.elapsed().as_secs_f64();
 
@@ -134,13 +168,11 @@ pub async fn create_schema_and_load(
         .chain(std::iter::once(&"tpcc_meta"))
         .map(|t| (format!("vacuum analyze {t}"), format!("VACUUM ANALYZE {t}")))
         .collect();
-    run_parallel(conn, statements, workers, cancel, &mut |d| progress(report(LoadPhase::Analyze, done, rows_total, d)))
+    run_parallel(conn, statements, workers, cancel, &mut |d| on_done(LoadPhase::Analyze, d))
         .await?;
     let analyze_seconds = analyze_start.elapsed().as_secs_f64();
 
-    progress(report(LoadPhase::Done, done, rows_total, "loaded".into()));
-    let phases = PhaseSeconds { schema: schema_seconds, copy: copy_seconds, index: index_seconds, analyze: analyze_seconds };
-    load_report(&admin, (total, workers), start, (rows_per_table, rows_total), phases, nurand).await
+    Ok((index_seconds, analyze_seconds))
 }
 
 pub(crate) fn check(cancel: &AtomicBool) -> Result<(), TpccError> {

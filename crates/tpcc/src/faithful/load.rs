@@ -103,6 +103,43 @@ pub(crate) async fn create_schema_and_load(
     check(cancel)?;
 
     let copy_start = Instant::now();
+    let workers = workers.clamp(1, total);
+    let (rows_per_table, rows_total, done) = copy_rows(conn, total, workers, cancel, &mut |done, rows, detail| {
+        progress(report(LoadPhase::Copy, done, rows, detail))
+    })
+    .await?;
+    let copy_seconds = copy_start.elapsed().as_secs_f64();
+
+    // HammerDB's monitor builds the two secondary indexes one after the other, with the
+    // server's default maintenance_work_mem, then runs one plain ANALYZE of the database.
+    let index_start = Instant::now();
+    for (name, statement) in INDEXES {
+        check(cancel)?;
+        admin.batch_execute(statement).await.map_err(|e| TpccError::sql(format!("create index {name}"), e))?;
+        progress(report(LoadPhase::Index, done, rows_total, format!("index {name}")));
+    }
+    let index_seconds = index_start.elapsed().as_secs_f64();
+    check(cancel)?;
+    let analyze_start = Instant::now();
+    admin.batch_execute("ANALYZE").await.map_err(|e| TpccError::sql("ANALYZE", e))?;
+    progress(report(LoadPhase::Analyze, done, rows_total, "analyze (database-wide, no vacuum)".into()));
+    let analyze_seconds = analyze_start.elapsed().as_secs_f64();
+
+    progress(report(LoadPhase::Done, done, rows_total, "loaded".into()));
+    let phases = PhaseSeconds { schema: schema_seconds, copy: copy_seconds, index: index_seconds, analyze: analyze_seconds };
+    load_report(&admin, (total, workers), start, (rows_per_table, rows_total), phases, NurandConstants { c_last: HAMMERDB_C_LAST, c_id: 0, ol_i_id: 0 }).await
+}
+
+/// The rows, as HammerDB's build does them: `workers` connections each loading a contiguous run
+/// of warehouses, ITEM first on the only connection or alongside on its own. Returns rows per
+/// table, rows in all and warehouses done.
+async fn copy_rows(
+    conn: &ConnectSpec,
+    total: u32,
+    workers: u32,
+    cancel: &AtomicBool,
+    on_loaded: &mut (dyn FnMut(u32, u64, String) + Send),
+) -> Result<(std::collections::BTreeMap<String, u64>, u64, u32), TpccError> {
     let mut seed = Rng::from_entropy(u64::from(total) ^ 0x4841_4d4d);
     // HammerDB stamps rows with the load's clock at one-second resolution.
     let now = std::time::SystemTime::now()
@@ -111,7 +148,6 @@ pub(crate) async fn create_schema_and_load(
         .unwrap_or(0);
     let stop = Arc::new(AtomicBool::new(false));
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let workers = workers.clamp(1, total);
     let chunks = chunks(total, workers);
     let mut handles = Vec::new();
     for (n, range) in chunks.into_iter().enumerate() {
@@ -144,30 +180,9 @@ pub(crate) async fn create_schema_and_load(
         }));
     }
     drop(tx);
-    let (rows_per_table, rows_total, done) =
-        tally_copies(&mut rx, cancel, &stop, |done, rows, detail| progress(report(LoadPhase::Copy, done, rows, detail)))
-            .await;
+    let tally = tally_copies(&mut rx, cancel, &stop, on_loaded).await;
     join_all(handles, cancel).await?;
-    let copy_seconds = copy_start.elapsed().as_secs_f64();
-
-    // HammerDB's monitor builds the two secondary indexes one after the other, with the
-    // server's default maintenance_work_mem, then runs one plain ANALYZE of the database.
-    let index_start = Instant::now();
-    for (name, statement) in INDEXES {
-        check(cancel)?;
-        admin.batch_execute(statement).await.map_err(|e| TpccError::sql(format!("create index {name}"), e))?;
-        progress(report(LoadPhase::Index, done, rows_total, format!("index {name}")));
-    }
-    let index_seconds = index_start.elapsed().as_secs_f64();
-    check(cancel)?;
-    let analyze_start = Instant::now();
-    admin.batch_execute("ANALYZE").await.map_err(|e| TpccError::sql("ANALYZE", e))?;
-    progress(report(LoadPhase::Analyze, done, rows_total, "analyze (database-wide, no vacuum)".into()));
-    let analyze_seconds = analyze_start.elapsed().as_secs_f64();
-
-    progress(report(LoadPhase::Done, done, rows_total, "loaded".into()));
-    let phases = PhaseSeconds { schema: schema_seconds, copy: copy_seconds, index: index_seconds, analyze: analyze_seconds };
-    load_report(&admin, (total, workers), start, (rows_per_table, rows_total), phases, NurandConstants { c_last: HAMMERDB_C_LAST, c_id: 0, ol_i_id: 0 }).await
+    Ok(tally)
 }
 
 /// Contiguous runs of warehouses, one per worker, the first `W % n` one longer (the split of
@@ -261,7 +276,7 @@ async fn load_warehouse(
     stop: &AtomicBool,
 ) -> Result<Vec<(Table, u64)>, TpccError> {
     let mut rows = Vec::with_capacity(8);
-    let ctx = |t: &'static str| move || format!("COPY {t} for warehouse {w_id}");
+    let ctx = |t| copy_context(t, w_id);
     let one = |f: &mut dyn FnMut(&mut CopyWriter)| {
         let mut w = CopyWriter::new(64 * 1024, true);
         f(&mut w);
@@ -275,10 +290,37 @@ async fn load_warehouse(
         copy_chunks(client, copy_sql::WAREHOUSE, &ctx("warehouse"), stop, once(bytes)).await?,
     ));
 
+    rows.push((Table::Stock, load_stock(client, g, w_id, stop).await?));
+
+    let bytes = one(&mut |w| {
+        for d_id in 1..=DISTRICTS {
+            g.district(w, w_id, d_id);
+        }
+    });
+    rows.push((Table::District, copy_chunks(client, copy_sql::DISTRICT, &ctx("district"), stop, once(bytes)).await?));
+
+    let (customers, history) = load_customers(client, g, w_id, stop).await?;
+    rows.push((Table::Customer, customers));
+    rows.push((Table::History, history));
+
+    let (orders, new_orders, lines) = load_orders(client, g, w_id, stop).await?;
+    rows.push((Table::Orders, orders));
+    rows.push((Table::NewOrder, new_orders));
+    rows.push((Table::OrderLine, lines));
+    Ok(rows)
+}
+
+/// What a COPY of table `t` for warehouse `w_id` is, for its error message.
+fn copy_context(t: &'static str, w_id: i32) -> impl Fn() -> String + Sync {
+    move || format!("COPY {t} for warehouse {w_id}")
+}
+
+/// STOCK of warehouse `w_id`, in chunks of `STOCK_CHUNK` items.
+async fn load_stock(client: &Client, g: &mut Gen, w_id: i32, stop: &AtomicBool) -> Result<u64, TpccError> {
     let original = g.original_positions();
     let mut s_i_id = 1;
     let mut w = CopyWriter::new(512 * 1024, true);
-    let n = copy_chunks(client, copy_sql::STOCK, &ctx("stock"), stop, || {
+    let n = copy_chunks(client, copy_sql::STOCK, &copy_context("stock", w_id), stop, || {
         if s_i_id > ITEMS {
             return None;
         }
@@ -293,15 +335,12 @@ async fn load_warehouse(
         Some(w.take())
     })
     .await?;
-    rows.push((Table::Stock, n));
+    Ok(n)
 
-    let bytes = one(&mut |w| {
-        for d_id in 1..=DISTRICTS {
-            g.district(w, w_id, d_id);
-        }
-    });
-    rows.push((Table::District, copy_chunks(client, copy_sql::DISTRICT, &ctx("district"), stop, once(bytes)).await?));
+}
 
+/// CUSTOMER and HISTORY of warehouse `w_id`, a batch of customers at a time.
+async fn load_customers(client: &Client, g: &mut Gen, w_id: i32, stop: &AtomicBool) -> Result<(u64, u64), TpccError> {
     let (mut customers, mut history) = (0, 0);
     for d_id in 1..=DISTRICTS {
         for first in (1..=CUSTOMERS).step_by(CUSTOMER_BATCH as usize) {
@@ -314,13 +353,16 @@ async fn load_warehouse(
             }
             cw.trailer();
             hw.trailer();
-            customers += copy_chunks(client, copy_sql::CUSTOMER, &ctx("customer"), stop, once(cw.take())).await?;
-            history += copy_chunks(client, copy_sql::HISTORY, &ctx("history"), stop, once(hw.take())).await?;
+            customers += copy_chunks(client, copy_sql::CUSTOMER, &copy_context("customer", w_id), stop, once(cw.take())).await?;
+            history += copy_chunks(client, copy_sql::HISTORY, &copy_context("history", w_id), stop, once(hw.take())).await?;
         }
     }
-    rows.push((Table::Customer, customers));
-    rows.push((Table::History, history));
+    Ok((customers, history))
 
+}
+
+/// ORDERS, NEW_ORDER (the undelivered ones) and ORDER_LINE of warehouse `w_id`.
+async fn load_orders(client: &Client, g: &mut Gen, w_id: i32, stop: &AtomicBool) -> Result<(u64, u64, u64), TpccError> {
     let (mut orders, mut new_orders, mut lines) = (0, 0, 0);
     for d_id in 1..=DISTRICTS {
         let o_c_ids = g.order_customers();
@@ -335,18 +377,15 @@ async fn load_warehouse(
             ow.trailer();
             nw.trailer();
             lw.trailer();
-            orders += copy_chunks(client, copy_sql::ORDERS, &ctx("orders"), stop, once(ow.take())).await?;
+            orders += copy_chunks(client, copy_sql::ORDERS, &copy_context("orders", w_id), stop, once(ow.take())).await?;
             if last > LAST_DELIVERED {
                 new_orders +=
-                    copy_chunks(client, copy_sql::NEW_ORDER, &ctx("new_order"), stop, once(nw.take())).await?;
+                    copy_chunks(client, copy_sql::NEW_ORDER, &copy_context("new_order", w_id), stop, once(nw.take())).await?;
             }
-            lines += copy_chunks(client, copy_sql::ORDER_LINE, &ctx("order_line"), stop, once(lw.take())).await?;
+            lines += copy_chunks(client, copy_sql::ORDER_LINE, &copy_context("order_line", w_id), stop, once(lw.take())).await?;
         }
     }
-    rows.push((Table::Orders, orders));
-    rows.push((Table::NewOrder, new_orders));
-    rows.push((Table::OrderLine, lines));
-    Ok(rows)
+    Ok((orders, new_orders, lines))
 }
 
 fn once(b: Bytes) -> impl FnMut() -> Option<Bytes> {

@@ -80,11 +80,19 @@ $fn$;
 /// the amount is `quantity + price * (1 + w_tax + d_tax) * (1 - c_discount)`; one of ten copies
 /// of the bulk stock update, by district, returns that district's S_DIST column.
 fn new_order() -> String {
-    let mut branches = String::new();
-    for d in 1..=10 {
-        let keyword = if d == 1 { "IF" } else { "ELSIF" };
-        branches.push_str(&format!(
-            "    {keyword} p_d_id = {d} THEN
+    let branches: String = (1..=10)
+        .map(|d| {
+            NEW_ORDER_BRANCH
+                .replace("{keyword}", if d == 1 { "IF" } else { "ELSIF" })
+                .replace("{dd}", &format!("{d:02}"))
+                .replace("{d}", &d.to_string())
+        })
+        .collect();
+    NEW_ORDER.replace("{branches}", &branches).replace("{HANDLER}", HANDLER)
+}
+
+/// NEW_ORDER's stock update for district `{d}` (`{dd}`: its two digits, as in `s_dist_01`).
+const NEW_ORDER_BRANCH: &str = "    {keyword} p_d_id = {d} THEN
         WITH updated AS (
             UPDATE stock
                SET s_quantity = (CASE WHEN s_quantity < (line.qty + 10) THEN s_quantity + 91
@@ -93,16 +101,16 @@ fn new_order() -> String {
              WHERE stock.s_i_id = line.item
                AND stock.s_w_id = line.supply
                AND stock.s_w_id = ANY (v_supply)
-            RETURNING stock.s_dist_{d:02} AS dist, stock.s_quantity,
+            RETURNING stock.s_dist_{dd} AS dist, stock.s_quantity,
                       (line.qty + line.price * (1 + v_w_tax + v_d_tax) * (1 - v_c_discount)) AS amount)
         SELECT array_agg(dist), array_agg(s_quantity), array_agg(amount)
           FROM updated
           INTO v_dists, v_s_qty, v_amounts;
-"
-        ));
-    }
-    format!(
-        "
+";
+
+/// HammerDB's NEWORD; `{branches}` takes the ten districts' stock updates, `{HANDLER}` the
+/// shared exception handler.
+const NEW_ORDER: &str = "
 CREATE FUNCTION neword(p_w_id integer, p_max_w_id integer, p_d_id integer, p_c_id integer,
                        p_ol_cnt integer, p_o_id integer) RETURNS numeric
 LANGUAGE plpgsql AS $fn$
@@ -168,9 +176,7 @@ BEGIN
 {HANDLER}
 END
 $fn$;
-"
-    )
-}
+";
 
 /// HammerDB's DELIVERY: four statements for the ten districts (delete the oldest NEW_ORDER row
 /// of each, set the carrier, stamp the lines and sum them, add the sums to the balances). No
