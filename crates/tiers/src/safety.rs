@@ -254,52 +254,13 @@ pub fn check_not_in_use(sys: &mut dyn System, dev: &Path, allow_wipe: bool) -> R
             Refusal::Mounted { device: device.clone(), target, via }
         }
     };
-    // By device number: also catches a root filesystem shown as /dev/root.
-    if let Ok(info) = sys.read_to_string(Path::new("/proc/self/mountinfo")) {
-        let mut hits: Vec<(String, usize)> = Vec::new();
-        for line in info.lines() {
-            let f: Vec<&str> = line.split_whitespace().collect();
-            let (Some(num), Some(target)) = (f.get(2), f.get(4)) else { continue };
-            let Some((a, b)) = num.split_once(':') else { continue };
-            let (Ok(a), Ok(b)) = (a.parse::<u32>(), b.parse::<u32>()) else { continue };
-            if let Some(hit) = numbers.iter().position(|n| *n == Some((a, b))) {
-                let target = journal::mounts::unescape(target);
-                hits.push((target, hit));
-            }
-        }
-        // A system mount point is the more important thing to say.
-        hits.sort_by_key(|(t, _)| system_rank(t));
-        if let Some((target, hit)) = hits.into_iter().next() {
-            return Err(mounted(target, hit));
-        }
-    }
-    let mounts = parse_proc_mounts(&sys.read_to_string(Path::new("/proc/self/mounts")).unwrap_or_default());
-    let mut hits: Vec<(String, usize)> = Vec::new();
-    for m in &mounts {
-        if !m.source.starts_with("/dev/") {
-            continue;
-        }
-        let src = canon(sys, Path::new(&m.source));
-        if let Some(hit) = member_set.iter().position(|x| *x == src) {
-            hits.push((m.target.display().to_string(), hit));
-        }
-    }
-    hits.sort_by_key(|(t, _)| system_rank(t));
-    if let Some((target, hit)) = hits.into_iter().next() {
+    if let Some((target, hit)) = mounted_member(sys, &numbers, &member_set) {
         return Err(mounted(target, hit));
     }
-
-    let swaps = sys.read_to_string(Path::new("/proc/swaps")).unwrap_or_default();
-    for line in swaps.lines().skip(1) {
-        if let Some(src) = line.split_whitespace().next() {
-            let src = canon(sys, Path::new(src));
-            if let Some(hit) = member_set.iter().position(|x| *x == src) {
-                let via = (hit != 0).then(|| member_set[hit].display().to_string());
-                return Err(Refusal::Swap { device, via });
-            }
-        }
+    if let Some(hit) = swap_member(sys, &member_set) {
+        let via = (hit != 0).then(|| member_set[hit].display().to_string());
+        return Err(Refusal::Swap { device, via });
     }
-
     // The kernel's own answer, which also sees mounts of other mount namespaces: a block device
     // that is mounted or claimed anywhere cannot be opened with O_EXCL.
     for m in &members {
@@ -321,6 +282,57 @@ pub fn check_not_in_use(sys: &mut dyn System, dev: &Path, allow_wipe: bool) -> R
         }
     }
     Ok(())
+}
+
+/// Where a member of the device (by index in `member_set`, the canonical paths, and `numbers`,
+/// their device numbers) is mounted, a system mount point first: by device number in
+/// /proc/self/mountinfo (which also catches a root filesystem shown as /dev/root), then by
+/// source path in /proc/self/mounts.
+fn mounted_member(
+    sys: &mut dyn System,
+    numbers: &[Option<(u32, u32)>],
+    member_set: &[PathBuf],
+) -> Option<(String, usize)> {
+    if let Ok(info) = sys.read_to_string(Path::new("/proc/self/mountinfo")) {
+        let mut hits: Vec<(String, usize)> = Vec::new();
+        for line in info.lines() {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let (Some(num), Some(target)) = (f.get(2), f.get(4)) else { continue };
+            let Some((a, b)) = num.split_once(':') else { continue };
+            let (Ok(a), Ok(b)) = (a.parse::<u32>(), b.parse::<u32>()) else { continue };
+            if let Some(hit) = numbers.iter().position(|n| *n == Some((a, b))) {
+                let target = journal::mounts::unescape(target);
+                hits.push((target, hit));
+            }
+        }
+        // A system mount point is the more important thing to say.
+        hits.sort_by_key(|(t, _)| system_rank(t));
+        if let Some(hit) = hits.into_iter().next() {
+            return Some(hit);
+        }
+    }
+    let mounts = parse_proc_mounts(&sys.read_to_string(Path::new("/proc/self/mounts")).unwrap_or_default());
+    let mut hits: Vec<(String, usize)> = Vec::new();
+    for m in &mounts {
+        if !m.source.starts_with("/dev/") {
+            continue;
+        }
+        let src = sys.canonicalize(Path::new(&m.source)).unwrap_or_else(|_| PathBuf::from(&m.source));
+        if let Some(hit) = member_set.iter().position(|x| *x == src) {
+            hits.push((m.target.display().to_string(), hit));
+        }
+    }
+    hits.sort_by_key(|(t, _)| system_rank(t));
+    hits.into_iter().next()
+}
+
+/// The member of the device (index in `member_set`) that /proc/swaps lists, if any.
+fn swap_member(sys: &mut dyn System, member_set: &[PathBuf]) -> Option<usize> {
+    let swaps = sys.read_to_string(Path::new("/proc/swaps")).unwrap_or_default();
+    swaps.lines().skip(1).filter_map(|line| line.split_whitespace().next()).find_map(|src| {
+        let src = sys.canonicalize(Path::new(src)).unwrap_or_else(|_| PathBuf::from(src));
+        member_set.iter().position(|x| *x == src)
+    })
 }
 
 /// Every signature on the members, as phrases: `blkid -p` (exit 0 = found, 2 = nothing) and

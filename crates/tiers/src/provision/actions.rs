@@ -210,4 +210,87 @@ impl Executor<'_> {
         )));
         Ok(())
     }
+
+    /// A veth pair `host_if`/`target_if` with one end in `netns`, both addressed and up.
+    pub(super) fn create_veth(
+        &mut self,
+        n: usize,
+        (host_if, target_if): (&str, &str),
+        netns: &str,
+        (host_cidr, target_cidr): (&str, &str),
+    ) -> Result<(), StepError> {
+        self.record(Undo::DeleteLink { name: host_if.to_string() }, "veth pair")?;
+        let ip = |args: &[&str]| CommandLine::new("ip").args(args);
+        for args in [
+            &["link", "add", host_if, "type", "veth", "peer", "name", target_if][..],
+            &["link", "set", target_if, "netns", netns],
+            &["addr", "add", host_cidr, "dev", host_if],
+            &["-n", netns, "addr", "add", target_cidr, "dev", target_if],
+            &["link", "set", host_if, "up"],
+            &["-n", netns, "link", "set", target_if, "up"],
+            &["-n", netns, "link", "set", "lo", "up"],
+        ] {
+            self.run_plain(n, ip(args))?;
+        }
+        Ok(())
+    }
+
+    /// A helper daemon (the NBD target), recorded to be stopped; waits until it accepts
+    /// connections on `ready_tcp` when given.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn start_daemon(
+        &mut self,
+        n: usize,
+        step: &Step,
+        label: &str,
+        command: &Template,
+        netns: &Option<String>,
+        log: &Path,
+        ready_tcp: Option<&(String, u16)>,
+    ) -> Result<(), StepError> {
+        let process = self.spawn_helper(n, step, ("nbdkit", label), command, netns.clone(), log, |process| {
+            Undo::StopProcess { label: label.to_string(), process, signal: "TERM".into(), grace_ms: 5000 }
+        })?;
+        if let Some((addr, port)) = ready_tcp {
+            wait_for(self.sys, Duration::from_secs(15), |s| s.is_alive(process) && s.tcp_reachable(addr, *port))
+                .map_err(|_| format!("{label} did not accept connections on {addr}:{port}; log: {}", tail(log)))?;
+        }
+        Ok(())
+    }
+
+    /// nbdfuse presenting an NBD export as `file` below `mountpoint`, recorded to be unmounted.
+    pub(super) fn start_fuse(
+        &mut self,
+        n: usize,
+        step: &Step,
+        mountpoint: &Path,
+        command: &Template,
+        file: &Path,
+        log: &Path,
+    ) -> Result<(), StepError> {
+        self.spawn_helper(n, step, ("nbdfuse", "nbdfuse"), command, None, log, |process| Undo::StopFuse {
+            mountpoint: mountpoint.to_path_buf(),
+            process,
+        })?;
+        wait_for(self.sys, Duration::from_secs(15), |s| s.file_kind(file) == FileKind::File)
+            .map_err(|_| format!("nbdfuse did not present {}; log: {}", file.display(), tail(log)))?;
+        Ok(())
+    }
+
+    /// Holds `disk` (a plan variable) with a BSD lock, as systemd-udevd honours, once udev is idle.
+    pub(super) fn lock_disk(&mut self, n: usize, disk: &str) -> Result<(), StepError> {
+        let dev = self.value(&Value::var(disk))?;
+        self.settle_udev(n);
+        let lock = self.sys.lock_disk(Path::new(&dev)).map_err(|e| format!("lock {dev} (flock): {e}"))?;
+        self.locks.insert(disk.to_string(), lock);
+        Ok(())
+    }
+
+    /// Releases the lock on `disk` and lets udev re-read it.
+    pub(super) fn unlock_disk(&mut self, n: usize, disk: &str) {
+        if let Some(lock) = self.locks.remove(disk) {
+            self.sys.unlock_disk(lock);
+        }
+        self.settle_udev(n);
+    }
 }

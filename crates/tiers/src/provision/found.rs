@@ -9,101 +9,116 @@ impl Executor<'_> {
             Resolve::Canonical { path } => {
                 Ok(self.sys.canonicalize(path).map_err(|e| format!("{}: {e}", path.display()))?.display().to_string())
             }
-            Resolve::PmemNamespace { namespace } => {
-                let list = self.ndctl_list(n)?;
-                let ns = ndctl::find(&list, namespace).ok_or_else(|| format!("no PMem namespace {namespace}"))?;
-                if ns.mode != ndctl::PmemMode::Fsdax {
-                    return Err(format!("namespace {namespace} is in {} mode, not fsdax", ns.mode.as_str()).into());
+            Resolve::PmemNamespace { namespace } => self.pmem_namespace_device(n, namespace),
+            Resolve::NvmeNamespace { nqn, nsid } => self.nvme_namespace_device(n, nqn, *nsid),
+            Resolve::PartitionStart { disk, least_sectors } => self.partition_start(disk, *least_sectors),
+            Resolve::Partition { disk, number } => self.partition_node(disk, *number),
+        }
+    }
+
+    /// The block device of fsdax namespace `namespace`, once its node exists.
+    fn pmem_namespace_device(&mut self, n: usize, namespace: &str) -> Result<String, StepError> {
+        let list = self.ndctl_list(n)?;
+        let ns = ndctl::find(&list, namespace).ok_or_else(|| format!("no PMem namespace {namespace}"))?;
+        if ns.mode != ndctl::PmemMode::Fsdax {
+            return Err(format!("namespace {namespace} is in {} mode, not fsdax", ns.mode.as_str()).into());
+        }
+        let blockdev = ns
+            .blockdev
+            .clone()
+            .ok_or_else(|| format!("namespace {namespace} has no block device (mode {})", ns.mode.as_str()))?;
+        let dev = format!("/dev/{}", blockdev.trim_start_matches("/dev/"));
+        wait_for(self.sys, Duration::from_secs(10), |s| {
+            matches!(s.file_kind(Path::new(&dev)), FileKind::BlockDevice { .. })
+        })
+        .map_err(|_| format!("{dev} (namespace {namespace}) is not a block device"))?;
+        Ok(dev)
+    }
+
+    /// The block device of the namespace (`nsid`, or the only one) of subsystem `nqn`; about
+    /// 30 s of retries, as the namespace appears asynchronously after nvme connect.
+    fn nvme_namespace_device(&mut self, n: usize, nqn: &str, nsid: Option<u32>) -> Result<String, StepError> {
+        let wanted = nsid.map(|n| format!(" with NSID {n}")).unwrap_or_default();
+        for attempt in 0.. {
+            let subsystems = self.nvme_subsystems(n)?;
+            let list = self.run_plain(n, CommandLine::new("nvme").args(["list", "-o", "json"]))?;
+            let namespaces = nvme::parse_list(&list.stdout).map_err(|e| e.to_string())?;
+            let why = match nvme::match_namespace_for_nqn(&namespaces, &subsystems, nqn, nsid) {
+                // nvme-cli 2.x may list the namespace before udev made its node.
+                nvme::NqnMatch::Found(dev)
+                    if matches!(self.sys.file_kind(Path::new(&dev)), FileKind::BlockDevice { .. }) =>
+                {
+                    return Ok(dev);
                 }
-                let blockdev = ns
-                    .blockdev
-                    .clone()
-                    .ok_or_else(|| format!("namespace {namespace} has no block device (mode {})", ns.mode.as_str()))?;
-                let dev = format!("/dev/{}", blockdev.trim_start_matches("/dev/"));
-                wait_for(self.sys, Duration::from_secs(10), |s| {
-                    matches!(s.file_kind(Path::new(&dev)), FileKind::BlockDevice { .. })
-                })
-                .map_err(|_| format!("{dev} (namespace {namespace}) is not a block device"))?;
-                Ok(dev)
-            }
-            Resolve::NvmeNamespace { nqn, nsid } => {
-                let wanted = nsid.map(|n| format!(" with NSID {n}")).unwrap_or_default();
-                // About 30 s: the namespace appears asynchronously after nvme connect.
-                for attempt in 0.. {
-                    let subsystems = self.nvme_subsystems(n)?;
-                    let list = self.run_plain(n, CommandLine::new("nvme").args(["list", "-o", "json"]))?;
-                    let namespaces = nvme::parse_list(&list.stdout).map_err(|e| e.to_string())?;
-                    let why = match nvme::match_namespace_for_nqn(&namespaces, &subsystems, nqn, *nsid) {
-                        // nvme-cli 2.x may list the namespace before udev made its node.
-                        nvme::NqnMatch::Found(dev)
-                            if matches!(self.sys.file_kind(Path::new(&dev)), FileKind::BlockDevice { .. }) =>
-                        {
-                            return Ok(dev);
-                        }
-                        nvme::NqnMatch::Found(dev) => format!("{dev} is listed but is not a block device yet"),
-                        nvme::NqnMatch::Ambiguous(candidates) => {
-                            // sysfs knows for certain: each namespace's controller (or subsystem)
-                            // has a subsysnqn attribute.
-                            let mut sure = Vec::new();
-                            for c in &candidates {
-                                let attr = Path::new("/sys/class/block")
-                                    .join(safety::kernel_name(Path::new(c)))
-                                    .join("device/subsysnqn");
-                                if self.sys.read_to_string(&attr).is_ok_and(|v| v.trim() == nqn.trim()) {
-                                    sure.push(c.clone());
-                                }
-                            }
-                            if let [one] = sure.as_slice() {
-                                return Ok(one.clone());
-                            }
-                            return Err(format!(
-                                "cannot tell which block device is the namespace{wanted} of subsystem {nqn}: `nvme list -o json` names no subsystem, its device names fit {} (read as subsystem instance or as controller), and sysfs device/subsysnqn did not settle it; refusing to guess. `nvme list -v` shows the subsystem of each namespace",
-                                candidates.join(" and ")
-                            )
-                            .into());
-                        }
-                        nvme::NqnMatch::NotListed => "nvme list-subsys does not list it".to_string(),
-                        nvme::NqnMatch::NoLiveController => {
-                            "it is listed, but none of its controllers is live".to_string()
-                        }
-                        nvme::NqnMatch::NoNamespace => format!("it is listed, but no namespace{wanted} belongs to it"),
-                    };
-                    if attempt >= 60 {
-                        return Err(format!("subsystem {nqn}: no namespace{wanted} after 30 s ({why})").into());
-                    }
-                    self.sys.sleep(Duration::from_millis(500));
+                nvme::NqnMatch::Found(dev) => format!("{dev} is listed but is not a block device yet"),
+                nvme::NqnMatch::Ambiguous(candidates) => return self.settle_ambiguous(&candidates, nqn, &wanted),
+                nvme::NqnMatch::NotListed => "nvme list-subsys does not list it".to_string(),
+                nvme::NqnMatch::NoLiveController => {
+                    "it is listed, but none of its controllers is live".to_string()
                 }
-                unreachable!("the loop returns")
+                nvme::NqnMatch::NoNamespace => format!("it is listed, but no namespace{wanted} belongs to it"),
+            };
+            if attempt >= 60 {
+                return Err(format!("subsystem {nqn}: no namespace{wanted} after 30 s ({why})").into());
             }
-            Resolve::PartitionStart { disk, least_sectors } => {
-                let disk = self.value(&Value::var(disk))?;
-                let real = self.sys.canonicalize(Path::new(&disk)).unwrap_or_else(|_| PathBuf::from(&disk));
-                let class = Path::new("/sys/class/block").join(safety::kernel_name(&real));
-                let mut read = |p: &str| -> u64 {
-                    self.sys.read_to_string(&class.join(p)).ok().and_then(|s| s.trim().parse().ok()).unwrap_or(0)
-                };
-                let geometry = parted::Geometry {
-                    logical_sector: read("queue/logical_block_size").max(512),
-                    minimum_io: read("queue/minimum_io_size"),
-                    optimal_io: read("queue/optimal_io_size"),
-                    alignment_offset: read("alignment_offset"),
-                };
-                Ok(format!("{}s", parted::aligned_start(&geometry, *least_sectors)))
-            }
-            Resolve::Partition { disk, number } => {
-                let disk = self.value(&Value::var(disk))?;
-                let part = parted::partition_node(&disk, *number);
-                wait_for(self.sys, Duration::from_secs(30), |s| {
-                    matches!(s.file_kind(Path::new(&part)), FileKind::BlockDevice { .. })
-                })
-                .map_err(|_| {
-                    format!(
-                        "partition node {part} did not appear within 30 s (does this kernel support partition tables?)"
-                    )
-                })?;
-                Ok(part)
+            self.sys.sleep(Duration::from_millis(500));
+        }
+        unreachable!("the loop returns")
+    }
+
+    /// Of the devices `nvme list` could mean, the one sysfs says belongs to `nqn` (each
+    /// namespace's controller or subsystem has a subsysnqn attribute); else a refusal.
+    fn settle_ambiguous(&mut self, candidates: &[String], nqn: &str, wanted: &str) -> Result<String, StepError> {
+        let mut sure = Vec::new();
+        for c in candidates {
+            let attr = Path::new("/sys/class/block")
+                .join(safety::kernel_name(Path::new(c)))
+                .join("device/subsysnqn");
+            if self.sys.read_to_string(&attr).is_ok_and(|v| v.trim() == nqn.trim()) {
+                sure.push(c.clone());
             }
         }
+        if let [one] = sure.as_slice() {
+            return Ok(one.clone());
+        }
+        Err(format!(
+            "cannot tell which block device is the namespace{wanted} of subsystem {nqn}: `nvme list -o json` names no subsystem, its device names fit {} (read as subsystem instance or as controller), and sysfs device/subsysnqn did not settle it; refusing to guess. `nvme list -v` shows the subsystem of each namespace",
+            candidates.join(" and ")
+        )
+        .into())
+    }
+
+    /// The first sector of a partition on `disk` (a plan variable), aligned to the disk's
+    /// geometry, at least `least_sectors` in.
+    fn partition_start(&mut self, disk: &str, least_sectors: u64) -> Result<String, StepError> {
+        let disk = self.value(&Value::var(disk))?;
+        let real = self.sys.canonicalize(Path::new(&disk)).unwrap_or_else(|_| PathBuf::from(&disk));
+        let class = Path::new("/sys/class/block").join(safety::kernel_name(&real));
+        let mut read = |p: &str| -> u64 {
+            self.sys.read_to_string(&class.join(p)).ok().and_then(|s| s.trim().parse().ok()).unwrap_or(0)
+        };
+        let geometry = parted::Geometry {
+            logical_sector: read("queue/logical_block_size").max(512),
+            minimum_io: read("queue/minimum_io_size"),
+            optimal_io: read("queue/optimal_io_size"),
+            alignment_offset: read("alignment_offset"),
+        };
+        Ok(format!("{}s", parted::aligned_start(&geometry, least_sectors)))
+    }
+
+    /// Partition `number` of `disk` (a plan variable), once udev made its node.
+    fn partition_node(&mut self, disk: &str, number: u32) -> Result<String, StepError> {
+        let disk = self.value(&Value::var(disk))?;
+        let part = parted::partition_node(&disk, number);
+        wait_for(self.sys, Duration::from_secs(30), |s| {
+            matches!(s.file_kind(Path::new(&part)), FileKind::BlockDevice { .. })
+        })
+        .map_err(|_| {
+            format!(
+                "partition node {part} did not appear within 30 s (does this kernel support partition tables?)"
+            )
+        })?;
+        Ok(part)
     }
 
     pub(super) fn verify_mount(
@@ -123,6 +138,18 @@ impl Executor<'_> {
             .find(|m| m.target == target)
             .ok_or_else(|| format!("{} is not in /proc/mounts after mount", target.display()))?;
         let not_shown = requested.iter().filter(|o| !entry.options.iter().any(|e| e == *o)).cloned().collect();
+        let status = self.dax_status(target, &entry, dax, emulated);
+        Ok(MountCheck {
+            requested_options: requested.to_vec(),
+            effective_options: entry.options.clone(),
+            not_shown,
+            dax: status,
+        })
+    }
+
+    /// Whether DAX is in effect on the mount `entry` at `target`: the mount option and a probe
+    /// file's statx attribute must both say so; else why not.
+    fn dax_status(&mut self, target: &Path, entry: &journal::mounts::MountEntry, dax: DaxPolicy, emulated: bool) -> DaxStatus {
         let in_opts = matches!(entry.option("dax"), Some("always") | Some(""));
         let mut status = DaxStatus {
             requested: dax,
@@ -182,12 +209,7 @@ impl Executor<'_> {
                 )
             };
         }
-        Ok(MountCheck {
-            requested_options: requested.to_vec(),
-            effective_options: entry.options.clone(),
-            not_shown,
-            dax: status,
-        })
+        status
     }
 
     /// What the kernel log says about DAX for the filesystem's device, as a clause.

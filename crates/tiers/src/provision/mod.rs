@@ -384,37 +384,12 @@ impl Executor<'_> {
                 self.run_plain(n, CommandLine::new("ip").args(["netns", "add", name.as_str()]))?;
             }
             Action::CreateVeth { host_if, target_if, netns, host_cidr, target_cidr } => {
-                self.record(Undo::DeleteLink { name: host_if.clone() }, "veth pair")?;
-                let ip = |args: &[&str]| CommandLine::new("ip").args(args);
-                for args in [
-                    &["link", "add", host_if, "type", "veth", "peer", "name", target_if][..],
-                    &["link", "set", target_if, "netns", netns],
-                    &["addr", "add", host_cidr, "dev", host_if],
-                    &["-n", netns, "addr", "add", target_cidr, "dev", target_if],
-                    &["link", "set", host_if, "up"],
-                    &["-n", netns, "link", "set", target_if, "up"],
-                    &["-n", netns, "link", "set", "lo", "up"],
-                ] {
-                    self.run_plain(n, ip(args))?;
-                }
+                self.create_veth(n, (host_if, target_if), netns, (host_cidr, target_cidr))?
             }
             Action::StartDaemon { label, command, netns, log, ready_tcp } => {
-                let process = self.spawn_helper(n, step, ("nbdkit", label), command, netns.clone(), log, |process| {
-                    Undo::StopProcess { label: label.clone(), process, signal: "TERM".into(), grace_ms: 5000 }
-                })?;
-                if let Some((addr, port)) = ready_tcp {
-                    wait_for(self.sys, Duration::from_secs(15), |s| s.is_alive(process) && s.tcp_reachable(addr, *port))
-                        .map_err(|_| format!("{label} did not accept connections on {addr}:{port}; log: {}", tail(log)))?;
-                }
+                self.start_daemon(n, step, label, command, netns, log, ready_tcp.as_ref())?
             }
-            Action::StartFuse { mountpoint, command, file, log } => {
-                self.spawn_helper(n, step, ("nbdfuse", "nbdfuse"), command, None, log, |process| Undo::StopFuse {
-                    mountpoint: mountpoint.clone(),
-                    process,
-                })?;
-                wait_for(self.sys, Duration::from_secs(15), |s| s.file_kind(file) == FileKind::File)
-                    .map_err(|_| format!("nbdfuse did not present {}; log: {}", file.display(), tail(log)))?;
-            }
+            Action::StartFuse { mountpoint, command, file, log } => self.start_fuse(n, step, mountpoint, command, file, log)?,
             Action::Resolve { what, bind } => {
                 let dev = self.resolve(n, what)?;
                 self.bindings.insert(bind.clone(), dev);
@@ -427,18 +402,8 @@ impl Executor<'_> {
             Action::NvmeConnect { target, secret_file, devices } => {
                 self.connect(n, target, secret_file.as_deref(), devices, on_event)?;
             }
-            Action::LockDisk { disk } => {
-                let dev = self.value(&Value::var(disk))?;
-                self.settle_udev(n);
-                let lock = self.sys.lock_disk(Path::new(&dev)).map_err(|e| format!("lock {dev} (flock): {e}"))?;
-                self.locks.insert(disk.clone(), lock);
-            }
-            Action::UnlockDisk { disk } => {
-                if let Some(lock) = self.locks.remove(disk) {
-                    self.sys.unlock_disk(lock);
-                }
-                self.settle_udev(n);
-            }
+            Action::LockDisk { disk } => self.lock_disk(n, disk)?,
+            Action::UnlockDisk { disk } => self.unlock_disk(n, disk),
             Action::WriteFile { path, contents, what } => {
                 self.record(Undo::RemoveFile { path: path.clone() }, what)?;
                 self.sys.write(path, contents).map_err(|e| format!("write {}: {e}", path.display()))?;

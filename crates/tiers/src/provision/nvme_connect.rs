@@ -16,14 +16,7 @@ impl Executor<'_> {
     ) -> Result<(), StepError> {
         let version =
             self.nvme_cli.clone().ok_or_else(|| "`nvme version` was not read before the connect".to_string())?;
-        let from_file = |sys: &mut dyn System, p: &str| {
-            sys.read_to_string(Path::new(p)).ok().map(|s| s.trim().to_string()).filter(|s| !s.is_empty())
-        };
-        let (host_nqn, host_id) = match (&t.host_nqn, &t.host_id) {
-            (Some(q), Some(i)) => (Some(q.clone()), Some(i.clone())),
-            (Some(q), None) => (Some(q.clone()), crate::build::uuid_of_host_nqn(q)),
-            (None, _) => (from_file(self.sys, "/etc/nvme/hostnqn"), from_file(self.sys, "/etc/nvme/hostid")),
-        };
+        let (host_nqn, host_id) = self.host_identity(t);
         let secret = match &t.dhchap_secret {
             Some(src) => Some(read_secret(src)?),
             None => None,
@@ -74,7 +67,36 @@ impl Executor<'_> {
         }
         let out = result?;
         let controller = self.created_controller(n, t, &out.stdout)?;
-        let holds = match &controller {
+        let holds = self.hold_controller(t, controller, (by_nqn, boot_id), on_event)?;
+        for d in devices {
+            self.connections.insert(d.clone(), holds.clone());
+        }
+        Ok(())
+    }
+
+    /// The host NQN and host ID to connect with: both from the experiment file (the ID derived
+    /// from a UUID NQN when only the NQN is given), or both from /etc/nvme.
+    fn host_identity(&mut self, t: &NvmeTcpTarget) -> (Option<String>, Option<String>) {
+        let from_file = |sys: &mut dyn System, p: &str| {
+            sys.read_to_string(Path::new(p)).ok().map(|s| s.trim().to_string()).filter(|s| !s.is_empty())
+        };
+        match (&t.host_nqn, &t.host_id) {
+            (Some(q), Some(i)) => (Some(q.clone()), Some(i.clone())),
+            (Some(q), None) => (Some(q.clone()), crate::build::uuid_of_host_nqn(q)),
+            (None, _) => (from_file(self.sys, "/etc/nvme/hostnqn"), from_file(self.sys, "/etc/nvme/hostid")),
+        }
+    }
+
+    /// Replaces the journal's disconnect-by-NQN (`by_nqn`) with a disconnect of `controller`,
+    /// the one this connect created, when nvme-cli named it; the journal entries that hold it.
+    fn hold_controller(
+        &mut self,
+        t: &NvmeTcpTarget,
+        controller: Option<String>,
+        (by_nqn, boot_id): (journal::RecordId, Option<String>),
+        on_event: &mut dyn FnMut(Event),
+    ) -> Result<Vec<journal::RecordId>, StepError> {
+        Ok(match &controller {
             Some(c) => {
                 let id = self
                     .journal
@@ -93,11 +115,7 @@ impl Executor<'_> {
                 )));
                 vec![by_nqn]
             }
-        };
-        for d in devices {
-            self.connections.insert(d.clone(), holds.clone());
-        }
-        Ok(())
+        })
     }
 
     /// libnvme's JSON configuration with the DH-HMAC-CHAP key for `t`, written mode 0600 (its
