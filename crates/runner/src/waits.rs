@@ -234,12 +234,12 @@ fn sample_thread(target: Target, interval: Duration, stopped: tokio::sync::onesh
     Output { samples, thread_cpu_s: thread_cpu_seconds() - cpu0, backend_cpu_s }
 }
 
-async fn sample(
-    target: Target,
-    interval: Duration,
-    mut stopped: tokio::sync::oneshot::Receiver<()>,
-) -> (Samples, Option<f64>) {
-    let mut out = Samples::default();
+/// The sampler's connection, its prepared statement ([`QUERY`], or [`VIEW_QUERY`] where the
+/// server's pg_stat_get_activity differs), the benchmark database's oid and the sampler's
+/// backend pid.
+async fn connect_sampler(
+    target: &Target,
+) -> Result<(tokio_postgres::Client, tokio_postgres::Statement, u32, Option<i32>), String> {
     let connected = tokio_postgres::Config::new()
         .host_path(&target.socket_dir)
         .port(target.port)
@@ -255,31 +255,38 @@ async fn sample(
             });
             client
         }
-        Err(e) => {
-            out.error = Some(format!("connect: {e:#}"));
-            return (out, None);
-        }
+        Err(e) => return Err(format!("connect: {e:#}")),
     };
     let pid: Option<i32> = client.query_one("SELECT pg_backend_pid()", &[]).await.ok().map(|r| r.get(0));
-    let cpu0 = pid.and_then(process_cpu_seconds);
     let database: u32 =
         match client.query_one("SELECT oid FROM pg_database WHERE datname = current_database()", &[]).await {
             Ok(r) => r.get(0),
-            Err(e) => {
-                out.error = Some(format!("database oid: {e:#}"));
-                return (out, None);
-            }
+            Err(e) => return Err(format!("database oid: {e:#}")),
         };
     let statement = match client.prepare(QUERY).await {
         Ok(s) => s,
         Err(_) => match client.prepare(VIEW_QUERY).await {
             Ok(s) => s,
-            Err(e) => {
-                out.error = Some(format!("prepare: {e:#}"));
-                return (out, None);
-            }
+            Err(e) => return Err(format!("prepare: {e:#}")),
         },
     };
+    Ok((client, statement, database, pid))
+}
+
+async fn sample(
+    target: Target,
+    interval: Duration,
+    mut stopped: tokio::sync::oneshot::Receiver<()>,
+) -> (Samples, Option<f64>) {
+    let mut out = Samples::default();
+    let (client, statement, database, pid) = match connect_sampler(&target).await {
+        Ok(c) => c,
+        Err(e) => {
+            out.error = Some(e);
+            return (out, None);
+        }
+    };
+    let cpu0 = pid.and_then(process_cpu_seconds);
     let own: Vec<&str> = OWN.to_vec();
     let background: Vec<&str> = BACKGROUND.to_vec();
     let start = Instant::now();

@@ -240,31 +240,7 @@ impl Session<'_> {
         add(&mut s.seconds, "relocate", t0.elapsed().as_secs_f64());
         let t0 = Instant::now();
         let id = format!("s{number}");
-        let mut servers = loop {
-            let sspec = SessionSpec {
-                id: id.clone(),
-                placements: placements.iter().map(|&p| &targets[p]).collect(),
-                profile: &build_profile,
-                memory: &s.spec.memory_limits[memory],
-                dir: session_dir(&self.results.root, &id),
-            };
-            match Servers::start(&env, &sspec).await {
-                Ok(servers) => break servers,
-                Err(f) => {
-                    let why = format!("placement {} unusable in session {id}: its server did not start ({})", f.placement, f.error);
-                    eprintln!("  {why}");
-                    self.manifest.warnings.push(results::Warning::Other(why.clone()));
-                    if f.placement == self.exp.baseline || !placements.iter().any(|&p| s.spec.placements[p].name == f.placement) {
-                        bail!("{why}; the baseline is needed for every delta, so the matrix stops here");
-                    }
-                    s.broken.insert(f.placement.clone(), why);
-                    placements.retain(|&p| s.spec.placements[p].name != f.placement);
-                    if placements.len() < 2 {
-                        bail!("session {id} has no contender left to compare with the baseline");
-                    }
-                }
-            }
-        };
+        let mut servers = self.start_servers(s, &env, &id, &mut placements, (&targets, &build_profile, memory)).await?;
         add(&mut s.seconds, "session start", t0.elapsed().as_secs_f64());
         eprintln!(
             "session {id}: {} servers up ({}, memory {}, profile {}{}){}",
@@ -295,6 +271,44 @@ impl Session<'_> {
             eprintln!("  warning: could not refresh the tables: {e}");
         }
         Ok(())
+    }
+
+    /// Starts the session's servers, one per placement; a placement whose server does not start
+    /// is marked unusable and left out of the session, and the session goes on without it while
+    /// the baseline and one contender remain.
+    async fn start_servers<'e>(
+        &mut self,
+        s: &mut Sliced<'_, '_>,
+        env: &RunnerEnv<'e>,
+        id: &str,
+        placements: &mut Vec<usize>,
+        (targets, build_profile, memory): (&[runner::matrix::PlacementTarget], &runner::matrix::Profile, usize),
+    ) -> Result<Servers<'e>> {
+    loop {
+        let sspec = SessionSpec {
+            id: id.to_string(),
+            placements: placements.iter().map(|&p| &targets[p]).collect(),
+            profile: build_profile,
+            memory: &s.spec.memory_limits[memory],
+            dir: session_dir(&self.results.root, id),
+        };
+        match Servers::start(env, &sspec).await {
+            Ok(servers) => return Ok(servers),
+            Err(f) => {
+                let why = format!("placement {} unusable in session {id}: its server did not start ({})", f.placement, f.error);
+                eprintln!("  {why}");
+                self.manifest.warnings.push(results::Warning::Other(why.clone()));
+                if f.placement == self.exp.baseline || !placements.iter().any(|&p| s.spec.placements[p].name == f.placement) {
+                    bail!("{why}; the baseline is needed for every delta, so the matrix stops here");
+                }
+                s.broken.insert(f.placement.clone(), why);
+                placements.retain(|&p| s.spec.placements[p].name != f.placement);
+                if placements.len() < 2 {
+                    bail!("session {id} has no contender left to compare with the baseline");
+                }
+            }
+        }
+    }
     }
 
     /// Warm-up, then rounds until the target, the contest's share of the budget, or (without a

@@ -264,41 +264,12 @@ fn build_into(build: &Path, key: &str, log: &mut dyn Write) -> Result<()> {
         GUEST_PACKAGES.len(),
         log_file.display()
     );
-    // Downloaded packages are kept for the next build (a recipe change), as mmdebstrap's manual
-    // describes: sync-in before, sync-out after, and the chroot's copies removed.
-    let debs = cache_root().join("debs");
-    std::fs::create_dir_all(&debs)?;
-    let debs = debs.display().to_string();
-    let mut mm = Command::new("mmdebstrap");
-    mm.args(["--mode=root", "--variant=apt", "--components=main", "--skip=download/empty"])
-        .arg(format!("--include={}", GUEST_PACKAGES.join(",")))
-        .arg("--setup-hook=mkdir -p \"$1\"/var/cache/apt/archives/")
-        .arg(format!("--setup-hook=sync-in {debs} /var/cache/apt/archives/"))
-        .arg(format!("--customize-hook=sync-out /var/cache/apt/archives {debs}"))
-        .arg("--customize-hook=rm -f \"$1\"/var/cache/apt/archives/*.deb")
-        .arg(format!("--customize-hook=cp -a '{}'/. \"$1\"/", staging.display()))
-        .arg("--customize-hook=chroot \"$1\" update-initramfs -u -k all")
-        .arg(SUITE)
-        .arg(&tree)
-        .args(MIRRORS)
-        .env("LC_ALL", "C");
+    let mut mm = mmdebstrap_command(&staging, &tree)?;
     run_logged(&mut mm, &log_file, "mmdebstrap")?;
     let mmdebstrap_s = t0.elapsed().as_secs_f64();
     let _ = writeln!(log, "vm: packages installed ({mmdebstrap_s:.0} s)");
 
-    // The guest's own kernel and initramfs, for qemu's direct kernel boot.
-    let boot = tree.join("boot");
-    let find = |prefix: &str| -> Result<PathBuf> {
-        std::fs::read_dir(&boot)?
-            .flatten()
-            .map(|e| e.path())
-            .find(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(prefix)))
-            .ok_or_else(|| anyhow!("no {prefix}* in {}", boot.display()))
-    };
-    let vmlinuz = find("vmlinuz-")?;
-    let kernel_version = vmlinuz.file_name().unwrap().to_string_lossy().trim_start_matches("vmlinuz-").to_string();
-    std::fs::copy(&vmlinuz, build.join("vmlinuz"))?;
-    std::fs::copy(find("initrd.img-")?, build.join("initrd.img"))?;
+    let kernel_version = copy_kernel(&tree, build)?;
 
     let versions = Command::new("chroot")
         .arg(&tree)
@@ -338,6 +309,47 @@ fn build_into(build: &Path, key: &str, log: &mut dyn Write) -> Result<()> {
     });
     std::fs::write(build.join("manifest.json"), serde_json::to_string_pretty(&manifest)? + "\n")?;
     Ok(())
+}
+
+/// mmdebstrap's command for the guest tree at `tree`, with `staging`'s files copied in.
+/// Downloaded packages are kept for the next build (a recipe change), as mmdebstrap's manual
+/// describes: sync-in before, sync-out after, and the chroot's copies removed.
+fn mmdebstrap_command(staging: &Path, tree: &Path) -> Result<Command> {
+    let debs = cache_root().join("debs");
+    std::fs::create_dir_all(&debs)?;
+    let debs = debs.display().to_string();
+    let mut mm = Command::new("mmdebstrap");
+    mm.args(["--mode=root", "--variant=apt", "--components=main", "--skip=download/empty"])
+        .arg(format!("--include={}", GUEST_PACKAGES.join(",")))
+        .arg("--setup-hook=mkdir -p \"$1\"/var/cache/apt/archives/")
+        .arg(format!("--setup-hook=sync-in {debs} /var/cache/apt/archives/"))
+        .arg(format!("--customize-hook=sync-out /var/cache/apt/archives {debs}"))
+        .arg("--customize-hook=rm -f \"$1\"/var/cache/apt/archives/*.deb")
+        .arg(format!("--customize-hook=cp -a '{}'/. \"$1\"/", staging.display()))
+        .arg("--customize-hook=chroot \"$1\" update-initramfs -u -k all")
+        .arg(SUITE)
+        .arg(tree)
+        .args(MIRRORS)
+        .env("LC_ALL", "C");
+    Ok(mm)
+}
+
+/// Copies the guest's own kernel and initramfs out of `tree` into `build`, for qemu's direct
+/// kernel boot; the kernel's version.
+fn copy_kernel(tree: &Path, build: &Path) -> Result<String> {
+    let boot = tree.join("boot");
+    let find = |prefix: &str| -> Result<PathBuf> {
+        std::fs::read_dir(&boot)?
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(prefix)))
+            .ok_or_else(|| anyhow!("no {prefix}* in {}", boot.display()))
+    };
+    let vmlinuz = find("vmlinuz-")?;
+    let kernel_version = vmlinuz.file_name().unwrap().to_string_lossy().trim_start_matches("vmlinuz-").to_string();
+    std::fs::copy(&vmlinuz, build.join("vmlinuz"))?;
+    std::fs::copy(find("initrd.img-")?, build.join("initrd.img"))?;
+    Ok(kernel_version)
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@
 pub mod image;
 pub mod machine;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -107,6 +107,22 @@ fn run(argv: Vec<String>, timeout: Duration, job_dir: Option<PathBuf>, console: 
     }
     let job_dir = std::fs::canonicalize(&job_dir).unwrap_or(job_dir);
     let console = console.unwrap_or_else(|| job_dir.join(".vm").join("console.log"));
+    let spec = run_spec(argv, timeout, &job_dir, &console);
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        let _ = signal_hook::flag::register(sig, Arc::clone(&stop));
+    }
+    let result = machine::run(&img, &spec, &stop);
+    let code = exit_code(result, timeout, &console);
+    if temporary {
+        let _ = std::fs::remove_dir_all(&job_dir);
+    }
+    ExitCode::from(code)
+}
+
+/// What the guest runs: `argv` in the repository (shared read-only, with the xtask binary's
+/// directory when it lies outside), with a plain PATH and the C locale.
+fn run_spec(argv: Vec<String>, timeout: Duration, job_dir: &Path, console: &Path) -> machine::RunSpec {
     let repo = crate::paths::repo_root();
     let exe = std::env::current_exe().ok().and_then(|e| std::fs::canonicalize(e).ok());
     let mut ro_shares = vec![repo.clone()];
@@ -121,28 +137,28 @@ fn run(argv: Vec<String>, timeout: Duration, job_dir: Option<PathBuf>, console: 
     if let Some(e) = &exe {
         env.push(("PGTIER_XTASK".into(), e.display().to_string()));
     }
-    let spec = machine::RunSpec {
-        job_dir: job_dir.clone(),
+    machine::RunSpec {
+        job_dir: job_dir.to_path_buf(),
         argv,
         cwd: repo,
         ro_shares,
         env,
         timeout,
-        console_log: console.clone(),
+        console_log: console.to_path_buf(),
         stream: true,
-    };
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        let _ = signal_hook::flag::register(sig, Arc::clone(&stop));
     }
-    let result = machine::run(&img, &spec, &stop);
-    let code = match result {
+}
+
+/// The exit status `vm run` gives for the guest's outcome: the command's own, 124 after the
+/// timeout, 125 when the guest or the machine failed; each said on stderr.
+fn exit_code(result: anyhow::Result<machine::Outcome>, timeout: Duration, console: &Path) -> u8 {
+    match result {
         Ok(o) if o.timed_out => {
             eprintln!(
                 "vm: the guest did not finish within {} s and was killed; console ({}):\n{}",
                 timeout.as_secs(),
                 console.display(),
-                machine::console_tail(&console, 15)
+                machine::console_tail(console, 15)
             );
             124
         }
@@ -160,7 +176,7 @@ fn run(argv: Vec<String>, timeout: Duration, job_dir: Option<PathBuf>, console: 
                 eprintln!(
                     "vm: the guest stopped before the command finished; console ({}):\n{}",
                     console.display(),
-                    machine::console_tail(&console, 25)
+                    machine::console_tail(console, 25)
                 );
                 125
             }
@@ -169,9 +185,5 @@ fn run(argv: Vec<String>, timeout: Duration, job_dir: Option<PathBuf>, console: 
             eprintln!("error: {e:#}");
             125
         }
-    };
-    if temporary {
-        let _ = std::fs::remove_dir_all(&job_dir);
     }
-    ExitCode::from(code)
 }
