@@ -143,9 +143,8 @@ mod tests {
         check::<Order>(serde_word);
         check::<Builtin>(serde_word);
         check::<FaultKind>(serde_word);
-        // tpcc's manifest spells these in snake_case (hammer_db): only the file's words are checked.
-        check::<tpcc::Mode>(|_| None);
-        check::<tpcc::Side>(|_| None);
+        check::<tpcc::Mode>(serde_word);
+        check::<tpcc::Side>(serde_word);
         check::<WorkloadKindWord>(|_| None);
         check::<TransparentHugepages>(|_| None);
     }

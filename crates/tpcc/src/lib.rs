@@ -40,24 +40,26 @@ pub use drive::run;
 pub use load::create_schema_and_load;
 pub use random::NurandConstants;
 
-/// Which rules the workload follows.
+/// Which rules the workload follows; serialised as [`Mode::as_str`] spells it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
 pub enum Mode {
     /// The TPC-C specification: NURand item and customer ids, the 45/43/4/4/4 mix, a new-order
     /// with an unused item number (1%) rolls back, C_LAST's run constant differs from the load's.
     #[default]
+    #[serde(rename = "spec")]
     Spec,
     /// HammerDB TPROC-C on PostgreSQL: uniform item and customer ids, the 10/10/1/1/1-of-23 mix,
     /// the 1% invalid-item new-order commits, random home warehouse and stock-level district per
     /// virtual user, C_LAST generated with the load's constant. HammerDB's mix and inputs on
     /// pgtier's own (correct) schema, loader and transactions.
+    #[serde(rename = "hammerdb")]
     HammerDb,
     /// HammerDB 4.12's own work on the server, defects included: its schema and loader (value
     /// distributions, keys present during the load, plain ANALYZE), its PL/pgSQL functions
     /// (server-side random numbers, an EXCEPTION block per call, by-name lookups that match
     /// nobody) and its client's prepared calls. Needs a database loaded in this mode, and
     /// [`Side::ServerProcedures`]. See the crate README for the list of what it reproduces.
+    #[serde(rename = "hammerdb-faithful")]
     HammerDbFaithful,
 }
 
@@ -86,13 +88,15 @@ impl Mode {
 }
 
 /// Where the transaction logic runs.
+/// Serialised as the experiment file spells it (`procedures`, `client-sql`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
 pub enum Side {
     /// One call of a PL/pgSQL function per transaction (HammerDB's default on PostgreSQL).
     #[default]
+    #[serde(rename = "procedures")]
     ServerProcedures,
     /// The same statements sent one by one from the client inside BEGIN ... COMMIT.
+    #[serde(rename = "client-sql")]
     ClientSql,
 }
 
