@@ -191,6 +191,24 @@ fn dax_optional_and_fallen_back_carries_on_with_a_note() {
 }
 
 #[test]
+fn mount_options_the_kernel_does_not_show_are_noted() {
+    // The captured fallback line shows relatime and no noatime: a requested option the kernel
+    // ignored or spells differently is said, DAX aside (it has its own note).
+    let mut f = pmem_machine("ndctl/ndctl-list-N.fsdax.json");
+    let mp = mountpoint("pm");
+    mount_adds(&mut f, &mounts_line_from("local/proc-mounts.xfs-dax-always-fallback.txt", "/dev/pmem0", &mp));
+    let mut d = pmem("pm", "namespace0.0", false);
+    d.dax = DaxPolicy::Optional;
+    d.mount_options = vec!["noatime".into(), "logbsize=32k".into()];
+    let o = run_plan(&[d], &fake_ctx(), &mut f);
+    let p = o.result.as_ref().unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(p.device("pm").unwrap().mount.not_shown, vec!["noatime".to_string(), "dax=always".to_string()]);
+    let note = o.notes.iter().find(|n| n.contains("not shown in /proc/mounts")).expect("a note on the unseen option");
+    assert!(note.contains("mount option(s) noatime asked for"), "{note}");
+    assert!(!note.contains("logbsize") && !note.contains("dax"), "{note}");
+}
+
+#[test]
 fn dax_in_mount_options_but_not_on_the_file_is_not_honoured() {
     // The legacy `dax` option (kernel/mount-grep-pmem0...: `rw,relatime,attr2,dax,inode64,noquota`)
     // counts as asked for, but statx must also say so.

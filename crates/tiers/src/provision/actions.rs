@@ -43,6 +43,17 @@ impl Executor<'_> {
         if !check.dax.note.is_empty() {
             on_event(Event::Note(format!("{}: {}", target.display(), check.dax.note)));
         }
+        // DAX has its own note above; any other option the kernel does not show was ignored
+        // or is spelled differently in /proc/mounts: worth knowing before trusting a figure.
+        let unseen: Vec<&str> =
+            check.not_shown.iter().map(String::as_str).filter(|o| !o.starts_with("dax")).collect();
+        if !unseen.is_empty() {
+            on_event(Event::Note(format!(
+                "{}: mount option(s) {} asked for but not shown in /proc/mounts (ignored, or spelled differently by the kernel)",
+                target.display(),
+                unseen.join(", ")
+            )));
+        }
         if dax == DaxPolicy::Required && !check.dax.honoured && !emulated {
             return Err(format!(
                 "DAX was required but is not in effect on {}: {} (set dax = \"optional\" to carry on without it)",
