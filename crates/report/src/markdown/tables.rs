@@ -51,7 +51,7 @@ pub(super) fn statistics_note(s: &mut String, summary: &Summary) {
     let tests: Vec<String> = a.tests.iter().map(|(f, n)| format!("{n} {} change(s)", f.name())).collect();
     let _ = writeln!(
         s,
-        "Design **{}**: {how}. Verdicts: **real change** when the interval excludes 0 after Holm's correction for the number of changes of the same figure ({}), **equivalent** when the whole 95% interval lies inside ±{:.1}% (the experiment's equivalence margin), **inconclusive** otherwise; p-values before and after the correction are in summary.csv.\n",
+        "Design **{}**: {how}. Verdicts: **real change** when the interval excludes 0 after Holm's correction for the number of changes of the same figure ({}), **equivalent** when the whole 95% interval lies inside ±{:.1}% (the experiment's equivalence margin), **inconclusive** otherwise. The intervals printed are each change's own 95% interval, before the correction, so one that excludes 0 can still be inconclusive; p-values before and after the correction are in summary.csv.\n",
         a.design,
         if tests.is_empty() { "none with an interval".to_string() } else { tests.join(", ") },
         a.equivalence_margin_pct,
