@@ -4,7 +4,7 @@
 //! and pg_wal, which grows towards max_wal_size under load while the golden copy is still there).
 
 use runner::dataset::DatasetSpec;
-use runner::memory::show;
+use tiers::plan::human_bytes;
 
 use crate::model::{Experiment, GoldenCopy};
 
@@ -34,7 +34,7 @@ impl RoomNeed {
 
     /// `the golden copy of pgbench-s100 (2.6 GiB), PGDATA of nvme (1.6 GiB), ...`
     pub fn describe(&self) -> String {
-        self.parts.iter().map(|p| format!("{} ({})", p.what, show(p.bytes))).collect::<Vec<_>>().join(", ")
+        self.parts.iter().map(|p| format!("{} ({})", p.what, human_bytes(p.bytes))).collect::<Vec<_>>().join(", ")
     }
 }
 
@@ -100,7 +100,7 @@ impl Experiment {
                 parts.push(RoomPart { what: format!("{}'s {}", p.name, data.join(" and ")), bytes: largest });
             }
             if p.wal == *name {
-                parts.push(RoomPart { what: format!("{}'s pg_wal (max_wal_size + 30%)", p.name), bytes: wal });
+                parts.push(RoomPart { what: format!("{}'s pg_wal, up to max_wal_size + 30%", p.name), bytes: wal });
             }
         }
         RoomNeed { parts }

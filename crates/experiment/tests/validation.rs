@@ -954,7 +954,7 @@ fn the_room_a_device_needs_counts_the_golden_copy_and_its_placements_copies() {
         [
             ("the golden copy of pgbench-s100", 100 * 24 * (1 << 20) + (256 << 20)),
             ("fast's PGDATA", 100 * 16 * (1 << 20)),
-            ("fast's pg_wal (max_wal_size + 30%)", (1u64 << 30) / 10 * 13 + (64 << 20)),
+            ("fast's pg_wal, up to max_wal_size + 30%", (1u64 << 30) / 10 * 13 + (64 << 20)),
         ]
     );
     assert_eq!(need.with_margin(), need.total() + need.total() / 20);
@@ -973,9 +973,9 @@ fn an_emulated_device_too_small_for_the_golden_copy_is_refused_at_its_size() {
     assert_eq!(e.key.as_deref(), Some("emulate.device_size"));
     assert_eq!(e.line, Some(line_of(&text, "device_size = \"1GiB\"")));
     for says in [
-        "emulated device \"d1\" (1.0 GiB, about 993 MiB after XFS's own use)",
+        "emulated device \"d1\" (1.0 GiB, about 993.3 MiB after XFS's own use)",
         &format!("exp.toml:{} `experiment.golden_copy.device`", line_of(&text, "golden_copy")),
-        "the golden copy of pgbench-s5 (376 MiB), fast's PGDATA (80 MiB), fast's pg_wal (max_wal_size + 30%) (1.4 GiB)",
+        "the golden copy of pgbench-s5 (376.0 MiB), fast's PGDATA (80.0 MiB), fast's pg_wal, up to max_wal_size + 30% (1.4 GiB)",
         "size = \"2GiB\" or more",
     ] {
         assert!(e.message.contains(says), "{says:?} in {e}");

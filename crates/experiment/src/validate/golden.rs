@@ -135,12 +135,12 @@ impl Validator<'_> {
 }
 
 fn emulated_too_small(name: &str, size: u64, usable: u64, need: &RoomNeed, origin: &crate::Origin) -> String {
-    use runner::memory::show;
+    use tiers::plan::human_bytes as show;
     // The size that holds it, rounded up to 256 MiB.
     let step = 256u64 << 20;
     let suggest = (need.with_margin() / 97 * 100).div_ceil(step) * step;
     let suggest =
-        if suggest % (1 << 30) == 0 { format!("{}GiB", suggest >> 30) } else { format!("{}MiB", suggest >> 20) };
+        if suggest.is_multiple_of(1 << 30) { format!("{}GiB", suggest >> 30) } else { format!("{}MiB", suggest >> 20) };
     format!(
         "emulated device {name:?} ({}, about {} after XFS's own use) cannot hold the golden copy that {origin} puts on it with what the placements put there: about {} with a 5% margin ({}); give it [device.emulate] size = \"{suggest}\" or more, or put the golden copy elsewhere (golden_copy = {{ dir = \"/absolute/path\" }}, or no golden_copy: the state directory)",
         show(size),
