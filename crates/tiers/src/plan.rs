@@ -99,6 +99,9 @@ pub enum Check {
     NvmeHostIdentity { host_nqn: Option<String>, host_id: Option<String> },
     /// The device is large enough for `bytes` (what for: `what`), before anything is written.
     Room { device: Value, bytes: u64, what: String },
+    /// The same for a PMem namespace, by the size `ndctl list -N -i` gives it (its block device
+    /// is only looked up after the checks, and may only exist after a reconfigure).
+    PmemRoom { namespace: String, bytes: u64, what: String },
 }
 
 impl fmt::Display for Check {
@@ -150,6 +153,9 @@ impl fmt::Display for Check {
             ),
             Check::Room { device, bytes, what } => {
                 write!(f, "check {device} holds {} ({what})", human_bytes(*bytes))
+            }
+            Check::PmemRoom { namespace, bytes, what } => {
+                write!(f, "check ndctl list -N -i: namespace {namespace} holds {} ({what})", human_bytes(*bytes))
             }
         }
     }
@@ -471,6 +477,12 @@ impl Plan {
     /// put more than PostgreSQL's directories there (a data set's golden copy, which a real study
     /// may place on one of its devices rather than on the small system disk).
     pub fn add_room_check(&mut self, device: &str, bytes: u64, what: &str) {
+        let namespace = self.steps.iter().find_map(|s| match &s.action {
+            Action::Check(Check::PmemFsdax { namespace, .. }) if s.device.as_deref() == Some(device) => {
+                Some(namespace.clone())
+            }
+            _ => None,
+        });
         let disk = self
             .steps
             .iter()
@@ -491,7 +503,10 @@ impl Plan {
             at,
             Step {
                 device: Some(device.to_string()),
-                action: Action::Check(Check::Room { device: disk, bytes, what: what.to_string() }),
+                action: Action::Check(match namespace {
+                    Some(namespace) => Check::PmemRoom { namespace, bytes, what: what.to_string() },
+                    None => Check::Room { device: disk, bytes, what: what.to_string() },
+                }),
                 reason: format!("{what} goes on this device: refuse now rather than fail when it is full"),
             },
         );
