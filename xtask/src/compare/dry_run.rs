@@ -245,40 +245,7 @@ fn golden_place(s: &Setup) {
                 );
             }
         }
-        GoldenCopy::Device { name, origin } => {
-            println!(
-                "Built on device {name} ({origin}), in {}, which pgtier makes once the device is mounted and removes at teardown.",
-                s.golden.root.display()
-            );
-            let d = exp.device(name).expect("validated");
-            let room = if exp.emulated {
-                let size = d.emulation.size_bytes;
-                format!("{name} is emulated, {} ({} after XFS's own use): {}", human_bytes(size), human_bytes(size / 100 * 97), fits(size / 100 * 97))
-            } else {
-                let step = s
-                    .plan
-                    .steps
-                    .iter()
-                    .position(|st| matches!(&st.action, tiers::plan::Action::Check(tiers::plan::Check::Room { .. } | tiers::plan::Check::PmemRoom { .. })))
-                    .map(|i| format!("step {}", i + 1))
-                    .unwrap_or_else(|| "a check".into());
-                match golden::real_size(d) {
-                    Some((dev, size)) => format!(
-                        "{name} is {} here, {} ({} after XFS's own use): {}; {step} checks it again before anything is written",
-                        dev.display(),
-                        human_bytes(size),
-                        human_bytes(size / 100 * 97),
-                        fits(size / 100 * 97)
-                    ),
-                    None => format!("the device's size is read at {step}, before anything is written, and the run stops there if it does not fit"),
-                }
-            };
-            println!(
-                "Room: about {} with a 5% margin ({}); {room}.",
-                human_bytes(need.with_margin()),
-                need.describe()
-            );
-        }
+        GoldenCopy::Device { name, origin } => golden_on_device(s, name, origin, &fits),
         GoldenCopy::Dir { path, origin } => {
             println!(
                 "Built in {} ({origin}), which pgtier makes and removes at teardown.",
@@ -301,6 +268,44 @@ fn golden_place(s: &Setup) {
         }
     }
     println!();
+}
+
+/// The dry run's lines for a golden copy on device `name`: where it goes and the room there.
+fn golden_on_device(s: &Setup, name: &str, origin: &impl std::fmt::Display, fits: &dyn Fn(u64) -> String) {
+    let exp = &s.exp;
+    let need = exp.golden_room();
+    println!(
+        "Built on device {name} ({origin}), in {}, which pgtier makes once the device is mounted and removes at teardown.",
+        s.golden.root.display()
+    );
+    let d = exp.device(name).expect("validated");
+    let room = if exp.emulated {
+        let size = d.emulation.size_bytes;
+        format!("{name} is emulated, {} ({} after XFS's own use): {}", human_bytes(size), human_bytes(size / 100 * 97), fits(size / 100 * 97))
+    } else {
+        let step = s
+            .plan
+            .steps
+            .iter()
+            .position(|st| matches!(&st.action, tiers::plan::Action::Check(tiers::plan::Check::Room { .. } | tiers::plan::Check::PmemRoom { .. })))
+            .map(|i| format!("step {}", i + 1))
+            .unwrap_or_else(|| "a check".into());
+        match golden::real_size(d) {
+            Some((dev, size)) => format!(
+                "{name} is {} here, {} ({} after XFS's own use): {}; {step} checks it again before anything is written",
+                dev.display(),
+                human_bytes(size),
+                human_bytes(size / 100 * 97),
+                fits(size / 100 * 97)
+            ),
+            None => format!("the device's size is read at {step}, before anything is written, and the run stops there if it does not fit"),
+        }
+    };
+    println!(
+        "Room: about {} with a 5% margin ({}); {room}.",
+        human_bytes(need.with_margin()),
+        need.describe()
+    );
 }
 
 /// Each copy onto a placement the planned runs make, and how long it takes at the assumed
