@@ -21,8 +21,8 @@ use std::path::{Path, PathBuf};
 use error::Source;
 pub use error::{ConfigError, ConfigErrors};
 pub use model::{
-    Claim, ClaimAcross, ClaimMetric, Design, Experiment, FaultKind, FaultSpec, HugePagesNeed, KernelSettings,
-    Measurement, Origin, Placement, ProfileInfo,
+    Claim, ClaimAcross, ClaimMetric, Design, Experiment, FaultKind, FaultSpec, Host, HostRole, HugePagesNeed,
+    KernelSettings, Measurement, Origin, Placement, ProfileInfo,
 };
 pub use policy::{reserved_setting, unsafe_mkfs_option};
 /// PostgreSQL memory units (`128MB` = 128 MiB, `8kB`, `1GB`); bare numbers are 8 kB pages.

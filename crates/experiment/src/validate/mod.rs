@@ -6,6 +6,7 @@ mod device;
 mod emulate;
 mod experiment;
 mod fault;
+mod host;
 mod kernel;
 mod measurement;
 mod placement;
@@ -65,6 +66,7 @@ impl<'a> Validator<'a> {
             },
             opts,
         );
+        let hosts = self.hosts(raw, &workloads);
         self.cross_checks(&devices, &placements, &workloads, opts.emulate);
         if opts.emulate {
             self.wal_room(&devices, &placements, &pg, &measurement, raw);
@@ -101,6 +103,7 @@ impl<'a> Validator<'a> {
             faults,
             warnings: Vec::new(),
             claims,
+            hosts,
         })
     }
 
