@@ -43,6 +43,11 @@ pub fn preflight(exp: &Experiment, plan: &tiers::Plan, user: Result<DbUser, Runn
             missing.push(format!("{program} (package {package})"));
         }
     }
+    if let Some(h) = exp.client_host()
+        && journal::command::which("ssh").is_none()
+    {
+        missing.push(format!("ssh (package openssh-client), to reach host {} ({})", h.name, h.origin));
+    }
     if !exp.device_probe.is_zero() && journal::command::which("fio").is_none() {
         missing.push("fio (package fio; or set device_probe = \"0s\")".into());
     }

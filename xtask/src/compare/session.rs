@@ -14,6 +14,7 @@ use results::{Manifest, ResultsDir, Warning, timestamp};
 use runner::RunnerEnv;
 use runner::cgroup::BlkioThrottle;
 use runner::dataset::{self, Golden};
+use runner::env::RemoteClient;
 use runner::matrix::{MatrixSpec, PlannedRun};
 use tiers::{PlanContext, Provisioned};
 
@@ -108,6 +109,9 @@ impl<'a> Session<'a> {
 
     async fn go(&mut self, plan: &tiers::Plan) -> Result<()> {
         self.phase(Phase::Begin, async |s| s.begin(plan)).await?;
+        // The client host's connection first: a host that cannot be reached stops the run
+        // before anything is provisioned.
+        let client = self.phase(Phase::Begin, async |s| s.client_host()).await?;
         // Kernel settings the experiment asks for (restored at teardown from the run record).
         if !self.exp.kernel.is_empty() {
             self.phase(Phase::Kernel, async |s| s.kernel()).await?;
@@ -124,7 +128,7 @@ impl<'a> Session<'a> {
         if !self.exp.device_probe.is_zero() {
             self.phase(Phase::Probe, async |s| s.probe(&provisioned)).await?;
         }
-        let env = self.runner_env(throttles)?;
+        let env = self.runner_env(throttles, client)?;
         let matrix =
             setup::matrix_spec(self.exp, plan, Some(&provisioned), host::hardware_threads(), self.seed);
         let goldens = self.phase(Phase::Load, async |s| s.load(&env, &matrix).await).await?;
@@ -282,8 +286,22 @@ impl<'a> Session<'a> {
             .collect()
     }
 
+    /// The host that runs the benchmark client, when the file names one: its ssh connection
+    /// opened (closed at teardown from the run record), pgbench checked there, the route and
+    /// its round trip measured into the manifest.
+    fn client_host(&mut self) -> Result<Option<RemoteClient>> {
+        let Some(h) = self.exp.client_host() else { return Ok(None) };
+        let token = self.run_id.rsplit('-').next().unwrap_or(&self.run_id).to_string();
+        let install = &self.pre.install;
+        let pgbench = install.client_dir.join("pgbench");
+        let (client, record) =
+            crate::remote::open_client(h, &token, self.journal, &pgbench, &install.client_version_line)?;
+        self.manifest.client = Some(record);
+        Ok(Some(client))
+    }
+
     /// The runner's environment, with its private socket directory.
-    fn runner_env(&self, throttles: Vec<BlkioThrottle>) -> Result<RunnerEnv<'a>> {
+    fn runner_env(&self, throttles: Vec<BlkioThrottle>, client: Option<RemoteClient>) -> Result<RunnerEnv<'a>> {
         let socket_dir = self.ctx.work_dir.join("sock");
         let env = RunnerEnv {
             install: self.pre.install.clone(),
@@ -298,6 +316,7 @@ impl<'a> Session<'a> {
             drop_caches: true,
             watchdog_grace: self.exp.watchdog_grace,
             throttles,
+            client,
         };
         dataset::make_owned_dir(&env, &socket_dir)?;
         Ok(env)

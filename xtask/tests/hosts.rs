@@ -1,0 +1,298 @@
+//! A benchmark client on another host (`[[host]] roles = ["client"]`), for real: the "host" is
+//! a network namespace of this machine with its own OpenSSH server (Debian's sshd, a host key
+//! and an authorized key made for the test, strict host-key checking against a known_hosts file
+//! written by the test), reached over a veth pair with link-local addresses. pgtier opens one
+//! multiplexed ssh connection to it, runs pgbench there, and pgbench reaches PostgreSQL over TCP
+//! at the server's address facing the namespace, authenticated by scram-sha-256.
+//!
+//! What this simulates: a second machine's network stack (its own interfaces, routes and
+//! addresses, a real TCP path through a veth pair), its SSH server and the whole transport
+//! (ControlMaster, quoting through a remote shell, host-key verification), and pg_hba.conf's
+//! admission of exactly the client's address. What it cannot: the namespace shares this
+//! machine's kernel, CPUs, filesystem and binaries (so pgbench "on the host" is the same file,
+//! its files land on the same disk, and the round trip is a veth's, tens of microseconds, not a
+//! network's), and nothing here tests a host's own clock or another OS.
+//!
+//! Addresses: a /30 of 169.254.0.0/24, which the emulated NVMe/TCP tier never uses (it takes
+//! 169.254.1.0 to 169.254.254.255), chosen from the test's pid. Needs root and
+//! openssh-server (`cargo xtask setup` installs it); PGTIER_SKIP_ROOT_TESTS=1 skips it.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+const EXPERIMENT: &str = r#"
+[experiment]
+name = "remote-client"
+description = "integration test: pgbench on a client host"
+device_probe = "0s"
+baseline = "disk"
+repetitions = 1
+
+[postgres]
+profiles = ["default"]
+memory_limits = ["256MiB"]
+[postgres.settings]
+log_connections = "on"
+
+[[device]]
+name = "disk"
+class = "nvme"
+path = "/dev/disk/by-id/not-used-when-emulating"
+[device.emulate]
+size = "512MiB"
+
+[[placement]]
+name = "disk"
+data = "disk"
+wal = "disk"
+
+[[workload]]
+name = "rw"
+kind = "pgbench"
+builtin = "tpcb-like"
+scale = 1
+clients = [2]
+duration = "2s"
+ramp_up = "1s"
+
+[[host]]
+name = "loadgen"
+address = "CLIENT_ADDRESS"
+identity_file = "KEY_DIR/id_ed25519"
+known_hosts = "KEY_DIR/known_hosts"
+roles = ["client"]
+"#;
+
+fn run(cmd: &mut Command) -> String {
+    let o = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    assert!(o.status.success(), "{cmd:?}: {}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// The client host: a network namespace with a veth link to this machine and an sshd in it.
+/// Dropping it kills sshd and deletes the namespace and the link, also when the test fails.
+struct ClientHost {
+    netns: String,
+    link: String,
+    server_address: String,
+    address: String,
+    sshd: Option<Child>,
+    made_run_sshd: bool,
+}
+
+impl ClientHost {
+    fn new(keys: &Path) -> ClientHost {
+        let pid = std::process::id();
+        let base = (pid % 64) * 4;
+        let mut h = ClientHost {
+            netns: format!("pgtier-test-client-{pid}"),
+            link: format!("pgtc{}", pid % 100_000_000),
+            server_address: format!("169.254.0.{}", base + 1),
+            address: format!("169.254.0.{}", base + 2),
+            sshd: None,
+            made_run_sshd: false,
+        };
+        let peer = format!("{}p", h.link);
+        run(Command::new("ip").args(["netns", "add", &h.netns]));
+        run(Command::new("ip").args(["link", "add", &h.link, "type", "veth", "peer", "name", &peer]));
+        run(Command::new("ip").args(["link", "set", &peer, "netns", &h.netns]));
+        run(Command::new("ip").args(["addr", "add", &format!("{}/30", h.server_address), "dev", &h.link]));
+        run(Command::new("ip").args(["link", "set", &h.link, "up"]));
+        let ns = |args: &[&str]| {
+            let mut c = Command::new("ip");
+            c.args(["netns", "exec", &h.netns]).args(args);
+            run(&mut c);
+        };
+        ns(&["ip", "addr", "add", &format!("{}/30", h.address), "dev", &peer]);
+        ns(&["ip", "link", "set", &peer, "up"]);
+        ns(&["ip", "link", "set", "lo", "up"]);
+
+        // Keys made for this test: the host's, and the controller's identity it authorises.
+        for (name, comment) in [("host_ed25519", "pgtier-test-host"), ("id_ed25519", "pgtier-test-controller")] {
+            run(Command::new("ssh-keygen")
+                .args(["-q", "-t", "ed25519", "-N", "", "-C", comment, "-f"])
+                .arg(keys.join(name)));
+        }
+        std::fs::copy(keys.join("id_ed25519.pub"), keys.join("authorized_keys")).unwrap();
+        let host_key = std::fs::read_to_string(keys.join("host_ed25519.pub")).unwrap();
+        let key: Vec<&str> = host_key.split_whitespace().take(2).collect();
+        std::fs::write(keys.join("known_hosts"), format!("{} {}\n", h.address, key.join(" "))).unwrap();
+        let config = format!(
+            "ListenAddress {addr}:22\nHostKey {k}/host_ed25519\nAuthorizedKeysFile {k}/authorized_keys\nPidFile {k}/sshd.pid\n\
+             PermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\n\
+             StrictModes no\nX11Forwarding no\nAllowTcpForwarding no\nPrintMotd no\nMaxSessions 50\nLogLevel VERBOSE\n",
+            addr = h.address,
+            k = keys.display()
+        );
+        std::fs::write(keys.join("sshd_config"), config).unwrap();
+        // sshd's privilege separation directory (the package's tmpfiles.d makes it at boot).
+        if !Path::new("/run/sshd").exists() {
+            std::fs::create_dir("/run/sshd").unwrap();
+            h.made_run_sshd = true;
+        }
+        let log = std::fs::File::create(keys.join("sshd.log")).unwrap();
+        h.sshd = Some(
+            Command::new("ip")
+                .args(["netns", "exec", &h.netns, "/usr/sbin/sshd", "-D", "-e", "-f"])
+                .arg(keys.join("sshd_config"))
+                .arg("-h")
+                .arg(keys.join("host_ed25519"))
+                .stdin(Stdio::null())
+                .stdout(log.try_clone().unwrap())
+                .stderr(log)
+                .spawn()
+                .unwrap(),
+        );
+        // Listening once a TCP connect to port 22 succeeds.
+        let to: std::net::SocketAddr = format!("{}:22", h.address).parse().unwrap();
+        let t0 = Instant::now();
+        while std::net::TcpStream::connect_timeout(&to, Duration::from_millis(200)).is_err() {
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "sshd did not listen: {}",
+                std::fs::read_to_string(keys.join("sshd.log")).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        h
+    }
+}
+
+impl Drop for ClientHost {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.sshd.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        let _ = Command::new("ip").args(["netns", "delete", &self.netns]).status();
+        let _ = Command::new("ip").args(["link", "delete", &self.link]).stderr(Stdio::null()).status();
+        if self.made_run_sshd {
+            let _ = std::fs::remove_dir("/run/sshd");
+        }
+    }
+}
+
+/// Control sockets left under the state directory's `hosts/`.
+fn control_sockets(state: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(state.join("hosts"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .flat_map(|d| std::fs::read_dir(d.path()).into_iter().flatten().flatten().map(|e| e.path()))
+        .collect()
+}
+
+/// Closes masters a failed run left (by their sockets under this test's state directory).
+struct Masters(PathBuf);
+
+impl Drop for Masters {
+    fn drop(&mut self) {
+        for s in control_sockets(&self.0) {
+            let _ = Command::new("ssh")
+                .args(["-F", "none", "-o"])
+                .arg(format!("ControlPath={}", s.display()))
+                .args(["-O", "exit", "x"])
+                .stderr(Stdio::null())
+                .status();
+        }
+    }
+}
+
+#[test]
+fn pgbench_runs_on_a_client_host_over_ssh_and_tcp() {
+    if !root_or_skip() {
+        return;
+    }
+    assert!(Path::new("/usr/sbin/sshd").exists(), "needs openssh-server: run `cargo xtask setup`");
+    let env = Env::new();
+    let keys = env.dir.path().join("keys");
+    std::fs::create_dir(&keys).unwrap();
+    let host = ClientHost::new(&keys);
+    let _masters = Masters(env.state());
+    let cfg = env.write(
+        "remote.toml",
+        &EXPERIMENT.replace("CLIENT_ADDRESS", &host.address).replace("KEY_DIR", &keys.display().to_string()),
+    );
+    let out = env.dir.path().join("results");
+    let t0 = Instant::now();
+    let o = env
+        .xtask(&["compare", "--config", cfg.to_str().unwrap(), "--emulate", "--out", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&o);
+    let sshd_log = std::fs::read_to_string(keys.join("sshd.log")).unwrap_or_default();
+    assert!(o.status.success(), "compare failed\nstdout:\n{stdout}\nstderr:\n{stderr}\nsshd:\n{sshd_log}");
+    eprintln!("compare took {:.0} s\n{stderr}", t0.elapsed().as_secs_f64());
+
+    // The manifest says where the client ran, the path and its measured round trip.
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap();
+    let client = &manifest["client"];
+    assert_eq!(client["host"], "loadgen", "{client}");
+    assert_eq!(client["address"], host.address.as_str());
+    assert_eq!(client["server_address"], host.server_address.as_str());
+    let path = client["network_path"].as_str().unwrap();
+    assert_eq!(path, format!("veth {} {} -> {}", host.link, host.server_address, host.address));
+    let rtt = client["rtt_ms"].as_f64().expect("a measured round trip");
+    assert!(rtt > 0.0 && rtt < 50.0, "a veth's round trip: {rtt} ms");
+    assert!(client["ssh_setup_ms"].as_f64().unwrap() > 0.0 && client["ssh_command_ms"].as_f64().unwrap() > 0.0);
+    assert!(client["pgbench"].as_str().unwrap().starts_with("pgbench (PostgreSQL) "), "{client}");
+
+    // pgbench ran through ssh and reached the server over TCP at its address facing the host.
+    let runs = csv_rows(&out.join("runs.csv"));
+    assert_eq!(runs.len(), 1);
+    let run_dir = out.join("runs").join(&runs[0]["run_id"]);
+    let command = std::fs::read_to_string(run_dir.join("command.txt")).unwrap();
+    assert!(command.starts_with("ssh -F none "), "{command}");
+    assert!(command.contains(&format!("root@{} --", host.address)), "{command}");
+    assert!(command.contains(&format!("-h {} -p", host.server_address)), "{command}");
+    let log = std::fs::read_to_string(run_dir.join("postgres.log")).unwrap();
+    let from_host = format!("connection received: host={}", host.address);
+    assert!(log.contains(&from_host), "no TCP connection from the client host in the server log:\n{log}");
+    assert!(log.contains("method=scram-sha-256"), "scram-sha-256 authentication:\n{log}");
+    assert!(
+        std::fs::metadata(run_dir.join("txlog.remote")).map(|m| m.len() > 0).unwrap_or(false),
+        "the transaction log came back from the host"
+    );
+    let tps: f64 = runs[0]["tps"].parse().unwrap();
+    assert!(tps > 0.0);
+
+    // report.md's environment section says where the client ran.
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(report.contains("Client host"), "report.md names the client host");
+    assert!(report.contains(path), "report.md gives the network path");
+
+    // The password is nowhere in the results (the server log holds at most its SCRAM verifier).
+    for f in walk(&out) {
+        let text = String::from_utf8_lossy(&std::fs::read(&f).unwrap()).into_owned();
+        assert!(!text.contains(":*:*:postgres:"), "a password file line in {}", f.display());
+        for (i, _) in text.match_indices("PASSWORD '") {
+            assert!(text[i..].starts_with("PASSWORD 'SCRAM-SHA-256$"), "a password in {}", f.display());
+        }
+    }
+
+    // Nothing left: no master connection, its socket, the host's run directory, nor the rest.
+    assert!(control_sockets(&env.state()).is_empty(), "control sockets left: {:?}", control_sockets(&env.state()));
+    let remote_dir = client["work_dir"].as_str().unwrap();
+    assert!(remote_dir.starts_with("/tmp/pgtier-"), "{client}");
+    assert!(!Path::new(remote_dir).exists(), "the run's directory on the host is left: {remote_dir}");
+    assert_nothing_left(&env.state());
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
