@@ -74,6 +74,9 @@ fn run(cmd: &mut Command) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
+/// The sshds of this process's tests that are running.
+static SSHDS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
 /// The client host: a network namespace with a veth link to this machine and an sshd in it.
 /// Dropping it kills sshd and deletes the namespace and the link, also when the test fails.
 struct ClientHost {
@@ -86,17 +89,20 @@ struct ClientHost {
 }
 
 impl ClientHost {
-    fn new(keys: &Path) -> ClientHost {
+    /// Test `n` of this process (tests run in parallel): its own namespace, link and /30.
+    fn new(keys: &Path, n: u32) -> ClientHost {
         let pid = std::process::id();
-        let base = (pid % 64) * 4;
+        let base = ((pid * 2 + n) % 64) * 4;
         let mut h = ClientHost {
-            netns: format!("pgtier-test-client-{pid}"),
-            link: format!("pgtc{}", pid % 100_000_000),
+            netns: format!("pgtier-test-client-{pid}-{n}"),
+            link: format!("pgtc{}{n}", pid % 10_000_000),
             server_address: format!("169.254.0.{}", base + 1),
             address: format!("169.254.0.{}", base + 2),
             sshd: None,
             made_run_sshd: false,
         };
+        // Counted from here: the drop below always uncounts it.
+        SSHDS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let peer = format!("{}p", h.link);
         run(Command::new("ip").args(["netns", "add", &h.netns]));
         run(Command::new("ip").args(["link", "add", &h.link, "type", "veth", "peer", "name", &peer]));
@@ -131,8 +137,7 @@ impl ClientHost {
         );
         std::fs::write(keys.join("sshd_config"), config).unwrap();
         // sshd's privilege separation directory (the package's tmpfiles.d makes it at boot).
-        if !Path::new("/run/sshd").exists() {
-            std::fs::create_dir("/run/sshd").unwrap();
+        if std::fs::create_dir("/run/sshd").is_ok() {
             h.made_run_sshd = true;
         }
         let log = std::fs::File::create(keys.join("sshd.log")).unwrap();
@@ -171,9 +176,15 @@ impl Drop for ClientHost {
         }
         let _ = Command::new("ip").args(["netns", "delete", &self.netns]).status();
         let _ = Command::new("ip").args(["link", "delete", &self.link]).stderr(Stdio::null()).status();
+        // Left when the other test's sshd still needs it (remove_dir fails while it is in use
+        // only if it is not empty; sshd keeps it empty, so wait for the other test instead).
         if self.made_run_sshd {
+            while SSHDS.load(std::sync::atomic::Ordering::SeqCst) > 1 {
+                std::thread::sleep(Duration::from_millis(100));
+            }
             let _ = std::fs::remove_dir("/run/sshd");
         }
+        SSHDS.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
     }
 }
 
@@ -203,6 +214,16 @@ impl Drop for Masters {
     }
 }
 
+fn experiment(env: &Env, host: &ClientHost, keys: &Path, duration: &str) -> PathBuf {
+    env.write(
+        "remote.toml",
+        &EXPERIMENT
+            .replace("CLIENT_ADDRESS", &host.address)
+            .replace("KEY_DIR", &keys.display().to_string())
+            .replace("duration = \"2s\"", &format!("duration = \"{duration}\"")),
+    )
+}
+
 #[test]
 fn pgbench_runs_on_a_client_host_over_ssh_and_tcp() {
     if !root_or_skip() {
@@ -212,12 +233,9 @@ fn pgbench_runs_on_a_client_host_over_ssh_and_tcp() {
     let env = Env::new();
     let keys = env.dir.path().join("keys");
     std::fs::create_dir(&keys).unwrap();
-    let host = ClientHost::new(&keys);
+    let host = ClientHost::new(&keys, 0);
     let _masters = Masters(env.state());
-    let cfg = env.write(
-        "remote.toml",
-        &EXPERIMENT.replace("CLIENT_ADDRESS", &host.address).replace("KEY_DIR", &keys.display().to_string()),
-    );
+    let cfg = experiment(&env, &host, &keys, "2s");
     let out = env.dir.path().join("results");
     let t0 = Instant::now();
     let o = env
@@ -261,6 +279,11 @@ fn pgbench_runs_on_a_client_host_over_ssh_and_tcp() {
     );
     let tps: f64 = runs[0]["tps"].parse().unwrap();
     assert!(tps > 0.0);
+    // pgbench's CPU as the host's shell reported it (the harness's own child is only ssh).
+    let result: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("result.json")).unwrap()).unwrap();
+    assert!(result["cpu"]["client_cpu_s"].as_f64().unwrap() > 0.0, "{}", result["cpu"]);
+    assert!(!result["warnings"].to_string().contains("did not report pgbench's CPU"), "{}", result["warnings"]);
 
     // report.md's environment section says where the client ran.
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
@@ -282,6 +305,77 @@ fn pgbench_runs_on_a_client_host_over_ssh_and_tcp() {
     assert!(remote_dir.starts_with("/tmp/pgtier-"), "{client}");
     assert!(!Path::new(remote_dir).exists(), "the run's directory on the host is left: {remote_dir}");
     assert_nothing_left(&env.state());
+}
+
+/// The harness SIGKILLed while pgbench runs on the host: the master connection, the run's
+/// directory on the host, the server and the devices stay; `cargo xtask cleanup` undoes them
+/// from the run record.
+#[test]
+fn cleanup_after_a_killed_run_closes_the_connection() {
+    if !root_or_skip() {
+        return;
+    }
+    use std::io::{BufRead, BufReader};
+    assert!(Path::new("/usr/sbin/sshd").exists(), "needs openssh-server: run `cargo xtask setup`");
+    let env = Env::new();
+    let keys = env.dir.path().join("keys");
+    std::fs::create_dir(&keys).unwrap();
+    let host = ClientHost::new(&keys, 1);
+    let _masters = Masters(env.state());
+    let cfg = experiment(&env, &host, &keys, "30s");
+    let out = env.dir.path().join("results");
+    let mut child = env
+        .xtask(&["compare", "--config", cfg.to_str().unwrap(), "--emulate", "--out", out.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut seen = Vec::new();
+    for line in BufReader::new(child.stderr.take().unwrap()).lines().map_while(Result::ok) {
+        let hit = line.contains("measuring");
+        seen.push(line);
+        if hit {
+            break;
+        }
+    }
+    assert!(seen.last().is_some_and(|l| l.contains("measuring")), "never measured:\n{}", seen.join("\n"));
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGKILL).unwrap();
+    child.wait().unwrap();
+
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap();
+    let remote_dir = manifest["client"]["work_dir"].as_str().expect("the client record").to_string();
+    assert_eq!(control_sockets(&env.state()).len(), 1, "a killed harness leaves its master connection");
+    assert!(Path::new(&remote_dir).exists(), "and the run's directory on the host");
+
+    let o = env.xtask(&["cleanup"]).output().unwrap();
+    let (stdout, stderr) = text(&o);
+    assert!(o.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("ssh -O exit") || stderr.contains("ssh -O exit"), "{stdout}\n{stderr}");
+    assert!(control_sockets(&env.state()).is_empty(), "control sockets left: {:?}", control_sockets(&env.state()));
+    assert!(!Path::new(&remote_dir).exists(), "the run's directory on the host is left: {remote_dir}");
+    // pgbench on the host lost its ssh session and with it its stderr: it is gone too.
+    let t0 = Instant::now();
+    while pgbench_from(&host.address) && t0.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(!pgbench_from(&host.address), "pgbench still runs on the host");
+    assert_nothing_left(&env.state());
+}
+
+/// A pgbench process connecting to the server from the host's side (its `-h` is the server's
+/// address of that host's link).
+fn pgbench_from(client_address: &str) -> bool {
+    let server = {
+        let o: Vec<u32> = client_address.split('.').map(|p| p.parse().unwrap()).collect();
+        format!("{}.{}.{}.{}", o[0], o[1], o[2], o[3] - 1)
+    };
+    std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+        std::fs::read(e.path().join("cmdline")).is_ok_and(|c| {
+            let c = String::from_utf8_lossy(&c).replace('\0', " ");
+            c.contains("pgbench") && c.contains(&format!("-h {server} "))
+        })
+    })
 }
 
 fn walk(dir: &Path) -> Vec<PathBuf> {

@@ -69,6 +69,22 @@ pub struct RemoteClient {
     pub pgbench: String,
 }
 
+/// The CPU seconds (user + system) of the command the host's shell ran, from the last two
+/// lines `times` printed on stderr (the shell's, then its children's: `0m1.230000s 0m0.450000s`
+/// in dash, `0m1.230s 0m0.450s` in bash).
+pub fn remote_cpu_seconds(stderr: &str) -> Option<f64> {
+    let parse = |w: &str| -> Option<f64> {
+        let (m, s) = w.strip_suffix('s')?.split_once('m')?;
+        Some(m.parse::<f64>().ok()? * 60.0 + s.parse::<f64>().ok()?)
+    };
+    let last = stderr.lines().rev().find(|l| !l.trim().is_empty())?;
+    let words: Vec<&str> = last.split_whitespace().collect();
+    match words.as_slice() {
+        [user, sys] => Some(parse(user)? + parse(sys)?),
+        _ => None,
+    }
+}
+
 /// A password that prints as `<redacted>`.
 #[derive(Clone)]
 pub struct Password(String);
@@ -97,9 +113,15 @@ impl RemoteClient {
     }
 
     /// The local command that runs `cmd` on the client host, with a minimal environment and
-    /// the password file.
+    /// the password file; the host's shell then prints the CPU time of `cmd` on stderr
+    /// (`times`, read back by [`remote_cpu_seconds`]), since the harness's own children are
+    /// only ssh.
     pub fn wrap(&self, cmd: &CommandLine) -> CommandLine {
         let mut words: Vec<String> = vec![
+            "sh".into(),
+            "-c".into(),
+            r#""$@"; s=$?; times >&2; exit $s"#.into(),
+            "sh".into(),
             "env".into(),
             "-i".into(),
             "PATH=/usr/local/bin:/usr/bin:/bin".into(),
@@ -153,4 +175,18 @@ impl RunnerEnv<'_> {
 /// hold secrets such as an NVMe DH-HMAC-CHAP key, is not handed on.
 pub(crate) fn minimal_env(cmd: &mut std::process::Command) {
     cmd.env_clear().env("PATH", "/usr/local/bin:/usr/bin:/bin").env("LC_ALL", "C");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::remote_cpu_seconds;
+
+    #[test]
+    fn cpu_times_the_hosts_shell_prints() {
+        let dash = "progress: 1.0 s, 10.0 tps\n0m0.004000s 0m0.001000s\n0m1.230000s 0m0.450000s\n";
+        assert_eq!(remote_cpu_seconds(dash).map(|c| (c * 1000.0).round()), Some(1680.0));
+        assert_eq!(remote_cpu_seconds("0m0.00s 0m0.00s\n1m2.500s 0m0.500s").map(|c| c.round()), Some(63.0));
+        assert_eq!(remote_cpu_seconds("pgbench: error: connection refused\n"), None);
+        assert_eq!(remote_cpu_seconds(""), None);
+    }
 }

@@ -120,7 +120,20 @@ pub(crate) async fn measure(
     let evidence = Evidence::begin(srv, inp.placement, run_dir).await?;
     let watch = Watch { duration: inp.workload.duration, faults: inp.faults, server: Some(srv.process) };
     let out = run_pgbench(ctx.env, &cmd, &run_dir.join("pgbench"), obs, false, watch).await;
-    evidence.end(srv, record, None, "pgbench").await;
+    // On a client host the harness's child is ssh: pgbench's CPU is what the host's shell said.
+    let remote_cpu = match (&ctx.env.client, &out) {
+        (Some(_), Ok(o)) => {
+            let cpu = crate::env::remote_cpu_seconds(&o.stderr);
+            if cpu.is_none() {
+                record.warnings.push(results::Warning::Other(
+                    "the client host did not report pgbench's CPU time: the client CPU figures are those of the local ssh".into(),
+                ));
+            }
+            cpu
+        }
+        _ => None,
+    };
+    evidence.end(srv, record, remote_cpu, "pgbench").await;
     let out = out?;
     record.faults = out.injected.clone();
     if let Some(w) = &out.watchdog {
