@@ -307,6 +307,50 @@ fn pgbench_runs_on_a_client_host_over_ssh_and_tcp() {
     assert_nothing_left(&env.state());
 }
 
+/// The `slices` design: every placement's server up at once, each on its own port of the same
+/// address facing the host, every slice's pgbench on the host.
+#[test]
+fn slices_of_every_placement_run_on_the_client_host() {
+    if !root_or_skip() {
+        return;
+    }
+    assert!(Path::new("/usr/sbin/sshd").exists(), "needs openssh-server: run `cargo xtask setup`");
+    let env = Env::new();
+    let keys = env.dir.path().join("keys");
+    std::fs::create_dir(&keys).unwrap();
+    let host = ClientHost::new(&keys, 2);
+    let _masters = Masters(env.state());
+    let sliced = std::fs::read_to_string(experiment(&env, &host, &keys, "2s")).unwrap().replace(
+        "[postgres]",
+        "[measurement]\ndesign = \"slices\"\nslice = \"1s\"\nwarm_up = \"1s\"\nmin_rounds = 2\nbudget = \"4s\"\ntarget_halfwidth = \"80%\"\n\n[postgres]",
+    )
+    .replace("log_connections = \"on\"", "log_connections = \"on\"\nmax_wal_size = \"64MB\"")
+        + "\n[[placement]]\nname = \"disk2\"\ndata = \"disk\"\nwal = \"disk\"\n";
+    let cfg = env.write("sliced.toml", &sliced);
+    let out = env.dir.path().join("results");
+    let o = env
+        .xtask(&["compare", "--config", cfg.to_str().unwrap(), "--emulate", "--out", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&o);
+    assert!(o.status.success(), "compare failed\nstdout:\n{stdout}\nstderr:\n{stderr}");
+    let runs = csv_rows(&out.join("runs.csv"));
+    assert!(runs.len() >= 4, "at least 2 rounds of 2 placements: {}", runs.len());
+    for r in &runs {
+        let command = std::fs::read_to_string(out.join("runs").join(&r["run_id"]).join("command.txt")).unwrap();
+        assert!(command.starts_with("ssh -F none ") && command.contains(&format!("-h {} -p", host.server_address)));
+    }
+    let logs: Vec<PathBuf> =
+        walk(&out.join("sessions")).into_iter().filter(|p| p.to_string_lossy().ends_with("-postgres.log")).collect();
+    assert_eq!(logs.len(), 2, "{logs:?}");
+    for l in logs {
+        let log = std::fs::read_to_string(&l).unwrap();
+        assert!(log.contains(&format!("connection received: host={}", host.address)), "{}:\n{log}", l.display());
+    }
+    assert!(control_sockets(&env.state()).is_empty());
+    assert_nothing_left(&env.state());
+}
+
 /// The harness SIGKILLed while pgbench runs on the host: the master connection, the run's
 /// directory on the host, the server and the devices stay; `cargo xtask cleanup` undoes them
 /// from the run record.
