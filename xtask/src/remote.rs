@@ -50,6 +50,14 @@ pub fn host_state_dir(name: &str) -> PathBuf {
     crate::paths::state_dir().join("hosts").join(name)
 }
 
+/// A path as the value of an ssh `-o` option: `%` doubled (ssh expands `%h`, `%C`, ... in these
+/// paths), in double quotes when it holds whitespace (ssh splits option values on it). The
+/// experiment file's paths cannot hold `"` or control characters (validation refuses them).
+fn ssh_path(p: &Path) -> String {
+    let s = p.display().to_string().replace('%', "%%");
+    if s.chars().any(char::is_whitespace) { format!("\"{s}\"") } else { s }
+}
+
 /// The ssh options of every command to `host`, its control socket at `control_path`.
 pub fn ssh_options(host: &Host, control_path: &Path) -> Vec<String> {
     let mut o: Vec<String> = vec!["-F".into(), "none".into(), "-p".into(), host.port.to_string()];
@@ -57,14 +65,14 @@ pub fn ssh_options(host: &Host, control_path: &Path) -> Vec<String> {
         o.push("-o".into());
         o.push(kv);
     };
-    opt(&mut o, format!("ControlPath={}", control_path.display()));
+    opt(&mut o, format!("ControlPath={}", ssh_path(control_path)));
     opt(&mut o, "StrictHostKeyChecking=yes".into());
     if let Some(k) = &host.known_hosts {
-        opt(&mut o, format!("UserKnownHostsFile={}", k.display()));
+        opt(&mut o, format!("UserKnownHostsFile={}", ssh_path(k)));
         opt(&mut o, "GlobalKnownHostsFile=none".into());
     }
     if let Some(i) = &host.identity_file {
-        opt(&mut o, format!("IdentityFile={}", i.display()));
+        opt(&mut o, format!("IdentityFile={}", ssh_path(i)));
         opt(&mut o, "IdentitiesOnly=yes".into());
     }
     opt(&mut o, "BatchMode=yes".into());
@@ -339,7 +347,7 @@ mod tests {
             address: "169.254.200.2".parse().unwrap(),
             user: "root".into(),
             port: 2222,
-            identity_file: Some("/k/id".into()),
+            identity_file: Some("/k/id%h".into()),
             known_hosts: Some("/k/known hosts".into()),
             roles: vec![experiment::HostRole::Client],
             origin: experiment::Origin { file: "x.toml".into(), line: None, key: "host".into() },
@@ -354,8 +362,8 @@ mod tests {
         let joined = c.args.join("\n");
         for want in [
             "StrictHostKeyChecking=yes",
-            "UserKnownHostsFile=/k/known hosts",
-            "IdentityFile=/k/id",
+            "UserKnownHostsFile=\"/k/known hosts\"",
+            "IdentityFile=/k/id%%h",
             "BatchMode=yes",
             "ControlPath=",
         ] {

@@ -130,7 +130,8 @@ fn every_problem_of_a_host_is_reported_at_once() {
         &HOST
             .replace("169.254.200.2", "loadgen.example")
             .replace("name = \"loadgen\"", "name = \"load gen\"\nuser = \"-oProxyCommand=x\"\nport = 70000")
-            .replace("roles = [\"client\"]", "roles = []"),
+            .replace("roles = [\"client\"]", "roles = []")
+            .replace("/etc/pgtier/known_hosts", "/etc/pgtier/\\\"known_hosts"),
     );
     let errs = errors(&text);
     let keys: Vec<&str> = errs.0.iter().filter_map(|e| e.key.as_deref()).collect();
@@ -140,6 +141,7 @@ fn every_problem_of_a_host_is_reported_at_once() {
         "host[load gen].user",
         "host[load gen].port",
         "host[load gen].roles",
+        "host[load gen].known_hosts",
     ] {
         assert!(keys.contains(&k), "{k} missing: {errs}");
     }

@@ -146,6 +146,13 @@ impl Validator<'_> {
         if s.is_empty() {
             self.err(span(f), key, "an empty path: name the file, or leave the key out");
         }
+        if s.chars().any(|c| c == '"' || c.is_control()) {
+            self.err(
+                span(f),
+                key,
+                format!("{s:?}: a path with '\"' or a control character cannot be handed to ssh; rename the file"),
+            );
+        }
         let p = Path::new(s);
         if p.is_absolute() { p.to_path_buf() } else { self.src.path.parent().unwrap_or(Path::new(".")).join(p) }
     }
