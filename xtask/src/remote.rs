@@ -101,6 +101,15 @@ impl SshHost {
         CommandLine::new("ssh").args(&self.options).arg(&self.destination).arg("--").arg(posix_command(words))
     }
 
+    /// `ssh ... -o ControlMaster=yes -o ControlPersist=yes -N -f <destination>`: opens the
+    /// master connection and leaves it in the background.
+    pub fn master_command(&self) -> CommandLine {
+        CommandLine::new("ssh")
+            .args(&self.options)
+            .args(["-o", "ControlMaster=yes", "-o", "ControlPersist=yes", "-N", "-f"])
+            .arg(&self.destination)
+    }
+
     /// Opens the master connection (its undo recorded first), measures it and a command's
     /// round trip over it, and makes this run's directory on the host (its undo recorded first).
     pub fn open(&self, journal: &Journal) -> Result<Opened> {
@@ -118,10 +127,7 @@ impl SshHost {
             },
             format!("ssh connection to host {}", self.name),
         )?;
-        let master = CommandLine::new("ssh")
-            .args(&self.options)
-            .args(["-o", "ControlMaster=yes", "-o", "ControlPersist=yes", "-N", "-f"])
-            .arg(&self.destination);
+        let master = self.master_command();
         let t0 = Instant::now();
         master.run_with_timeout(Some(SSH_TIMEOUT)).with_context(|| {
             format!(

@@ -434,3 +434,49 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+/// `--dry-run` says where pgbench will run and how the host is reached; needs no root and
+/// touches nothing (the host need not exist).
+#[test]
+fn dry_run_names_the_client_host() {
+    let env = Env::new();
+    let file = EXPERIMENT
+        .replace("CLIENT_ADDRESS", "192.0.2.7")
+        .replace("KEY_DIR/id_ed25519", "/nonexistent/id")
+        .replace("KEY_DIR/known_hosts", "/nonexistent/known_hosts");
+    let cfg = env.write("dry.toml", &file);
+    let o = env.xtask(&["compare", "--config", cfg.to_str().unwrap(), "--emulate", "--dry-run"]).output().unwrap();
+    let (stdout, stderr) = text(&o);
+    assert!(o.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("## Client host"), "{stdout}");
+    assert!(stdout.contains("-o StrictHostKeyChecking=yes -o UserKnownHostsFile=/nonexistent/known_hosts"), "{stdout}");
+    assert!(stdout.contains("-o ControlMaster=yes -o ControlPersist=yes -N -f root@192.0.2.7"), "{stdout}");
+    assert!(stdout.contains("pg_hba.conf admits 192.0.2.7/32 alone"), "{stdout}");
+    assert!(!env.state().exists(), "a dry run touches nothing");
+}
+
+/// A known_hosts file that does not exist stops the run before anything is touched, naming the
+/// host, the file and the line.
+#[test]
+fn a_missing_known_hosts_file_is_refused_before_anything_is_touched() {
+    if !root_or_skip() {
+        return;
+    }
+    let env = Env::new();
+    let file = EXPERIMENT
+        .replace("CLIENT_ADDRESS", "192.0.2.7")
+        .replace("KEY_DIR/id_ed25519", "/nonexistent/id")
+        .replace("KEY_DIR/known_hosts", "/nonexistent/known_hosts");
+    let cfg = env.write("missing.toml", &file);
+    let out = env.dir.path().join("results");
+    let o = env
+        .xtask(&["compare", "--config", cfg.to_str().unwrap(), "--emulate", "--out", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(stderr.contains("host loadgen: its identity_file /nonexistent/id is not a file"), "{stderr}");
+    assert!(stderr.contains("Nothing was touched"), "{stderr}");
+    assert!(!out.exists(), "no results directory");
+    assert_nothing_left(&env.state());
+}
