@@ -480,3 +480,42 @@ fn a_missing_known_hosts_file_is_refused_before_anything_is_touched() {
     assert!(!out.exists(), "no results directory");
     assert_nothing_left(&env.state());
 }
+
+/// A host whose key is not the one in known_hosts is refused (StrictHostKeyChecking=yes): the
+/// run stops before provisioning, says why, and leaves nothing (no master, no directory).
+#[test]
+fn a_host_key_other_than_the_known_one_is_refused() {
+    if !root_or_skip() {
+        return;
+    }
+    assert!(Path::new("/usr/sbin/sshd").exists(), "needs openssh-server: run `cargo xtask setup`");
+    let env = Env::new();
+    let keys = env.dir.path().join("keys");
+    std::fs::create_dir(&keys).unwrap();
+    let host = ClientHost::new(&keys, 3);
+    let _masters = Masters(env.state());
+    // known_hosts names another key for the host's address.
+    run(Command::new("ssh-keygen").args(["-q", "-t", "ed25519", "-N", "", "-f"]).arg(keys.join("impostor")));
+    let other = std::fs::read_to_string(keys.join("impostor.pub")).unwrap();
+    let key: Vec<&str> = other.split_whitespace().take(2).collect();
+    std::fs::write(keys.join("known_hosts"), format!("{} {}\n", host.address, key.join(" "))).unwrap();
+    let cfg = experiment(&env, &host, &keys, "2s");
+    let out = env.dir.path().join("results");
+    let o = env
+        .xtask(&["compare", "--config", cfg.to_str().unwrap(), "--emulate", "--out", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{stdout}\n{stderr}");
+    eprintln!("{stderr}");
+    assert!(stderr.contains("open the ssh connection to host loadgen"), "{stderr}");
+    assert!(
+        stderr.contains("REMOTE HOST IDENTIFICATION HAS CHANGED") || stderr.contains("Host key verification failed"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("provisioning 1 device"), "nothing provisioned: {stderr}");
+    let log = std::fs::read_to_string(keys.join("sshd.log")).unwrap_or_default();
+    assert!(!log.contains("Accepted publickey"), "the client never authenticated:\n{log}");
+    assert!(control_sockets(&env.state()).is_empty());
+    assert_nothing_left(&env.state());
+}
