@@ -207,6 +207,21 @@ pub fn major_version(version_line: &str) -> Option<u32> {
     digits.parse().ok()
 }
 
+/// The host's `pgbench --version` (or why it did not answer) against this machine's: the same
+/// major version, or an error saying what to install.
+fn same_pgbench(host: &str, path: &str, local: &str, remote: Result<String, String>) -> Result<String> {
+    let major = major_version(local).unwrap_or(0);
+    match remote {
+        Err(e) => bail!(
+            "host {host}: `{path} --version` failed ({e}); install the PostgreSQL client of major {major} there (Debian: postgresql-client-{major}), at the same path as here"
+        ),
+        Ok(v) if major_version(&v) != Some(major) => bail!(
+            "host {host} has {v:?} at {path}, this machine {local:?}: the client host must run pgbench of the same major version ({major}; Debian: postgresql-client-{major})"
+        ),
+        Ok(v) => Ok(v),
+    }
+}
+
 /// The route to `to` as the kernel chose it: `ip -o route get`'s device and source address,
 /// and the device's kind (veth, ...) from `ip -d link`.
 pub fn network_path(to: IpAddr) -> Result<(IpAddr, String)> {
@@ -285,21 +300,8 @@ pub fn open_client(
     eprintln!("opening the ssh connection to client host {} ({})", ssh.name, ssh.destination);
     let opened = ssh.open(journal)?;
     let pgbench = local_pgbench.display().to_string();
-    let remote_version = match ssh.run(&[pgbench.clone(), "--version".into()]) {
-        Ok(o) => o.stdout.trim().to_string(),
-        Err(e) => bail!(
-            "host {}: {pgbench} --version failed ({e}); install the PostgreSQL client of major {} there (Debian: postgresql-client-{}), at the same path as here",
-            ssh.name,
-            major_version(local_version_line).unwrap_or(0),
-            major_version(local_version_line).unwrap_or(0)
-        ),
-    };
-    if major_version(&remote_version) != major_version(local_version_line) {
-        bail!(
-            "host {} has {remote_version:?} at {pgbench}, this machine {local_version_line:?}: the client host must run the same major version of pgbench",
-            ssh.name
-        );
-    }
+    let answer = ssh.run(&[pgbench.clone(), "--version".into()]).map(|o| o.stdout.trim().to_string());
+    let remote_version = same_pgbench(&ssh.name, &pgbench, local_version_line, answer.map_err(|e| e.to_string()))?;
     let (server_address, path) = network_path(host.address)?;
     let rtt = tcp_rtt(host.address, host.port);
     let ssh_version = CommandLine::new("ssh").arg("-V").output(Some(SSH_TIMEOUT)).map(|o| o.stderr.trim().to_string());
@@ -380,6 +382,17 @@ mod tests {
         let n = c.args.len();
         assert_eq!(&c.args[n - 3..n - 1], ["root@169.254.200.2", "--"]);
         assert_eq!(c.args[n - 1], r#"echo '$(reboot)' 'it'\''s'"#, "one string, every word quoted");
+    }
+
+    #[test]
+    fn pgbench_on_the_host_must_be_there_and_of_the_same_major() {
+        let here = "pgbench (PostgreSQL) 15.18 (Debian 15.18-0+deb12u1)";
+        let p = "/usr/lib/postgresql/15/bin/pgbench";
+        assert!(same_pgbench("h", p, here, Ok("pgbench (PostgreSQL) 15.3".into())).is_ok());
+        let e = same_pgbench("h", p, here, Ok("pgbench (PostgreSQL) 16.4".into())).unwrap_err().to_string();
+        assert!(e.contains("host h has \"pgbench (PostgreSQL) 16.4\"") && e.contains("postgresql-client-15"), "{e}");
+        let e = same_pgbench("h", p, here, Err("exited with status 127: not found".into())).unwrap_err().to_string();
+        assert!(e.contains("--version` failed (exited with status 127") && e.contains("postgresql-client-15"), "{e}");
     }
 
     #[test]
