@@ -4,9 +4,11 @@
 //!
 //! `raw` is the file as written (enum-valued keys parsed by `keyword`), `validate` checks it one
 //! section at a time (with `[emulate]` resolved in `validate::emulate`), `policy` says what a file
-//! may not ask for, `spans` finds keys and lines, and `model` is what validation resolves to.
+//! may not ask for, `spans` finds keys and lines, `model` is what validation resolves to, and
+//! `golden` the room the data sets' golden copies need where the file puts them.
 
 pub mod error;
+mod golden;
 mod keyword;
 mod memory_check;
 mod model;
@@ -21,9 +23,10 @@ use std::path::{Path, PathBuf};
 use error::Source;
 pub use error::{ConfigError, ConfigErrors};
 pub use model::{
-    Claim, ClaimAcross, ClaimMetric, Design, Experiment, FaultKind, FaultSpec, Host, HostRole, HugePagesNeed,
-    KernelSettings, Measurement, Origin, Placement, ProfileInfo,
+    Claim, ClaimAcross, ClaimMetric, Design, Experiment, FaultKind, FaultSpec, GoldenCopy, Host, HostRole,
+    HugePagesNeed, KernelSettings, Measurement, Origin, Placement, ProfileInfo,
 };
+pub use golden::{RoomNeed, RoomPart, wal_allowance};
 pub use policy::{reserved_setting, unsafe_mkfs_option};
 /// PostgreSQL memory units (`128MB` = 128 MiB, `8kB`, `1GB`); bare numbers are 8 kB pages.
 pub use runner::memory::pg_size;

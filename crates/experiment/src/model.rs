@@ -84,6 +84,29 @@ impl Placement {
     }
 }
 
+/// Where the data sets' golden copies are built (`[experiment] golden_copy`): each data set is
+/// built there once, stopped, and copied onto every placement.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum GoldenCopy {
+    /// Below the state directory (`$PGTIER_STATE_DIR/work/<run id>/golden`), the default.
+    #[default]
+    StateDir,
+    /// In a directory pgtier makes on the mounted filesystem of this device of the experiment.
+    Device { name: String, origin: Origin },
+    /// In a directory pgtier makes below this absolute path (which exists, or whose parent does).
+    Dir { path: PathBuf, origin: Origin },
+}
+
+impl GoldenCopy {
+    /// Where the file says it (None for the default).
+    pub fn origin(&self) -> Option<&Origin> {
+        match self {
+            GoldenCopy::StateDir => None,
+            GoldenCopy::Device { origin, .. } | GoldenCopy::Dir { origin, .. } => Some(origin),
+        }
+    }
+}
+
 /// What a fault does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -162,6 +185,10 @@ pub struct Experiment {
     pub faults: Vec<FaultSpec>,
     /// Things worth knowing that are not errors.
     pub warnings: Vec<String>,
+    /// Where the data sets' golden copies are built. Left out of the resolved configuration: it
+    /// changes no measurement, and a `--resume` may move it (after a run refused for lack of room).
+    #[serde(skip)]
+    pub golden_copy: GoldenCopy,
     /// The study's published figures (`[[claim]]`). Left out of the resolved configuration: a
     /// claim changes what the report checks, not what is measured, so adding one never stops a
     /// `--resume`.

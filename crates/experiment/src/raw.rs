@@ -193,6 +193,21 @@ pub struct RawExperiment {
     /// half the duration, whichever is longer).
     #[serde(default)]
     pub watchdog_grace: Option<Spanned<String>>,
+    /// Where the data sets are built once before they are copied onto each placement:
+    /// `{ device = "<a device of this file>" }` or `{ dir = "/absolute/path" }` (default: the
+    /// state directory, `$PGTIER_STATE_DIR/work/<run id>/golden`).
+    #[serde(default)]
+    pub golden_copy: Option<Spanned<RawGoldenCopy>>,
+}
+
+/// `golden_copy = { device = "..." }` or `{ dir = "..." }` (one of the two).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawGoldenCopy {
+    #[serde(default)]
+    pub device: Option<Spanned<String>>,
+    #[serde(default)]
+    pub dir: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]

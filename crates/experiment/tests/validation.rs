@@ -875,3 +875,118 @@ fn nvme_tcp_host_identity_is_a_pair() {
     let text = remote("host_nqn = \"nqn.2014-08.org.example:host\"\nhost_id = \"host-1\"\n");
     assert!(errors(&text, false).0.iter().any(|e| e.message.contains("is not a host ID")));
 }
+
+/// BASE with `golden_copy = VALUE` in `[experiment]`.
+fn with_golden(value: &str) -> String {
+    BASE.replace("baseline = \"fast\"\n", &format!("baseline = \"fast\"\ngolden_copy = {value}\n"))
+}
+
+#[test]
+fn the_golden_copy_goes_to_the_state_directory_a_device_or_a_directory() {
+    let e = parse(Path::new("exp.toml"), BASE, &opts(false)).unwrap();
+    assert_eq!(e.golden_copy, experiment::GoldenCopy::StateDir, "the default, as before the key existed");
+    let text = with_golden("{ device = \"d1\" }");
+    let e = parse(Path::new("exp.toml"), &text, &opts(false)).unwrap();
+    let experiment::GoldenCopy::Device { name, origin } = &e.golden_copy else { panic!("{:?}", e.golden_copy) };
+    assert_eq!(name, "d1");
+    assert_eq!((origin.line, origin.key.as_str()), (Some(line_of(&text, "golden_copy")), "experiment.golden_copy.device"));
+    let e = parse(Path::new("exp.toml"), &with_golden("{ dir = \"/srv/pgtier\" }"), &opts(true)).unwrap();
+    assert!(matches!(&e.golden_copy, experiment::GoldenCopy::Dir { path, .. } if path == Path::new("/srv/pgtier")));
+    // Not part of the resolved configuration: a resume may move it.
+    let json = serde_json::to_value(&e).unwrap();
+    assert!(json.get("golden_copy").is_none(), "{json}");
+}
+
+#[test]
+fn a_golden_copy_that_names_no_usable_place_is_refused_with_line_key_and_fix() {
+    let cases = [
+        ("{ device = \"d9\" }", "experiment.golden_copy.device", "no device named \"d9\"; defined devices: d1, d2"),
+        ("{ device = \"d1\", dir = \"/srv\" }", "experiment.golden_copy", "`device` and `dir` conflict"),
+        ("{}", "experiment.golden_copy", "say where the golden copy goes: golden_copy = { device = "),
+        ("{ dir = \"srv/pgtier\" }", "experiment.golden_copy.dir", "is a relative path"),
+        ("{ dir = \"/srv/../tmp\" }", "experiment.golden_copy.dir", "contains `..`"),
+        ("{ dir = \"/dev/shm/golden\" }", "experiment.golden_copy.dir", "is below /dev"),
+    ];
+    for (value, key, says) in cases {
+        let text = with_golden(value);
+        let errs = errors(&text, false);
+        let e = errs.0.iter().find(|e| e.key.as_deref() == Some(key)).unwrap_or_else(|| panic!("{value}: {errs}"));
+        assert_eq!(e.line, Some(line_of(&text, "golden_copy")), "{value}: {e}");
+        assert!(e.message.contains(says), "{value}: {e}");
+        assert!(errs.to_string().starts_with(&format!("exp.toml:{}:", line_of(&text, "golden_copy"))), "{errs}");
+    }
+    // A misspelt key is the parser's error, with its line and key.
+    let text = with_golden("{ devcie = \"d1\" }");
+    let errs = errors(&text, false);
+    let e = &errs.0[0];
+    assert_eq!(e.key.as_deref(), Some("experiment.golden_copy.devcie"), "{errs}");
+    assert_eq!(e.line, Some(line_of(&text, "golden_copy")));
+    assert!(e.message.contains("unknown field") && e.message.contains("expected `device` or `dir`"), "{e}");
+}
+
+#[test]
+fn a_golden_copy_on_a_device_no_placement_uses_is_refused() {
+    // d3 is defined, but no placement uses it: pgtier would not format or mount it.
+    let text = with_golden("{ device = \"d3\" }")
+        .replace("[[placement]]", "[[device]]\nname = \"d3\"\nclass = \"nvme\"\npath = \"/dev/disk/by-id/nvme-C\"\n\n[[placement]]");
+    let errs = errors(&text, false);
+    let e = errs.0.iter().find(|e| e.key.as_deref() == Some("experiment.golden_copy.device")).unwrap_or_else(|| panic!("{errs}"));
+    assert!(e.message.contains("used by no placement") && e.message.contains("(d1, d2)"), "{e}");
+    assert_eq!(e.line, Some(line_of(&text, "golden_copy")));
+}
+
+#[test]
+fn golden_copy_errors_come_with_every_other_error_of_the_file() {
+    let text = with_golden("{ device = \"nope\" }").replace("scale = 100", "scale = 0");
+    let errs = errors(&text, false);
+    assert!(errs.0.iter().any(|e| e.key.as_deref() == Some("experiment.golden_copy.device")), "{errs}");
+    assert!(errs.0.iter().any(|e| e.key.as_deref() == Some("workload[rw].scale")), "{errs}");
+}
+
+#[test]
+fn the_room_a_device_needs_counts_the_golden_copy_and_its_placements_copies() {
+    // d1 holds the baseline's PGDATA and pg_wal; the golden copy goes there too.
+    let e = parse(Path::new("exp.toml"), &with_golden("{ device = \"d1\" }"), &opts(false)).unwrap();
+    let need = e.golden_room();
+    let parts: Vec<(&str, u64)> = need.parts.iter().map(|p| (p.what.as_str(), p.bytes)).collect();
+    assert_eq!(
+        parts,
+        [
+            ("the golden copy of pgbench-s100", 100 * 24 * (1 << 20) + (256 << 20)),
+            ("fast's PGDATA", 100 * 16 * (1 << 20)),
+            ("fast's pg_wal, up to max_wal_size + 30%", (1u64 << 30) / 10 * 13 + (64 << 20)),
+        ]
+    );
+    assert_eq!(need.with_margin(), need.total() + need.total() / 20);
+    // A directory holds the golden copy alone.
+    let e = parse(Path::new("exp.toml"), &with_golden("{ dir = \"/srv/g\" }"), &opts(false)).unwrap();
+    assert_eq!(e.golden_room().parts.len(), 1);
+}
+
+#[test]
+fn an_emulated_device_too_small_for_the_golden_copy_is_refused_at_its_size() {
+    // --emulate: scale 5 and [emulate] device_size = "1GiB"; d1 would hold the golden copy (376
+    // MiB), the baseline's PGDATA (80 MiB) and its pg_wal (max_wal_size 1 GB + 30%).
+    let text = with_golden("{ device = \"d1\" }");
+    let errs = errors(&text, true);
+    let e = errs.0.iter().find(|e| e.message.contains("cannot hold the golden copy")).unwrap_or_else(|| panic!("{errs}"));
+    assert_eq!(e.key.as_deref(), Some("emulate.device_size"));
+    assert_eq!(e.line, Some(line_of(&text, "device_size = \"1GiB\"")));
+    for says in [
+        "emulated device \"d1\" (1.0 GiB, about 993.3 MiB after XFS's own use)",
+        &format!("exp.toml:{} `experiment.golden_copy.device`", line_of(&text, "golden_copy")),
+        "the golden copy of pgbench-s5 (376.0 MiB), fast's PGDATA (80.0 MiB), fast's pg_wal, up to max_wal_size + 30% (1.4 GiB)",
+        "size = \"2GiB\" or more",
+    ] {
+        assert!(e.message.contains(says), "{says:?} in {e}");
+    }
+    // The device's own size is the key to change when it has one.
+    let own = text.replace("path = \"/dev/disk/by-id/nvme-A\"\n", "path = \"/dev/disk/by-id/nvme-A\"\n[device.emulate]\nsize = \"1GiB\"\n");
+    let errs = errors(&own, true);
+    let e = errs.0.iter().find(|e| e.message.contains("cannot hold the golden copy")).unwrap_or_else(|| panic!("{errs}"));
+    assert_eq!(e.key.as_deref(), Some("device[d1].emulate.size"));
+    assert_eq!(e.line, Some(line_of(&own, "size = \"1GiB\"")));
+    // Room enough, or real devices (their size is checked by the plan, on the machine): accepted.
+    assert!(parse(Path::new("exp.toml"), &text.replace("device_size = \"1GiB\"", "device_size = \"2GiB\""), &opts(true)).is_ok());
+    assert!(parse(Path::new("exp.toml"), &text, &opts(false)).is_ok());
+}

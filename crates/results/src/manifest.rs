@@ -180,6 +180,8 @@ pub struct BuildRecord {
 #[serde(default)]
 pub struct DatasetRecord {
     pub key: String,
+    /// Where the golden copy was built (`[experiment] golden_copy`; empty in older result sets).
+    pub golden_dir: String,
     pub command: String,
     pub database_size_bytes: u64,
     pub pgdata_size_bytes: u64,

@@ -823,3 +823,35 @@ fn a_room_check_runs_with_the_devices_checks() {
     assert!(e.contains("/dev/nvme0n1 has room for about 993.3 MiB after XFS's own use, and the golden copy of data set pgbench-s100 needs 2.0 GiB"), "{e}");
     assert!(!f.commands().iter().any(|c| c.starts_with("mkfs")));
 }
+
+#[test]
+fn a_room_check_on_pmem_reads_the_namespaces_size_from_ndctl() {
+    // The namespace's block device is looked up after the checks: its size comes from ndctl
+    // (4 GiB in the fixture), before anything is written.
+    let specs = [pmem("pmem-data", "namespace0.0", false)];
+    let mut plan = tiers::build_plan(&specs, &fake_ctx());
+    plan.add_room_check("pmem-data", 5 << 30, "the golden copy of data set pgbench-s200");
+    let room = plan.steps.iter().position(|s| matches!(&s.action, Action::Check(Check::PmemRoom { .. }))).unwrap();
+    assert!(room < plan.first_destructive_step().unwrap(), "{plan}");
+    assert!(
+        plan.to_string().contains("check ndctl list -N -i: namespace namespace0.0 holds 5.0 GiB (the golden copy of data set pgbench-s200)"),
+        "{plan}"
+    );
+    let mut f = pmem_machine("ndctl/ndctl-list-N.fsdax.json");
+    let dir = tempfile::tempdir().unwrap();
+    let journal = journal::Journal::begin(dir.path(), "room", "test").unwrap();
+    let r = tiers::execute(&plan, &specs, &mut f, &journal, &std::sync::atomic::AtomicBool::new(false), &mut |_| {});
+    let e = r.unwrap_err().to_string();
+    assert!(e.contains("namespace namespace0.0 has room for about 3.9 GiB after XFS's own use, and the golden copy of data set pgbench-s200 needs 5.0 GiB"), "{e}");
+    assert!(!f.commands().iter().any(|c| c.starts_with("mkfs")));
+    // Room enough: provisioning goes on.
+    let mut plan = tiers::build_plan(&specs, &fake_ctx());
+    plan.add_room_check("pmem-data", 1 << 30, "the golden copy");
+    let mut f = pmem_machine("ndctl/ndctl-list-N.fsdax.json");
+    let mp = mountpoint("pmem-data");
+    mount_adds(&mut f, &dax_line("/dev/pmem0", &mp));
+    f.dax_files.push(mp.clone());
+    let journal = journal::Journal::begin(dir.path(), "room2", "test").unwrap();
+    let r = tiers::execute(&plan, &specs, &mut f, &journal, &std::sync::atomic::AtomicBool::new(false), &mut |_| {});
+    r.unwrap_or_else(|e| panic!("{e}"));
+}

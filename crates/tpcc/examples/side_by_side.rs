@@ -29,6 +29,15 @@
 //! pg_stat_database, pg_stat_wal, sum(d_next_o_id)) and prints them per new-order: what the
 //! server did for each order, which the machine's load does not change; with `--out x.csv`
 //! the per-relation counters' changes over each run go to `x.relations.csv`.
+//!
+//! For finding where server work comes from: `--tools hdb,faithful` runs only those tools (by
+//! database name: hdb, faithful, pgtier); `--statements` loads pg_stat_statements with
+//! `track = all` (statements inside the PL/pgSQL functions counted), resets it before each run
+//! and writes its entries after it to `x.statements.csv`; `--explain-slow MS` loads
+//! auto_explain for statements slower than MS (nested statements, ANALYZE without timing,
+//! buffers), marks each run's start in the server log, copies that log to `x.server.log` at
+//! the end and writes the stock-level statement's custom and generic plans after each run to
+//! `x.plans.txt`; `--set name=value` (repeatable) adds a server setting.
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -84,6 +93,16 @@ struct Args {
     duration: u64,
     settle: u64,
     out: Option<PathBuf>,
+    /// `--tools`: the tools to run (database names: hdb, faithful, pgtier); all by default.
+    only: Option<Vec<String>>,
+    /// `--statements`: pg_stat_statements with track = all, reset before each run and dumped
+    /// after it to `x.statements.csv`.
+    statements: bool,
+    /// `--explain-slow MS`: auto_explain (nested statements, analyze without timing, buffers)
+    /// for statements slower than MS; the server log is copied to `x.server.log` at the end.
+    explain_slow: Option<u64>,
+    /// `--set name=value` (repeatable): more server settings, e.g. plan_cache_mode.
+    extra_settings: Vec<(String, String)>,
 }
 
 fn parse() -> Result<Args, String> {
@@ -96,6 +115,10 @@ fn parse() -> Result<Args, String> {
         duration: 60,
         settle: 180,
         out: None,
+        only: None,
+        statements: false,
+        explain_slow: None,
+        extra_settings: Vec::new(),
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -115,8 +138,25 @@ fn parse() -> Result<Args, String> {
             "--duration" => a.duration = num(value()?)?,
             "--settle" => a.settle = num(value()?)?,
             "--out" => a.out = Some(PathBuf::from(value()?)),
+            "--tools" => {
+                let names: Vec<String> = value()?.split(',').map(str::to_string).collect();
+                if let Some(n) = names.iter().find(|n| !["hdb", "faithful", "pgtier"].contains(&n.as_str())) {
+                    return Err(format!("--tools: unknown tool {n} (hdb, faithful, pgtier)"));
+                }
+                a.only = Some(names);
+            }
+            "--statements" => a.statements = true,
+            "--explain-slow" => a.explain_slow = Some(num(value()?)?),
+            "--set" => {
+                let v = value()?;
+                let (k, v) = v.split_once('=').ok_or(format!("--set {v}: expected name=value"))?;
+                a.extra_settings.push((k.to_string(), v.to_string()));
+            }
             f => return Err(format!("unknown flag {f}")),
         }
+    }
+    if (a.statements || a.explain_slow.is_some()) && a.out.is_none() {
+        return Err("--statements and --explain-slow write next to --out".into());
     }
     if a.duration < 60 || !a.duration.is_multiple_of(60) || !a.ramp.is_multiple_of(6) {
         return Err("HammerDB needs --duration in whole minutes and --ramp in multiples of 6 s".into());
@@ -518,12 +558,41 @@ async fn main() {
     if !common::root_or_skip() {
         return;
     }
-    let settings: Vec<(&str, &str)> = vec![
+    let mut settings: Vec<(&str, &str)> = vec![
         ("shared_buffers", "1GB"),
         ("max_connections", "200"),
         ("max_wal_size", "8GB"),
         ("checkpoint_timeout", "30min"),
     ];
+    let explain_ms = args.explain_slow.map(|ms| format!("{ms}ms"));
+    let preload = match (args.statements, explain_ms.is_some()) {
+        (true, true) => Some("pg_stat_statements,auto_explain"),
+        (true, false) => Some("pg_stat_statements"),
+        (false, true) => Some("auto_explain"),
+        (false, false) => None,
+    };
+    if let Some(p) = preload {
+        settings.push(("shared_preload_libraries", p));
+    }
+    if args.statements {
+        settings.extend([
+            ("pg_stat_statements.track", "all"),
+            ("pg_stat_statements.max", "10000"),
+            ("pg_stat_statements.track_utility", "on"),
+        ]);
+    }
+    for (k, v) in &args.extra_settings {
+        settings.push((k.as_str(), v.as_str()));
+    }
+    if let Some(ms) = explain_ms.as_deref() {
+        settings.extend([
+            ("auto_explain.log_min_duration", ms),
+            ("auto_explain.log_nested_statements", "on"),
+            ("auto_explain.log_analyze", "on"),
+            ("auto_explain.log_timing", "off"),
+            ("auto_explain.log_buffers", "on"),
+        ]);
+    }
     let cluster = common::Cluster::start("sbs", &settings).await;
     let work = tempfile::Builder::new().prefix("pgtier-sbs-").tempdir_in("/var/tmp").unwrap();
     let hammerdb = HammerDb::from_env(work.path());
@@ -536,11 +605,30 @@ async fn main() {
     if hammerdb.is_some() {
         tools.insert(0, Tool::HammerDb);
     }
+    if let Some(only) = &args.only {
+        tools.retain(|t| only.iter().any(|o| o == t.database()));
+    }
     println!(
         "settings: {settings:?}, fsync on; {} warehouses; ramp {} s, measured {} s",
         args.warehouses, args.ramp, args.duration
     );
     let admin = cluster.connect("postgres").await;
+    if args.statements {
+        admin.batch_execute("CREATE EXTENSION pg_stat_statements").await.unwrap();
+    }
+    let mut plans_out = explain_ms.is_some().then(|| {
+        std::fs::File::create(args.out.as_ref().expect("checked in parse").with_extension("plans.txt")).unwrap()
+    });
+    let mut statements_out = (args.statements).then(|| {
+        let p = args.out.as_ref().expect("checked in parse").with_extension("statements.csv");
+        let mut f = std::fs::File::create(p).unwrap();
+        writeln!(
+            f,
+            "round,vus,tool,new_orders,database,toplevel,calls,rows,shared_blks_hit,shared_blks_read,total_exec_ms,query"
+        )
+        .unwrap();
+        f
+    });
     let backend: i32 = admin.query_one("SELECT pg_backend_pid()", &[]).await.unwrap().get(0);
     let server = ServerCpu::from_backend(backend).expect("the server's processes in /proc");
     let spec = |tool: Tool| ConnectSpec { database: tool.database().into(), ..cluster.conn.clone() };
@@ -601,6 +689,14 @@ async fn main() {
                 let load_average = load_average();
                 let work_before = Work::read(&spec(tool)).await;
                 let relations_before = relation_counters(&spec(tool)).await;
+                if args.statements {
+                    admin.batch_execute("SELECT pg_stat_statements_reset()").await.unwrap();
+                }
+                if explain_ms.is_some() {
+                    // A marker in the server log, to tell the runs' plans apart.
+                    let mark = format!("side_by_side run: round {round}, {vus} VUs, {}", tool.name());
+                    admin.batch_execute(&format!("DO $$ BEGIN RAISE LOG '%', {}; END $$", quote(&mark))).await.unwrap();
+                }
                 let r = match tool {
                     Tool::HammerDb => {
                         match hammerdb.as_ref().unwrap().drive(&spec(tool), &server, vus, args.ramp, args.duration) {
@@ -663,6 +759,15 @@ async fn main() {
                 tokio::time::sleep(Duration::from_secs(2)).await;
                 let mut r = r;
                 r.work = work_before.until(&Work::read(&spec(tool)).await);
+                if let Some(f) = statements_out.as_mut() {
+                    write_statements(f, &admin, round, vus, tool, r.work.new_orders).await;
+                }
+                // The stock-level statement is HammerDB's in these two databases only.
+                if let Some(f) = plans_out.as_mut()
+                    && tool != Tool::PgtierHammerDb
+                {
+                    write_stock_level_plans(f, &spec(tool), round, vus, tool).await;
+                }
                 if let Some(f) = relations_out.as_mut() {
                     for (key, after) in relation_counters(&spec(tool)).await {
                         let delta = after - relations_before.get(&key).copied().unwrap_or(0.0);
@@ -785,5 +890,75 @@ async fn main() {
         println!("| {} | {} | {} |", tool.name(), pm(v, 1), v.len());
     }
     drop(admin);
+    if explain_ms.is_some() {
+        let p = args.out.as_ref().expect("checked in parse").with_extension("server.log");
+        std::fs::write(&p, cluster.log()).unwrap();
+    }
     cluster.shutdown().await;
+}
+
+/// HammerDB's stock-level statement (its SLEV function's one SELECT, the function's variables
+/// as parameters), as the planner plans it now in `conn`'s database: a custom plan for
+/// warehouse 1, district 1, threshold 15, and the generic plan.
+async fn write_stock_level_plans(f: &mut std::fs::File, conn: &ConnectSpec, round: u32, vus: u32, tool: Tool) {
+    let c = conn.connect("side-by-side-plans").await.unwrap();
+    c.batch_execute(
+        "PREPARE slev_q(integer, integer, integer) AS \
+         SELECT count(DISTINCT (s_i_id)) FROM order_line, stock, district \
+          WHERE ol_w_id = $1 AND ol_d_id = $2 AND d_w_id = $1 AND d_id = $2 \
+            AND (ol_o_id < d_next_o_id) AND ol_o_id >= (d_next_o_id - 20) \
+            AND s_w_id = $1 AND s_i_id = ol_i_id AND s_quantity < $3",
+    )
+    .await
+    .unwrap();
+    for mode in ["force_custom_plan", "force_generic_plan"] {
+        c.batch_execute(&format!("SET plan_cache_mode = {mode}")).await.unwrap();
+        let plan: Vec<String> =
+            c.query("EXPLAIN EXECUTE slev_q(1, 1, 15)", &[]).await.unwrap().iter().map(|r| r.get(0)).collect();
+        writeln!(f, "round {round}, {vus} VUs, {} after the run, {mode}:\n{}\n", tool.name(), plan.join("\n")).unwrap();
+    }
+}
+
+/// `s` as an SQL string literal.
+fn quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "''"))
+}
+
+/// pg_stat_statements' entries since the reset before the run (every database: HammerDB's
+/// monitor and pgtier's checks connect where they connect), one CSV row each.
+async fn write_statements(
+    f: &mut std::fs::File,
+    admin: &tokio_postgres::Client,
+    round: u32,
+    vus: u32,
+    tool: Tool,
+    new_orders: f64,
+) {
+    let rows = admin
+        .query(
+            "SELECT coalesce(d.datname, ''), s.toplevel, s.calls, s.rows, s.shared_blks_hit, s.shared_blks_read, \
+                    s.total_exec_time, s.query \
+               FROM pg_stat_statements s LEFT JOIN pg_database d ON d.oid = s.dbid \
+              ORDER BY s.shared_blks_hit DESC",
+            &[],
+        )
+        .await
+        .unwrap();
+    for row in rows {
+        let query: String = row.get(7);
+        let query = query.split_whitespace().collect::<Vec<_>>().join(" ").replace('"', "\"\"");
+        writeln!(
+            f,
+            "{round},{vus},{},{new_orders:.0},{},{},{},{},{},{},{:.1},\"{query}\"",
+            tool.name(),
+            row.get::<_, String>(0),
+            row.get::<_, bool>(1),
+            row.get::<_, i64>(2),
+            row.get::<_, i64>(3),
+            row.get::<_, i64>(4),
+            row.get::<_, i64>(5),
+            row.get::<_, f64>(6),
+        )
+        .unwrap();
+    }
 }

@@ -259,7 +259,8 @@ pub enum LoadPhase {
     Copy,
     /// Building keys and indexes.
     Index,
-    /// VACUUM ANALYZE.
+    /// VACUUM ANALYZE of each table (pgtier's loader) or one database-wide plain ANALYZE
+    /// (faithful loader).
     Analyze,
     /// Finished.
     Done,
@@ -303,7 +304,7 @@ pub struct LoadReport {
     pub copy_seconds: f64,
     /// Building keys and indexes.
     pub index_seconds: f64,
-    /// VACUUM ANALYZE.
+    /// VACUUM ANALYZE of every table (pgtier's loader) or the plain ANALYZE (faithful loader).
     pub analyze_seconds: f64,
     /// `pg_database_size` after the load.
     pub database_bytes: i64,
@@ -333,7 +334,8 @@ pub struct TxStats {
     pub count: u64,
     /// New-orders rolled back on purpose (the specification's unused item number).
     pub rollbacks: u64,
-    /// Failed transactions by kind: `serialization_failure`, `deadlock`, `other`.
+    /// Failed transactions by kind: `serialization_failure`, `deadlock`,
+    /// `invalid_transaction_termination` (faithful mode only), `other`.
     pub errors_by_kind: BTreeMap<String, u64>,
     /// Latency percentiles of completed transactions, milliseconds.
     pub p50_ms: f64,

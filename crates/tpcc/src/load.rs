@@ -30,11 +30,13 @@ pub(crate) enum Event {
 /// loads `cfg.warehouses` warehouses with `workers` parallel connections, each streaming binary
 /// COPY, then builds keys and indexes and runs VACUUM ANALYZE, both spread over the same
 /// number of connections. With [`Mode::HammerDbFaithful`] it builds HammerDB's schema and
-/// population in HammerDB's order instead (keys before the rows, `workers` connections for the
-/// warehouses plus one for ITEM, two indexes after, plain ANALYZE; see [`crate::faithful`]);
-/// the other two modes share pgtier's own loader. `progress` is called after the schema step, after each warehouse
-/// and after each index and table analysed. When `cancel` becomes true the load stops within
-/// about 100 ms of the current statement and returns [`TpccError::Cancelled`], leaving a
+/// population in HammerDB's order instead (keys before the rows, `workers` connections, at most
+/// one per warehouse, for the warehouses plus one for ITEM, or ITEM first with one worker; two
+/// indexes after, plain ANALYZE; see [`crate::faithful`]); the other two modes share pgtier's
+/// own loader. `progress` is called after the schema step, after ITEM, after each warehouse,
+/// after each index and each table analysed (once for the database-wide ANALYZE in faithful
+/// mode), and once at the end ([`LoadPhase::Done`]). When `cancel` becomes true the load stops
+/// within about 100 ms of the current statement and returns [`TpccError::Cancelled`], leaving a
 /// partial database behind.
 pub async fn create_schema_and_load(
     conn: &ConnectSpec,

@@ -200,7 +200,8 @@ impl Terminal {
         Terminal { mode, warehouses: w, home_w_id, stock_level_d_id, spread, nurand, rng }
     }
 
-    /// The home warehouse (the first of the spread with "all warehouses").
+    /// The home warehouse (with "all warehouses" still the mode's home warehouse, not one of
+    /// the spread, from which each transaction picks its warehouse).
     pub fn home_w_id(&self) -> i32 {
         self.home_w_id
     }

@@ -4,6 +4,10 @@
 use runner::matrix::{MatrixSpec, PlannedRun, WorkloadKind};
 use runner::memory::{MemoryKind, show};
 
+use experiment::GoldenCopy;
+use tiers::plan::human_bytes;
+
+use super::golden;
 use super::setup::Setup;
 use crate::paths;
 
@@ -22,7 +26,7 @@ pub fn print(s: &Setup) {
     }
     client_host(&s.exp);
     builds(&s.exp);
-    datasets(&s.matrix);
+    datasets(s);
     memory(&s.exp);
     match s.exp.measurement.design {
         experiment::Design::Runs => runs(&s.matrix, &s.runs),
@@ -100,8 +104,7 @@ fn slices(exp: &experiment::Experiment, matrix: &MatrixSpec, cells: &[PlannedRun
 /// cache drop, stop (about 10 s here, more with large shared_buffers).
 const RUN_OVERHEAD_S: f64 = 15.0;
 
-/// How long the matrix will take, so that a six-hour study is not a surprise, and what the
-/// data sets cost before it.
+/// How long the copies and the matrix will take, so that a six-hour study is not a surprise.
 fn expected_time(s: &Setup) {
     let m = &s.exp.measurement;
     let matrix_s: f64 = match m.design {
@@ -120,19 +123,22 @@ fn expected_time(s: &Setup) {
             warm_ups + m.budget.map_or(0.0, |b| b.as_secs_f64())
         }
     };
-    let copies: u64 = {
-        let mut seen = Vec::new();
-        for w in &s.matrix.workloads {
-            let d = w.dataset(&s.matrix.tablespace_roles());
-            if !seen.contains(&d) {
-                seen.push(d);
-            }
-        }
-        seen.iter().map(|d| d.data_bytes()).sum::<u64>() * s.matrix.placements.len() as u64
-    };
+    let planned = golden::planned_copies(&s.exp, &s.matrix, &s.runs);
+    let copies: u64 = planned.iter().map(|c| c.bytes * u64::from(c.times)).sum();
+    let copy_s: f64 = planned.iter().map(|c| c.seconds * f64::from(c.times)).sum();
     println!("\n## Expected time\n");
     println!(
-        "- the matrix: about {} ({}); the load of the data sets and their copies onto the placements ({} to write in all) come before it, at the speed of the devices (probed before the load)",
+        "- the data sets' builds first: not estimated (pgbench -i and the TPC-C loader go at the speed of the CPU as much as of the golden copy's place; the manifest records each build's time)"
+    );
+    println!(
+        "- the copies of the data sets onto the placements: about {} ({} cop{}, {} in all, at the bandwidths assumed above: an estimate)",
+        human_duration(copy_s),
+        planned.iter().map(|c| c.times).sum::<u32>(),
+        if planned.iter().map(|c| c.times).sum::<u32>() == 1 { "y" } else { "ies" },
+        human_bytes(copies)
+    );
+    println!(
+        "- the matrix: about {} ({})",
         human_duration(matrix_s),
         match m.design {
             experiment::Design::Runs => format!(
@@ -147,8 +153,8 @@ fn expected_time(s: &Setup) {
                 }
             }
         },
-        show(copies)
     );
+    println!("- in all, after the builds: about {}", human_duration(copy_s + matrix_s));
 }
 
 fn human_duration(secs: f64) -> String {
@@ -183,13 +189,10 @@ fn builds(exp: &experiment::Experiment) {
     }
 }
 
-fn datasets(matrix: &MatrixSpec) {
+fn datasets(s: &Setup) {
+    let matrix = &s.matrix;
     println!("\n## Data sets (built once, then copied onto each placement)\n");
-    let golden_root = paths::work_root().join("<run id>").join("golden");
-    let free = runner::dataset::available_bytes(&paths::work_root())
-        .map(|b| format!("{:.0} MiB free there now", b as f64 / 1048576.0))
-        .unwrap_or_else(|| "free space unknown".into());
-    println!("Built below {} ({free}; set PGTIER_STATE_DIR to move it).\n", golden_root.display());
+    golden_place(s);
     let mut seen = Vec::new();
     for w in &matrix.workloads {
         let d = w.dataset(&matrix.tablespace_roles());
@@ -212,6 +215,127 @@ fn datasets(matrix: &MatrixSpec) {
             ),
         }
         seen.push(d);
+    }
+    copies(s);
+}
+
+/// Where the golden copy goes, how large it is and the room there.
+fn golden_place(s: &Setup) {
+    let exp = &s.exp;
+    let need = exp.golden_room();
+    let fits = |room: u64| {
+        if room >= need.with_margin() {
+            "it fits".to_string()
+        } else {
+            format!("it does NOT fit: {} short", human_bytes(need.with_margin() - room))
+        }
+    };
+    match &exp.golden_copy {
+        GoldenCopy::StateDir => {
+            let golden_root = paths::work_root().join("<run id>").join("golden");
+            let free = runner::dataset::available_bytes(&paths::work_root());
+            let shown = free
+                .map(|b| format!("{:.0} MiB free there now", b as f64 / 1048576.0))
+                .unwrap_or_else(|| "free space unknown".into());
+            println!("Built below {} ({shown}; set PGTIER_STATE_DIR to move it).", golden_root.display());
+            if let Some(free) = free.filter(|f| *f < need.with_margin()) {
+                println!(
+                    "It does not fit there: the golden copy needs about {} with a 5% margin, {} free; name a place with room in [experiment] golden_copy = {{ device = \"<a device of this file>\" }} or {{ dir = \"/absolute/path\" }}.",
+                    human_bytes(need.with_margin()),
+                    human_bytes(free)
+                );
+            }
+        }
+        GoldenCopy::Device { name, origin } => golden_on_device(s, name, origin, &fits),
+        GoldenCopy::Dir { path, origin } => {
+            println!(
+                "Built in {} ({origin}), which pgtier makes and removes at teardown.",
+                s.golden.root.display()
+            );
+            let room = match runner::dataset::available_bytes(path) {
+                Some(free) => format!(
+                    "the filesystem of {} has {} free now: {}{}",
+                    path.display(),
+                    human_bytes(free),
+                    fits(free),
+                    if free < need.with_margin() { " (the run stops before step 1)" } else { "" }
+                ),
+                None => "free space unknown".into(),
+            };
+            println!("Room: about {} with a 5% margin ({}); {room}.", human_bytes(need.with_margin()), need.describe());
+            if !path.is_dir() && !path.parent().is_some_and(std::path::Path::is_dir) {
+                println!("Neither {} nor its parent exists here: the run refuses it before step 1.", path.display());
+            }
+        }
+    }
+    println!();
+}
+
+/// The dry run's lines for a golden copy on device `name`: where it goes and the room there.
+fn golden_on_device(s: &Setup, name: &str, origin: &impl std::fmt::Display, fits: &dyn Fn(u64) -> String) {
+    let exp = &s.exp;
+    let need = exp.golden_room();
+    println!(
+        "Built on device {name} ({origin}), in {}, which pgtier makes once the device is mounted and removes at teardown.",
+        s.golden.root.display()
+    );
+    let d = exp.device(name).expect("validated");
+    let room = if exp.emulated {
+        let size = d.emulation.size_bytes;
+        format!("{name} is emulated, {} ({} after XFS's own use): {}", human_bytes(size), human_bytes(size / 100 * 97), fits(size / 100 * 97))
+    } else {
+        let step = s
+            .plan
+            .steps
+            .iter()
+            .position(|st| matches!(&st.action, tiers::plan::Action::Check(tiers::plan::Check::Room { .. } | tiers::plan::Check::PmemRoom { .. })))
+            .map(|i| format!("step {}", i + 1))
+            .unwrap_or_else(|| "a check".into());
+        match golden::real_size(d) {
+            Some((dev, size)) => format!(
+                "{name} is {} here, {} ({} after XFS's own use): {}; {step} checks it again before anything is written",
+                dev.display(),
+                human_bytes(size),
+                human_bytes(size / 100 * 97),
+                fits(size / 100 * 97)
+            ),
+            None => format!("the device's size is read at {step}, before anything is written, and the run stops there if it does not fit"),
+        }
+    };
+    println!(
+        "Room: about {} with a 5% margin ({}); {room}.",
+        human_bytes(need.with_margin()),
+        need.describe()
+    );
+}
+
+/// Each copy onto a placement the planned runs make, and how long it takes at the assumed
+/// bandwidths.
+fn copies(s: &Setup) {
+    let planned = golden::planned_copies(&s.exp, &s.matrix, &s.runs);
+    if planned.is_empty() {
+        return;
+    }
+    let source = golden::source_bandwidth(&s.exp);
+    println!(
+        "\nCopies onto the placements (PGDATA and tablespaces about the data set's size; at the slower of the golden copy's place and the placement's devices):\n"
+    );
+    for c in &planned {
+        println!(
+            "- {} onto {}: {} at {} MB/s (limited by {}), about {}{}",
+            c.dataset,
+            c.placement,
+            human_bytes(c.bytes),
+            c.bytes_per_sec / 1_000_000,
+            c.limited_by,
+            human_duration(c.seconds),
+            if c.times > 1 { format!(", {} times in the planned order (it holds another data set in between)", c.times) } else { String::new() }
+        );
+    }
+    println!("\nBandwidths assumed (estimates: pgtier measures no sequential bandwidth; its fio probe measures 8 KiB synchronous writes and 4 KiB random reads, and the manifest records each copy's time):");
+    println!("- the golden copy's {}: {}", golden::place_name(&s.exp), source.basis);
+    for d in s.exp.used_devices() {
+        println!("- {}: {}", d.name, golden::device_bandwidth(d, s.exp.emulated).basis);
     }
 }
 

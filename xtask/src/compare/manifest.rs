@@ -217,9 +217,10 @@ pub fn claim_record(c: &experiment::Claim) -> results::manifest::ClaimRecord {
     }
 }
 
-pub fn dataset_record(key: &str, golden: &Golden) -> DatasetRecord {
+pub fn dataset_record(key: &str, golden: &Golden, dir: &Path) -> DatasetRecord {
     DatasetRecord {
         key: key.to_string(),
+        golden_dir: dir.display().to_string(),
         command: golden.command.clone(),
         database_size_bytes: golden.database_size_bytes,
         pgdata_size_bytes: golden.pgdata_size_bytes,

@@ -10,11 +10,14 @@
 //!   and the report; `matrix`: the matrix phase;
 //! - `manifest`: the manifest and the device, probe and data set records, `provision.log`;
 //! - `faults`: `[[fault]]`s made concrete, and I/O throttles;
+//! - `golden`: where the golden copies of the data sets are built, the room there, the copies'
+//!   expected times;
 //! - `error`: [`CompareError`], which decides the exit code.
 
 mod dry_run;
 mod error;
 mod faults;
+mod golden;
 mod manifest;
 mod matrix;
 mod preflight;
@@ -69,7 +72,7 @@ async fn compare(args: Args) -> Result<(), CompareError> {
         dry_run::print(&setup);
         return Ok(());
     }
-    let Setup { exp, previous, started, run_id, results_dir, user, ctx, plan, runs, seed, .. } = setup;
+    let Setup { exp, previous, started, run_id, results_dir, user, ctx, plan, runs, seed, golden, .. } = setup;
     if let Some(prev) = &previous {
         resume::resumable(prev, &exp, &runs)
             .map_err(|why| CompareError::NotResumable { dir: results_dir.clone(), why })
@@ -81,6 +84,8 @@ async fn compare(args: Args) -> Result<(), CompareError> {
     let pre =
         preflight::preflight(&exp, &plan, user).map_err(CompareError::Preflight).inspect_err(CompareError::print)?;
     preflight::check_settings_known(&exp, &pre).map_err(CompareError::Config).inspect_err(CompareError::print)?;
+    golden::check_place(&exp, &golden, &pre.user).map_err(CompareError::Config).inspect_err(CompareError::print)?;
+    golden::check_room(&exp, &golden).map_err(CompareError::Preflight).inspect_err(CompareError::print)?;
     let interrupts = Interrupts::install();
     let journal =
         preflight::begin_record(&run_id, &exp).map_err(CompareError::State).inspect_err(CompareError::print)?;
@@ -109,6 +114,7 @@ async fn compare(args: Args) -> Result<(), CompareError> {
         ctx,
         begun: false,
         seed,
+        golden,
     };
     let outcome = session.go_guarded(&plan).await;
     session.conclude(outcome).await

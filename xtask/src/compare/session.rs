@@ -18,6 +18,7 @@ use runner::env::RemoteClient;
 use runner::matrix::{MatrixSpec, PlannedRun};
 use tiers::{PlanContext, Provisioned};
 
+use super::golden::{self, GoldenSite};
 use super::preflight::Preflight;
 use super::{CompareError, faults, manifest, setup};
 use crate::host;
@@ -41,6 +42,8 @@ pub struct Session<'a> {
     pub begun: bool,
     /// The seed of the run order.
     pub seed: u64,
+    /// Where the data sets' golden copies are built.
+    pub golden: GoldenSite,
 }
 
 /// The phases of a session, in order.
@@ -327,6 +330,7 @@ impl<'a> Session<'a> {
     async fn load(&mut self, env: &RunnerEnv<'_>, matrix: &MatrixSpec) -> Result<HashMap<String, Golden>> {
         let mut goldens: HashMap<String, Golden> = HashMap::new();
         let load_settings = self.exp.profiles.first().map(|p| p.profile.settings.clone()).unwrap_or_default();
+        golden::prepare(&self.golden, self.journal, env)?;
         for b in 0..self.pre.builds.len() {
             let benv = self.build_env(env, b);
             for w in &matrix.workloads {
@@ -337,7 +341,7 @@ impl<'a> Session<'a> {
                 }
                 eprintln!("building data set {key} once (it is then copied onto every placement)");
                 let mut last = Instant::now();
-                let dir = self.ctx.work_dir.join("golden").join(&key);
+                let dir = self.golden.root.join(&key);
                 let golden = dataset::build_golden(&benv, &spec, &dir, &load_settings, &mut |line| {
                     if last.elapsed().as_secs() >= 5 {
                         eprintln!("  {line}");
@@ -351,7 +355,7 @@ impl<'a> Session<'a> {
                     golden.database_size_bytes as f64 / 1048576.0,
                     golden.build_seconds
                 );
-                self.manifest.datasets.push(manifest::dataset_record(&key, &golden));
+                self.manifest.datasets.push(manifest::dataset_record(&key, &golden, &dir));
                 let warnings = manifest::fits_in_memory_warnings(self.exp, self.manifest.host.memory_bytes, &key, &golden);
                 self.manifest.warnings.extend(warnings);
                 goldens.insert(key, golden);

@@ -1,6 +1,7 @@
 //! The command line resolved, before anything is checked on the machine: the experiment (and
 //! with --resume the result set it continues), the run's identity, the results directory, the
-//! provisioning plan and the planned runs. Touches nothing.
+//! provisioning plan (with the golden copy's room check on a real device), the planned runs and
+//! where the golden copies go. Touches nothing.
 
 use std::path::PathBuf;
 use std::time::SystemTime;
@@ -11,6 +12,7 @@ use runner::matrix::{DeviceRole, MatrixSpec, PlacementTarget, PlannedRun, plan_r
 use runner::{DbUser, RunnerError};
 use tiers::{Plan, PlanContext, Provisioned, build_plan};
 
+use super::golden::{self, GoldenSite};
 use super::{Args, CompareError};
 use crate::{host, paths};
 
@@ -32,6 +34,8 @@ pub struct Setup {
     pub runs: Vec<PlannedRun>,
     /// The seed of the run order.
     pub seed: u64,
+    /// Where the data sets' golden copies are built.
+    pub golden: GoldenSite,
 }
 
 impl Setup {
@@ -83,7 +87,9 @@ impl Setup {
             owner_gid: gid,
             emulate: args.emulate,
         };
-        let plan = build_plan(&devices, &ctx);
+        let mut plan = build_plan(&devices, &ctx);
+        golden::add_room_check(&exp, &mut plan);
+        let golden = golden::site(&exp, &plan, &run_id);
         let matrix = matrix_spec(&exp, &plan, None, threads, seed);
         let runs = match exp.measurement.design {
             experiment::Design::Runs => plan_runs(&matrix),
@@ -95,7 +101,7 @@ impl Setup {
                 why: "a result set of the slices design is not resumed (its rounds are decided as the run goes); start a new one".into(),
             });
         }
-        Ok(Setup { exp, previous, started, run_id, results_dir, user, ctx, plan, matrix, runs, seed })
+        Ok(Setup { exp, previous, started, run_id, results_dir, user, ctx, plan, matrix, runs, seed, golden })
     }
 }
 

@@ -309,7 +309,7 @@ impl Validator<'_> {
             if wal.len() < 2 {
                 continue;
             }
-            let need = wal.len() as u64 * builds * (max_wal / 10 * 13 + (64 << 20));
+            let need = wal.len() as u64 * builds * crate::golden::wal_allowance(max_wal);
             if d.emulation.size_bytes >= need {
                 continue;
             }

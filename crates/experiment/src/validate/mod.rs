@@ -6,6 +6,7 @@ mod device;
 mod emulate;
 mod experiment;
 mod fault;
+mod golden;
 mod host;
 mod kernel;
 mod measurement;
@@ -47,6 +48,7 @@ impl<'a> Validator<'a> {
         let pg = self.postgres_section(raw.postgres.as_ref().map(|p| p.get_ref()), &ov, opts);
         let mut devices = self.devices(raw, &ov, opts);
         let placements = self.placements(raw, &devices);
+        let golden_copy = self.golden_copy(raw, &placements);
         let workloads = self.workloads(raw, &ov, opts);
         let kernel = self.kernel(raw.kernel.as_ref(), &ov, opts);
         let faults = self.faults(&raw.fault, &mut devices, opts);
@@ -77,7 +79,7 @@ impl<'a> Validator<'a> {
             return None;
         }
         let r = raw.experiment.get_ref();
-        Some(Experiment {
+        let exp = Experiment {
             file: self.src.path.to_path_buf(),
             name: r.name.get_ref().clone(),
             description: r.description.clone().unwrap_or_default(),
@@ -102,9 +104,14 @@ impl<'a> Validator<'a> {
             measurement,
             faults,
             warnings: Vec::new(),
+            golden_copy,
             claims,
             hosts,
-        })
+        };
+        if opts.emulate {
+            self.golden_room_emulated(&exp, raw);
+        }
+        self.errors.is_empty().then_some(exp)
     }
 
     pub fn err(&mut self, at: Option<Range<usize>>, key: impl Into<String>, msg: impl Into<String>) {

@@ -267,12 +267,39 @@ pub fn render_all(
     for spec in &specs {
         written.extend(write_outputs(out, spec.render()?)?);
     }
+    remove_stale_charts(&dir, &written)?;
     Ok((written, specs.iter().map(ChartSpec::file).collect()))
+}
+
+/// Removes the charts an earlier render of this result set drew and this one did not (a chart
+/// whose cells are gone, a renamed stem): a reader of `charts/` sees this render's only.
+fn remove_stale_charts(dir: &Path, written: &[PathBuf]) -> Result<(), ExportError> {
+    let entries = std::fs::read_dir(dir).map_err(|e| ExportError::Write { path: dir.to_path_buf(), message: e.to_string() })?;
+    for path in entries.flatten().map(|e| e.path()) {
+        let chart = path.extension().is_some_and(|x| x == "png" || x == "svg") && path.is_file();
+        if chart && !written.contains(&path) {
+            std::fs::remove_file(&path).map_err(|e| ExportError::Write { path: path.clone(), message: format!("remove a stale chart: {e}") })?;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_rerender_removes_the_charts_it_no_longer_draws() {
+        let dir = tempfile::tempdir().unwrap();
+        let keep = dir.path().join("throughput.png");
+        let stale = dir.path().join("by-profile-old.svg");
+        let other = dir.path().join("notes.txt");
+        for p in [&keep, &stale, &other] {
+            std::fs::write(p, "x").unwrap();
+        }
+        remove_stale_charts(dir.path(), std::slice::from_ref(&keep)).unwrap();
+        assert!(keep.exists() && other.exists() && !stale.exists());
+    }
     use crate::stats::Estimate;
     use results::record::CellKey;
 

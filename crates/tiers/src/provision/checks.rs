@@ -52,6 +52,13 @@ impl Executor<'_> {
                 _ => Ok(()),
             },
             Check::Room { device, bytes, what } => self.check_room(device, *bytes, what),
+            Check::PmemRoom { namespace, bytes, what } => {
+                let list = self.ndctl_list(n)?;
+                let size = ndctl::find(&list, namespace).and_then(|ns| ns.size_bytes).ok_or_else(|| {
+                    format!("ndctl list -N -i gives no size for namespace {namespace}, so pgtier cannot check that it holds {what}")
+                })?;
+                room(&format!("namespace {namespace}"), size, *bytes, what)
+            }
         }
     }
 
@@ -132,16 +139,21 @@ impl Executor<'_> {
             .ok()
             .and_then(|s| s.trim().parse().ok())
             .ok_or_else(|| format!("cannot read the size of {dev} ({})", size_file.display()))?;
-        // XFS keeps a few percent for its log and metadata.
-        let usable = sectors * 512 / 100 * 97;
-        if usable < bytes {
-            return Err(format!(
-                "{dev} has room for about {} after XFS's own use, and {what} needs {}",
-                crate::plan::human_bytes(usable),
-                crate::plan::human_bytes(bytes)
-            )
-            .into());
-        }
-        Ok(())
+        room(&dev, sectors * 512, bytes, what)
     }
+}
+
+/// A device of `size` bytes holds `bytes` once XFS has taken a few percent for its log and
+/// metadata.
+fn room(dev: &str, size: u64, bytes: u64, what: &str) -> Result<(), StepError> {
+    let usable = size / 100 * 97;
+    if usable < bytes {
+        return Err(format!(
+            "{dev} has room for about {} after XFS's own use, and {what} needs {}",
+            crate::plan::human_bytes(usable),
+            crate::plan::human_bytes(bytes)
+        )
+        .into());
+    }
+    Ok(())
 }

@@ -41,7 +41,8 @@ pub enum Call {
     NewOrder {
         /// The virtual user's warehouse.
         w_id: i32,
-        /// `max(w_id)` of WAREHOUSE, read once per virtual user.
+        /// HammerDB's `max(w_id)` of WAREHOUSE; here the configured warehouse count (the same
+        /// value on a complete load), not read from the database.
         max_w_id: i32,
         /// District, uniform 1-10.
         d_id: i32,

@@ -3,7 +3,7 @@
 //! of `src/postgresql/pgoltp.tcl` (proc `CreateStoredProcs`, the function branch) so that each
 //! runs the same statements, in the same order, on the same variable types, with the same
 //! `EXCEPTION` block, as HammerDB's. Where HammerDB's SQL is wrong, this SQL is wrong the same
-//! way (see the crate README, "What the faithful mode reproduces").
+//! way (see the crate README, "HammerDB defects it reproduces").
 //!
 //! Also the five statements HammerDB's virtual users prepare (`fn_prep_statement` in the timed
 //! driver script), with their quoted `'$8'` and `'$5'`.
@@ -33,9 +33,10 @@ pub const PREPARED: [(&str, &[tokio_postgres::types::Type]); 5] = {
 /// What HammerDB's `ConnectToPostgres` runs on every new connection.
 pub(crate) const SESSION_SETUP: &str = "SET client_min_messages TO 'ERROR'";
 
-/// The handler HammerDB puts at the end of every function. A block with an EXCEPTION clause
-/// runs in a subtransaction; in a function the ROLLBACK it would run is refused by PostgreSQL
-/// (SQLSTATE 2D000), which is what a caught deadlock turns into.
+/// The handler HammerDB puts at the end of every transaction function (all but `dbms_random`).
+/// A block with an EXCEPTION clause runs in a subtransaction; in a function the ROLLBACK it
+/// would run is refused by PostgreSQL (SQLSTATE 2D000), which is what a caught deadlock turns
+/// into.
 const HANDLER: &str = "EXCEPTION
     WHEN serialization_failure OR deadlock_detected OR no_data_found THEN
         ROLLBACK;";
