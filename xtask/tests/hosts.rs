@@ -290,8 +290,9 @@ fn pgbench_runs_on_a_client_host_over_ssh_and_tcp() {
     assert!(report.contains("Client host"), "report.md names the client host");
     assert!(report.contains(path), "report.md gives the network path");
 
-    // The password is nowhere in the results (the server log holds at most its SCRAM verifier).
-    for f in walk(&out) {
+    // The password is nowhere in the results nor the run record (the server log holds at most
+    // its SCRAM verifier).
+    for f in walk(&out).into_iter().chain(walk(&env.state())) {
         let text = String::from_utf8_lossy(&std::fs::read(&f).unwrap()).into_owned();
         assert!(!text.contains(":*:*:postgres:"), "a password file line in {}", f.display());
         for (i, _) in text.match_indices("PASSWORD '") {
