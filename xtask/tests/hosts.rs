@@ -392,6 +392,19 @@ fn cleanup_after_a_killed_run_closes_the_connection() {
     let remote_dir = manifest["client"]["work_dir"].as_str().expect("the client record").to_string();
     assert_eq!(control_sockets(&env.state()).len(), 1, "a killed harness leaves its master connection");
     assert!(Path::new(&remote_dir).exists(), "and the run's directory on the host");
+    // The password file on the host: mode 0600, and its password nowhere on the controller's
+    // side (results, server logs, run record).
+    let passfile = Path::new(&remote_dir).join("pgpass");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(&passfile).unwrap().permissions().mode() & 0o777, 0o600);
+    let line = std::fs::read_to_string(&passfile).unwrap();
+    let password = line.trim().rsplit(':').next().unwrap().to_string();
+    assert_eq!(password.len(), 32, "128 random bits in hex");
+    // (The emulated device's image is skipped: its filesystem is walked at its mount point.)
+    for f in walk(&out).into_iter().chain(walk(&env.state())).filter(|f| f.extension().is_none_or(|e| e != "img")) {
+        let Ok(bytes) = std::fs::read(&f) else { continue };
+        assert!(!String::from_utf8_lossy(&bytes).contains(&password), "the password is in {}", f.display());
+    }
 
     let o = env.xtask(&["cleanup"]).output().unwrap();
     let (stdout, stderr) = text(&o);
