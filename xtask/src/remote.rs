@@ -277,6 +277,15 @@ pub fn tcp_rtt(address: IpAddr, port: u16) -> Option<Duration> {
     Some(median(v))
 }
 
+/// The first of `count` consecutive TCP ports from `from` that nothing listens on at `address`
+/// (a listener on all addresses, such as another PostgreSQL's `*:5432`, takes the port of every
+/// address); checked by binding each, so a port taken later still fails the server's start,
+/// which its log then says.
+pub fn free_ports(address: IpAddr, from: u16, count: u16) -> Option<u16> {
+    let free = |p: u16| std::net::TcpListener::bind(SocketAddr::new(address, p)).is_ok();
+    (from..from.saturating_add(1000)).find(|&base| (0..count).all(|i| base.checked_add(i).is_some_and(free)))
+}
+
 /// A random password (128 bits, hex) from the kernel's generator.
 fn random_password() -> Result<String> {
     let mut buf = [0u8; 16];
@@ -393,6 +402,16 @@ mod tests {
         assert!(e.contains("host h has \"pgbench (PostgreSQL) 16.4\"") && e.contains("postgresql-client-15"), "{e}");
         let e = same_pgbench("h", p, here, Err("exited with status 127: not found".into())).unwrap_err().to_string();
         assert!(e.contains("--version` failed (exited with status 127") && e.contains("postgresql-client-15"), "{e}");
+    }
+
+    #[test]
+    fn ports_something_listens_on_are_skipped() {
+        let lo: IpAddr = "127.0.0.1".parse().unwrap();
+        let taken = std::net::TcpListener::bind((lo, 0)).unwrap();
+        let port = taken.local_addr().unwrap().port();
+        let base = free_ports(lo, port, 2).expect("free ports after it");
+        assert!(base > port, "{base} after the taken {port}");
+        assert!(free_ports(lo, port.saturating_sub(1), 3).is_none_or(|b| b > port));
     }
 
     #[test]

@@ -313,7 +313,17 @@ impl<'a> Session<'a> {
             cgroups: self.pre.cgroups.clone(),
             run_token: self.run_id.clone(),
             socket_dir: socket_dir.clone(),
-            port: 5432,
+            // A server a client host reaches listens on TCP: its ports (one per placement of a
+            // slices session, after the first) must be free on the address facing the host.
+            port: match &client {
+                None => 5432,
+                Some(c) => {
+                    let count = self.exp.placements.len() as u16 + 1;
+                    crate::remote::free_ports(c.server_address, 5432, count).with_context(|| {
+                        format!("{count} consecutive free TCP ports from 5432 on {}", c.server_address)
+                    })?
+                }
+            },
             logs_dir: self.results.logs_dir(),
             cancel: self.interrupts.cancel.clone(),
             drop_caches: true,
