@@ -8,6 +8,7 @@ mod host;
 mod kernel;
 mod paths;
 mod progress;
+mod remote;
 mod setup;
 mod signals;
 mod vm;

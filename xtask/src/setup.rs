@@ -20,6 +20,8 @@ const PACKAGES: &[&str] = &[
     "nvme-cli",
     "ndctl",
     "gcc",
+    "openssh-client",
+    "openssh-server",
 ];
 
 fn installed(pkg: &str) -> bool {

@@ -191,6 +191,8 @@ fn only_these_modules_build_or_run_commands() {
             "xtask::host",
             "xtask::bench::fidelity",
             "xtask::compare::manifest",
+            // ssh commands to the experiment's other hosts (`[[host]]`), run as CommandLines.
+            "xtask::remote",
         ]),
         "modules that build or run a journal::CommandLine: docs/architecture.md, Invariants"
     );

@@ -23,8 +23,8 @@ use std::path::{Path, PathBuf};
 use error::Source;
 pub use error::{ConfigError, ConfigErrors};
 pub use model::{
-    Claim, ClaimAcross, ClaimMetric, Design, Experiment, FaultKind, FaultSpec, GoldenCopy, HugePagesNeed,
-    KernelSettings, Measurement, Origin, Placement, ProfileInfo,
+    Claim, ClaimAcross, ClaimMetric, Design, Experiment, FaultKind, FaultSpec, GoldenCopy, Host, HostRole,
+    HugePagesNeed, KernelSettings, Measurement, Origin, Placement, ProfileInfo,
 };
 pub use golden::{RoomNeed, RoomPart, wal_allowance};
 pub use policy::{reserved_setting, unsafe_mkfs_option};

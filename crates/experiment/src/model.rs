@@ -194,9 +194,18 @@ pub struct Experiment {
     /// `--resume`.
     #[serde(skip)]
     pub claims: Vec<Claim>,
+    /// Other machines (`[[host]]`), reached over OpenSSH. Left out of the resolved configuration
+    /// when there are none, so a local run's stays as it was.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<Host>,
 }
 
 impl Experiment {
+    /// The host that runs the benchmark client, when it is not this machine.
+    pub fn client_host(&self) -> Option<&Host> {
+        self.hosts.iter().find(|h| h.roles.contains(&HostRole::Client))
+    }
+
     pub fn device(&self, name: &str) -> Option<&DeviceSpec> {
         self.devices.iter().find(|d| d.name == name)
     }
@@ -326,4 +335,29 @@ pub struct Claim {
     pub across: ClaimAcross,
     /// How the emulated cell differs from the study's, when it does.
     pub emulation_note: Option<String>,
+}
+
+/// What a `[[host]]` does in the experiment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HostRole {
+    /// Runs the benchmark client (pgbench), which reaches the server over TCP.
+    Client,
+}
+
+/// Another machine of the experiment, reached over OpenSSH with strict host-key checking.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Host {
+    pub name: String,
+    /// The SSH destination, and the address the server admits the client from.
+    pub address: std::net::IpAddr,
+    pub user: String,
+    pub port: u16,
+    /// None: OpenSSH's own choice (the agent, `~/.ssh/id_*`).
+    pub identity_file: Option<PathBuf>,
+    /// None: OpenSSH's default user file, `~/.ssh/known_hosts`.
+    pub known_hosts: Option<PathBuf>,
+    pub roles: Vec<HostRole>,
+    #[serde(skip)]
+    pub origin: Origin,
 }

@@ -34,6 +34,32 @@ pub struct RawFile {
     pub measurement: Option<Spanned<RawMeasurement>>,
     #[serde(default)]
     pub claim: Vec<Spanned<RawClaim>>,
+    #[serde(default)]
+    pub host: Vec<Spanned<RawHost>>,
+}
+
+/// Another machine of the experiment, reached over OpenSSH (`[[host]]`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawHost {
+    pub name: Spanned<String>,
+    /// The SSH destination's IP address (the server's pg_hba.conf admits exactly this address).
+    pub address: Spanned<String>,
+    /// The remote user (default `root`).
+    #[serde(default)]
+    pub user: Option<Spanned<String>>,
+    /// The SSH port (default 22).
+    #[serde(default)]
+    pub port: Option<Spanned<i64>>,
+    /// The private key (default: OpenSSH's own choice: the agent, `~/.ssh/id_*`).
+    #[serde(default)]
+    pub identity_file: Option<Spanned<String>>,
+    /// The known_hosts file holding the host's key (default `~/.ssh/known_hosts`).
+    #[serde(default)]
+    pub known_hosts: Option<Spanned<String>>,
+    /// What the host does: `client` (runs the benchmark client); `server` and `target` are not
+    /// built yet.
+    pub roles: Spanned<Vec<Spanned<String>>>,
 }
 
 /// A figure the study published (`[[claim]]`): which cell, which metric, the figure.

@@ -56,13 +56,39 @@ impl CommandLine {
 
     /// Runs the program and returns its output whatever the exit status.
     pub fn output(&self, timeout: Option<Duration>) -> Result<Output, CommandError> {
+        self.output_with_input(None, timeout)
+    }
+
+    /// Like [`CommandLine::run_with_timeout`], with `input` as the program's stdin (a secret
+    /// that must not be on a command line, such as a file's contents written over ssh).
+    pub fn run_with_input(&self, input: &[u8], timeout: Option<Duration>) -> Result<Output, CommandError> {
+        let output = self.output_with_input(Some(input), timeout)?;
+        if output.status != 0 {
+            return Err(CommandError::Failed {
+                command: self.to_string(),
+                status: output.status,
+                stderr: output.stderr.trim().to_string(),
+                stdout: output.stdout.trim().to_string(),
+            });
+        }
+        Ok(output)
+    }
+
+    /// Runs the program with `input` on stdin (None: /dev/null) and returns its output whatever
+    /// the exit status.
+    pub fn output_with_input(&self, input: Option<&[u8]>, timeout: Option<Duration>) -> Result<Output, CommandError> {
         let mut child = Command::new(&self.program)
             .args(&self.args)
-            .stdin(Stdio::null())
+            .stdin(if input.is_some() { Stdio::piped() } else { Stdio::null() })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .map_err(|source| CommandError::Spawn { command: self.to_string(), source })?;
+        if let (Some(bytes), Some(mut stdin)) = (input, child.stdin.take()) {
+            use std::io::Write;
+            // A program that exits without reading its input is seen in its status.
+            let _ = stdin.write_all(bytes);
+        }
         let stdout = child.stdout.take();
         let stderr = child.stderr.take();
         let out_thread = std::thread::spawn(move || read_all(stdout));
@@ -121,6 +147,22 @@ pub fn shell_quote(word: &str) -> String {
     }
 }
 
+/// Quotes a word for a POSIX shell that *will* read it (the remote shell of an `ssh` command):
+/// always single quotes, unless the word is made only of characters no shell treats specially.
+/// Unlike [`shell_quote`] (for reading), `<`, `>`, `%` and `=` are quoted too.
+pub fn posix_quote(word: &str) -> String {
+    if !word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric() || "-_./,:+@".contains(c)) {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
+/// A command line as one string for a remote POSIX shell, every word quoted.
+pub fn posix_command(words: &[String]) -> String {
+    words.iter().map(|w| posix_quote(w)).collect::<Vec<_>>().join(" ")
+}
+
 /// What a finished program printed.
 #[derive(Clone, Debug, Default)]
 pub struct Output {
@@ -167,6 +209,41 @@ mod tests {
         let c = CommandLine::new("mount").args(["-o", "noatime,dax=always", "/dev/loop0", "/mnt/a b"]);
         assert_eq!(c.to_string(), "mount -o noatime,dax=always /dev/loop0 '/mnt/a b'");
         assert_eq!(shell_quote("it's"), "'it'\\''s'");
+    }
+
+    #[test]
+    fn posix_quote_leaves_nothing_for_the_shell() {
+        assert_eq!(posix_quote("pgbench"), "pgbench");
+        assert_eq!(posix_quote("/usr/lib/postgresql/15/bin/pgbench"), "/usr/lib/postgresql/15/bin/pgbench");
+        assert_eq!(posix_quote(""), "''");
+        assert_eq!(posix_quote("a b"), "'a b'");
+        assert_eq!(posix_quote("it's"), "'it'\\''s'");
+        assert_eq!(posix_quote("--log-prefix=/x"), "'--log-prefix=/x'");
+        for w in ["$(reboot)", "`id`", "a;b", "a|b", "a&b", "<x", ">x", "*", "~", "a\nb", "!x", "#x", "%x"] {
+            let q = posix_quote(w);
+            assert!(q.starts_with('\'') && q.ends_with('\''), "{w:?} -> {q}");
+        }
+    }
+
+    #[test]
+    fn posix_quoted_words_come_back_unchanged_from_a_shell() {
+        let _forking = crate::forking();
+        let words: Vec<String> =
+            ["plain", "a b", "it's", "$(echo no)", "`echo no`", "x;echo no", "'", "\"\\", "", "\n", "*", "a=b"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+        let script = format!("printf '%s\\0' {}", posix_command(&words));
+        let out = CommandLine::new("sh").args(["-c", script.as_str()]).run().unwrap();
+        let back: Vec<&str> = out.stdout.split('\0').collect();
+        assert_eq!(&back[..words.len()], words.iter().map(String::as_str).collect::<Vec<_>>().as_slice());
+    }
+
+    #[test]
+    fn input_reaches_stdin() {
+        let _forking = crate::forking();
+        let out = CommandLine::new("cat").run_with_input(b"secret\n", Some(Duration::from_secs(5))).unwrap();
+        assert_eq!(out.stdout, "secret\n");
     }
 
     #[test]

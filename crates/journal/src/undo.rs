@@ -58,6 +58,12 @@ pub enum Undo {
     RestoreFile { path: PathBuf, contents: String },
     /// Last resort after a crash: unmount, detach and stop whatever still refers to `work_dir`.
     Sweep { work_dir: PathBuf },
+    /// Close the OpenSSH master connection to a host of the experiment (`ssh -O exit`), and
+    /// remove its control socket if the master died and left it. `options` are the ssh options
+    /// the connection was opened with (ControlPath, known_hosts, identity, port).
+    CloseSshMaster { host: String, control_path: PathBuf, options: Vec<String>, destination: String },
+    /// Remove a directory this run made on another host (`rm -rf` over ssh, the path quoted).
+    RemoveRemoteDir { host: String, options: Vec<String>, destination: String, path: String },
 }
 
 impl fmt::Display for Undo {
@@ -89,6 +95,10 @@ impl fmt::Display for Undo {
             Undo::Sweep { work_dir } => {
                 write!(f, "sweep leftovers referring to {}", work_dir.display())
             }
+            Undo::CloseSshMaster { host, control_path, .. } => {
+                write!(f, "ssh -O exit (the connection to host {host}, {})", control_path.display())
+            }
+            Undo::RemoveRemoteDir { host, path, .. } => write!(f, "rm -rf {path} on host {host}"),
         }
     }
 }
@@ -194,6 +204,15 @@ impl Undo {
                 Err(source) => Err(UndoError::Io { what: format!("rm {}", path.display()), source }),
             },
             Undo::RemoveDirAll { path } => remove_dir_all(path),
+            Undo::CloseSshMaster { control_path, options, destination, .. } => {
+                close_ssh_master(control_path, options, destination)
+            }
+            Undo::RemoveRemoteDir { options, destination, path, .. } => {
+                let remote = crate::command::posix_command(&["rm".into(), "-rf".into(), "--".into(), path.clone()]);
+                let cmd = CommandLine::new("ssh").args(options).arg(destination).arg("--").arg(remote);
+                cmd.run_with_timeout(Some(std::time::Duration::from_secs(30)))?;
+                Ok(Outcome::Done)
+            }
             Undo::NvmeDisconnect { nqn, boot_id, controller } => nvme_disconnect(nqn, boot_id.as_ref(), controller.as_deref()),
             Undo::RestoreFile { path, contents } => {
                 let now = std::fs::read_to_string(path).unwrap_or_default();
@@ -512,6 +531,29 @@ pub fn current_boot_id() -> Option<String> {
     std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok().map(|s| s.trim().to_string())
 }
 
+/// `ssh -O exit` through the control socket; a socket whose master is gone is removed.
+fn close_ssh_master(control_path: &Path, options: &[String], destination: &str) -> Result<Outcome, UndoError> {
+    if !control_path.exists() {
+        return Ok(Outcome::NothingLeft);
+    }
+    let cmd = CommandLine::new("ssh").args(options).args(["-O", "exit"]).arg(destination);
+    let out = cmd.output(Some(std::time::Duration::from_secs(15)))?;
+    // The master removes its socket as it exits; wait for that a moment.
+    for _ in 0..50 {
+        if !control_path.exists() {
+            return Ok(Outcome::Done);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    if out.status != 0 {
+        // No master answers: the socket is stale.
+        std::fs::remove_file(control_path)
+            .map_err(|source| UndoError::Io { what: format!("rm {}", control_path.display()), source })?;
+        return Ok(Outcome::Done);
+    }
+    Err(UndoError::StillThere(format!("the ssh master's socket {} is still there", control_path.display())))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -568,3 +610,4 @@ mod tests {
         assert!(child.wait().is_err(), "nothing left to wait for");
     }
 }
+

@@ -303,6 +303,42 @@ pub struct Manifest {
     /// The study's published figures this result set is checked against (`[[claim]]`).
     #[serde(default)]
     pub claims: Vec<ClaimRecord>,
+    /// Where the benchmark client ran, when not on this machine (`[[host]] roles = ["client"]`);
+    /// absent for a local run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<ClientRecord>,
+}
+
+/// The benchmark client's host, how it was reached and what lies between it and the server.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ClientRecord {
+    /// Its name in the experiment file.
+    pub host: String,
+    /// Its address (the SSH destination, and the only address pg_hba.conf admits).
+    pub address: String,
+    /// The address the server listened on for it.
+    pub server_address: String,
+    /// The route from the server to the client as the kernel chose it
+    /// (`veth pgtc0 169.254.200.1 -> 169.254.200.2`).
+    pub network_path: String,
+    /// The network round trip, median of TCP connects from the server to the host's SSH port.
+    pub rtt_ms: Option<f64>,
+    /// How `rtt_ms` was measured.
+    pub rtt_method: String,
+    /// How the host was reached (OpenSSH's version, the multiplexed connection, host-key checking).
+    pub transport: String,
+    /// Opening the multiplexed connection (`ssh -o ControlMaster=yes -N -f`), milliseconds.
+    pub ssh_setup_ms: f64,
+    /// A command's round trip over it (`ssh ... true`, median), milliseconds.
+    pub ssh_command_ms: f64,
+    /// `pgbench --version` on the host.
+    pub pgbench: String,
+    /// How the client authenticated (the password itself is recorded nowhere).
+    pub authentication: String,
+    /// This run's directory on the host (the password file, transaction logs), removed at
+    /// teardown.
+    pub work_dir: String,
 }
 
 /// The measurement design as it ran.

@@ -34,6 +34,104 @@ pub struct RunnerEnv<'a> {
     pub watchdog_grace: Option<std::time::Duration>,
     /// I/O caps applied to every server (each only affects I/O to its own device).
     pub throttles: Vec<crate::cgroup::BlkioThrottle>,
+    /// The benchmark client's host when it is not this machine (`[[host]] roles = ["client"]`);
+    /// None: pgbench runs here, on the private socket.
+    pub client: Option<RemoteClient>,
+}
+
+/// How the runner reaches the host that runs the benchmark client; xtask implements it over
+/// OpenSSH. The runner only builds argument vectors; the transport quotes them for the host.
+pub trait ClientTransport: Send + Sync {
+    /// The host's name in the experiment file.
+    fn host(&self) -> &str;
+    /// The local command that runs `words` on the host (each word quoted for its shell).
+    fn command(&self, words: &[String]) -> CommandLine;
+    /// A directory on the host for this run's files (the password file, transaction logs).
+    fn work_dir(&self) -> &str;
+    /// Runs `words` on the host and returns what it printed on stdout.
+    fn run(&self, words: &[String]) -> Result<Vec<u8>, RunnerError>;
+}
+
+/// The benchmark client on another host: how it is reached, and how the server admits it
+/// (over TCP, on the address facing the client, scram-sha-256 with a password made per run).
+#[derive(Clone)]
+pub struct RemoteClient {
+    pub transport: Arc<dyn ClientTransport>,
+    /// The address the server listens on, besides its private socket: the one facing the client.
+    pub server_address: std::net::IpAddr,
+    /// The client's address as the server sees it: pg_hba.conf admits only it.
+    pub client_address: std::net::IpAddr,
+    /// The run's password of the benchmark role; never written to results or logs.
+    pub password: Password,
+    /// The password file on the client host (mode 0600, `PGPASSFILE`).
+    pub passfile: String,
+    /// pgbench on the client host.
+    pub pgbench: String,
+}
+
+/// The CPU seconds (user + system) of the command the host's shell ran, from the last two
+/// lines `times` printed on stderr (the shell's, then its children's: `0m1.230000s 0m0.450000s`
+/// in dash, `0m1.230s 0m0.450s` in bash).
+pub fn remote_cpu_seconds(stderr: &str) -> Option<f64> {
+    let parse = |w: &str| -> Option<f64> {
+        let (m, s) = w.strip_suffix('s')?.split_once('m')?;
+        Some(m.parse::<f64>().ok()? * 60.0 + s.parse::<f64>().ok()?)
+    };
+    let last = stderr.lines().rev().find(|l| !l.trim().is_empty())?;
+    let words: Vec<&str> = last.split_whitespace().collect();
+    match words.as_slice() {
+        [user, sys] => Some(parse(user)? + parse(sys)?),
+        _ => None,
+    }
+}
+
+/// A password that prints as `<redacted>`.
+#[derive(Clone)]
+pub struct Password(String);
+
+impl Password {
+    pub fn new(secret: String) -> Password {
+        Password(secret)
+    }
+
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Password {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
+impl RemoteClient {
+    /// The line of a password file (`hostname:port:database:username:password`) for any port
+    /// of the server's address (a `slices` session's servers have one port each).
+    pub fn passfile_line(&self) -> String {
+        format!("{}:*:*:{}:{}\n", self.server_address, crate::server::DB_ROLE, self.password.expose())
+    }
+
+    /// The local command that runs `cmd` on the client host, with a minimal environment and
+    /// the password file; the host's shell then prints the CPU time of `cmd` on stderr
+    /// (`times`, read back by [`remote_cpu_seconds`]), since the harness's own children are
+    /// only ssh.
+    pub fn wrap(&self, cmd: &CommandLine) -> CommandLine {
+        let mut words: Vec<String> = vec![
+            "sh".into(),
+            "-c".into(),
+            r#""$@"; s=$?; times >&2; exit $s"#.into(),
+            "sh".into(),
+            "env".into(),
+            "-i".into(),
+            "PATH=/usr/local/bin:/usr/bin:/bin".into(),
+            "LC_ALL=C".into(),
+            format!("PGPASSFILE={}", self.passfile),
+            cmd.program.clone(),
+        ];
+        words.extend(cmd.args.iter().cloned());
+        self.transport.command(&words)
+    }
 }
 
 impl RunnerEnv<'_> {
@@ -77,4 +175,18 @@ impl RunnerEnv<'_> {
 /// hold secrets such as an NVMe DH-HMAC-CHAP key, is not handed on.
 pub(crate) fn minimal_env(cmd: &mut std::process::Command) {
     cmd.env_clear().env("PATH", "/usr/local/bin:/usr/bin:/bin").env("LC_ALL", "C");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::remote_cpu_seconds;
+
+    #[test]
+    fn cpu_times_the_hosts_shell_prints() {
+        let dash = "progress: 1.0 s, 10.0 tps\n0m0.004000s 0m0.001000s\n0m1.230000s 0m0.450000s\n";
+        assert_eq!(remote_cpu_seconds(dash).map(|c| (c * 1000.0).round()), Some(1680.0));
+        assert_eq!(remote_cpu_seconds("0m0.00s 0m0.00s\n1m2.500s 0m0.500s").map(|c| c.round()), Some(63.0));
+        assert_eq!(remote_cpu_seconds("pgbench: error: connection refused\n"), None);
+        assert_eq!(remote_cpu_seconds(""), None);
+    }
 }

@@ -39,9 +39,44 @@ fn options(ctx: &RunCtx<'_>, w: &PgbenchWorkload) -> RunOptions {
 }
 
 fn command(env: &RunnerEnv<'_>, options: &RunOptions) -> CommandLine {
+    let Some(client) = &env.client else {
+        let target =
+            pgbench::Target { socket_dir: &env.socket_dir, port: env.port, user: server::DB_ROLE, database: DATABASE };
+        return pgbench::run_command(&env.install.client_dir, &target, options);
+    };
+    // On the client host: over TCP to the address the server listens on for it (`-h` takes
+    // an address as well as a socket directory), the password from the host's PGPASSFILE.
+    let address = client.server_address.to_string();
     let target =
-        pgbench::Target { socket_dir: &env.socket_dir, port: env.port, user: server::DB_ROLE, database: DATABASE };
-    pgbench::run_command(&env.install.client_dir, &target, options)
+        pgbench::Target { socket_dir: Path::new(&address), port: env.port, user: server::DB_ROLE, database: DATABASE };
+    let mut cmd = pgbench::run_command(Path::new("/"), &target, options);
+    cmd.program = client.pgbench.clone();
+    client.wrap(&cmd)
+}
+
+/// Where the measured run's transaction log is written: the run's directory here, or the
+/// run's files on the client host (brought back by [`fetch_transaction_log`]).
+fn transaction_log_prefix(env: &RunnerEnv<'_>, run_dir: &Path) -> String {
+    match &env.client {
+        None => run_dir.join("txlog").display().to_string(),
+        Some(c) => {
+            let run = run_dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "run".into());
+            format!("{}/{run}-txlog", c.transport.work_dir())
+        }
+    }
+}
+
+/// Brings a remote run's transaction logs (`<prefix>.<pid>[.<thread>]`) back into the run's
+/// directory as `txlog.remote`, and removes them on the client host.
+fn fetch_transaction_log(env: &RunnerEnv<'_>, prefix: &str, run_dir: &Path) -> Result<(), RunnerError> {
+    let Some(c) = &env.client else { return Ok(()) };
+    let sh =
+        |script: &str| -> Vec<String> { vec!["sh".into(), "-c".into(), script.into(), "sh".into(), prefix.into()] };
+    let bytes = c.transport.run(&sh(r#"cat -- "$1".*"#))?;
+    let local = run_dir.join("txlog.remote");
+    std::fs::write(&local, bytes).io_context(|| format!("write {}", local.display()))?;
+    c.transport.run(&sh(r#"rm -f -- "$1".*"#))?;
+    Ok(())
 }
 
 /// The discarded ramp-up (`rampup.*`); returns its throughput when its summary gives one.
@@ -75,7 +110,8 @@ pub(crate) async fn measure(
     options.duration = inp.workload.duration;
     let expected = expected_tps.unwrap_or(DEFAULT_TPS);
     let rate = (50_000.0 / (expected * inp.workload.duration.as_secs_f64())).clamp(0.0001, 1.0);
-    options.transaction_log = Some((round_rate(rate), run_dir.join("txlog").display().to_string()));
+    let txlog = transaction_log_prefix(ctx.env, run_dir);
+    options.transaction_log = Some((round_rate(rate), txlog.clone()));
     let cmd = command(ctx.env, &options);
     record.command = cmd.to_string();
     let command_file = run_dir.join("command.txt");
@@ -84,12 +120,28 @@ pub(crate) async fn measure(
     let evidence = Evidence::begin(srv, inp.placement, run_dir).await?;
     let watch = Watch { duration: inp.workload.duration, faults: inp.faults, server: Some(srv.process) };
     let out = run_pgbench(ctx.env, &cmd, &run_dir.join("pgbench"), obs, false, watch).await;
-    evidence.end(srv, record, None, "pgbench").await;
+    // On a client host the harness's child is ssh: pgbench's CPU is what the host's shell said.
+    let remote_cpu = match (&ctx.env.client, &out) {
+        (Some(_), Ok(o)) => {
+            let cpu = crate::env::remote_cpu_seconds(&o.stderr);
+            if cpu.is_none() {
+                record.warnings.push(results::Warning::Other(
+                    "the client host did not report pgbench's CPU time: the client CPU figures are those of the local ssh".into(),
+                ));
+            }
+            cpu
+        }
+        _ => None,
+    };
+    evidence.end(srv, record, remote_cpu, "pgbench").await;
     let out = out?;
     record.faults = out.injected.clone();
     if let Some(w) = &out.watchdog {
         record.set_kind(FailureKind::Watchdog);
         return Err(RunnerError::Workload(w.clone()));
+    }
+    if out.success {
+        fetch_transaction_log(ctx.env, &txlog, run_dir)?;
     }
     fill(record, &out, run_dir)?;
     if !srv.is_running() {

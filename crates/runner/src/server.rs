@@ -137,6 +137,38 @@ pub fn write_config(
     Ok(())
 }
 
+/// Opens a configured cluster to one client on another host: the server listens on
+/// `access.server_address` too (besides its private socket), and pg_hba.conf admits exactly
+/// the client's address, to the benchmark database and role, with scram-sha-256. Call after
+/// [`write_config`] (whose `listen_addresses = ''` this line, written after it, overrides).
+pub fn write_client_access(
+    data_dir: &Path,
+    access: &crate::env::RemoteClient,
+    uid: u32,
+    gid: u32,
+) -> Result<(), RunnerError> {
+    let io = |p: &Path, e: std::io::Error| RunnerError::io(p.display().to_string(), e);
+    let conf = data_dir.join("pgtier.conf");
+    let mut body = std::fs::read_to_string(&conf).map_err(|e| io(&conf, e))?;
+    body.push_str(&format!(
+        "# pgtier: the benchmark client runs on host {}; listen on the address facing it only.\nlisten_addresses = '{}'\npassword_encryption = 'scram-sha-256'\n",
+        access.transport.host(),
+        access.server_address
+    ));
+    write_owned(&conf, &body, uid, gid).map_err(|e| io(&conf, e))?;
+    let hba = data_dir.join("pg_hba.conf");
+    let client = match access.client_address {
+        std::net::IpAddr::V4(a) => format!("{a}/32"),
+        std::net::IpAddr::V6(a) => format!("{a}/128"),
+    };
+    let text = format!(
+        "# pgtier: unix socket with peer authentication mapped by pg_ident.conf, and the client host {} over TCP\nlocal all all peer map=pgtier\nhost {} {DB_ROLE} {client} scram-sha-256\n",
+        access.transport.host(),
+        crate::DATABASE
+    );
+    write_owned(&hba, &text, uid, gid).map_err(|e| io(&hba, e))
+}
+
 /// Writes a file in a directory the database user owns, as root, without following a symlink
 /// planted there (O_NOFOLLOW), and hands it to the user through the open descriptor.
 fn write_owned(path: &Path, contents: &str, uid: u32, gid: u32) -> std::io::Result<()> {
@@ -180,6 +212,59 @@ impl Server {
         port: u16,
         cgroup: Option<ServerCgroup>,
         log: &Path,
+    ) -> Result<Server, RunnerError> {
+        Server::start_listening(install, user, journal, data_dir, socket_dir, port, cgroup, log, None).await
+    }
+
+    /// [`Server::start`], for a server that also listens on `listen` (the address facing a
+    /// client host, [`write_client_access`]); then the benchmark role gets `password`, set over
+    /// the private socket as a SCRAM verifier (the password itself reaches no log).
+    #[allow(clippy::too_many_arguments)] // each argument is a distinct fact of the server
+    pub async fn start_for_client(
+        install: &PgInstall,
+        user: &DbUser,
+        journal: &Journal,
+        data_dir: &Path,
+        socket_dir: &Path,
+        port: u16,
+        cgroup: Option<ServerCgroup>,
+        log: &Path,
+        client: Option<&crate::env::RemoteClient>,
+    ) -> Result<Server, RunnerError> {
+        let Some(client) = client else {
+            return Server::start(install, user, journal, data_dir, socket_dir, port, cgroup, log).await;
+        };
+        let listen = Some(client.server_address);
+        let server =
+            Server::start_listening(install, user, journal, data_dir, socket_dir, port, cgroup, log, listen).await?;
+        if let Err(e) = server.set_password(&client.password).await {
+            let _ = server.stop(journal).await;
+            return Err(e);
+        }
+        Ok(server)
+    }
+
+    async fn set_password(&self, password: &crate::env::Password) -> Result<(), RunnerError> {
+        let c = self.connect("postgres").await?;
+        let verifier = postgres_protocol::password::scram_sha_256(password.expose().as_bytes());
+        c.batch_execute(&format!(
+            "SET log_statement = 'none'; SET log_min_duration_statement = -1; ALTER ROLE {DB_ROLE} PASSWORD '{verifier}'"
+        ))
+        .await
+        .map_err(|e| RunnerError::Server(format!("set the run's password of role {DB_ROLE}: {e:#}")))
+    }
+
+    #[allow(clippy::too_many_arguments)] // each argument is a distinct fact of the server
+    async fn start_listening(
+        install: &PgInstall,
+        user: &DbUser,
+        journal: &Journal,
+        data_dir: &Path,
+        socket_dir: &Path,
+        port: u16,
+        cgroup: Option<ServerCgroup>,
+        log: &Path,
+        listen: Option<std::net::IpAddr>,
     ) -> Result<Server, RunnerError> {
         let log_file = std::fs::OpenOptions::new()
             .create(true)
@@ -239,7 +324,7 @@ impl Server {
             return Err(e);
         }
         // The server must be the private one pgtier configured, whatever a profile said.
-        if let Err(e) = server.verify_private(data_dir).await {
+        if let Err(e) = server.verify_private(data_dir, listen).await {
             let _ = server.stop(journal).await;
             return Err(e);
         }
@@ -268,14 +353,15 @@ impl Server {
         }
     }
 
-    async fn verify_private(&self, data_dir: &Path) -> Result<(), RunnerError> {
+    async fn verify_private(&self, data_dir: &Path, expected: Option<std::net::IpAddr>) -> Result<(), RunnerError> {
         let c = self.connect("postgres").await?;
         let row = c
             .query_one("SELECT current_setting('listen_addresses'), current_setting('data_directory')", &[])
             .await
             .map_err(|e| RunnerError::Server(format!("read settings: {e:#}")))?;
         let (listen, dir): (String, String) = (row.get(0), row.get(1));
-        if !listen.is_empty() || Path::new(&dir) != data_dir {
+        let expected = expected.map(|a| a.to_string()).unwrap_or_default();
+        if listen != expected || Path::new(&dir) != data_dir {
             return Err(RunnerError::Server(format!(
                 "the server is not the private one pgtier configured (listen_addresses {listen:?}, data_directory {dir}); stopped"
             )));

@@ -206,6 +206,9 @@ async fn start_member(
 ) -> Result<(Server, PathBuf), RunnerError> {
     let settings = server_settings(spec.profile, spec.memory, p);
     server::write_config(&p.data_dir, env.port, &env.socket_dir, &settings, env.user.uid, env.user.gid)?;
+    if let Some(client) = &env.client {
+        server::write_client_access(&p.data_dir, client, env.user.uid, env.user.gid)?;
+    }
     let cgroup = match &env.cgroups {
         Some(h) => Some(ServerCgroup::create(
             env.journal,
@@ -226,8 +229,19 @@ async fn start_member(
         None => None,
     };
     let log = spec.dir.join(format!("{}-postgres.log", p.name));
-    let srv =
-        Server::start(&env.install, &env.user, env.journal, &p.data_dir, &env.socket_dir, env.port, cgroup, &log).await?;
+    let (install, user, journal, socket_dir) = (&env.install, &env.user, env.journal, &env.socket_dir);
+    let srv = Server::start_for_client(
+        install,
+        user,
+        journal,
+        &p.data_dir,
+        socket_dir,
+        env.port,
+        cgroup,
+        &log,
+        env.client.as_ref(),
+    )
+    .await?;
     Ok((srv, log))
 }
 

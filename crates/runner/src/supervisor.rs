@@ -177,6 +177,7 @@ mod tests {
             drop_caches: false,
             watchdog_grace: Some(grace),
             throttles: vec![],
+            client: None,
         }
     }
 

@@ -133,11 +133,24 @@ impl RunSystem for RealRun<'_> {
         let settings = server_settings(inp.profile, inp.memory, inp.placement);
         let data_dir = &inp.placement.data_dir;
         server::write_config(data_dir, env.port, &env.socket_dir, &settings, env.user.uid, env.user.gid)?;
+        if let Some(client) = &env.client {
+            server::write_client_access(data_dir, client, env.user.uid, env.user.gid)?;
+        }
         let cgroup = self.make_cgroup()?;
         let log = self.ctx.run_dir.join("postgres.log");
-        let srv =
-            Server::start(&env.install, &env.user, env.journal, data_dir, &env.socket_dir, env.port, cgroup, &log)
-                .await?;
+        let (install, user, journal, socket_dir) = (&env.install, &env.user, env.journal, &env.socket_dir);
+        let srv = Server::start_for_client(
+            install,
+            user,
+            journal,
+            data_dir,
+            socket_dir,
+            env.port,
+            cgroup,
+            &log,
+            env.client.as_ref(),
+        )
+        .await?;
         self.server = Some(srv);
         Ok(())
     }

@@ -163,6 +163,7 @@ async fn prepare<'j>(
         drop_caches: true,
         watchdog_grace: None,
         throttles: vec![],
+        client: None,
     };
     dataset::make_owned_dir(&env, &socket_dir)?;
     eprintln!("loading pgbench scale {}", args.scale);

@@ -24,6 +24,7 @@ pub fn print(s: &Setup) {
     for p in &s.matrix.placements {
         println!("- {}: PGDATA {} , pg_wal {}", p.name, p.data_dir.display(), p.wal_dir.display());
     }
+    client_host(&s.exp);
     builds(&s.exp);
     datasets(s);
     memory(&s.exp);
@@ -378,6 +379,19 @@ fn runs(matrix: &MatrixSpec, runs: &[PlannedRun]) {
             if matrix.builds.len() > 1 { format!(", build {}", r.cell.build) } else { String::new() }
         );
     }
+}
+
+/// The client host, when pgbench runs on one: how it is reached and what the server opens to it.
+fn client_host(exp: &experiment::Experiment) {
+    let Some(h) = exp.client_host() else { return };
+    println!("\n## Client host\n");
+    println!("- {} ({}): every pgbench run below runs there, over one ssh connection:", h.name, h.address);
+    println!("  {}", crate::remote::SshHost::new(h, "<run token>").master_command());
+    println!(
+        "- the server listens on the address facing {} too (`ip route get {}` at the start), and pg_hba.conf admits {}/32 alone, by scram-sha-256 with a password made per run",
+        h.name, h.address, h.address
+    );
+    println!("- the data set is built over the private socket here");
 }
 
 /// What one run (or slice) of `secs` seconds runs, as the command a reader would type.

@@ -78,6 +78,8 @@ pub fn begin(
             ..Default::default()
         },
         claims: exp.claims.iter().map(claim_record).collect(),
+        // Set once the client host's connection is open (`Session::client_host`).
+        client: None,
     };
     if let Some(prev) = previous {
         m.started_at = prev.started_at.clone();

@@ -43,6 +43,26 @@ pub fn preflight(exp: &Experiment, plan: &tiers::Plan, user: Result<DbUser, Runn
             missing.push(format!("{program} (package {package})"));
         }
     }
+    if let Some(h) = exp.client_host()
+        && journal::command::which("ssh").is_none()
+    {
+        missing.push(format!("ssh (package openssh-client), to reach host {} ({})", h.name, h.origin));
+    }
+    if let Some(h) = exp.client_host() {
+        let files = [("identity_file", &h.identity_file), ("known_hosts", &h.known_hosts)];
+        for (key, path) in files {
+            if let Some(p) = path
+                && !p.is_file()
+            {
+                bail!(
+                    "host {}: its {key} {} is not a file ({}); create it, or fix the path",
+                    h.name,
+                    p.display(),
+                    h.origin
+                );
+            }
+        }
+    }
     if !exp.device_probe.is_zero() && journal::command::which("fio").is_none() {
         missing.push("fio (package fio; or set device_probe = \"0s\")".into());
     }

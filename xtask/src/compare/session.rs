@@ -14,6 +14,7 @@ use results::{Manifest, ResultsDir, Warning, timestamp};
 use runner::RunnerEnv;
 use runner::cgroup::BlkioThrottle;
 use runner::dataset::{self, Golden};
+use runner::env::RemoteClient;
 use runner::matrix::{MatrixSpec, PlannedRun};
 use tiers::{PlanContext, Provisioned};
 
@@ -111,6 +112,9 @@ impl<'a> Session<'a> {
 
     async fn go(&mut self, plan: &tiers::Plan) -> Result<()> {
         self.phase(Phase::Begin, async |s| s.begin(plan)).await?;
+        // The client host's connection first: a host that cannot be reached stops the run
+        // before anything is provisioned.
+        let client = self.phase(Phase::Begin, async |s| s.client_host()).await?;
         // Kernel settings the experiment asks for (restored at teardown from the run record).
         if !self.exp.kernel.is_empty() {
             self.phase(Phase::Kernel, async |s| s.kernel()).await?;
@@ -127,7 +131,7 @@ impl<'a> Session<'a> {
         if !self.exp.device_probe.is_zero() {
             self.phase(Phase::Probe, async |s| s.probe(&provisioned)).await?;
         }
-        let env = self.runner_env(throttles)?;
+        let env = self.runner_env(throttles, client)?;
         let matrix =
             setup::matrix_spec(self.exp, plan, Some(&provisioned), host::hardware_threads(), self.seed);
         let goldens = self.phase(Phase::Load, async |s| s.load(&env, &matrix).await).await?;
@@ -285,8 +289,22 @@ impl<'a> Session<'a> {
             .collect()
     }
 
+    /// The host that runs the benchmark client, when the file names one: its ssh connection
+    /// opened (closed at teardown from the run record), pgbench checked there, the route and
+    /// its round trip measured into the manifest.
+    fn client_host(&mut self) -> Result<Option<RemoteClient>> {
+        let Some(h) = self.exp.client_host() else { return Ok(None) };
+        let token = self.run_id.rsplit('-').next().unwrap_or(&self.run_id).to_string();
+        let install = &self.pre.install;
+        let pgbench = install.client_dir.join("pgbench");
+        let (client, record) =
+            crate::remote::open_client(h, &token, self.journal, &pgbench, &install.client_version_line)?;
+        self.manifest.client = Some(record);
+        Ok(Some(client))
+    }
+
     /// The runner's environment, with its private socket directory.
-    fn runner_env(&self, throttles: Vec<BlkioThrottle>) -> Result<RunnerEnv<'a>> {
+    fn runner_env(&self, throttles: Vec<BlkioThrottle>, client: Option<RemoteClient>) -> Result<RunnerEnv<'a>> {
         let socket_dir = self.ctx.work_dir.join("sock");
         let env = RunnerEnv {
             install: self.pre.install.clone(),
@@ -295,12 +313,23 @@ impl<'a> Session<'a> {
             cgroups: self.pre.cgroups.clone(),
             run_token: self.run_id.clone(),
             socket_dir: socket_dir.clone(),
-            port: 5432,
+            // A server a client host reaches listens on TCP: its ports (one per placement of a
+            // slices session, after the first) must be free on the address facing the host.
+            port: match &client {
+                None => 5432,
+                Some(c) => {
+                    let count = self.exp.placements.len() as u16 + 1;
+                    crate::remote::free_ports(c.server_address, 5432, count).with_context(|| {
+                        format!("{count} consecutive free TCP ports from 5432 on {}", c.server_address)
+                    })?
+                }
+            },
             logs_dir: self.results.logs_dir(),
             cancel: self.interrupts.cancel.clone(),
             drop_caches: true,
             watchdog_grace: self.exp.watchdog_grace,
             throttles,
+            client,
         };
         dataset::make_owned_dir(&env, &socket_dir)?;
         Ok(env)

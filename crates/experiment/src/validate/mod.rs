@@ -7,6 +7,7 @@ mod emulate;
 mod experiment;
 mod fault;
 mod golden;
+mod host;
 mod kernel;
 mod measurement;
 mod placement;
@@ -67,6 +68,7 @@ impl<'a> Validator<'a> {
             },
             opts,
         );
+        let hosts = self.hosts(raw, &workloads);
         self.cross_checks(&devices, &placements, &workloads, opts.emulate);
         if opts.emulate {
             self.wal_room(&devices, &placements, &pg, &measurement, raw);
@@ -104,6 +106,7 @@ impl<'a> Validator<'a> {
             warnings: Vec::new(),
             golden_copy,
             claims,
+            hosts,
         };
         if opts.emulate {
             self.golden_room_emulated(&exp, raw);

@@ -50,6 +50,9 @@ pub(super) fn environment(s: &mut String, m: &Manifest) {
     for (tool, v) in &m.tools {
         let _ = writeln!(s, "| {tool} | {v} |");
     }
+    if let Some(c) = &m.client {
+        client(s, c);
+    }
     if !h.sysctls.is_empty() {
         let _ = writeln!(
             s,
@@ -63,6 +66,20 @@ pub(super) fn environment(s: &mut String, m: &Manifest) {
             let _ = writeln!(s, "- {c}");
         }
     }
+}
+
+/// The client host's rows: where pgbench ran, the path to it and its round trip, the transport.
+fn client(s: &mut String, c: &results::manifest::ClientRecord) {
+    let _ = writeln!(s, "| Client host | {} ({}): pgbench ran there, {} |", c.host, c.address, c.pgbench);
+    let _ = writeln!(s, "| network path | {} |", c.network_path);
+    let rtt = c.rtt_ms.map(|r| format!("{r:.3} ms")).unwrap_or_else(|| "not measured".into());
+    let _ = writeln!(s, "| round trip | {rtt} ({}) |", c.rtt_method);
+    let _ = writeln!(
+        s,
+        "| transport | {}; set-up {:.0} ms, a command over it {:.1} ms |",
+        c.transport, c.ssh_setup_ms, c.ssh_command_ms
+    );
+    let _ = writeln!(s, "| client authentication | {} |", c.authentication);
 }
 
 /// Each device: class, block device, mount options, DAX and throttles.

@@ -1,0 +1,173 @@
+//! `[[host]]`: the client host of the experiment, and the errors that name file, line and key.
+
+use std::path::{Path, PathBuf};
+
+use experiment::{ConfigErrors, HostRole, LoadOptions, parse};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn opts() -> LoadOptions {
+    LoadOptions { emulate: true, configs_dir: repo().join("configs"), hardware_threads: 40 }
+}
+
+const BASE: &str = r#"
+[experiment]
+name = "t"
+baseline = "fast"
+
+[postgres]
+profiles = ["default"]
+memory_limits = ["unlimited"]
+
+[[device]]
+name = "d1"
+class = "nvme"
+path = "/dev/disk/by-id/nvme-A"
+
+[[device]]
+name = "d2"
+class = "pmem"
+namespace = "namespace0.0"
+
+[[placement]]
+name = "fast"
+data = "d1"
+wal = "d1"
+
+[[placement]]
+name = "pm"
+data = "d2"
+wal = "d2"
+
+[[workload]]
+name = "rw"
+kind = "pgbench"
+builtin = "tpcb-like"
+scale = 100
+clients = [1, 2, "20%", "99.9%"]
+duration = "10min"
+
+[emulate]
+scale = 5
+duration = "5s"
+clients = [4]
+memory_limits = ["256MiB"]
+device_size = "1GiB"
+[emulate.settings]
+shared_buffers = "32MB"
+"#;
+
+const HOST: &str = r#"
+[[host]]
+name = "loadgen"
+address = "169.254.200.2"
+identity_file = "keys/id_ed25519"
+known_hosts = "/etc/pgtier/known_hosts"
+roles = ["client"]
+"#;
+
+fn with_host(host: &str) -> String {
+    format!("{BASE}{host}")
+}
+
+fn errors(text: &str) -> ConfigErrors {
+    parse(Path::new("/exp/dir/exp.toml"), text, &opts()).expect_err("should be rejected")
+}
+
+fn line_of(text: &str, needle: &str) -> usize {
+    text.lines().position(|l| l.contains(needle)).expect("needle in text") + 1
+}
+
+#[test]
+fn a_file_without_hosts_runs_everything_here() {
+    let e = parse(Path::new("exp.toml"), BASE, &opts()).unwrap();
+    assert!(e.hosts.is_empty());
+    assert!(e.client_host().is_none());
+    let json = serde_json::to_string(&e).unwrap();
+    assert!(!json.contains("\"hosts\""), "a local run's resolved configuration is as before: {json}");
+}
+
+#[test]
+fn a_client_host_resolves_with_defaults() {
+    let e = parse(Path::new("/exp/dir/exp.toml"), &with_host(HOST), &opts()).unwrap();
+    let h = e.client_host().expect("the client host");
+    assert_eq!(h.name, "loadgen");
+    assert_eq!(h.address.to_string(), "169.254.200.2");
+    assert_eq!(h.user, "root", "default user");
+    assert_eq!(h.port, 22, "default port");
+    assert_eq!(h.identity_file.as_deref(), Some(Path::new("/exp/dir/keys/id_ed25519")), "relative to the file");
+    assert_eq!(h.known_hosts.as_deref(), Some(Path::new("/etc/pgtier/known_hosts")));
+    assert_eq!(h.roles, vec![HostRole::Client]);
+    let plain = HOST
+        .replace("identity_file = \"keys/id_ed25519\"\n", "")
+        .replace("known_hosts = \"/etc/pgtier/known_hosts\"\n", "");
+    let e = parse(Path::new("exp.toml"), &with_host(&plain), &opts()).unwrap();
+    let h = e.client_host().unwrap();
+    assert_eq!((h.identity_file.as_deref(), h.known_hosts.as_deref()), (None, None), "OpenSSH's defaults");
+}
+
+#[test]
+fn roles_not_built_yet_are_refused_with_file_line_and_key() {
+    let text = with_host(&HOST.replace("roles = [\"client\"]", "roles = [\"server\", \"target\", \"printer\"]"));
+    let errs = errors(&text);
+    let roles: Vec<_> = errs.0.iter().filter(|e| e.key.as_deref() == Some("host[loadgen].roles")).collect();
+    assert_eq!(roles.len(), 3, "{errs}");
+    assert!(roles[0].message.contains("\"server\" role is not implemented yet"), "{errs}");
+    assert!(roles[1].message.contains("\"target\" role is not implemented yet"), "{errs}");
+    assert!(roles[2].message.contains("unknown role \"printer\""), "{errs}");
+    for e in &roles {
+        assert_eq!(e.line, Some(line_of(&text, "roles = [")));
+        assert_eq!(e.file, Path::new("/exp/dir/exp.toml"));
+    }
+    assert!(errs.to_string().contains(&format!("/exp/dir/exp.toml:{}:", line_of(&text, "roles = ["))), "{errs}");
+}
+
+#[test]
+fn every_problem_of_a_host_is_reported_at_once() {
+    let text = with_host(
+        &HOST
+            .replace("169.254.200.2", "loadgen.example")
+            .replace("name = \"loadgen\"", "name = \"load gen\"\nuser = \"-oProxyCommand=x\"\nport = 70000")
+            .replace("roles = [\"client\"]", "roles = []")
+            .replace("/etc/pgtier/known_hosts", "/etc/pgtier/\\\"known_hosts"),
+    );
+    let errs = errors(&text);
+    let keys: Vec<&str> = errs.0.iter().filter_map(|e| e.key.as_deref()).collect();
+    for k in [
+        "host[load gen].name",
+        "host[load gen].address",
+        "host[load gen].user",
+        "host[load gen].port",
+        "host[load gen].roles",
+        "host[load gen].known_hosts",
+    ] {
+        assert!(keys.contains(&k), "{k} missing: {errs}");
+    }
+    let addr = errs.0.iter().find(|e| e.key.as_deref() == Some("host[load gen].address")).unwrap();
+    assert_eq!(addr.line, Some(line_of(&text, "loadgen.example")));
+    assert!(addr.message.contains("not an IP address"), "{addr}");
+}
+
+#[test]
+fn unknown_host_keys_are_errors() {
+    let text = with_host(&HOST.replace("roles =", "password = \"x\"\nroles ="));
+    let errs = errors(&text);
+    assert!(errs.0[0].key.as_deref().is_some_and(|k| k.ends_with("password")), "{errs}");
+    assert!(errs.0[0].message.contains("unknown field"), "{errs}");
+    assert_eq!(errs.0[0].line, Some(line_of(&text, "password")));
+}
+
+#[test]
+fn one_client_host_and_no_tpcc_on_it() {
+    let second = HOST.replace("loadgen", "loadgen2").replace(".2\"", ".3\"");
+    let text = with_host(&format!("{HOST}{second}"))
+        .replace("kind = \"pgbench\"\nbuiltin = \"tpcb-like\"\nscale = 100", "kind = \"tpcc\"\nwarehouses = 2");
+    let errs = errors(&text);
+    let second = errs.0.iter().find(|e| e.key.as_deref() == Some("host[loadgen2].roles")).expect("second client");
+    assert!(second.message.contains("one client host"), "{second}");
+    let tpcc = errs.0.iter().find(|e| e.key.as_deref() == Some("workload[rw].kind")).expect("tpcc refused");
+    assert!(tpcc.message.contains("TPC-C workload cannot run on a client host yet"), "{tpcc}");
+    assert_eq!(tpcc.line, Some(line_of(&text, "kind = \"tpcc\"")));
+}
