@@ -125,7 +125,9 @@ pub fn memory_bytes() -> u64 {
     std::fs::read_to_string("/proc/meminfo")
         .ok()
         .and_then(|t| {
-            t.lines().find_map(|l| l.strip_prefix("MemTotal:").and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok()))
+            t.lines().find_map(|l| {
+                l.strip_prefix("MemTotal:").and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+            })
         })
         .map(|kb| kb * 1024)
         .unwrap_or(0)

@@ -134,9 +134,18 @@ fn two_postgresql_builds_are_a_dimension_of_the_matrix() {
     assert!(builds[1]["version"].as_str().unwrap().contains("17.10"), "{builds:?}");
     assert!(builds[1]["client_version"].as_str().unwrap().contains("pgbench (PostgreSQL) 15"), "driven by pgbench 15");
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
-    assert!(report.contains("## PostgreSQL builds") && report.contains("this build has no pgbench of its own"), "{report}");
+    assert!(
+        report.contains("## PostgreSQL builds") && report.contains("this build has no pgbench of its own"),
+        "{report}"
+    );
     assert!(report.contains("### PostgreSQL builds"), "the by-build comparison chart");
-    assert!(out.join("charts").read_dir().unwrap().flatten().any(|e| e.file_name().to_string_lossy().starts_with("by-build-")));
+    assert!(
+        out.join("charts")
+            .read_dir()
+            .unwrap()
+            .flatten()
+            .any(|e| e.file_name().to_string_lossy().starts_with("by-build-"))
+    );
     let summary = csv_rows(&out.join("summary.csv"));
     assert_eq!(summary.len(), 4, "2 placements x 2 builds");
 }

@@ -164,7 +164,8 @@ fn tiny_experiment_end_to_end() {
         // ... and the wait-event snapshots behind the shares, about ten a second.
         let waits = std::fs::read_to_string(dir.join("wait_events.tsv")).unwrap();
         assert!(waits.starts_with("t_s\tbackend_type\t") && waits.contains("client backend"), "{waits}");
-        let snapshots: std::collections::BTreeSet<&str> = waits.lines().skip(1).filter_map(|l| l.split('\t').next()).collect();
+        let snapshots: std::collections::BTreeSet<&str> =
+            waits.lines().skip(1).filter_map(|l| l.split('\t').next()).collect();
         assert!(snapshots.len() >= 10, "{} snapshots in a 2 s run", snapshots.len());
     }
     assert!(runs.iter().all(|r| !r["wait_top1_event"].is_empty() && !r["bottleneck"].is_empty()), "{runs:?}");
@@ -377,7 +378,12 @@ fn dry_run_lists_the_studys_claims() {
     let (stdout, stderr) = text(&o);
     assert!(o.status.success(), "{stderr}");
     assert!(stdout.contains("## Published claims (6;"), "{stdout}");
-    assert!(stdout.contains("- all-on-pmem-tps: tps +44.6% of all-on-pmem against nvme, workload tpcb 8 clients, memory unlimited"), "{stdout}");
+    assert!(
+        stdout.contains(
+            "- all-on-pmem-tps: tps +44.6% of all-on-pmem against nvme, workload tpcb 8 clients, memory unlimited"
+        ),
+        "{stdout}"
+    );
     assert!(stdout.contains("emulated cell: the study's 72 clients; the emulated matrix runs 8; the study's memory limit 1GiB; emulated 192MiB"), "{stdout}");
     assert!(!env.state().exists(), "a dry run creates nothing");
 }

@@ -87,7 +87,16 @@ fn run_with_fault(fault: &str) -> (Env, Outcome) {
     let cfg = env.write("faults.toml", &experiment(fault));
     let out = env.dir.path().join("results");
     let o = env
-        .xtask(&["compare", "--config", cfg.to_str().unwrap(), "--emulate", "--out", out.to_str().unwrap(), "--seed", WRITTEN_ORDER])
+        .xtask(&[
+            "compare",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--emulate",
+            "--out",
+            out.to_str().unwrap(),
+            "--seed",
+            WRITTEN_ORDER,
+        ])
         .output()
         .unwrap();
     let (_, stderr) = text(&o);
@@ -198,7 +207,7 @@ fn target_disappears() {
     let warnings: Vec<&str> = manifest["warnings"].as_array().unwrap().iter().filter_map(|w| w.as_str()).collect();
     assert!(
         warnings.iter().any(|w| w.starts_with("the emulated tier remote did not survive the matrix: nbdkit")
-                && w.contains("is no longer running")),
+            && w.contains("is no longer running")),
         "{warnings:?}"
     );
 }

@@ -61,7 +61,8 @@ fn a_server_that_outgrows_its_memory_limit_fails_as_out_of_memory() {
     assert_nothing_left(&env.state());
     // Warned before anything ran: the estimate says the limit is too small.
     assert!(
-        stderr.contains("warning: profile \"default\" in the 96MiB memory limit") && stderr.contains("default_statistics_target"),
+        stderr.contains("warning: profile \"default\" in the 96MiB memory limit")
+            && stderr.contains("default_statistics_target"),
         "{stderr}"
     );
     assert_eq!(o.status.code(), Some(1), "a failed run is a runtime failure:\n{stderr}");
@@ -71,7 +72,9 @@ fn a_server_that_outgrows_its_memory_limit_fails_as_out_of_memory() {
     assert_eq!(r["status"], "failed");
     assert_eq!(r["failure_kind"], "out-of-memory", "{r:?}");
     let why = &r["failure"];
-    for needle in ["OOM killer", "limit 96 MiB", "peak", "ANALYZE", "signal 9 (SIGKILL)", "default_statistics_target 10000"] {
+    for needle in
+        ["OOM killer", "limit 96 MiB", "peak", "ANALYZE", "signal 9 (SIGKILL)", "default_statistics_target 10000"]
+    {
         assert!(why.contains(needle), "the failure says {needle:?}: {why}");
     }
     assert!(stderr.contains("FAILED: server: the kernel's OOM killer"), "the terminal line says it:\n{stderr}");
@@ -89,9 +92,10 @@ fn huge_pages_on_without_reserved_pages_is_refused_before_anything_is_touched() 
     // 64 GiB of shared_buffers: more huge pages than any test machine reserves.
     assert!(reserved < 32_768, "this machine reserves {reserved} huge pages; the test needs fewer than 32768");
     let env = Env::new();
-    let text_in = OUTGROWS_ITS_LIMIT
-        .replace("memory_limits = [\"96MiB\"]", "memory_limits = [\"unlimited\"]")
-        .replace("settings = { shared_buffers = \"16MB\"", "settings = { huge_pages = \"on\", shared_buffers = \"64GB\"");
+    let text_in = OUTGROWS_ITS_LIMIT.replace("memory_limits = [\"96MiB\"]", "memory_limits = [\"unlimited\"]").replace(
+        "settings = { shared_buffers = \"16MB\"",
+        "settings = { huge_pages = \"on\", shared_buffers = \"64GB\"",
+    );
     let cfg = env.write("huge.toml", &text_in);
     let line = text_in.lines().position(|l| l.contains("huge_pages = \"on\"")).unwrap() + 1;
     let o = env.xtask(&["compare", "--config", cfg.to_str().unwrap(), "--emulate"]).output().unwrap();

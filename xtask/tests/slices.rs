@@ -69,7 +69,16 @@ fn a_sliced_comparison_pairs_rounds_and_records_why_it_stopped() {
     let cfg = env.write("sliced.toml", SLICED);
     let out = env.dir.path().join("results");
     let o = env
-        .xtask(&["compare", "--config", cfg.to_str().unwrap(), "--emulate", "--out", out.to_str().unwrap(), "--seed", "7"])
+        .xtask(&[
+            "compare",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--emulate",
+            "--out",
+            out.to_str().unwrap(),
+            "--seed",
+            "7",
+        ])
         .output()
         .unwrap();
     let (stdout, stderr) = text(&o);
@@ -121,7 +130,12 @@ fn the_dry_run_describes_the_sliced_design() {
     assert!(o.status.success(), "{stderr}");
     assert!(stdout.contains("## Measurement: design slices"), "{stdout}");
     assert!(stdout.contains("rounds of one 2 s slice per placement in a random order, at least 3 rounds"), "{stdout}");
-    assert!(stdout.contains("- rw c2 (memory 256MiB, profile default): per slice `pgbench --builtin=tpcb-like -c 2 -j 1 -T 2"), "{stdout}");
+    assert!(
+        stdout.contains(
+            "- rw c2 (memory 256MiB, profile default): per slice `pgbench --builtin=tpcb-like -c 2 -j 1 -T 2"
+        ),
+        "{stdout}"
+    );
     // --budget and --design override the file.
     let o = env
         .xtask(&["compare", "--config", cfg.to_str().unwrap(), "--emulate", "--dry-run", "--design", "runs"])

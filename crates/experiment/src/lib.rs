@@ -22,11 +22,11 @@ use std::path::{Path, PathBuf};
 
 use error::Source;
 pub use error::{ConfigError, ConfigErrors};
+pub use golden::{RoomNeed, RoomPart, wal_allowance};
 pub use model::{
     Claim, ClaimAcross, ClaimMetric, Design, Experiment, FaultKind, FaultSpec, GoldenCopy, Host, HostRole,
     HugePagesNeed, KernelSettings, Measurement, Origin, Placement, ProfileInfo,
 };
-pub use golden::{RoomNeed, RoomPart, wal_allowance};
 pub use policy::{reserved_setting, unsafe_mkfs_option};
 /// PostgreSQL memory units (`128MB` = 128 MiB, `8kB`, `1GB`); bare numbers are 8 kB pages.
 pub use runner::memory::pg_size;

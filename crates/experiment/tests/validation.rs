@@ -612,7 +612,8 @@ fn builds_are_named_and_checked() {
         &format!("[postgres]\nbuilds = [{{ name = \"pg15\", bin_dir = \"auto\" }}, {{ name = \"pg17\", bin_dir = \"{}\" }}]\n", pg.display()),
     );
     let e = errors(&text, false);
-    let err = e.0.iter().find(|e| e.key.as_deref() == Some("postgres.builds[1].bin_dir")).unwrap_or_else(|| panic!("{e}"));
+    let err =
+        e.0.iter().find(|e| e.key.as_deref() == Some("postgres.builds[1].bin_dir")).unwrap_or_else(|| panic!("{e}"));
     assert!(err.message.contains("has no postgres binary"), "{err}");
     assert_eq!(err.line, Some(line_of(&text, "builds = [")));
     // Two names alike, and bin_dir together with builds.
@@ -638,7 +639,10 @@ fn settings_a_build_does_not_know_name_the_build_file_line_and_key() {
     assert_eq!(errs.len(), 1, "{errs:?}");
     assert_eq!(errs[0].key.as_deref(), Some("postgres.settings.io_combine_limit"));
     assert_eq!(errs[0].line, Some(line_of(&text, "io_combine_limit")));
-    assert!(errs[0].message.contains("build \"pg15\" (PostgreSQL 15.18)") && errs[0].message.contains("[optional_settings]"));
+    assert!(
+        errs[0].message.contains("build \"pg15\" (PostgreSQL 15.18)")
+            && errs[0].message.contains("[optional_settings]")
+    );
     let mut with = known.clone();
     with.insert("io_combine_limit".into());
     assert!(e.unknown_settings("pg17", "17.10", &with).is_empty());
@@ -647,10 +651,9 @@ fn settings_a_build_does_not_know_name_the_build_file_line_and_key() {
 #[test]
 fn a_device_holding_several_placements_wal_needs_room_for_each() {
     // Two placements put their WAL on d2 (1 GiB when emulating): each may grow to max_wal_size.
-    let text = BASE.replace(
-        "[[workload]]",
-        "[[placement]]\nname = \"wal-pm\"\ndata = \"d1\"\nwal = \"d2\"\n\n[[workload]]",
-    ) + "[emulate.measurement]\ndesign = \"slices\"\n";
+    let text = BASE
+        .replace("[[workload]]", "[[placement]]\nname = \"wal-pm\"\ndata = \"d1\"\nwal = \"d2\"\n\n[[workload]]")
+        + "[emulate.measurement]\ndesign = \"slices\"\n";
     let e = errors(&text, true);
     let err = e.0.iter().find(|e| e.message.contains("holds the WAL of 2 placements")).unwrap_or_else(|| panic!("{e}"));
     assert_eq!(err.key.as_deref(), Some("emulate.device_size"));
@@ -850,7 +853,8 @@ fn nvme_tcp_host_identity_is_a_pair() {
         )
     };
     // Both, or a uuid NQN alone (it implies its ID), or neither (the machine's /etc/nvme pair).
-    let both = remote("host_nqn = \"nqn.2014-08.org.example:host\"\nhost_id = \"4C4C4544-0031-3910-8034-B4C04F4A3332\"\n");
+    let both =
+        remote("host_nqn = \"nqn.2014-08.org.example:host\"\nhost_id = \"4C4C4544-0031-3910-8034-B4C04F4A3332\"\n");
     let e = parse(Path::new("exp.toml"), &both, &opts(false)).unwrap_or_else(|e| panic!("{e}"));
     let t = e
         .devices
@@ -871,7 +875,10 @@ fn nvme_tcp_host_identity_is_a_pair() {
     assert_eq!(err.line, Some(line_of(&text, "host_id =")));
     let text = remote("host_nqn = \"nqn.2014-08.org.example:host\"\n");
     let e = errors(&text, false);
-    assert!(e.0.iter().any(|e| e.key.as_deref() == Some("device[d2].host_nqn") && e.message.contains("add host_id")), "{e}");
+    assert!(
+        e.0.iter().any(|e| e.key.as_deref() == Some("device[d2].host_nqn") && e.message.contains("add host_id")),
+        "{e}"
+    );
     let text = remote("host_nqn = \"nqn.2014-08.org.example:host\"\nhost_id = \"host-1\"\n");
     assert!(errors(&text, false).0.iter().any(|e| e.message.contains("is not a host ID")));
 }
@@ -889,7 +896,10 @@ fn the_golden_copy_goes_to_the_state_directory_a_device_or_a_directory() {
     let e = parse(Path::new("exp.toml"), &text, &opts(false)).unwrap();
     let experiment::GoldenCopy::Device { name, origin } = &e.golden_copy else { panic!("{:?}", e.golden_copy) };
     assert_eq!(name, "d1");
-    assert_eq!((origin.line, origin.key.as_str()), (Some(line_of(&text, "golden_copy")), "experiment.golden_copy.device"));
+    assert_eq!(
+        (origin.line, origin.key.as_str()),
+        (Some(line_of(&text, "golden_copy")), "experiment.golden_copy.device")
+    );
     let e = parse(Path::new("exp.toml"), &with_golden("{ dir = \"/srv/pgtier\" }"), &opts(true)).unwrap();
     assert!(matches!(&e.golden_copy, experiment::GoldenCopy::Dir { path, .. } if path == Path::new("/srv/pgtier")));
     // Not part of the resolved configuration: a resume may move it.
@@ -927,10 +937,16 @@ fn a_golden_copy_that_names_no_usable_place_is_refused_with_line_key_and_fix() {
 #[test]
 fn a_golden_copy_on_a_device_no_placement_uses_is_refused() {
     // d3 is defined, but no placement uses it: pgtier would not format or mount it.
-    let text = with_golden("{ device = \"d3\" }")
-        .replace("[[placement]]", "[[device]]\nname = \"d3\"\nclass = \"nvme\"\npath = \"/dev/disk/by-id/nvme-C\"\n\n[[placement]]");
+    let text = with_golden("{ device = \"d3\" }").replace(
+        "[[placement]]",
+        "[[device]]\nname = \"d3\"\nclass = \"nvme\"\npath = \"/dev/disk/by-id/nvme-C\"\n\n[[placement]]",
+    );
     let errs = errors(&text, false);
-    let e = errs.0.iter().find(|e| e.key.as_deref() == Some("experiment.golden_copy.device")).unwrap_or_else(|| panic!("{errs}"));
+    let e = errs
+        .0
+        .iter()
+        .find(|e| e.key.as_deref() == Some("experiment.golden_copy.device"))
+        .unwrap_or_else(|| panic!("{errs}"));
     assert!(e.message.contains("used by no placement") && e.message.contains("(d1, d2)"), "{e}");
     assert_eq!(e.line, Some(line_of(&text, "golden_copy")));
 }
@@ -969,7 +985,8 @@ fn an_emulated_device_too_small_for_the_golden_copy_is_refused_at_its_size() {
     // MiB), the baseline's PGDATA (80 MiB) and its pg_wal (max_wal_size 1 GB + 30%).
     let text = with_golden("{ device = \"d1\" }");
     let errs = errors(&text, true);
-    let e = errs.0.iter().find(|e| e.message.contains("cannot hold the golden copy")).unwrap_or_else(|| panic!("{errs}"));
+    let e =
+        errs.0.iter().find(|e| e.message.contains("cannot hold the golden copy")).unwrap_or_else(|| panic!("{errs}"));
     assert_eq!(e.key.as_deref(), Some("emulate.device_size"));
     assert_eq!(e.line, Some(line_of(&text, "device_size = \"1GiB\"")));
     for says in [
@@ -981,12 +998,19 @@ fn an_emulated_device_too_small_for_the_golden_copy_is_refused_at_its_size() {
         assert!(e.message.contains(says), "{says:?} in {e}");
     }
     // The device's own size is the key to change when it has one.
-    let own = text.replace("path = \"/dev/disk/by-id/nvme-A\"\n", "path = \"/dev/disk/by-id/nvme-A\"\n[device.emulate]\nsize = \"1GiB\"\n");
+    let own = text.replace(
+        "path = \"/dev/disk/by-id/nvme-A\"\n",
+        "path = \"/dev/disk/by-id/nvme-A\"\n[device.emulate]\nsize = \"1GiB\"\n",
+    );
     let errs = errors(&own, true);
-    let e = errs.0.iter().find(|e| e.message.contains("cannot hold the golden copy")).unwrap_or_else(|| panic!("{errs}"));
+    let e =
+        errs.0.iter().find(|e| e.message.contains("cannot hold the golden copy")).unwrap_or_else(|| panic!("{errs}"));
     assert_eq!(e.key.as_deref(), Some("device[d1].emulate.size"));
     assert_eq!(e.line, Some(line_of(&own, "size = \"1GiB\"")));
     // Room enough, or real devices (their size is checked by the plan, on the machine): accepted.
-    assert!(parse(Path::new("exp.toml"), &text.replace("device_size = \"1GiB\"", "device_size = \"2GiB\""), &opts(true)).is_ok());
+    assert!(
+        parse(Path::new("exp.toml"), &text.replace("device_size = \"1GiB\"", "device_size = \"2GiB\""), &opts(true))
+            .is_ok()
+    );
     assert!(parse(Path::new("exp.toml"), &text, &opts(false)).is_ok());
 }

@@ -213,7 +213,9 @@ impl Undo {
                 cmd.run_with_timeout(Some(std::time::Duration::from_secs(30)))?;
                 Ok(Outcome::Done)
             }
-            Undo::NvmeDisconnect { nqn, boot_id, controller } => nvme_disconnect(nqn, boot_id.as_ref(), controller.as_deref()),
+            Undo::NvmeDisconnect { nqn, boot_id, controller } => {
+                nvme_disconnect(nqn, boot_id.as_ref(), controller.as_deref())
+            }
             Undo::RestoreFile { path, contents } => {
                 let now = std::fs::read_to_string(path).unwrap_or_default();
                 if now.trim() == contents.trim() {
@@ -289,9 +291,7 @@ fn nvme_disconnect(nqn: &str, boot_id: Option<&String>, controller: Option<&str>
     if let Some(c) = controller {
         return disconnect_controller(c, nqn);
     }
-    let out = CommandLine::new("nvme")
-        .args(["disconnect", "-n", nqn])
-        .output(Some(Duration::from_secs(60)))?;
+    let out = CommandLine::new("nvme").args(["disconnect", "-n", nqn]).output(Some(Duration::from_secs(60)))?;
     // No subsystem at all ("Failed to scan topology") or none of ours: nothing to undo.
     if out.stdout.contains("disconnected 0 controller") || out.stderr.contains("Failed to scan topology") {
         Ok(Outcome::NothingLeft)
@@ -322,9 +322,7 @@ fn disconnect_controller(ctrl: &str, nqn: &str) -> Result<Outcome, UndoError> {
     if !ours(&dir) {
         return Ok(Outcome::NothingLeft);
     }
-    let out = CommandLine::new("nvme")
-        .args(["disconnect", "-d", ctrl])
-        .output(Some(Duration::from_secs(60)))?;
+    let out = CommandLine::new("nvme").args(["disconnect", "-d", ctrl]).output(Some(Duration::from_secs(60)))?;
     // Deleting a controller is asynchronous.
     let start = Instant::now();
     while ours(&dir) {
@@ -610,4 +608,3 @@ mod tests {
         assert!(child.wait().is_err(), "nothing left to wait for");
     }
 }
-

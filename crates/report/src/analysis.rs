@@ -85,8 +85,11 @@ pub fn usable_runs<'a>(
     for (k, runs) in &out {
         let Some(base) = out.get(&k.with_placement(baseline)).filter(|_| k.placement != baseline) else { continue };
         let figure = headline_figure(runs);
-        let series: Vec<f64> =
-            pair_values(base, runs, figure).iter().filter(|(b, c)| *b > 0.0 && *c > 0.0).map(|(b, c)| (c / b).ln()).collect();
+        let series: Vec<f64> = pair_values(base, runs, figure)
+            .iter()
+            .filter(|(b, c)| *b > 0.0 && *c > 0.0)
+            .map(|(b, c)| (c / b).ln())
+            .collect();
         let cut = mser5(&series);
         let e = cuts.entry(contest_of(k)).or_default();
         *e = (*e).max(cut);

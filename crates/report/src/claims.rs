@@ -108,7 +108,10 @@ fn key(summary: &Summary, c: &ClaimRecord, placement: &str, clients: u32) -> Cel
         clients,
         memory_limit: memory_label(c),
         profile: c.profile.clone().unwrap_or_else(|| "default".into()),
-        build: summary.cells.first().map_or_else(|| results::record::DEFAULT_BUILD.to_string(), |x| x.key.build.clone()),
+        build: summary
+            .cells
+            .first()
+            .map_or_else(|| results::record::DEFAULT_BUILD.to_string(), |x| x.key.build.clone()),
     }
 }
 

@@ -315,7 +315,10 @@ fn claims_section(md: &mut String, cmp: &Comparison, emulated: bool) {
     if !cmp.claims.is_empty() {
         let _ = writeln!(md, "\n## Published vs measured (the study's figures across result sets)\n");
         if emulated {
-            let _ = writeln!(md, "At least one set ran on **emulated** tiers: a verdict checks the pipeline, not the hardware.\n");
+            let _ = writeln!(
+                md,
+                "At least one set ran on **emulated** tiers: a verdict checks the pipeline, not the hardware.\n"
+            );
         }
         let _ = writeln!(md, "| claim | the study | measured (cell) | verdict | why |\n|---|---|---|---|---|");
         for c in &cmp.claims {
@@ -333,7 +336,11 @@ fn claims_section(md: &mut String, cmp: &Comparison, emulated: bool) {
                 c.why
             );
         }
-        let _ = writeln!(md, "\nVerdicts: {} The changes listed above can explain a verdict as well as the thing under test.", crate::claims::RULE);
+        let _ = writeln!(
+            md,
+            "\nVerdicts: {} The changes listed above can explain a verdict as well as the thing under test.",
+            crate::claims::RULE
+        );
     }
 }
 

@@ -252,15 +252,18 @@ pub fn how_far(m: &Manifest, contender: &str, baseline: &str) -> Option<String> 
     if !m.emulated {
         return None;
     }
-    let (c, b) = (m.placements.iter().find(|p| p.name == contender)?, m.placements.iter().find(|p| p.name == baseline)?);
+    let (c, b) =
+        (m.placements.iter().find(|p| p.name == contender)?, m.placements.iter().find(|p| p.name == baseline)?);
     let mut parts = Vec::new();
-    for (role, what, cd, bd, read) in
-        [("data", "reads", &c.data_device, &b.data_device, true), ("WAL", "write+fdatasync", &c.wal_device, &b.wal_device, false)]
-    {
+    for (role, what, cd, bd, read) in [
+        ("data", "reads", &c.data_device, &b.data_device, true),
+        ("WAL", "write+fdatasync", &c.wal_device, &b.wal_device, false),
+    ] {
         if cd == bd {
             continue;
         }
-        let (Some(cp), Some(bp), Some(cr), Some(br)) = (probe_of(m, cd), probe_of(m, bd), record_of(m, cd), record_of(m, bd))
+        let (Some(cp), Some(bp), Some(cr), Some(br)) =
+            (probe_of(m, cd), probe_of(m, bd), record_of(m, cd), record_of(m, bd))
         else {
             continue;
         };
@@ -286,7 +289,8 @@ pub fn how_far(m: &Manifest, contender: &str, baseline: &str) -> Option<String> 
             lat(bp),
             against(lat(bp), &br.class),
             lat(cp) / lat(bp),
-            real.map(|r| format!(" against {} for real {} / {}", range_text(r), cr.class, br.class)).unwrap_or_default()
+            real.map(|r| format!(" against {} for real {} / {}", range_text(r), cr.class, br.class))
+                .unwrap_or_default()
         ));
     }
     (!parts.is_empty()).then(|| parts.join("; "))

@@ -57,11 +57,8 @@ pub struct Estimate {
 fn mean_sd(values: &[f64]) -> (f64, f64) {
     let n = values.len();
     let mean = values.iter().sum::<f64>() / n as f64;
-    let sd = if n > 1 {
-        (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt()
-    } else {
-        f64::NAN
-    };
+    let sd =
+        if n > 1 { (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt() } else { f64::NAN };
     (mean, sd)
 }
 
@@ -266,7 +263,13 @@ impl Delta {
         };
         let half = t975(df.max(1.0)) * se * 100.0;
         let pct = (ratio - 1.0) * 100.0;
-        let p = if se > 0.0 { t_p_value((ratio - 1.0) / se, df) } else if ratio == 1.0 { 1.0 } else { 0.0 };
+        let p = if se > 0.0 {
+            t_p_value((ratio - 1.0) / se, df)
+        } else if ratio == 1.0 {
+            1.0
+        } else {
+            0.0
+        };
         Delta {
             pct,
             ratio,
@@ -473,7 +476,10 @@ mod tests {
         let pairs: Vec<(f64, f64)> = b.iter().copied().zip(c.iter().copied()).collect();
         let d = Delta::paired(&pairs).unwrap();
         assert_eq!((d.method, d.df), (Method::PairedLog, 4.0));
-        assert!(close(d.pct, 3.8222, 1e-3) && close(d.pct_low, 2.0734, 1e-3) && close(d.pct_high, 5.6010, 1e-3), "{d:?}");
+        assert!(
+            close(d.pct, 3.8222, 1e-3) && close(d.pct_low, 2.0734, 1e-3) && close(d.pct_high, 5.6010, 1e-3),
+            "{d:?}"
+        );
         assert!(close(d.p_value, 0.0035877, 1e-6));
         let u = Delta::between(&Estimate::of(&b).unwrap(), &Estimate::of(&c).unwrap()).unwrap();
         assert!(close(u.pct_low, -7.2894, 1e-3) && close(u.pct_high, 16.2656, 1e-3), "{u:?}");
@@ -497,7 +503,11 @@ mod tests {
             .classified(2.0)
         };
         assert_eq!(d(-1.5, 1.2, 0.6).verdict, Verdict::Equivalent);
-        assert_eq!(d(0.4, 1.8, 0.01).verdict, Verdict::Equivalent, "a change smaller than the margin is no change that matters");
+        assert_eq!(
+            d(0.4, 1.8, 0.01).verdict,
+            Verdict::Equivalent,
+            "a change smaller than the margin is no change that matters"
+        );
         assert_eq!(d(3.0, 9.0, 0.001).verdict, Verdict::RealChange);
         assert_eq!(d(-4.0, 6.0, 0.7).verdict, Verdict::Inconclusive);
         let mut adjusted = d(1.0, 9.0, 0.03);

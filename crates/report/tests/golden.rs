@@ -87,7 +87,13 @@ fn report_opens_with_published_vs_measured_and_findings() {
     assert!(published < findings, "claims first, then findings");
     assert!(!opening[..published].contains("\n## "), "nothing but the header before the claims");
     assert!(opening.contains("These verdicts come from **emulated** tiers"), "an emulated run says so");
-    assert_eq!(opening.matches("\n| read-only-").count() + opening.matches("\n| wal-on-pmem-").count() + opening.matches("\n| all-on-pmem-").count(), 6, "six claims of seed 000");
+    assert_eq!(
+        opening.matches("\n| read-only-").count()
+            + opening.matches("\n| wal-on-pmem-").count()
+            + opening.matches("\n| all-on-pmem-").count(),
+        6,
+        "six claims of seed 000"
+    );
     if let Some(failure) = check("seed000-claims", "report-opening.md", opening) {
         panic!("{failure}");
     }

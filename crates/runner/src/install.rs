@@ -69,7 +69,13 @@ impl PgInstall {
         let out = CommandLine::new(self.program("postgres").to_string_lossy())
             .arg("--describe-config")
             .run_with_timeout(Some(Duration::from_secs(30)))?;
-        Ok(out.stdout.lines().filter_map(|l| l.split('\t').next()).map(str::to_string).filter(|n| !n.is_empty()).collect())
+        Ok(out
+            .stdout
+            .lines()
+            .filter_map(|l| l.split('\t').next())
+            .map(str::to_string)
+            .filter(|n| !n.is_empty())
+            .collect())
     }
 
     /// `pg_config --configure` of the build, when it ships pg_config.
@@ -100,7 +106,8 @@ impl PgInstall {
 }
 
 fn version_of(program: &Path) -> Result<String, RunnerError> {
-    let out = CommandLine::new(program.to_string_lossy()).arg("--version").run_with_timeout(Some(Duration::from_secs(30)))?;
+    let out =
+        CommandLine::new(program.to_string_lossy()).arg("--version").run_with_timeout(Some(Duration::from_secs(30)))?;
     Ok(out.stdout.trim().to_string())
 }
 

@@ -140,13 +140,11 @@ impl WorkloadSpec {
                 init_args: p.init_args.clone(),
                 tablespaces: tablespace_roles.to_vec(),
             },
-            WorkloadKind::Tpcc(t) => {
-                crate::dataset::DatasetSpec::Tpcc {
-                    warehouses: t.warehouses,
-                    workers: t.load_workers,
-                    hammerdb_schema: t.mode == tpcc::Mode::HammerDbFaithful,
-                }
-            }
+            WorkloadKind::Tpcc(t) => crate::dataset::DatasetSpec::Tpcc {
+                warehouses: t.warehouses,
+                workers: t.load_workers,
+                hammerdb_schema: t.mode == tpcc::Mode::HammerDbFaithful,
+            },
         }
     }
 }
@@ -473,7 +471,8 @@ mod tests {
         m.seed = Some(42);
         let a = plan_runs(&m);
         assert_eq!(a, plan_runs(&m), "the same seed, the same order");
-        let blocks: Vec<Vec<&str>> = a.chunks(3).map(|b| b.iter().map(|r| r.cell.placement.as_str()).collect()).collect();
+        let blocks: Vec<Vec<&str>> =
+            a.chunks(3).map(|b| b.iter().map(|r| r.cell.placement.as_str()).collect()).collect();
         for b in &blocks {
             let mut sorted = b.clone();
             sorted.sort();
@@ -516,7 +515,10 @@ mod tests {
         // The first outputs for seed 1234567 of the reference implementation (Vigna,
         // splitmix64.c): 6457827717110365317, 3203168211198807973, 9817491932198370423.
         let mut r = SplitMix64::new(1234567);
-        assert_eq!([r.next_u64(), r.next_u64(), r.next_u64()], [6457827717110365317, 3203168211198807973, 9817491932198370423]);
+        assert_eq!(
+            [r.next_u64(), r.next_u64(), r.next_u64()],
+            [6457827717110365317, 3203168211198807973, 9817491932198370423]
+        );
     }
 
     #[test]

@@ -37,7 +37,8 @@ const QUERY: &str = "SELECT S.backend_type, coalesce(S.state, ''), coalesce(S.wa
      GROUP BY 1, 2, 3, 4";
 
 /// The same through the view, for a server whose pg_stat_get_activity differs.
-const VIEW_QUERY: &str = "SELECT backend_type, coalesce(state, ''), coalesce(wait_event_type, ''), coalesce(wait_event, ''), count(*)
+const VIEW_QUERY: &str =
+    "SELECT backend_type, coalesce(state, ''), coalesce(wait_event_type, ''), coalesce(wait_event, ''), count(*)
      FROM pg_stat_activity
      WHERE pid <> pg_backend_pid()
        AND ((backend_type = 'client backend' AND datid = $3 AND NOT coalesce(application_name, '') = ANY($1))

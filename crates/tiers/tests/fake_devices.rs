@@ -834,7 +834,9 @@ fn a_room_check_on_pmem_reads_the_namespaces_size_from_ndctl() {
     let room = plan.steps.iter().position(|s| matches!(&s.action, Action::Check(Check::PmemRoom { .. }))).unwrap();
     assert!(room < plan.first_destructive_step().unwrap(), "{plan}");
     assert!(
-        plan.to_string().contains("check ndctl list -N -i: namespace namespace0.0 holds 5.0 GiB (the golden copy of data set pgbench-s200)"),
+        plan.to_string().contains(
+            "check ndctl list -N -i: namespace namespace0.0 holds 5.0 GiB (the golden copy of data set pgbench-s200)"
+        ),
         "{plan}"
     );
     let mut f = pmem_machine("ndctl/ndctl-list-N.fsdax.json");

@@ -73,16 +73,18 @@ pub async fn create_schema_and_load(
     check(cancel)?;
 
     let copy_start = Instant::now();
-    let (rows_per_table, rows_total, done) = copy_rows(conn, cfg, &mut rng, &nurand, workers, cancel, &mut |done, rows, detail| {
-        progress(report(LoadPhase::Copy, done, rows, detail))
-    })
-    .await?;
+    let (rows_per_table, rows_total, done) =
+        copy_rows(conn, cfg, &mut rng, &nurand, workers, cancel, &mut |done, rows, detail| {
+            progress(report(LoadPhase::Copy, done, rows, detail))
+        })
+        .await?;
     let copy_seconds = copy_start.elapsed().as_secs_f64();
 
     let (index_seconds, analyze_seconds) =
         index_and_analyze(conn, workers, cancel, &mut |phase, d| progress(report(phase, done, rows_total, d))).await?;
     progress(report(LoadPhase::Done, done, rows_total, "loaded".into()));
-    let phases = PhaseSeconds { schema: schema_seconds, copy: copy_seconds, index: index_seconds, analyze: analyze_seconds };
+    let phases =
+        PhaseSeconds { schema: schema_seconds, copy: copy_seconds, index: index_seconds, analyze: analyze_seconds };
     load_report(&admin, (total, workers), start, (rows_per_table, rows_total), phases, nurand).await
 }
 
@@ -160,8 +162,7 @@ async fn index_and_analyze(
     let index_start = Instant::now();
     let statements: Vec<(String, String)> =
         INDEXES.iter().map(|(name, sql)| (format!("index {name}"), sql.to_string())).collect();
-    run_parallel(conn, statements, workers, cancel, &mut |d| on_done(LoadPhase::Index, d))
-        .await?;
+    run_parallel(conn, statements, workers, cancel, &mut |d| on_done(LoadPhase::Index, d)).await?;
     let index_seconds = index_start.elapsed().as_secs_f64();
 
     let analyze_start = Instant::now();
@@ -170,8 +171,7 @@ async fn index_and_analyze(
         .chain(std::iter::once(&"tpcc_meta"))
         .map(|t| (format!("vacuum analyze {t}"), format!("VACUUM ANALYZE {t}")))
         .collect();
-    run_parallel(conn, statements, workers, cancel, &mut |d| on_done(LoadPhase::Analyze, d))
-        .await?;
+    run_parallel(conn, statements, workers, cancel, &mut |d| on_done(LoadPhase::Analyze, d)).await?;
     let analyze_seconds = analyze_start.elapsed().as_secs_f64();
 
     Ok((index_seconds, analyze_seconds))

@@ -264,8 +264,7 @@ fn summary(args: &FidelityArgs, threads: u32, pairs: &Pairs) -> String {
     // The pairs ran back to back: their ratio's geometric mean with a paired t interval on the
     // logs, and whether that shows "within 2%" (the whole interval inside ±2%), refutes it, or
     // cannot tell.
-    let pairs_tps: Vec<(f64, f64)> =
-        pairs.hand_tps.iter().copied().zip(pairs.pgtier_tps.iter().copied()).collect();
+    let pairs_tps: Vec<(f64, f64)> = pairs.hand_tps.iter().copied().zip(pairs.pgtier_tps.iter().copied()).collect();
     if let Some(d) = report::stats::Delta::paired(&pairs_tps).map(|d| d.classified(2.0)) {
         let verdict = match d.verdict {
             report::stats::Verdict::Equivalent => "within 2%: shown (the whole interval lies inside ±2%)",

@@ -392,7 +392,14 @@ fn render(args: &PrecisionArgs, rows: &[Row], profiles: &[SliceProfile], elapsed
         s.push_str("\nIdle time between slices: each second's TPS relative to its slice's mean (1.00 = flat; a first second above the rest means the idle time let the placement's write-back catch up):\n\n| experiment | design | placement | slices | second 1, 2, ... |\n|---|---|---|---:|---|\n");
         for p in profiles {
             let v: Vec<String> = p.relative.iter().map(|x| format!("{x:.2}")).collect();
-            s.push_str(&format!("| {} | {} | {} | {} | {} |\n", p.experiment, p.design, p.placement, p.slices, v.join(" ")));
+            s.push_str(&format!(
+                "| {} | {} | {} | {} | {} |\n",
+                p.experiment,
+                p.design,
+                p.placement,
+                p.slices,
+                v.join(" ")
+            ));
         }
     }
     s.push_str("\nEvery delta (TPS change against the baseline placement):\n\n| experiment | trial | design | cell | change [95% CI] | verdict | method | slices/runs | wall |\n|---|---:|---|---|---|---|---|---:|---:|\n");

@@ -78,11 +78,17 @@ fn slices(exp: &experiment::Experiment, matrix: &MatrixSpec, cells: &[PlannedRun
     println!("\n## Measurement: design slices\n");
     println!(
         "For each memory limit and profile, every placement's server starts at once (its own cgroup and port), CHECKPOINT, caches dropped once; each contest then gets a discarded warm-up per placement ({}), and rounds of one {} s slice per placement in a random order, at least {} rounds, {} and {}. Rounds are decided as the run goes.",
-        m.warm_up.map(|w| format!("{} s", w.as_secs())).unwrap_or_else(|| "the workload's ramp_up, or two slices".into()),
+        m.warm_up
+            .map(|w| format!("{} s", w.as_secs()))
+            .unwrap_or_else(|| "the workload's ramp_up, or two slices".into()),
         m.slice.as_secs(),
         m.min_rounds,
-        m.budget.map(|b| format!("within a budget of {:.0} s for all contests", b.as_secs_f64())).unwrap_or_else(|| "without a budget".into()),
-        m.target_halfwidth_pct.map(|t| format!("until every change is within ±{t}%")).unwrap_or_else(|| "with no target".into()),
+        m.budget
+            .map(|b| format!("within a budget of {:.0} s for all contests", b.as_secs_f64()))
+            .unwrap_or_else(|| "without a budget".into()),
+        m.target_halfwidth_pct
+            .map(|t| format!("until every change is within ±{t}%"))
+            .unwrap_or_else(|| "with no target".into()),
     );
     println!("\n## Contests and their slices\n");
     for r in cells.iter().filter(|r| r.placement == 0 || matrix.placements.len() == 1) {
@@ -248,10 +254,7 @@ fn golden_place(s: &Setup) {
         }
         GoldenCopy::Device { name, origin } => golden_on_device(s, name, origin, &fits),
         GoldenCopy::Dir { path, origin } => {
-            println!(
-                "Built in {} ({origin}), which pgtier makes and removes at teardown.",
-                s.golden.root.display()
-            );
+            println!("Built in {} ({origin}), which pgtier makes and removes at teardown.", s.golden.root.display());
             let room = match runner::dataset::available_bytes(path) {
                 Some(free) => format!(
                     "the filesystem of {} has {} free now: {}{}",
@@ -282,13 +285,23 @@ fn golden_on_device(s: &Setup, name: &str, origin: &impl std::fmt::Display, fits
     let d = exp.device(name).expect("validated");
     let room = if exp.emulated {
         let size = d.emulation.size_bytes;
-        format!("{name} is emulated, {} ({} after XFS's own use): {}", human_bytes(size), human_bytes(size / 100 * 97), fits(size / 100 * 97))
+        format!(
+            "{name} is emulated, {} ({} after XFS's own use): {}",
+            human_bytes(size),
+            human_bytes(size / 100 * 97),
+            fits(size / 100 * 97)
+        )
     } else {
         let step = s
             .plan
             .steps
             .iter()
-            .position(|st| matches!(&st.action, tiers::plan::Action::Check(tiers::plan::Check::Room { .. } | tiers::plan::Check::PmemRoom { .. })))
+            .position(|st| {
+                matches!(
+                    &st.action,
+                    tiers::plan::Action::Check(tiers::plan::Check::Room { .. } | tiers::plan::Check::PmemRoom { .. })
+                )
+            })
             .map(|i| format!("step {}", i + 1))
             .unwrap_or_else(|| "a check".into());
         match golden::real_size(d) {
@@ -299,14 +312,12 @@ fn golden_on_device(s: &Setup, name: &str, origin: &impl std::fmt::Display, fits
                 human_bytes(size / 100 * 97),
                 fits(size / 100 * 97)
             ),
-            None => format!("the device's size is read at {step}, before anything is written, and the run stops there if it does not fit"),
+            None => format!(
+                "the device's size is read at {step}, before anything is written, and the run stops there if it does not fit"
+            ),
         }
     };
-    println!(
-        "Room: about {} with a 5% margin ({}); {room}.",
-        human_bytes(need.with_margin()),
-        need.describe()
-    );
+    println!("Room: about {} with a 5% margin ({}); {room}.", human_bytes(need.with_margin()), need.describe());
 }
 
 /// Each copy onto a placement the planned runs make, and how long it takes at the assumed
@@ -329,10 +340,16 @@ fn copies(s: &Setup) {
             c.bytes_per_sec / 1_000_000,
             c.limited_by,
             human_duration(c.seconds),
-            if c.times > 1 { format!(", {} times in the planned order (it holds another data set in between)", c.times) } else { String::new() }
+            if c.times > 1 {
+                format!(", {} times in the planned order (it holds another data set in between)", c.times)
+            } else {
+                String::new()
+            }
         );
     }
-    println!("\nBandwidths assumed (estimates: pgtier measures no sequential bandwidth; its fio probe measures 8 KiB synchronous writes and 4 KiB random reads, and the manifest records each copy's time):");
+    println!(
+        "\nBandwidths assumed (estimates: pgtier measures no sequential bandwidth; its fio probe measures 8 KiB synchronous writes and 4 KiB random reads, and the manifest records each copy's time):"
+    );
     println!("- the golden copy's {}: {}", golden::place_name(&s.exp), source.basis);
     for d in s.exp.used_devices() {
         println!("- {}: {}", d.name, golden::device_bandwidth(d, s.exp.emulated).basis);

@@ -23,8 +23,8 @@ mod matrix;
 mod preflight;
 mod resume;
 mod session;
-mod slices;
 mod setup;
+mod slices;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -70,7 +70,8 @@ pub fn preflight(exp: &Experiment, plan: &tiers::Plan, user: Result<DbUser, Runn
     for b in &exp.builds {
         let install = PgInstall::detect(b.bin_dir.as_deref())
             .with_context(|| format!("PostgreSQL build {:?} ({})", b.name, b.origin))?;
-        let known_settings = install.known_settings().with_context(|| format!("build {:?}: postgres --describe-config", b.name))?;
+        let known_settings =
+            install.known_settings().with_context(|| format!("build {:?}: postgres --describe-config", b.name))?;
         builds.push(BuildInstall { name: b.name.clone(), install, known_settings });
     }
     let install = builds[0].install.clone();

@@ -132,8 +132,7 @@ impl<'a> Session<'a> {
             self.phase(Phase::Probe, async |s| s.probe(&provisioned)).await?;
         }
         let env = self.runner_env(throttles, client)?;
-        let matrix =
-            setup::matrix_spec(self.exp, plan, Some(&provisioned), host::hardware_threads(), self.seed);
+        let matrix = setup::matrix_spec(self.exp, plan, Some(&provisioned), host::hardware_threads(), self.seed);
         let goldens = self.phase(Phase::Load, async |s| s.load(&env, &matrix).await).await?;
         let failures = match self.exp.measurement.design {
             experiment::Design::Runs => {
@@ -366,7 +365,8 @@ impl<'a> Session<'a> {
                     golden.build_seconds
                 );
                 self.manifest.datasets.push(manifest::dataset_record(&key, &golden, &dir));
-                let warnings = manifest::fits_in_memory_warnings(self.exp, self.manifest.host.memory_bytes, &key, &golden);
+                let warnings =
+                    manifest::fits_in_memory_warnings(self.exp, self.manifest.host.memory_bytes, &key, &golden);
                 self.manifest.warnings.extend(warnings);
                 goldens.insert(key, golden);
             }

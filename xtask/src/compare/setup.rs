@@ -44,11 +44,8 @@ impl Setup {
         let (mut exp, previous) = load(args, threads)?;
         apply_overrides(&mut exp, &args.measurement)?;
         // A resumed result set repeats its recorded order.
-        let seed = args
-            .measurement
-            .seed
-            .or(previous.as_ref().and_then(|p| p.measurement.seed))
-            .unwrap_or_else(fresh_seed);
+        let seed =
+            args.measurement.seed.or(previous.as_ref().and_then(|p| p.measurement.seed)).unwrap_or_else(fresh_seed);
         for w in &exp.warnings {
             eprintln!("warning: {w}");
         }

@@ -12,11 +12,11 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use report::analysis;
 use results::RunStatus;
+use results::record::MemoryLabel;
 use results::record::{CellKey, RunRecord};
 use runner::RunnerEnv;
 use runner::dataset::{self, Golden};
 use runner::execute::{Observer, RunInputs};
-use results::record::MemoryLabel;
 use runner::matrix::{MatrixSpec, PlannedRun, SplitMix64, WorkloadSpec, run_id};
 use runner::slices::{Session as Servers, SessionSpec, session_dir};
 use tiers::Provisioned;
@@ -96,14 +96,14 @@ fn contests(spec: &MatrixSpec, baseline: &str) -> Vec<Contest> {
                         out.push(Contest {
                             build,
                             profile,
-                        memory,
-                        workload,
-                        clients,
-                        threads: w.threads.unwrap_or(clients.min(spec.cores.max(1))).min(clients).max(1),
-                        placements: placements.clone(),
-                        rounds: 0,
-                        records: Vec::new(),
-                        seconds: 0.0,
+                            memory,
+                            workload,
+                            clients,
+                            threads: w.threads.unwrap_or(clients.min(spec.cores.max(1))).min(clients).max(1),
+                            placements: placements.clone(),
+                            rounds: 0,
+                            records: Vec::new(),
+                            seconds: 0.0,
                             widest: None,
                             stopped: None,
                         });
@@ -208,7 +208,9 @@ impl Session<'_> {
         let missing: Vec<usize> = (0..all.len()).filter(|&i| all[i].widest.is_some_and(|w| w > target)).collect();
         let worst = *missing.iter().max_by(|&&a, &&b| all[a].widest.partial_cmp(&all[b].widest).unwrap())?;
         let same = |i: usize| {
-            all[i].build == all[worst].build && all[i].profile == all[worst].profile && all[i].memory == all[worst].memory
+            all[i].build == all[worst].build
+                && all[i].profile == all[worst].profile
+                && all[i].memory == all[worst].memory
         };
         Some(missing.into_iter().filter(|&i| same(i)).collect())
     }
@@ -257,7 +259,8 @@ impl Session<'_> {
             // The first pass shares what is left over every contest not yet measured; a revisit
             // over the contests of this session still to come.
             let remaining = if revisit { group.len() - n } else { all.iter().filter(|x| x.rounds == 0).count() };
-            if let Err(e) = self.run_contest(s, &mut servers, &mut all[c], remaining, (&targets, &build_profile)).await {
+            if let Err(e) = self.run_contest(s, &mut servers, &mut all[c], remaining, (&targets, &build_profile)).await
+            {
                 outcome = Err(e);
                 break;
             }
@@ -284,31 +287,36 @@ impl Session<'_> {
         placements: &mut Vec<usize>,
         (targets, build_profile, memory): (&[runner::matrix::PlacementTarget], &runner::matrix::Profile, usize),
     ) -> Result<Servers<'e>> {
-    loop {
-        let sspec = SessionSpec {
-            id: id.to_string(),
-            placements: placements.iter().map(|&p| &targets[p]).collect(),
-            profile: build_profile,
-            memory: &s.spec.memory_limits[memory],
-            dir: session_dir(&self.results.root, id),
-        };
-        match Servers::start(env, &sspec).await {
-            Ok(servers) => return Ok(servers),
-            Err(f) => {
-                let why = format!("placement {} unusable in session {id}: its server did not start ({})", f.placement, f.error);
-                eprintln!("  {why}");
-                self.manifest.warnings.push(results::Warning::Other(why.clone()));
-                if f.placement == self.exp.baseline || !placements.iter().any(|&p| s.spec.placements[p].name == f.placement) {
-                    bail!("{why}; the baseline is needed for every delta, so the matrix stops here");
-                }
-                s.broken.insert(f.placement.clone(), why);
-                placements.retain(|&p| s.spec.placements[p].name != f.placement);
-                if placements.len() < 2 {
-                    bail!("session {id} has no contender left to compare with the baseline");
+        loop {
+            let sspec = SessionSpec {
+                id: id.to_string(),
+                placements: placements.iter().map(|&p| &targets[p]).collect(),
+                profile: build_profile,
+                memory: &s.spec.memory_limits[memory],
+                dir: session_dir(&self.results.root, id),
+            };
+            match Servers::start(env, &sspec).await {
+                Ok(servers) => return Ok(servers),
+                Err(f) => {
+                    let why = format!(
+                        "placement {} unusable in session {id}: its server did not start ({})",
+                        f.placement, f.error
+                    );
+                    eprintln!("  {why}");
+                    self.manifest.warnings.push(results::Warning::Other(why.clone()));
+                    if f.placement == self.exp.baseline
+                        || !placements.iter().any(|&p| s.spec.placements[p].name == f.placement)
+                    {
+                        bail!("{why}; the baseline is needed for every delta, so the matrix stops here");
+                    }
+                    s.broken.insert(f.placement.clone(), why);
+                    placements.retain(|&p| s.spec.placements[p].name != f.placement);
+                    if placements.len() < 2 {
+                        bail!("session {id} has no contender left to compare with the baseline");
+                    }
                 }
             }
         }
-    }
     }
 
     /// Warm-up, then rounds until the target, the contest's share of the budget, or (without a

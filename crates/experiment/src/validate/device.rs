@@ -325,7 +325,11 @@ impl Validator<'_> {
             );
             if measurement.design == crate::model::Design::Slices {
                 let at = raw.emulate.as_ref().and_then(|e| e.get_ref().device_size.as_ref()).map(|s| s.span());
-                let key = if at.is_some() { "emulate.device_size".to_string() } else { format!("device[{}].emulate.size", d.name) };
+                let key = if at.is_some() {
+                    "emulate.device_size".to_string()
+                } else {
+                    format!("device[{}].emulate.size", d.name)
+                };
                 self.err(at, key, format!("{msg} (design slices runs these servers at once)"));
             } else {
                 self.warnings.push(msg);
@@ -337,5 +341,6 @@ impl Validator<'_> {
 /// `8-4-4-4-12` hexadecimal digits.
 fn is_uuid(s: &str) -> bool {
     let s = s.trim();
-    s.len() == 36 && s.char_indices().all(|(i, c)| if [8, 13, 18, 23].contains(&i) { c == '-' } else { c.is_ascii_hexdigit() })
+    s.len() == 36
+        && s.char_indices().all(|(i, c)| if [8, 13, 18, 23].contains(&i) { c == '-' } else { c.is_ascii_hexdigit() })
 }

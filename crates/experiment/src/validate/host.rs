@@ -71,35 +71,8 @@ impl Validator<'_> {
                 None
             }
         };
-        let user = match &r.user {
-            None => "root".to_string(),
-            Some(u) => {
-                let s = u.get_ref();
-                if s.is_empty()
-                    || s.starts_with('-')
-                    || !s.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
-                {
-                    self.err(
-                        span(u),
-                        key("user"),
-                        format!(
-                            "{s:?} is not a user name: use letters, digits, '-', '_' and '.', not starting with '-'"
-                        ),
-                    );
-                }
-                s.clone()
-            }
-        };
-        let port = match &r.port {
-            None => 22,
-            Some(p) => match u16::try_from(*p.get_ref()) {
-                Ok(v) if v > 0 => v,
-                _ => {
-                    self.err(span(p), key("port"), format!("{} is not a TCP port: give 1 to 65535", p.get_ref()));
-                    22
-                }
-            },
-        };
+        let user = self.host_user(r.user.as_ref(), &key("user"));
+        let port = self.host_port(r.port.as_ref(), &key("port"));
         let identity_file = r.identity_file.as_ref().map(|f| self.host_path(f, &key("identity_file")));
         let known_hosts = r.known_hosts.as_ref().map(|f| self.host_path(f, &key("known_hosts")));
         let mut roles = Vec::new();
@@ -137,6 +110,43 @@ impl Validator<'_> {
             roles,
             origin: self.origin(span(&r.name), key("name")),
         })
+    }
+
+    /// The SSH user: root by default; a name of letters, digits, '-', '_' and '.'.
+    fn host_user(&mut self, user: Option<&Spanned<String>>, key: &str) -> String {
+        match user {
+            None => "root".to_string(),
+            Some(u) => {
+                let s = u.get_ref();
+                if s.is_empty()
+                    || s.starts_with('-')
+                    || !s.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+                {
+                    self.err(
+                        span(u),
+                        key.to_string(),
+                        format!(
+                            "{s:?} is not a user name: use letters, digits, '-', '_' and '.', not starting with '-'"
+                        ),
+                    );
+                }
+                s.clone()
+            }
+        }
+    }
+
+    /// The SSH port: 22 by default, else 1 to 65535.
+    fn host_port(&mut self, port: Option<&Spanned<i64>>, key: &str) -> u16 {
+        match port {
+            None => 22,
+            Some(p) => match u16::try_from(*p.get_ref()) {
+                Ok(v) if v > 0 => v,
+                _ => {
+                    self.err(span(p), key.to_string(), format!("{} is not a TCP port: give 1 to 65535", p.get_ref()));
+                    22
+                }
+            },
+        }
     }
 
     /// A file named by the experiment file: relative to the file's directory; not a word that

@@ -67,7 +67,11 @@ impl Validator<'_> {
             && let Some(d) = self.duration(s, k)
         {
             if d < m.slice * 4 {
-                self.err(span(s), k, "the budget must hold at least a few rounds of slices; give minutes, e.g. \"13min\"");
+                self.err(
+                    span(s),
+                    k,
+                    "the budget must hold at least a few rounds of slices; give minutes, e.g. \"13min\"",
+                );
             }
             m.budget = Some(d);
         }

@@ -91,7 +91,11 @@ pub(super) fn category_axes<'a, DB: DrawingBackend>(
         .map_err(s)?;
     let x_format = |x: &f64| {
         let i = x.round();
-        if (x - i).abs() < 0.01 && i >= 0.0 { labels.get(i as usize).cloned().unwrap_or_default() } else { String::new() }
+        if (x - i).abs() < 0.01 && i >= 0.0 {
+            labels.get(i as usize).cloned().unwrap_or_default()
+        } else {
+            String::new()
+        }
     };
     let mut mesh = chart.configure_mesh();
     mesh.disable_x_mesh().x_labels(n).x_label_formatter(&x_format).y_label_formatter(&y_format);

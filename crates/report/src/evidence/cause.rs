@@ -1,12 +1,13 @@
 //! What moved between a baseline cell and a contender cell, as one sentence with figures, and
 //! the evidence of every run and cell of a result set.
 
-use super::*;
 use super::judge::key_figure;
+use super::*;
 
 /// One sentence on what moved between the baseline cell and the contender cell, with figures.
 pub fn cause(base: &Evidence, cont: &Evidence, delta: Option<&Delta>) -> String {
-    let mut parts = if base.has_waits() && cont.has_waits() { wait_moves(base, cont) } else { counter_moves(base, cont) };
+    let mut parts =
+        if base.has_waits() && cont.has_waits() { wait_moves(base, cont) } else { counter_moves(base, cont) };
     parts.push(bottleneck_clause(base, cont));
     let mut s = parts.join("; ");
     s.push_str(&caveats(cont, delta));
@@ -31,11 +32,7 @@ fn wait_moves(base: &Evidence, cont: &Evidence) -> Vec<String> {
             .copied()
             .find(|(_, a2, b2)| (b2 - a2).abs() >= 10.0 && (b2 - a2).signum() != (b - a).signum())
         {
-            parts.push(format!(
-                "{} {} from {a2:.0}% to {b2:.0}%",
-                c2.noun(),
-                if b2 < a2 { "fell" } else { "rose" }
-            ));
+            parts.push(format!("{} {} from {a2:.0}% to {b2:.0}%", c2.noun(), if b2 < a2 { "fell" } else { "rose" }));
         }
     } else {
         parts.push(format!("No wait category moved by 3 points or more ({} {a:.0}% vs {b:.0}%)", c.label()));
@@ -60,14 +57,15 @@ fn counter_moves(base: &Evidence, cont: &Evidence) -> Vec<String> {
         _ => {}
     }
     match (base.roles.get("data"), cont.roles.get("data")) {
-        (Some(a), Some(b)) if a.avg_wait_ms > 0.0 && (b.avg_wait_ms / a.avg_wait_ms - 1.0).abs() >= 0.2 => parts
-            .push(format!(
+        (Some(a), Some(b)) if a.avg_wait_ms > 0.0 && (b.avg_wait_ms / a.avg_wait_ms - 1.0).abs() >= 0.2 => {
+            parts.push(format!(
                 "{} data device's average I/O wait {} from {:.2} to {:.2} ms",
                 if parts.is_empty() { "The" } else { "the" },
                 if b.avg_wait_ms < a.avg_wait_ms { "fell" } else { "rose" },
                 a.avg_wait_ms,
                 b.avg_wait_ms
-            )),
+            ))
+        }
         _ => {}
     }
     if parts.is_empty() {

@@ -438,7 +438,8 @@ impl Exporter for CsvExporter {
         // older readers know.
         let study = Study::of(set, summary);
         let runs = run_rows(set).zip(set.runs.iter()).map(|(row, r)| (row, run_evidence(&study, r)));
-        let cells = summary.cells.iter().map(|c| (summary_row(c), cell_evidence(&study, c), cause_columns(set, &study, c)));
+        let cells =
+            summary.cells.iter().map(|c| (summary_row(c), cell_evidence(&study, c), cause_columns(set, &study, c)));
         Ok(vec![
             Output::bytes(l.devices_csv(), csv_bytes(device_rows(set))),
             Output::bytes(l.runs_csv(), csv_bytes(runs)),

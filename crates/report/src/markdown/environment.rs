@@ -12,7 +12,8 @@ pub(super) fn builds(s: &mut String, m: &Manifest) {
         return;
     }
     let _ = writeln!(s, "## PostgreSQL builds\n");
-    let _ = writeln!(s, "| build | server | binaries | driven by | optional settings left out |\n|---|---|---|---|---|");
+    let _ =
+        writeln!(s, "| build | server | binaries | driven by | optional settings left out |\n|---|---|---|---|---|");
     for b in b {
         let _ = writeln!(
             s,
@@ -199,23 +200,10 @@ pub(super) fn method(s: &mut String, set: &ResultSet) {
             d.relocate_seconds.iter().map(|(p, t)| format!("{p} {t:.1} s")).collect::<Vec<_>>().join(", ")
         );
     }
-    let seed = m.measurement.seed.map(|s| format!(" (random order seed {s}; `--seed {s}` repeats it)")).unwrap_or_default();
+    let seed =
+        m.measurement.seed.map(|s| format!(" (random order seed {s}; `--seed {s}` repeats it)")).unwrap_or_default();
     if m.measurement.design == "slices" {
-        let _ = writeln!(
-            s,
-            "- Design **slices**: for each memory limit and profile, every placement's server was started at once (each in its own cgroup with the limit, on its own port of the private socket), CHECKPOINTed, then the page cache was dropped once. Each contest (a workload and client count) began with a discarded warm-up per placement, then rounds of one slice per placement in a random order{seed}. Idle placements wait between their slices (their background writer and the kernel's write-back go on meanwhile), alike for every placement."
-        );
-        let budget = m.measurement.budget_s.map(|b| format!("a budget of {b:.0} s")).unwrap_or_else(|| "no budget".into());
-        let target = m.measurement.target_halfwidth_pct.map(|t| format!("a target of ±{t}%")).unwrap_or_else(|| "no target".into());
-        let _ = writeln!(s, "- Rounds per contest were decided as the run went ({budget}, {target}); why each contest stopped:");
-        for (c, why) in &m.measurement.stopped {
-            let _ = writeln!(s, "  - {c}: {why}");
-        }
-        let _ = writeln!(
-            s,
-            "- The copy is made once per placement and data set: later slices start from the data as earlier ones left it (read-write workloads grow history tables and leave dead tuples), alike for every placement."
-        );
-        let _ = writeln!(s, "- {} slices:", set.runs.len());
+        slices_method(s, set, &seed);
     } else {
         let _ = writeln!(
             s,
@@ -225,7 +213,13 @@ pub(super) fn method(s: &mut String, set: &ResultSet) {
             s,
             "- The copy is made once per placement and data set: later runs on a placement start from the data as earlier runs left it (read-write workloads grow history tables and leave dead tuples). The run order spreads that drift across placements; it is not reset between runs."
         );
-        let _ = writeln!(s, "- {} repetitions per cell, {} order{seed} ({} runs):", m.repetitions, m.order, m.run_order.len());
+        let _ = writeln!(
+            s,
+            "- {} repetitions per cell, {} order{seed} ({} runs):",
+            m.repetitions,
+            m.order,
+            m.run_order.len()
+        );
     }
     let _ = writeln!(s, "\n<details><summary>run order and exact commands</summary>\n");
     for r in &set.runs {
@@ -249,4 +243,29 @@ pub(super) fn method(s: &mut String, set: &ResultSet) {
         s,
         "Raw output of every run (pgbench stdout/stderr, server log) is in `runs/<run id>/`; figures per run in `runs.csv`, per cell in `summary.csv`, per second in `series.csv`; `manifest.json` holds the resolved configuration and environment."
     );
+}
+
+/// How the slices design ran: one session per memory limit and profile, rounds of slices, why
+/// each contest stopped.
+fn slices_method(s: &mut String, set: &ResultSet, seed: &str) {
+    let m = &set.manifest;
+    let _ = writeln!(
+        s,
+        "- Design **slices**: for each memory limit and profile, every placement's server was started at once (each in its own cgroup with the limit, on its own port of the private socket), CHECKPOINTed, then the page cache was dropped once. Each contest (a workload and client count) began with a discarded warm-up per placement, then rounds of one slice per placement in a random order{seed}. Idle placements wait between their slices (their background writer and the kernel's write-back go on meanwhile), alike for every placement."
+    );
+    let budget = m.measurement.budget_s.map(|b| format!("a budget of {b:.0} s")).unwrap_or_else(|| "no budget".into());
+    let target =
+        m.measurement.target_halfwidth_pct.map(|t| format!("a target of ±{t}%")).unwrap_or_else(|| "no target".into());
+    let _ = writeln!(
+        s,
+        "- Rounds per contest were decided as the run went ({budget}, {target}); why each contest stopped:"
+    );
+    for (c, why) in &m.measurement.stopped {
+        let _ = writeln!(s, "  - {c}: {why}");
+    }
+    let _ = writeln!(
+        s,
+        "- The copy is made once per placement and data set: later slices start from the data as earlier ones left it (read-write workloads grow history tables and leave dead tuples), alike for every placement."
+    );
+    let _ = writeln!(s, "- {} slices:", set.runs.len());
 }

@@ -51,7 +51,11 @@ pub(super) fn published_vs_measured(s: &mut String, m: &Manifest, checks: &[Clai
             why.replace('|', "/")
         );
     }
-    let _ = writeln!(s, "\nVerdicts: {} Claims are not corrected for their number; a claim on a cell of the results table uses that table's change.\n", claims::RULE);
+    let _ = writeln!(
+        s,
+        "\nVerdicts: {} Claims are not corrected for their number; a claim on a cell of the results table uses that table's change.\n",
+        claims::RULE
+    );
 }
 
 /// A few sentences written from the verdicts: the claims, the largest real change of each
@@ -172,7 +176,8 @@ pub(super) fn whys(set: &ResultSet, summary: &Summary, study: &Study) -> Vec<Str
                     .map(|e| format!("baseline: {}", evidence::verdict_text(e)))
                     .unwrap_or_else(|| "baseline".into());
             }
-            let mut w = study.cause(&c.key, baseline, c.headline().1.as_ref()).unwrap_or_else(|| "no baseline cell".into());
+            let mut w =
+                study.cause(&c.key, baseline, c.headline().1.as_ref()).unwrap_or_else(|| "no baseline cell".into());
             if let Some(n) = crate::fidelity::note(&set.manifest, &c.key.placement, baseline) {
                 w.push_str(&format!("; **{n}**"));
             }
@@ -189,7 +194,10 @@ pub(super) fn bottlenecks(s: &mut String, summary: &Summary, study: &Study) {
     }
     let _ = writeln!(s, "\n### Bottlenecks\n");
     let _ = writeln!(s, "Rule: {}\n", evidence::RULE);
-    let _ = writeln!(s, "| placement | workload | clients | memory | profile | bottleneck | by the rule | largest wait events (share of backend time) |");
+    let _ = writeln!(
+        s,
+        "| placement | workload | clients | memory | profile | bottleneck | by the rule | largest wait events (share of backend time) |"
+    );
     let _ = writeln!(s, "|---|---|---:|---|---|---|---|---|");
     for c in &summary.cells {
         let Some(e) = study.cells.get(&c.key) else { continue };
@@ -221,7 +229,10 @@ pub(super) fn fidelity_section(s: &mut String, m: &Manifest) {
         s,
         "An emulated tier is a mechanism, not the class it stands for. QD1 latencies from the fio probe (4 KiB random read, direct I/O; one 8 KiB write + fdatasync) against each class's documented range; a delta or claim whose two placements' emulated ratio lies outside the real classes' ratio is marked where it is shown.\n"
     );
-    let _ = writeln!(s, "| device | stands for | what it is | read QD1 µs | write+fdatasync QD1 µs | class: read / write+fdatasync µs |");
+    let _ = writeln!(
+        s,
+        "| device | stands for | what it is | read QD1 µs | write+fdatasync QD1 µs | class: read / write+fdatasync µs |"
+    );
     let _ = writeln!(s, "|---|---|---|---:|---:|---|");
     for d in &devices {
         let range = d
@@ -239,7 +250,11 @@ pub(super) fn fidelity_section(s: &mut String, m: &Manifest) {
                 )
             })
             .unwrap_or_else(|| "no documented range".into());
-        let _ = writeln!(s, "| {} | {} | {} | {:.0} | {:.0} | {range} |", d.device, d.class, d.description, d.read_us, d.write_sync_us);
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {:.0} | {:.0} | {range} |",
+            d.device, d.class, d.description, d.read_us, d.write_sync_us
+        );
     }
     let mut seen = Vec::new();
     for d in &devices {

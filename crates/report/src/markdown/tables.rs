@@ -29,7 +29,11 @@ pub(super) fn results_table(s: &mut String, summary: &Summary, whys: &[String]) 
             fmt_delta(c.tps_delta.as_ref(), c.is_baseline),
             c.latency_ms.mean,
             fmt_delta(c.latency_delta.as_ref(), c.is_baseline),
-            if c.latency_p99_ms.is_some() { fmt_delta(c.latency_p99_delta.as_ref(), c.is_baseline) } else { "n/a".into() },
+            if c.latency_p99_ms.is_some() {
+                fmt_delta(c.latency_p99_delta.as_ref(), c.is_baseline)
+            } else {
+                "n/a".into()
+            },
             whys.get(i).map(String::as_str).unwrap_or(""),
         );
     }

@@ -251,11 +251,7 @@ mod tests {
             estimate: Estimate::of(values).unwrap(),
             own_delta: None,
         };
-        let peaks = vec![
-            peak("das", 8, &[200.0]),
-            peak("lb", 8, &[150.0]),
-            peak("lbc", 4, &[250.0]),
-        ];
+        let peaks = vec![peak("das", 8, &[200.0]), peak("lb", 8, &[150.0]), peak("lbc", 4, &[250.0])];
         assert_eq!(
             peak_deltas(&peaks, "das", "virtual users"),
             "delta at peak against das (peaks at 8 virtual users): lb -25.0% (peaks at 8), lbc +25.0% (peaks at 4)"
@@ -263,7 +259,11 @@ mod tests {
         // With repetitions, each delta at the peak gets its interval.
         let peaks = vec![peak("das", 8, &[200.0, 210.0, 190.0]), peak("lb", 4, &[150.0, 155.0, 145.0])];
         let text = peak_deltas(&peaks, "das", "clients");
-        assert!(text.starts_with("delta at peak against das (peaks at 8 clients): lb -25.0% [") && text.ends_with("] (peaks at 4)"), "{text}");
+        assert!(
+            text.starts_with("delta at peak against das (peaks at 8 clients): lb -25.0% [")
+                && text.ends_with("] (peaks at 4)"),
+            "{text}"
+        );
         assert_eq!(peak_deltas(&peaks[1..], "das", "clients"), "delta at peak: n/a");
         assert_eq!(peak_deltas(&peaks[..1], "das", "clients"), "delta at peak: n/a");
     }

@@ -61,11 +61,7 @@ pub fn footnote(set: &ResultSet, cells: &[&CellSummary], bars: bool) -> Vec<Stri
         let per_point = cells.iter().map(|c| c.runs).min().unwrap_or(0);
         let how = if m.measurement.design == "slices" {
             // A slice's length is its run's measured duration.
-            let slice_s = set
-                .runs
-                .iter()
-                .find(|r| r.cell.workload == w.name)
-                .map_or(w.duration_s, |r| r.duration_s);
+            let slice_s = set.runs.iter().find(|r| r.cell.workload == w.name).map_or(w.duration_s, |r| r.duration_s);
             format!(
                 "{per_point} rounds of {slice_s:.0} s slices per point (after any warm-up rounds MSER-5 cut), every placement's server up at once (design slices, random order in each round)"
             )
@@ -80,7 +76,11 @@ pub fn footnote(set: &ResultSet, cells: &[&CellSummary], bars: bool) -> Vec<Stri
             w.kind,
             scripts.join(" / "),
             w.scale,
-            if bars { "; error bars: 95% CI; pale bars: not a real change (inconclusive, equivalent or one run)" } else { "" }
+            if bars {
+                "; error bars: 95% CI; pale bars: not a real change (inconclusive, equivalent or one run)"
+            } else {
+                ""
+            }
         ));
     }
     lines
@@ -274,11 +274,15 @@ pub fn render_all(
 /// Removes the charts an earlier render of this result set drew and this one did not (a chart
 /// whose cells are gone, a renamed stem): a reader of `charts/` sees this render's only.
 fn remove_stale_charts(dir: &Path, written: &[PathBuf]) -> Result<(), ExportError> {
-    let entries = std::fs::read_dir(dir).map_err(|e| ExportError::Write { path: dir.to_path_buf(), message: e.to_string() })?;
+    let entries =
+        std::fs::read_dir(dir).map_err(|e| ExportError::Write { path: dir.to_path_buf(), message: e.to_string() })?;
     for path in entries.flatten().map(|e| e.path()) {
         let chart = path.extension().is_some_and(|x| x == "png" || x == "svg") && path.is_file();
         if chart && !written.contains(&path) {
-            std::fs::remove_file(&path).map_err(|e| ExportError::Write { path: path.clone(), message: format!("remove a stale chart: {e}") })?;
+            std::fs::remove_file(&path).map_err(|e| ExportError::Write {
+                path: path.clone(),
+                message: format!("remove a stale chart: {e}"),
+            })?;
         }
     }
     Ok(())
@@ -312,7 +316,7 @@ mod tests {
                 clients,
                 memory_limit: memory.parse().unwrap(),
                 profile: profile.into(),
-            build: results::record::DEFAULT_BUILD.into(),
+                build: results::record::DEFAULT_BUILD.into(),
             },
             is_baseline: placement == "a",
             runs: 2,
@@ -397,17 +401,19 @@ mod tests {
 
     #[test]
     fn bar_annotations() {
-        let d = |pct: f64, low: f64, high: f64| Delta {
-            pct,
-            ratio: 1.0 + pct / 100.0,
-            pct_low: low,
-            pct_high: high,
-            within_noise: low <= 0.0 && high >= 0.0,
-            p_value: if low > 0.0 || high < 0.0 { 0.001 } else { 0.5 },
-            p_adjusted: if low > 0.0 || high < 0.0 { 0.001 } else { 0.5 },
-            ..Delta::unknown()
-        }
-        .classified(2.0);
+        let d = |pct: f64, low: f64, high: f64| {
+            Delta {
+                pct,
+                ratio: 1.0 + pct / 100.0,
+                pct_low: low,
+                pct_high: high,
+                within_noise: low <= 0.0 && high >= 0.0,
+                p_value: if low > 0.0 || high < 0.0 { 0.001 } else { 0.5 },
+                p_adjusted: if low > 0.0 || high < 0.0 { 0.001 } else { 0.5 },
+                ..Delta::unknown()
+            }
+            .classified(2.0)
+        };
         assert_eq!(annotation(None, true, false), ("baseline".into(), false));
         assert_eq!(annotation(None, false, false), ("n/a".into(), false));
         assert_eq!(annotation(Some(&d(44.6, 30.0, 60.0)), false, false), ("+44.6%".into(), false));
@@ -415,6 +421,10 @@ mod tests {
         assert_eq!(annotation(Some(&d(150.0, 100.0, 200.0)), false, true), ("+150.0%".into(), false), "latency: no x");
         assert_eq!(annotation(Some(&d(-3.0, -8.0, 2.0)), false, false), ("-3.0% (inconclusive)".into(), true));
         assert_eq!(annotation(Some(&d(0.5, -1.0, 1.8)), false, false), ("+0.5% (equivalent)".into(), true));
-        assert_eq!(annotation(Some(&d(-3.0, f64::NAN, f64::NAN)), false, false), ("-3.0% (1 run)".into(), true), "one run is never drawn as significant");
+        assert_eq!(
+            annotation(Some(&d(-3.0, f64::NAN, f64::NAN)), false, false),
+            ("-3.0% (1 run)".into(), true),
+            "one run is never drawn as significant"
+        );
     }
 }

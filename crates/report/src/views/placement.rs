@@ -1,6 +1,9 @@
 //! Charts that compare placements (and the values of another dimension) cell by cell.
 
-use super::{Ctx, SHADES, annotation, clean, context_suffix, context_suffix_of, describe_group, file_stem, footnote, group_by, groups};
+use super::{
+    Ctx, SHADES, annotation, clean, context_suffix, context_suffix_of, describe_group, file_stem, footnote, group_by,
+    groups,
+};
 use crate::charts::{Bar, BarChart, BarGroup};
 use crate::model::CellSummary;
 use crate::stats::{Delta, Estimate, Verdict};
@@ -69,10 +72,9 @@ pub(super) fn per_cell_bars(cx: &mut Ctx) {
 /// Throughput normalised to the baseline (= 1.0) across workloads (seed 003's figure).
 pub(super) fn normalised(cx: &mut Ctx) {
     let set = cx.set;
-    let by_context =
-        group_by(cx.summary, |a, b| {
-            a.key.memory_limit == b.key.memory_limit && a.key.profile == b.key.profile && a.key.build == b.key.build
-        });
+    let by_context = group_by(cx.summary, |a, b| {
+        a.key.memory_limit == b.key.memory_limit && a.key.profile == b.key.profile && a.key.build == b.key.build
+    });
     for cells in by_context {
         let contenders: Vec<&CellSummary> =
             cells.iter().copied().filter(|c| !c.is_baseline && c.headline().1.is_some()).collect();
@@ -96,8 +98,7 @@ pub(super) fn normalised(cx: &mut Ctx) {
                     .filter(|c| &c.key.workload == w && c.key.clients == *clients)
                     .map(|c| {
                         let d = c.headline().1.expect("filtered");
-                        let range =
-                            d.has_interval().then(|| (1.0 + d.pct_low / 100.0, 1.0 + d.pct_high / 100.0));
+                        let range = d.has_interval().then(|| (1.0 + d.pct_low / 100.0, 1.0 + d.pct_high / 100.0));
                         let (annotation, pale) = match d.verdict {
                             Verdict::RealChange => (String::new(), false),
                             Verdict::Equivalent => ("≈ equivalent".into(), true),
@@ -216,33 +217,33 @@ fn dimension_groups(
     value: fn(&CellSummary) -> String,
 ) -> Vec<BarGroup> {
     placements
-    .iter()
-    .filter(|p| cells.iter().any(|c| &c.key.placement == *p))
-    .map(|p| BarGroup {
-        label: p.clone(),
-        bars: values
-            .iter()
-            .enumerate()
-            .filter_map(|(vi, v)| {
-                let c = cells.iter().find(|c| &c.key.placement == p && &value(c) == v)?;
-                let (e, _, _) = c.headline();
-                // The change against the same placement under the first value of the
-                // dimension (e.g. the default profile, or the first memory limit).
-                let reference = cells.iter().find(|r| &r.key.placement == p && value(r) == values[0])?;
-                let d = (vi > 0).then(|| Delta::between(&reference.headline().0, &e)).flatten();
-                let (annotation, noise) = annotation(d.as_ref(), vi == 0, false);
-                let annotation = if vi == 0 { "reference".to_string() } else { annotation };
-                Some(Bar {
-                    legend: format!("{what} {v}"),
-                    value: e.mean,
-                    error: e.ci95.is_finite().then_some(e.ci95),
-                    range: None,
-                    color: SHADES[vi % SHADES.len()],
-                    annotation,
-                    within_noise: noise,
+        .iter()
+        .filter(|p| cells.iter().any(|c| &c.key.placement == *p))
+        .map(|p| BarGroup {
+            label: p.clone(),
+            bars: values
+                .iter()
+                .enumerate()
+                .filter_map(|(vi, v)| {
+                    let c = cells.iter().find(|c| &c.key.placement == p && &value(c) == v)?;
+                    let (e, _, _) = c.headline();
+                    // The change against the same placement under the first value of the
+                    // dimension (e.g. the default profile, or the first memory limit).
+                    let reference = cells.iter().find(|r| &r.key.placement == p && value(r) == values[0])?;
+                    let d = (vi > 0).then(|| Delta::between(&reference.headline().0, &e)).flatten();
+                    let (annotation, noise) = annotation(d.as_ref(), vi == 0, false);
+                    let annotation = if vi == 0 { "reference".to_string() } else { annotation };
+                    Some(Bar {
+                        legend: format!("{what} {v}"),
+                        value: e.mean,
+                        error: e.ci95.is_finite().then_some(e.ci95),
+                        range: None,
+                        color: SHADES[vi % SHADES.len()],
+                        annotation,
+                        within_noise: noise,
+                    })
                 })
-            })
-            .collect(),
-    })
-    .collect()
+                .collect(),
+        })
+        .collect()
 }

@@ -42,11 +42,7 @@ pub(super) fn tmpfs_device(plan: &mut Plan, d: &DeviceSpec, ctx: &PlanContext) {
     let name = Some(d.name.as_str());
     let e = &d.emulation;
     let tmp = ctx.work_dir.join("tmpfs").join(&d.name);
-    plan.push(
-        name,
-        Action::MakeDir { path: tmp.clone(), mode: 0o700, remove_on_teardown: false },
-        "tmpfs mount point",
-    );
+    plan.push(name, Action::MakeDir { path: tmp.clone(), mode: 0o700, remove_on_teardown: false }, "tmpfs mount point");
     plan.push(
         name,
         Action::Mount {
@@ -94,16 +90,8 @@ pub(super) fn nbd_device(plan: &mut Plan, d: &DeviceSpec, index: usize, ctx: &Pl
     let e = &d.emulation;
     let img_dir = ctx.work_dir.join("img");
     let img = img_dir.join(format!("{}.img", d.name));
-    plan.push(
-        name,
-        Action::MakeDir { path: img_dir.clone(), mode: 0o700, remove_on_teardown: false },
-        "backing files",
-    );
-    plan.push(
-        name,
-        Action::SparseFile { path: img.clone(), size: e.size_bytes },
-        "the remote target's storage",
-    );
+    plan.push(name, Action::MakeDir { path: img_dir.clone(), mode: 0o700, remove_on_teardown: false }, "backing files");
+    plan.push(name, Action::SparseFile { path: img.clone(), size: e.size_bytes }, "the remote target's storage");
     let (netns, target_ip) = target_link(plan, d, index, ctx);
     let port = 10809u16;
     let (nbdkit, delay) = nbdkit_command(plan, d, ctx, &img, &target_ip, port);
@@ -208,8 +196,7 @@ pub(super) fn nbdkit_command(
     let name = Some(d.name.as_str());
     let e = &d.emulation;
     let img_dir = ctx.work_dir.join("img");
-    let mut nbdkit =
-        Template::new("nbdkit").lits(["--foreground", "--ipaddr", target_ip, "--port", &port.to_string()]);
+    let mut nbdkit = Template::new("nbdkit").lits(["--foreground", "--ipaddr", target_ip, "--port", &port.to_string()]);
     if e.error_injection {
         let faults = ctx.work_dir.join("faults");
         plan.push(
@@ -220,11 +207,7 @@ pub(super) fn nbdkit_command(
         nbdkit = nbdkit.lit("--filter=error");
     }
     let error_args: Vec<String> = if e.error_injection {
-        vec![
-            "error=EIO".into(),
-            "error-rate=100%".into(),
-            format!("error-file={}", error_file(ctx, &d.name).display()),
-        ]
+        vec!["error=EIO".into(), "error-rate=100%".into(), format!("error-file={}", error_file(ctx, &d.name).display())]
     } else {
         vec![]
     };

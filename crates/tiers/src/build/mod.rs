@@ -40,7 +40,9 @@ impl PlanContext {
 /// The Debian package that provides each program the plans use.
 pub fn package_of(program: &str) -> &'static str {
     match program {
-        "losetup" | "blockdev" | "mount" | "umount" | "blkid" | "wipefs" | "blkdiscard" | "lsblk" => "util-linux / mount",
+        "losetup" | "blockdev" | "mount" | "umount" | "blkid" | "wipefs" | "blkdiscard" | "lsblk" => {
+            "util-linux / mount"
+        }
         "mkfs.xfs" | "xfs_info" | "xfs_io" => "xfsprogs",
         "ip" => "iproute2",
         "nbdkit" => "nbdkit",

@@ -81,15 +81,11 @@ pub(super) fn nvme_tcp_checks(plan: &mut Plan, devices: &[DeviceSpec], i: usize,
     let name = Some(d.name.as_str());
     // One connection per subsystem: a second namespace of it is found on the
     // connection the first device made.
-    let first =
-        devices[..i].iter().find(|o| matches!(&o.real, RealDevice::NvmeTcp(ot) if same_connection(ot, t)));
+    let first = devices[..i].iter().find(|o| matches!(&o.real, RealDevice::NvmeTcp(ot) if same_connection(ot, t)));
     if let Some(first) = first {
         plan.push(
             name,
-            Action::Check(Check::NvmeHostIdentity {
-                host_nqn: t.host_nqn.clone(),
-                host_id: t.host_id.clone(),
-            }),
+            Action::Check(Check::NvmeHostIdentity { host_nqn: t.host_nqn.clone(), host_id: t.host_id.clone() }),
             format!("uses the connection to {} made for device {}", t.nqn, first.name),
         );
     } else {
@@ -125,10 +121,7 @@ pub(super) fn nvme_tcp_checks(plan: &mut Plan, devices: &[DeviceSpec], i: usize,
     }
     plan.push(
         name,
-        Action::Resolve {
-            what: Resolve::NvmeNamespace { nqn: t.nqn.clone(), nsid: t.nsid },
-            bind: disk_var(d),
-        },
+        Action::Resolve { what: Resolve::NvmeNamespace { nqn: t.nqn.clone(), nsid: t.nsid }, bind: disk_var(d) },
         "kernel names like nvme2n1 are not stable: find the namespace by its subsystem NQN",
     );
 }
@@ -232,7 +225,11 @@ pub(super) fn real_device(plan: &mut Plan, d: &DeviceSpec, ctx: &PlanContext) {
         },
     );
     if d.partition.is_some() {
-        plan.push(name, Action::UnlockDisk { disk: disk_var(d) }, "the filesystem is made: let udev see the disk again");
+        plan.push(
+            name,
+            Action::UnlockDisk { disk: disk_var(d) },
+            "the filesystem is made: let udev see the disk again",
+        );
     }
     finish_filesystem(plan, d, fs_dev, ctx, false);
 }

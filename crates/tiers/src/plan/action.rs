@@ -241,14 +241,14 @@ impl Action {
 
 /// `nvme connect` as the executor runs it, and where the DH-HMAC-CHAP key goes when there is one.
 pub(super) fn describe_connect(target: &NvmeTcpTarget, secret_file: Option<&std::path::Path>) -> String {
-        let mut line = connect_command(target, secret_file).to_string();
-        if let (Some(file), Some(src)) = (secret_file, &target.dhchap_secret) {
-            line.push_str(&format!(
+    let mut line = connect_command(target, secret_file).to_string();
+    if let (Some(file), Some(src)) = (secret_file, &target.dhchap_secret) {
+        line.push_str(&format!(
                 "  # {} (mode 0600, removed right after) holds the host's DH-HMAC-CHAP key {} as libnvme's dhchap_key; nvme-cli 2.11 and later: nvme connect --config {} --output-format json",
                 file.display(),
                 src,
                 file.display()
             ));
-        }
-        line
+    }
+    line
 }

@@ -113,22 +113,22 @@ impl Resolve {
     /// The lookup as a reader would do it, binding its answer to `<bind>`.
     pub fn describe(&self, bind: &str) -> String {
         match self {
-        Resolve::Canonical { path } => {
-            format!("readlink -f {} -> <{bind}>", path.display())
-        }
-        Resolve::PmemNamespace { namespace } => {
-            format!("ndctl list -N -i: namespace {namespace} -> /dev/<blockdev> as <{bind}>")
-        }
-        Resolve::PartitionStart { disk, least_sectors } => format!(
-            "read /sys/class/block/<{disk}>/{{queue/optimal_io_size,queue/minimum_io_size,queue/logical_block_size,alignment_offset}}: first sector at or after {least_sectors}s (512-byte) that parted's align-check opt accepts -> <{bind}>"
-        ),
-        Resolve::NvmeNamespace { nqn, nsid } => format!(
-            "nvme list-subsys -o json; nvme list -o json: namespace{} of subsystem {nqn} -> <{bind}>",
-            nsid.map(|n| format!(" {n}")).unwrap_or_default()
-        ),
-        Resolve::Partition { disk, number } => {
-            format!("wait for partition {number} of <{disk}> to appear -> <{bind}>")
-        }
+            Resolve::Canonical { path } => {
+                format!("readlink -f {} -> <{bind}>", path.display())
+            }
+            Resolve::PmemNamespace { namespace } => {
+                format!("ndctl list -N -i: namespace {namespace} -> /dev/<blockdev> as <{bind}>")
+            }
+            Resolve::PartitionStart { disk, least_sectors } => format!(
+                "read /sys/class/block/<{disk}>/{{queue/optimal_io_size,queue/minimum_io_size,queue/logical_block_size,alignment_offset}}: first sector at or after {least_sectors}s (512-byte) that parted's align-check opt accepts -> <{bind}>"
+            ),
+            Resolve::NvmeNamespace { nqn, nsid } => format!(
+                "nvme list-subsys -o json; nvme list -o json: namespace{} of subsystem {nqn} -> <{bind}>",
+                nsid.map(|n| format!(" {n}")).unwrap_or_default()
+            ),
+            Resolve::Partition { disk, number } => {
+                format!("wait for partition {number} of <{disk}> to appear -> <{bind}>")
+            }
         }
     }
 }

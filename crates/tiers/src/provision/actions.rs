@@ -45,8 +45,7 @@ impl Executor<'_> {
         }
         // DAX has its own note above; any other option the kernel does not show was ignored
         // or is spelled differently in /proc/mounts: worth knowing before trusting a figure.
-        let unseen: Vec<&str> =
-            check.not_shown.iter().map(String::as_str).filter(|o| !o.starts_with("dax")).collect();
+        let unseen: Vec<&str> = check.not_shown.iter().map(String::as_str).filter(|o| !o.starts_with("dax")).collect();
         if !unseen.is_empty() {
             on_event(Event::Note(format!(
                 "{}: mount option(s) {} asked for but not shown in /proc/mounts (ignored, or spelled differently by the kernel)",
@@ -71,9 +70,11 @@ impl Executor<'_> {
     pub(super) fn make_dir(&mut self, path: &Path, mode: u32, remove_on_teardown: bool) -> Result<(), StepError> {
         if remove_on_teardown {
             if self.sys.file_kind(path) != FileKind::Missing {
-                return Err(
-                    format!("{} already exists; a run only uses a directory it created itself", path.display()).into()
-                );
+                return Err(format!(
+                    "{} already exists; a run only uses a directory it created itself",
+                    path.display()
+                )
+                .into());
             }
             self.record(Undo::RemoveDirAll { path: path.to_path_buf() }, "work directory")?;
             self.sys.create_dir_all(path, mode).map_err(|e| format!("mkdir {}: {e}", path.display()))?;
@@ -110,8 +111,7 @@ impl Executor<'_> {
         self.run_plain(n, CommandLine::new("blockdev").args(["--flushbufs", dev.as_str()]))?;
         if direct_io {
             let name = dev.trim_start_matches("/dev/");
-            let dio =
-                self.sys.read_to_string(&Path::new("/sys/block").join(name).join("loop/dio")).unwrap_or_default();
+            let dio = self.sys.read_to_string(&Path::new("/sys/block").join(name).join("loop/dio")).unwrap_or_default();
             if dio.trim() == "0" {
                 on_event(Event::Note(format!("{dev}: the kernel did not enable direct I/O on this loop device")));
             }
@@ -142,8 +142,10 @@ impl Executor<'_> {
             .write(&sys_dir.join("disksize"), &size.to_string())
             .map_err(|e| format!("set /sys/block/zram{id}/disksize: {e}"))?;
         let dev = format!("/dev/zram{id}");
-        wait_for(self.sys, Duration::from_secs(10), |s| matches!(s.file_kind(Path::new(&dev)), FileKind::BlockDevice { .. }))
-            .map_err(|_| format!("{dev} did not appear"))?;
+        wait_for(self.sys, Duration::from_secs(10), |s| {
+            matches!(s.file_kind(Path::new(&dev)), FileKind::BlockDevice { .. })
+        })
+        .map_err(|_| format!("{dev} did not appear"))?;
         self.bindings.insert(bind.to_string(), dev);
         Ok(())
     }
@@ -192,8 +194,8 @@ impl Executor<'_> {
         on_event: &mut dyn FnMut(Event),
     ) -> Result<(), StepError> {
         let list = self.ndctl_list(n)?;
-        let current =
-            ndctl::find(&list, namespace).ok_or_else(|| format!("ndctl list -N -i shows no namespace {namespace:?}"))?;
+        let current = ndctl::find(&list, namespace)
+            .ok_or_else(|| format!("ndctl list -N -i shows no namespace {namespace:?}"))?;
         if current.mode == ndctl::PmemMode::Fsdax && current.enabled && current.blockdev.is_some() {
             on_event(Event::Note(format!(
                 "{namespace} is in fsdax mode already ({}); not reconfigured",

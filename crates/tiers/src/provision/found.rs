@@ -53,9 +53,7 @@ impl Executor<'_> {
                 nvme::NqnMatch::Found(dev) => format!("{dev} is listed but is not a block device yet"),
                 nvme::NqnMatch::Ambiguous(candidates) => return self.settle_ambiguous(&candidates, nqn, &wanted),
                 nvme::NqnMatch::NotListed => "nvme list-subsys does not list it".to_string(),
-                nvme::NqnMatch::NoLiveController => {
-                    "it is listed, but none of its controllers is live".to_string()
-                }
+                nvme::NqnMatch::NoLiveController => "it is listed, but none of its controllers is live".to_string(),
                 nvme::NqnMatch::NoNamespace => format!("it is listed, but no namespace{wanted} belongs to it"),
             };
             if attempt >= 60 {
@@ -71,9 +69,7 @@ impl Executor<'_> {
     fn settle_ambiguous(&mut self, candidates: &[String], nqn: &str, wanted: &str) -> Result<String, StepError> {
         let mut sure = Vec::new();
         for c in candidates {
-            let attr = Path::new("/sys/class/block")
-                .join(safety::kernel_name(Path::new(c)))
-                .join("device/subsysnqn");
+            let attr = Path::new("/sys/class/block").join(safety::kernel_name(Path::new(c))).join("device/subsysnqn");
             if self.sys.read_to_string(&attr).is_ok_and(|v| v.trim() == nqn.trim()) {
                 sure.push(c.clone());
             }
@@ -114,9 +110,7 @@ impl Executor<'_> {
             matches!(s.file_kind(Path::new(&part)), FileKind::BlockDevice { .. })
         })
         .map_err(|_| {
-            format!(
-                "partition node {part} did not appear within 30 s (does this kernel support partition tables?)"
-            )
+            format!("partition node {part} did not appear within 30 s (does this kernel support partition tables?)")
         })?;
         Ok(part)
     }
@@ -149,7 +143,13 @@ impl Executor<'_> {
 
     /// Whether DAX is in effect on the mount `entry` at `target`: the mount option and a probe
     /// file's statx attribute must both say so; else why not.
-    fn dax_status(&mut self, target: &Path, entry: &journal::mounts::MountEntry, dax: DaxPolicy, emulated: bool) -> DaxStatus {
+    fn dax_status(
+        &mut self,
+        target: &Path,
+        entry: &journal::mounts::MountEntry,
+        dax: DaxPolicy,
+        emulated: bool,
+    ) -> DaxStatus {
         let in_opts = matches!(entry.option("dax"), Some("always") | Some(""));
         let mut status = DaxStatus {
             requested: dax,

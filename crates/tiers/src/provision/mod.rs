@@ -389,7 +389,9 @@ impl Executor<'_> {
             Action::StartDaemon { label, command, netns, log, ready_tcp } => {
                 self.start_daemon(n, step, label, command, netns, log, ready_tcp.as_ref())?
             }
-            Action::StartFuse { mountpoint, command, file, log } => self.start_fuse(n, step, mountpoint, command, file, log)?,
+            Action::StartFuse { mountpoint, command, file, log } => {
+                self.start_fuse(n, step, mountpoint, command, file, log)?
+            }
             Action::Resolve { what, bind } => {
                 let dev = self.resolve(n, what)?;
                 self.bindings.insert(bind.clone(), dev);
@@ -409,7 +411,9 @@ impl Executor<'_> {
                 self.sys.write(path, contents).map_err(|e| format!("write {}: {e}", path.display()))?;
             }
             Action::PmemReconfigure { namespace } => self.pmem_reconfigure(n, namespace, on_event)?,
-            Action::Mount { source, target, fstype, options } => self.mount(n, step, source, target, fstype, options)?,
+            Action::Mount { source, target, fstype, options } => {
+                self.mount(n, step, source, target, fstype, options)?
+            }
             Action::VerifyMount { target, requested, dax, emulated } => {
                 self.verify_and_keep_mount(target, requested, *dax, *emulated, on_event)?
             }
@@ -448,7 +452,6 @@ impl Executor<'_> {
         self.ndctl_cache = Some(list.clone());
         Ok(list)
     }
-
 }
 
 fn read_secret(src: &SecretSource) -> Result<String, String> {

@@ -201,7 +201,6 @@ pub async fn run(
     Ok(drive_report(cfg, (virtual_users, warehouses, ramp_up), result?, &stats, &shared, nurand))
 }
 
-
 /// Refuses arguments no run can use.
 fn check_arguments(cfg: &TpccConfig, virtual_users: u32, duration: Duration) -> Result<(), TpccError> {
     if virtual_users == 0 {
@@ -593,4 +592,3 @@ struct VuContext {
 
 // ---------------------------------------------------------------------------------------
 // Client-side SQL: tokio-postgres, virtual users as tasks on a few single-threaded runtimes.
-

@@ -281,7 +281,10 @@ pub(super) async fn client_side_virtual_user(ctx: VuContext, pool: Pool, vu: usi
     stats
 }
 
-pub(super) async fn pooled_connection(pool: &Pool, ctx: &VuContext) -> Result<(deadpool_postgres::Object, Prepared), String> {
+pub(super) async fn pooled_connection(
+    pool: &Pool,
+    ctx: &VuContext,
+) -> Result<(deadpool_postgres::Object, Prepared), String> {
     let obj = pool.get().await.map_err(|e| format!("connect: {e}"))?;
     let prepared = Prepared::for_mode(&obj, ctx.mode, ctx.side)
         .await

@@ -310,14 +310,8 @@ pub(super) async fn client_payment(tx: &Transaction<'_>, p: &Prepared, pay: &Pay
     };
     let h_data = format!("{w_name}    {d_name}");
     try_join(
-        tx.query_one(
-            &s[P_CUSTOMER],
-            &[&pay.c_w_id, &pay.c_d_id, &c_id, &pay.amount_cents, &pay.d_id, &pay.w_id],
-        ),
-        tx.execute(
-            &s[P_HISTORY],
-            &[&c_id, &pay.c_d_id, &pay.c_w_id, &pay.d_id, &pay.w_id, &pay.amount_cents, &h_data],
-        ),
+        tx.query_one(&s[P_CUSTOMER], &[&pay.c_w_id, &pay.c_d_id, &c_id, &pay.amount_cents, &pay.d_id, &pay.w_id]),
+        tx.execute(&s[P_HISTORY], &[&c_id, &pay.c_d_id, &pay.c_w_id, &pay.d_id, &pay.w_id, &pay.amount_cents, &h_data]),
     )
     .await?;
     Ok(None)

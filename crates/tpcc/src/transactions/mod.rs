@@ -60,7 +60,6 @@ const SERVER: [(&str, &[Type]); 5] = [
     ("SELECT tpcc_stock_level($1, $2, $3)", &[I4, I4, I4]),
 ];
 
-
 /// The statements one connection needs, prepared on it.
 pub struct Prepared {
     side: Side,
@@ -285,4 +284,3 @@ pub(crate) fn execute_wire(
         Err(e) => Err(e),
     }
 }
-

@@ -33,12 +33,10 @@ const CONNECT_27: &str = include_str!("../../../tests/fixtures/nvme/nvme-connect
 const DISCONNECT_V1: &str = include_str!("../../../tests/fixtures/nvme/nvme-disconnect-n.v1.commit-f4806f68.txt");
 const DISCOVER_JSON: &str = include_str!("../../../tests/fixtures/nvme/nvme-discover-o-json.tcp.nvme-cli-pr940.json");
 const LOCAL_LIST_EMPTY: &str = include_str!("../../../tests/fixtures/local/nvme-list-json.no-nvme-module.txt");
-const LOCAL_SUBSYS_EMPTY: &str =
-    include_str!("../../../tests/fixtures/local/nvme-list-subsys-json.no-nvme-module.txt");
+const LOCAL_SUBSYS_EMPTY: &str = include_str!("../../../tests/fixtures/local/nvme-list-subsys-json.no-nvme-module.txt");
 const LOCAL_ID_CTRL_EMPTY: &str = include_str!("../../../tests/fixtures/local/nvme-id-ctrl-json.no-device.txt");
 const LOCAL_CONNECT_EMPTY: &str = include_str!("../../../tests/fixtures/local/nvme-connect-tcp.no-nvme-module.txt");
-const LOCAL_DISCONNECT_EMPTY: &str =
-    include_str!("../../../tests/fixtures/local/nvme-disconnect-n.no-nvme-module.txt");
+const LOCAL_DISCONNECT_EMPTY: &str = include_str!("../../../tests/fixtures/local/nvme-disconnect-n.no-nvme-module.txt");
 
 const VERSION_1_16: &str = include_str!("../../../tests/fixtures/nvme/nvme-version.v1.16.txt");
 const VERSION_2_16: &str = include_str!("../../../tests/fixtures/nvme/nvme-version.v2.16.txt");
@@ -558,10 +556,7 @@ fn disconnect_counts() {
     assert_eq!(disconnected_count("NQN:nqn.2014-08.org.nvmexpress:uuid:1 disconnected 2 controller(s)\n"), Some(2));
     assert_eq!(disconnected_count("NQN:a disconnected 0 controller(s)\n"), Some(0));
     assert_eq!(disconnected_count("disconnected 3 controller(s)\n"), Some(3));
-    assert_eq!(
-        disconnected_count("NQN:a disconnected 1 controller(s)\nNQN:b disconnected 2 controller(s)\n"),
-        Some(3)
-    );
+    assert_eq!(disconnected_count("NQN:a disconnected 1 controller(s)\nNQN:b disconnected 2 controller(s)\n"), Some(3));
     assert_eq!(disconnected_count(LOCAL_DISCONNECT_EMPTY), None);
     assert_eq!(disconnected_count("something else\n"), None);
 }

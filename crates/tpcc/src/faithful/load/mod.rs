@@ -129,8 +129,17 @@ pub(crate) async fn create_schema_and_load(
     let analyze_seconds = analyze_start.elapsed().as_secs_f64();
 
     progress(report(LoadPhase::Done, done, rows_total, "loaded".into()));
-    let phases = PhaseSeconds { schema: schema_seconds, copy: copy_seconds, index: index_seconds, analyze: analyze_seconds };
-    load_report(&admin, (total, workers), start, (rows_per_table, rows_total), phases, NurandConstants { c_last: HAMMERDB_C_LAST, c_id: 0, ol_i_id: 0 }).await
+    let phases =
+        PhaseSeconds { schema: schema_seconds, copy: copy_seconds, index: index_seconds, analyze: analyze_seconds };
+    load_report(
+        &admin,
+        (total, workers),
+        start,
+        (rows_per_table, rows_total),
+        phases,
+        NurandConstants { c_last: HAMMERDB_C_LAST, c_id: 0, ol_i_id: 0 },
+    )
+    .await
 }
 
 /// The rows, as HammerDB's build does them: `workers` connections each loading a contiguous run
@@ -339,7 +348,6 @@ async fn load_stock(client: &Client, g: &mut Gen, w_id: i32, stop: &AtomicBool) 
     })
     .await?;
     Ok(n)
-
 }
 
 /// CUSTOMER and HISTORY of warehouse `w_id`, a batch of customers at a time.
@@ -356,12 +364,13 @@ async fn load_customers(client: &Client, g: &mut Gen, w_id: i32, stop: &AtomicBo
             }
             cw.trailer();
             hw.trailer();
-            customers += copy_chunks(client, copy_sql::CUSTOMER, &copy_context("customer", w_id), stop, once(cw.take())).await?;
-            history += copy_chunks(client, copy_sql::HISTORY, &copy_context("history", w_id), stop, once(hw.take())).await?;
+            customers +=
+                copy_chunks(client, copy_sql::CUSTOMER, &copy_context("customer", w_id), stop, once(cw.take())).await?;
+            history +=
+                copy_chunks(client, copy_sql::HISTORY, &copy_context("history", w_id), stop, once(hw.take())).await?;
         }
     }
     Ok((customers, history))
-
 }
 
 /// ORDERS, NEW_ORDER (the undelivered ones) and ORDER_LINE of warehouse `w_id`.
@@ -380,12 +389,16 @@ async fn load_orders(client: &Client, g: &mut Gen, w_id: i32, stop: &AtomicBool)
             ow.trailer();
             nw.trailer();
             lw.trailer();
-            orders += copy_chunks(client, copy_sql::ORDERS, &copy_context("orders", w_id), stop, once(ow.take())).await?;
+            orders +=
+                copy_chunks(client, copy_sql::ORDERS, &copy_context("orders", w_id), stop, once(ow.take())).await?;
             if last > LAST_DELIVERED {
                 new_orders +=
-                    copy_chunks(client, copy_sql::NEW_ORDER, &copy_context("new_order", w_id), stop, once(nw.take())).await?;
+                    copy_chunks(client, copy_sql::NEW_ORDER, &copy_context("new_order", w_id), stop, once(nw.take()))
+                        .await?;
             }
-            lines += copy_chunks(client, copy_sql::ORDER_LINE, &copy_context("order_line", w_id), stop, once(lw.take())).await?;
+            lines +=
+                copy_chunks(client, copy_sql::ORDER_LINE, &copy_context("order_line", w_id), stop, once(lw.take()))
+                    .await?;
         }
     }
     Ok((orders, new_orders, lines))
