@@ -81,6 +81,8 @@ fn run(args: &PrecisionArgs, out: &Path) -> Result<String> {
     let mut rows: Vec<Row> = Vec::new();
     let mut profiles: Vec<SliceProfile> = Vec::new();
     let mut plan: Vec<(&'static str, u32)> = Vec::new();
+    // A failed trial (a full disk, a crashed server) is said and left out; the campaign goes on.
+    let mut failed: Vec<String> = Vec::new();
     for t in 1..=args.trials.max(args.aa_trials) {
         if t <= args.trials {
             plan.push(("seed000-tpcb", t));
@@ -113,18 +115,28 @@ fn run(args: &PrecisionArgs, out: &Path) -> Result<String> {
                 .status()
                 .context("run compare")?;
             let wall = t0.elapsed().as_secs_f64();
-            if !status.success() {
-                bail!("compare for {experiment} ({design}) failed; see {}", dir.with_extension("log").display());
+            if status.success() {
+                rows.extend(read_rows(&dir, experiment, design, *trial, wall)?);
+                if design.starts_with("slices") {
+                    profiles.extend(slice_profiles(&dir, experiment, design)?);
+                }
+            } else {
+                let why = format!(
+                    "{experiment} trial {trial}, design {design}: compare failed (exit {}); see {}",
+                    status.code().map_or("by a signal".to_string(), |c| c.to_string()),
+                    dir.with_extension("log").display()
+                );
+                eprintln!("[bench precision] {why}; left out, going on");
+                failed.push(why);
             }
-            rows.extend(read_rows(&dir, experiment, design, *trial, wall)?);
-            if design.starts_with("slices") {
-                profiles.extend(slice_profiles(&dir, experiment, design)?);
-            }
-            let text = render(args, &rows, &profiles, started.elapsed().as_secs_f64());
+            let text = render(args, &rows, &profiles, &failed, started.elapsed().as_secs_f64());
             std::fs::write(out.join("precision.md"), text)?;
         }
     }
-    Ok(render(args, &rows, &profiles, started.elapsed().as_secs_f64()))
+    if rows.is_empty() && !failed.is_empty() {
+        bail!("every trial failed: {}", failed.join("; "));
+    }
+    Ok(render(args, &rows, &profiles, &failed, started.elapsed().as_secs_f64()))
 }
 
 fn slice_profiles(dir: &Path, experiment: &'static str, design: &str) -> Result<Vec<SliceProfile>> {
@@ -356,7 +368,7 @@ min_wal_size = "80MB"
 
 /// The figures: per design, the mean half-width, the half-width per minute of machine time
 /// (half-width x sqrt(minutes): a design twice as long halves the variance), the A/A verdicts.
-fn render(args: &PrecisionArgs, rows: &[Row], profiles: &[SliceProfile], elapsed: f64) -> String {
+fn render(args: &PrecisionArgs, rows: &[Row], profiles: &[SliceProfile], failed: &[String], elapsed: f64) -> String {
     let mut s = String::new();
     s.push_str(&format!(
         "# Precision benchmark\n\n`cargo xtask bench precision --trials {} --aa-trials {} --designs {} --budget {}` ({:.0} s so far)\n\n",
@@ -366,6 +378,13 @@ fn render(args: &PrecisionArgs, rows: &[Row], profiles: &[SliceProfile], elapsed
         args.budget,
         elapsed
     ));
+    if !failed.is_empty() {
+        s.push_str(&format!("Trials that failed and are left out of the figures ({}):\n\n", failed.len()));
+        for f in failed {
+            s.push_str(&format!("- {f}\n"));
+        }
+        s.push('\n');
+    }
     s.push_str("| experiment | design | deltas | mean half-width | median wall time | half-width x sqrt(minutes) | real change / equivalent / inconclusive |\n|---|---|---:|---:|---:|---:|---|\n");
     for experiment in ["seed000-tpcb", "aa"] {
         for design in &args.designs {
@@ -420,4 +439,19 @@ fn render(args: &PrecisionArgs, rows: &[Row], profiles: &[SliceProfile], elapsed
         ));
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failed_trials_are_listed_and_left_out() {
+        let args = PrecisionArgs { trials: 0, aa_trials: 2, designs: vec!["slices:2s".into()], budget: "180s".into() };
+        let failed = vec!["aa trial 2, design slices:2s: compare failed (exit 1); see x.log".to_string()];
+        let text = render(&args, &[], &[], &failed, 10.0);
+        assert!(text.contains("Trials that failed and are left out of the figures (1):"), "{text}");
+        assert!(text.contains("- aa trial 2, design slices:2s: compare failed (exit 1)"), "{text}");
+        assert!(!render(&args, &[], &[], &[], 10.0).contains("Trials that failed"));
+    }
 }
