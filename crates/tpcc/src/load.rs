@@ -56,14 +56,7 @@ pub async fn create_schema_and_load(
     }
     let start = Instant::now();
     let total = cfg.warehouses;
-    let report = |phase, done, rows, detail: String| LoadProgress {
-        phase,
-        warehouses_done: done,
-        warehouses_total: total,
-        rows,
-        elapsed_seconds: start.elapsed().as_secs_f64(),
-        detail,
-    };
+    let report = progress_event(start, total);
 
     let admin = conn.connect("pgtier-tpcc-load").await?;
     let mut rng = Rng::from_entropy(u64::from(total));
@@ -175,6 +168,19 @@ async fn index_and_analyze(
     let analyze_seconds = analyze_start.elapsed().as_secs_f64();
 
     Ok((index_seconds, analyze_seconds))
+}
+
+/// A load's progress events: `(phase, warehouses done, rows, detail)` for a load of `total`
+/// warehouses that began at `start`; both loaders report through it.
+pub(crate) fn progress_event(start: Instant, total: u32) -> impl Fn(LoadPhase, u32, u64, String) -> LoadProgress {
+    move |phase, done, rows, detail| LoadProgress {
+        phase,
+        warehouses_done: done,
+        warehouses_total: total,
+        rows,
+        elapsed_seconds: start.elapsed().as_secs_f64(),
+        detail,
+    }
 }
 
 pub(crate) fn check(cancel: &AtomicBool) -> Result<(), TpccError> {

@@ -31,7 +31,7 @@ use tokio_postgres::Client;
 
 use crate::copy::CopyWriter;
 use crate::generate::{CUSTOMERS, DISTRICTS, ITEMS, ORDERS, Table};
-use crate::load::{Event, PhaseSeconds, check, join_all, load_report, tally_copies};
+use crate::load::{Event, PhaseSeconds, check, join_all, load_report, progress_event, tally_copies};
 use crate::random::{A_C_LAST, NurandConstants, Rng, last_name_into};
 use crate::{ConnectSpec, LoadPhase, LoadProgress, LoadReport, TpccConfig, TpccError};
 
@@ -81,14 +81,7 @@ pub(crate) async fn create_schema_and_load(
 ) -> Result<LoadReport, TpccError> {
     let start = Instant::now();
     let total = cfg.warehouses;
-    let report = |phase, done, rows, detail: String| LoadProgress {
-        phase,
-        warehouses_done: done,
-        warehouses_total: total,
-        rows,
-        elapsed_seconds: start.elapsed().as_secs_f64(),
-        detail,
-    };
+    let report = progress_event(start, total);
 
     let admin = conn.connect("pgtier-tpcc-load").await?;
     admin.batch_execute(CREATE_TABLES).await.map_err(|e| TpccError::sql("create HammerDB's TPC-C tables", e))?;
