@@ -216,8 +216,8 @@ impl Server {
         Server::start_listening(install, user, journal, data_dir, socket_dir, port, cgroup, log, None).await
     }
 
-    /// [`Server::start`], for a server that also listens on `listen` (the address facing a
-    /// client host, [`write_client_access`]); then the benchmark role gets `password`, set over
+    /// [`Server::start`], for a server that, with a client host, also listens on the address
+    /// facing it ([`write_client_access`]); then the benchmark role gets the run's password, set over
     /// the private socket as a SCRAM verifier (the password itself reaches no log).
     #[allow(clippy::too_many_arguments)] // each argument is a distinct fact of the server
     pub async fn start_for_client(
@@ -231,13 +231,12 @@ impl Server {
         log: &Path,
         client: Option<&crate::env::RemoteClient>,
     ) -> Result<Server, RunnerError> {
-        let Some(client) = client else {
-            return Server::start(install, user, journal, data_dir, socket_dir, port, cgroup, log).await;
-        };
-        let listen = Some(client.server_address);
+        let listen = client.map(|c| c.server_address);
         let server =
             Server::start_listening(install, user, journal, data_dir, socket_dir, port, cgroup, log, listen).await?;
-        if let Err(e) = server.set_password(&client.password).await {
+        if let Some(client) = client
+            && let Err(e) = server.set_password(&client.password).await
+        {
             let _ = server.stop(journal).await;
             return Err(e);
         }
