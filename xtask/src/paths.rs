@@ -7,9 +7,13 @@ pub fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the repository").to_path_buf()
 }
 
-/// Settings profiles live in `configs/`.
+/// Settings profiles live in `configs/`, or in `$PGTIER_CONFIGS_DIR` (set when a controller
+/// runs this binary on another host, where it shipped the profiles).
 pub fn configs_dir() -> PathBuf {
-    repo_root().join("configs")
+    match std::env::var_os("PGTIER_CONFIGS_DIR") {
+        Some(d) => PathBuf::from(d),
+        None => repo_root().join("configs"),
+    }
 }
 
 /// Run records and work directories: `$PGTIER_STATE_DIR`, default `/var/lib/pgtier`.

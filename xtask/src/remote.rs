@@ -22,6 +22,10 @@ use runner::env::{ClientTransport, Password, RemoteClient};
 /// How long an ssh command may take before it is killed (opening the master included).
 const SSH_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// How long copying pgtier's binary to a host may take (tens of MB).
+#[allow(dead_code)]
+const SHIP_TIMEOUT: Duration = Duration::from_secs(300);
+
 /// One host as ssh reaches it.
 #[derive(Clone, Debug)]
 pub struct SshHost {
@@ -171,6 +175,83 @@ impl SshHost {
             .run_with_input(contents, Some(SSH_TIMEOUT))
             .with_context(|| format!("write {path} on host {}", self.name))?;
         Ok(())
+    }
+}
+
+/// pgtier's own binary and its settings profiles on a host, for the steps that run there.
+#[derive(Clone, Debug)]
+#[allow(dead_code)] // used by the server and client roles that follow
+pub struct Shipped {
+    /// The binary (this very executable), mode 0700 in the run's directory on the host.
+    pub bin: String,
+    /// `configs/` unpacked there (`$PGTIER_CONFIGS_DIR` of the commands that run the binary).
+    pub configs: String,
+    /// What the binary answered to `--version` on the host.
+    pub version: String,
+}
+
+#[allow(dead_code)]
+impl Shipped {
+    /// The words that run the shipped binary on the host with `args`, its state directory
+    /// `state_dir` there, its profiles and the controller's revision in its environment.
+    pub fn words(&self, state_dir: &str, revision: Option<&str>, args: &[String]) -> Vec<String> {
+        let mut w: Vec<String> =
+            vec!["env".into(), format!("PGTIER_STATE_DIR={state_dir}"), format!("PGTIER_CONFIGS_DIR={}", self.configs)];
+        if let Some(r) = revision {
+            w.push(format!("PGTIER_REVISION={r}"));
+        }
+        w.push(self.bin.clone());
+        w.extend(args.iter().cloned());
+        w
+    }
+}
+
+impl SshHost {
+    /// Copies this executable and `configs/` into the run's directory on the host (over ssh's
+    /// stdin: no scp, no port) and checks that the binary starts there. The host must be able
+    /// to run it: the same architecture and a C library at least as new as this machine's.
+    #[allow(dead_code)]
+    pub fn ship_pgtier(&self) -> Result<Shipped> {
+        let exe = std::env::current_exe().context("find pgtier's own executable")?;
+        let bytes = std::fs::read(&exe).with_context(|| format!("read {}", exe.display()))?;
+        let bin = format!("{}/pgtier", self.work_dir);
+        let words: Vec<String> = ["sh", "-c", r#"umask 077 && cat > "$1" && chmod 700 "$1""#, "sh", &bin]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        self.command(&words)
+            .run_with_input(&bytes, Some(SHIP_TIMEOUT))
+            .with_context(|| format!("copy {} to {bin} on host {}", exe.display(), self.name))?;
+        let configs_dir = crate::paths::configs_dir();
+        let tar = std::process::Command::new("tar")
+            .arg("-C")
+            .arg(&configs_dir)
+            .args(["-cf", "-", "."])
+            .output()
+            .with_context(|| format!("pack {}", configs_dir.display()))?;
+        if !tar.status.success() {
+            bail!("pack {}: {}", configs_dir.display(), String::from_utf8_lossy(&tar.stderr).trim());
+        }
+        let configs = format!("{}/configs", self.work_dir);
+        let words: Vec<String> = ["sh", "-c", r#"mkdir -m 700 -- "$1" && tar -C "$1" -xf -"#, "sh", &configs]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        self.command(&words)
+            .run_with_input(&tar.stdout, Some(SHIP_TIMEOUT))
+            .with_context(|| format!("unpack configs/ into {configs} on host {}", self.name))?;
+        let version = self
+            .run(&[bin.clone(), "--version".into()])
+            .with_context(|| {
+                format!(
+                    "start pgtier's binary on host {} ({bin}): the host needs this machine's architecture and a C library at least as new",
+                    self.name
+                )
+            })?
+            .stdout
+            .trim()
+            .to_string();
+        Ok(Shipped { bin, configs, version })
     }
 }
 

@@ -145,7 +145,12 @@ fn postgres_info(exp: &Experiment, pre: &Preflight) -> PostgresInfo {
     }
 }
 
-fn git_commit() -> Option<String> {
+/// The repository's commit; on another host, the controller's (`$PGTIER_REVISION`, set when it
+/// runs its shipped binary there, which has no repository).
+pub fn git_commit() -> Option<String> {
+    if let Ok(r) = std::env::var("PGTIER_REVISION") {
+        return Some(r);
+    }
     journal::CommandLine::new("git")
         .args(["-C", &paths::repo_root().display().to_string(), "rev-parse", "--short", "HEAD"])
         .output(Some(std::time::Duration::from_secs(5)))
