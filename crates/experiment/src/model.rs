@@ -206,6 +206,17 @@ impl Experiment {
         self.hosts.iter().find(|h| h.roles.contains(&HostRole::Client))
     }
 
+    /// The hosts that run the matrix (a fleet when there are several); none: this machine.
+    pub fn server_hosts(&self) -> Vec<&Host> {
+        self.hosts.iter().filter(|h| h.roles.contains(&HostRole::Server)).collect()
+    }
+
+    /// The experiment as server host `name` runs it: the server hosts are left out (the host is
+    /// this machine there), the client host stays.
+    pub fn as_server_host(&mut self) {
+        self.hosts.retain(|h| !h.roles.contains(&HostRole::Server));
+    }
+
     pub fn device(&self, name: &str) -> Option<&DeviceSpec> {
         self.devices.iter().find(|d| d.name == name)
     }
@@ -343,6 +354,10 @@ pub struct Claim {
 pub enum HostRole {
     /// Runs the benchmark client (pgbench), which reaches the server over TCP.
     Client,
+    /// Holds the devices and runs PostgreSQL: the whole matrix runs there, driven by a copy of
+    /// pgtier the controller ships to it. Several server hosts are a fleet: each runs the same
+    /// matrix, and one report compares them.
+    Server,
 }
 
 /// Another machine of the experiment, reached over OpenSSH with strict host-key checking.
@@ -358,6 +373,9 @@ pub struct Host {
     /// None: OpenSSH's default user file, `~/.ssh/known_hosts`.
     pub known_hosts: Option<PathBuf>,
     pub roles: Vec<HostRole>,
+    /// pgtier's state directory on a server host (default `/var/lib/pgtier`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state_dir: Option<PathBuf>,
     #[serde(skip)]
     pub origin: Origin,
 }

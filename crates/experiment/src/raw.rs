@@ -57,9 +57,13 @@ pub struct RawHost {
     /// The known_hosts file holding the host's key (default `~/.ssh/known_hosts`).
     #[serde(default)]
     pub known_hosts: Option<Spanned<String>>,
-    /// What the host does: `client` (runs the benchmark client); `server` and `target` are not
-    /// built yet.
+    /// What the host does: `client` (runs the benchmark client), `server` (its devices and
+    /// PostgreSQL: the matrix runs there); `target` is not built yet.
     pub roles: Spanned<Vec<Spanned<String>>>,
+    /// pgtier's state directory on the host (run records, work directories; default
+    /// `/var/lib/pgtier`), for a server host.
+    #[serde(default)]
+    pub state_dir: Option<Spanned<String>>,
 }
 
 /// A figure the study published (`[[claim]]`): which cell, which metric, the figure.

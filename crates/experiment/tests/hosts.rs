@@ -110,13 +110,12 @@ fn a_client_host_resolves_with_defaults() {
 
 #[test]
 fn roles_not_built_yet_are_refused_with_file_line_and_key() {
-    let text = with_host(&HOST.replace("roles = [\"client\"]", "roles = [\"server\", \"target\", \"printer\"]"));
+    let text = with_host(&HOST.replace("roles = [\"client\"]", "roles = [\"target\", \"printer\"]"));
     let errs = errors(&text);
     let roles: Vec<_> = errs.0.iter().filter(|e| e.key.as_deref() == Some("host[loadgen].roles")).collect();
-    assert_eq!(roles.len(), 3, "{errs}");
-    assert!(roles[0].message.contains("\"server\" role is not implemented yet"), "{errs}");
-    assert!(roles[1].message.contains("\"target\" role is not implemented yet"), "{errs}");
-    assert!(roles[2].message.contains("unknown role \"printer\""), "{errs}");
+    assert_eq!(roles.len(), 2, "{errs}");
+    assert!(roles[0].message.contains("\"target\" role is not implemented yet"), "{errs}");
+    assert!(roles[1].message.contains("unknown role \"printer\""), "{errs}");
     for e in &roles {
         assert_eq!(e.line, Some(line_of(&text, "roles = [")));
         assert_eq!(e.file, Path::new("/exp/dir/exp.toml"));
@@ -170,4 +169,70 @@ fn one_client_host_and_no_tpcc_on_it() {
     let tpcc = errs.0.iter().find(|e| e.key.as_deref() == Some("workload[rw].kind")).expect("tpcc refused");
     assert!(tpcc.message.contains("TPC-C workload cannot run on a client host yet"), "{tpcc}");
     assert_eq!(tpcc.line, Some(line_of(&text, "kind = \"tpcc\"")));
+}
+
+const SERVERS: &str = r#"
+[[host]]
+name = "db1"
+address = "192.0.2.11"
+known_hosts = "keys/known_hosts"
+state_dir = "/srv/pgtier"
+roles = ["server"]
+
+[[host]]
+name = "db2"
+address = "192.0.2.12"
+roles = ["server"]
+"#;
+
+#[test]
+fn server_hosts_make_a_fleet() {
+    let e = parse(Path::new("/exp/dir/exp.toml"), &with_host(SERVERS), &opts()).unwrap();
+    let servers = e.server_hosts();
+    assert_eq!(servers.iter().map(|h| h.name.as_str()).collect::<Vec<_>>(), ["db1", "db2"]);
+    assert_eq!(servers[0].roles, vec![HostRole::Server]);
+    assert_eq!(servers[0].state_dir.as_deref(), Some(Path::new("/srv/pgtier")));
+    assert_eq!(servers[1].state_dir, None, "the host's default, /var/lib/pgtier");
+    // Read on the controller: relative to the experiment file, as for a client host.
+    assert_eq!(servers[0].known_hosts.as_deref(), Some(Path::new("/exp/dir/keys/known_hosts")));
+    assert!(e.client_host().is_none());
+    let mut on_host = e.clone();
+    on_host.as_server_host();
+    assert!(on_host.hosts.is_empty(), "a server host runs the matrix as this machine");
+}
+
+#[test]
+fn a_fleet_cannot_share_a_client_host_and_its_files_are_read_on_the_server() {
+    let text = with_host(&format!("{SERVERS}{HOST}"));
+    let errs = errors(&text);
+    let shared = errs.0.iter().find(|e| e.key.as_deref() == Some("host[loadgen].roles")).expect("refused");
+    assert!(shared.message.contains("a client host with 2 server hosts"), "{errs}");
+    let rel = errs.0.iter().find(|e| e.key.as_deref() == Some("host[loadgen].identity_file")).expect("refused");
+    assert!(rel.message.contains("read on the server host"), "{errs}");
+    assert_eq!(rel.line, Some(line_of(&text, "identity_file = \"keys/id_ed25519\"")));
+    // One server host and an absolute client identity: the server drives the client.
+    let one = with_host(&format!(
+        "{}{}",
+        SERVERS.split("\n[[host]]\nname = \"db2\"").next().unwrap(),
+        HOST.replace("keys/id_ed25519", "/etc/pgtier/id_ed25519")
+    ));
+    let e = parse(Path::new("/exp/dir/exp.toml"), &one, &opts()).unwrap();
+    assert_eq!(e.server_hosts().len(), 1);
+    assert_eq!(e.client_host().unwrap().name, "loadgen");
+}
+
+#[test]
+fn a_host_is_client_or_server_and_only_a_server_has_a_state_dir() {
+    let text = with_host(
+        &HOST.replace("roles = [\"client\"]", "roles = [\"client\", \"server\"]\nstate_dir = \"relative/dir\""),
+    );
+    let errs = errors(&text);
+    let msgs: Vec<String> = errs.0.iter().map(|e| e.message.clone()).collect();
+    assert!(msgs.iter().any(|m| m.contains("cannot be both client and server")), "{errs}");
+    assert!(msgs.iter().any(|m| m.contains("give an absolute path on the host")), "{errs}");
+    let text = with_host(&HOST.replace("roles = [\"client\"]", "roles = [\"client\"]\nstate_dir = \"/srv/x\""));
+    let errs = errors(&text);
+    let e = errs.0.iter().find(|e| e.key.as_deref() == Some("host[loadgen].state_dir")).expect("refused");
+    assert!(e.message.contains("state_dir is for a server host"), "{errs}");
+    assert_eq!(e.line, Some(line_of(&text, "state_dir")));
 }

@@ -1,6 +1,6 @@
-//! `[[host]]`: other machines of the experiment, reached over OpenSSH. In this version a host can
-//! only be the benchmark client (`roles = ["client"]`); the server and storage-target roles are
-//! refused as not built yet.
+//! `[[host]]`: other machines of the experiment, reached over OpenSSH: the benchmark client
+//! (`roles = ["client"]`) and the servers (`roles = ["server"]`: the matrix runs there; several
+//! are a fleet). The storage-target role is refused as not built yet.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -36,6 +36,7 @@ impl Validator<'_> {
                 ),
             );
         }
+        self.fleet_rules(raw, &hosts);
         if !clients.is_empty() {
             for (w, spec) in raw.workload.iter().zip(workloads) {
                 if matches!(spec.kind, WorkloadKind::Tpcc(_)) {
@@ -75,30 +76,11 @@ impl Validator<'_> {
         let port = self.host_port(r.port.as_ref(), &key("port"));
         let identity_file = r.identity_file.as_ref().map(|f| self.host_path(f, &key("identity_file")));
         let known_hosts = r.known_hosts.as_ref().map(|f| self.host_path(f, &key("known_hosts")));
-        let mut roles = Vec::new();
-        if r.roles.get_ref().is_empty() {
-            self.err(span(&r.roles), key("roles"), "a host needs a role: roles = [\"client\"]");
-        }
-        for role in r.roles.get_ref() {
-            match role.get_ref().as_str() {
-                "client" if roles.contains(&HostRole::Client) => {
-                    self.err(span(role), key("roles"), "\"client\" is listed twice; list it once");
-                }
-                "client" => roles.push(HostRole::Client),
-                w @ ("server" | "target") => self.err(
-                    span(role),
-                    key("roles"),
-                    format!(
-                        "the {w:?} role is not implemented yet (only \"client\" is): run the {} on this machine by leaving the role out",
-                        if w == "server" { "server" } else { "storage target" }
-                    ),
-                ),
-                other => self.err(
-                    span(role),
-                    key("roles"),
-                    format!("unknown role {other:?}: a host's roles are \"client\" (\"server\" and \"target\" are not implemented yet)"),
-                ),
-            }
+        let roles = self.host_roles(&r.roles, &key("roles"));
+        let state_dir = r.state_dir.as_ref().map(|d| self.host_state_dir(d, &key("state_dir")));
+        if state_dir.is_some() && !roles.contains(&HostRole::Server) {
+            let d = r.state_dir.as_ref().expect("checked");
+            self.err(span(d), key("state_dir"), "state_dir is for a server host (roles = [\"server\"]); leave it out");
         }
         Some(Host {
             name: n.clone(),
@@ -108,8 +90,98 @@ impl Validator<'_> {
             identity_file,
             known_hosts,
             roles,
+            state_dir,
             origin: self.origin(span(&r.name), key("name")),
         })
+    }
+
+    fn host_roles(&mut self, raw: &Spanned<Vec<Spanned<String>>>, key: &str) -> Vec<HostRole> {
+        let mut roles = Vec::new();
+        if raw.get_ref().is_empty() {
+            self.err(span(raw), key, "a host needs a role: roles = [\"client\"] or [\"server\"]");
+        }
+        for role in raw.get_ref() {
+            let r = match role.get_ref().as_str() {
+                "client" => HostRole::Client,
+                "server" => HostRole::Server,
+                "target" => {
+                    self.err(
+                        span(role),
+                        key,
+                        "the \"target\" role is not implemented yet: serve the NVMe/TCP volumes from outside pgtier and name them in [[device]]",
+                    );
+                    continue;
+                }
+                other => {
+                    self.err(
+                        span(role),
+                        key,
+                        format!("unknown role {other:?}: a host's roles are \"client\" and \"server\""),
+                    );
+                    continue;
+                }
+            };
+            if roles.contains(&r) {
+                self.err(span(role), key, format!("{:?} is listed twice; list it once", role.get_ref()));
+            } else {
+                roles.push(r);
+            }
+        }
+        if roles.len() > 1 {
+            self.err(
+                span(raw),
+                key,
+                "one host cannot be both client and server: the client runs on the server when no host has the client role",
+            );
+        }
+        roles
+    }
+
+    /// A server host's state directory: an absolute path (it is on the host).
+    fn host_state_dir(&mut self, d: &Spanned<String>, key: &str) -> PathBuf {
+        let s = d.get_ref();
+        if !s.starts_with('/') || s.chars().any(|c| c.is_control()) || s.split('/').any(|c| c == "..") {
+            self.err(span(d), key, format!("{s:?}: give an absolute path on the host without '..', such as \"/var/lib/pgtier\""));
+        }
+        PathBuf::from(s)
+    }
+
+    /// With server hosts, the rest of the experiment runs there: a client host is driven from
+    /// its one server (so a fleet cannot share one), and its files are read on that server,
+    /// so they must be absolute paths.
+    fn fleet_rules(&mut self, raw: &RawFile, hosts: &[Host]) {
+        let servers = hosts.iter().filter(|h| h.roles.contains(&HostRole::Server)).count();
+        if servers == 0 {
+            return;
+        }
+        for h in &raw.host {
+            let r = h.get_ref();
+            if !r.roles.get_ref().iter().any(|x| x.get_ref() == "client") {
+                continue;
+            }
+            let n = r.name.get_ref();
+            if servers > 1 {
+                self.err(
+                    span(&r.roles),
+                    format!("host[{n}].roles"),
+                    format!(
+                        "a client host with {servers} server hosts: the client host is driven from its server, and a fleet's servers would share it (their runs would disturb each other); leave the client role out (pgbench runs on each server) or keep one server host"
+                    ),
+                );
+            }
+            for (k, f) in [("identity_file", &r.identity_file), ("known_hosts", &r.known_hosts)] {
+                if let Some(f) = f.as_ref().filter(|f| !f.get_ref().starts_with('/')) {
+                    self.err(
+                        span(f),
+                        format!("host[{n}].{k}"),
+                        format!(
+                            "{:?}: with a server host this file is read on the server host, which drives the client: give its absolute path there",
+                            f.get_ref()
+                        ),
+                    );
+                }
+            }
+        }
     }
 
     /// The SSH user: root by default; a name of letters, digits, '-', '_' and '.'.
