@@ -6,7 +6,9 @@ use journal::{Journal, Outcome};
 
 use crate::paths;
 
-pub fn run() -> ExitCode {
+/// `wait`: how long to wait for a run still in progress to end (a server host's run that is
+/// tearing down after its controller went away) before its record is left alone.
+pub fn run(wait: std::time::Duration) -> ExitCode {
     let dir = paths::journal_dir();
     let open = journal::open_journals(&dir);
     if open.is_empty() {
@@ -31,6 +33,10 @@ pub fn run() -> ExitCode {
                 continue;
             }
         };
+        let t0 = std::time::Instant::now();
+        while j.owned_by_live_other_process() && t0.elapsed() < wait {
+            std::thread::sleep(std::time::Duration::from_millis(500));
+        }
         if j.owned_by_live_other_process() {
             println!(
                 "{}: run {} is still in progress (pid {}); stop it first (Ctrl-C tears down)",

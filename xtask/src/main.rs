@@ -4,6 +4,7 @@ mod bench;
 mod cleanup;
 mod compare;
 mod error_chain;
+mod fleet;
 mod host;
 mod kernel;
 mod paths;
@@ -60,9 +61,17 @@ enum Command {
         /// Overrides the file's [measurement] target half-width of every change (e.g. 5%).
         #[arg(long)]
         target_halfwidth: Option<String>,
+        /// Run as server host NAME of the file's fleet, driven by a controller over ssh: the
+        /// server hosts are this machine, and the end of standard input is an interrupt.
+        #[arg(long, hide = true)]
+        as_host: Option<String>,
     },
     /// Undo what a killed run left behind, from its run record.
-    Cleanup,
+    Cleanup {
+        /// Wait this long for a run still in progress to end first (e.g. 5min).
+        #[arg(long)]
+        wait: Option<String>,
+    },
     /// Re-render CSV, charts and report.md from a results directory, without running anything;
     /// or compare two result sets (--baseline A --contender B).
     Report {
@@ -140,16 +149,22 @@ enum BenchCommand {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Compare { config, resume, emulate, dry_run, out, seed, design, budget, target_halfwidth } => {
+        Command::Compare { config, resume, emulate, dry_run, out, seed, design, budget, target_halfwidth, as_host } => {
             let rt = tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(2)
                 .enable_all()
                 .build()
                 .expect("tokio runtime");
             let measurement = compare::MeasurementArgs { seed, design, budget, target_halfwidth };
-            rt.block_on(compare::run(compare::Args { config, resume, emulate, dry_run, out, measurement }))
+            rt.block_on(compare::run(compare::Args { config, resume, emulate, dry_run, out, measurement, as_host }))
         }
-        Command::Cleanup => cleanup::run(),
+        Command::Cleanup { wait } => {
+            let Ok(wait) = wait.as_deref().map(experiment::units::parse_duration).transpose() else {
+                eprintln!("error: --wait takes a duration such as 5min");
+                return ExitCode::from(2);
+            };
+            cleanup::run(wait.unwrap_or_default())
+        }
         Command::Report { dir, baseline, contender, out } => report_command(dir, baseline, contender, out),
         Command::Setup { check } => setup::run(check),
         Command::Test { args } => setup::test(&args),

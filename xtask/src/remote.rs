@@ -23,7 +23,6 @@ use runner::env::{ClientTransport, Password, RemoteClient};
 const SSH_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How long copying pgtier's binary to a host may take (tens of MB).
-#[allow(dead_code)]
 const SHIP_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// One host as ssh reaches it.
@@ -95,7 +94,9 @@ impl SshHost {
             destination: format!("{}@{}", host.user, host.address),
             options: ssh_options(host, &control_path),
             control_path,
-            work_dir: format!("/tmp/pgtier-{token}"),
+            // The host's name too: hosts that share a filesystem (or one host in two roles of
+            // two runs) never meet in one directory.
+            work_dir: format!("/tmp/pgtier-{token}-{}", host.name),
         }
     }
 
@@ -180,7 +181,6 @@ impl SshHost {
 
 /// pgtier's own binary and its settings profiles on a host, for the steps that run there.
 #[derive(Clone, Debug)]
-#[allow(dead_code)] // used by the server and client roles that follow
 pub struct Shipped {
     /// The binary (this very executable), mode 0700 in the run's directory on the host.
     pub bin: String,
@@ -190,7 +190,6 @@ pub struct Shipped {
     pub version: String,
 }
 
-#[allow(dead_code)]
 impl Shipped {
     /// The words that run the shipped binary on the host with `args`, its state directory
     /// `state_dir` there, its profiles and the controller's revision in its environment.
@@ -210,7 +209,6 @@ impl SshHost {
     /// Copies this executable and `configs/` into the run's directory on the host (over ssh's
     /// stdin: no scp, no port) and checks that the binary starts there. The host must be able
     /// to run it: the same architecture and a C library at least as new as this machine's.
-    #[allow(dead_code)]
     pub fn ship_pgtier(&self) -> Result<Shipped> {
         let exe = std::env::current_exe().context("find pgtier's own executable")?;
         let bytes = std::fs::read(&exe).with_context(|| format!("read {}", exe.display()))?;
@@ -448,6 +446,7 @@ mod tests {
             identity_file: Some("/k/id%h".into()),
             known_hosts: Some("/k/known hosts".into()),
             roles: vec![experiment::HostRole::Client],
+            state_dir: None,
             origin: experiment::Origin { file: "x.toml".into(), line: None, key: "host".into() },
         }
     }

@@ -50,6 +50,27 @@ impl Interrupts {
         it
     }
 
+    /// Treats the end of standard input as an interrupt: a server host's run reads nothing
+    /// from its controller, whose ssh session closes its standard input when the connection is
+    /// lost or the controller stops. Output goes to a file from then on (the session is gone).
+    pub fn watch_stdin(&self) {
+        let me = self.clone();
+        std::thread::spawn(move || {
+            use std::io::Read;
+            let mut sink = [0u8; 256];
+            let mut stdin = std::io::stdin();
+            while matches!(stdin.read(&mut sink), Ok(n) if n > 0) {}
+            if me.cancel.swap(true, Ordering::SeqCst) {
+                return;
+            }
+            redirect_output_after_hangup();
+            me.count.fetch_add(1, Ordering::SeqCst);
+            eprintln!(
+                "\nthe controller's session ended (standard input closed): stopping the current step, then tearing down everything this run made."
+            );
+        });
+    }
+
     pub fn cancelled(&self) -> bool {
         self.cancel.load(Ordering::SeqCst)
     }

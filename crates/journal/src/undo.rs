@@ -64,6 +64,10 @@ pub enum Undo {
     CloseSshMaster { host: String, control_path: PathBuf, options: Vec<String>, destination: String },
     /// Remove a directory this run made on another host (`rm -rf` over ssh, the path quoted).
     RemoveRemoteDir { host: String, options: Vec<String>, destination: String, path: String },
+    /// Run pgtier's own cleanup on a server host (`words`: the shipped binary with its state
+    /// directory there, `cleanup --wait ...`): the host undoes its run records itself, after its
+    /// run, if one is still tearing down, has ended.
+    RemoteCleanup { host: String, options: Vec<String>, destination: String, words: Vec<String> },
 }
 
 impl fmt::Display for Undo {
@@ -99,6 +103,7 @@ impl fmt::Display for Undo {
                 write!(f, "ssh -O exit (the connection to host {host}, {})", control_path.display())
             }
             Undo::RemoveRemoteDir { host, path, .. } => write!(f, "rm -rf {path} on host {host}"),
+            Undo::RemoteCleanup { host, .. } => write!(f, "pgtier cleanup on host {host} (its own run records)"),
         }
     }
 }
@@ -211,6 +216,15 @@ impl Undo {
                 let remote = crate::command::posix_command(&["rm".into(), "-rf".into(), "--".into(), path.clone()]);
                 let cmd = CommandLine::new("ssh").args(options).arg(destination).arg("--").arg(remote);
                 cmd.run_with_timeout(Some(std::time::Duration::from_secs(30)))?;
+                Ok(Outcome::Done)
+            }
+            Undo::RemoteCleanup { options, destination, words, .. } => {
+                let cmd = CommandLine::new("ssh")
+                    .args(options)
+                    .arg(destination)
+                    .arg("--")
+                    .arg(crate::command::posix_command(words));
+                cmd.run_with_timeout(Some(std::time::Duration::from_secs(900)))?;
                 Ok(Outcome::Done)
             }
             Undo::NvmeDisconnect { nqn, boot_id, controller } => {

@@ -9,6 +9,7 @@ pub mod compare;
 pub mod evidence;
 pub mod export;
 pub mod fidelity;
+pub mod fleet;
 pub mod markdown;
 pub mod model;
 pub mod stats;

@@ -32,8 +32,11 @@ use std::process::ExitCode;
 use results::{Manifest, ResultsDir};
 
 pub use error::CompareError;
+pub use manifest::git_commit;
+pub use preflight::begin_record;
 use session::Session;
 use setup::Setup;
+pub use setup::short_token;
 
 use crate::signals::Interrupts;
 
@@ -46,6 +49,8 @@ pub struct Args {
     pub dry_run: bool,
     pub out: Option<PathBuf>,
     pub measurement: MeasurementArgs,
+    /// This run is server host NAME's part of a fleet, driven by a controller over ssh.
+    pub as_host: Option<String>,
 }
 
 /// Command-line overrides of the experiment's `[measurement]`, and the run order's seed.
@@ -67,7 +72,20 @@ pub async fn run(args: Args) -> ExitCode {
 
 /// Every error is printed where it happens, by [`CompareError::print`].
 async fn compare(args: Args) -> Result<(), CompareError> {
+    if let Some(dir) =
+        args.resume.as_ref().filter(|d| args.as_host.is_none() && results::fleet::FleetRecord::read(d).is_some())
+    {
+        return crate::fleet::resume(dir, &args);
+    }
     let setup = Setup::resolve(&args).inspect_err(CompareError::print)?;
+    if args.as_host.is_none() && !setup.exp.server_hosts().is_empty() {
+        if args.dry_run {
+            dry_run::print_fleet(&setup, &args);
+            return Ok(());
+        }
+        let Setup { exp, run_id, results_dir, ctx, seed, .. } = &setup;
+        return crate::fleet::run(exp, results_dir, run_id, &ctx.short_id, *seed, &args);
+    }
     if args.dry_run {
         dry_run::print(&setup);
         return Ok(());
@@ -87,6 +105,11 @@ async fn compare(args: Args) -> Result<(), CompareError> {
     golden::check_place(&exp, &golden, &pre.user).map_err(CompareError::Config).inspect_err(CompareError::print)?;
     golden::check_room(&exp, &golden).map_err(CompareError::Preflight).inspect_err(CompareError::print)?;
     let interrupts = Interrupts::install();
+    if args.as_host.is_some() {
+        // The controller's ssh session is standard input: its end (a lost connection, the
+        // controller stopped) stops this run like Ctrl-C, and teardown follows.
+        interrupts.watch_stdin();
+    }
     let journal =
         preflight::begin_record(&run_id, &exp).map_err(CompareError::State).inspect_err(CompareError::print)?;
     eprintln!(

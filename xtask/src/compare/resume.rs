@@ -18,6 +18,13 @@ pub fn resumable(prev: &Manifest, exp: &Experiment, runs: &[PlannedRun]) -> Resu
         if let Some(o) = v.as_object_mut() {
             o.remove("file");
             o.remove("warnings");
+            // Where a profile was read from is no change (a server host of a fleet reads its
+            // shipped copy, in a directory of each attempt); its settings are compared.
+            for p in o.get_mut("profiles").and_then(|p| p.as_array_mut()).into_iter().flatten() {
+                if let Some(p) = p.as_object_mut() {
+                    p.remove("file");
+                }
+            }
         }
     }
     let mut changes = Vec::new();

@@ -119,7 +119,16 @@ fn load(args: &Args, threads: u32) -> Result<(Experiment, Option<Manifest>), Com
         (None, Some(m)) => PathBuf::from(&m.experiment_file),
         (None, None) => return Err(CompareError::NoConfig),
     };
-    let exp = experiment::load(&config, &opts).map_err(CompareError::Config)?;
+    let mut exp = experiment::load(&config, &opts).map_err(CompareError::Config)?;
+    if let Some(name) = &args.as_host {
+        if !exp.server_hosts().iter().any(|h| &h.name == name) {
+            return Err(CompareError::BadArgument(format!(
+                "--as-host {name:?}: {} has no [[host]] of that name with roles = [\"server\"]",
+                config.display()
+            )));
+        }
+        exp.as_server_host();
+    }
     Ok((exp, previous))
 }
 
@@ -157,7 +166,7 @@ fn fresh_seed() -> u64 {
 }
 
 /// A 6-character token naming this run's interfaces and namespaces.
-fn short_token(run_id: &str) -> String {
+pub fn short_token(run_id: &str) -> String {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in run_id.bytes().chain(std::process::id().to_le_bytes()) {
         h ^= b as u64;

@@ -22,6 +22,9 @@ pub fn run(cmd: &mut Command) -> String {
 /// The sshds of this process's tests that are running.
 static SSHDS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
+/// A host of this process made /run/sshd (it did not exist), so the last one removes it.
+static MADE_RUN_SSHD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// The client host: a network namespace with a veth link to this machine and an sshd in it.
 /// Dropping it kills sshd and deletes the namespace and the link, also when the test fails.
 pub struct NsHost {
@@ -34,10 +37,18 @@ pub struct NsHost {
 }
 
 impl NsHost {
-    /// Test `n` of this process (tests run in parallel): its own namespace, link and /30.
+    /// Host `n` of this process (tests run in parallel): its own namespace, link and /30,
+    /// the first /30 from `n`'s that no other process's host uses (chosen under a lock file,
+    /// as other test processes of this machine may make hosts at the same time).
     pub fn new(keys: &Path, n: u32) -> NsHost {
         let pid = std::process::id();
-        let base = ((pid * 2 + n) % 64) * 4;
+        let lock = std::fs::File::create("/tmp/pgtier-test-hosts.lock").unwrap();
+        lock.lock().unwrap();
+        let taken = run(Command::new("ip").args(["-o", "-4", "addr", "show"]));
+        let base = (0..64)
+            .map(|k| ((pid * 2 + n + k) % 64) * 4)
+            .find(|b| !taken.contains(&format!("169.254.0.{}/", b + 1)))
+            .expect("a free /30 of 169.254.0.0/24");
         let mut h = NsHost {
             netns: format!("pgtier-test-client-{pid}-{n}"),
             link: format!("pgtc{}{n}", pid % 10_000_000),
@@ -54,6 +65,7 @@ impl NsHost {
         run(Command::new("ip").args(["link", "set", &peer, "netns", &h.netns]));
         run(Command::new("ip").args(["addr", "add", &format!("{}/30", h.server_address), "dev", &h.link]));
         run(Command::new("ip").args(["link", "set", &h.link, "up"]));
+        drop(lock);
         let ns = |args: &[&str]| {
             let mut c = Command::new("ip");
             c.args(["netns", "exec", &h.netns]).args(args);
@@ -122,15 +134,16 @@ impl Drop for NsHost {
         }
         let _ = Command::new("ip").args(["netns", "delete", &self.netns]).status();
         let _ = Command::new("ip").args(["link", "delete", &self.link]).stderr(Stdio::null()).status();
-        // Left when the other test's sshd still needs it (remove_dir fails while it is in use
-        // only if it is not empty; sshd keeps it empty, so wait for the other test instead).
+        // sshd's privilege separation directory goes with the last host of the process (one
+        // test may hold several hosts, and tests run in parallel).
         if self.made_run_sshd {
-            while SSHDS.load(std::sync::atomic::Ordering::SeqCst) > 1 {
-                std::thread::sleep(Duration::from_millis(100));
-            }
+            MADE_RUN_SSHD.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+        if SSHDS.fetch_sub(1, std::sync::atomic::Ordering::SeqCst) == 1
+            && MADE_RUN_SSHD.swap(false, std::sync::atomic::Ordering::SeqCst)
+        {
             let _ = std::fs::remove_dir("/run/sshd");
         }
-        SSHDS.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
     }
 }
 

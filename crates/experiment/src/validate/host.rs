@@ -141,7 +141,11 @@ impl Validator<'_> {
     fn host_state_dir(&mut self, d: &Spanned<String>, key: &str) -> PathBuf {
         let s = d.get_ref();
         if !s.starts_with('/') || s.chars().any(|c| c.is_control()) || s.split('/').any(|c| c == "..") {
-            self.err(span(d), key, format!("{s:?}: give an absolute path on the host without '..', such as \"/var/lib/pgtier\""));
+            self.err(
+                span(d),
+                key,
+                format!("{s:?}: give an absolute path on the host without '..', such as \"/var/lib/pgtier\""),
+            );
         }
         PathBuf::from(s)
     }

@@ -1,0 +1,241 @@
+//! A fleet's report: the same matrix run on several server hosts (`fleet.json` and
+//! `hosts/<name>/`), the host as the dimension. How each host was reached and how its part
+//! ended first, then, against the first host (the reference), what differs in each host's
+//! environment and every matching cell's change with its interval and verdict; a
+//! `comparisons/<host>/` comparison of the two result sets per host (as `report --baseline
+//! --contender` writes it) and `hosts.csv`, one row per host and cell.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use results::fleet::{FleetRecord, HostStatus};
+use serde::Serialize;
+
+use crate::ReportError;
+use crate::compare::Comparison;
+use crate::export::{ExportError, Output, csv_bytes, write_outputs};
+use crate::model::{ResultSet, describe, summarize};
+
+/// What the fleet's report found.
+pub struct FleetReport {
+    /// The hosts whose result sets are here, in the file's order.
+    pub hosts: Vec<String>,
+    /// Each other host against the reference (the first host with a result set).
+    pub comparisons: Vec<(String, Comparison)>,
+}
+
+/// One row of `hosts.csv`.
+#[derive(Default, Serialize)]
+struct HostCellRow {
+    host: String,
+    cell: String,
+    runs: usize,
+    tps_mean: f64,
+    tps_ci95: f64,
+    latency_ms_mean: f64,
+    /// Against the reference host's same cell (empty on the reference's rows).
+    tps_vs_reference_pct: Option<f64>,
+    tps_vs_reference_low: Option<f64>,
+    tps_vs_reference_high: Option<f64>,
+    verdict: Option<&'static str>,
+}
+
+/// Writes `report.md`, `hosts.csv` and `comparisons/<host>/` into the fleet's directory.
+pub fn render(dir: &Path) -> Result<(FleetReport, Vec<PathBuf>), ReportError> {
+    let record = match FleetRecord::read(dir) {
+        Some(Ok(r)) => r,
+        Some(Err(e)) => {
+            return Err(
+                ExportError::Write { path: dir.join(results::fleet::FLEET_FILE), message: e.to_string() }.into()
+            );
+        }
+        None => {
+            return Err(ExportError::Write {
+                path: dir.join(results::fleet::FLEET_FILE),
+                message: "not a fleet".into(),
+            }
+            .into());
+        }
+    };
+    let mut sets: Vec<(String, PathBuf, ResultSet)> = Vec::new();
+    for h in &record.hosts {
+        let d = FleetRecord::host_dir(dir, &h.name);
+        if let Ok(set) = ResultSet::load(&d) {
+            sets.push((h.name.clone(), d, set));
+        }
+    }
+    let mut files = Vec::new();
+    let mut comparisons = Vec::new();
+    let mut rows = Vec::new();
+    if let Some((reference, rdir, rset)) = sets.first() {
+        rows.extend(host_rows(reference, rset, None));
+        for (name, d, set) in sets.iter().skip(1) {
+            let out = dir.join("comparisons").join(name);
+            let (cmp, written) = crate::compare::compare(rdir, d, &out)?;
+            files.extend(written);
+            rows.extend(host_rows(name, set, Some(&cmp)));
+            comparisons.push((name.clone(), cmp));
+        }
+        let _ = reference;
+    }
+    let md = markdown(&record, &sets, &comparisons);
+    let outputs =
+        [Output::bytes("report.md", md.into_bytes()), Output::bytes("hosts.csv", csv_bytes(rows))];
+    files.extend(write_outputs(dir, outputs)?);
+    Ok((FleetReport { hosts: sets.iter().map(|(n, ..)| n.clone()).collect(), comparisons }, files))
+}
+
+fn host_rows(host: &str, set: &ResultSet, cmp: Option<&Comparison>) -> Vec<HostCellRow> {
+    let summary = summarize(set);
+    summary
+        .cells
+        .iter()
+        .map(|c| {
+            let cell = describe(&c.key);
+            let delta = cmp.and_then(|m| m.cells.iter().find(|x| x.cell == cell)).and_then(|x| x.tps.as_ref());
+            HostCellRow {
+                host: host.to_string(),
+                cell,
+                runs: c.runs,
+                tps_mean: c.tps.mean,
+                tps_ci95: c.tps.ci95,
+                latency_ms_mean: c.latency_ms.mean,
+                tps_vs_reference_pct: delta.map(|d| d.pct),
+                tps_vs_reference_low: delta.map(|d| d.pct_low),
+                tps_vs_reference_high: delta.map(|d| d.pct_high),
+                verdict: delta.map(|d| d.verdict.as_str()),
+            }
+        })
+        .collect()
+}
+
+fn markdown(
+    record: &FleetRecord,
+    sets: &[(String, PathBuf, ResultSet)],
+    comparisons: &[(String, Comparison)],
+) -> String {
+    let mut md = String::new();
+    let _ = writeln!(md, "# Fleet: {} on {} server hosts\n", record.experiment_name, record.hosts.len());
+    let _ = writeln!(
+        md,
+        "The same matrix ({}, run order seed {}) ran on every host at the same time, each driven over its own ssh connection{}. Each host's own report is in `hosts/<name>/report.md`; below, every host against the first with results{}.\n",
+        record.experiment_file,
+        record.seed,
+        if record.emulated { " on **emulated** tiers" } else { "" },
+        sets.first().map(|(n, ..)| format!(" (**{n}**, the reference)")).unwrap_or_default()
+    );
+    hosts_section(&mut md, record, sets);
+    for (name, cmp) in comparisons {
+        let reference = &sets[0].0;
+        let _ = writeln!(md, "\n## {name} against {reference}\n");
+        // Each host reads the profiles from its own shipped copy: their paths always differ.
+        let changes: Vec<&crate::compare::Change> = cmp.changes.iter().filter(|c| !is_shipped_copy(&c.what)).collect();
+        if changes.is_empty() {
+            let _ = writeln!(
+                md,
+                "Nothing pgtier records differs between the two hosts' environments and configurations.\n"
+            );
+        } else {
+            let _ = writeln!(md, "What differs between the hosts (read it before any delta: it can explain one):\n");
+            let _ = writeln!(md, "| what | {reference} | {name} |\n|---|---|---|");
+            for c in changes.iter().take(30) {
+                let _ = writeln!(
+                    md,
+                    "| {} | {} | {} |",
+                    c.what,
+                    c.baseline.replace('|', "\\|"),
+                    c.contender.replace('|', "\\|")
+                );
+            }
+            if changes.len() > 30 {
+                let _ = writeln!(md, "\n{} more in `comparisons/{name}/comparison.md`.", changes.len() - 30);
+            }
+        }
+        let _ = writeln!(
+            md,
+            "\n| cell | {reference} TPS | {name} TPS | change (95% interval) | verdict |\n|---|---|---|---|---|"
+        );
+        for c in &cmp.cells {
+            let change = c
+                .tps
+                .as_ref()
+                .map(|d| {
+                    if d.pct_low.is_nan() {
+                        format!("{:+.1}% (one run each: no interval)", d.pct)
+                    } else {
+                        format!("{:+.1}% [{:+.1}, {:+.1}]", d.pct, d.pct_low, d.pct_high)
+                    }
+                })
+                .unwrap_or_else(|| "-".into());
+            let verdict = c.tps.as_ref().map(|d| d.verdict.as_str()).unwrap_or("-");
+            let _ =
+                writeln!(md, "| {} | {:.1} | {:.1} | {change} | {verdict} |", c.cell, c.baseline_tps, c.contender_tps);
+        }
+        if !cmp.unmatched.is_empty() {
+            let _ = writeln!(md, "\nCells without a counterpart: {}", cmp.unmatched.join("; "));
+        }
+        let _ = writeln!(md, "\n![{name} against {reference}](comparisons/{name}/comparison-throughput.png)");
+    }
+    if sets.len() < 2 {
+        let _ = writeln!(md, "\nFewer than two hosts have results: nothing to compare yet.");
+    }
+    md
+}
+
+fn hosts_section(md: &mut String, record: &FleetRecord, sets: &[(String, PathBuf, ResultSet)]) {
+    let _ = writeln!(md, "## Hosts\n");
+    let _ = writeln!(
+        md,
+        "| host | address | part | runs ok | CPU | threads | memory | kernel | PostgreSQL | clock offset | ssh set-up / command |\n|---|---|---|---|---|---|---|---|---|---|---|"
+    );
+    for h in &record.hosts {
+        let set = sets.iter().find(|(n, ..)| n == &h.name).map(|(.., s)| s);
+        let status = match h.status {
+            HostStatus::Complete => "complete",
+            HostStatus::Failed => "failed",
+            HostStatus::Lost => "connection lost",
+            HostStatus::Pending => "not run",
+        };
+        let (runs, cpu, threads, mem, kernel, pg) = match set {
+            Some(s) => (
+                format!(
+                    "{} of {}",
+                    s.runs.iter().filter(|r| r.status == results::RunStatus::Ok).count(),
+                    s.manifest.run_order.len()
+                ),
+                s.manifest.host.cpu_model.clone(),
+                s.manifest.host.cpu_threads.to_string(),
+                format!("{:.1} GiB", s.manifest.host.memory_bytes as f64 / (1u64 << 30) as f64),
+                s.manifest.host.kernel.clone(),
+                s.manifest.postgres.version.clone(),
+            ),
+            None => ("no result set here".into(), "-".into(), "-".into(), "-".into(), "-".into(), "-".into()),
+        };
+        let clock = match (h.clock_offset_ms, h.clock_uncertainty_ms) {
+            (Some(o), Some(u)) => format!("{o:+.1} ms ± {u:.1}"),
+            _ => "not measured".into(),
+        };
+        let ssh = match (h.ssh_setup_ms, h.ssh_command_ms) {
+            (Some(a), Some(b)) => format!("{a:.0} / {b:.0} ms"),
+            _ => "-".into(),
+        };
+        let _ = writeln!(
+            md,
+            "| {} | {} | {status} | {runs} | {cpu} | {threads} | {mem} | {kernel} | {pg} | {clock} | {ssh} |",
+            h.name, h.address
+        );
+    }
+    for h in record.hosts.iter().filter(|h| h.cause.is_some()) {
+        let _ = writeln!(md, "\n- **{}**: {}", h.name, h.cause.as_deref().unwrap_or_default());
+    }
+    let _ = writeln!(
+        md,
+        "\nClock offset: the host's clock minus the controller's, from the fastest of 5 `date` round trips over ssh (± half that round trip); per-second series of different hosts line up after subtracting it."
+    );
+}
+
+/// A difference that is only where each host's shipped copy of the profiles is
+/// (`config.profiles[0].file`).
+fn is_shipped_copy(what: &str) -> bool {
+    what.starts_with("config.profiles[") && what.ends_with("].file")
+}

@@ -1,0 +1,297 @@
+//! A fleet (`[[host]] roles = ["server"]`), for real: every server host is a network namespace
+//! of this machine with its own sshd (tests/common/ssh_host.rs) and its own pgtier state
+//! directory; the controller ships its binary there over ssh and each host runs the matrix with
+//! its own run record, emulated devices, PostgreSQL and pgbench, at the same time as the
+//! other; the result sets come back and one report compares the hosts.
+//!
+//! What this simulates: the control plane (one ssh master per host, the shipped binary, the
+//! host's own run record and cleanup, a lost connection, the results brought back, resume) and
+//! two concurrent matrices. What it cannot: the "hosts" share this machine's kernel, CPUs,
+//! disks and filesystem (so their environments differ only in what each run records, their
+//! runs compete for the same 2 cores, and the shipped binary is the same file's copy), and
+//! a host's clock is this machine's (its measured offset is about zero).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::ssh_host::*;
+use common::*;
+
+const EXPERIMENT: &str = r#"
+[experiment]
+name = "fleet"
+description = "integration test: the same matrix on two server hosts"
+device_probe = "0s"
+baseline = "disk"
+repetitions = 2
+
+[postgres]
+profiles = ["default"]
+memory_limits = ["256MiB"]
+
+[[device]]
+name = "disk"
+class = "nvme"
+path = "/dev/disk/by-id/not-used-when-emulating"
+[device.emulate]
+size = "512MiB"
+
+[[placement]]
+name = "disk"
+data = "disk"
+wal = "disk"
+
+[[workload]]
+name = "rw"
+kind = "pgbench"
+builtin = "tpcb-like"
+scale = 1
+clients = [1]
+duration = "DURATION"
+ramp_up = "1s"
+"#;
+
+/// `[[host]]` entries for `hosts`, each with its own keys and state directory.
+fn host_entries(hosts: &[(&str, &NsHost, PathBuf)]) -> String {
+    let mut s = String::new();
+    for (name, h, dir) in hosts {
+        s += &format!(
+            "\n[[host]]\nname = \"{name}\"\naddress = \"{}\"\nidentity_file = \"{}/id_ed25519\"\nknown_hosts = \"{}/known_hosts\"\nstate_dir = \"{}/state\"\nroles = [\"server\"]\n",
+            h.address,
+            dir.display(),
+            dir.display(),
+            dir.display()
+        );
+    }
+    s
+}
+
+/// Two server hosts, `n0` and `n0 + 1` of this test binary's address space.
+fn two_hosts(env: &Env, n0: u32) -> Vec<(&'static str, NsHost, PathBuf)> {
+    ["db1", "db2"]
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let dir = env.dir.path().join(name);
+            std::fs::create_dir(&dir).unwrap();
+            (*name, NsHost::new(&dir, n0 + i as u32), dir)
+        })
+        .collect()
+}
+
+fn fleet_file(env: &Env, hosts: &[(&'static str, NsHost, PathBuf)], duration: &str) -> PathBuf {
+    let refs: Vec<(&str, &NsHost, PathBuf)> = hosts.iter().map(|(n, h, d)| (*n, h, d.clone())).collect();
+    env.write("fleet.toml", &(EXPERIMENT.replace("DURATION", duration) + &host_entries(&refs)))
+}
+
+fn json(p: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))).unwrap()
+}
+
+/// Nothing left on the controller or any host (their state directories are on this machine).
+fn nothing_left_anywhere(env: &Env, hosts: &[(&'static str, NsHost, PathBuf)]) {
+    assert_nothing_left(&env.state());
+    assert!(control_sockets(&env.state()).is_empty(), "control sockets left: {:?}", control_sockets(&env.state()));
+    for (name, _, dir) in hosts {
+        assert_nothing_left(&dir.join("state"));
+        let results: Vec<_> = std::fs::read_dir(dir.join("state/results"))
+            .map(|d| d.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default();
+        assert!(results.is_empty(), "host {name} keeps result sets that were brought back: {results:?}");
+    }
+    let shipped: Vec<_> = std::fs::read_dir("/tmp")
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("pgtier-") && e.path().join("pgtier").exists())
+        .filter(|e| {
+            std::fs::read_to_string(e.path().join("experiment.toml"))
+                .is_ok_and(|t| t.contains(&env.dir.path().display().to_string()))
+        })
+        .map(|e| e.path())
+        .collect();
+    assert!(shipped.is_empty(), "the runs' directories on the hosts are left: {shipped:?}");
+}
+
+#[test]
+fn a_two_host_fleet_runs_the_matrix_on_both_and_compares_them() {
+    if !root_or_skip() {
+        return;
+    }
+    assert!(Path::new("/usr/sbin/sshd").exists(), "needs openssh-server: run `cargo xtask setup`");
+    let env = Env::new();
+    let hosts = two_hosts(&env, 10);
+    let _masters = Masters(env.state());
+    let cfg = fleet_file(&env, &hosts, "2s");
+    let out = env.dir.path().join("results");
+    let t0 = Instant::now();
+    let o = env
+        .xtask(&["compare", "--config", cfg.to_str().unwrap(), "--emulate", "--out", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&o);
+    assert!(o.status.success(), "compare failed\nstdout:\n{stdout}\nstderr:\n{stderr}");
+    eprintln!("fleet took {:.0} s\n{stderr}", t0.elapsed().as_secs_f64());
+
+    // Both hosts ran the matrix themselves (their lines come prefixed) and are complete.
+    assert!(stderr.contains("[db1] ") && stderr.contains("[db2] "), "{stderr}");
+    let fleet = json(&out.join("fleet.json"));
+    for (i, (name, h, dir)) in hosts.iter().enumerate() {
+        let rec = &fleet["hosts"][i];
+        assert_eq!(rec["name"], *name);
+        assert_eq!(rec["status"], "complete", "{rec}");
+        assert_eq!(rec["fetched"], true);
+        assert_eq!(rec["address"], h.address.as_str());
+        let offset = rec["clock_offset_ms"].as_f64().expect("a measured clock offset");
+        let unc = rec["clock_uncertainty_ms"].as_f64().unwrap();
+        assert!(offset.abs() <= unc + 5.0, "one machine's clock: {offset} ms ± {unc}");
+        // The host's own result set, taken with its own run record in its own state directory.
+        let set = out.join("hosts").join(name);
+        let runs = csv_rows(&set.join("runs.csv"));
+        assert_eq!(runs.len(), 2, "{name}: 2 repetitions");
+        assert!(runs.iter().all(|r| r["status"] == "ok" && r["tps"].parse::<f64>().unwrap() > 0.0), "{runs:?}");
+        assert!(set.join("report.md").exists(), "{name}'s own report");
+        let closed: Vec<_> = std::fs::read_dir(dir.join("state/journal")).unwrap().flatten().collect();
+        assert_eq!(closed.len(), 1, "{name} kept one run record of its own: {closed:?}");
+        let log = std::fs::read_to_string(out.join("hosts").join(format!("{name}.log"))).unwrap();
+        assert!(log.contains("run record: ") && log.contains(&dir.join("state").display().to_string()), "{log}");
+        // The log of sshd on the host shows the controller's session.
+        let sshd = std::fs::read_to_string(dir.join("sshd.log")).unwrap_or_default();
+        assert!(sshd.contains("Accepted publickey"), "{sshd}");
+    }
+    // The same seed, so the same run order, on both hosts.
+    let m1 = json(&out.join("hosts/db1/manifest.json"));
+    let m2 = json(&out.join("hosts/db2/manifest.json"));
+    assert_eq!(m1["run_order"], m2["run_order"]);
+    assert_eq!(m1["measurement"]["seed"], fleet["seed"]);
+
+    // One report compares the hosts: the hosts table, db2 against db1, the per-host CSV.
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(report.contains("# Fleet: fleet on 2 server hosts"), "{report}");
+    assert!(report.contains("| db1 |") && report.contains("| db2 |"), "{report}");
+    assert!(report.contains("## db2 against db1"), "{report}");
+    assert!(report.contains("| disk / rw / 1 clients / memory 256MiB | "), "a compared cell: {report}");
+    assert!(!report.contains("configs/postgres/default.toml"), "shipped copies' paths are no difference: {report}");
+    let rows = csv_rows(&out.join("hosts.csv"));
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert_eq!(rows[0]["host"], "db1");
+    assert!(rows[1]["tps_vs_reference_pct"].parse::<f64>().is_ok(), "{rows:?}");
+    assert!(out.join("comparisons/db2/comparison-throughput.png").exists());
+    nothing_left_anywhere(&env, &hosts);
+}
+
+/// The ssh master of one host killed while its runs go on: that host's part ends with an error
+/// naming it and the other host finishes; the host tears down by itself (its session's end is
+/// its interrupt), cleanup leaves nothing anywhere, and `--resume` finishes the lost host's
+/// matrix from what was measured.
+#[test]
+fn a_lost_connection_names_the_host_and_resume_finishes_the_matrix() {
+    if !root_or_skip() {
+        return;
+    }
+    use std::io::{BufRead, BufReader};
+    assert!(Path::new("/usr/sbin/sshd").exists(), "needs openssh-server: run `cargo xtask setup`");
+    let env = Env::new();
+    let hosts = two_hosts(&env, 20);
+    let _masters = Masters(env.state());
+    let cfg = fleet_file(&env, &hosts, "4s");
+    let out = env.dir.path().join("results");
+    let mut child = env
+        .xtask(&["compare", "--config", cfg.to_str().unwrap(), "--emulate", "--out", out.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines().map_while(Result::ok);
+    let mut seen = Vec::new();
+    // The first measured run of db1 finished: kill db1's master connection during its second.
+    for line in lines.by_ref() {
+        let hit = line.starts_with("[db1]")
+            && line.contains("measuring")
+            && seen.iter().any(|l: &String| l.starts_with("[db1]") && l.contains("measuring"));
+        seen.push(line);
+        if hit {
+            break;
+        }
+    }
+    assert!(
+        seen.iter().filter(|l| l.starts_with("[db1]") && l.contains("measuring")).count() >= 2,
+        "{}",
+        seen.join("\n")
+    );
+    let master = master_pid(&env.state().join("hosts/db1")).expect("db1's master connection");
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(master), nix::sys::signal::Signal::SIGKILL).unwrap();
+    seen.extend(lines);
+    let status = child.wait().unwrap();
+    let stderr = seen.join("\n");
+    eprintln!("{stderr}");
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("error: host db1: the ssh connection was lost while its runs were going on"), "{stderr}");
+    assert!(stderr.contains("--resume"), "says how to go on: {stderr}");
+    let fleet = json(&out.join("fleet.json"));
+    assert_eq!(fleet["hosts"][0]["status"], "lost", "{fleet}");
+    assert_eq!(fleet["hosts"][1]["status"], "complete", "the other host finished: {fleet}");
+    assert_eq!(csv_rows(&out.join("hosts/db2/runs.csv")).len(), 2);
+    // db1 tore down by itself and what it measured came back.
+    let db1 = csv_rows(&out.join("hosts/db1/runs.csv"));
+    let measured = db1.iter().filter(|r| r["status"] == "ok").count();
+    assert!(measured >= 1, "the first run is kept: {db1:?}");
+
+    // cleanup finds nothing left (the run tore down through the host's own cleanup).
+    let o = env.xtask(&["cleanup"]).output().unwrap();
+    assert!(o.status.success(), "{:?}", text(&o));
+    nothing_left_anywhere(&env, &hosts);
+
+    // --resume runs db1's missing runs only, and the fleet is complete.
+    let t0 = Instant::now();
+    let o = env.xtask(&["compare", "--resume", out.to_str().unwrap()]).output().unwrap();
+    let (stdout, stderr) = text(&o);
+    assert!(o.status.success(), "resume failed\nstdout:\n{stdout}\nstderr:\n{stderr}");
+    eprintln!("resume took {:.0} s", t0.elapsed().as_secs_f64());
+    assert!(!stderr.contains("[db2] "), "the complete host is not run again: {stderr}");
+    let fleet = json(&out.join("fleet.json"));
+    assert_eq!(fleet["hosts"][0]["status"], "complete", "{fleet}");
+    let db1 = csv_rows(&out.join("hosts/db1/runs.csv"));
+    assert_eq!(db1.iter().filter(|r| r["status"] == "ok").count(), 2, "{db1:?}");
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(report.contains("## db2 against db1"), "{report}");
+    nothing_left_anywhere(&env, &hosts);
+    let _ = Duration::ZERO;
+}
+
+/// The pid of the ssh master whose control socket is in `dir`.
+fn master_pid(dir: &Path) -> Option<i32> {
+    let socket = std::fs::read_dir(dir).ok()?.flatten().next()?.path();
+    let needle = format!("ControlPath={}", socket.display());
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let pid: i32 = e.file_name().to_string_lossy().parse().ok()?;
+        let c = String::from_utf8_lossy(&std::fs::read(e.path().join("cmdline")).ok()?).replace('\0', " ");
+        (c.starts_with("ssh ") && c.contains(&needle) && c.contains("ControlMaster=yes")).then_some(pid)
+    })
+}
+
+/// `--dry-run` of a fleet says how each host is reached and what runs there; contacts nobody.
+#[test]
+fn dry_run_of_a_fleet_names_every_host_and_contacts_none() {
+    let env = Env::new();
+    let file = EXPERIMENT.replace("DURATION", "2s")
+        + "\n[[host]]\nname = \"db1\"\naddress = \"192.0.2.11\"\nroles = [\"server\"]\n\n[[host]]\nname = \"db2\"\naddress = \"192.0.2.12\"\nstate_dir = \"/srv/pgtier\"\nroles = [\"server\"]\n";
+    let cfg = env.write("dry.toml", &file);
+    let o = env.xtask(&["compare", "--config", cfg.to_str().unwrap(), "--emulate", "--dry-run"]).output().unwrap();
+    let (stdout, stderr) = text(&o);
+    assert!(o.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("on a fleet of 2 server host(s)"), "{stdout}");
+    assert!(
+        stdout.contains("### Host db1 (root@192.0.2.11)") && stdout.contains("### Host db2 (root@192.0.2.12)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("PGTIER_STATE_DIR=/var/lib/pgtier") && stdout.contains("PGTIER_STATE_DIR=/srv/pgtier"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("--as-host db2 --emulate"), "{stdout}");
+    assert!(stdout.contains("## Provisioning plan"), "and the plan each host runs: {stdout}");
+    assert!(!env.state().exists(), "a dry run touches nothing");
+}
