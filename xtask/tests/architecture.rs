@@ -157,6 +157,10 @@ fn only_these_modules_start_processes() {
             "runner::server",
             "runner::env",
             "xtask::setup",
+            // tar of configs/ to ship it to a host.
+            "xtask::remote",
+            // a server host's ssh session, and tar piped through ssh.
+            "xtask::fleet::host",
             "xtask::bench::precision",
             "xtask::vm::image",
             "xtask::vm::machine",
@@ -193,6 +197,7 @@ fn only_these_modules_build_or_run_commands() {
             "xtask::compare::manifest",
             // ssh commands to the experiment's other hosts (`[[host]]`), run as CommandLines.
             "xtask::remote",
+            "xtask::fleet::host",
         ]),
         "modules that build or run a journal::CommandLine: docs/architecture.md, Invariants"
     );
