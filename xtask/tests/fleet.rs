@@ -14,7 +14,7 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::ssh_host::*;
@@ -294,4 +294,37 @@ fn dry_run_of_a_fleet_names_every_host_and_contacts_none() {
     assert!(stdout.contains("--as-host db2 --emulate"), "{stdout}");
     assert!(stdout.contains("## Provisioning plan"), "and the plan each host runs: {stdout}");
     assert!(!env.state().exists(), "a dry run touches nothing");
+}
+
+/// The shipped seed-004 experiment (tiers/pgbench-thread-sweep.toml, emulated) on a fleet of
+/// two server hosts, as a user would run it: about 15 minutes on 2 cores, so not in the suite
+/// (`cargo test -p xtask --test fleet -- --ignored --nocapture seed_004`). With
+/// PGTIER_KEEP_RESULTS=DIR the fleet's result set is copied there.
+#[test]
+#[ignore]
+fn seed_004_on_a_fleet_of_two_hosts() {
+    if !root_or_skip() {
+        return;
+    }
+    let env = Env::new();
+    let hosts = two_hosts(&env, 30);
+    let _masters = Masters(env.state());
+    let refs: Vec<(&str, &NsHost, PathBuf)> = hosts.iter().map(|(n, h, d)| (*n, h, d.clone())).collect();
+    let shipped = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../tiers/pgbench-thread-sweep.toml")).unwrap();
+    let cfg = env.write("pgbench-thread-sweep.toml", &(shipped + &host_entries(&refs)));
+    let out = env.dir.path().join("results");
+    let t0 = Instant::now();
+    let o = env
+        .xtask(&["compare", "--config", cfg.to_str().unwrap(), "--emulate", "--out", out.to_str().unwrap()])
+        .stderr(Stdio::inherit())
+        .output()
+        .unwrap();
+    eprintln!("seed 004 on two hosts took {:.0} s", t0.elapsed().as_secs_f64());
+    if let Ok(keep) = std::env::var("PGTIER_KEEP_RESULTS") {
+        run(Command::new("cp").arg("-a").arg(&out).arg(&keep));
+    }
+    assert!(o.status.success(), "{}", text(&o).0);
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(report.contains("## db2 against db1"), "{report}");
+    nothing_left_anywhere(&env, &hosts);
 }
