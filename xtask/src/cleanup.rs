@@ -9,6 +9,9 @@ use crate::paths;
 /// `wait`: how long to wait for a run still in progress to end (a server host's run that is
 /// tearing down after its controller went away) before its record is left alone.
 pub fn run(wait: std::time::Duration) -> ExitCode {
+    if !wait.is_zero() {
+        wait_for_other_runs_of_this_binary(wait);
+    }
     let dir = paths::journal_dir();
     let open = journal::open_journals(&dir);
     if open.is_empty() {
@@ -67,4 +70,31 @@ pub fn run(wait: std::time::Duration) -> ExitCode {
         }
     }
     if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS }
+}
+
+/// Waits up to `wait` until no other process runs this executable: on a server host, the
+/// shipped binary in the run's directory is that run's alone, and its process goes on after
+/// its run record is closed (the report is written after teardown), so a controller that
+/// brings the results back waits for the process, not only for the record.
+fn wait_for_other_runs_of_this_binary(wait: std::time::Duration) {
+    let Ok(me) = std::env::current_exe() else { return };
+    let own = std::process::id();
+    let others = || {
+        std::fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str().and_then(|p| p.parse::<u32>().ok()))
+            .filter(|pid| *pid != own)
+            .any(|pid| std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|exe| exe == me))
+    };
+    let t0 = std::time::Instant::now();
+    let mut said = false;
+    while others() && t0.elapsed() < wait {
+        if !said {
+            println!("waiting for the run of {} still in progress to end", me.display());
+            said = true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
 }

@@ -68,7 +68,8 @@ enum Command {
     },
     /// Undo what a killed run left behind, from its run record.
     Cleanup {
-        /// Wait this long for a run still in progress to end first (e.g. 5min).
+        /// Wait this long for runs still in progress (their run records held, or other processes
+        /// of this same executable) to end first (e.g. 5min).
         #[arg(long)]
         wait: Option<String>,
     },

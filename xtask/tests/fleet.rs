@@ -71,7 +71,11 @@ fn host_entries(hosts: &[(&str, &NsHost, PathBuf)]) -> String {
 
 /// Two server hosts, `n0` and `n0 + 1` of this test binary's address space.
 fn two_hosts(env: &Env, n0: u32) -> Vec<(&'static str, NsHost, PathBuf)> {
-    ["db1", "db2"]
+    server_hosts(env, n0, &["db1", "db2"])
+}
+
+fn server_hosts(env: &Env, n0: u32, names: &[&'static str]) -> Vec<(&'static str, NsHost, PathBuf)> {
+    names
         .iter()
         .enumerate()
         .map(|(i, name)| {
@@ -261,6 +265,61 @@ fn a_lost_connection_names_the_host_and_resume_finishes_the_matrix() {
     let _ = Duration::ZERO;
 }
 
+/// The controller SIGKILLed while its host runs: the host's session ends (ssh's standard input
+/// closes with the controller), the host tears down by itself; `cargo xtask cleanup` on the
+/// controller runs the host's own cleanup and removes the run's directory there; `--resume`
+/// finds the host's result set still on the host and finishes it there.
+#[test]
+fn a_killed_controller_is_cleaned_up_per_host_and_resumed() {
+    if !root_or_skip() {
+        return;
+    }
+    use std::io::{BufRead, BufReader};
+    assert!(Path::new("/usr/sbin/sshd").exists(), "needs openssh-server: run `cargo xtask setup`");
+    let env = Env::new();
+    let hosts = server_hosts(&env, 40, &["db1"]);
+    let _masters = Masters(env.state());
+    let cfg = fleet_file(&env, &hosts, "4s");
+    let out = env.dir.path().join("results");
+    let mut child = env
+        .xtask(&["compare", "--config", cfg.to_str().unwrap(), "--emulate", "--out", out.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut seen = Vec::new();
+    for line in BufReader::new(child.stderr.take().unwrap()).lines().map_while(Result::ok) {
+        let hit = line.starts_with("[db1]") && line.contains("measuring");
+        seen.push(line);
+        if hit {
+            break;
+        }
+    }
+    assert!(seen.last().is_some_and(|l| l.contains("measuring")), "never measured:\n{}", seen.join("\n"));
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGKILL).unwrap();
+    child.wait().unwrap();
+    let fleet = json(&out.join("fleet.json"));
+    assert_eq!(fleet["hosts"][0]["status"], "pending", "{fleet}");
+
+    // cleanup on the controller: the host's own cleanup (after its teardown), its directory,
+    // the master.
+    let o = env.xtask(&["cleanup"]).output().unwrap();
+    let (stdout, stderr) = text(&o);
+    assert!(o.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("pgtier cleanup on host db1"), "{stdout}");
+    assert_nothing_left(&env.state());
+    assert_nothing_left(&hosts[0].2.join("state"));
+    let remote = fleet["hosts"][0]["remote_results"].as_str().unwrap();
+    assert!(Path::new(remote).join("manifest.json").exists(), "what the host measured stays there");
+
+    let o = env.xtask(&["compare", "--resume", out.to_str().unwrap()]).output().unwrap();
+    let (stdout, stderr) = text(&o);
+    assert!(o.status.success(), "resume failed\nstdout:\n{stdout}\nstderr:\n{stderr}");
+    let runs = csv_rows(&out.join("hosts/db1/runs.csv"));
+    assert_eq!(runs.iter().filter(|r| r["status"] == "ok").count(), 2, "{runs:?}");
+    nothing_left_anywhere(&env, &hosts);
+}
+
 /// The pid of the ssh master whose control socket is in `dir`.
 fn master_pid(dir: &Path) -> Option<i32> {
     let socket = std::fs::read_dir(dir).ok()?.flatten().next()?.path();
@@ -310,7 +369,9 @@ fn seed_004_on_a_fleet_of_two_hosts() {
     let hosts = two_hosts(&env, 30);
     let _masters = Masters(env.state());
     let refs: Vec<(&str, &NsHost, PathBuf)> = hosts.iter().map(|(n, h, d)| (*n, h, d.clone())).collect();
-    let shipped = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../tiers/pgbench-thread-sweep.toml")).unwrap();
+    let shipped =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../tiers/pgbench-thread-sweep.toml"))
+            .unwrap();
     let cfg = env.write("pgbench-thread-sweep.toml", &(shipped + &host_entries(&refs)));
     let out = env.dir.path().join("results");
     let t0 = Instant::now();

@@ -79,8 +79,7 @@ pub fn render(dir: &Path) -> Result<(FleetReport, Vec<PathBuf>), ReportError> {
         let _ = reference;
     }
     let md = markdown(&record, &sets, &comparisons);
-    let outputs =
-        [Output::bytes("report.md", md.into_bytes()), Output::bytes("hosts.csv", csv_bytes(rows))];
+    let outputs = [Output::bytes("report.md", md.into_bytes()), Output::bytes("hosts.csv", csv_bytes(rows))];
     files.extend(write_outputs(dir, outputs)?);
     Ok((FleetReport { hosts: sets.iter().map(|(n, ..)| n.clone()).collect(), comparisons }, files))
 }
