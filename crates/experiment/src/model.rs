@@ -206,6 +206,15 @@ impl Experiment {
         self.hosts.iter().find(|h| h.roles.contains(&HostRole::Client))
     }
 
+    /// The hosts that serve a device of the placements (`target` role), each once, in file order.
+    pub fn target_hosts(&self) -> Vec<&Host> {
+        let used = self.used_devices();
+        self.hosts
+            .iter()
+            .filter(|h| used.iter().any(|d| d.target_host.as_ref().is_some_and(|t| t.name == h.name)))
+            .collect()
+    }
+
     pub fn device(&self, name: &str) -> Option<&DeviceSpec> {
         self.devices.iter().find(|d| d.name == name)
     }
@@ -343,6 +352,9 @@ pub struct Claim {
 pub enum HostRole {
     /// Runs the benchmark client (pgbench), which reaches the server over TCP.
     Client,
+    /// Serves NVMe/TCP devices (`target = "<host>"` on a device): nvmet on real hardware, the
+    /// nbdkit stand-in with `--emulate`.
+    Target,
 }
 
 /// Another machine of the experiment, reached over OpenSSH with strict host-key checking.

@@ -57,8 +57,8 @@ pub struct RawHost {
     /// The known_hosts file holding the host's key (default `~/.ssh/known_hosts`).
     #[serde(default)]
     pub known_hosts: Option<Spanned<String>>,
-    /// What the host does: `client` (runs the benchmark client); `server` and `target` are not
-    /// built yet.
+    /// What the host does: `client` (runs the benchmark client), `target` (serves NVMe/TCP
+    /// devices); `server` is not built yet.
     pub roles: Spanned<Vec<Spanned<String>>>,
 }
 
@@ -328,6 +328,12 @@ pub struct RawDevice {
     pub dhchap_secret_env: Option<String>,
     #[serde(default)]
     pub dhchap_secret_file: Option<String>,
+    /// The `[[host]]` with the `target` role that serves this NVMe/TCP device.
+    #[serde(default)]
+    pub target: Option<Spanned<String>>,
+    /// The block device on the target host that nvmet exports (real hardware).
+    #[serde(default)]
+    pub export: Option<Spanned<String>>,
     // Filesystem and preparation.
     #[serde(default)]
     pub mkfs_options: Vec<String>,

@@ -113,10 +113,10 @@ fn roles_not_built_yet_are_refused_with_file_line_and_key() {
     let text = with_host(&HOST.replace("roles = [\"client\"]", "roles = [\"server\", \"target\", \"printer\"]"));
     let errs = errors(&text);
     let roles: Vec<_> = errs.0.iter().filter(|e| e.key.as_deref() == Some("host[loadgen].roles")).collect();
-    assert_eq!(roles.len(), 3, "{errs}");
+    // "target" is built (see tests/targets.rs); "server" is not yet.
+    assert_eq!(roles.len(), 2, "{errs}");
     assert!(roles[0].message.contains("\"server\" role is not implemented yet"), "{errs}");
-    assert!(roles[1].message.contains("\"target\" role is not implemented yet"), "{errs}");
-    assert!(roles[2].message.contains("unknown role \"printer\""), "{errs}");
+    assert!(roles[1].message.contains("unknown role \"printer\""), "{errs}");
     for e in &roles {
         assert_eq!(e.line, Some(line_of(&text, "roles = [")));
         assert_eq!(e.file, Path::new("/exp/dir/exp.toml"));

@@ -64,6 +64,9 @@ pub enum Undo {
     CloseSshMaster { host: String, control_path: PathBuf, options: Vec<String>, destination: String },
     /// Remove a directory this run made on another host (`rm -rf` over ssh, the path quoted).
     RemoveRemoteDir { host: String, options: Vec<String>, destination: String, path: String },
+    /// Undo an effect on another host (a storage target host: nbdkit, nvmet's configfs items)
+    /// over ssh, with the options and destination the run reached it with.
+    Remote { host: String, options: Vec<String>, destination: String, op: crate::remote::RemoteOp },
 }
 
 impl fmt::Display for Undo {
@@ -99,6 +102,7 @@ impl fmt::Display for Undo {
                 write!(f, "ssh -O exit (the connection to host {host}, {})", control_path.display())
             }
             Undo::RemoveRemoteDir { host, path, .. } => write!(f, "rm -rf {path} on host {host}"),
+            Undo::Remote { host, op, .. } => write!(f, "{} on host {host}", op.describe()),
         }
     }
 }
@@ -213,6 +217,7 @@ impl Undo {
                 cmd.run_with_timeout(Some(std::time::Duration::from_secs(30)))?;
                 Ok(Outcome::Done)
             }
+            Undo::Remote { options, destination, op, .. } => op.perform(options, destination),
             Undo::NvmeDisconnect { nqn, boot_id, controller } => {
                 nvme_disconnect(nqn, boot_id.as_ref(), controller.as_deref())
             }

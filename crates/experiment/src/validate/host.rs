@@ -85,18 +85,19 @@ impl Validator<'_> {
                     self.err(span(role), key("roles"), "\"client\" is listed twice; list it once");
                 }
                 "client" => roles.push(HostRole::Client),
-                w @ ("server" | "target") => self.err(
+                "target" if roles.contains(&HostRole::Target) => {
+                    self.err(span(role), key("roles"), "\"target\" is listed twice; list it once");
+                }
+                "target" => roles.push(HostRole::Target),
+                "server" => self.err(
                     span(role),
                     key("roles"),
-                    format!(
-                        "the {w:?} role is not implemented yet (only \"client\" is): run the {} on this machine by leaving the role out",
-                        if w == "server" { "server" } else { "storage target" }
-                    ),
+                    "the \"server\" role is not implemented yet (\"client\" and \"target\" are): run the server on this machine by leaving the role out",
                 ),
                 other => self.err(
                     span(role),
                     key("roles"),
-                    format!("unknown role {other:?}: a host's roles are \"client\" (\"server\" and \"target\" are not implemented yet)"),
+                    format!("unknown role {other:?}: a host's roles are \"client\" and \"target\" (\"server\" is not implemented yet)"),
                 ),
             }
         }
