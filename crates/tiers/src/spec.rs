@@ -241,13 +241,6 @@ pub struct RemoteShell {
     pub work_dir: String,
 }
 
-impl RemoteShell {
-    /// The command line that runs `words` on the host.
-    pub fn command(&self, words: &[String]) -> journal::CommandLine {
-        journal::command::ssh_command(&self.options, &self.destination, words)
-    }
-}
-
 impl DeviceSpec {
     /// A device with plain settings: mounted `noatime`, DAX required on PMem and off elsewhere,
     /// nothing wiped, partitioned, discarded, preconditioned or throttled; emulated by its class's

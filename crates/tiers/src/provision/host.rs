@@ -10,6 +10,11 @@ use super::*;
 use crate::spec::RemoteShell;
 use crate::system::FileKind;
 
+/// The command line that runs `words` on the host `shell` reaches.
+fn ssh(shell: &RemoteShell, words: &[String]) -> CommandLine {
+    journal::command::ssh_command(&shell.options, &shell.destination, words)
+}
+
 impl Executor<'_> {
     fn shell(&self, host: &str) -> Result<RemoteShell, String> {
         self.shells.get(host).cloned().ok_or_else(|| {
@@ -35,7 +40,7 @@ impl Executor<'_> {
             };
             self.record(undo, &format!("on host {host}"))?;
         }
-        self.run_inner(n, &shell.command(words), &[], Duration::from_secs(120))?;
+        self.run_inner(n, &ssh(&shell, words), &[], Duration::from_secs(120))?;
         Ok(())
     }
 
@@ -54,7 +59,8 @@ impl Executor<'_> {
             let dev = h.canonicalize(device).unwrap_or_else(|_| device.to_path_buf());
             safety::check_block_device(&mut h, &dev).and_then(|()| safety::check_not_in_use(&mut h, &dev, allow_wipe))
         });
-        refused.map_err(|r| StepError::Other(format!("refused on host {host}: {r}")))
+        // The step names the host: `[on host <name>] check ...`.
+        refused.map_err(StepError::Refused)
     }
 }
 
@@ -74,7 +80,7 @@ fn refused(what: &str) -> io::Error {
 impl HostSystem<'_> {
     fn words(&mut self, words: &[&str]) -> io::Result<String> {
         let w: Vec<String> = words.iter().map(|s| s.to_string()).collect();
-        let out = self.inner.run(&self.shell.command(&w), Duration::from_secs(60)).map_err(io::Error::other)?;
+        let out = self.inner.run(&ssh(self.shell, &w), Duration::from_secs(60)).map_err(io::Error::other)?;
         if out.status != 0 {
             return Err(io::Error::new(io::ErrorKind::NotFound, out.stderr.trim().to_string()));
         }
@@ -86,7 +92,7 @@ impl System for HostSystem<'_> {
     fn run(&mut self, cmd: &CommandLine, timeout: Duration) -> Result<journal::Output, journal::CommandError> {
         let mut w = vec![cmd.program.clone()];
         w.extend(cmd.args.iter().cloned());
-        self.inner.run(&self.shell.command(&w), timeout)
+        self.inner.run(&ssh(self.shell, &w), timeout)
     }
     fn run_secret(
         &mut self,
@@ -127,7 +133,13 @@ impl System for HostSystem<'_> {
         }
     }
     fn canonicalize(&mut self, path: &Path) -> io::Result<PathBuf> {
-        self.words(&["readlink", "-e", "--", &path.display().to_string()]).map(|s| PathBuf::from(s.trim()))
+        let out = self.words(&["readlink", "-e", "--", &path.display().to_string()])?;
+        match out.trim() {
+            "" => {
+                Err(io::Error::new(io::ErrorKind::NotFound, format!("readlink -e {} printed nothing", path.display())))
+            }
+            p => Ok(PathBuf::from(p)),
+        }
     }
     fn list_dir(&mut self, path: &Path) -> io::Result<Vec<String>> {
         let out = self.words(&["ls", "-A", "-1", "--", &path.display().to_string()])?;
