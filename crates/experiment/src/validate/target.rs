@@ -47,27 +47,7 @@ impl Validator<'_> {
                 continue;
             }
             let name = t.get_ref();
-            let Some(host) = hosts.iter().find(|h| &h.name == name) else {
-                let targets: Vec<&str> =
-                    hosts.iter().filter(|h| h.roles.contains(&HostRole::Target)).map(|h| h.name.as_str()).collect();
-                self.err(
-                    span(t),
-                    key("target"),
-                    format!(
-                        "no [[host]] named {name:?}{}",
-                        if targets.is_empty() {
-                            " (add one with roles = [\"target\"])".to_string()
-                        } else {
-                            format!(": the target hosts are {}", targets.join(", "))
-                        }
-                    ),
-                );
-                continue;
-            };
-            if !host.roles.contains(&HostRole::Target) {
-                self.err(span(t), key("target"), format!("host {name:?} has no \"target\" role: add it to its roles"));
-                continue;
-            }
+            let Some(host) = self.target_host(t, hosts, &key) else { continue };
             if let Some(a) = &r.address {
                 self.err(
                     span(a),
@@ -75,17 +55,7 @@ impl Validator<'_> {
                     format!("a device served by host {name:?} is reached at the host's address; leave `address` out"),
                 );
             }
-            let export = match &r.export {
-                None => {
-                    self.err(span(rd), key("export"), "a device served by a target host needs `export`, the block device nvmet exports there (for example export = \"/dev/disk/by-id/nvme-...\"; with --emulate it is not touched)");
-                    PathBuf::new()
-                }
-                Some(e) if !e.get_ref().starts_with("/dev/") => {
-                    self.err(span(e), key("export"), "the exported device is a path under /dev on the target host (best a stable /dev/disk/by-id/... name)");
-                    PathBuf::new()
-                }
-                Some(e) => PathBuf::from(e.get_ref()),
-            };
+            let export = self.export(rd, &key);
             if opts.emulate {
                 self.emulated_on_host(dev, name, span(t), raw, &key);
             }
@@ -105,6 +75,54 @@ impl Validator<'_> {
                     h.name, h.name
                 ));
             }
+        }
+    }
+
+    /// The host a device's `target` names, when it is one with the `target` role.
+    fn target_host<'h>(
+        &mut self,
+        t: &toml::Spanned<String>,
+        hosts: &'h [Host],
+        key: &dyn Fn(&str) -> String,
+    ) -> Option<&'h Host> {
+        let name = t.get_ref();
+        let Some(host) = hosts.iter().find(|h| &h.name == name) else {
+            let targets: Vec<&str> =
+                hosts.iter().filter(|h| h.roles.contains(&HostRole::Target)).map(|h| h.name.as_str()).collect();
+            self.err(
+                span(t),
+                key("target"),
+                format!(
+                    "no [[host]] named {name:?}{}",
+                    if targets.is_empty() {
+                        " (add one with roles = [\"target\"])".to_string()
+                    } else {
+                        format!(": the target hosts are {}", targets.join(", "))
+                    }
+                ),
+            );
+            return None;
+        };
+        if !host.roles.contains(&HostRole::Target) {
+            self.err(span(t), key("target"), format!("host {name:?} has no \"target\" role: add it to its roles"));
+            return None;
+        }
+        Some(host)
+    }
+
+    /// The block device the target host exports: a path under /dev.
+    fn export(&mut self, rd: &toml::Spanned<crate::raw::RawDevice>, key: &dyn Fn(&str) -> String) -> PathBuf {
+        let r = rd.get_ref();
+        match &r.export {
+            None => {
+                self.err(span(rd), key("export"), "a device served by a target host needs `export`, the block device nvmet exports there (for example export = \"/dev/disk/by-id/nvme-...\"; with --emulate it is not touched)");
+                PathBuf::new()
+            }
+            Some(e) if !e.get_ref().starts_with("/dev/") => {
+                self.err(span(e), key("export"), "the exported device is a path under /dev on the target host (best a stable /dev/disk/by-id/... name)");
+                PathBuf::new()
+            }
+            Some(e) => PathBuf::from(e.get_ref()),
         }
     }
 

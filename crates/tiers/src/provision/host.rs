@@ -10,6 +10,15 @@ use super::*;
 use crate::spec::RemoteShell;
 use crate::system::FileKind;
 
+/// How each storage target host of `specs` is reached, by name.
+pub(super) fn shells(specs: &[DeviceSpec]) -> HashMap<String, RemoteShell> {
+    specs
+        .iter()
+        .filter_map(|d| d.target_host.as_ref())
+        .filter_map(|t| t.shell.clone().map(|s| (t.name.clone(), s)))
+        .collect()
+}
+
 /// The command line that runs `words` on the host `shell` reaches.
 fn ssh(shell: &RemoteShell, words: &[String]) -> CommandLine {
     journal::command::ssh_command(&shell.options, &shell.destination, words)

@@ -136,11 +136,7 @@ pub fn execute(
         nvme_cli: None,
         connections: HashMap::new(),
         locks: HashMap::new(),
-        shells: specs
-            .iter()
-            .filter_map(|d| d.target_host.as_ref())
-            .filter_map(|t| t.shell.clone().map(|s| (t.name.clone(), s)))
-            .collect(),
+        shells: host::shells(specs),
     };
     for (i, step) in plan.steps.iter().enumerate() {
         let n = i + 1;
