@@ -1,6 +1,7 @@
 //! `[[host]]`: other machines of the experiment, reached over OpenSSH. In this version a host can
-//! only be the benchmark client (`roles = ["client"]`); the server and storage-target roles are
-//! refused as not built yet.
+//! be the benchmark client (`roles = ["client"]`) or a storage target (`roles = ["target"]`,
+//! resolved against the devices in `validate::target`); the server role is refused as not built
+//! yet.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
