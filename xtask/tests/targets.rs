@@ -190,6 +190,8 @@ fn nbdkit_runs_on_the_target_host_and_nothing_is_left() {
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(report.contains("| Target host | storage ("), "report.md names the target host");
     assert!(report.contains(t["network_path"].as_str().unwrap()), "report.md gives the network path");
+    let served = format!("- remote is served by host storage at {} (nbdkit", host.address);
+    assert!(report.contains(&served) && report.contains("; round trip 0."), "report.md's devices say who served them");
     let runs = csv_rows(&out.join("runs.csv"));
     assert_eq!(runs.len(), 1);
     assert!(runs[0]["tps"].parse::<f64>().unwrap() > 0.0);

@@ -124,6 +124,13 @@ pub(super) fn devices(s: &mut String, m: &Manifest) {
     for d in m.devices.iter().filter(|d| !d.dax_note.is_empty()) {
         let _ = writeln!(s, "\n- {}: {}", d.name, d.dax_note);
     }
+    for t in &m.targets {
+        let rtt = t.rtt_ms.map(|r| format!("{r:.3} ms")).unwrap_or_else(|| "not measured".into());
+        for d in &t.devices {
+            let _ =
+                writeln!(s, "\n- {d} is served by host {} at {} ({}; round trip {rtt})", t.host, t.address, t.serves);
+        }
+    }
     for d in &m.devices {
         if let Some(t) = &d.throttle {
             let _ = writeln!(s, "\n- {} is capped to behave like a slower device: {t}", d.name);
