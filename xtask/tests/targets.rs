@@ -335,3 +335,44 @@ fn dry_runs_show_every_step_on_the_target_host() {
     }
     assert!(!env.state().exists(), "a dry run touches nothing");
 }
+
+/// One host with both roles: pgbench runs there and it serves the device, over two ssh
+/// connections of its own (each role its control socket and run directory).
+#[test]
+fn one_host_can_be_client_and_target() {
+    if !root_or_skip() {
+        return;
+    }
+    assert!(Path::new("/usr/sbin/sshd").exists(), "needs openssh-server: run `cargo xtask setup`");
+    let env = Env::new();
+    let keys = env.dir.path().join("keys");
+    std::fs::create_dir(&keys).unwrap();
+    let host = NsHost::new(&keys, 2);
+    let _masters = Masters(env.state());
+    let _nbdkits = Nbdkits(host.netns.clone());
+    let file = std::fs::read_to_string(experiment(&env, &host.address, &keys, "2s"))
+        .unwrap()
+        .replace("roles = [\"target\"]", "roles = [\"client\", \"target\"]");
+    let cfg = env.write("both.toml", &file);
+    let out = env.dir.path().join("results");
+    let o = env
+        .xtask(&["compare", "--config", cfg.to_str().unwrap(), "--emulate", "--out", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&o);
+    assert!(o.status.success(), "compare failed\nstdout:\n{stdout}\nstderr:\n{stderr}");
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["client"]["host"], "storage");
+    assert_eq!(manifest["targets"][0]["host"], "storage");
+    assert_ne!(manifest["client"]["work_dir"], manifest["targets"][0]["work_dir"]);
+    let runs = csv_rows(&out.join("runs.csv"));
+    let command = std::fs::read_to_string(out.join("runs").join(&runs[0]["run_id"]).join("command.txt")).unwrap();
+    assert!(command.starts_with("ssh -F none "), "pgbench ran on the host: {command}");
+    for dir in [&manifest["client"]["work_dir"], &manifest["targets"][0]["work_dir"]] {
+        assert!(!Path::new(dir.as_str().unwrap()).exists(), "left on the host: {dir}");
+    }
+    assert!(nbdkits_in(&host.netns).is_empty(), "nbdkit still runs on the host");
+    assert!(control_sockets(&env.state()).is_empty(), "control sockets left: {:?}", control_sockets(&env.state()));
+    assert_nothing_left(&env.state());
+}
