@@ -23,9 +23,11 @@ pub enum RemoteOp {
     Unlink { path: String },
 }
 
-/// Finds the processes, stops them, waits until they are gone; prints `done` or `none`.
+/// Finds the processes (not itself, whose command line holds the word too), stops them, waits
+/// until they are gone; prints `done` or `none`.
 const STOP: &str = r#"prog=$1; needle=$2; found=
 for d in /proc/[0-9]*; do
+  [ "${d#/proc/}" = "$$" ] && continue
   [ "$(cat "$d/comm" 2>/dev/null)" = "$prog" ] || continue
   tr '\0' '\n' < "$d/cmdline" 2>/dev/null | grep -qxF -- "$needle" || continue
   found="$found ${d#/proc/}"
@@ -95,6 +97,27 @@ mod tests {
         assert_eq!(&c.args[..4], ["-F", "none", "root@192.0.2.9", "--"]);
         let w = RemoteOp::Rmdir { path: "/sys/kernel/config/nvmet/ports/7".into() }.words();
         assert_eq!(&w[3..], ["sh", "/sys/kernel/config/nvmet/ports/7"]);
+    }
+
+    #[test]
+    fn a_process_is_stopped_by_the_word_on_its_command_line() {
+        let _forking = crate::forking();
+        let d = tempfile::tempdir().unwrap();
+        let word = d.path().join("x.pid").display().to_string();
+        // `sh -c SCRIPT WORD`: WORD is on sh's command line, as --pidfile's value is on nbdkit's.
+        let mut child =
+            std::process::Command::new("sh").args(["-c", "while :; do sleep 0.1; done", &word]).spawn().unwrap();
+        let pid = child.id();
+        // Reaped as soon as it exits, as a daemon's parent (init) would.
+        let reaper = std::thread::spawn(move || child.wait());
+        let op = RemoteOp::StopProcess { program: "sh".into(), pidfile: word };
+        let w = op.words();
+        let out = CommandLine::new(&w[0]).args(&w[1..]).run().unwrap();
+        assert_eq!(out.stdout.trim(), "done");
+        reaper.join().unwrap().unwrap();
+        assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists());
+        let out = CommandLine::new(&w[0]).args(&w[1..]).run().unwrap();
+        assert_eq!(out.stdout.trim(), "none", "idempotent");
     }
 
     #[test]
