@@ -235,9 +235,13 @@ pub struct TargetHost {
 /// run's own directory there (mode 0700, removed at teardown by the controller's undo).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RemoteShell {
+    /// The host's name in the experiment file.
     pub host: String,
+    /// Every ssh option of every command to the host (its control socket included).
     pub options: Vec<String>,
+    /// `user@address`.
     pub destination: String,
+    /// The run's directory on the host.
     pub work_dir: String,
 }
 

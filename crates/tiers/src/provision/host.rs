@@ -78,7 +78,9 @@ impl Executor<'_> {
 /// would change the host is refused; the O_EXCL open ([`System::busy`]) cannot be made from a
 /// shell and answers "not busy" (the holders, mounts and swap checks still run).
 pub struct HostSystem<'a> {
+    /// What runs the ssh commands here (the machine, or a recorder or fake around it).
     pub inner: &'a mut dyn System,
+    /// How the host is reached.
     pub shell: &'a RemoteShell,
 }
 
