@@ -19,6 +19,8 @@ use results::manifest::ClientRecord;
 use runner::RunnerError;
 use runner::env::{ClientTransport, Password, RemoteClient};
 
+pub mod target;
+
 /// How long an ssh command may take before it is killed (opening the master included).
 const SSH_TIMEOUT: Duration = Duration::from_secs(30);
 

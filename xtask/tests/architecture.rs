@@ -176,6 +176,8 @@ fn only_these_modules_build_or_run_commands() {
         set(&[
             "journal::command",
             "journal::undo",
+            // Undos on a storage target host, over ssh.
+            "journal::remote",
             "tiers::system",
             "tiers::provision",
             "tiers::provision::actions",
@@ -183,6 +185,8 @@ fn only_these_modules_build_or_run_commands() {
             "tiers::provision::found",
             "tiers::provision::nvme_connect",
             "tiers::provision::recorder",
+            // Steps on a storage target host, over ssh.
+            "tiers::provision::host",
             "tiers::facts",
             "tiers::safety",
             "tiers::probe",
@@ -198,6 +202,7 @@ fn only_these_modules_build_or_run_commands() {
             // ssh commands to the experiment's other hosts (`[[host]]`), run as CommandLines.
             "xtask::remote",
             "xtask::fleet::host",
+            "xtask::remote::target",
         ]),
         "modules that build or run a journal::CommandLine: docs/architecture.md, Invariants"
     );

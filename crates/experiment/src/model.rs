@@ -217,6 +217,15 @@ impl Experiment {
         self.hosts.retain(|h| !h.roles.contains(&HostRole::Server));
     }
 
+    /// The hosts that serve a device of the placements (`target` role), each once, in file order.
+    pub fn target_hosts(&self) -> Vec<&Host> {
+        let used = self.used_devices();
+        self.hosts
+            .iter()
+            .filter(|h| used.iter().any(|d| d.target_host.as_ref().is_some_and(|t| t.name == h.name)))
+            .collect()
+    }
+
     pub fn device(&self, name: &str) -> Option<&DeviceSpec> {
         self.devices.iter().find(|d| d.name == name)
     }
@@ -358,6 +367,9 @@ pub enum HostRole {
     /// pgtier the controller ships to it. Several server hosts are a fleet: each runs the same
     /// matrix, and one report compares them.
     Server,
+    /// Serves NVMe/TCP devices (`target = "<host>"` on a device): nvmet on real hardware, the
+    /// nbdkit stand-in with `--emulate`.
+    Target,
 }
 
 /// Another machine of the experiment, reached over OpenSSH with strict host-key checking.

@@ -58,7 +58,7 @@ pub struct RawHost {
     #[serde(default)]
     pub known_hosts: Option<Spanned<String>>,
     /// What the host does: `client` (runs the benchmark client), `server` (its devices and
-    /// PostgreSQL: the matrix runs there); `target` is not built yet.
+    /// PostgreSQL: the matrix runs there), `target` (serves NVMe/TCP devices).
     pub roles: Spanned<Vec<Spanned<String>>>,
     /// pgtier's state directory on the host (run records, work directories; default
     /// `/var/lib/pgtier`), for a server host.
@@ -332,6 +332,12 @@ pub struct RawDevice {
     pub dhchap_secret_env: Option<String>,
     #[serde(default)]
     pub dhchap_secret_file: Option<String>,
+    /// The `[[host]]` with the `target` role that serves this NVMe/TCP device.
+    #[serde(default)]
+    pub target: Option<Spanned<String>>,
+    /// The block device on the target host that nvmet exports (real hardware).
+    #[serde(default)]
+    pub export: Option<Spanned<String>>,
     // Filesystem and preparation.
     #[serde(default)]
     pub mkfs_options: Vec<String>,

@@ -109,12 +109,12 @@ fn a_client_host_resolves_with_defaults() {
 }
 
 #[test]
-fn roles_not_built_yet_are_refused_with_file_line_and_key() {
-    let text = with_host(&HOST.replace("roles = [\"client\"]", "roles = [\"target\", \"printer\"]"));
+fn unknown_and_repeated_roles_are_refused_with_file_line_and_key() {
+    let text = with_host(&HOST.replace("roles = [\"client\"]", "roles = [\"client\", \"client\", \"printer\"]"));
     let errs = errors(&text);
     let roles: Vec<_> = errs.0.iter().filter(|e| e.key.as_deref() == Some("host[loadgen].roles")).collect();
     assert_eq!(roles.len(), 2, "{errs}");
-    assert!(roles[0].message.contains("\"target\" role is not implemented yet"), "{errs}");
+    assert!(roles[0].message.contains("\"client\" is listed twice"), "{errs}");
     assert!(roles[1].message.contains("unknown role \"printer\""), "{errs}");
     for e in &roles {
         assert_eq!(e.line, Some(line_of(&text, "roles = [")));
@@ -228,7 +228,7 @@ fn a_host_is_client_or_server_and_only_a_server_has_a_state_dir() {
     );
     let errs = errors(&text);
     let msgs: Vec<String> = errs.0.iter().map(|e| e.message.clone()).collect();
-    assert!(msgs.iter().any(|m| m.contains("cannot be both client and server")), "{errs}");
+    assert!(msgs.iter().any(|m| m.contains("a server host has no other role")), "{errs}");
     assert!(msgs.iter().any(|m| m.contains("give an absolute path on the host")), "{errs}");
     let text = with_host(&HOST.replace("roles = [\"client\"]", "roles = [\"client\"]\nstate_dir = \"/srv/x\""));
     let errs = errors(&text);

@@ -163,6 +163,12 @@ pub fn posix_command(words: &[String]) -> String {
     words.iter().map(|w| posix_quote(w)).collect::<Vec<_>>().join(" ")
 }
 
+/// `ssh <options> <destination> -- <words, quoted>`: `words` run by the remote user's shell as
+/// one string in which every word is quoted ([`posix_command`]).
+pub fn ssh_command(options: &[String], destination: &str, words: &[String]) -> CommandLine {
+    CommandLine::new("ssh").args(options).arg(destination).arg("--").arg(posix_command(words))
+}
+
 /// What a finished program printed.
 #[derive(Clone, Debug, Default)]
 pub struct Output {

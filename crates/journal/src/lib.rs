@@ -15,6 +15,7 @@
 pub mod command;
 pub mod mounts;
 pub mod process;
+pub mod remote;
 pub mod undo;
 
 use std::collections::HashSet;

@@ -68,6 +68,9 @@ pub enum Undo {
     /// directory there, `cleanup --wait ...`): the host undoes its run records itself, after its
     /// run, if one is still tearing down, has ended.
     RemoteCleanup { host: String, options: Vec<String>, destination: String, words: Vec<String> },
+    /// Undo an effect on another host (a storage target host: nbdkit, nvmet's configfs items)
+    /// over ssh, with the options and destination the run reached it with.
+    Remote { host: String, options: Vec<String>, destination: String, op: crate::remote::RemoteOp },
 }
 
 impl fmt::Display for Undo {
@@ -104,6 +107,7 @@ impl fmt::Display for Undo {
             }
             Undo::RemoveRemoteDir { host, path, .. } => write!(f, "rm -rf {path} on host {host}"),
             Undo::RemoteCleanup { host, .. } => write!(f, "pgtier cleanup on host {host} (its own run records)"),
+            Undo::Remote { host, op, .. } => write!(f, "{} on host {host}", op.describe()),
         }
     }
 }
@@ -227,6 +231,7 @@ impl Undo {
                 cmd.run_with_timeout(Some(std::time::Duration::from_secs(900)))?;
                 Ok(Outcome::Done)
             }
+            Undo::Remote { options, destination, op, .. } => op.perform(options, destination),
             Undo::NvmeDisconnect { nqn, boot_id, controller } => {
                 nvme_disconnect(nqn, boot_id.as_ref(), controller.as_deref())
             }

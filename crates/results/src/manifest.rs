@@ -307,6 +307,39 @@ pub struct Manifest {
     /// absent for a local run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client: Option<ClientRecord>,
+    /// The storage target hosts that served devices (`[[host]] roles = ["target"]`); absent for
+    /// a run without one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub targets: Vec<TargetRecord>,
+}
+
+/// A storage target host: the devices it served, how, and what lies between it and the server.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TargetRecord {
+    /// Its name in the experiment file.
+    pub host: String,
+    /// Its address facing the server (the SSH destination, where nbdkit or the nvmet port
+    /// listened).
+    pub address: String,
+    /// The devices it served.
+    pub devices: Vec<String>,
+    /// What served them there (`nbdkit (--emulate)`, `nvmet`).
+    pub serves: String,
+    /// The route from the server to the host as the kernel chose it.
+    pub network_path: String,
+    /// The network round trip, median of TCP connects from the server to the host's SSH port.
+    pub rtt_ms: Option<f64>,
+    /// How `rtt_ms` was measured.
+    pub rtt_method: String,
+    /// How the host was reached (OpenSSH's version, the multiplexed connection, host-key checking).
+    pub transport: String,
+    /// Opening the multiplexed connection, milliseconds.
+    pub ssh_setup_ms: f64,
+    /// A command's round trip over it (median), milliseconds.
+    pub ssh_command_ms: f64,
+    /// This run's directory on the host (image files, pid files, logs), removed at teardown.
+    pub work_dir: String,
 }
 
 /// The benchmark client's host, how it was reached and what lies between it and the server.

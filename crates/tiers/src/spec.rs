@@ -205,6 +205,44 @@ pub struct DeviceSpec {
     pub precondition: Option<Precondition>,
     pub throttle: Option<Throttle>,
     pub emulation: Emulation,
+    /// The storage target host that serves this NVMe/TCP device (`target = "<host>"`), when it
+    /// is another machine of the experiment; None: the target is not pgtier's (real) or a
+    /// network namespace of this machine (`--emulate`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_host: Option<TargetHost>,
+}
+
+/// A `[[host]]` with the `target` role serving a device: on real hardware pgtier exports
+/// `export` there with the kernel's NVMe/TCP target (nvmet, configfs); with `--emulate` it runs
+/// the nbdkit stand-in there. Either way the server reaches it at `address`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TargetHost {
+    /// The host's name in the experiment file.
+    pub name: String,
+    /// The host's address facing the server: the SSH destination, where nbdkit or the nvmet
+    /// port listens.
+    pub address: String,
+    /// The block device on the host that nvmet exports (real hardware).
+    pub export: PathBuf,
+    /// How commands reach the host (set by the controller for a run; not part of the resolved
+    /// configuration, since it names the run's control socket).
+    #[serde(skip)]
+    pub shell: Option<RemoteShell>,
+}
+
+/// How a command reaches another host: `ssh <options> <destination> -- <words, quoted>` over
+/// the run's multiplexed connection (opened by the controller before the plan runs), and the
+/// run's own directory there (mode 0700, removed at teardown by the controller's undo).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RemoteShell {
+    /// The host's name in the experiment file.
+    pub host: String,
+    /// Every ssh option of every command to the host (its control socket included).
+    pub options: Vec<String>,
+    /// `user@address`.
+    pub destination: String,
+    /// The run's directory on the host.
+    pub work_dir: String,
 }
 
 impl DeviceSpec {
@@ -232,6 +270,7 @@ impl DeviceSpec {
                 zram_algorithm: "lz4".into(),
                 error_injection: false,
             },
+            target_host: None,
         }
     }
 }

@@ -18,6 +18,7 @@ pub fn print(s: &Setup) {
     if let Err(e) = &s.user {
         println!("# note: {e} (uid 0 is shown in chown steps)");
     }
+    crate::remote::target::dry_run(exp, &s.ctx.short_id);
     println!("\n## Provisioning plan ({} steps; teardown undoes them newest first)\n", plan.steps.len());
     print!("{plan}");
     println!("\n## Placements\n");

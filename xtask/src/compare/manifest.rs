@@ -80,6 +80,7 @@ pub fn begin(
         claims: exp.claims.iter().map(claim_record).collect(),
         // Set once the client host's connection is open (`Session::client_host`).
         client: None,
+        targets: Vec::new(),
     };
     if let Some(prev) = previous {
         m.started_at = prev.started_at.clone();

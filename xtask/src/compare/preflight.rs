@@ -63,6 +63,7 @@ pub fn preflight(exp: &Experiment, plan: &tiers::Plan, user: Result<DbUser, Runn
             }
         }
     }
+    crate::remote::target::preflight(exp, &mut missing)?;
     if !exp.device_probe.is_zero() && journal::command::which("fio").is_none() {
         missing.push("fio (package fio; or set device_probe = \"0s\")".into());
     }

@@ -115,6 +115,8 @@ impl<'a> Session<'a> {
         // The client host's connection first: a host that cannot be reached stops the run
         // before anything is provisioned.
         let client = self.phase(Phase::Begin, async |s| s.client_host()).await?;
+        // The storage target hosts' connections too (everything done there is a plan step).
+        self.phase(Phase::Begin, async |s| s.target_hosts()).await?;
         // Kernel settings the experiment asks for (restored at teardown from the run record).
         if !self.exp.kernel.is_empty() {
             self.phase(Phase::Kernel, async |s| s.kernel()).await?;
@@ -300,6 +302,14 @@ impl<'a> Session<'a> {
             crate::remote::open_client(h, &token, self.journal, &pgbench, &install.client_version_line)?;
         self.manifest.client = Some(record);
         Ok(Some(client))
+    }
+
+    /// The storage target hosts of the placements' devices: their ssh connections opened
+    /// (closed at teardown from the run record), the routes and round trips into the manifest.
+    fn target_hosts(&mut self) -> Result<()> {
+        let token = self.run_id.rsplit('-').next().unwrap_or(&self.run_id).to_string();
+        self.manifest.targets = crate::remote::target::open_targets(self.exp, &token, self.journal)?;
+        Ok(())
     }
 
     /// The runner's environment, with its private socket directory.

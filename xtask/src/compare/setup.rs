@@ -55,6 +55,7 @@ impl Setup {
         let stamp = format!("{}-{}", exp.name, timestamp::compact(started));
         let short_id = short_token(&stamp);
         let run_id = format!("{stamp}-{short_id}");
+        crate::remote::target::attach_shells(&mut exp, &short_id);
         let results_dir = match (&args.resume, &args.out) {
             (Some(r), _) => r.clone(),
             (None, Some(o)) => o.clone(),

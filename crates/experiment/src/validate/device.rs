@@ -83,6 +83,8 @@ impl Validator<'_> {
             precondition,
             throttle: if opts.emulate { emu_throttle.or(throttle) } else { throttle },
             emulation,
+            // Set by `target_devices` once the hosts are known.
+            target_host: None,
         })
     }
 
@@ -119,6 +121,8 @@ impl Validator<'_> {
                     allow_reconfigure: r.allow_reconfigure.unwrap_or(false),
                 }
             }
+            // A target host's device: its address is the host's, its NQN pgtier's own by default.
+            DeviceClass::NvmeTcp if r.target.is_some() => RealDevice::NvmeTcp(self.nvme_tcp_target(d, key)),
             DeviceClass::NvmeTcp => {
                 need(self, r.address.is_some(), "address", "address = \"192.0.2.10\"");
                 need(self, r.nqn.is_some(), "nqn", "nqn = \"nqn.2016-01.com.lightbitslabs:uuid:...\"");

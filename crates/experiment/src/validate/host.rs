@@ -1,6 +1,7 @@
 //! `[[host]]`: other machines of the experiment, reached over OpenSSH: the benchmark client
-//! (`roles = ["client"]`) and the servers (`roles = ["server"]`: the matrix runs there; several
-//! are a fleet). The storage-target role is refused as not built yet.
+//! (`roles = ["client"]`), the servers (`roles = ["server"]`: the matrix runs there; several are
+//! a fleet) and storage targets (`roles = ["target"]`, resolved against the devices in
+//! `validate::target`).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -104,19 +105,12 @@ impl Validator<'_> {
             let r = match role.get_ref().as_str() {
                 "client" => HostRole::Client,
                 "server" => HostRole::Server,
-                "target" => {
-                    self.err(
-                        span(role),
-                        key,
-                        "the \"target\" role is not implemented yet: serve the NVMe/TCP volumes from outside pgtier and name them in [[device]]",
-                    );
-                    continue;
-                }
+                "target" => HostRole::Target,
                 other => {
                     self.err(
                         span(role),
                         key,
-                        format!("unknown role {other:?}: a host's roles are \"client\" and \"server\""),
+                        format!("unknown role {other:?}: a host's roles are \"client\", \"server\" and \"target\""),
                     );
                     continue;
                 }
@@ -127,11 +121,11 @@ impl Validator<'_> {
                 roles.push(r);
             }
         }
-        if roles.len() > 1 {
+        if roles.len() > 1 && roles.contains(&HostRole::Server) {
             self.err(
                 span(raw),
                 key,
-                "one host cannot be both client and server: the client runs on the server when no host has the client role",
+                "a server host has no other role: the client runs on the server when no host has the client role, and a server's own devices need no target",
             );
         }
         roles
@@ -160,16 +154,18 @@ impl Validator<'_> {
         }
         for h in &raw.host {
             let r = h.get_ref();
-            if !r.roles.get_ref().iter().any(|x| x.get_ref() == "client") {
+            let Some(role) =
+                r.roles.get_ref().iter().map(|x| x.get_ref().as_str()).find(|x| *x == "client" || *x == "target")
+            else {
                 continue;
-            }
+            };
             let n = r.name.get_ref();
             if servers > 1 {
                 self.err(
                     span(&r.roles),
                     format!("host[{n}].roles"),
                     format!(
-                        "a client host with {servers} server hosts: the client host is driven from its server, and a fleet's servers would share it (their runs would disturb each other); leave the client role out (pgbench runs on each server) or keep one server host"
+                        "a {role} host with {servers} server hosts: it is driven from its server, and a fleet's servers would share it (their runs would disturb each other); leave the host out (each server runs its own client and devices) or keep one server host"
                     ),
                 );
             }
@@ -179,7 +175,7 @@ impl Validator<'_> {
                         span(f),
                         format!("host[{n}].{k}"),
                         format!(
-                            "{:?}: with a server host this file is read on the server host, which drives the client: give its absolute path there",
+                            "{:?}: with a server host this file is read on the server host, which drives this host: give its absolute path there",
                             f.get_ref()
                         ),
                     );

@@ -12,6 +12,7 @@ mod kernel;
 mod measurement;
 mod placement;
 mod postgres;
+mod target;
 mod workload;
 
 use std::collections::BTreeSet;
@@ -69,6 +70,7 @@ impl<'a> Validator<'a> {
             opts,
         );
         let hosts = self.hosts(raw, &workloads);
+        self.target_devices(raw, &hosts, &mut devices, opts);
         self.cross_checks(&devices, &placements, &workloads, opts.emulate);
         if opts.emulate {
             self.wal_room(&devices, &placements, &pg, &measurement, raw);

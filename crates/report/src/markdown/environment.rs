@@ -54,6 +54,9 @@ pub(super) fn environment(s: &mut String, m: &Manifest) {
     if let Some(c) = &m.client {
         client(s, c);
     }
+    for t in &m.targets {
+        target(s, t);
+    }
     if !h.sysctls.is_empty() {
         let _ = writeln!(
             s,
@@ -83,6 +86,19 @@ fn client(s: &mut String, c: &results::manifest::ClientRecord) {
     let _ = writeln!(s, "| client authentication | {} |", c.authentication);
 }
 
+/// A storage target host's rows: what it served, the path to it and its round trip.
+fn target(s: &mut String, t: &results::manifest::TargetRecord) {
+    let _ =
+        writeln!(s, "| Target host | {} ({}): served {} with {} |", t.host, t.address, t.devices.join(", "), t.serves);
+    let rtt = t.rtt_ms.map(|r| format!("{r:.3} ms")).unwrap_or_else(|| "not measured".into());
+    let _ = writeln!(s, "| network path to {} | {}; round trip {rtt} ({}) |", t.host, t.network_path, t.rtt_method);
+    let _ = writeln!(
+        s,
+        "| transport to {} | {}; set-up {:.0} ms, a command over it {:.1} ms |",
+        t.host, t.transport, t.ssh_setup_ms, t.ssh_command_ms
+    );
+}
+
 /// Each device: class, block device, mount options, DAX and throttles.
 pub(super) fn devices(s: &mut String, m: &Manifest) {
     let _ = writeln!(s, "\n## Devices\n");
@@ -107,6 +123,13 @@ pub(super) fn devices(s: &mut String, m: &Manifest) {
     }
     for d in m.devices.iter().filter(|d| !d.dax_note.is_empty()) {
         let _ = writeln!(s, "\n- {}: {}", d.name, d.dax_note);
+    }
+    for t in &m.targets {
+        let rtt = t.rtt_ms.map(|r| format!("{r:.3} ms")).unwrap_or_else(|| "not measured".into());
+        for d in &t.devices {
+            let _ =
+                writeln!(s, "\n- {d} is served by host {} at {} ({}; round trip {rtt})", t.host, t.address, t.serves);
+        }
     }
     for d in &m.devices {
         if let Some(t) = &d.throttle {

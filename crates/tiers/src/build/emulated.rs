@@ -8,7 +8,10 @@ pub(super) fn emulated_device(plan: &mut Plan, d: &DeviceSpec, index: usize, ctx
         Backing::LoopFile => loop_file_device(plan, d, ctx),
         Backing::TmpfsLoop => tmpfs_device(plan, d, ctx),
         Backing::Zram => zram_device(plan, d),
-        Backing::Nbd => nbd_device(plan, d, index, ctx),
+        Backing::Nbd => match &d.target_host {
+            Some(t) => target::emulated_on_host(plan, d, t, index, ctx),
+            None => nbd_device(plan, d, index, ctx),
+        },
     }
     finish_filesystem(plan, d, Value::var(&d.name), ctx, true);
 }
@@ -149,7 +152,7 @@ fn target_link(plan: &mut Plan, d: &DeviceSpec, index: usize, ctx: &PlanContext)
 
 /// The client side: nbdfuse presents the export as a file, a loop device over it with direct
 /// I/O, XFS on that.
-fn nbd_client(plan: &mut Plan, d: &DeviceSpec, ctx: &PlanContext, target_ip: &str, port: u16) {
+pub(super) fn nbd_client(plan: &mut Plan, d: &DeviceSpec, ctx: &PlanContext, target_ip: &str, port: u16) {
     let name = Some(d.name.as_str());
     let fuse_dir = ctx.work_dir.join("fuse").join(&d.name);
     plan.push(

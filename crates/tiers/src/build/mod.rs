@@ -10,6 +10,7 @@ use crate::spec::{Backing, DaxPolicy, DeviceClass, DeviceSpec, NvmeTcpTarget, Pa
 
 mod emulated;
 mod real;
+pub mod target;
 
 use emulated::*;
 use real::*;
@@ -105,6 +106,8 @@ fn tools_needed(devices: &[DeviceSpec], emulate: bool) -> Vec<String> {
                     t.extend(["losetup", "blockdev"]);
                 }
                 Backing::Zram => {}
+                // nbdkit runs on the target host, if there is one (checked there).
+                Backing::Nbd if d.target_host.is_some() => t.extend(["losetup", "blockdev", "nbdfuse", "fusermount3"]),
                 Backing::Nbd => {
                     t.extend(["losetup", "blockdev", "ip", "nbdkit", "nbdfuse", "fusermount3"]);
                     if let Some(EmulatedDelay::MicrosecondPlugin { .. }) =

@@ -66,6 +66,9 @@ pub(super) fn real_checks(plan: &mut Plan, devices: &[DeviceSpec], ctx: &PlanCon
                 );
             }
             RealDevice::NvmeTcp(t) => {
+                if let Some(host) = &d.target_host {
+                    super::target::nvmet_export(plan, d, host, t, i, ctx);
+                }
                 nvme_tcp_checks(plan, devices, i, t, ctx);
                 not_in_use(plan, "never touch a namespace that holds data");
             }

@@ -126,6 +126,36 @@ pub enum Action {
         gid: u32,
         mode: u32,
     },
+    /// Run `words` on the storage target host `host` over its ssh connection (every word quoted
+    /// for the host's shell); `undo`, when there is one, is recorded in the run record before
+    /// the command runs.
+    OnHost {
+        host: String,
+        words: Vec<String>,
+        undo: Option<journal::remote::RemoteOp>,
+        kind: HostStep,
+    },
+    /// The device a target host exports, checked there over ssh by the rules of a local device:
+    /// a block device (its stable name resolved on the host), not held by LVM/md/dm, not
+    /// mounted, not swap, and no signature unless `allow_wipe`.
+    HostDeviceCheck {
+        host: String,
+        device: PathBuf,
+        allow_wipe: bool,
+    },
+}
+
+/// What a step on a target host does to it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HostStep {
+    /// Reads only (a version, a module list).
+    Check,
+    /// Changes the host (a file in the run's directory there, a helper process).
+    Change,
+    /// Exports a device over NVMe/TCP (nvmet's configfs): writes nothing to any device, like
+    /// `nvme connect` on the server, and comes before the checks of the namespace it exports.
+    Export,
 }
 
 impl Action {
@@ -194,6 +224,18 @@ impl Action {
             Action::Chown { path, uid, gid, mode } => {
                 format!("chown {uid}:{gid} {}; chmod {mode:o} {}", path.display(), path.display())
             }
+            Action::OnHost { host, words, .. } => {
+                format!("[on host {host}] {}", journal::command::posix_command(words))
+            }
+            Action::HostDeviceCheck { host, device, allow_wipe } => format!(
+                "[on host {host}] check {} is a block device (readlink -e, stat), not held by LVM/md/dm, not mounted, not swap{}",
+                device.display(),
+                if *allow_wipe {
+                    " (existing signatures may be wiped: allow_wipe = true)"
+                } else {
+                    ", and carries no filesystem or partition-table signature (blkid -p, wipefs --no-act)"
+                }
+            ),
         }
     }
 
@@ -208,6 +250,8 @@ impl Action {
                 | Action::VerifyMount { .. }
                 | Action::LockDisk { .. }
                 | Action::UnlockDisk { .. }
+                | Action::HostDeviceCheck { .. }
+                | Action::OnHost { kind: HostStep::Check, .. }
         )
     }
 
@@ -215,7 +259,7 @@ impl Action {
     /// teardown disconnects them) but writes nothing to any device. The safety checks of a remote
     /// namespace can only run after it.
     pub fn is_attach(&self) -> bool {
-        matches!(self, Action::NvmeConnect { .. })
+        matches!(self, Action::NvmeConnect { .. } | Action::OnHost { kind: HostStep::Export, .. })
     }
 
     /// What teardown does for this step, if anything (never a format or a write to a device).
@@ -234,6 +278,7 @@ impl Action {
                 target.nqn
             )),
             Action::Mount { target, .. } => Some(format!("umount {}", target.display())),
+            Action::OnHost { host, undo: Some(u), .. } => Some(format!("[on host {host}] {}", u.describe())),
             _ => None,
         }
     }

@@ -12,7 +12,7 @@ use crate::spec::{DaxPolicy, NvmeTcpTarget, SecretSource};
 mod action;
 mod check;
 
-pub use action::Action;
+pub use action::{Action, HostStep};
 pub use check::{Check, Resolve};
 
 /// A command argument: literal, a value produced by an earlier step, or a secret read at

@@ -20,6 +20,7 @@ use crate::system::{DaemonSpec, DiskLock, FileKind, System};
 mod actions;
 mod checks;
 mod found;
+mod host;
 mod nvme_connect;
 mod recorder;
 
@@ -135,6 +136,7 @@ pub fn execute(
         nvme_cli: None,
         connections: HashMap::new(),
         locks: HashMap::new(),
+        shells: host::shells(specs),
     };
     for (i, step) in plan.steps.iter().enumerate() {
         let n = i + 1;
@@ -205,10 +207,30 @@ pub fn describe_device(d: &DeviceSpec, emulated: bool) -> String {
             crate::spec::RealDevice::Pmem { namespace, .. } => {
                 format!("PMem namespace {namespace} (fsdax)")
             }
-            crate::spec::RealDevice::NvmeTcp(t) => {
-                format!("NVMe/TCP subsystem {} at {}:{}", t.nqn, t.address, t.port)
-            }
+            crate::spec::RealDevice::NvmeTcp(t) => match &d.target_host {
+                Some(h) => format!(
+                    "NVMe/TCP subsystem {} at {}:{}, served by host {} (its {} exported by the kernel's target, nvmet)",
+                    t.nqn,
+                    t.address,
+                    t.port,
+                    h.name,
+                    h.export.display()
+                ),
+                None => format!("NVMe/TCP subsystem {} at {}:{}", t.nqn, t.address, t.port),
+            },
         };
+    }
+    if let (Backing::Nbd, Some(h)) = (d.emulation.backing, &d.target_host) {
+        return format!(
+            "emulated {}: nbdkit on host {} at {}, over the network from here, nbdfuse, loop device (direct I/O){}",
+            d.class,
+            h.name,
+            h.address,
+            match d.emulation.latency.and_then(crate::plan::EmulatedDelay::for_latency) {
+                Some(delay) => format!(", {}", delay.describe()),
+                None => String::new(),
+            }
+        );
     }
     let e = &d.emulation;
     match e.backing {
@@ -254,6 +276,8 @@ struct Executor<'a> {
     connections: HashMap<String, Vec<RecordId>>,
     /// Disk locks held, by the variable naming the disk.
     locks: HashMap<String, DiskLock>,
+    /// How each storage target host is reached, by name.
+    shells: HashMap<String, crate::spec::RemoteShell>,
 }
 
 /// A command ready to run: secrets are placeholders in `cmd` (the only form ever shown or
@@ -419,6 +443,10 @@ impl Executor<'_> {
             }
             Action::Chown { path, uid, gid, mode } => {
                 self.sys.chown(path, *uid, *gid, *mode).map_err(|e| format!("chown {}: {e}", path.display()))?;
+            }
+            Action::OnHost { host, words, undo, .. } => self.on_host(n, host, words, undo.as_ref())?,
+            Action::HostDeviceCheck { host, device, allow_wipe } => {
+                self.host_device_check(n, host, device, *allow_wipe)?
             }
         }
         Ok(())

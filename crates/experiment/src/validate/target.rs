@@ -1,0 +1,158 @@
+//! Devices served by a storage target host: `target = "<host>"` on an `nvme-tcp` device names
+//! a `[[host]]` with the `target` role, and `export` the block device nvmet exports there. The
+//! device's address is then the host's, its subsystem NQN pgtier's own unless `nqn` is given.
+
+use std::path::PathBuf;
+
+use tiers::spec::{Backing, DeviceClass, DeviceSpec, RealDevice, TargetHost};
+
+use super::Validator;
+use crate::LoadOptions;
+use crate::keyword::Word;
+use crate::model::{FaultKind, Host, HostRole};
+use crate::raw::RawFile;
+use crate::spans::span;
+
+impl Validator<'_> {
+    /// Resolves every device's `target` against `hosts`; a target host no device names is
+    /// worth a warning.
+    pub(super) fn target_devices(
+        &mut self,
+        raw: &RawFile,
+        hosts: &[Host],
+        devices: &mut [DeviceSpec],
+        opts: &LoadOptions,
+    ) {
+        for rd in &raw.device {
+            let r = rd.get_ref();
+            let n = r.name.get_ref();
+            let key = |k: &str| format!("device[{n}].{k}");
+            let Some(t) = &r.target else {
+                if let Some(e) = &r.export {
+                    self.err(
+                        span(e),
+                        key("export"),
+                        "`export` names the device a target host exports: give `target = \"<host>\"` too",
+                    );
+                }
+                continue;
+            };
+            let Some(dev) = devices.iter_mut().find(|d| &d.name == n) else { continue };
+            if dev.class != DeviceClass::NvmeTcp {
+                self.err(
+                    span(t),
+                    key("target"),
+                    format!("only an nvme-tcp device is served by a target host; {n:?} is {}", dev.class),
+                );
+                continue;
+            }
+            let name = t.get_ref();
+            let Some(host) = self.target_host(t, hosts, &key) else { continue };
+            if let Some(a) = &r.address {
+                self.err(
+                    span(a),
+                    key("address"),
+                    format!("a device served by host {name:?} is reached at the host's address; leave `address` out"),
+                );
+            }
+            let export = self.export(rd, &key);
+            if opts.emulate {
+                self.emulated_on_host(dev, name, span(t), raw, &key);
+            }
+            if let RealDevice::NvmeTcp(nt) = &mut dev.real {
+                nt.address = host.address.to_string();
+                if nt.nqn.is_empty() {
+                    nt.nqn = format!("nqn.2026-12.io.pgtier:{name}:{n}");
+                }
+            }
+            dev.target_host =
+                Some(TargetHost { name: name.clone(), address: host.address.to_string(), export, shell: None });
+        }
+        for h in hosts.iter().filter(|h| h.roles.contains(&HostRole::Target)) {
+            if !devices.iter().any(|d| d.target_host.as_ref().is_some_and(|t| t.name == h.name)) {
+                self.warnings.push(format!(
+                    "host {:?} has the target role, but no device names it (target = {:?})",
+                    h.name, h.name
+                ));
+            }
+        }
+    }
+
+    /// The host a device's `target` names, when it is one with the `target` role.
+    fn target_host<'h>(
+        &mut self,
+        t: &toml::Spanned<String>,
+        hosts: &'h [Host],
+        key: &dyn Fn(&str) -> String,
+    ) -> Option<&'h Host> {
+        let name = t.get_ref();
+        let Some(host) = hosts.iter().find(|h| &h.name == name) else {
+            let targets: Vec<&str> =
+                hosts.iter().filter(|h| h.roles.contains(&HostRole::Target)).map(|h| h.name.as_str()).collect();
+            self.err(
+                span(t),
+                key("target"),
+                format!(
+                    "no [[host]] named {name:?}{}",
+                    if targets.is_empty() {
+                        " (add one with roles = [\"target\"])".to_string()
+                    } else {
+                        format!(": the target hosts are {}", targets.join(", "))
+                    }
+                ),
+            );
+            return None;
+        };
+        if !host.roles.contains(&HostRole::Target) {
+            self.err(span(t), key("target"), format!("host {name:?} has no \"target\" role: add it to its roles"));
+            return None;
+        }
+        Some(host)
+    }
+
+    /// The block device the target host exports: a path under /dev.
+    fn export(&mut self, rd: &toml::Spanned<crate::raw::RawDevice>, key: &dyn Fn(&str) -> String) -> PathBuf {
+        let r = rd.get_ref();
+        match &r.export {
+            None => {
+                self.err(span(rd), key("export"), "a device served by a target host needs `export`, the block device nvmet exports there (for example export = \"/dev/disk/by-id/nvme-...\"; with --emulate it is not touched)");
+                PathBuf::new()
+            }
+            Some(e) if !e.get_ref().starts_with("/dev/") => {
+                self.err(span(e), key("export"), "the exported device is a path under /dev on the target host (best a stable /dev/disk/by-id/... name)");
+                PathBuf::new()
+            }
+            Some(e) => PathBuf::from(e.get_ref()),
+        }
+    }
+
+    /// What the nbdkit stand-in on a target host does not do yet: another backing, a latency
+    /// below whole milliseconds (its plugin is compiled on this machine), injected faults.
+    fn emulated_on_host(
+        &mut self,
+        dev: &DeviceSpec,
+        host: &str,
+        at: Option<std::ops::Range<usize>>,
+        raw: &RawFile,
+        key: &dyn Fn(&str) -> String,
+    ) {
+        let n = &dev.name;
+        if dev.emulation.backing != Backing::Nbd {
+            self.err(
+                at.clone(),
+                key("emulate.backing"),
+                format!("a device served by host {host:?} is emulated by nbdkit there: its backing is \"nbd\""),
+            );
+        }
+        if dev.emulation.latency.is_some_and(|l| !l.is_zero() && l.as_micros() % 1000 != 0) {
+            self.err(at.clone(), key("emulate.latency"), format!("on host {host:?} nbdkit adds whole milliseconds only (its delay filter); the sub-millisecond plugin is not built for target hosts yet"));
+        }
+        for (i, f) in raw.fault.iter().enumerate() {
+            let r = f.get_ref();
+            let through_nbdkit = matches!(r.kind.get_ref(), Word::Known(FaultKind::IoErrors | FaultKind::StopTarget));
+            if through_nbdkit && r.device.as_ref().is_some_and(|d| d.get_ref() == n) {
+                self.err(span(f), format!("fault[{i}].kind"), format!("faults injected through nbdkit are not built for a device served by a target host ({n:?} on {host:?})"));
+            }
+        }
+    }
+}

@@ -1,0 +1,153 @@
+//! `[[host]]` with the `target` role and the `nvme-tcp` devices it serves (`target`, `export`),
+//! and the errors that name file, line and key.
+
+use std::path::{Path, PathBuf};
+
+use experiment::{ConfigErrors, HostRole, LoadOptions, parse};
+use tiers::spec::RealDevice;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn opts(emulate: bool) -> LoadOptions {
+    LoadOptions { emulate, configs_dir: repo().join("configs"), hardware_threads: 40 }
+}
+
+const FILE: &str = r#"
+[experiment]
+name = "t"
+baseline = "remote"
+
+[postgres]
+profiles = ["default"]
+memory_limits = ["unlimited"]
+
+[[device]]
+name = "local"
+class = "nvme"
+path = "/dev/disk/by-id/nvme-A"
+
+[[device]]
+name = "remote"
+class = "nvme-tcp"
+target = "storage"
+export = "/dev/disk/by-id/nvme-B"
+[device.emulate]
+size = "1GiB"
+latency = "1ms"
+
+[[placement]]
+name = "remote"
+data = "remote"
+wal = "local"
+
+[[workload]]
+name = "rw"
+kind = "pgbench"
+builtin = "tpcb-like"
+scale = 1
+clients = [1]
+duration = "5s"
+
+[[host]]
+name = "storage"
+address = "169.254.200.6"
+roles = ["target"]
+"#;
+
+fn errors(text: &str, emulate: bool) -> ConfigErrors {
+    parse(Path::new("/exp/t.toml"), text, &opts(emulate)).expect_err("should be rejected")
+}
+
+fn line_of(text: &str, needle: &str) -> usize {
+    text.lines().position(|l| l.contains(needle)).expect("needle in text") + 1
+}
+
+#[test]
+fn a_device_served_by_a_target_host_takes_its_address_and_a_pgtier_nqn() {
+    for emulate in [false, true] {
+        let e = parse(Path::new("/exp/t.toml"), FILE, &opts(emulate)).unwrap();
+        let h = &e.hosts[0];
+        assert_eq!(h.roles, vec![HostRole::Target]);
+        assert!(e.client_host().is_none());
+        assert_eq!(e.target_hosts().iter().map(|h| h.name.as_str()).collect::<Vec<_>>(), ["storage"]);
+        let d = e.device("remote").unwrap();
+        let t = d.target_host.as_ref().expect("served by the host");
+        assert_eq!((t.name.as_str(), t.address.as_str()), ("storage", "169.254.200.6"));
+        assert_eq!(t.export, Path::new("/dev/disk/by-id/nvme-B"));
+        let RealDevice::NvmeTcp(nt) = &d.real else { panic!("{:?}", d.real) };
+        assert_eq!((nt.address.as_str(), nt.port), ("169.254.200.6", 4420));
+        assert_eq!(nt.nqn, "nqn.2026-12.io.pgtier:storage:remote");
+        assert!(e.device("local").unwrap().target_host.is_none());
+        let json = serde_json::to_string(&e.devices).unwrap();
+        assert!(json.contains("\"target_host\":{\"name\":\"storage\""), "{json}");
+        assert!(!json.contains("\"shell\""), "the run's ssh connection is no part of the configuration: {json}");
+    }
+}
+
+#[test]
+fn a_target_must_be_a_known_target_host_of_an_nvme_tcp_device() {
+    let cases = [
+        (
+            FILE.replace("target = \"storage\"", "target = \"nas\""),
+            "target = \"nas\"",
+            "device[remote].target",
+            "no [[host]] named \"nas\": the target hosts are storage",
+        ),
+        (
+            FILE.replace("roles = [\"target\"]", "roles = [\"client\"]"),
+            "target = \"storage\"",
+            "device[remote].target",
+            "host \"storage\" has no \"target\" role",
+        ),
+        (
+            FILE.replace(
+                "path = \"/dev/disk/by-id/nvme-A\"",
+                "path = \"/dev/disk/by-id/nvme-A\"\ntarget = \"storage\"",
+            ),
+            "path = \"/dev/disk/by-id/nvme-A\"",
+            "device[local].target",
+            "only an nvme-tcp device is served by a target host",
+        ),
+        (
+            FILE.replace("export = \"/dev/disk/by-id/nvme-B\"", "export = \"nvme-B\""),
+            "export = \"nvme-B\"",
+            "device[remote].export",
+            "a path under /dev",
+        ),
+        (
+            FILE.replace("target = \"storage\"", "target = \"storage\"\naddress = \"192.0.2.1\""),
+            "address = \"192.0.2.1\"",
+            "device[remote].address",
+            "leave `address` out",
+        ),
+    ];
+    for (text, at, key, msg) in cases {
+        let errs = errors(&text, false);
+        let e = errs.0.iter().find(|e| e.key.as_deref() == Some(key)).unwrap_or_else(|| panic!("{key}: {errs}"));
+        assert!(e.message.contains(msg), "{key}: {errs}");
+        let line = if key == "device[local].target" { line_of(&text, at) + 1 } else { line_of(&text, at) };
+        assert_eq!(e.line, Some(line), "{key}: {errs}");
+        assert_eq!(e.file, Path::new("/exp/t.toml"));
+    }
+    let errs = errors(&FILE.replace("export = \"/dev/disk/by-id/nvme-B\"\n", ""), false);
+    assert!(
+        errs.0
+            .iter()
+            .any(|e| e.key.as_deref() == Some("device[remote].export") && e.message.contains("needs `export`")),
+        "{errs}"
+    );
+}
+
+#[test]
+fn what_the_stand_in_on_a_target_host_does_not_do_is_refused_with_emulate() {
+    let text = FILE.replace("latency = \"1ms\"", "latency = \"200us\"");
+    let errs = errors(&text, true);
+    assert!(errs.0.iter().any(|e| e.key.as_deref() == Some("device[remote].emulate.latency")), "{errs}");
+    assert!(parse(Path::new("/exp/t.toml"), &text, &opts(false)).is_ok(), "real hardware adds no latency");
+    let text = format!("{FILE}\n[[fault]]\nrun = 1\nafter = \"1s\"\nkind = \"stop-target\"\ndevice = \"remote\"\n");
+    let errs = errors(&text, true);
+    let e = errs.0.iter().find(|e| e.key.as_deref() == Some("fault[0].kind")).unwrap_or_else(|| panic!("{errs}"));
+    assert!(e.message.contains("not built for a device served by a target host"), "{errs}");
+}

@@ -1,0 +1,142 @@
+//! Undos of effects on another host of the experiment (a storage target host): each runs there
+//! over ssh as a constant script with the record's values as positional arguments, every word
+//! quoted for the remote shell ([`crate::command::ssh_command`]). Each is idempotent like every
+//! undo: it looks first, and says when nothing was left.
+
+use std::time::Duration;
+
+use crate::command::{CommandLine, ssh_command};
+use crate::undo::{Outcome, UndoError};
+
+/// What undoes one effect on another host.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "op", rename_all = "kebab-case")]
+pub enum RemoteOp {
+    /// Stop every process named `program` whose command line has `pidfile` as a word (its
+    /// `--pidfile`, a path in the run's own directory there): SIGTERM, SIGKILL after 5 s. Found
+    /// by its command line, not by the file: a process killed before it wrote the file is found
+    /// too, and a reused PID is not.
+    StopProcess { program: String, pidfile: String },
+    /// Remove a directory (`rmdir`: configfs items of nvmet, which go only once empty).
+    Rmdir { path: String },
+    /// Remove a symbolic link (configfs: a subsystem linked into an nvmet port).
+    Unlink { path: String },
+}
+
+/// Finds the processes (not itself, whose command line holds the word too), stops them, waits
+/// until they are gone; prints `done` or `none`.
+const STOP: &str = r#"prog=$1; needle=$2; found=
+for d in /proc/[0-9]*; do
+  [ "${d#/proc/}" = "$$" ] && continue
+  [ "$(cat "$d/comm" 2>/dev/null)" = "$prog" ] || continue
+  tr '\0' '\n' < "$d/cmdline" 2>/dev/null | grep -qxF -- "$needle" || continue
+  found="$found ${d#/proc/}"
+done
+[ -n "$found" ] || { echo none; exit 0; }
+kill -TERM $found 2>/dev/null
+i=0
+while [ $i -lt 50 ]; do
+  alive=
+  for p in $found; do [ -d "/proc/$p" ] && alive="$alive $p"; done
+  [ -n "$alive" ] || { echo done; exit 0; }
+  sleep 0.1; i=$((i+1))
+done
+kill -KILL $alive 2>/dev/null; sleep 0.5
+for p in $alive; do [ -d "/proc/$p" ] && { echo "still running: $p" >&2; exit 1; }; done
+echo done"#;
+
+const RMDIR: &str = r#"[ -d "$1" ] || { echo none; exit 0; }; rmdir -- "$1" && echo done"#;
+
+const UNLINK: &str = r#"[ -L "$1" ] || { echo none; exit 0; }; rm -f -- "$1" && echo done"#;
+
+impl RemoteOp {
+    /// The words run on the host: `sh -c <constant script> sh <values>`.
+    pub fn words(&self) -> Vec<String> {
+        let (script, args): (&str, Vec<&str>) = match self {
+            RemoteOp::StopProcess { program, pidfile } => (STOP, vec![program, pidfile]),
+            RemoteOp::Rmdir { path } => (RMDIR, vec![path]),
+            RemoteOp::Unlink { path } => (UNLINK, vec![path]),
+        };
+        let mut w: Vec<String> = vec!["sh".into(), "-c".into(), script.into(), "sh".into()];
+        w.extend(args.into_iter().map(str::to_string));
+        w
+    }
+
+    /// What the undo does, as teardown prints it.
+    pub fn describe(&self) -> String {
+        match self {
+            RemoteOp::StopProcess { program, pidfile } => format!("stop {program} (--pidfile {pidfile})"),
+            RemoteOp::Rmdir { path } => format!("rmdir {path}"),
+            RemoteOp::Unlink { path } => format!("rm {path}"),
+        }
+    }
+
+    /// The command line that performs it on the host reached by `options` and `destination`.
+    pub fn command(&self, options: &[String], destination: &str) -> CommandLine {
+        ssh_command(options, destination, &self.words())
+    }
+
+    /// Performs it over ssh.
+    pub fn perform(&self, options: &[String], destination: &str) -> Result<Outcome, UndoError> {
+        let out = self.command(options, destination).run_with_timeout(Some(Duration::from_secs(60)))?;
+        Ok(if out.stdout.trim() == "none" { Outcome::NothingLeft } else { Outcome::Done })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_are_positional_arguments_of_a_constant_script() {
+        let op = RemoteOp::StopProcess { program: "nbdkit".into(), pidfile: "/tmp/pgtier-x/$(reboot).pid".into() };
+        let c = op.command(&["-F".into(), "none".into()], "root@192.0.2.9");
+        let remote = c.args.last().unwrap();
+        assert!(remote.starts_with("sh -c 'prog=$1;"), "{remote}");
+        assert!(remote.ends_with(" sh nbdkit '/tmp/pgtier-x/$(reboot).pid'"), "{remote}");
+        assert_eq!(&c.args[..4], ["-F", "none", "root@192.0.2.9", "--"]);
+        let w = RemoteOp::Rmdir { path: "/sys/kernel/config/nvmet/ports/7".into() }.words();
+        assert_eq!(&w[3..], ["sh", "/sys/kernel/config/nvmet/ports/7"]);
+    }
+
+    #[test]
+    fn a_process_is_stopped_by_the_word_on_its_command_line() {
+        let _forking = crate::forking();
+        let d = tempfile::tempdir().unwrap();
+        let word = d.path().join("x.pid").display().to_string();
+        // `sh -c SCRIPT WORD`: WORD is on sh's command line, as --pidfile's value is on nbdkit's.
+        let mut child =
+            std::process::Command::new("sh").args(["-c", "while :; do sleep 0.1; done", &word]).spawn().unwrap();
+        let pid = child.id();
+        // Reaped as soon as it exits, as a daemon's parent (init) would.
+        let reaper = std::thread::spawn(move || child.wait());
+        let op = RemoteOp::StopProcess { program: "sh".into(), pidfile: word };
+        let w = op.words();
+        let out = CommandLine::new(&w[0]).args(&w[1..]).run().unwrap();
+        assert_eq!(out.stdout.trim(), "done");
+        reaper.join().unwrap().unwrap();
+        assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists());
+        let out = CommandLine::new(&w[0]).args(&w[1..]).run().unwrap();
+        assert_eq!(out.stdout.trim(), "none", "idempotent");
+    }
+
+    #[test]
+    fn the_scripts_run_in_a_posix_shell() {
+        // Locally, as the host's shell would: nothing to stop, nothing to remove.
+        let d = tempfile::tempdir().unwrap();
+        for op in [
+            RemoteOp::StopProcess { program: "no-such-program".into(), pidfile: "/nonexistent/x.pid".into() },
+            RemoteOp::Rmdir { path: d.path().join("missing").display().to_string() },
+            RemoteOp::Unlink { path: d.path().join("missing").display().to_string() },
+        ] {
+            let w = op.words();
+            let out = CommandLine::new(&w[0]).args(&w[1..]).run().unwrap();
+            assert_eq!(out.stdout.trim(), "none", "{}", op.describe());
+        }
+        let sub = d.path().join("sub");
+        std::fs::create_dir(&sub).unwrap();
+        let w = RemoteOp::Rmdir { path: sub.display().to_string() }.words();
+        assert_eq!(CommandLine::new(&w[0]).args(&w[1..]).run().unwrap().stdout.trim(), "done");
+        assert!(!sub.exists());
+    }
+}

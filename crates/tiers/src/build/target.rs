@@ -1,0 +1,194 @@
+//! NVMe/TCP devices served by a storage target host (`[[host]]` with the `target` role, named
+//! by the device's `target`). With `--emulate` the host runs the nbdkit stand-in (its image file
+//! in the run's directory there, nbdkit listening on the host's address facing this machine),
+//! and this machine attaches it with nbdfuse over the real network path. On real hardware the
+//! host's kernel target exports the device named by `export` (nvmet, through configfs), and
+//! this machine connects with `nvme connect -t tcp` like to any NVMe/TCP subsystem.
+//!
+//! The configfs layout is the kernel's (drivers/nvme/target/configfs.c, as nvmetcli's
+//! nvmet/nvme.py drives it): `/sys/kernel/config/nvmet/subsystems/<nqn>/` with
+//! `attr_allow_any_host`, `allowed_hosts/<host nqn>` (a link to `hosts/<host nqn>`) and
+//! `namespaces/<nsid>/{device_path,enable}`; `ports/<id>/` with `addr_trtype`, `addr_adrfam`,
+//! `addr_traddr`, `addr_trsvcid`, and `subsystems/<nqn>`, a link to the subsystem. Items are
+//! removed in reverse (links first, then the directories; removing a namespace disables it).
+
+use journal::remote::RemoteOp;
+
+use super::*;
+use crate::plan::HostStep;
+use crate::spec::TargetHost;
+
+/// The root of nvmet's configfs tree.
+pub const NVMET: &str = "/sys/kernel/config/nvmet";
+
+/// The first TCP port of the nbdkit stand-ins on a target host (one port per device).
+const NBD_PORT: u16 = 10809;
+
+/// Writes `$2` into the file `$1` (a configfs attribute), without a newline.
+const WRITE: &str = r#"printf %s "$2" > "$1""#;
+
+/// Runs `$2...` with stdin from /dev/null and its output into the log `$1`; on failure prints
+/// the log on stderr. nbdkit binds its socket before it forks into the background, so it listens
+/// when this returns.
+const START: &str = r#"log=$1; shift; "$@" </dev/null >"$log" 2>&1 || { s=$?; cat "$log" >&2; exit $s; }"#;
+
+/// The run's directory on the host (as the controller makes it: `/tmp/pgtier-<token>-t`).
+pub fn host_dir(t: &TargetHost, ctx: &PlanContext) -> String {
+    t.shell.as_ref().map(|s| s.work_dir.clone()).unwrap_or_else(|| format!("/tmp/pgtier-{}-t", ctx.short_id))
+}
+
+fn words<S: AsRef<str>>(w: &[S]) -> Vec<String> {
+    w.iter().map(|s| s.as_ref().to_string()).collect()
+}
+
+fn on_host(
+    plan: &mut Plan,
+    d: &DeviceSpec,
+    t: &TargetHost,
+    step: (HostStep, Vec<String>, Option<RemoteOp>),
+    why: String,
+) {
+    let (kind, words, undo) = step;
+    plan.push(Some(&d.name), Action::OnHost { host: t.name.clone(), words, undo, kind }, why);
+}
+
+/// The nbdkit stand-in on the target host, attached here with nbdfuse over the network.
+pub(super) fn emulated_on_host(plan: &mut Plan, d: &DeviceSpec, t: &TargetHost, index: usize, ctx: &PlanContext) {
+    let dir = host_dir(t, ctx);
+    let h = &t.name;
+    let img = format!("{dir}/{}.img", d.name);
+    let pidfile = format!("{dir}/nbdkit-{}.pid", d.name);
+    let port = NBD_PORT + index as u16;
+    on_host(
+        plan,
+        d,
+        t,
+        (HostStep::Check, words(&["nbdkit", "--version"]), None),
+        format!("nbdkit serves the device from host {h}: it must be installed there (Debian package nbdkit)"),
+    );
+    let size = d.emulation.size_bytes.to_string();
+    on_host(
+        plan,
+        d,
+        t,
+        (HostStep::Change, words(&["truncate", "-s", &size, "--", &img]), None),
+        format!(
+            "the target's storage: a sparse file of {} in the run's directory on host {h} (removed with that directory at teardown)",
+            crate::plan::human_bytes(d.emulation.size_bytes)
+        ),
+    );
+    let mut w = words(&["sh", "-c", START, "sh", &format!("{dir}/nbdkit-{}.log", d.name), "nbdkit"]);
+    w.extend(words(&["--pidfile", &pidfile, "--ipaddr", &t.address, "--port", &port.to_string()]));
+    let delay = d.emulation.latency.and_then(EmulatedDelay::for_latency);
+    match delay {
+        Some(EmulatedDelay::DelayFilter { ms }) => {
+            w.extend(words(&["--filter=delay", "file", &img]));
+            w.extend([format!("delay-read={ms}ms"), format!("delay-write={ms}ms")]);
+        }
+        // Validation refuses sub-millisecond latencies on a target host (the plugin would have
+        // to be compiled there).
+        _ => w.extend(words(&["file", &img])),
+    }
+    let op = RemoteOp::StopProcess { program: "nbdkit".into(), pidfile };
+    on_host(
+        plan,
+        d,
+        t,
+        (HostStep::Change, w, Some(op)),
+        format!(
+            "the NBD target on host {h}, listening on its address facing this machine, {}:{port}{}; it forks into the background once listening (its undo, recorded first, stops it by its --pidfile on the host's process list)",
+            t.address,
+            match delay {
+                Some(delay) => format!(", adding {}", delay.describe()),
+                None => String::new(),
+            }
+        ),
+    );
+    nbd_client(plan, d, ctx, &t.address, port);
+}
+
+/// The nvmet port of device `index` of a run on its target host: a number from the run's token,
+/// so that runs of other experiments on the same host do not collide (a taken port's `mkdir`
+/// fails, and the run stops before anything is written).
+pub fn nvmet_port_id(short_id: &str, index: usize) -> u16 {
+    let h = short_id.bytes().fold(2_166_136_261u32, |a, b| (a ^ b as u32).wrapping_mul(16_777_619));
+    1000 + ((h.wrapping_add(index as u32)) % 60_000) as u16
+}
+
+/// The device `export` of the target host exported by nvmet as subsystem `t.nqn` on a port at
+/// the host's address: checked there first, then the subsystem, its namespace and the port made
+/// in configfs, each with its undo recorded first.
+pub(super) fn nvmet_export(
+    plan: &mut Plan,
+    d: &DeviceSpec,
+    t: &TargetHost,
+    nt: &NvmeTcpTarget,
+    index: usize,
+    ctx: &PlanContext,
+) {
+    let h = &t.name;
+    plan.push(
+        Some(&d.name),
+        Action::HostDeviceCheck { host: h.clone(), device: t.export.clone(), allow_wipe: d.allow_wipe },
+        format!("never export a device of host {h} that holds data or is in use (checked there over ssh; the O_EXCL open of a local device is not made there)"),
+    );
+    let export = |plan: &mut Plan, w: Vec<String>, undo: Option<RemoteOp>, why: &str| {
+        on_host(plan, d, t, (HostStep::Export, w, undo), why.to_string());
+    };
+    let set = |plan: &mut Plan, path: &str, value: &str, why: &str| {
+        export(plan, words(&["sh", "-c", WRITE, "sh", path, value]), None, why);
+    };
+    let mkdir = |plan: &mut Plan, path: &str, why: &str| {
+        export(plan, words(&["mkdir", "--", path]), Some(RemoteOp::Rmdir { path: path.to_string() }), why);
+    };
+    let link = |plan: &mut Plan, to: &str, at: &str, why: &str| {
+        export(plan, words(&["ln", "-s", "--", to, at]), Some(RemoteOp::Unlink { path: at.to_string() }), why);
+    };
+    export(
+        plan,
+        words(&["modprobe", "-a", "nvmet", "nvmet-tcp"]),
+        None,
+        "the kernel's NVMe target and its TCP transport (left loaded at teardown)",
+    );
+    let subsys = format!("{NVMET}/subsystems/{}", nt.nqn);
+    mkdir(plan, &subsys, "the subsystem (mkdir fails if it exists: pgtier never takes over another's subsystem)");
+    match &nt.host_nqn {
+        Some(host_nqn) => {
+            set(plan, &format!("{subsys}/attr_allow_any_host"), "0", "only the allowed host may connect");
+            let host = format!("{NVMET}/hosts/{host_nqn}");
+            mkdir(
+                plan,
+                &host,
+                "this machine's host NQN as nvmet knows hosts (refused if another configuration has it)",
+            );
+            link(plan, &host, &format!("{subsys}/allowed_hosts/{host_nqn}"), "admit this machine's host NQN alone");
+        }
+        None => set(
+            plan,
+            &format!("{subsys}/attr_allow_any_host"),
+            "1",
+            "any host that reaches the port may connect (give host_nqn to admit this machine's alone); the port listens on the one address facing this machine",
+        ),
+    }
+    let ns = format!("{subsys}/namespaces/{}", nt.nsid.unwrap_or(1));
+    mkdir(plan, &ns, "the namespace");
+    set(plan, &format!("{ns}/device_path"), &t.export.display().to_string(), "the block device it exports");
+    set(plan, &format!("{ns}/enable"), "1", "enable the namespace (removing its directory at teardown disables it)");
+    let port = format!("{NVMET}/ports/{}", nvmet_port_id(&ctx.short_id, index));
+    mkdir(plan, &port, "a port of this run (mkdir fails if the number is taken)");
+    let family = if nt.address.contains(':') { "ipv6" } else { "ipv4" };
+    for (attr, value) in [
+        ("addr_trtype", "tcp"),
+        ("addr_adrfam", family),
+        ("addr_traddr", &nt.address),
+        ("addr_trsvcid", &nt.port.to_string()),
+    ] {
+        set(plan, &format!("{port}/{attr}"), value, "the port: TCP on the host's address facing this machine");
+    }
+    link(
+        plan,
+        &subsys,
+        &format!("{port}/subsystems/{}", nt.nqn),
+        "the subsystem on the port: from here on it accepts connections",
+    );
+}

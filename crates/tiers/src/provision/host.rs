@@ -1,0 +1,214 @@
+//! Steps on a storage target host: commands over its ssh connection (their undos recorded
+//! first, as [`Undo::Remote`]), and the refusal checks of the device it exports, made there by
+//! the same rules as a local device's through [`HostSystem`].
+
+use std::io;
+
+use journal::remote::RemoteOp;
+
+use super::*;
+use crate::spec::RemoteShell;
+use crate::system::FileKind;
+
+/// How each storage target host of `specs` is reached, by name.
+pub(super) fn shells(specs: &[DeviceSpec]) -> HashMap<String, RemoteShell> {
+    specs
+        .iter()
+        .filter_map(|d| d.target_host.as_ref())
+        .filter_map(|t| t.shell.clone().map(|s| (t.name.clone(), s)))
+        .collect()
+}
+
+/// The command line that runs `words` on the host `shell` reaches.
+fn ssh(shell: &RemoteShell, words: &[String]) -> CommandLine {
+    journal::command::ssh_command(&shell.options, &shell.destination, words)
+}
+
+impl Executor<'_> {
+    fn shell(&self, host: &str) -> Result<RemoteShell, String> {
+        self.shells.get(host).cloned().ok_or_else(|| {
+            format!("host {host} has no ssh connection for this run (the controller opens it before provisioning)")
+        })
+    }
+
+    /// Runs `words` on `host`, `undo` recorded before.
+    pub(super) fn on_host(
+        &mut self,
+        n: usize,
+        host: &str,
+        words: &[String],
+        undo: Option<&RemoteOp>,
+    ) -> Result<(), StepError> {
+        let shell = self.shell(host)?;
+        if let Some(op) = undo {
+            let undo = Undo::Remote {
+                host: host.to_string(),
+                options: shell.options.clone(),
+                destination: shell.destination.clone(),
+                op: op.clone(),
+            };
+            self.record(undo, &format!("on host {host}"))?;
+        }
+        self.run_inner(n, &ssh(&shell, words), &[], Duration::from_secs(120))?;
+        Ok(())
+    }
+
+    /// The exported device's checks on `host`: its stable name resolved there, a block device,
+    /// not in use, no signature unless `allow_wipe`.
+    pub(super) fn host_device_check(
+        &mut self,
+        n: usize,
+        host: &str,
+        device: &Path,
+        allow_wipe: bool,
+    ) -> Result<(), StepError> {
+        let shell = self.shell(host)?;
+        let refused = self.probe(n, |s| {
+            let mut h = HostSystem { inner: s, shell: &shell };
+            let dev = h.canonicalize(device).unwrap_or_else(|_| device.to_path_buf());
+            safety::check_block_device(&mut h, &dev).and_then(|()| safety::check_not_in_use(&mut h, &dev, allow_wipe))
+        });
+        // The step names the host: `[on host <name>] check ...`.
+        refused.map_err(StepError::Refused)
+    }
+}
+
+/// Another host seen through its ssh connection, for read-only checks: commands run there,
+/// files are read with `cat`, links resolved with `readlink -e`, kinds found with `stat`. What
+/// would change the host is refused; the O_EXCL open ([`System::busy`]) cannot be made from a
+/// shell and answers "not busy" (the holders, mounts and swap checks still run).
+pub struct HostSystem<'a> {
+    /// What runs the ssh commands here (the machine, or a recorder or fake around it).
+    pub inner: &'a mut dyn System,
+    /// How the host is reached.
+    pub shell: &'a RemoteShell,
+}
+
+fn refused(what: &str) -> io::Error {
+    io::Error::other(format!("{what} is not done on another host through a check"))
+}
+
+impl HostSystem<'_> {
+    fn words(&mut self, words: &[&str]) -> io::Result<String> {
+        let w: Vec<String> = words.iter().map(|s| s.to_string()).collect();
+        let out = self.inner.run(&ssh(self.shell, &w), Duration::from_secs(60)).map_err(io::Error::other)?;
+        if out.status != 0 {
+            return Err(io::Error::new(io::ErrorKind::NotFound, out.stderr.trim().to_string()));
+        }
+        Ok(out.stdout)
+    }
+}
+
+impl System for HostSystem<'_> {
+    fn run(&mut self, cmd: &CommandLine, timeout: Duration) -> Result<journal::Output, journal::CommandError> {
+        let mut w = vec![cmd.program.clone()];
+        w.extend(cmd.args.iter().cloned());
+        self.inner.run(&ssh(self.shell, &w), timeout)
+    }
+    fn run_secret(
+        &mut self,
+        cmd: &CommandLine,
+        _: &[(usize, String)],
+        _: Duration,
+    ) -> Result<journal::Output, journal::CommandError> {
+        Err(journal::CommandError::Spawn { command: cmd.to_string(), source: refused("a command with a secret") })
+    }
+    fn busy(&mut self, _: &Path) -> io::Result<bool> {
+        Ok(false)
+    }
+    fn read_to_string(&mut self, path: &Path) -> io::Result<String> {
+        self.words(&["cat", "--", &path.display().to_string()])
+    }
+    fn write(&mut self, _: &Path, _: &str) -> io::Result<()> {
+        Err(refused("writing a file"))
+    }
+    fn write_private(&mut self, _: &Path, _: &str) -> io::Result<()> {
+        Err(refused("writing a file"))
+    }
+    fn lock_disk(&mut self, _: &Path) -> io::Result<DiskLock> {
+        Err(refused("locking a disk"))
+    }
+    fn create_dir_all(&mut self, _: &Path, _: u32) -> io::Result<()> {
+        Err(refused("making a directory"))
+    }
+    fn create_sparse_file(&mut self, _: &Path, _: u64) -> io::Result<()> {
+        Err(refused("making a file"))
+    }
+    fn chown(&mut self, _: &Path, _: u32, _: u32, _: u32) -> io::Result<()> {
+        Err(refused("chown"))
+    }
+    fn file_kind(&mut self, path: &Path) -> FileKind {
+        match self.words(&["stat", "-L", "-c", "%F %t %T", "--", &path.display().to_string()]) {
+            Err(_) => FileKind::Missing,
+            Ok(out) => file_kind_of_stat(&out),
+        }
+    }
+    fn canonicalize(&mut self, path: &Path) -> io::Result<PathBuf> {
+        let out = self.words(&["readlink", "-e", "--", &path.display().to_string()])?;
+        match out.trim() {
+            "" => {
+                Err(io::Error::new(io::ErrorKind::NotFound, format!("readlink -e {} printed nothing", path.display())))
+            }
+            p => Ok(PathBuf::from(p)),
+        }
+    }
+    fn list_dir(&mut self, path: &Path) -> io::Result<Vec<String>> {
+        let out = self.words(&["ls", "-A", "-1", "--", &path.display().to_string()])?;
+        let mut names: Vec<String> = out.lines().filter(|l| !l.is_empty()).map(str::to_string).collect();
+        names.sort();
+        Ok(names)
+    }
+    fn spawn(&mut self, _: &DaemonSpec) -> io::Result<journal::ProcessId> {
+        Err(refused("starting a process"))
+    }
+    fn tcp_reachable(&mut self, _: &str, _: u16) -> bool {
+        false
+    }
+    fn is_alive(&mut self, _: journal::ProcessId) -> bool {
+        false
+    }
+    fn statx_dax(&mut self, _: &Path) -> io::Result<bool> {
+        Err(refused("statx"))
+    }
+    fn remove_file(&mut self, _: &Path) -> io::Result<()> {
+        Err(refused("removing a file"))
+    }
+    fn has_program(&mut self, program: &str) -> bool {
+        self.words(&["sh", "-c", r#"command -v "$1""#, "sh", program]).is_ok()
+    }
+    fn sleep(&mut self, d: Duration) {
+        self.inner.sleep(d)
+    }
+}
+
+/// `stat -L -c '%F %t %T'` (type, major and minor in hex) as a [`FileKind`].
+fn file_kind_of_stat(out: &str) -> FileKind {
+    let t = out.trim();
+    if let Some(rest) = t.strip_prefix("block special file ") {
+        let mut it = rest.split_whitespace().map(|h| u32::from_str_radix(h, 16));
+        if let (Some(Ok(major)), Some(Ok(minor))) = (it.next(), it.next()) {
+            return FileKind::BlockDevice { major, minor };
+        }
+        return FileKind::Other;
+    }
+    if t.starts_with("regular") {
+        FileKind::File
+    } else if t.starts_with("directory") {
+        FileKind::Directory
+    } else {
+        FileKind::Other
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_output_is_a_file_kind() {
+        assert_eq!(file_kind_of_stat("block special file 103 1\n"), FileKind::BlockDevice { major: 0x103, minor: 1 });
+        assert_eq!(file_kind_of_stat("regular empty file 0 0"), FileKind::File);
+        assert_eq!(file_kind_of_stat("directory 0 0"), FileKind::Directory);
+        assert_eq!(file_kind_of_stat("character special file 1 3"), FileKind::Other);
+    }
+}

@@ -1,0 +1,199 @@
+//! Devices served by a storage target host: the nvmet export's configfs steps against the
+//! kernel's layout (drivers/nvme/target/configfs.c: a subsystem's `attr_allow_any_host`,
+//! `allowed_hosts/` and `namespaces/<nsid>/{device_path,enable}`; a port's `addr_trtype`,
+//! `addr_adrfam`, `addr_traddr`, `addr_trsvcid` and `subsystems/` links), the nbdkit stand-in
+//! started there, and the exported device's checks made there over ssh by a local device's rules.
+
+mod common;
+
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+
+use common::*;
+use journal::remote::RemoteOp;
+use tiers::plan::{Action, HostStep, Plan, Step};
+use tiers::spec::{DeviceClass, NvmeTcpTarget, RealDevice, RemoteShell, TargetHost};
+use tiers::system::{Canned, FakeSystem};
+use tiers::{DeviceSpec, ProvisionError, build_plan, execute};
+
+const NQN: &str = "nqn.2026-12.io.pgtier:storage:remote";
+
+fn shell() -> RemoteShell {
+    RemoteShell {
+        host: "storage".into(),
+        options: vec!["-F".into(), "none".into()],
+        destination: "root@192.0.2.7".into(),
+        work_dir: "/tmp/pgtier-fake01-t".into(),
+    }
+}
+
+fn served(host_nqn: Option<&str>) -> DeviceSpec {
+    let target = NvmeTcpTarget {
+        address: "192.0.2.7".into(),
+        port: 4420,
+        nqn: NQN.into(),
+        host_nqn: host_nqn.map(str::to_string),
+        host_id: host_nqn.map(|_| "4c4c4544-0031-3910-8034-b4c04f4a3332".to_string()),
+        dhchap_secret: None,
+        nsid: None,
+    };
+    let mut d = DeviceSpec::new("remote", DeviceClass::NvmeTcp, RealDevice::NvmeTcp(target));
+    d.target_host = Some(TargetHost {
+        name: "storage".into(),
+        address: "192.0.2.7".into(),
+        export: "/dev/disk/by-id/nvme-target-ssd".into(),
+        shell: Some(shell()),
+    });
+    d
+}
+
+/// The steps on the host: (kind, words, undo).
+fn host_steps(plan: &Plan) -> Vec<(HostStep, Vec<String>, Option<RemoteOp>)> {
+    plan.steps
+        .iter()
+        .filter_map(|s| match &s.action {
+            Action::OnHost { words, undo, kind, .. } => Some((*kind, words.clone(), undo.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A configfs write as (path, value), from `sh -c 'printf %s "$2" > "$1"' sh PATH VALUE`.
+fn write_of(words: &[String]) -> Option<(String, String)> {
+    (words.len() == 6 && words[0] == "sh" && words[2].contains("printf %s"))
+        .then(|| (words[4].clone(), words[5].clone()))
+}
+
+#[test]
+fn nvmet_exports_the_device_as_the_kernels_configfs_lays_it_out() {
+    let plan = build_plan(&[served(None)], &fake_ctx());
+    let steps = host_steps(&plan);
+    assert!(steps.iter().all(|(k, _, _)| *k == HostStep::Export), "exporting writes no device");
+    let sub = format!("/sys/kernel/config/nvmet/subsystems/{NQN}");
+    let port = format!("/sys/kernel/config/nvmet/ports/{}", tiers::build::target::nvmet_port_id("fake01", 0));
+    let mkdirs: Vec<&str> =
+        steps.iter().filter(|(_, w, _)| w[0] == "mkdir").map(|(_, w, _)| w.last().unwrap().as_str()).collect();
+    assert_eq!(mkdirs, [sub.clone(), format!("{sub}/namespaces/1"), port.clone()]);
+    let writes: Vec<(String, String)> = steps.iter().filter_map(|(_, w, _)| write_of(w)).collect();
+    let want: Vec<(String, String)> = [
+        (format!("{sub}/attr_allow_any_host"), "1"),
+        (format!("{sub}/namespaces/1/device_path"), "/dev/disk/by-id/nvme-target-ssd"),
+        (format!("{sub}/namespaces/1/enable"), "1"),
+        (format!("{port}/addr_trtype"), "tcp"),
+        (format!("{port}/addr_adrfam"), "ipv4"),
+        (format!("{port}/addr_traddr"), "192.0.2.7"),
+        (format!("{port}/addr_trsvcid"), "4420"),
+    ]
+    .into_iter()
+    .map(|(p, v)| (p, v.to_string()))
+    .collect();
+    assert_eq!(writes, want);
+    let (_, link, undo) = steps.last().unwrap();
+    assert_eq!(link[..3], ["ln", "-s", "--"]);
+    assert_eq!(link[3..], [sub.clone(), format!("{port}/subsystems/{NQN}")]);
+    assert_eq!(undo, &Some(RemoteOp::Unlink { path: format!("{port}/subsystems/{NQN}") }));
+    // Teardown in reverse: the link, the port, the namespace, the subsystem.
+    let undos: Vec<String> = steps.iter().rev().filter_map(|(_, _, u)| u.as_ref().map(|u| u.describe())).collect();
+    assert_eq!(
+        undos,
+        [
+            format!("rm {port}/subsystems/{NQN}"),
+            format!("rmdir {port}"),
+            format!("rmdir {sub}/namespaces/1"),
+            format!("rmdir {sub}"),
+        ]
+    );
+    // The export's checks on the host come first; this machine then connects to the host's
+    // address as to any NVMe/TCP subsystem, and checks the namespace before anything writes.
+    let pos = |f: &dyn Fn(&Action) -> bool| plan.steps.iter().position(|s| f(&s.action)).unwrap();
+    let check = pos(&|a| matches!(a, Action::HostDeviceCheck { .. }));
+    let first_export = pos(&|a| matches!(a, Action::OnHost { .. }));
+    let connect =
+        pos(&|a| matches!(a, Action::NvmeConnect { target, .. } if target.address == "192.0.2.7" && target.nqn == NQN));
+    assert!(check < first_export && first_export < connect, "{plan}");
+    assert!(plan.first_destructive_step().unwrap() > connect, "{plan}");
+}
+
+#[test]
+fn a_host_nqn_admits_that_host_alone() {
+    let host_nqn = "nqn.2014-08.org.nvmexpress:uuid:4c4c4544-0031-3910-8034-b4c04f4a3332";
+    let plan = build_plan(&[served(Some(host_nqn))], &fake_ctx());
+    let steps = host_steps(&plan);
+    let sub = format!("/sys/kernel/config/nvmet/subsystems/{NQN}");
+    let host = format!("/sys/kernel/config/nvmet/hosts/{host_nqn}");
+    let writes: Vec<(String, String)> = steps.iter().filter_map(|(_, w, _)| write_of(w)).collect();
+    assert_eq!(writes[0], (format!("{sub}/attr_allow_any_host"), "0".to_string()));
+    assert!(
+        steps.iter().any(|(_, w, u)| w.last() == Some(&host) && u == &Some(RemoteOp::Rmdir { path: host.clone() }))
+    );
+    let link: Vec<String> =
+        ["ln", "-s", "--", &host, &format!("{sub}/allowed_hosts/{host_nqn}")].map(String::from).to_vec();
+    assert!(steps.iter().any(|(_, w, _)| *w == link), "{plan}");
+}
+
+#[test]
+fn the_stand_in_runs_nbdkit_on_the_host_with_its_undo_first() {
+    let mut ctx = fake_ctx();
+    ctx.emulate = true;
+    let plan = build_plan(&[served(None)], &ctx);
+    assert!(!plan.steps.iter().any(|s| matches!(s.action, Action::CreateNetns { .. } | Action::StartDaemon { .. })));
+    let steps = host_steps(&plan);
+    assert_eq!((steps[0].0, steps[0].1.join(" ")), (HostStep::Check, "nbdkit --version".to_string()));
+    assert_eq!(steps[1].1, ["truncate", "-s", "536870912", "--", "/tmp/pgtier-fake01-t/remote.img"]);
+    let (kind, nbdkit, undo) = &steps[2];
+    assert_eq!(*kind, HostStep::Change);
+    let at = nbdkit.iter().position(|w| w == "nbdkit").unwrap();
+    assert_eq!(
+        nbdkit[at..].join(" "),
+        "nbdkit --pidfile /tmp/pgtier-fake01-t/nbdkit-remote.pid --ipaddr 192.0.2.7 --port 10809 file /tmp/pgtier-fake01-t/remote.img"
+    );
+    assert_eq!(
+        undo,
+        &Some(RemoteOp::StopProcess {
+            program: "nbdkit".into(),
+            pidfile: "/tmp/pgtier-fake01-t/nbdkit-remote.pid".into()
+        })
+    );
+    let fuse = plan.steps.iter().find_map(|s| match &s.action {
+        Action::StartFuse { command, .. } => Some(command.to_string()),
+        _ => None,
+    });
+    assert!(fuse.unwrap().ends_with(" nbd://192.0.2.7:10809"));
+}
+
+/// `ssh <options> <destination> -- <words>` as the fake machine sees the line (stat prints
+/// major and minor in hex: `8 10` is 8:16).
+fn on_host(words: &[&str]) -> String {
+    let w: Vec<String> = words.iter().map(|s| s.to_string()).collect();
+    journal::command::ssh_command(&shell().options, &shell().destination, &w).to_string()
+}
+
+#[test]
+fn a_mounted_export_is_refused_on_the_host() {
+    let d = served(None);
+    let mut f = FakeSystem::new();
+    f.answer(&on_host(&["readlink", "-e", "--", "/dev/disk/by-id/nvme-target-ssd"]), Canned::ok("/dev/sdb\n"))
+        .answer(&on_host(&["readlink", "-e", "--", "/dev/sdb"]), Canned::ok("/dev/sdb\n"))
+        .answer(&on_host(&["stat", "-L", "-c", "%F %t %T", "--", "/dev/sdb"]), Canned::ok("block special file 8 10\n"))
+        .answer(
+            &on_host(&["cat", "--", "/proc/self/mountinfo"]),
+            Canned::ok("29 1 8:16 / /srv/data rw,relatime shared:1 - xfs /dev/sdb rw,attr2\n"),
+        );
+    let step = Step {
+        device: Some("remote".into()),
+        action: Action::HostDeviceCheck {
+            host: "storage".into(),
+            device: PathBuf::from("/dev/disk/by-id/nvme-target-ssd"),
+            allow_wipe: false,
+        },
+        reason: "test".into(),
+    };
+    let plan = Plan { steps: vec![step], ..Default::default() };
+    let dir = tempfile::tempdir().unwrap();
+    let journal = journal::Journal::begin(dir.path(), "fake", "test").unwrap();
+    let r = execute(&plan, &[d], &mut f, &journal, &AtomicBool::new(false), &mut |_| {});
+    let Err(ProvisionError::Refused { what, refusal, .. }) = r else { panic!("refused: {r:?}") };
+    assert!(what.starts_with("[on host storage] check /dev/disk/by-id/nvme-target-ssd"), "{what}");
+    assert!(refusal.to_string().contains("/srv/data"), "{refusal}");
+    assert!(f.commands().iter().all(|c| c.starts_with("ssh -F none root@192.0.2.7 -- ")), "{:?}", f.commands());
+}

@@ -1,0 +1,128 @@
+//! Storage target hosts (`[[host]] roles = ["target"]`): each reached over its own multiplexed
+//! ssh connection (its control socket `<token>-t.ssh`, its run directory `/tmp/pgtier-<token>-t`,
+//! apart from a client role's on the same host), opened before provisioning with its undos in
+//! the run record; everything done on the host is a step of the plan (tiers), run by the one
+//! executor through the [`tiers::spec::RemoteShell`] set here.
+
+use anyhow::Result;
+use experiment::{Experiment, Host};
+use journal::{CommandLine, Journal};
+use results::manifest::TargetRecord;
+
+use super::{SSH_TIMEOUT, SshHost, network_path, tcp_rtt};
+
+/// The connection of a target host for the run with token `token`.
+pub fn ssh_host(host: &Host, token: &str) -> SshHost {
+    SshHost::new(host, &format!("{token}-t"))
+}
+
+/// Sets how each device's target host is reached in this run, so that the plan's steps there
+/// name the run's directory on the host and the executor can reach it.
+pub fn attach_shells(exp: &mut Experiment, token: &str) {
+    let hosts = exp.hosts.clone();
+    for d in &mut exp.devices {
+        let Some(t) = &mut d.target_host else { continue };
+        let Some(h) = hosts.iter().find(|h| h.name == t.name) else { continue };
+        let ssh = ssh_host(h, token);
+        t.shell = Some(tiers::spec::RemoteShell {
+            host: ssh.name.clone(),
+            options: ssh.options.clone(),
+            destination: ssh.destination.clone(),
+            work_dir: ssh.work_dir.clone(),
+        });
+    }
+}
+
+/// Opens the connection to every target host of the placements' devices (its undos recorded
+/// first, the run's directory made there) and measures the route and its round trip.
+pub fn open_targets(exp: &Experiment, token: &str, journal: &Journal) -> Result<Vec<TargetRecord>> {
+    let mut records = Vec::new();
+    for host in exp.target_hosts() {
+        let ssh = ssh_host(host, token);
+        eprintln!("opening the ssh connection to target host {} ({})", ssh.name, ssh.destination);
+        let opened = ssh.open(journal)?;
+        let (_, path) = network_path(host.address)?;
+        let rtt = tcp_rtt(host.address, host.port);
+        let ssh_version =
+            CommandLine::new("ssh").arg("-V").output(Some(SSH_TIMEOUT)).map(|o| o.stderr.trim().to_string());
+        let devices = served(exp, host);
+        let record = TargetRecord {
+            host: host.name.clone(),
+            address: host.address.to_string(),
+            devices,
+            serves: if exp.emulated {
+                "nbdkit (the --emulate stand-in: an image file in the run's directory there)".into()
+            } else {
+                "nvmet (the kernel's NVMe/TCP target, configured through configfs)".into()
+            },
+            network_path: path,
+            rtt_ms: rtt.map(|d| d.as_secs_f64() * 1e3),
+            rtt_method: format!("median of 10 TCP connects from the server to {}:{}", host.address, host.port),
+            transport: format!(
+                "{}, one multiplexed connection (ControlMaster), StrictHostKeyChecking=yes",
+                ssh_version.unwrap_or_else(|_| "OpenSSH".into())
+            ),
+            ssh_setup_ms: opened.setup.as_secs_f64() * 1e3,
+            ssh_command_ms: opened.command_rtt.as_secs_f64() * 1e3,
+            work_dir: ssh.work_dir.clone(),
+        };
+        eprintln!(
+            "  target host {}: {} (TCP round trip {}), serves {}",
+            record.host,
+            record.network_path,
+            record.rtt_ms.map(|r| format!("{r:.3} ms")).unwrap_or_else(|| "not measured".into()),
+            record.devices.join(", ")
+        );
+        records.push(record);
+    }
+    Ok(records)
+}
+
+/// What `--dry-run` says of the target hosts, before the plan: how each is reached (the
+/// connection is opened before the first step), and what the plan does there.
+pub fn dry_run(exp: &Experiment, token: &str) {
+    let hosts = exp.target_hosts();
+    if hosts.is_empty() {
+        return;
+    }
+    println!("\n## Target hosts (connected before the plan runs; closed at teardown)\n");
+    for h in hosts {
+        let ssh = ssh_host(h, token);
+        println!("- {} ({}): serves {}, over one ssh connection:", h.name, h.address, served(exp, h).join(", "));
+        println!("  {}", ssh.master_command());
+        println!(
+            "  then `mkdir -m 700 -- {}` there (the run's directory, removed with `rm -rf` at teardown); the plan's `[on host {}]` steps run over this connection",
+            ssh.work_dir, h.name
+        );
+    }
+}
+
+fn served(exp: &Experiment, h: &Host) -> Vec<String> {
+    exp.used_devices()
+        .into_iter()
+        .filter(|d| d.target_host.as_ref().is_some_and(|t| t.name == h.name))
+        .map(|d| d.name.clone())
+        .collect()
+}
+
+/// The preflight of the target hosts: ssh installed, the identity and known_hosts files there.
+pub fn preflight(exp: &Experiment, missing: &mut Vec<String>) -> Result<()> {
+    for h in exp.target_hosts() {
+        if journal::command::which("ssh").is_none() {
+            missing.push(format!("ssh (package openssh-client), to reach host {} ({})", h.name, h.origin));
+        }
+        for (key, path) in [("identity_file", &h.identity_file), ("known_hosts", &h.known_hosts)] {
+            if let Some(p) = path
+                && !p.is_file()
+            {
+                anyhow::bail!(
+                    "host {}: its {key} {} is not a file ({}); create it, or fix the path",
+                    h.name,
+                    p.display(),
+                    h.origin
+                );
+            }
+        }
+    }
+    Ok(())
+}
