@@ -223,6 +223,20 @@ fn report_command(
         eprintln!("error: give a results directory, or --baseline DIR_A --contender DIR_B");
         return ExitCode::from(2);
     };
+    if results::fleet::FleetRecord::read(&dir).is_some() {
+        // A fleet: the hosts compared (each host's own report is rendered in hosts/<name>/).
+        return match report::fleet::render(&dir) {
+            Ok((fleet, files)) => {
+                eprintln!("fleet of {} host(s) with results; wrote {} files", fleet.hosts.len(), files.len());
+                println!("{}", dir.join("report.md").display());
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     match report::render(&dir) {
         Ok((summary, files)) => {
             eprint!("{}", report::text::summary_table(&summary));

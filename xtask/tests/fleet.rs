@@ -389,3 +389,64 @@ fn seed_004_on_a_fleet_of_two_hosts() {
     assert!(report.contains("## db2 against db1"), "{report}");
     nothing_left_anywhere(&env, &hosts);
 }
+
+/// Seed 003's shape over SSH: PostgreSQL and the matrix on server host `db`, the benchmark
+/// client on host `client`, the NVMe/TCP stand-in (nbdkit) on host `storage`. The controller
+/// drives `db`; `db`'s pgtier drives `client` and `storage` (their keys are at absolute paths,
+/// which on these namespaces are the same files). The hosts reach each other through this
+/// machine (IPv4 forwarding on for the test, each host's default route via its link).
+#[test]
+fn server_client_and_target_hosts_all_over_ssh() {
+    if !root_or_skip() {
+        return;
+    }
+    assert!(Path::new("/usr/sbin/sshd").exists(), "needs openssh-server: run `cargo xtask setup`");
+    let env = Env::new();
+    let hosts = server_hosts(&env, 50, &["db", "client", "storage"]);
+    let _forwarding = Forwarding::on();
+    for (_, h, _) in &hosts {
+        h.route_via_this_machine();
+    }
+    let _masters = Masters(env.state());
+    let (db, client, storage) = (&hosts[0], &hosts[1], &hosts[2]);
+    let entry = |(name, h, dir): &(&str, NsHost, PathBuf), role: &str, extra: &str| {
+        format!(
+            "\n[[host]]\nname = \"{name}\"\naddress = \"{}\"\nidentity_file = \"{}/id_ed25519\"\nknown_hosts = \"{}/known_hosts\"\n{extra}roles = [\"{role}\"]\n",
+            h.address,
+            dir.display(),
+            dir.display()
+        )
+    };
+    let file = EXPERIMENT.replace("DURATION", "2s").replace("repetitions = 2", "repetitions = 1").replace(
+        "class = \"nvme\"\npath = \"/dev/disk/by-id/not-used-when-emulating\"",
+        "class = \"nvme-tcp\"\ntarget = \"storage\"\nexport = \"/dev/disk/by-id/not-used-when-emulating\"",
+    ) + &entry(db, "server", &format!("state_dir = \"{}/state\"\n", db.2.display()))
+        + &entry(client, "client", "")
+        + &entry(storage, "target", "");
+    let cfg = env.write("seed003-shape.toml", &file);
+    let out = env.dir.path().join("results");
+    let o = env
+        .xtask(&["compare", "--config", cfg.to_str().unwrap(), "--emulate", "--out", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&o);
+    assert!(o.status.success(), "compare failed\nstdout:\n{stdout}\nstderr:\n{stderr}");
+    eprintln!("{stderr}");
+    let set = out.join("hosts/db");
+    let m = json(&set.join("manifest.json"));
+    assert_eq!(m["client"]["host"], "client", "{}", m["client"]);
+    assert_eq!(m["client"]["address"], client.1.address.as_str());
+    assert_eq!(m["targets"][0]["host"], "storage", "{}", m["targets"]);
+    let runs = csv_rows(&set.join("runs.csv"));
+    assert_eq!(runs.len(), 1);
+    let command = std::fs::read_to_string(set.join("runs").join(&runs[0]["run_id"]).join("command.txt")).unwrap();
+    assert!(command.contains(&format!("root@{} --", client.1.address)), "pgbench ran on host client: {command}");
+    let report = std::fs::read_to_string(set.join("report.md")).unwrap();
+    assert!(report.contains("Client host") && report.contains("storage"), "{report}");
+    // Each host's sshd saw its own sessions: the controller's on db, db's on client and storage.
+    for (name, _, dir) in &hosts {
+        let log = std::fs::read_to_string(dir.join("sshd.log")).unwrap_or_default();
+        assert!(log.contains("Accepted publickey"), "{name}: {log}");
+    }
+    nothing_left_anywhere(&env, &hosts);
+}

@@ -382,13 +382,17 @@ fn deltas_section(md: &mut String, cmp: &Comparison) {
 
 /// The contender/baseline TPS ratio per cell.
 fn ratio_chart(cmp: &Comparison, baseline: &Path, contender: &Path) -> BarChart {
+    let (labels, common) = short_labels(&cmp.cells.iter().map(|c| c.cell.as_str()).collect::<Vec<_>>());
+    // With many cells the verdict words would overlap: faded bars say it (and the table).
+    let many = cmp.cells.len() > 6;
     let groups = cmp
         .cells
         .iter()
-        .filter_map(|c| {
+        .zip(labels)
+        .filter_map(|(c, label)| {
             let d = c.tps?;
             Some(BarGroup {
-                label: c.cell.split(" / ").take(3).collect::<Vec<_>>().join(" / "),
+                label,
                 bars: vec![Bar {
                     legend: String::new(),
                     value: d.ratio,
@@ -397,6 +401,7 @@ fn ratio_chart(cmp: &Comparison, baseline: &Path, contender: &Path) -> BarChart 
                     color: charts::placement_color(1),
                     annotation: match d.verdict {
                         crate::stats::Verdict::RealChange => format!("{:+.1}%", d.pct),
+                        _ if many => format!("{:+.1}%", d.pct),
                         v => format!("{:+.1}% ({})", d.pct, v.as_str()),
                     },
                     within_noise: d.verdict != crate::stats::Verdict::RealChange,
@@ -407,10 +412,11 @@ fn ratio_chart(cmp: &Comparison, baseline: &Path, contender: &Path) -> BarChart 
     BarChart {
         title: "contender against baseline result set".into(),
         subtitle: format!(
-            "TPS ratio per cell (1.0 = baseline set); {} environment/configuration difference(s) listed in comparison.md",
+            "TPS ratio per cell (1.0 = baseline set){}; {} environment/configuration difference(s) listed in comparison.md",
+            if many { ", faded: not a real change" } else { "" },
             cmp.changes.len()
         ),
-        x_label: "cell (placement / workload / clients)".into(),
+        x_label: if common.is_empty() { "cell".into() } else { format!("cell (every one: {})", common.join(" / ")) },
         y_label: "contender TPS / baseline TPS".into(),
         groups,
         footnote: vec![format!("baseline: {}", baseline.display()), format!("contender: {}", contender.display())],
@@ -420,9 +426,55 @@ fn ratio_chart(cmp: &Comparison, baseline: &Path, contender: &Path) -> BarChart 
     }
 }
 
+/// Short bar labels: the parts of a cell name (`placement / workload / 2 clients / memory
+/// 256MiB / profile p`) that differ between the cells, `c2` for `2 clients`; and the parts
+/// common to every cell, said once.
+fn short_labels(cells: &[&str]) -> (Vec<String>, Vec<String>) {
+    let split: Vec<Vec<&str>> = cells.iter().map(|c| c.split(" / ").collect()).collect();
+    let common: Vec<String> = split
+        .first()
+        .map(|first| {
+            first
+                .iter()
+                .filter(|p| split.len() > 1 && split.iter().all(|s| s.contains(p)))
+                .map(|p| p.to_string())
+                .collect()
+        })
+        .unwrap_or_default();
+    let short = |p: &str| match p.strip_suffix(" clients") {
+        Some(n) => format!("c{n}"),
+        None => p.strip_prefix("profile ").or_else(|| p.strip_prefix("memory ")).unwrap_or(p).to_string(),
+    };
+    let labels = split
+        .iter()
+        .map(|parts| {
+            let own: Vec<String> = parts.iter().filter(|p| !common.iter().any(|c| c == *p)).map(|p| short(p)).collect();
+            if own.is_empty() {
+                parts.iter().map(|p| short(p)).collect::<Vec<_>>().join(" / ")
+            } else {
+                own.join(" / ")
+            }
+        })
+        .collect();
+    (labels, common)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bar_labels_keep_what_differs() {
+        let (labels, common) = short_labels(&[
+            "nvme / tpcb / 1 clients / memory 256MiB",
+            "nvme / tpcb / 2 clients / memory 256MiB",
+            "nvme / tpcb / 2 clients / memory 256MiB / profile perf",
+        ]);
+        assert_eq!(labels, ["c1", "c2", "c2 / perf"]);
+        assert_eq!(common, ["nvme", "tpcb", "memory 256MiB"]);
+        let (labels, common) = short_labels(&["nvme / tpcb / 1 clients"]);
+        assert_eq!((labels, common.len()), (vec!["nvme / tpcb / c1".to_string()], 0));
+    }
 
     #[test]
     fn json_diff_lists_scalar_paths() {

@@ -124,6 +124,12 @@ fn markdown(
         sets.first().map(|(n, ..)| format!(" (**{n}**, the reference)")).unwrap_or_default()
     );
     hosts_section(&mut md, record, sets);
+    if !comparisons.is_empty() {
+        let _ = writeln!(
+            md,
+            "\nIn the tables below the TPS columns are each host's mean; the change is the ratio of the two hosts' geometric means with Welch's 95% interval on the logs (runs on two machines are independent samples, not pairs), Holm-corrected over the cells, judged against the equivalence margin of the reference host's result set."
+        );
+    }
     for (name, cmp) in comparisons {
         let reference = &sets[0].0;
         let _ = writeln!(md, "\n## {name} against {reference}\n");

@@ -126,6 +126,33 @@ impl NsHost {
     }
 }
 
+impl NsHost {
+    /// Routes everything the host sends beyond its link through this machine (its default route
+    /// is this machine's end of the link), so that hosts reach each other with this machine as
+    /// their router (see [`Forwarding`]).
+    pub fn route_via_this_machine(&self) {
+        run(Command::new("ip").args(["-n", &self.netns, "route", "add", "default", "via", &self.server_address]));
+    }
+}
+
+/// IPv4 forwarding on for the test (hosts reach each other through this machine), set back to
+/// what it was when dropped.
+pub struct Forwarding(String);
+
+impl Forwarding {
+    pub fn on() -> Forwarding {
+        let was = std::fs::read_to_string("/proc/sys/net/ipv4/ip_forward").unwrap().trim().to_string();
+        std::fs::write("/proc/sys/net/ipv4/ip_forward", "1").unwrap();
+        Forwarding(was)
+    }
+}
+
+impl Drop for Forwarding {
+    fn drop(&mut self) {
+        let _ = std::fs::write("/proc/sys/net/ipv4/ip_forward", &self.0);
+    }
+}
+
 impl Drop for NsHost {
     fn drop(&mut self) {
         if let Some(mut c) = self.sshd.take() {

@@ -73,7 +73,10 @@ pub(super) fn category_axes<'a, DB: DrawingBackend>(
     y_labels: Option<usize>,
     y_format: &dyn Fn(&f64) -> String,
 ) -> Result<Plot<'a, DB>, String> {
-    let widest = labels.iter().map(|l| l.chars().count()).max().unwrap_or(1) * n;
+    let longest = labels.iter().map(|l| l.chars().count()).max().unwrap_or(1);
+    let widest = longest * n;
+    // Too long to stand side by side even small: the labels turn upright, below the axis.
+    let upright = widest > 240;
     let label_size = if widest > 110 {
         13
     } else if widest > 80 {
@@ -85,14 +88,17 @@ pub(super) fn category_axes<'a, DB: DrawingBackend>(
         .margin_left(20)
         .margin_right(30)
         .margin_top(10)
-        .x_label_area_size(56)
+        .x_label_area_size(if upright { (longest as u32 * 9 + 50).min(300) } else { 56 })
         .y_label_area_size(100)
         .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), 0f64..ymax)
         .map_err(s)?;
     let x_format = |x: &f64| {
         let i = x.round();
         if (x - i).abs() < 0.01 && i >= 0.0 {
-            labels.get(i as usize).cloned().unwrap_or_default()
+            // plotters turns a label about its middle: blanks in front (a space is about half a
+            // character wide) put the whole text below the axis.
+            let l = labels.get(i as usize).cloned().unwrap_or_default();
+            if upright { format!("{}{l}", " ".repeat(l.chars().count() * 2 + 2)) } else { l }
         } else {
             String::new()
         }
@@ -104,7 +110,11 @@ pub(super) fn category_axes<'a, DB: DrawingBackend>(
     }
     mesh.x_desc(x_desc)
         .y_desc(y_desc)
-        .x_label_style(("sans-serif", label_size))
+        .x_label_style(if upright {
+            ("sans-serif", 14).into_font().transform(FontTransform::Rotate90).into_text_style(area)
+        } else {
+            ("sans-serif", label_size).into_font().into_text_style(area)
+        })
         .y_label_style(("sans-serif", 18))
         .axis_desc_style(("sans-serif", 20))
         .light_line_style(WHITE)
