@@ -198,7 +198,7 @@ fn nbdkit_runs_on_the_target_host_and_nothing_is_left() {
 
     // Nothing left: nbdkit on the host, its directory there, the connection, the rest.
     let remote_dir = t["work_dir"].as_str().unwrap();
-    assert!(remote_dir.starts_with("/tmp/pgtier-") && remote_dir.ends_with("-t"), "{t}");
+    assert!(remote_dir.starts_with("/tmp/pgtier-") && remote_dir.ends_with("-t-storage"), "{t}");
     assert!(!Path::new(remote_dir).exists(), "the run's directory on the host is left: {remote_dir}");
     assert!(nbdkits_in(&host.netns).is_empty(), "nbdkit still runs on the host");
     assert!(control_sockets(&env.state()).is_empty(), "control sockets left: {:?}", control_sockets(&env.state()));
