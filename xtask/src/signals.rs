@@ -50,25 +50,33 @@ impl Interrupts {
         it
     }
 
-    /// Treats the end of standard input as an interrupt: a server host's run reads nothing
-    /// from its controller, whose ssh session closes its standard input when the connection is
-    /// lost or the controller stops. Output goes to a file from then on (the session is gone).
+    /// Reads standard input as a server host's run's line from its controller (whose ssh
+    /// session it is): a line `stop` is an interrupt (the controller was interrupted; the
+    /// session stays, and what this run prints still reaches it); the end of the input is one
+    /// too (the connection was lost or the controller is gone), and output goes to a file from
+    /// then on, as the session is gone.
     pub fn watch_stdin(&self) {
         let me = self.clone();
         std::thread::spawn(move || {
-            use std::io::Read;
-            let mut sink = [0u8; 256];
-            let mut stdin = std::io::stdin();
-            while matches!(stdin.read(&mut sink), Ok(n) if n > 0) {}
-            if me.cancel.swap(true, Ordering::SeqCst) {
-                return;
+            use std::io::BufRead;
+            for line in std::io::stdin().lock().lines() {
+                match line {
+                    Ok(l) if l.trim() == "stop" => me.interrupt("the controller asked to stop"),
+                    Ok(_) => {}
+                    Err(_) => break,
+                }
             }
             redirect_output_after_hangup();
-            me.count.fetch_add(1, Ordering::SeqCst);
-            eprintln!(
-                "\nthe controller's session ended (standard input closed): stopping the current step, then tearing down everything this run made."
-            );
+            me.interrupt("the controller's session ended (standard input closed)");
         });
+    }
+
+    /// An interrupt from elsewhere than a signal: the first stops the current step.
+    fn interrupt(&self, why: &str) {
+        self.count.fetch_add(1, Ordering::SeqCst);
+        if !self.cancel.swap(true, Ordering::SeqCst) {
+            eprintln!("\n{why}: stopping the current step, then tearing down everything this run made.");
+        }
     }
 
     pub fn cancelled(&self) -> bool {

@@ -320,6 +320,54 @@ fn a_killed_controller_is_cleaned_up_per_host_and_resumed() {
     nothing_left_anywhere(&env, &hosts);
 }
 
+/// Ctrl-C on the controller while the host runs: the controller says `stop` on the session's
+/// standard input (its ssh runs in its own process group, so the signal does not reach it), the
+/// host stops and tears down, its lines still come through, and the controller's teardown
+/// leaves nothing anywhere; no cleanup is needed.
+#[test]
+fn ctrl_c_on_the_controller_stops_every_host_cleanly() {
+    if !root_or_skip() {
+        return;
+    }
+    use std::io::{BufRead, BufReader};
+    assert!(Path::new("/usr/sbin/sshd").exists(), "needs openssh-server: run `cargo xtask setup`");
+    let env = Env::new();
+    let hosts = server_hosts(&env, 60, &["db1"]);
+    let _masters = Masters(env.state());
+    let cfg = fleet_file(&env, &hosts, "20s");
+    let out = env.dir.path().join("results");
+    let mut child = env
+        .xtask(&["compare", "--config", cfg.to_str().unwrap(), "--emulate", "--out", out.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines().map_while(Result::ok);
+    let mut seen = Vec::new();
+    for line in lines.by_ref() {
+        let hit = line.starts_with("[db1]") && line.contains("measuring");
+        seen.push(line);
+        if hit {
+            break;
+        }
+    }
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT).unwrap();
+    seen.extend(lines);
+    let status = child.wait().unwrap();
+    let stderr = seen.join("\n");
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("[db1] stopping: asking the host to stop"), "{stderr}");
+    assert!(stderr.contains("[db1] the controller asked to stop: stopping the current step"), "{stderr}");
+    assert!(stderr.contains("[db1] teardown complete"), "the host's teardown came through: {stderr}");
+    assert!(stderr.contains("host db1: interrupted here"), "{stderr}");
+    let fleet = json(&out.join("fleet.json"));
+    assert_eq!(fleet["hosts"][0]["status"], "failed", "{fleet}");
+    assert_eq!(fleet["hosts"][0]["fetched"], true, "what it measured came back: {fleet}");
+    let log = std::fs::read_to_string(out.join("hosts/db1.log")).unwrap();
+    assert!(log.contains("teardown complete"), "{log}");
+    nothing_left_anywhere(&env, &hosts);
+}
+
 /// The pid of the ssh master whose control socket is in `dir`.
 fn master_pid(dir: &Path) -> Option<i32> {
     let socket = std::fs::read_dir(dir).ok()?.flatten().next()?.path();

@@ -126,7 +126,8 @@ pub struct Ended {
 
 /// Runs `args` with the shipped binary on the host, every line it prints prefixed with the
 /// host's name on this machine's stderr and written to `log`. Standard input stays open and
-/// silent: closing it (on an interrupt here) is the host's signal to stop and tear down.
+/// silent until an interrupt here, when it says `stop` (the host stops and tears down, and its
+/// lines still come); its end, if this process dies or the connection is lost, stops the host too.
 pub fn run_remote(
     r: &Reached,
     args: &[String],
@@ -171,13 +172,17 @@ pub fn run_remote(
     })
     .collect();
     let mut stdin = child.stdin.take();
+    let mut asked = false;
     let status = loop {
         if let Some(s) = child.try_wait()? {
             break s;
         }
-        if interrupts.cancelled() && stdin.is_some() {
-            eprintln!("[{name}] stopping: closing the session's standard input (the host tears down)");
-            stdin = None;
+        if interrupts.cancelled() && !asked {
+            eprintln!("[{name}] stopping: asking the host to stop (it tears down)");
+            asked = true;
+            if stdin.as_mut().is_none_or(|i| i.write_all(b"stop\n").and_then(|()| i.flush()).is_err()) {
+                stdin = None;
+            }
         }
         std::thread::sleep(Duration::from_millis(200));
     };
@@ -200,7 +205,7 @@ fn ended(name: &str, status: std::process::ExitStatus, tail: &[String], interrup
         Some(255) | None => Ended {
             status: HostStatus::Lost,
             cause: Some(format!(
-                "host {name}: the ssh connection was lost while its runs were going on ({}){last_line}",
+                "host {name}: the ssh connection was lost while its runs were going on ({}){last_line}; the host tore down by itself (what it printed then is in hangup-<pid>.log of its state directory)",
                 status.code().map(|c| format!("ssh exited {c}")).unwrap_or_else(|| "ssh was killed".into())
             )),
         },
