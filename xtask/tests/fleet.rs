@@ -195,41 +195,21 @@ fn a_lost_connection_names_the_host_and_resume_finishes_the_matrix() {
     if !root_or_skip() {
         return;
     }
-    use std::io::{BufRead, BufReader};
     assert!(Path::new("/usr/sbin/sshd").exists(), "needs openssh-server: run `cargo xtask setup`");
     let env = Env::new();
     let hosts = two_hosts(&env, 20);
     let _masters = Masters(env.state());
     let cfg = fleet_file(&env, &hosts, "4s");
     let out = env.dir.path().join("results");
-    let mut child = env
-        .xtask(&["compare", "--config", cfg.to_str().unwrap(), "--emulate", "--out", out.to_str().unwrap()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines().map_while(Result::ok);
-    let mut seen = Vec::new();
     // The first measured run of db1 finished: kill db1's master connection during its second.
-    for line in lines.by_ref() {
-        let hit = line.starts_with("[db1]")
-            && line.contains("measuring")
-            && seen.iter().any(|l: &String| l.starts_with("[db1]") && l.contains("measuring"));
-        seen.push(line);
-        if hit {
-            break;
-        }
-    }
-    assert!(
-        seen.iter().filter(|l| l.starts_with("[db1]") && l.contains("measuring")).count() >= 2,
-        "{}",
-        seen.join("\n")
+    let measuring = |l: &str| l.starts_with("[db1]") && l.contains("measuring");
+    let run = Watched::until(
+        &mut env.xtask(&["compare", "--config", cfg.to_str().unwrap(), "--emulate", "--out", out.to_str().unwrap()]),
+        |l, before| measuring(l) && before.iter().any(|b| measuring(b)),
     );
     let master = master_pid(&env.state().join("hosts/db1")).expect("db1's master connection");
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(master), nix::sys::signal::Signal::SIGKILL).unwrap();
-    seen.extend(lines);
-    let status = child.wait().unwrap();
-    let stderr = seen.join("\n");
+    let (status, stderr) = run.finish();
     eprintln!("{stderr}");
     assert_eq!(status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("error: host db1: the ssh connection was lost while its runs were going on"), "{stderr}");
@@ -274,30 +254,18 @@ fn a_killed_controller_is_cleaned_up_per_host_and_resumed() {
     if !root_or_skip() {
         return;
     }
-    use std::io::{BufRead, BufReader};
     assert!(Path::new("/usr/sbin/sshd").exists(), "needs openssh-server: run `cargo xtask setup`");
     let env = Env::new();
     let hosts = server_hosts(&env, 40, &["db1"]);
     let _masters = Masters(env.state());
     let cfg = fleet_file(&env, &hosts, "4s");
     let out = env.dir.path().join("results");
-    let mut child = env
-        .xtask(&["compare", "--config", cfg.to_str().unwrap(), "--emulate", "--out", out.to_str().unwrap()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut seen = Vec::new();
-    for line in BufReader::new(child.stderr.take().unwrap()).lines().map_while(Result::ok) {
-        let hit = line.starts_with("[db1]") && line.contains("measuring");
-        seen.push(line);
-        if hit {
-            break;
-        }
-    }
-    assert!(seen.last().is_some_and(|l| l.contains("measuring")), "never measured:\n{}", seen.join("\n"));
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGKILL).unwrap();
-    child.wait().unwrap();
+    let run = Watched::until(
+        &mut env.xtask(&["compare", "--config", cfg.to_str().unwrap(), "--emulate", "--out", out.to_str().unwrap()]),
+        |l, _| l.starts_with("[db1]") && l.contains("measuring"),
+    );
+    run.signal(nix::sys::signal::Signal::SIGKILL);
+    run.finish();
     let fleet = json(&out.join("fleet.json"));
     assert_eq!(fleet["hosts"][0]["status"], "pending", "{fleet}");
 
@@ -329,32 +297,18 @@ fn ctrl_c_on_the_controller_stops_every_host_cleanly() {
     if !root_or_skip() {
         return;
     }
-    use std::io::{BufRead, BufReader};
     assert!(Path::new("/usr/sbin/sshd").exists(), "needs openssh-server: run `cargo xtask setup`");
     let env = Env::new();
     let hosts = server_hosts(&env, 60, &["db1"]);
     let _masters = Masters(env.state());
     let cfg = fleet_file(&env, &hosts, "20s");
     let out = env.dir.path().join("results");
-    let mut child = env
-        .xtask(&["compare", "--config", cfg.to_str().unwrap(), "--emulate", "--out", out.to_str().unwrap()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines().map_while(Result::ok);
-    let mut seen = Vec::new();
-    for line in lines.by_ref() {
-        let hit = line.starts_with("[db1]") && line.contains("measuring");
-        seen.push(line);
-        if hit {
-            break;
-        }
-    }
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT).unwrap();
-    seen.extend(lines);
-    let status = child.wait().unwrap();
-    let stderr = seen.join("\n");
+    let run = Watched::until(
+        &mut env.xtask(&["compare", "--config", cfg.to_str().unwrap(), "--emulate", "--out", out.to_str().unwrap()]),
+        |l, _| l.starts_with("[db1]") && l.contains("measuring"),
+    );
+    run.signal(nix::sys::signal::Signal::SIGINT);
+    let (status, stderr) = run.finish();
     assert_eq!(status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("[db1] stopping: asking the host to stop"), "{stderr}");
     assert!(stderr.contains("[db1] the controller asked to stop: stopping the current step"), "{stderr}");

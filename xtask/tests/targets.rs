@@ -212,7 +212,6 @@ fn cleanup_after_a_killed_run_stops_nbdkit_on_the_host() {
     if !root_or_skip() {
         return;
     }
-    use std::io::{BufRead, BufReader};
     assert!(Path::new("/usr/sbin/sshd").exists(), "needs openssh-server: run `cargo xtask setup`");
     let env = Env::new();
     let keys = env.dir.path().join("keys");
@@ -222,23 +221,12 @@ fn cleanup_after_a_killed_run_stops_nbdkit_on_the_host() {
     let _nbdkits = Nbdkits(host.netns.clone());
     let cfg = experiment(&env, &host.address, &keys, "30s");
     let out = env.dir.path().join("results");
-    let mut child = env
-        .xtask(&["compare", "--config", cfg.to_str().unwrap(), "--emulate", "--out", out.to_str().unwrap()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = Vec::new();
-    for line in BufReader::new(child.stderr.take().unwrap()).lines().map_while(Result::ok) {
-        let hit = line.contains("measuring");
-        lines.push(line);
-        if hit {
-            break;
-        }
-    }
-    assert!(lines.last().is_some_and(|l| l.contains("measuring")), "never measured:\n{}", lines.join("\n"));
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGKILL).unwrap();
-    child.wait().unwrap();
+    let run = Watched::until(
+        &mut env.xtask(&["compare", "--config", cfg.to_str().unwrap(), "--emulate", "--out", out.to_str().unwrap()]),
+        |l, _| l.contains("measuring"),
+    );
+    run.signal(nix::sys::signal::Signal::SIGKILL);
+    run.finish();
 
     let manifest: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap();

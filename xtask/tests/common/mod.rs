@@ -105,3 +105,44 @@ pub fn csv_rows(path: &Path) -> Vec<HashMap<String, String>> {
         .map(|rec| headers.iter().zip(rec.unwrap().iter()).map(|(h, v)| (h.to_string(), v.to_string())).collect())
         .collect()
 }
+
+/// A `compare` (or any command) started with its stderr read line by line: [`Watched::until`]
+/// returns once a line satisfies `hit` (given the line and those before it), so that a test can
+/// act at that moment (a signal, a killed connection); [`Watched::finish`] reads the rest.
+pub struct Watched {
+    pub child: std::process::Child,
+    /// Every line read so far.
+    pub seen: Vec<String>,
+    lines: std::io::Lines<std::io::BufReader<std::process::ChildStderr>>,
+}
+
+impl Watched {
+    /// Starts `cmd` (stdout discarded) and reads its stderr until `hit`; panics with what it
+    /// printed if it ends first.
+    pub fn until(cmd: &mut Command, mut hit: impl FnMut(&str, &[String]) -> bool) -> Watched {
+        use std::io::BufRead;
+        let mut child = cmd.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+        let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+        let mut seen: Vec<String> = Vec::new();
+        for line in lines.by_ref().map_while(Result::ok) {
+            let h = hit(&line, &seen);
+            seen.push(line);
+            if h {
+                return Watched { child, seen, lines };
+            }
+        }
+        panic!("the awaited line never came:\n{}", seen.join("\n"));
+    }
+
+    /// Sends `signal` to the process.
+    pub fn signal(&self, signal: nix::sys::signal::Signal) {
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.child.id() as i32), signal).unwrap();
+    }
+
+    /// Reads the rest of stderr and waits: the exit status and everything it printed.
+    pub fn finish(mut self) -> (std::process::ExitStatus, String) {
+        self.seen.extend(self.lines.by_ref().map_while(Result::ok));
+        let status = self.child.wait().unwrap();
+        (status, self.seen.join("\n"))
+    }
+}
