@@ -108,6 +108,7 @@ fn drive_spec(env: &RunnerEnv<'_>, inp: &RunInputs<'_>, w: &TpccWorkload) -> Dri
         port: env.port,
         user: server::DB_ROLE.into(),
         database: DATABASE.into(),
+        tcp: None,
     };
     DriveSpec { conn, cfg: w.config(), vus: inp.planned.clients }
 }
