@@ -11,6 +11,7 @@ mod progress;
 mod remote;
 mod setup;
 mod signals;
+mod tpcc_client;
 mod vm;
 
 use std::path::PathBuf;
@@ -101,6 +102,14 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// One TPC-C drive on this machine, the client host of a run (pgtier runs it there over
+    /// ssh; its report goes to stdout as JSON). Not for direct use.
+    #[command(name = "tpcc-client", hide = true)]
+    TpccClient {
+        /// The drive's specification (JSON; no password: that is in the file it names).
+        #[arg(long)]
+        spec: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -154,6 +163,7 @@ fn main() -> ExitCode {
         Command::Setup { check } => setup::run(check),
         Command::Test { args } => setup::test(&args),
         Command::Vm { what } => vm::command(what),
+        Command::TpccClient { spec } => tpcc_client::serve(&spec),
         Command::Bench { which: BenchCommand::Fidelity { runs, duration, scale, clients, builtin } } => {
             let (Ok(duration), Some(builtin)) =
                 (experiment::units::parse_duration(&duration), runner::pgbench::Builtin::parse(&builtin))
