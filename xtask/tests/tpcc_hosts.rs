@@ -194,7 +194,9 @@ fn tpcc_slices_run_on_the_client_host() {
     let sliced = std::fs::read_to_string(experiment(&env, &host, &keys, "3s")).unwrap().replace(
         "[postgres]",
         "[measurement]\ndesign = \"slices\"\nslice = \"2s\"\nwarm_up = \"1s\"\nmin_rounds = 2\nbudget = \"8s\"\ntarget_halfwidth = \"80%\"\n\n[postgres]",
-    ) + "\n[[placement]]\nname = \"disk2\"\ndata = \"disk\"\nwal = \"disk\"\n";
+    )
+    .replace("log_connections = \"on\"", "log_connections = \"on\"\nmax_wal_size = \"64MB\"")
+        + "\n[[placement]]\nname = \"disk2\"\ndata = \"disk\"\nwal = \"disk\"\n";
     let cfg = env.write("sliced.toml", &sliced);
     let out = env.dir.path().join("results");
     compare(&env, &cfg, &out);
