@@ -15,8 +15,12 @@ mod common;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::process::{Child, Stdio};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
 
 use common::ssh_host::*;
 use common::*;
@@ -122,6 +126,7 @@ fn wait_for_no_driver() {
         std::thread::sleep(Duration::from_millis(200));
     }
     assert!(!driver_running(), "the TPC-C driver still runs on the host");
+    eprintln!("no driver on the host (waited {:.1} s)", t0.elapsed().as_secs_f64());
 }
 
 #[test]
@@ -218,17 +223,10 @@ fn tpcc_slices_run_on_the_client_host() {
     assert_nothing_left(&env.state());
 }
 
-/// The harness SIGKILLed while the driver measures on the host: `cargo xtask cleanup` stops
-/// the local ssh of the drive from the run record, removes the run's directory on the host
-/// (the shipped binary with it) and closes the master; the driver, its session gone, stops.
-#[test]
-fn cleanup_after_a_killed_run_stops_the_driver_on_the_host() {
-    if !root_or_skip() {
-        return;
-    }
-    let env = Env::new();
-    let (host, keys, _masters) = host(&env, 2);
-    let cfg = experiment(&env, &host, &keys, "60s");
+/// `compare` with a 60 s drive, once the driver measures on the host: the harness, its stderr
+/// lines so far (a thread keeps reading the rest into the channel) and the host's run directory.
+fn measuring(env: &Env, host: &NsHost, keys: &Path) -> (Child, mpsc::Receiver<String>, Vec<String>, String) {
+    let cfg = experiment(env, host, keys, "60s");
     let out = env.dir.path().join("results");
     let mut child = env
         .xtask(&["compare", "--config", cfg.to_str().unwrap(), "--emulate", "--out", out.to_str().unwrap()])
@@ -236,8 +234,17 @@ fn cleanup_after_a_killed_run_stops_the_driver_on_the_host() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
     let mut seen = Vec::new();
-    for line in BufReader::new(child.stderr.take().unwrap()).lines().map_while(Result::ok) {
+    while let Ok(line) = rx.recv_timeout(Duration::from_secs(300)) {
         let hit = line.contains("measuring");
         seen.push(line);
         if hit {
@@ -246,15 +253,62 @@ fn cleanup_after_a_killed_run_stops_the_driver_on_the_host() {
     }
     assert!(seen.last().is_some_and(|l| l.contains("measuring")), "never measured:\n{}", seen.join("\n"));
     assert!(driver_running(), "the driver runs on the host while it measures");
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGKILL).unwrap();
-    child.wait().unwrap();
-
     let manifest: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap();
     let remote_dir = manifest["client"]["work_dir"].as_str().expect("the client record").to_string();
     assert!(Path::new(&remote_dir).join("pgtier").exists(), "the shipped binary is on the host");
+    (child, rx, seen, remote_dir)
+}
+
+/// Ctrl-C while the driver measures on the host: teardown stops the drive's local ssh, the
+/// driver on the host stops, and the run's directory there goes.
+#[test]
+fn ctrl_c_stops_the_driver_on_the_host() {
+    if !root_or_skip() {
+        return;
+    }
+    let env = Env::new();
+    let (host, keys, _masters) = host(&env, 3);
+    let (mut child, rx, mut seen, remote_dir) = measuring(&env, &host, &keys);
+    let t0 = Instant::now();
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
+    let status = child.wait().unwrap();
+    let took = t0.elapsed();
+    eprintln!("compare ended {:.1} s after Ctrl-C", took.as_secs_f64());
+    while let Ok(l) = rx.recv_timeout(Duration::from_secs(2)) {
+        seen.push(l);
+    }
+    let stderr = seen.join("\n");
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("teardown complete"), "{stderr}");
+    // The 60 s drive is stopped, not waited for (over a multiplexed connection, killing the
+    // local ssh alone would leave the session up until the drive's end).
+    assert!(took < Duration::from_secs(20), "Ctrl-C took {took:?}:\n{stderr}");
+    assert!(!Path::new(&remote_dir).exists(), "the run's directory on the host is left: {remote_dir}");
+    assert!(control_sockets(&env.state()).is_empty(), "control sockets left");
+    wait_for_no_driver();
+    assert_nothing_left(&env.state());
+}
+
+/// The harness SIGKILLed while the driver measures on the host: the driver, its stdin closed
+/// with the harness, stops by itself; `cargo xtask cleanup` then removes the run's directory
+/// on the host (the shipped binary with it) and closes the master from the run record.
+#[test]
+fn cleanup_after_a_killed_run_stops_the_driver_on_the_host() {
+    if !root_or_skip() {
+        return;
+    }
+    let env = Env::new();
+    let (host, keys, _masters) = host(&env, 2);
+    let (mut child, _rx, _seen, remote_dir) = measuring(&env, &host, &keys);
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGKILL).unwrap();
+    child.wait().unwrap();
+    // The harness's end closed the driver's stdin: it stops before any cleanup.
+    wait_for_no_driver();
+    assert_eq!(control_sockets(&env.state()).len(), 1, "a killed harness leaves its master connection");
     let line = std::fs::read_to_string(Path::new(&remote_dir).join("pgpass")).unwrap();
     let password = line.trim().rsplit(':').next().unwrap().to_string();
+    let out = env.dir.path().join("results");
     for f in walk(&out).into_iter().chain(walk(&env.state())).filter(|f| f.extension().is_none_or(|e| e != "img")) {
         let Ok(bytes) = std::fs::read(&f) else { continue };
         assert!(!String::from_utf8_lossy(&bytes).contains(&password), "the password is in {}", f.display());

@@ -8,21 +8,25 @@
 //! nothing of ssh. The password is read on the host from the run's password file (mode 0600,
 //! `PGPASSFILE`'s format), never from a command line.
 //!
-//! The driver stops by itself at the end of its drive; when its session is lost (Ctrl-C or
-//! `cargo xtask cleanup` killed the local ssh) its next progress line fails to write, and it
-//! cancels the drive and exits.
+//! The driver stops by itself at the end of its drive, and cancels the drive and exits as
+//! soon as its stdin closes: the runner holds the write end of the local ssh's stdin and closes
+//! it to stop the drive (Ctrl-C, the watchdog), and it closes with the harness when that is
+//! killed. Killing the local ssh alone would not do: over a multiplexed connection the master
+//! holds the session's standard streams, and the session would last until the drive's end. A
+//! progress line that fails to write (the session is gone) cancels it too.
 
 use std::io::Write;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use journal::CommandLine;
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufReadExt, BufReader, Lines};
-use tokio::process::{Child, ChildStderr};
+use tokio::process::{Child, ChildStderr, ChildStdin};
 
 use crate::RunnerError;
 use crate::env::{RemoteClient, RunnerEnv};
@@ -126,7 +130,8 @@ fn drive_here(spec: &RemoteDrive) -> Outcome {
         Ok(rt) => rt,
         Err(e) => return Outcome::Failed(format!("start the tokio runtime: {e}")),
     };
-    let cancel = AtomicBool::new(false);
+    let cancel = Arc::new(AtomicBool::new(false));
+    watch_stdin(cancel.clone());
     let mut on_progress = |p: tpcc::DriveProgress| {
         let line =
             format!("{PROGRESS} {} {} {}", p.elapsed_seconds, p.transactions_per_second, p.new_orders_per_minute);
@@ -146,6 +151,17 @@ fn drive_here(spec: &RemoteDrive) -> Outcome {
         Err(tpcc::TpccError::Cancelled) => Outcome::Cancelled,
         Err(e) => Outcome::Failed(e.to_string()),
     }
+}
+
+/// Raises `cancel` when stdin reaches its end or fails: the runner closed it (or died).
+fn watch_stdin(cancel: Arc<AtomicBool>) {
+    std::thread::spawn(move || {
+        use std::io::Read;
+        let mut buf = [0u8; 64];
+        let mut stdin = std::io::stdin();
+        while matches!(stdin.read(&mut buf), Ok(n) if n > 0) {}
+        cancel.store(true, Ordering::SeqCst);
+    });
 }
 
 /// The password of the first line of a password file (libpq's format: `host:port:db:user:pw`,
@@ -177,6 +193,8 @@ fn split_unescaped(line: &str) -> Vec<String> {
 /// (progress lines passed on) until it closes, then its exit status.
 struct RemoteDriver {
     child: Child,
+    /// The write end of the driver's stdin: dropped to stop it.
+    stdin: Option<ChildStdin>,
     pid: Option<u32>,
     lines: Lines<BufReader<ChildStderr>>,
     closed: bool,
@@ -216,7 +234,8 @@ impl Supervised for RemoteDriver {
     }
 
     fn stop(&mut self, _why: Stop) {
-        let _ = self.child.start_kill();
+        // The driver's stdin closes: it cancels its drive and exits, and the session ends.
+        self.stdin = None;
     }
 
     fn client_pid(&self) -> Option<u32> {
@@ -258,10 +277,12 @@ pub(crate) async fn drive(
     let with_ext = |ext: &str| -> PathBuf { PathBuf::from(format!("{}.{ext}", prefix.display())) };
     let (stdout_path, stderr_path) = (with_ext("stdout"), with_ext("stderr"));
     let stdout_file = std::fs::File::create(&stdout_path).io_context(|| format!("create {}", stdout_path.display()))?;
-    let (mut child, record) = env.spawn_client(cmd, Stdio::from(stdout_file), "the TPC-C driver on the client host")?;
+    let label = "the TPC-C driver on the client host";
+    let (mut child, record) = env.spawn_client_with_stdin(cmd, Stdio::piped(), Stdio::from(stdout_file), label)?;
     let lines = BufReader::new(child.stderr.take().expect("piped")).lines();
     let pid = child.id();
     let mut work = RemoteDriver {
+        stdin: child.stdin.take(),
         child,
         pid,
         lines,
