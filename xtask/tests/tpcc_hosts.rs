@@ -322,3 +322,21 @@ fn cleanup_after_a_killed_run_stops_the_driver_on_the_host() {
     wait_for_no_driver();
     assert_nothing_left(&env.state());
 }
+
+/// `--dry-run` says that the TPC-C driver runs on the client host, from pgtier's binary copied
+/// there; needs no root and touches nothing (the host need not exist).
+#[test]
+fn dry_run_says_the_tpcc_driver_runs_on_the_client_host() {
+    let env = Env::new();
+    let file = EXPERIMENT
+        .replace("CLIENT_ADDRESS", "192.0.2.7")
+        .replace("KEY_DIR/id_ed25519", "/nonexistent/id")
+        .replace("KEY_DIR/known_hosts", "/nonexistent/known_hosts");
+    let cfg = env.write("dry.toml", &file);
+    let o = env.xtask(&["compare", "--config", cfg.to_str().unwrap(), "--emulate", "--dry-run"]).output().unwrap();
+    let (stdout, stderr) = text(&o);
+    assert!(o.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("## Client host"), "{stdout}");
+    assert!(stdout.contains("every TPC-C drive below runs there too"), "{stdout}");
+    assert!(!env.state().exists(), "a dry run touches nothing");
+}
