@@ -357,6 +357,12 @@ mod tests {
         let words = spec.words(&["env".into(), "/tmp/pgtier-x/pgtier".into()]);
         assert_eq!(&words[..4], ["env", "/tmp/pgtier-x/pgtier", SUBCOMMAND, "--spec"]);
         assert_eq!(serde_json::from_str::<RemoteDrive>(&words[4]).unwrap(), spec);
+        let mut config = tpcc::TpccConfig::new(4);
+        (config.mode, config.side, config.all_warehouses) = (tpcc::Mode::HammerDb, tpcc::Side::ClientSql, true);
+        let other = RemoteDrive { config, ..spec };
+        let json = &other.words(&[])[2];
+        assert!(json.contains(r#""mode":"hammerdb","side":"client-sql""#), "{json}");
+        assert_eq!(serde_json::from_str::<RemoteDrive>(json).unwrap(), other);
     }
 
     #[test]
