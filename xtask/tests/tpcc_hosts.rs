@@ -340,3 +340,30 @@ fn dry_run_says_the_tpcc_driver_runs_on_the_client_host() {
     assert!(stdout.contains("every TPC-C drive below runs there too"), "{stdout}");
     assert!(!env.state().exists(), "a dry run touches nothing");
 }
+
+/// The same experiment without its `[[host]]`: the driver runs inside pgtier on the private
+/// socket as before (no client record, nothing shipped, the server's CPU seen by the driver).
+#[test]
+fn without_a_host_tpcc_runs_here_as_before() {
+    if !root_or_skip() {
+        return;
+    }
+    let env = Env::new();
+    let local = EXPERIMENT[..EXPERIMENT.find("[[host]]").unwrap()].to_string();
+    let cfg = env.write("local-tpcc.toml", &local);
+    let out = env.dir.path().join("results");
+    compare(&env, &cfg, &out);
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap();
+    assert!(manifest.get("client").is_none(), "no client record: {}", manifest["client"]);
+    let runs = csv_rows(&out.join("runs.csv"));
+    let run_dir = out.join("runs").join(&runs[0]["run_id"]);
+    let command = std::fs::read_to_string(run_dir.join("command.txt")).unwrap();
+    assert!(command.starts_with("pgtier TPC-C driver: 2 virtual users") && !command.contains("ssh"), "{command}");
+    assert!(!run_dir.join("tpcc.stdout").exists(), "no remote driver output");
+    let drive: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("tpcc-report.json")).unwrap()).unwrap();
+    assert!(drive["server_cpu_seconds"].as_f64().is_some(), "{drive}");
+    assert!(runs[0]["nopm"].parse::<f64>().unwrap() > 0.0);
+    assert_nothing_left(&env.state());
+}
