@@ -102,14 +102,11 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
-    /// One TPC-C drive on this machine, the client host of a run (pgtier runs it there over
-    /// ssh; its report goes to stdout as JSON). Not for direct use.
+    /// TPC-C drives on this machine, the client host of a run: pgtier runs it there over ssh
+    /// and asks for drives on its stdin, one JSON line each; the reports come back on stdout.
+    /// Not for direct use.
     #[command(name = "tpcc-client", hide = true)]
-    TpccClient {
-        /// The drive's specification (JSON; no password: that is in the file it names).
-        #[arg(long)]
-        spec: String,
-    },
+    TpccClient,
 }
 
 #[derive(Subcommand)]
@@ -163,7 +160,7 @@ fn main() -> ExitCode {
         Command::Setup { check } => setup::run(check),
         Command::Test { args } => setup::test(&args),
         Command::Vm { what } => vm::command(what),
-        Command::TpccClient { spec } => tpcc_client::serve(&spec),
+        Command::TpccClient => tpcc_client::serve(),
         Command::Bench { which: BenchCommand::Fidelity { runs, duration, scale, clients, builtin } } => {
             let (Ok(duration), Some(builtin)) =
                 (experiment::units::parse_duration(&duration), runner::pgbench::Builtin::parse(&builtin))

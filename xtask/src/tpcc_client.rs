@@ -1,8 +1,9 @@
 //! The TPC-C driver on a client host (`[[host]] roles = ["client"]` with a `kind = "tpcc"`
 //! workload): pgtier's own binary is shipped to the host once per run (into the run's
-//! directory there, removed at teardown), and every drive runs it there as the hidden
-//! subcommand `tpcc-client` (`runner::tpcc_remote`), started by the runner through the client
-//! transport like a remote pgbench.
+//! directory there, removed at teardown), and the runner runs it there as the hidden
+//! subcommand `tpcc-client` (`runner::tpcc_remote`): one driver session for the run, started
+//! through the client transport at the first drive, serving every drive over its stdin and
+//! stdout.
 
 use anyhow::Result;
 use experiment::Host;
@@ -19,13 +20,15 @@ pub fn ship_driver(host: &Host, token: &str, client: &mut RemoteClient, record: 
     eprintln!("  copying pgtier's binary to client host {} for the TPC-C driver", ssh.name);
     let t0 = std::time::Instant::now();
     let shipped = ssh.ship_pgtier()?;
-    client.tpcc_driver = Some(shipped.words(&format!("{}/state", ssh.work_dir), None, &[]));
+    let words = shipped.words(&format!("{}/state", ssh.work_dir), None, &[]);
+    client.tpcc_driver = Some(std::sync::Arc::new(runner::tpcc_remote::TpccDriver::new(words)));
     record.tpcc_driver = Some(format!("{} ({}, shipped for the run)", shipped.version, shipped.bin));
     eprintln!("  {} answers on {} ({:.1} s to ship)", shipped.version, ssh.name, t0.elapsed().as_secs_f64());
     Ok(())
 }
 
-/// The hidden `tpcc-client` subcommand: one drive on this machine, the client host.
-pub fn serve(spec: &str) -> std::process::ExitCode {
-    std::process::ExitCode::from(runner::tpcc_remote::serve(spec).clamp(0, 255) as u8)
+/// The hidden `tpcc-client` subcommand: the drives asked for on stdin, on this machine (the
+/// client host), until stdin ends.
+pub fn serve() -> std::process::ExitCode {
+    std::process::ExitCode::from(runner::tpcc_remote::serve().clamp(0, 255) as u8)
 }

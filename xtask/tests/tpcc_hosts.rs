@@ -1,7 +1,8 @@
 //! The TPC-C driver on a client host (`[[host]] roles = ["client"]`, `kind = "tpcc"`), for
 //! real: the "host" is a network namespace of this machine with its own OpenSSH server (see
-//! `common/ssh_host.rs`). pgtier ships its own binary there over the ssh connection, runs its
-//! hidden `tpcc-client` subcommand for every drive (ramp-up and measured), and the driver
+//! `common/ssh_host.rs`). pgtier ships its own binary there over the ssh connection and runs its
+//! hidden `tpcc-client` subcommand there, one driver session for the run serving every drive
+//! (ramp-ups, measured drives, slices) over the session's stdin and stdout; the driver
 //! reaches PostgreSQL over TCP at the server's address facing the namespace, authenticated by
 //! scram-sha-256 with the run's password read from the mode-0600 password file on the host.
 //!
@@ -115,7 +116,7 @@ fn driver_running() -> bool {
     std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
         std::fs::read(e.path().join("cmdline")).is_ok_and(|c| {
             let c = String::from_utf8_lossy(&c).replace('\0', " ");
-            c.contains("/pgtier tpcc-client --spec")
+            c.ends_with("/pgtier tpcc-client ")
         })
     })
 }
@@ -179,6 +180,9 @@ fn tpcc_runs_on_a_client_host_over_ssh_and_tcp() {
         serde_json::from_str(&std::fs::read_to_string(run_dir.join("tpcc-report.json")).unwrap()).unwrap();
     assert_eq!(drive["virtual_users"], 2);
     assert!(drive["server_cpu_seconds"].is_null(), "the host cannot see the server's CPU: {drive}");
+    let answer = std::fs::read_to_string(run_dir.join("tpcc.stdout")).unwrap();
+    assert!(answer.lines().last().unwrap().starts_with(r#"{"report":{"report":{"#), "{answer}");
+    assert!(answer.lines().any(|l| l.starts_with("tpcc-progress ")), "{answer}");
 
     assert_no_password(&out, &env.state());
     assert!(control_sockets(&env.state()).is_empty(), "control sockets left");
@@ -187,8 +191,8 @@ fn tpcc_runs_on_a_client_host_over_ssh_and_tcp() {
     assert_nothing_left(&env.state());
 }
 
-/// The `slices` design: both placements' servers up at once, each slice a drive of the
-/// shipped driver on the host against its own port.
+/// The `slices` design: both placements' servers up at once, every warm-up and slice a drive
+/// of the one driver session on the host, against each server's own port.
 #[test]
 fn tpcc_slices_run_on_the_client_host() {
     if !root_or_skip() {
@@ -217,6 +221,13 @@ fn tpcc_slices_run_on_the_client_host() {
         assert!(r["nopm"].parse::<f64>().unwrap() > 0.0, "{r:?}");
     }
     assert_eq!(ports.len(), 2, "one port per placement's server: {ports:?}");
+    // One driver served every drive (warm-ups and slices of both placements): it said so once.
+    let started: Vec<PathBuf> = walk(&out)
+        .into_iter()
+        .filter(|f| f.to_string_lossy().ends_with(".stderr"))
+        .filter(|f| std::fs::read_to_string(f).unwrap_or_default().contains("tpcc-client: serving drives"))
+        .collect();
+    assert_eq!(started.len(), 1, "one driver session for the run: {started:?}");
     assert_no_password(&out, &env.state());
     assert!(control_sockets(&env.state()).is_empty());
     wait_for_no_driver();

@@ -67,9 +67,9 @@ pub struct RemoteClient {
     pub passfile: String,
     /// pgbench on the client host.
     pub pgbench: String,
-    /// The words that run pgtier's own binary shipped to the client host (its environment
-    /// included), for the TPC-C driver; None when no TPC-C workload needs it there.
-    pub tpcc_driver: Option<Vec<String>>,
+    /// pgtier's own binary shipped to the client host, for the TPC-C driver (one session for
+    /// the run, shared by every clone); None when no TPC-C workload needs it there.
+    pub tpcc_driver: Option<Arc<crate::tpcc_remote::TpccDriver>>,
 }
 
 /// The CPU seconds (user + system) of the command the host's shell ran, from the last two

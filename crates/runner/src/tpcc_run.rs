@@ -31,8 +31,9 @@ pub(crate) struct Drive {
     pub error: Option<String>,
     pub injected: Vec<String>,
     pub watchdog: Option<String>,
-    /// The driver's CPU seconds as the client host's shell reported them (`times`); None for a
-    /// drive inside this process (the report's own figure is then the client's CPU).
+    /// The CPU seconds of the driver on the client host over the drive (its own getrusage from
+    /// the request to the report); None for a drive inside this process (the report's own
+    /// figure is then the client's CPU).
     pub cpu: Option<f64>,
 }
 
@@ -124,8 +125,8 @@ async fn drive_anywhere(
     let Some(client) = &ctx.env.client else {
         return drive(ctx.env, &drive_spec(ctx.env, ctx.inp, w), watch, obs, ramp_up).await;
     };
-    let cmd = tpcc_remote::command(client, &remote_spec(ctx, w, watch.duration))?;
-    tpcc_remote::drive(ctx.env, &cmd, watch, obs, ramp_up, &ctx.run_dir.join(prefix)).await
+    let spec = remote_spec(ctx, w, watch.duration);
+    tpcc_remote::drive(ctx.env, client, &spec, watch, obs, ramp_up, &ctx.run_dir.join(prefix)).await
 }
 
 /// What the driver on the client host is asked to do.
@@ -184,8 +185,14 @@ pub(crate) async fn measure(
     record.command = command_text(env, w, inp);
     let mut command = format!("{}\n", record.command);
     if let Some(client) = &env.client {
-        // The exact command on the client host (its specification holds no password).
-        command.push_str(&format!("{}\n", tpcc_remote::command(client, &remote_spec(ctx, w, inp.workload.duration))?));
+        // The driver's session on the client host, and this drive's request to it (neither
+        // holds the password).
+        let request = tpcc_remote::Request::Drive(Box::new(remote_spec(ctx, w, inp.workload.duration)));
+        let request = serde_json::to_string(&request).unwrap_or_default();
+        command.push_str(&format!(
+            "driver session (one for the run): {}\nthis drive's request to it: {request}\n",
+            tpcc_remote::session_command(client)?
+        ));
     }
     let command_file = run_dir.join("command.txt");
     std::fs::write(&command_file, command).io_context(|| format!("write {}", command_file.display()))?;
@@ -197,7 +204,7 @@ pub(crate) async fn measure(
         Ok(Drive { report: Some(r), .. }) => {
             if env.client.is_some() {
                 record.warnings.push(Warning::Other(
-                    "the client host did not report the TPC-C driver's CPU time: the client CPU figures are the driver's own (getrusage over the measured interval)".into(),
+                    "the client host did not report the TPC-C driver's CPU time over the drive: the client CPU figures are those of its measured interval".into(),
                 ));
             }
             Some(r.client_cpu_seconds)
