@@ -12,6 +12,7 @@ mod progress;
 mod remote;
 mod setup;
 mod signals;
+mod tpcc_client;
 mod vm;
 
 use std::path::PathBuf;
@@ -111,6 +112,11 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// TPC-C drives on this machine, the client host of a run: pgtier runs it there over ssh
+    /// and asks for drives on its stdin, one JSON line each; the reports come back on stdout.
+    /// Not for direct use.
+    #[command(name = "tpcc-client", hide = true)]
+    TpccClient,
 }
 
 #[derive(Subcommand)]
@@ -170,6 +176,7 @@ fn main() -> ExitCode {
         Command::Setup { check } => setup::run(check),
         Command::Test { args } => setup::test(&args),
         Command::Vm { what } => vm::command(what),
+        Command::TpccClient => tpcc_client::serve(),
         Command::Bench { which: BenchCommand::Fidelity { runs, duration, scale, clients, builtin } } => {
             let (Ok(duration), Some(builtin)) =
                 (experiment::units::parse_duration(&duration), runner::pgbench::Builtin::parse(&builtin))

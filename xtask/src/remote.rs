@@ -402,6 +402,7 @@ pub fn open_client(
         password: Password::new(random_password()?),
         passfile: format!("{}/pgpass", ssh.work_dir),
         pgbench,
+        tpcc_driver: None,
     };
     ssh.write_private(&client.passfile, client.passfile_line().as_bytes())?;
     let record = ClientRecord {
@@ -423,6 +424,7 @@ pub fn open_client(
             host.address
         ),
         work_dir: ssh.work_dir.clone(),
+        tpcc_driver: None,
     };
     eprintln!(
         "  client host {}: {} (TCP round trip {}, ssh set-up {:.0} ms, a command over it {:.1} ms)",

@@ -195,6 +195,7 @@ fn only_these_modules_build_or_run_commands() {
             "runner::env",
             "runner::pgbench",
             "runner::pgbench_run",
+            "runner::tpcc_remote",
             "runner::dataset",
             "xtask::host",
             "xtask::bench::fidelity",

@@ -372,6 +372,10 @@ pub struct ClientRecord {
     /// This run's directory on the host (the password file, transaction logs), removed at
     /// teardown.
     pub work_dir: String,
+    /// pgtier's binary shipped to the host for the TPC-C driver (its `--version` there and its
+    /// path); absent when no TPC-C workload ran there.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tpcc_driver: Option<String>,
 }
 
 /// The measurement design as it ran.

@@ -314,6 +314,7 @@ async fn load_tpcc(
         port: env.port,
         user: server::DB_ROLE.into(),
         database: DATABASE.into(),
+        tcp: None,
     };
     let workers = workers.clamp(1, warehouses.max(1));
     let mut cfg = tpcc::TpccConfig::new(warehouses);

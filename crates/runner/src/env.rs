@@ -67,6 +67,9 @@ pub struct RemoteClient {
     pub passfile: String,
     /// pgbench on the client host.
     pub pgbench: String,
+    /// pgtier's own binary shipped to the client host, for the TPC-C driver (one session for
+    /// the run, shared by every clone); None when no TPC-C workload needs it there.
+    pub tpcc_driver: Option<Arc<crate::tpcc_remote::TpccDriver>>,
 }
 
 /// The CPU seconds (user + system) of the command the host's shell ran, from the last two
@@ -148,11 +151,23 @@ impl RunnerEnv<'_> {
         stdout: std::process::Stdio,
         label: &str,
     ) -> Result<(tokio::process::Child, Option<RecordId>), RunnerError> {
+        self.spawn_client_with_stdin(cmd, std::process::Stdio::null(), stdout, label)
+    }
+
+    /// [`spawn_client`](Self::spawn_client) with `stdin` (a client on another host that runs
+    /// while its stdin stays open, the TPC-C driver).
+    pub(crate) fn spawn_client_with_stdin(
+        &self,
+        cmd: &CommandLine,
+        stdin: std::process::Stdio,
+        stdout: std::process::Stdio,
+        label: &str,
+    ) -> Result<(tokio::process::Child, Option<RecordId>), RunnerError> {
         let mut command = tokio::process::Command::new(&cmd.program);
         command.args(&cmd.args);
         minimal_env(command.as_std_mut());
         let child = command
-            .stdin(std::process::Stdio::null())
+            .stdin(stdin)
             .stdout(stdout)
             .stderr(std::process::Stdio::piped())
             .process_group(0)

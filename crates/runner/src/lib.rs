@@ -25,6 +25,7 @@ mod supervisor;
 mod system;
 #[cfg(test)]
 mod testing;
+pub mod tpcc_remote;
 mod tpcc_run;
 pub mod waits;
 

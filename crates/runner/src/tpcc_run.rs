@@ -17,7 +17,7 @@ use crate::matrix::TpccWorkload;
 use crate::record::FailureKindExt;
 use crate::server::{self, Server};
 use crate::supervisor::{Stop, Supervised, Watch, supervise};
-use crate::{DATABASE, RunnerError};
+use crate::{DATABASE, RunnerError, tpcc_remote};
 
 struct DriveSpec {
     conn: tpcc::ConnectSpec,
@@ -25,11 +25,27 @@ struct DriveSpec {
     vus: u32,
 }
 
-struct Drive {
-    report: Option<tpcc::DriveReport>,
-    error: Option<String>,
-    injected: Vec<String>,
-    watchdog: Option<String>,
+/// How a drive ended, here or on the client host.
+pub(crate) struct Drive {
+    pub report: Option<tpcc::DriveReport>,
+    pub error: Option<String>,
+    pub injected: Vec<String>,
+    pub watchdog: Option<String>,
+    /// The CPU seconds of the driver on the client host over the drive (its own getrusage from
+    /// the request to the report); None for a drive inside this process (the report's own
+    /// figure is then the client's CPU).
+    pub cpu: Option<f64>,
+}
+
+/// The progress line the observer shows while a drive runs.
+pub(crate) fn live_line(p: &tpcc::DriveProgress, ramp_up: bool) -> String {
+    format!(
+        "{} {:>4.0} s  {:>9.1} tx/s  NOPM so far {:>9.0}",
+        if ramp_up { "ramp-up" } else { "measuring" },
+        p.elapsed_seconds,
+        p.transactions_per_second,
+        p.new_orders_per_minute
+    )
 }
 
 /// The tpcc crate's drive as the supervisor sees it: a future that ends with the report, asked
@@ -50,13 +66,7 @@ impl<F: Future<Output = Result<tpcc::DriveReport, tpcc::TpccError>>> Supervised 
 
     fn report(&mut self, obs: &mut dyn Observer) {
         while let Ok(p) = self.progress.try_recv() {
-            obs.live(&format!(
-                "{} {:>4.0} s  {:>9.1} tx/s  NOPM so far {:>9.0}",
-                if self.ramp_up { "ramp-up" } else { "measuring" },
-                p.elapsed_seconds,
-                p.transactions_per_second,
-                p.new_orders_per_minute
-            ));
+            obs.live(&live_line(&p, self.ramp_up));
         }
     }
 
@@ -96,9 +106,41 @@ async fn drive(
     });
     let injected = done.injected;
     match done.output {
-        Ok(report) => Ok(Drive { report: Some(report), error: None, injected, watchdog }),
+        Ok(report) => Ok(Drive { report: Some(report), error: None, injected, watchdog, cpu: None }),
         Err(tpcc::TpccError::Cancelled) if watchdog.is_none() => Err(RunnerError::Cancelled),
-        Err(e) => Ok(Drive { report: None, error: Some(e.to_string()), injected, watchdog }),
+        Err(e) => Ok(Drive { report: None, error: Some(e.to_string()), injected, watchdog, cpu: None }),
+    }
+}
+
+/// One drive: in this process, or on the client host when the run has one (`prefix` names
+/// the files of what the driver there printed).
+async fn drive_anywhere(
+    ctx: &RunCtx<'_>,
+    w: &TpccWorkload,
+    watch: Watch<'_>,
+    obs: &mut dyn Observer,
+    ramp_up: bool,
+    prefix: &str,
+) -> Result<Drive, RunnerError> {
+    let Some(client) = &ctx.env.client else {
+        return drive(ctx.env, &drive_spec(ctx.env, ctx.inp, w), watch, obs, ramp_up).await;
+    };
+    let spec = remote_spec(ctx, w, watch.duration);
+    tpcc_remote::drive(ctx.env, client, &spec, watch, obs, ramp_up, &ctx.run_dir.join(prefix)).await
+}
+
+/// What the driver on the client host is asked to do.
+fn remote_spec(ctx: &RunCtx<'_>, w: &TpccWorkload, duration: Duration) -> tpcc_remote::RemoteDrive {
+    let client = ctx.env.client.as_ref().expect("a client host");
+    tpcc_remote::RemoteDrive {
+        address: client.server_address,
+        port: ctx.env.port,
+        user: server::DB_ROLE.into(),
+        database: DATABASE.into(),
+        passfile: client.passfile.clone(),
+        config: w.config(),
+        virtual_users: ctx.inp.planned.clients,
+        duration_ms: duration.as_millis() as u64,
     }
 }
 
@@ -108,6 +150,7 @@ fn drive_spec(env: &RunnerEnv<'_>, inp: &RunInputs<'_>, w: &TpccWorkload) -> Dri
         port: env.port,
         user: server::DB_ROLE.into(),
         database: DATABASE.into(),
+        tcp: None,
     };
     DriveSpec { conn, cfg: w.config(), vus: inp.planned.clients }
 }
@@ -119,9 +162,8 @@ pub(crate) async fn ramp_up(
     w: &TpccWorkload,
     obs: &mut dyn Observer,
 ) -> Result<(), RunnerError> {
-    let spec = drive_spec(ctx.env, ctx.inp, w);
     let watch = Watch { duration: ctx.inp.workload.ramp_up, faults: &[], server: Some(srv.process) };
-    let d = drive(ctx.env, &spec, watch, obs, true).await?;
+    let d = drive_anywhere(ctx, w, watch, obs, true, "rampup-tpcc").await?;
     if let Some(r) = &d.report {
         let _ = std::fs::write(ctx.run_dir.join("rampup.json"), serde_json::to_string_pretty(r).unwrap_or_default());
     }
@@ -140,16 +182,35 @@ pub(crate) async fn measure(
     obs: &mut dyn Observer,
 ) -> Result<(), RunnerError> {
     let (env, inp, run_dir) = (ctx.env, ctx.inp, ctx.run_dir);
-    let spec = drive_spec(env, inp, w);
-    let vus = spec.vus;
-    record.command = command_text(w, inp, vus);
+    record.command = command_text(env, w, inp);
+    let mut command = format!("{}\n", record.command);
+    if let Some(client) = &env.client {
+        // The driver's session on the client host, and this drive's request to it (neither
+        // holds the password).
+        let request = tpcc_remote::Request::Drive(Box::new(remote_spec(ctx, w, inp.workload.duration)));
+        let request = serde_json::to_string(&request).unwrap_or_default();
+        command.push_str(&format!(
+            "driver session (one for the run): {}\nthis drive's request to it: {request}\n",
+            tpcc_remote::session_command(client)?
+        ));
+    }
     let command_file = run_dir.join("command.txt");
-    std::fs::write(&command_file, format!("{}\n", record.command))
-        .io_context(|| format!("write {}", command_file.display()))?;
+    std::fs::write(&command_file, command).io_context(|| format!("write {}", command_file.display()))?;
     let evidence = Evidence::begin(srv, inp.placement, run_dir).await?;
     let watch = Watch { duration: inp.workload.duration, faults: inp.faults, server: Some(srv.process) };
-    let d = drive(env, &spec, watch, obs, false).await;
-    let client_cpu = d.as_ref().ok().and_then(|d| d.report.as_ref()).map(|r| r.client_cpu_seconds);
+    let d = drive_anywhere(ctx, w, watch, obs, false, "tpcc").await;
+    let client_cpu = match &d {
+        Ok(Drive { cpu: Some(c), .. }) => Some(*c),
+        Ok(Drive { report: Some(r), .. }) => {
+            if env.client.is_some() {
+                record.warnings.push(Warning::Other(
+                    "the client host did not report the TPC-C driver's CPU time over the drive: the client CPU figures are those of its measured interval".into(),
+                ));
+            }
+            Some(r.client_cpu_seconds)
+        }
+        _ => None,
+    };
     evidence.end(srv, record, client_cpu, "TPC-C").await;
     let d = d?;
     record.faults = d.injected;
@@ -169,9 +230,18 @@ pub(crate) async fn measure(
 }
 
 /// The driver's command, in words (`command.txt`).
-fn command_text(w: &TpccWorkload, inp: &RunInputs<'_>, vus: u32) -> String {
+fn command_text(env: &RunnerEnv<'_>, w: &TpccWorkload, inp: &RunInputs<'_>) -> String {
+    let vus = inp.planned.clients;
+    let place = match &env.client {
+        None => String::new(),
+        Some(c) => format!(
+            " on client host {}, over TCP to {} (scram-sha-256)",
+            c.transport.host(),
+            std::net::SocketAddr::new(c.server_address, env.port)
+        ),
+    };
     format!(
-        "pgtier TPC-C driver: {} virtual users, {} warehouses, mode {}, {}, keying/thinking {}, {}, {} s measured after a {} s ramp-up drive",
+        "pgtier TPC-C driver{place}: {} virtual users, {} warehouses, mode {}, {}, keying/thinking {}, {}, {} s measured after a {} s ramp-up drive",
         vus,
         w.warehouses,
         w.mode.as_str(),

@@ -15,7 +15,8 @@
 //! HammerDB's transaction mix and input draws but runs pgtier's own correct transactions;
 //! [`Mode::HammerDbFaithful`] does what HammerDB 4.12 does on the server, its defects included,
 //! so NOPM can be compared like for like (see the crate README for the exact lists). Every
-//! connection goes over a unix socket.
+//! connection goes over a unix socket, or over TCP with scram-sha-256 ([`TcpTarget`]) when the
+//! driver runs on another host than the server.
 
 mod consistency;
 pub mod copy;
@@ -33,7 +34,7 @@ mod wire;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 pub use consistency::check_consistency;
 pub use drive::run;
@@ -41,7 +42,7 @@ pub use load::create_schema_and_load;
 pub use random::NurandConstants;
 
 /// Which rules the workload follows; serialised as [`Mode::as_str`] spells it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Mode {
     /// The TPC-C specification: NURand item and customer ids, the 45/43/4/4/4 mix, a new-order
     /// with an unused item number (1%) rolls back, C_LAST's run constant differs from the load's.
@@ -89,7 +90,7 @@ impl Mode {
 
 /// Where the transaction logic runs.
 /// Serialised as the experiment file spells it (`procedures`, `client-sql`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Side {
     /// One call of a PL/pgSQL function per transaction (HammerDB's default on PostgreSQL).
     #[default]
@@ -101,7 +102,7 @@ pub enum Side {
 }
 
 /// What to load and how to drive it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TpccConfig {
     /// Number of warehouses (the scale factor).
     pub warehouses: u32,
@@ -130,7 +131,8 @@ impl TpccConfig {
     }
 }
 
-/// How to reach the database: a unix-socket directory, port, role and database.
+/// How to reach the database: a unix-socket directory (or a TCP address, see [`TcpTarget`]),
+/// port, role and database.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct ConnectSpec {
     /// Directory holding the server's socket (`.s.PGSQL.<port>`).
@@ -141,17 +143,36 @@ pub struct ConnectSpec {
     pub user: String,
     /// Database holding the TPC-C tables.
     pub database: String,
+    /// Over TCP to this address, authenticated by scram-sha-256, instead of the socket (a
+    /// driver on another host than the server); never serialised.
+    #[serde(skip)]
+    pub tcp: Option<TcpTarget>,
+}
+
+/// A server reached over TCP with the role's password (scram-sha-256).
+#[derive(Clone, PartialEq, Eq)]
+pub struct TcpTarget {
+    /// The server's address.
+    pub address: std::net::IpAddr,
+    /// The role's password; `Debug` prints `<redacted>`.
+    pub password: String,
+}
+
+impl std::fmt::Debug for TcpTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TcpTarget").field("address", &self.address).field("password", &"<redacted>").finish()
+    }
 }
 
 impl ConnectSpec {
     /// The tokio-postgres configuration for this target, with `application_name`.
     pub fn pg_config(&self, application_name: &str) -> tokio_postgres::Config {
         let mut c = tokio_postgres::Config::new();
-        c.host_path(&self.socket_dir)
-            .port(self.port)
-            .user(&self.user)
-            .dbname(&self.database)
-            .application_name(application_name);
+        match &self.tcp {
+            None => c.host_path(&self.socket_dir),
+            Some(t) => c.host(t.address.to_string()).password(&t.password),
+        };
+        c.port(self.port).user(&self.user).dbname(&self.database).application_name(application_name);
         c
     }
 
@@ -167,8 +188,13 @@ impl ConnectSpec {
         Ok(client)
     }
 
-    /// `database "db" as role "user" on socket dir/.s.PGSQL.port`, for messages.
+    /// `database "db" as role "user" on socket dir/.s.PGSQL.port` (or `on address:port over
+    /// TCP`), for messages.
     pub fn describe(&self) -> String {
+        if let Some(t) = &self.tcp {
+            let at = std::net::SocketAddr::new(t.address, self.port);
+            return format!("database {:?} as role {:?} on {at} over TCP", self.database, self.user);
+        }
         format!(
             "database {:?} as role {:?} on socket {}/.s.PGSQL.{}",
             self.database,
@@ -326,7 +352,7 @@ pub struct DriveProgress {
 }
 
 /// One transaction type's figures over the measured interval (client side).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TxStats {
     /// `new_order`, `payment`, `order_status`, `delivery` or `stock_level`.
     pub name: String,
@@ -354,7 +380,7 @@ pub struct TxStats {
 }
 
 /// The result of one driver run.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DriveReport {
     /// Which rules ran.
     pub mode: Mode,

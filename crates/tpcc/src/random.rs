@@ -151,7 +151,7 @@ pub fn pick_c_last_run(rng: &mut Rng, c_load: i64) -> i64 {
 }
 
 /// The NURand constants in force for one run (the same for every virtual user).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct NurandConstants {
     /// C for C_LAST.
     pub c_last: i64,

@@ -1,4 +1,4 @@
-//! A minimal PostgreSQL frontend (protocol 3.0 over a unix socket) for the driver's hot path:
+//! A minimal PostgreSQL frontend (protocol 3.0 over a unix socket, or TCP) for the driver's hot path:
 //! one virtual user's connection, statements parsed once, then per transaction one Bind,
 //! Execute and Sync written with a single blocking `send` and the answer read back with
 //! blocking `recv`s on the virtual user's own thread: no event loop, channel, task or row
@@ -7,16 +7,19 @@
 //! CPU"). Setup, the counter snapshots and client-side SQL use tokio-postgres.
 //!
 //! Only what the driver needs: authentication that asks for no password (peer or trust, as
-//! pgtier's servers are set up), the extended query protocol with named statements, row
-//! counting (row contents are received, never decoded), errors with their SQLSTATE.
+//! pgtier's servers are set up on their socket) or scram-sha-256 over TCP (a driver on another
+//! host), the extended query protocol with named statements, row counting (row contents are
+//! received, never decoded), errors with their SQLSTATE.
 
 use std::io::{ErrorKind, Read, Write};
+use std::net::{SocketAddr, TcpStream};
 use std::os::unix::net::UnixStream;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::{Buf, BufMut, BytesMut};
+use postgres_protocol::authentication::sasl::{ChannelBinding, SCRAM_SHA_256, ScramSha256};
 
 use crate::ConnectSpec;
 
@@ -103,9 +106,55 @@ fn io(context: &str, e: std::io::Error) -> WireError {
 /// How often a blocked read wakes up to look at the abandon flag.
 const READ_TICK: Duration = Duration::from_millis(250);
 
+/// A connection's socket.
+enum Stream {
+    Unix(UnixStream),
+    Tcp(TcpStream),
+}
+
+impl Stream {
+    /// Connects to `spec`'s socket, or to its TCP address (no Nagle delay: a transaction is one
+    /// write), with reads that wake every [`READ_TICK`]; also says what it connected to.
+    fn connect(spec: &ConnectSpec, timeout: Duration) -> Result<(Stream, String), WireError> {
+        let (stream, target) = match &spec.tcp {
+            None => {
+                let path = spec.socket_dir.join(format!(".s.PGSQL.{}", spec.port));
+                let target = path.display().to_string();
+                let s = UnixStream::connect(&path).map_err(|e| io(&format!("connect to {target}"), e))?;
+                s.set_read_timeout(Some(READ_TICK)).map_err(|e| io(&format!("connect to {target}"), e))?;
+                (Stream::Unix(s), target)
+            }
+            Some(t) => {
+                let at = SocketAddr::new(t.address, spec.port);
+                let target = format!("{at} over TCP");
+                let context = |e| io(&format!("connect to {target}"), e);
+                let s = TcpStream::connect_timeout(&at, timeout).map_err(context)?;
+                s.set_nodelay(true).map_err(context)?;
+                s.set_read_timeout(Some(READ_TICK)).map_err(context)?;
+                (Stream::Tcp(s), target)
+            }
+        };
+        Ok((stream, target))
+    }
+
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Stream::Unix(s) => s.read(buf),
+            Stream::Tcp(s) => s.read(buf),
+        }
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        match self {
+            Stream::Unix(s) => s.write_all(buf),
+            Stream::Tcp(s) => s.write_all(buf),
+        }
+    }
+}
+
 /// One connection.
 pub(crate) struct WireConn {
-    stream: UnixStream,
+    stream: Stream,
     /// Received bytes not yet consumed are `rbuf[head..tail]`; the rest is free space.
     rbuf: Vec<u8>,
     head: usize,
@@ -133,10 +182,8 @@ impl WireConn {
         timeout: Duration,
         abandon: Arc<AtomicBool>,
     ) -> Result<WireConn, WireError> {
-        let path = spec.socket_dir.join(format!(".s.PGSQL.{}", spec.port));
-        let context = || format!("connect to {}", path.display());
-        let stream = UnixStream::connect(&path).map_err(|e| io(&context(), e))?;
-        stream.set_read_timeout(Some(READ_TICK)).map_err(|e| io(&context(), e))?;
+        let (stream, target) = Stream::connect(spec, timeout)?;
+        let context = || format!("connect to {target}");
         let mut c = WireConn {
             stream,
             rbuf: vec![0; 32 * 1024],
@@ -146,45 +193,82 @@ impl WireConn {
             abandon,
             deadline: Some(Instant::now() + timeout),
         };
+        let mut body = BytesMut::new();
+        body.put_i32(196_608); // protocol 3.0
+        for (k, v) in
+            [("user", spec.user.as_str()), ("database", spec.database.as_str()), ("application_name", application_name)]
         {
-            let mut body = BytesMut::new();
-            body.put_i32(196_608); // protocol 3.0
-            for (k, v) in [
-                ("user", spec.user.as_str()),
-                ("database", spec.database.as_str()),
-                ("application_name", application_name),
-            ] {
-                put_cstr(&mut body, k);
-                put_cstr(&mut body, v);
-            }
-            body.put_u8(0);
-            c.wbuf.put_i32(body.len() as i32 + 4);
-            c.wbuf.put_slice(&body);
-            c.flush()?;
-            // Authentication, parameter statuses, backend key, ready.
-            loop {
-                let (tag, msg) = c.next_message().map_err(|e| match e {
-                    WireError::Broken(m) => WireError::Broken(format!("{}: {m}", context())),
-                    other => other,
-                })?;
-                match tag {
-                    b'R' => {
-                        let code = (&msg[..]).get_i32();
-                        if code != 0 {
-                            return Err(WireError::Broken(format!(
-                                "the server asks for authentication method {code} (a password); the TPC-C driver connects with peer or trust authentication only"
-                            )));
-                        }
-                    }
-                    b'E' => return Err(server_error(&msg)),
-                    b'Z' => {
-                        c.deadline = None;
-                        return Ok(c);
-                    }
-                    _ => {}
+            put_cstr(&mut body, k);
+            put_cstr(&mut body, v);
+        }
+        body.put_u8(0);
+        c.wbuf.put_i32(body.len() as i32 + 4);
+        c.wbuf.put_slice(&body);
+        c.flush()?;
+        let password = spec.tcp.as_ref().map(|t| t.password.as_str());
+        let mut scram = None;
+        // Authentication, parameter statuses, backend key, ready.
+        loop {
+            let (tag, msg) = c.next_message().map_err(|e| match e {
+                WireError::Broken(m) => WireError::Broken(format!("{}: {m}", context())),
+                other => other,
+            })?;
+            match tag {
+                b'R' => c.authenticate(&msg, password, &mut scram)?,
+                b'E' => return Err(server_error(&msg)),
+                b'Z' => {
+                    c.deadline = None;
+                    return Ok(c);
                 }
+                _ => {}
             }
         }
+    }
+
+    /// Answers one authentication request: none (0), or the three steps of scram-sha-256
+    /// (10: the mechanisms offered, 11: the server's challenge, 12: its proof) with `password`.
+    fn authenticate(
+        &mut self,
+        msg: &[u8],
+        password: Option<&str>,
+        scram: &mut Option<ScramSha256>,
+    ) -> Result<(), WireError> {
+        let mut body = msg;
+        let code = body.get_i32();
+        let broken = |what: &str, e: std::io::Error| WireError::Broken(format!("scram-sha-256 {what}: {e}"));
+        match (code, password) {
+            (0, _) => return Ok(()),
+            (10, Some(p)) => {
+                let offered = body.split(|&b| b == 0).any(|m| m == SCRAM_SHA_256.as_bytes());
+                if !offered {
+                    return Err(WireError::Broken("the server offers no scram-sha-256 authentication".into()));
+                }
+                let s = ScramSha256::new(p.as_bytes(), ChannelBinding::unsupported());
+                let start = self.begin(b'p');
+                put_cstr(&mut self.wbuf, SCRAM_SHA_256);
+                self.wbuf.put_i32(s.message().len() as i32);
+                self.wbuf.put_slice(s.message());
+                self.end(start);
+                *scram = Some(s);
+            }
+            (11, Some(_)) => {
+                let s = scram.as_mut().ok_or_else(|| WireError::Broken("SASL continue before its start".into()))?;
+                s.update(body).map_err(|e| broken("challenge", e))?;
+                let start = self.begin(b'p');
+                self.wbuf.put_slice(s.message());
+                self.end(start);
+            }
+            (12, Some(_)) => {
+                let s = scram.as_mut().ok_or_else(|| WireError::Broken("SASL final before its start".into()))?;
+                return s.finish(body).map_err(|e| broken("server proof", e));
+            }
+            _ => {
+                return Err(WireError::Broken(format!(
+                    "the server asks for authentication method {code}; the TPC-C driver connects with peer or trust authentication on a socket, or scram-sha-256 over TCP"
+                )));
+            }
+        }
+        self.flush()
     }
 
     /// Runs `sql` with the simple query protocol.

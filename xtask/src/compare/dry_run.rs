@@ -399,7 +399,8 @@ fn runs(matrix: &MatrixSpec, runs: &[PlannedRun]) {
     }
 }
 
-/// The client host, when pgbench runs on one: how it is reached and what the server opens to it.
+/// The client host, when the benchmark client runs on one: how it is reached and what the server
+/// opens to it.
 fn client_host(exp: &experiment::Experiment) {
     let Some(h) = exp.client_host() else { return };
     println!("\n## Client host\n");
@@ -409,6 +410,11 @@ fn client_host(exp: &experiment::Experiment) {
         "- the server listens on the address facing {} too (`ip route get {}` at the start), and pg_hba.conf admits {}/32 alone, by scram-sha-256 with a password made per run",
         h.name, h.address, h.address
     );
+    if exp.workloads.iter().any(|w| matches!(w.kind, WorkloadKind::Tpcc(_))) {
+        println!(
+            "- every TPC-C drive below runs there too: pgtier's own binary and configs/ are copied to the host once (into /tmp/pgtier-<run token>/, removed at teardown) and run as `pgtier tpcc-client`"
+        );
+    }
     println!("- the data set is built over the private socket here");
 }
 

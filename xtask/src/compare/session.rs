@@ -298,8 +298,11 @@ impl<'a> Session<'a> {
         let token = self.run_id.rsplit('-').next().unwrap_or(&self.run_id).to_string();
         let install = &self.pre.install;
         let pgbench = install.client_dir.join("pgbench");
-        let (client, record) =
+        let (mut client, mut record) =
             crate::remote::open_client(h, &token, self.journal, &pgbench, &install.client_version_line)?;
+        if self.exp.workloads.iter().any(|w| matches!(w.kind, runner::matrix::WorkloadKind::Tpcc(_))) {
+            crate::tpcc_client::ship_driver(h, &token, &mut client, &mut record)?;
+        }
         self.manifest.client = Some(record);
         Ok(Some(client))
     }

@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use runner::matrix::{WorkloadKind, WorkloadSpec};
+use runner::matrix::WorkloadSpec;
 use toml::Spanned;
 
 use super::Validator;
@@ -15,7 +15,7 @@ use crate::raw::{RawFile, RawHost};
 use crate::spans::span;
 
 impl Validator<'_> {
-    pub(super) fn hosts(&mut self, raw: &RawFile, workloads: &[WorkloadSpec]) -> Vec<Host> {
+    pub(super) fn hosts(&mut self, raw: &RawFile, _workloads: &[WorkloadSpec]) -> Vec<Host> {
         let mut hosts = Vec::new();
         let mut seen = BTreeSet::new();
         for h in &raw.host {
@@ -38,19 +38,6 @@ impl Validator<'_> {
             );
         }
         self.fleet_rules(raw, &hosts);
-        if !clients.is_empty() {
-            for (w, spec) in raw.workload.iter().zip(workloads) {
-                if matches!(spec.kind, WorkloadKind::Tpcc(_)) {
-                    let n = w.get_ref().name.get_ref();
-                    self.err(
-                        span(&w.get_ref().kind),
-                        format!("workload[{n}].kind"),
-                        "a TPC-C workload cannot run on a client host yet (its driver runs inside pgtier); \
-                         run it without a [[host]] with roles = [\"client\"], or use a pgbench workload",
-                    );
-                }
-            }
-        }
         hosts
     }
 

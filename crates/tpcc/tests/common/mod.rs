@@ -84,8 +84,13 @@ impl Cluster {
                 panic!("start PostgreSQL: {e}\nlog: {}", std::fs::read_to_string(&log).unwrap_or_default());
             }
         };
-        let conn =
-            ConnectSpec { socket_dir: sock, port, user: runner::server::DB_ROLE.to_string(), database: "tpcc".into() };
+        let conn = ConnectSpec {
+            socket_dir: sock,
+            port,
+            user: runner::server::DB_ROLE.to_string(),
+            database: "tpcc".into(),
+            tcp: None,
+        };
         // From here on the guard stops the server whatever happens.
         let cluster = Cluster { server: Some(server), journal, conn, dir };
         let admin = cluster.connect("postgres").await;
