@@ -368,6 +368,20 @@ pub fn free_ports(address: IpAddr, from: u16, count: u16) -> Option<u16> {
 }
 
 /// A random password (128 bits, hex) from the kernel's generator.
+/// How a host's round trip is measured ([`tcp_rtt`]), for its record.
+pub fn rtt_method(host: &Host) -> String {
+    format!("median of 10 TCP connects from the server to {}:{}", host.address, host.port)
+}
+
+/// The transport to the hosts, for their records: this machine's OpenSSH and how it is used.
+pub fn transport() -> String {
+    let version = CommandLine::new("ssh").arg("-V").output(Some(SSH_TIMEOUT)).map(|o| o.stderr.trim().to_string());
+    format!(
+        "{}, one multiplexed connection (ControlMaster), StrictHostKeyChecking=yes",
+        version.unwrap_or_else(|_| "OpenSSH".into())
+    )
+}
+
 fn random_password() -> Result<String> {
     let mut buf = [0u8; 16];
     use std::io::Read;
@@ -394,7 +408,6 @@ pub fn open_client(
     let remote_version = same_pgbench(&ssh.name, &pgbench, local_version_line, answer.map_err(|e| e.to_string()))?;
     let (server_address, path) = network_path(host.address)?;
     let rtt = tcp_rtt(host.address, host.port);
-    let ssh_version = CommandLine::new("ssh").arg("-V").output(Some(SSH_TIMEOUT)).map(|o| o.stderr.trim().to_string());
     let client = RemoteClient {
         transport: Arc::new(Transport(ssh.clone())),
         server_address,
@@ -411,11 +424,8 @@ pub fn open_client(
         server_address: server_address.to_string(),
         network_path: path,
         rtt_ms: rtt.map(|d| d.as_secs_f64() * 1e3),
-        rtt_method: format!("median of 10 TCP connects from the server to {}:{}", host.address, host.port),
-        transport: format!(
-            "{}, one multiplexed connection (ControlMaster), StrictHostKeyChecking=yes",
-            ssh_version.unwrap_or_else(|_| "OpenSSH".into())
-        ),
+        rtt_method: rtt_method(host),
+        transport: transport(),
         ssh_setup_ms: opened.setup.as_secs_f64() * 1e3,
         ssh_command_ms: opened.command_rtt.as_secs_f64() * 1e3,
         pgbench: remote_version,

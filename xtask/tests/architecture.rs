@@ -203,7 +203,6 @@ fn only_these_modules_build_or_run_commands() {
             // ssh commands to the experiment's other hosts (`[[host]]`), run as CommandLines.
             "xtask::remote",
             "xtask::fleet::host",
-            "xtask::remote::target",
         ]),
         "modules that build or run a journal::CommandLine: docs/architecture.md, Invariants"
     );

@@ -6,10 +6,10 @@
 
 use anyhow::Result;
 use experiment::{Experiment, Host};
-use journal::{CommandLine, Journal};
+use journal::Journal;
 use results::manifest::TargetRecord;
 
-use super::{SSH_TIMEOUT, SshHost, network_path, tcp_rtt};
+use super::{SshHost, network_path, tcp_rtt};
 
 /// The connection of a target host for the run with token `token`.
 pub fn ssh_host(host: &Host, token: &str) -> SshHost {
@@ -43,8 +43,6 @@ pub fn open_targets(exp: &Experiment, token: &str, journal: &Journal) -> Result<
         let opened = ssh.open(journal)?;
         let (_, path) = network_path(host.address)?;
         let rtt = tcp_rtt(host.address, host.port);
-        let ssh_version =
-            CommandLine::new("ssh").arg("-V").output(Some(SSH_TIMEOUT)).map(|o| o.stderr.trim().to_string());
         let devices = served(exp, host);
         let record = TargetRecord {
             host: host.name.clone(),
@@ -57,11 +55,8 @@ pub fn open_targets(exp: &Experiment, token: &str, journal: &Journal) -> Result<
             },
             network_path: path,
             rtt_ms: rtt.map(|d| d.as_secs_f64() * 1e3),
-            rtt_method: format!("median of 10 TCP connects from the server to {}:{}", host.address, host.port),
-            transport: format!(
-                "{}, one multiplexed connection (ControlMaster), StrictHostKeyChecking=yes",
-                ssh_version.unwrap_or_else(|_| "OpenSSH".into())
-            ),
+            rtt_method: super::rtt_method(host),
+            transport: super::transport(),
             ssh_setup_ms: opened.setup.as_secs_f64() * 1e3,
             ssh_command_ms: opened.command_rtt.as_secs_f64() * 1e3,
             work_dir: ssh.work_dir.clone(),
