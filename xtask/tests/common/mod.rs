@@ -131,7 +131,8 @@ impl Watched {
                 return Watched { child, seen, lines };
             }
         }
-        panic!("the awaited line never came:\n{}", seen.join("\n"));
+        let status = child.wait();
+        panic!("the awaited line never came ({status:?}):\n{}", seen.join("\n"));
     }
 
     /// Sends `signal` to the process.
