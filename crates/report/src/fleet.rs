@@ -114,15 +114,33 @@ fn markdown(
     comparisons: &[(String, Comparison)],
 ) -> String {
     let mut md = String::new();
-    let _ = writeln!(md, "# Fleet: {} on {} server hosts\n", record.experiment_name, record.hosts.len());
-    let _ = writeln!(
-        md,
-        "The same matrix ({}, run order seed {}) ran on every host at the same time, each driven over its own ssh connection{}. Each host's own report is in `hosts/<name>/report.md`; below, every host against the first with results{}.\n",
-        record.experiment_file,
-        record.seed,
-        if record.emulated { " on **emulated** tiers" } else { "" },
-        sets.first().map(|(n, ..)| format!(" (**{n}**, the reference)")).unwrap_or_default()
-    );
+    match record.hosts.as_slice() {
+        [one] => {
+            let _ = writeln!(md, "# {} on server host {}\n", record.experiment_name, one.name);
+        }
+        hosts => {
+            let _ = writeln!(md, "# Fleet: {} on {} server hosts\n", record.experiment_name, hosts.len());
+        }
+    }
+    if record.hosts.len() == 1 {
+        let _ = writeln!(
+            md,
+            "The matrix ({}, run order seed {}) ran on server host {}, driven over ssh{}.\n",
+            record.experiment_file,
+            record.seed,
+            record.hosts[0].name,
+            if record.emulated { " on **emulated** tiers" } else { "" }
+        );
+    } else {
+        let _ = writeln!(
+            md,
+            "The same matrix ({}, run order seed {}) ran on every host at the same time, each driven over its own ssh connection{}. Each host's own report is in `hosts/<name>/report.md`; below, every host against the first with results{}.\n",
+            record.experiment_file,
+            record.seed,
+            if record.emulated { " on **emulated** tiers" } else { "" },
+            sets.first().map(|(n, ..)| format!(" (**{n}**, the reference)")).unwrap_or_default()
+        );
+    }
     hosts_section(&mut md, record, sets);
     if !comparisons.is_empty() {
         let _ = writeln!(
@@ -181,8 +199,14 @@ fn markdown(
         }
         let _ = writeln!(md, "\n![{name} against {reference}](comparisons/{name}/comparison-throughput.png)");
     }
-    if sets.len() < 2 {
-        let _ = writeln!(md, "\nFewer than two hosts have results: nothing to compare yet.");
+    match (record.hosts.len(), sets.len()) {
+        (1, 1) => {
+            let _ = writeln!(md, "\nOne server host: its results are in [its report](hosts/{}/report.md).", sets[0].0);
+        }
+        (_, n) if n < 2 => {
+            let _ = writeln!(md, "\nFewer than two hosts have results: nothing to compare yet.");
+        }
+        _ => {}
     }
     md
 }
@@ -191,7 +215,7 @@ fn hosts_section(md: &mut String, record: &FleetRecord, sets: &[(String, PathBuf
     let _ = writeln!(md, "## Hosts\n");
     let _ = writeln!(
         md,
-        "| host | address | part | runs ok | CPU | threads | memory | kernel | PostgreSQL | clock offset | ssh set-up / command |\n|---|---|---|---|---|---|---|---|---|---|---|"
+        "| host | address | part | runs ok (of made or planned) | CPU | threads | memory | kernel | PostgreSQL | clock offset | ssh set-up / command |\n|---|---|---|---|---|---|---|---|---|---|---|"
     );
     for h in &record.hosts {
         let set = sets.iter().find(|(n, ..)| n == &h.name).map(|(.., s)| s);
@@ -206,7 +230,7 @@ fn hosts_section(md: &mut String, record: &FleetRecord, sets: &[(String, PathBuf
                 format!(
                     "{} of {}",
                     s.runs.iter().filter(|r| r.status == results::RunStatus::Ok).count(),
-                    s.manifest.run_order.len()
+                    s.runs.len().max(s.manifest.run_order.len())
                 ),
                 s.manifest.host.cpu_model.clone(),
                 s.manifest.host.cpu_threads.to_string(),
