@@ -72,11 +72,16 @@ pub(super) fn environment(s: &mut String, m: &Manifest) {
     }
 }
 
-/// The client host's rows: where pgbench ran, the path to it and its round trip, the transport.
+/// The client host's rows: where the benchmark clients ran, the path to it and its round trip,
+/// the transport.
 fn client(s: &mut String, c: &results::manifest::ClientRecord) {
-    let _ = writeln!(s, "| Client host | {} ({}): pgbench ran there, {} |", c.host, c.address, c.pgbench);
+    let _ = writeln!(
+        s,
+        "| Client host | {} ({}): the benchmark clients ran there; its pgbench: {} |",
+        c.host, c.address, c.pgbench
+    );
     if let Some(d) = &c.tpcc_driver {
-        let _ = writeln!(s, "| TPC-C client | the TPC-C driver ran on {} too: {d} |", c.host);
+        let _ = writeln!(s, "| TPC-C client | the TPC-C driver ran on {}: {d} |", c.host);
     }
     let _ = writeln!(s, "| network path | {} |", c.network_path);
     let rtt = c.rtt_ms.map(|r| format!("{r:.3} ms")).unwrap_or_else(|| "not measured".into());
