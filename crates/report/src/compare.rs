@@ -299,15 +299,14 @@ fn changes_section(md: &mut String, cmp: &Comparison) {
         );
         let _ = writeln!(md, "| what | baseline | contender |\n|---|---|---|");
         for c in &cmp.changes {
-            let _ = writeln!(
-                md,
-                "| {} | {} | {} |",
-                c.what,
-                c.baseline.replace('|', "\\|"),
-                c.contender.replace('|', "\\|")
-            );
+            change_row(md, c);
         }
     }
+}
+
+/// One change as a row of a three-column table (what, baseline, contender).
+pub(crate) fn change_row(md: &mut String, c: &Change) {
+    let _ = writeln!(md, "| {} | {} | {} |", c.what, c.baseline.replace('|', "\\|"), c.contender.replace('|', "\\|"));
 }
 
 /// The study's claims checked across the two result sets.

@@ -162,13 +162,7 @@ fn markdown(
             let _ = writeln!(md, "What differs between the hosts (read it before any delta: it can explain one):\n");
             let _ = writeln!(md, "| what | {reference} | {name} |\n|---|---|---|");
             for c in changes.iter().take(30) {
-                let _ = writeln!(
-                    md,
-                    "| {} | {} | {} |",
-                    c.what,
-                    c.baseline.replace('|', "\\|"),
-                    c.contender.replace('|', "\\|")
-                );
+                crate::compare::change_row(&mut md, c);
             }
             if changes.len() > 30 {
                 let _ = writeln!(md, "\n{} more in `comparisons/{name}/comparison.md`.", changes.len() - 30);
@@ -196,6 +190,9 @@ fn markdown(
         }
         if !cmp.unmatched.is_empty() {
             let _ = writeln!(md, "\nCells without a counterpart: {}", cmp.unmatched.join("; "));
+        }
+        if let Some(advice) = precision_advice(cmp, &sets[0].2) {
+            let _ = writeln!(md, "\n{advice}");
         }
         let _ = writeln!(md, "\n![{name} against {reference}](comparisons/{name}/comparison-throughput.png)");
     }
@@ -267,4 +264,70 @@ fn hosts_section(md: &mut String, record: &FleetRecord, sets: &[(String, PathBuf
 /// (`config.profiles[0].file`).
 fn is_shipped_copy(what: &str) -> bool {
     what.starts_with("config.profiles[") && what.ends_with("].file")
+}
+
+/// When no cell of a host comparison is a real change or an equivalence: how wide the
+/// intervals are and about how many repetitions per host would bring them to the equivalence
+/// margin. Runs on two hosts cannot be paired: from each interval the spread of log TPS is
+/// recovered (half-width = t(df) x sd x sqrt(2/n)), and the advice is the smallest n whose
+/// half-width t(2n-2) x sd x sqrt(2/n) is within the margin for the median cell.
+fn precision_advice(cmp: &Comparison, reference: &ResultSet) -> Option<String> {
+    use crate::stats::{Verdict, t_quantile};
+    let deltas: Vec<&crate::stats::Delta> = cmp.cells.iter().filter_map(|c| c.tps.as_ref()).collect();
+    if deltas.is_empty() || deltas.iter().any(|d| d.verdict != Verdict::Inconclusive) {
+        return None;
+    }
+    let with: Vec<&&crate::stats::Delta> = deltas.iter().filter(|d| d.has_interval() && d.df >= 1.0).collect();
+    if with.is_empty() {
+        return Some("**Unreliable:** one run a cell on a host gives no interval: repeat the runs (`repetitions` of at least 3) to compare hosts.".into());
+    }
+    let runs = reference.manifest.repetitions.max(2) as f64;
+    // The spread of log TPS within a host, per cell, from the cell's own interval.
+    let mut sds: Vec<f64> = with
+        .iter()
+        .map(|d| {
+            let hw_log = ((1.0 + d.pct_high / 100.0).ln() - (1.0 + d.pct_low / 100.0).ln()) / 2.0;
+            hw_log / (t_quantile(0.975, d.df) * (2.0 / runs).sqrt())
+        })
+        .collect();
+    sds.sort_by(f64::total_cmp);
+    let sd = sds[sds.len() / 2];
+    let mean_hw = with.iter().map(|d| d.half_width_pct()).sum::<f64>() / with.len() as f64;
+    let margin = reference.manifest.measurement.equivalence_margin_pct;
+    let needed = repetitions_needed(sd, margin)
+        .map(|n| format!("about {n} repetitions a host"))
+        .unwrap_or_else(|| "more than 10,000 repetitions a host".into());
+    Some(format!(
+        "**Unreliable:** no cell is a real change or an equivalence; the intervals' half-widths average ±{mean_hw:.1}% with {runs} runs a cell on each host (independent samples: runs on two hosts cannot be paired; the median cell's run-to-run spread is {:.1}%). To tell a change of {margin}% (the equivalence margin) from none, {needed} would be needed.",
+        sd * 100.0
+    ))
+}
+
+/// The smallest number of runs a host (2 to 10,000) whose Welch interval of the log ratio,
+/// t(2n-2) x sd x sqrt(2/n) for two hosts of spread `sd` (of log TPS), is within
+/// ln(1 + margin).
+fn repetitions_needed(sd: f64, margin_pct: f64) -> Option<u32> {
+    let target = (1.0 + margin_pct / 100.0).ln();
+    (2..=10_000u32).find(|n| {
+        let n = f64::from(*n);
+        crate::stats::t_quantile(0.975, 2.0 * n - 2.0) * sd * (2.0 / n).sqrt() <= target
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::repetitions_needed;
+
+    #[test]
+    fn repetitions_needed_against_hand_figures() {
+        // sd 0.05, margin 5% (ln 1.05 = 0.04879): n = 9 gives t(16) = 2.120 x 0.05 x 0.4714 =
+        // 0.04997 (too wide), n = 10 gives t(18) = 2.101 x 0.05 x 0.4472 = 0.04698.
+        assert_eq!(repetitions_needed(0.05, 5.0), Some(10));
+        // sd 0.01, margin 5%: n = 2 gives t(2) = 4.303 x 0.01 x 1 = 0.0430 (within).
+        assert_eq!(repetitions_needed(0.01, 5.0), Some(2));
+        // sd 0.5, margin 2% (ln 1.02 = 0.0198): 2 x 1.96^2 x (0.5 / 0.0198)^2 is about 4,900.
+        let n = repetitions_needed(0.5, 2.0).unwrap();
+        assert!((4800..=5000).contains(&n), "{n}");
+        assert_eq!(repetitions_needed(5.0, 1.0), None, "beyond 10,000");
+    }
 }
