@@ -121,11 +121,7 @@ fn nothing_left_anywhere(env: &Env, hosts: &[(&'static str, NsHost, PathBuf)]) {
 
 #[test]
 fn a_two_host_fleet_runs_the_matrix_on_both_and_compares_them() {
-    if !root_or_skip() {
-        return;
-    }
-    assert!(Path::new("/usr/sbin/sshd").exists(), "needs openssh-server: run `cargo xtask setup`");
-    let env = Env::new();
+    let Some(env) = ssh_test_env() else { return };
     let hosts = two_hosts(&env, 10);
     let _masters = Masters(env.state());
     let cfg = fleet_file(&env, &hosts, "2s");
@@ -192,11 +188,7 @@ fn a_two_host_fleet_runs_the_matrix_on_both_and_compares_them() {
 /// matrix from what was measured.
 #[test]
 fn a_lost_connection_names_the_host_and_resume_finishes_the_matrix() {
-    if !root_or_skip() {
-        return;
-    }
-    assert!(Path::new("/usr/sbin/sshd").exists(), "needs openssh-server: run `cargo xtask setup`");
-    let env = Env::new();
+    let Some(env) = ssh_test_env() else { return };
     let hosts = two_hosts(&env, 20);
     let _masters = Masters(env.state());
     let cfg = fleet_file(&env, &hosts, "4s");
@@ -251,11 +243,7 @@ fn a_lost_connection_names_the_host_and_resume_finishes_the_matrix() {
 /// finds the host's result set still on the host and finishes it there.
 #[test]
 fn a_killed_controller_is_cleaned_up_per_host_and_resumed() {
-    if !root_or_skip() {
-        return;
-    }
-    assert!(Path::new("/usr/sbin/sshd").exists(), "needs openssh-server: run `cargo xtask setup`");
-    let env = Env::new();
+    let Some(env) = ssh_test_env() else { return };
     let hosts = server_hosts(&env, 40, &["db1"]);
     let _masters = Masters(env.state());
     let cfg = fleet_file(&env, &hosts, "4s");
@@ -294,11 +282,7 @@ fn a_killed_controller_is_cleaned_up_per_host_and_resumed() {
 /// leaves nothing anywhere; no cleanup is needed.
 #[test]
 fn ctrl_c_on_the_controller_stops_every_host_cleanly() {
-    if !root_or_skip() {
-        return;
-    }
-    assert!(Path::new("/usr/sbin/sshd").exists(), "needs openssh-server: run `cargo xtask setup`");
-    let env = Env::new();
+    let Some(env) = ssh_test_env() else { return };
     let hosts = server_hosts(&env, 60, &["db1"]);
     let _masters = Masters(env.state());
     let cfg = fleet_file(&env, &hosts, "20s");
@@ -399,11 +383,7 @@ fn seed_004_on_a_fleet_of_two_hosts() {
 /// machine (IPv4 forwarding on for the test, each host's default route via its link).
 #[test]
 fn server_client_and_target_hosts_all_over_ssh() {
-    if !root_or_skip() {
-        return;
-    }
-    assert!(Path::new("/usr/sbin/sshd").exists(), "needs openssh-server: run `cargo xtask setup`");
-    let env = Env::new();
+    let Some(env) = ssh_test_env() else { return };
     let hosts = server_hosts(&env, 50, &["db", "client", "storage"]);
     let _forwarding = Forwarding::on();
     for (_, h, _) in &hosts {

@@ -81,16 +81,9 @@ fn experiment(env: &Env, host: &NsHost, keys: &Path, duration: &str) -> PathBuf 
 
 #[test]
 fn pgbench_runs_on_a_client_host_over_ssh_and_tcp() {
-    if !root_or_skip() {
-        return;
-    }
-    assert!(Path::new("/usr/sbin/sshd").exists(), "needs openssh-server: run `cargo xtask setup`");
-    let env = Env::new();
-    let keys = env.dir.path().join("keys");
-    std::fs::create_dir(&keys).unwrap();
-    let host = NsHost::new(&keys, 0);
-    let _masters = Masters(env.state());
-    let cfg = experiment(&env, &host, &keys, "2s");
+    let Some(t) = one_host(0) else { return };
+    let OneHost { env, keys, host, .. } = &t;
+    let cfg = experiment(env, host, keys, "2s");
     let out = env.dir.path().join("results");
     let t0 = Instant::now();
     let o = env
@@ -167,16 +160,9 @@ fn pgbench_runs_on_a_client_host_over_ssh_and_tcp() {
 /// address facing the host, every slice's pgbench on the host.
 #[test]
 fn slices_of_every_placement_run_on_the_client_host() {
-    if !root_or_skip() {
-        return;
-    }
-    assert!(Path::new("/usr/sbin/sshd").exists(), "needs openssh-server: run `cargo xtask setup`");
-    let env = Env::new();
-    let keys = env.dir.path().join("keys");
-    std::fs::create_dir(&keys).unwrap();
-    let host = NsHost::new(&keys, 2);
-    let _masters = Masters(env.state());
-    let sliced = std::fs::read_to_string(experiment(&env, &host, &keys, "2s")).unwrap().replace(
+    let Some(t) = one_host(2) else { return };
+    let OneHost { env, keys, host, .. } = &t;
+    let sliced = std::fs::read_to_string(experiment(env, host, keys, "2s")).unwrap().replace(
         "[postgres]",
         "[measurement]\ndesign = \"slices\"\nslice = \"1s\"\nwarm_up = \"1s\"\nmin_rounds = 2\nbudget = \"4s\"\ntarget_halfwidth = \"80%\"\n\n[postgres]",
     )
@@ -212,17 +198,10 @@ fn slices_of_every_placement_run_on_the_client_host() {
 /// from the run record.
 #[test]
 fn cleanup_after_a_killed_run_closes_the_connection() {
-    if !root_or_skip() {
-        return;
-    }
     use std::io::{BufRead, BufReader};
-    assert!(Path::new("/usr/sbin/sshd").exists(), "needs openssh-server: run `cargo xtask setup`");
-    let env = Env::new();
-    let keys = env.dir.path().join("keys");
-    std::fs::create_dir(&keys).unwrap();
-    let host = NsHost::new(&keys, 1);
-    let _masters = Masters(env.state());
-    let cfg = experiment(&env, &host, &keys, "30s");
+    let Some(t) = one_host(1) else { return };
+    let OneHost { env, keys, host, .. } = &t;
+    let cfg = experiment(env, host, keys, "30s");
     let out = env.dir.path().join("results");
     let mut child = env
         .xtask(&["compare", "--config", cfg.to_str().unwrap(), "--emulate", "--out", out.to_str().unwrap()])
@@ -341,21 +320,14 @@ fn a_missing_known_hosts_file_is_refused_before_anything_is_touched() {
 /// run stops before provisioning, says why, and leaves nothing (no master, no directory).
 #[test]
 fn a_host_key_other_than_the_known_one_is_refused() {
-    if !root_or_skip() {
-        return;
-    }
-    assert!(Path::new("/usr/sbin/sshd").exists(), "needs openssh-server: run `cargo xtask setup`");
-    let env = Env::new();
-    let keys = env.dir.path().join("keys");
-    std::fs::create_dir(&keys).unwrap();
-    let host = NsHost::new(&keys, 3);
-    let _masters = Masters(env.state());
+    let Some(t) = one_host(3) else { return };
+    let OneHost { env, keys, host, .. } = &t;
     // known_hosts names another key for the host's address.
     run(Command::new("ssh-keygen").args(["-q", "-t", "ed25519", "-N", "", "-f"]).arg(keys.join("impostor")));
     let other = std::fs::read_to_string(keys.join("impostor.pub")).unwrap();
     let key: Vec<&str> = other.split_whitespace().take(2).collect();
     std::fs::write(keys.join("known_hosts"), format!("{} {}\n", host.address, key.join(" "))).unwrap();
-    let cfg = experiment(&env, &host, &keys, "2s");
+    let cfg = experiment(env, host, keys, "2s");
     let out = env.dir.path().join("results");
     let o = env
         .xtask(&["compare", "--config", cfg.to_str().unwrap(), "--emulate", "--out", out.to_str().unwrap()])

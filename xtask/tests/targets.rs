@@ -127,17 +127,10 @@ fn watch(host: &NsHost, seen: &mut Seen) {
 
 #[test]
 fn nbdkit_runs_on_the_target_host_and_nothing_is_left() {
-    if !root_or_skip() {
-        return;
-    }
-    assert!(Path::new("/usr/sbin/sshd").exists(), "needs openssh-server: run `cargo xtask setup`");
-    let env = Env::new();
-    let keys = env.dir.path().join("keys");
-    std::fs::create_dir(&keys).unwrap();
-    let host = NsHost::new(&keys, 0);
-    let _masters = Masters(env.state());
+    let Some(t) = one_host(0) else { return };
+    let OneHost { env, keys, host, .. } = &t;
     let _nbdkits = Nbdkits(host.netns.clone());
-    let cfg = experiment(&env, &host.address, &keys, "2s");
+    let cfg = experiment(env, &host.address, keys, "2s");
     let out = env.dir.path().join("results");
     let t0 = Instant::now();
     let mut child = env
@@ -148,7 +141,7 @@ fn nbdkit_runs_on_the_target_host_and_nothing_is_left() {
         .unwrap();
     let mut seen = Seen::default();
     while child.try_wait().unwrap().is_none() {
-        watch(&host, &mut seen);
+        watch(host, &mut seen);
         std::thread::sleep(Duration::from_millis(100));
     }
     let o = child.wait_with_output().unwrap();
@@ -209,17 +202,10 @@ fn nbdkit_runs_on_the_target_host_and_nothing_is_left() {
 /// connection stay; `cargo xtask cleanup` undoes them from the run record.
 #[test]
 fn cleanup_after_a_killed_run_stops_nbdkit_on_the_host() {
-    if !root_or_skip() {
-        return;
-    }
-    assert!(Path::new("/usr/sbin/sshd").exists(), "needs openssh-server: run `cargo xtask setup`");
-    let env = Env::new();
-    let keys = env.dir.path().join("keys");
-    std::fs::create_dir(&keys).unwrap();
-    let host = NsHost::new(&keys, 1);
-    let _masters = Masters(env.state());
+    let Some(t) = one_host(1) else { return };
+    let OneHost { env, keys, host, .. } = &t;
     let _nbdkits = Nbdkits(host.netns.clone());
-    let cfg = experiment(&env, &host.address, &keys, "30s");
+    let cfg = experiment(env, &host.address, keys, "30s");
     let out = env.dir.path().join("results");
     let run = Watched::until(
         &mut env.xtask(&["compare", "--config", cfg.to_str().unwrap(), "--emulate", "--out", out.to_str().unwrap()]),
@@ -328,17 +314,10 @@ fn dry_runs_show_every_step_on_the_target_host() {
 /// connections of its own (each role its control socket and run directory).
 #[test]
 fn one_host_can_be_client_and_target() {
-    if !root_or_skip() {
-        return;
-    }
-    assert!(Path::new("/usr/sbin/sshd").exists(), "needs openssh-server: run `cargo xtask setup`");
-    let env = Env::new();
-    let keys = env.dir.path().join("keys");
-    std::fs::create_dir(&keys).unwrap();
-    let host = NsHost::new(&keys, 2);
-    let _masters = Masters(env.state());
+    let Some(t) = one_host(2) else { return };
+    let OneHost { env, keys, host, .. } = &t;
     let _nbdkits = Nbdkits(host.netns.clone());
-    let file = std::fs::read_to_string(experiment(&env, &host.address, &keys, "2s"))
+    let file = std::fs::read_to_string(experiment(env, &host.address, keys, "2s"))
         .unwrap()
         .replace("roles = [\"target\"]", "roles = [\"client\", \"target\"]");
     let cfg = env.write("both.toml", &file);

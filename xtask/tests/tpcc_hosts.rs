@@ -79,14 +79,6 @@ fn experiment(env: &Env, host: &NsHost, keys: &Path, duration: &str) -> PathBuf 
     )
 }
 
-/// A namespace host with its keys, and the guard that closes masters left by a failed test.
-fn host(env: &Env, n: u32) -> (NsHost, PathBuf, Masters) {
-    assert!(Path::new("/usr/sbin/sshd").exists(), "needs openssh-server: run `cargo xtask setup`");
-    let keys = env.dir.path().join("keys");
-    std::fs::create_dir(&keys).unwrap();
-    (NsHost::new(&keys, n), keys, Masters(env.state()))
-}
-
 fn compare(env: &Env, cfg: &Path, out: &Path) {
     let t0 = Instant::now();
     let o = env
@@ -132,13 +124,10 @@ fn wait_for_no_driver() {
 
 #[test]
 fn tpcc_runs_on_a_client_host_over_ssh_and_tcp() {
-    if !root_or_skip() {
-        return;
-    }
-    let env = Env::new();
-    let (host, keys, _masters) = host(&env, 0);
+    let Some(t) = one_host(0) else { return };
+    let OneHost { env, keys, host, .. } = &t;
     let out = env.dir.path().join("results");
-    compare(&env, &experiment(&env, &host, &keys, "3s"), &out);
+    compare(env, &experiment(env, host, keys, "3s"), &out);
 
     // The manifest and the report say where the TPC-C client ran.
     let manifest: serde_json::Value =
@@ -195,12 +184,9 @@ fn tpcc_runs_on_a_client_host_over_ssh_and_tcp() {
 /// of the one driver session on the host, against each server's own port.
 #[test]
 fn tpcc_slices_run_on_the_client_host() {
-    if !root_or_skip() {
-        return;
-    }
-    let env = Env::new();
-    let (host, keys, _masters) = host(&env, 1);
-    let sliced = std::fs::read_to_string(experiment(&env, &host, &keys, "3s")).unwrap().replace(
+    let Some(t) = one_host(1) else { return };
+    let OneHost { env, keys, host, .. } = &t;
+    let sliced = std::fs::read_to_string(experiment(env, host, keys, "3s")).unwrap().replace(
         "[postgres]",
         "[measurement]\ndesign = \"slices\"\nslice = \"2s\"\nwarm_up = \"1s\"\nmin_rounds = 2\nbudget = \"8s\"\ntarget_halfwidth = \"80%\"\n\n[postgres]",
     )
@@ -208,7 +194,7 @@ fn tpcc_slices_run_on_the_client_host() {
         + "\n[[placement]]\nname = \"disk2\"\ndata = \"disk\"\nwal = \"disk\"\n";
     let cfg = env.write("sliced.toml", &sliced);
     let out = env.dir.path().join("results");
-    compare(&env, &cfg, &out);
+    compare(env, &cfg, &out);
     let runs = csv_rows(&out.join("runs.csv"));
     assert!(runs.len() >= 4, "at least 2 rounds of 2 placements: {}", runs.len());
     let mut ports = std::collections::BTreeSet::new();
@@ -275,12 +261,9 @@ fn measuring(env: &Env, host: &NsHost, keys: &Path) -> (Child, mpsc::Receiver<St
 /// driver on the host stops, and the run's directory there goes.
 #[test]
 fn ctrl_c_stops_the_driver_on_the_host() {
-    if !root_or_skip() {
-        return;
-    }
-    let env = Env::new();
-    let (host, keys, _masters) = host(&env, 3);
-    let (mut child, rx, mut seen, remote_dir) = measuring(&env, &host, &keys);
+    let Some(t) = one_host(3) else { return };
+    let OneHost { env, keys, host, .. } = &t;
+    let (mut child, rx, mut seen, remote_dir) = measuring(env, host, keys);
     let t0 = Instant::now();
     kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
     let status = child.wait().unwrap();
@@ -306,12 +289,9 @@ fn ctrl_c_stops_the_driver_on_the_host() {
 /// on the host (the shipped binary with it) and closes the master from the run record.
 #[test]
 fn cleanup_after_a_killed_run_stops_the_driver_on_the_host() {
-    if !root_or_skip() {
-        return;
-    }
-    let env = Env::new();
-    let (host, keys, _masters) = host(&env, 2);
-    let (mut child, _rx, _seen, remote_dir) = measuring(&env, &host, &keys);
+    let Some(t) = one_host(2) else { return };
+    let OneHost { env, keys, host, .. } = &t;
+    let (mut child, _rx, _seen, remote_dir) = measuring(env, host, keys);
     kill(Pid::from_raw(child.id() as i32), Signal::SIGKILL).unwrap();
     child.wait().unwrap();
     // The harness's end closed the driver's stdin: it stops before any cleanup.

@@ -212,3 +212,32 @@ pub fn walk(dir: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+/// The start of a test with namespace hosts: None (skip) unless root (see `root_or_skip`);
+/// fails unless openssh-server is installed; a fresh test environment.
+pub fn ssh_test_env() -> Option<super::Env> {
+    if !super::root_or_skip() {
+        return None;
+    }
+    assert!(Path::new("/usr/sbin/sshd").exists(), "needs openssh-server: run `cargo xtask setup`");
+    Some(super::Env::new())
+}
+
+/// A test with one namespace host (number `n` of the test binary): its keys in `<env>/keys`,
+/// the masters a failed run leaves closed at the end. Fields drop in this order: masters, host
+/// (its sshd and namespace), then the environment's directory.
+pub struct OneHost {
+    _masters: Masters,
+    pub host: NsHost,
+    pub keys: PathBuf,
+    pub env: super::Env,
+}
+
+/// [`ssh_test_env`] with one host; None when the test is skipped.
+pub fn one_host(n: u32) -> Option<OneHost> {
+    let env = ssh_test_env()?;
+    let keys = env.dir.path().join("keys");
+    std::fs::create_dir(&keys).unwrap();
+    let host = NsHost::new(&keys, n);
+    Some(OneHost { _masters: Masters(env.state()), host, keys, env })
+}
