@@ -1,63 +1,11 @@
 //! `[[host]]`: the client host of the experiment, and the errors that name file, line and key.
 
-use std::path::{Path, PathBuf};
+mod common;
 
-use experiment::{ConfigErrors, HostRole, LoadOptions, parse};
+use std::path::Path;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn opts() -> LoadOptions {
-    LoadOptions { emulate: true, configs_dir: repo().join("configs"), hardware_threads: 40 }
-}
-
-const BASE: &str = r#"
-[experiment]
-name = "t"
-baseline = "fast"
-
-[postgres]
-profiles = ["default"]
-memory_limits = ["unlimited"]
-
-[[device]]
-name = "d1"
-class = "nvme"
-path = "/dev/disk/by-id/nvme-A"
-
-[[device]]
-name = "d2"
-class = "pmem"
-namespace = "namespace0.0"
-
-[[placement]]
-name = "fast"
-data = "d1"
-wal = "d1"
-
-[[placement]]
-name = "pm"
-data = "d2"
-wal = "d2"
-
-[[workload]]
-name = "rw"
-kind = "pgbench"
-builtin = "tpcb-like"
-scale = 100
-clients = [1, 2, "20%", "99.9%"]
-duration = "10min"
-
-[emulate]
-scale = 5
-duration = "5s"
-clients = [4]
-memory_limits = ["256MiB"]
-device_size = "1GiB"
-[emulate.settings]
-shared_buffers = "32MB"
-"#;
+use common::*;
+use experiment::{ConfigErrors, HostRole, parse};
 
 const HOST: &str = r#"
 [[host]]
@@ -73,7 +21,7 @@ fn with_host(host: &str) -> String {
 }
 
 fn errors(text: &str) -> ConfigErrors {
-    parse(Path::new("/exp/dir/exp.toml"), text, &opts()).expect_err("should be rejected")
+    parse(Path::new("/exp/dir/exp.toml"), text, &opts(true)).expect_err("should be rejected")
 }
 
 fn line_of(text: &str, needle: &str) -> usize {
@@ -82,7 +30,7 @@ fn line_of(text: &str, needle: &str) -> usize {
 
 #[test]
 fn a_file_without_hosts_runs_everything_here() {
-    let e = parse(Path::new("exp.toml"), BASE, &opts()).unwrap();
+    let e = parse(Path::new("exp.toml"), BASE, &opts(true)).unwrap();
     assert!(e.hosts.is_empty());
     assert!(e.client_host().is_none());
     let json = serde_json::to_string(&e).unwrap();
@@ -91,7 +39,7 @@ fn a_file_without_hosts_runs_everything_here() {
 
 #[test]
 fn a_client_host_resolves_with_defaults() {
-    let e = parse(Path::new("/exp/dir/exp.toml"), &with_host(HOST), &opts()).unwrap();
+    let e = parse(Path::new("/exp/dir/exp.toml"), &with_host(HOST), &opts(true)).unwrap();
     let h = e.client_host().expect("the client host");
     assert_eq!(h.name, "loadgen");
     assert_eq!(h.address.to_string(), "169.254.200.2");
@@ -103,7 +51,7 @@ fn a_client_host_resolves_with_defaults() {
     let plain = HOST
         .replace("identity_file = \"keys/id_ed25519\"\n", "")
         .replace("known_hosts = \"/etc/pgtier/known_hosts\"\n", "");
-    let e = parse(Path::new("exp.toml"), &with_host(&plain), &opts()).unwrap();
+    let e = parse(Path::new("exp.toml"), &with_host(&plain), &opts(true)).unwrap();
     let h = e.client_host().unwrap();
     assert_eq!((h.identity_file.as_deref(), h.known_hosts.as_deref()), (None, None), "OpenSSH's defaults");
 }
@@ -186,7 +134,7 @@ roles = ["server"]
 
 #[test]
 fn server_hosts_make_a_fleet() {
-    let e = parse(Path::new("/exp/dir/exp.toml"), &with_host(SERVERS), &opts()).unwrap();
+    let e = parse(Path::new("/exp/dir/exp.toml"), &with_host(SERVERS), &opts(true)).unwrap();
     let servers = e.server_hosts();
     assert_eq!(servers.iter().map(|h| h.name.as_str()).collect::<Vec<_>>(), ["db1", "db2"]);
     assert_eq!(servers[0].roles, vec![HostRole::Server]);
@@ -215,7 +163,7 @@ fn a_fleet_cannot_share_a_client_host_and_its_files_are_read_on_the_server() {
         SERVERS.split("\n[[host]]\nname = \"db2\"").next().unwrap(),
         HOST.replace("keys/id_ed25519", "/etc/pgtier/id_ed25519")
     ));
-    let e = parse(Path::new("/exp/dir/exp.toml"), &one, &opts()).unwrap();
+    let e = parse(Path::new("/exp/dir/exp.toml"), &one, &opts(true)).unwrap();
     assert_eq!(e.server_hosts().len(), 1);
     assert_eq!(e.client_host().unwrap().name, "loadgen");
 }

@@ -1,18 +1,13 @@
 //! `[[host]]` with the `target` role and the `nvme-tcp` devices it serves (`target`, `export`),
 //! and the errors that name file, line and key.
 
-use std::path::{Path, PathBuf};
+mod common;
 
-use experiment::{ConfigErrors, HostRole, LoadOptions, parse};
+use std::path::Path;
+
+use common::*;
+use experiment::{ConfigErrors, HostRole, parse};
 use tiers::spec::RealDevice;
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn opts(emulate: bool) -> LoadOptions {
-    LoadOptions { emulate, configs_dir: repo().join("configs"), hardware_threads: 40 }
-}
 
 const FILE: &str = r#"
 [experiment]
