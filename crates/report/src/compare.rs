@@ -196,9 +196,18 @@ impl CompareRow<'_> {
 pub fn compare(baseline: &Path, contender: &Path, out: &Path) -> Result<(Comparison, Vec<PathBuf>), ReportError> {
     let a = ResultSet::load(baseline)?;
     let b = ResultSet::load(contender)?;
-    let cmp = comparison(&a, &b);
+    compare_sets((baseline, &a), (contender, &b), out)
+}
+
+/// [`compare`] of two result sets already loaded from `baseline` and `contender`.
+pub fn compare_sets(
+    (baseline, a): (&Path, &ResultSet),
+    (contender, b): (&Path, &ResultSet),
+    out: &Path,
+) -> Result<(Comparison, Vec<PathBuf>), ReportError> {
+    let cmp = comparison(a, b);
     std::fs::create_dir_all(out).map_err(|e| ExportError::Write { path: out.to_path_buf(), message: e.to_string() })?;
-    let md = Output::bytes("comparison.md", markdown(&cmp, (baseline, &a), (contender, &b)).into_bytes());
+    let md = Output::bytes("comparison.md", markdown(&cmp, (baseline, a), (contender, b)).into_bytes());
     let csv = Output::bytes("comparison.csv", csv_bytes(cmp.cells.iter().map(CompareRow::of)));
     let [png, svg] =
         charts::render(&Chart::Bar(ratio_chart(&cmp, baseline, contender)), Path::new("comparison-throughput"))

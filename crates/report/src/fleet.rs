@@ -71,12 +71,11 @@ pub fn render(dir: &Path) -> Result<(FleetReport, Vec<PathBuf>), ReportError> {
         rows.extend(host_rows(reference, rset, None));
         for (name, d, set) in sets.iter().skip(1) {
             let out = dir.join("comparisons").join(name);
-            let (cmp, written) = crate::compare::compare(rdir, d, &out)?;
+            let (cmp, written) = crate::compare::compare_sets((rdir, rset), (d, set), &out)?;
             files.extend(written);
             rows.extend(host_rows(name, set, Some(&cmp)));
             comparisons.push((name.clone(), cmp));
         }
-        let _ = reference;
     }
     let md = markdown(&record, &sets, &comparisons);
     let outputs = [Output::bytes("report.md", md.into_bytes()), Output::bytes("hosts.csv", csv_bytes(rows))];

@@ -168,11 +168,9 @@ impl Fleet<'_> {
         };
         let local = host::local_dir(self.dir, &h.name);
         let mut args: Vec<String> = vec!["compare".into(), "--config".into(), r.config.clone()];
-        let resuming = rec.fetched || host::remote_dir_exists(&r.ssh, &rec.remote_results);
-        if resuming {
-            if !host::remote_dir_exists(&r.ssh, &rec.remote_results)
-                && let Err(e) = host::upload(&r.ssh, &local, &rec.remote_results)
-            {
+        let on_host = host::remote_dir_exists(&r.ssh, &rec.remote_results);
+        if rec.fetched || on_host {
+            if !on_host && let Err(e) = host::upload(&r.ssh, &local, &rec.remote_results) {
                 rec.status = HostStatus::Failed;
                 rec.cause = Some(format!("host {}: {e:#}", h.name));
                 return;
