@@ -380,6 +380,7 @@ mod tests {
             sequence: seq,
             cell,
             repetition: rep,
+            segment: 0,
             workload_kind: "pgbench".into(),
             script: "tpcb-like".into(),
             threads: 2,

@@ -341,6 +341,12 @@ pub struct RunRecord {
     pub sequence: u32,
     pub cell: CellKey,
     pub repetition: u32,
+    /// Design `slices`: the stretch of rounds measured with the same server lives (1-based;
+    /// a new session, or a server restarted after it died, begins the next). Rounds pair only
+    /// within a segment and each segment's warm-up rounds are cut alike. 0 for the `runs` design
+    /// and for result sets of older versions.
+    #[serde(default)]
+    pub segment: u32,
     /// `pgbench` or `tpcc`.
     pub workload_kind: String,
     /// The pgbench builtin script or TPC-C mode.

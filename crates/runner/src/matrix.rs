@@ -269,6 +269,9 @@ pub struct PlannedRun {
     pub run_id: String,
     pub cell: CellKey,
     pub repetition: u32,
+    /// Design `slices`: the segment of rounds this slice belongs to (see
+    /// [`RunRecord::segment`](results::record::RunRecord)); 0 otherwise.
+    pub segment: u32,
     pub placement: usize,
     pub workload: usize,
     pub profile: usize,
@@ -413,6 +416,7 @@ pub fn plan_runs(m: &MatrixSpec) -> Vec<PlannedRun> {
                 run_id,
                 cell,
                 repetition: rep,
+                segment: 0,
                 placement: pl,
                 workload: wi,
                 profile: pi,

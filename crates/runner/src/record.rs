@@ -16,6 +16,7 @@ pub fn new_record(planned: &PlannedRun, workload: &WorkloadSpec, started_at: Str
         sequence: planned.sequence,
         cell: planned.cell.clone(),
         repetition: planned.repetition,
+        segment: planned.segment,
         workload_kind: w.kind.as_str().into(),
         script: w.script,
         threads: planned.threads,

@@ -22,6 +22,7 @@ pub(crate) fn planned(memory_limit: Option<u64>) -> PlannedRun {
             build: results::record::DEFAULT_BUILD.into(),
         },
         repetition: 2,
+        segment: 0,
         placement: 0,
         workload: 0,
         profile: 0,

@@ -219,6 +219,7 @@ async fn pgtier_run(
             build: runner::matrix::DEFAULT_BUILD.into(),
         },
         repetition: i,
+        segment: 0,
         placement: 0,
         workload: 0,
         profile: 0,

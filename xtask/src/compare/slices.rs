@@ -35,6 +35,9 @@ struct Contest {
     /// Placement indices, the baseline first.
     placements: Vec<usize>,
     rounds: u32,
+    /// The segment its rounds belong to now (results::RunRecord::segment): 1 in its first
+    /// session, one more for each session after and for each server restart.
+    segment: u32,
     records: Vec<RunRecord>,
     /// Seconds its rounds took.
     seconds: f64,
@@ -102,6 +105,7 @@ fn contests(spec: &MatrixSpec, baseline: &str) -> Vec<Contest> {
                             threads: w.threads.unwrap_or(clients.min(spec.cores.max(1))).min(clients).max(1),
                             placements: placements.clone(),
                             rounds: 0,
+                            segment: 0,
                             records: Vec::new(),
                             seconds: 0.0,
                             widest: None,
@@ -331,6 +335,7 @@ impl Session<'_> {
     ) -> Result<()> {
         let m = self.exp.measurement.clone();
         let name = c.name(s.spec);
+        c.segment += 1;
         self.warm_up(s, servers, c, build).await?;
         let share = self.share(s, remaining);
         c.stopped = None;
@@ -460,6 +465,7 @@ impl Session<'_> {
             run_id: run_id(sequence, &cell, round, s.spec.varies()),
             cell,
             repetition: round,
+            segment: c.segment,
             placement,
             workload: c.workload,
             profile: c.profile,
@@ -585,6 +591,7 @@ mod tests {
             threads: 2,
             placements: vec![0, 1],
             rounds,
+            segment: 1,
             records: vec![],
             seconds: 0.0,
             widest,
