@@ -273,8 +273,12 @@ pub struct Measurement {
     pub target_halfwidth_pct: Option<f64>,
     /// A delta whose whole 95% interval lies inside ±this many percent is called equivalent.
     pub equivalence_margin_pct: f64,
-    /// Slices: rounds every contest gets before its interval is judged.
+    /// Slices: rounds every contest gets before its interval is judged: the pilot whose spread
+    /// sizes the contest (Stein's rule).
     pub min_rounds: u32,
+    /// Slices: leading rounds of every segment (a session, or a server life) that do not count:
+    /// the fixed part of the warm-up cut (the report's trend tests may cut more).
+    pub warm_up_rounds: u32,
 }
 
 impl Default for Measurement {
@@ -287,6 +291,7 @@ impl Default for Measurement {
             target_halfwidth_pct: None,
             equivalence_margin_pct: 2.0,
             min_rounds: 6,
+            warm_up_rounds: 2,
         }
     }
 }

@@ -145,6 +145,9 @@ pub struct RawMeasurement {
     /// Slices: rounds every contest gets before its interval is judged.
     #[serde(default)]
     pub min_rounds: Option<Spanned<u32>>,
+    /// Slices: leading rounds of every segment that do not count (the warm-up cut).
+    #[serde(default)]
+    pub warm_up_rounds: Option<Spanned<u32>>,
 }
 
 /// A fault injected into one measured run (fault-handling studies, and pgtier's own tests).

@@ -1,5 +1,7 @@
 //! How deltas are computed from a result set's runs: paired by round for the `slices` design
-//! (after MSER-5 cuts a warm-up transient), from independent runs for the `runs` design; then
+//! (the estimator of [`crate::rounds`]: a warm-up cut by round, Stein's pilot, an interval
+//! corrected for correlated rounds, a steady-state check), from independent runs for the
+//! `runs` design; then
 //! Holm's correction over every delta of the same figure and the three-way verdict against the
 //! experiment's equivalence margin.
 
@@ -8,7 +10,8 @@ use std::collections::BTreeMap;
 use results::record::{CellKey, RunRecord};
 use serde::Serialize;
 
-use crate::stats::{Delta, Estimate, Method, holm, mser5};
+use crate::rounds::{self, Cut, Progress, Round, Rule, Trend};
+use crate::stats::{Delta, Estimate, Method, Verdict, holm};
 
 /// A figure of a run that deltas are computed for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -51,14 +54,48 @@ pub struct Analysis {
     pub equivalence_margin_pct: f64,
     /// Deltas with an interval per figure: the family Holm's correction runs over.
     pub tests: BTreeMap<Figure, usize>,
-    /// Leading rounds MSER-5 dropped per contest (slices only; contests with none are left out).
+    /// Leading rounds the warm-up cut dropped per contest (slices only; contests with none are
+    /// left out).
     pub dropped_rounds: BTreeMap<String, usize>,
+    /// Slices: the rule the rounds were estimated by.
+    pub rule: Option<Rule>,
+    /// Slices: each contest's cut, steady-state check and serial correlation.
+    pub contests: BTreeMap<String, ContestAnalysis>,
 }
 
 impl Analysis {
     pub fn paired(&self) -> bool {
         self.method == Method::PairedLog
     }
+
+    /// Whether a successful run counts in the estimate: always for the runs design; for slices,
+    /// unless the warm-up cut of its contest left its round out.
+    pub fn counts(&self, r: &RunRecord) -> bool {
+        self.contests
+            .get(&contest_of(&r.cell))
+            .is_none_or(|c| c.cut.keeps(&Round { segment: r.segment, round: r.repetition, log_ratio: 0.0 }))
+    }
+
+    /// Whether the contest of a cell passed the steady-state check (true for the runs design).
+    pub fn steady(&self, k: &CellKey) -> bool {
+        self.contests.get(&contest_of(k)).is_none_or(|c| c.steady)
+    }
+}
+
+/// What the slices estimator found in one contest (the headline figure's per-round ratios).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ContestAnalysis {
+    pub cut: Cut,
+    /// Every contender's kept rounds passed the steady-state check and no segment stayed
+    /// unsettled.
+    pub steady: bool,
+    /// Per contender: the lag-1 autocorrelation of its kept per-round log ratios, and its trend
+    /// over the kept rounds (change over the span, p-value).
+    pub lag1: BTreeMap<String, f64>,
+    pub trend: BTreeMap<String, Trend>,
+    /// Kept rounds (the fewest of any contender) and what Stein's rule asked for.
+    pub kept: usize,
+    pub needed: Option<usize>,
 }
 
 /// The cells that differ only in placement, measured against each other.
@@ -67,41 +104,61 @@ pub fn contest_of(k: &CellKey) -> String {
     format!("{} c{} mem {} {}{build}", k.workload, k.clients, k.memory_limit, k.profile)
 }
 
-/// The successful runs of each cell, ordered by repetition (round), with the leading rounds a
-/// slices contest's warm-up transient took (MSER-5 on the contenders' per-round log ratios of
-/// the headline figure) left out.
+/// The successful runs of each cell ordered by round, with the rounds of a slices contest's
+/// warm-up cut left out (`rule` given: by round within each segment, alike for every placement
+/// of the contest; see [`rounds::warm_up_cut`]), and what the estimator found per contest.
 pub fn usable_runs<'a>(
     ok: &BTreeMap<CellKey, Vec<&'a RunRecord>>,
     baseline: &str,
-    paired: bool,
-) -> (BTreeMap<CellKey, Vec<&'a RunRecord>>, BTreeMap<String, usize>) {
+    rule: Option<&Rule>,
+) -> (BTreeMap<CellKey, Vec<&'a RunRecord>>, BTreeMap<String, ContestAnalysis>) {
     let mut out: BTreeMap<CellKey, Vec<&RunRecord>> =
         ok.iter().map(|(k, v)| (k.clone(), sorted_by_repetition(v))).collect();
-    let mut dropped = BTreeMap::new();
-    if !paired {
-        return (out, dropped);
+    let mut contests = BTreeMap::new();
+    let Some(rule) = rule else { return (out, contests) };
+    let mut members: BTreeMap<String, Vec<CellKey>> = BTreeMap::new();
+    for k in out.keys().filter(|k| k.placement != baseline && out.contains_key(&k.with_placement(baseline))) {
+        members.entry(contest_of(k)).or_default().push(k.clone());
     }
-    let mut cuts: BTreeMap<String, usize> = BTreeMap::new();
-    for (k, runs) in &out {
-        let Some(base) = out.get(&k.with_placement(baseline)).filter(|_| k.placement != baseline) else { continue };
-        let figure = headline_figure(runs);
-        let series: Vec<f64> = pair_values(base, runs, figure)
-            .iter()
-            .filter(|(b, c)| *b > 0.0 && *c > 0.0)
-            .map(|(b, c)| (c / b).ln())
-            .collect();
-        let cut = mser5(&series);
-        let e = cuts.entry(contest_of(k)).or_default();
-        *e = (*e).max(cut);
+    for (name, cells) in &members {
+        let base = &out[&cells[0].with_placement(baseline)];
+        let series: Vec<Vec<Round>> =
+            cells.iter().map(|k| ratio_rounds(base, &out[k], headline_figure(&out[k]))).collect();
+        let cut = rounds::warm_up_cut(rule, &series);
+        let p = rounds::progress_with(rule, &series, &cut);
+        let mut c = ContestAnalysis {
+            steady: p.steady.iter().all(|s| *s),
+            kept: p.kept,
+            needed: p.needed,
+            ..Default::default()
+        };
+        for (k, rounds) in cells.iter().zip(&series) {
+            let a = rounds::assess(rule, rounds, &cut, cells.len());
+            c.lag1.insert(k.placement.clone(), a.interval.map_or(f64::NAN, |i| i.lag1));
+            if let Some(t) = a.trend {
+                c.trend.insert(k.placement.clone(), t);
+            }
+        }
+        c.cut = cut;
+        contests.insert(name.clone(), c);
     }
     for (k, runs) in out.iter_mut() {
-        let cut = cuts.get(&contest_of(k)).copied().unwrap_or(0);
-        if cut > 0 && cut < runs.len() {
-            runs.drain(..cut);
-            dropped.insert(contest_of(k), cut);
+        if let Some(c) = contests.get(&contest_of(k)) {
+            runs.retain(|r| c.cut.keeps(&Round { segment: r.segment, round: r.repetition, log_ratio: 0.0 }));
         }
     }
-    (out, dropped)
+    (out, contests)
+}
+
+/// The per-round log ratios of a contender against the baseline, in round order.
+fn ratio_rounds(base: &[&RunRecord], cont: &[&RunRecord], f: Figure) -> Vec<Round> {
+    cont.iter()
+        .filter_map(|c| {
+            let b = base.iter().find(|b| b.repetition == c.repetition && b.segment == c.segment)?;
+            let (b, v) = (f.of(b)?, f.of(c)?);
+            (b > 0.0 && v > 0.0).then(|| Round { segment: c.segment, round: c.repetition, log_ratio: (v / b).ln() })
+        })
+        .collect()
 }
 
 fn sorted_by_repetition<'a>(runs: &[&'a RunRecord]) -> Vec<&'a RunRecord> {
@@ -115,32 +172,59 @@ pub fn headline_figure(runs: &[&RunRecord]) -> Figure {
     if runs.iter().all(|r| r.metrics.nopm.is_some()) && !runs.is_empty() { Figure::Nopm } else { Figure::Tps }
 }
 
-/// (baseline, contender) values of runs of the same repetition (round).
-fn pair_values(base: &[&RunRecord], cont: &[&RunRecord], f: Figure) -> Vec<(f64, f64)> {
-    cont.iter()
-        .filter_map(|c| {
-            let b = base.iter().find(|b| b.repetition == c.repetition)?;
-            Some((f.of(b)?, f.of(c)?))
-        })
-        .collect()
-}
-
 /// The estimate of a figure over a cell's runs, when every run has it.
 pub fn estimate(runs: &[&RunRecord], f: Figure) -> Option<Estimate> {
     let v: Vec<f64> = runs.iter().filter_map(|r| f.of(r)).collect();
     if v.len() == runs.len() { Estimate::of(&v) } else { None }
 }
 
-/// The change of a figure from the baseline's runs to the contender's: paired by round when
-/// `paired` (and at least two rounds pair up), else from the two samples.
-pub fn delta(base: &[&RunRecord], cont: &[&RunRecord], f: Figure, paired: bool) -> Option<Delta> {
-    if paired {
-        let pairs = pair_values(base, cont, f);
-        if pairs.len() >= 2 {
-            return Delta::paired(&pairs);
+/// The change of a figure from the baseline's runs to the contender's: with a slices `rule`,
+/// from the per-round ratios (paired by round, the interval of [`rounds::estimate`]: Stein's
+/// pilot and the correction for correlated rounds) when at least two rounds pair up; else from
+/// the two samples (Welch on the logs).
+pub fn delta(base: &[&RunRecord], cont: &[&RunRecord], f: Figure, rule: Option<&Rule>) -> Option<Delta> {
+    if let Some(rule) = rule {
+        let r = ratio_rounds(base, cont, f);
+        if r.len() >= 2 {
+            let x: Vec<f64> = r.iter().map(|r| r.log_ratio).collect();
+            let seg: Vec<u32> = r.iter().map(|r| r.segment).collect();
+            let i = rounds::estimate(rule, &x, &seg)?;
+            return Some(Delta::from_log(i.mean, i.se, i.df, Method::PairedLog));
         }
     }
     Delta::between(&estimate(base, f)?, &estimate(cont, f)?)
+}
+
+/// The slices contests' progress as the scheduler sees it after a round: the cut, the kept
+/// rounds, what Stein's rule asks for and the widest interval (the same estimator as the
+/// report's). `runs` holds the contest's successful runs, every placement's.
+pub fn contest_progress(runs: &[&RunRecord], baseline: &str, rule: &Rule) -> Option<Progress> {
+    let mut by_cell: BTreeMap<CellKey, Vec<&RunRecord>> = BTreeMap::new();
+    for r in runs {
+        by_cell.entry(r.cell.clone()).or_default().push(r);
+    }
+    let base_key = by_cell.keys().find(|k| k.placement == baseline)?.clone();
+    let base = sorted_by_repetition(&by_cell[&base_key]);
+    let series: Vec<Vec<Round>> = by_cell
+        .iter()
+        .filter(|(k, _)| k.placement != baseline)
+        .map(|(_, v)| {
+            let v = sorted_by_repetition(v);
+            ratio_rounds(&base, &v, headline_figure(&v))
+        })
+        .collect();
+    if series.is_empty() {
+        return None;
+    }
+    Some(rounds::progress(rule, &series))
+}
+
+/// After the verdicts: a change of a contest that is not steady is neither a real change nor an
+/// equivalence on that evidence.
+pub fn withhold_unsteady(d: &mut Delta, steady: bool) {
+    if !steady && matches!(d.verdict, Verdict::RealChange | Verdict::Equivalent) {
+        d.verdict = Verdict::NotSteady;
+    }
 }
 
 /// Holm's correction over each family (all deltas of one figure in the study), then the verdict

@@ -51,6 +51,12 @@ pub fn judge(low: f64, high: f64, d: &Delta, margin_pct: f64) -> (ClaimVerdict, 
     if !d.has_interval() {
         return (ClaimVerdict::Inconclusive, "no interval (a side with a single run)".into());
     }
+    if d.verdict == Verdict::NotSteady {
+        return (
+            ClaimVerdict::Inconclusive,
+            "the contest's rounds were still moving (not steady): no verdict on that evidence".into(),
+        );
+    }
     let overlaps = low <= d.pct_high && high >= d.pct_low;
     let published_nothing = low >= -margin_pct && high <= margin_pct;
     let mid = (low + high) / 2.0;

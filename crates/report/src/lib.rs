@@ -12,6 +12,7 @@ pub mod fidelity;
 pub mod fleet;
 pub mod markdown;
 pub mod model;
+pub mod rounds;
 pub mod stats;
 pub mod text;
 pub mod views;

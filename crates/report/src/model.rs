@@ -166,6 +166,7 @@ pub fn summarize(set: &ResultSet) -> Summary {
     let baseline = set.manifest.baseline.clone();
     let measurement = &set.manifest.measurement;
     let paired = measurement.design == "slices";
+    let rule = paired.then(|| crate::rounds::Rule::of(measurement));
     let mut by_cell: BTreeMap<CellKey, Vec<&RunRecord>> = BTreeMap::new();
     for r in &set.runs {
         by_cell.entry(r.cell.clone()).or_default().push(r);
@@ -175,7 +176,7 @@ pub fn summarize(set: &ResultSet) -> Summary {
         .map(|(k, v)| (k.clone(), v.iter().copied().filter(|r| r.status == RunStatus::Ok).collect::<Vec<_>>()))
         .filter(|(_, v)| !v.is_empty())
         .collect();
-    let (usable, dropped_rounds) = analysis::usable_runs(&ok, &baseline, paired);
+    let (usable, contests) = analysis::usable_runs(&ok, &baseline, rule.as_ref());
     let mut warnings = Vec::new();
     let mut cells = Vec::new();
     for k in cell_order(set) {
@@ -187,7 +188,7 @@ pub fn summarize(set: &ResultSet) -> Summary {
         };
         let is_baseline = k.placement == baseline;
         let base = usable.get(&k.with_placement(&baseline)).filter(|_| !is_baseline);
-        let d = |f: Figure| base.and_then(|b| analysis::delta(b, runs, f, paired));
+        let d = |f: Figure| base.and_then(|b| analysis::delta(b, runs, f, rule.as_ref()));
         let nopm = analysis::estimate(runs, Figure::Nopm);
         let cell = CellSummary {
             statements: statement_summaries(runs, base.map(Vec::as_slice), paired),
@@ -209,6 +210,17 @@ pub fn summarize(set: &ResultSet) -> Summary {
     }
     let margin = measurement.equivalence_margin_pct;
     let tests = judge(&mut cells, margin);
+    for (name, c) in contests.iter().filter(|(_, c)| !c.steady) {
+        warnings.push(SummaryWarning::NotSteady { contest: name.clone(), detail: not_steady_detail(c) });
+    }
+    for c in cells.iter_mut().filter(|c| !c.is_baseline) {
+        let steady = contests.get(&analysis::contest_of(&c.key)).is_none_or(|a| a.steady);
+        for d in
+            [&mut c.tps_delta, &mut c.latency_delta, &mut c.latency_p99_delta, &mut c.nopm_delta].into_iter().flatten()
+        {
+            analysis::withhold_unsteady(d, steady);
+        }
+    }
     if let Some(target) = measurement.target_halfwidth_pct {
         warnings.extend(wide_intervals(&cells, target, measurement));
     }
@@ -222,9 +234,37 @@ pub fn summarize(set: &ResultSet) -> Summary {
         method: if paired { Method::PairedLog } else { Method::WelchLog },
         equivalence_margin_pct: margin,
         tests,
-        dropped_rounds,
+        dropped_rounds: contests
+            .iter()
+            .filter(|(_, c)| c.cut.rounds_dropped() > 0)
+            .map(|(n, c)| (n.clone(), c.cut.rounds_dropped() as usize))
+            .collect(),
+        rule,
+        contests,
     };
     Summary { cells, missing, warnings, analysis }
+}
+
+/// Why a contest is not steady, in figures.
+fn not_steady_detail(c: &analysis::ContestAnalysis) -> String {
+    let mut parts = Vec::new();
+    if !c.cut.unsettled.is_empty() {
+        let segs: Vec<String> = c.cut.unsettled.iter().map(|s| s.to_string()).collect();
+        parts.push(format!("segment {} still trending with 4 rounds left", segs.join(", ")));
+    }
+    for (p, t) in &c.trend {
+        if t.p_value < crate::rounds::TREND_ALPHA / c.trend.len().max(1) as f64 {
+            parts.push(format!(
+                "{p}'s ratio moved {:+.1}% over the kept rounds (p = {:.3})",
+                t.change_over_span * 100.0,
+                t.p_value
+            ));
+        }
+    }
+    if parts.is_empty() {
+        parts.push("a trend over the kept rounds".into());
+    }
+    parts.join("; ")
 }
 
 /// Holm's correction over every delta of each figure in the study, then the verdicts against

@@ -54,7 +54,8 @@ pub struct Estimate {
     pub log_stdev: f64,
 }
 
-fn mean_sd(values: &[f64]) -> (f64, f64) {
+/// Mean and sample standard deviation (n - 1; NaN for one value).
+pub fn mean_sd(values: &[f64]) -> (f64, f64) {
     let n = values.len();
     let mean = values.iter().sum::<f64>() / n as f64;
     let sd =
@@ -126,6 +127,9 @@ pub enum Verdict {
     Equivalent,
     /// Neither: the measurements cannot tell.
     Inconclusive,
+    /// The interval would call it a real change or an equivalence, but the contest's rounds
+    /// were still moving (the steady-state check failed): not on that evidence.
+    NotSteady,
     /// No interval (a side with a single run).
     NoInterval,
 }
@@ -136,6 +140,7 @@ impl Verdict {
             Verdict::RealChange => "real change",
             Verdict::Equivalent => "equivalent",
             Verdict::Inconclusive => "inconclusive",
+            Verdict::NotSteady => "not steady",
             Verdict::NoInterval => "no interval",
         }
     }
@@ -202,7 +207,8 @@ impl Delta {
         Some(Self::from_log(m, sd / (logs.len() as f64).sqrt(), (logs.len() - 1) as f64, Method::PairedLog))
     }
 
-    fn from_log(d: f64, se: f64, df: f64, method: Method) -> Delta {
+    /// A change from a mean log ratio `d`, its standard error and degrees of freedom.
+    pub fn from_log(d: f64, se: f64, df: f64, method: Method) -> Delta {
         let half = t975(df.max(1.0)) * se;
         let (lo, hi) = (((d - half).exp() - 1.0) * 100.0, ((d + half).exp() - 1.0) * 100.0);
         let p = if se > 0.0 {

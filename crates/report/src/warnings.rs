@@ -20,6 +20,9 @@ pub enum SummaryWarning {
     OutlierSeconds { cell: CellKey, outliers: usize, seconds: usize },
     /// A change's interval is wider than the target half-width, and why the measurement stopped.
     WideInterval { cell: CellKey, half_width_pct: f64, target_pct: f64, stopped: String },
+    /// Slices: a contest's kept rounds still moved (a trend, or a segment still trending with
+    /// 4 rounds left): its changes are `not steady`, neither real changes nor equivalences.
+    NotSteady { contest: String, detail: String },
     /// Some cells have a single successful run.
     SingleRunCells,
     /// One run's own warning.
@@ -48,6 +51,10 @@ impl fmt::Display for SummaryWarning {
                 f,
                 "{}: the change's 95% interval is ±{half_width_pct:.1}%, wider than the target ±{target_pct:.1}% ({stopped})",
                 describe(cell)
+            ),
+            SummaryWarning::NotSteady { contest, detail } => write!(
+                f,
+                "contest {contest}: not steady ({detail}); its changes are not called real changes or equivalences on this evidence, measure it longer",
             ),
             SummaryWarning::SingleRunCells => f.write_str(
                 "some cells have a single successful run: no confidence interval, so no delta can be called a real change",

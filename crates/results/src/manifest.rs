@@ -394,6 +394,17 @@ pub struct MeasurementRecord {
     pub budget_s: Option<f64>,
     /// Slices: why the measured phase stopped, per contest (target met, budget spent).
     pub stopped: BTreeMap<String, String>,
+    /// Slices: leading rounds of every segment that do not count (the warm-up cut, fixed before
+    /// measuring; 0 in result sets of older versions, which cut by MSER-5).
+    #[serde(default)]
+    pub warm_up_rounds: u32,
+    /// Slices: kept rounds of the stopping rule's pilot (`min_rounds`).
+    #[serde(default = "default_min_rounds")]
+    pub min_rounds: u32,
+}
+
+fn default_min_rounds() -> u32 {
+    6
 }
 
 impl Default for MeasurementRecord {
@@ -405,6 +416,8 @@ impl Default for MeasurementRecord {
             target_halfwidth_pct: None,
             budget_s: None,
             stopped: BTreeMap::new(),
+            warm_up_rounds: 0,
+            min_rounds: default_min_rounds(),
         }
     }
 }

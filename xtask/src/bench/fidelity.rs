@@ -270,7 +270,9 @@ fn summary(args: &FidelityArgs, threads: u32, pairs: &Pairs) -> String {
         let verdict = match d.verdict {
             report::stats::Verdict::Equivalent => "within 2%: shown (the whole interval lies inside ±2%)",
             report::stats::Verdict::RealChange => "within 2%: refuted (pgtier's figure differs)",
-            report::stats::Verdict::Inconclusive => "within 2%: neither shown nor refuted (run more pairs)",
+            report::stats::Verdict::Inconclusive | report::stats::Verdict::NotSteady => {
+                "within 2%: neither shown nor refuted (run more pairs)"
+            }
             report::stats::Verdict::NoInterval => "within 2%: no interval (one pair)",
         };
         text.push_str(&format!(

@@ -75,6 +75,8 @@ pub fn begin(
             equivalence_margin_pct: exp.measurement.equivalence_margin_pct,
             target_halfwidth_pct: exp.measurement.target_halfwidth_pct,
             budget_s: exp.measurement.budget.map(|b| b.as_secs_f64()),
+            warm_up_rounds: exp.measurement.warm_up_rounds,
+            min_rounds: exp.measurement.min_rounds,
             ..Default::default()
         },
         claims: exp.claims.iter().map(claim_record).collect(),

@@ -43,6 +43,8 @@ struct Contest {
     seconds: f64,
     /// The widest half-width of its changes after the last round (percentage points).
     widest: Option<f64>,
+    /// The estimator's view after the last round.
+    progress: Option<report::rounds::Progress>,
     stopped: Option<String>,
 }
 
@@ -62,27 +64,12 @@ impl Contest {
         }
     }
 
-    /// The widest 95% half-width among its changes against the baseline (the report's paired
-    /// analysis, warm-up rounds cut by MSER-5 as the report cuts them); None until every
-    /// contender has an interval.
-    fn widest_halfwidth(&self, spec: &MatrixSpec) -> Option<f64> {
-        let baseline = &spec.placements[self.placements[0]].name;
-        let mut ok: BTreeMap<CellKey, Vec<&RunRecord>> = BTreeMap::new();
-        for r in self.records.iter().filter(|r| r.status == RunStatus::Ok) {
-            ok.entry(r.cell.clone()).or_default().push(r);
-        }
-        let (usable, _) = analysis::usable_runs(&ok, baseline, true);
-        let base = usable.get(&self.cell(spec, self.placements[0]))?;
-        let mut widest: f64 = 0.0;
-        for &p in &self.placements[1..] {
-            let runs = usable.get(&self.cell(spec, p))?;
-            let d = analysis::delta(base, runs, analysis::headline_figure(runs), true)?;
-            if !d.has_interval() {
-                return None;
-            }
-            widest = widest.max(d.half_width_pct());
-        }
-        Some(widest)
+    /// Where the contest stands by the report's own estimator (the warm-up cut, Stein's rule,
+    /// the corrected intervals, the steady-state check); None until the baseline and a
+    /// contender have a round.
+    fn progress(&self, baseline: &str, rule: &report::rounds::Rule) -> Option<report::rounds::Progress> {
+        let ok: Vec<&RunRecord> = self.records.iter().filter(|r| r.status == RunStatus::Ok).collect();
+        analysis::contest_progress(&ok, baseline, rule)
     }
 }
 
@@ -109,6 +96,7 @@ fn contests(spec: &MatrixSpec, baseline: &str) -> Vec<Contest> {
                             records: Vec::new(),
                             seconds: 0.0,
                             widest: None,
+                            progress: None,
                             stopped: None,
                         });
                     }
@@ -209,8 +197,15 @@ impl Session<'_> {
         if self.interrupts.cancelled() || left < round * 6.0 {
             return None;
         }
-        let missing: Vec<usize> = (0..all.len()).filter(|&i| all[i].widest.is_some_and(|w| w > target)).collect();
-        let worst = *missing.iter().max_by(|&&a, &&b| all[a].widest.partial_cmp(&all[b].widest).unwrap())?;
+        let unsteady = |i: usize| all[i].progress.as_ref().is_some_and(|p| p.steady.iter().any(|s| !s));
+        let missing: Vec<usize> =
+            (0..all.len()).filter(|&i| unsteady(i) || all[i].widest.is_some_and(|w| w > target)).collect();
+        // A contest still moving first, then the widest.
+        let worst = *missing.iter().max_by(|&&a, &&b| {
+            (unsteady(a), all[a].widest.unwrap_or(f64::INFINITY))
+                .partial_cmp(&(unsteady(b), all[b].widest.unwrap_or(f64::INFINITY)))
+                .unwrap_or(std::cmp::Ordering::Equal)
+        })?;
         let same = |i: usize| {
             all[i].build == all[worst].build
                 && all[i].profile == all[worst].profile
@@ -357,11 +352,13 @@ impl Session<'_> {
             let secs = t_round.elapsed().as_secs_f64();
             c.seconds += secs;
             add(&mut s.seconds, "measure", secs);
-            c.widest = c.widest_halfwidth(s.spec);
+            c.progress = c.progress(&self.exp.baseline, &self.rule());
+            c.widest = c.progress.as_ref().and_then(|p| p.widest()).map(|w| w * 100.0);
             eprintln!(
-                "  [{name}] round {}: {line}{} (elapsed {:.0} s)",
+                "  [{name}] round {}: {line}{}{} (elapsed {:.0} s)",
                 c.rounds,
                 c.widest.map(|w| format!("; widest change ±{w:.1}%")).unwrap_or_default(),
+                c.progress.as_ref().map(progress_note).unwrap_or_default(),
                 s.started.elapsed().as_secs_f64()
             );
             if let Err(e) = report::refresh_tables(&self.results.root) {
@@ -442,6 +439,11 @@ impl Session<'_> {
             }
         }
         Ok(Ok(line.join(", ")))
+    }
+
+    /// The estimator's rule, as the report will apply it.
+    fn rule(&self) -> report::rounds::Rule {
+        report::rounds::Rule::of(&self.manifest.measurement)
     }
 
     /// The seconds a contest may take: what is left of the budget over the `remaining` contests
@@ -526,7 +528,22 @@ impl Session<'_> {
 /// A session's placements (in its build's directories) and profile (as its build runs it).
 type Build<'b> = (&'b [runner::matrix::PlacementTarget], &'b runner::matrix::Profile);
 
-/// Why a contest stops after this round, if it does.
+/// What the estimator says after a round: kept rounds against what Stein's rule asks for,
+/// rounds cut, and whether the kept rounds are steady.
+fn progress_note(p: &report::rounds::Progress) -> String {
+    let mut note = format!("; kept {}", p.kept);
+    if let Some(n) = p.needed {
+        note.push_str(&format!(" of {n} needed"));
+    }
+    if p.steady.iter().any(|s| !s) {
+        note.push_str(", not steady");
+    }
+    note
+}
+
+/// Why a contest stops after this round, if it does: its target met under Stein's rule (the
+/// kept rounds its pilot asked for, every interval within the target, the rounds steady), its
+/// share of the budget spent, or `min_rounds` rounds without budget or target.
 fn stop_reason(
     c: &Contest,
     m: &experiment::Measurement,
@@ -538,18 +555,26 @@ fn stop_reason(
     if c.rounds < m.min_rounds {
         return None;
     }
-    if let (Some(t), Some(w)) = (m.target_halfwidth_pct, c.widest)
-        && w <= t
+    let steady = c.progress.as_ref().is_none_or(|p| p.steady.iter().all(|s| *s));
+    if let (Some(t), Some(p)) = (m.target_halfwidth_pct, &c.progress)
+        && steady
+        && p.done(t / 100.0)
     {
-        return Some(format!("target ±{t}% met after {} rounds ({hw})", c.rounds));
+        return Some(format!(
+            "target ±{t}% met after {} rounds ({hw}; {} kept, Stein's rule asked for {})",
+            c.rounds,
+            p.kept,
+            p.needed.unwrap_or(p.kept)
+        ));
     }
+    let unsteady = if steady { "" } else { ", not steady" };
     match (share, m.target_halfwidth_pct) {
         (Some(share), _) if spent + round_secs > share => {
-            Some(format!("its share of the budget ({share:.0} s) spent after {} rounds ({hw})", c.rounds))
+            Some(format!("its share of the budget ({share:.0} s) spent after {} rounds ({hw}{unsteady})", c.rounds))
         }
-        (None, None) => Some(format!("{} rounds (min_rounds; no budget or target set) ({hw})", c.rounds)),
+        (None, None) => Some(format!("{} rounds (min_rounds; no budget or target set) ({hw}{unsteady})", c.rounds)),
         (None, Some(_)) if c.rounds >= m.min_rounds * 10 => {
-            Some(format!("{} rounds without reaching the target and no budget set ({hw})", c.rounds))
+            Some(format!("{} rounds without reaching the target and no budget set ({hw}{unsteady})", c.rounds))
         }
         _ => None,
     }
@@ -595,7 +620,23 @@ mod tests {
             records: vec![],
             seconds: 0.0,
             widest,
+            progress: widest.map(|w| progress(rounds as usize - 2, Some(8), w, true)),
             stopped: None,
+        }
+    }
+
+    /// The estimator's view: `kept` rounds, Stein's rule asking for `needed`, one contender
+    /// whose interval is ±`widest_pct`.
+    fn progress(kept: usize, needed: Option<usize>, widest_pct: f64, steady: bool) -> report::rounds::Progress {
+        let df = kept.max(2) as f64 - 1.0;
+        let se = (1.0 + widest_pct / 100.0).ln() / report::stats::t975(df);
+        let interval = report::rounds::LogInterval { n: kept, mean: 0.0, se, df, lag1: 0.0, rho: 0.0, sd: se };
+        report::rounds::Progress {
+            kept,
+            needed,
+            intervals: vec![Some(interval)],
+            steady: vec![steady],
+            kept_rounds: vec![],
         }
     }
 
@@ -613,8 +654,19 @@ mod tests {
     fn a_contest_stops_at_its_target_at_its_share_or_at_min_rounds() {
         let m = measurement(true, Some(5.0));
         assert_eq!(stop_reason(&contest(3, Some(1.0)), &m, Some(100.0), 20.0, 10.0), None, "not before min_rounds");
-        let why = stop_reason(&contest(6, Some(4.2)), &m, Some(100.0), 60.0, 10.0).unwrap();
-        assert!(why.starts_with("target ±5% met after 6 rounds (±4.2%)"), "{why}");
+        assert_eq!(
+            stop_reason(&contest(6, Some(4.2)), &m, Some(100.0), 60.0, 10.0),
+            None,
+            "within the target, but Stein's rule asks for 8 kept rounds"
+        );
+        let why = stop_reason(&contest(10, Some(4.2)), &m, Some(100.0), 60.0, 10.0).unwrap();
+        assert!(why.starts_with("target ±5% met after 10 rounds (±4.2%; 8 kept, Stein's rule asked for 8)"), "{why}");
+        // Not steady: never stopped for its target, only by its share.
+        let mut moving = contest(10, Some(4.2));
+        moving.progress = Some(progress(8, Some(8), 4.2, false));
+        assert_eq!(stop_reason(&moving, &m, Some(100.0), 60.0, 10.0), None);
+        let why = stop_reason(&moving, &m, Some(100.0), 95.0, 10.0).unwrap();
+        assert!(why.contains("spent after 10 rounds (±4.2%, not steady)"), "{why}");
         assert_eq!(stop_reason(&contest(7, Some(6.0)), &m, Some(100.0), 70.0, 10.0), None, "room for one more round");
         let why = stop_reason(&contest(9, Some(6.0)), &m, Some(100.0), 95.0, 10.0).unwrap();
         assert!(why.contains("share of the budget (100 s) spent after 9 rounds (±6.0%)"), "{why}");

@@ -87,6 +87,12 @@ impl Validator<'_> {
             }
             m.min_rounds = (*n.get_ref()).max(2);
         }
+        if let Some((n, k)) = pick!(warm_up_rounds) {
+            if *n.get_ref() > 20 {
+                self.err(span(n), k, "at most 20 rounds (a longer warm-up belongs in warm_up, as a duration)");
+            }
+            m.warm_up_rounds = (*n.get_ref()).min(20);
+        }
         if m.design == Design::Runs {
             for (present, key) in [
                 (pick!(slice).is_some(), "slice"),
@@ -94,6 +100,7 @@ impl Validator<'_> {
                 (pick!(budget).is_some(), "budget"),
                 (pick!(target_halfwidth).is_some(), "target_halfwidth"),
                 (pick!(min_rounds).is_some(), "min_rounds"),
+                (pick!(warm_up_rounds).is_some(), "warm_up_rounds"),
             ] {
                 if present {
                     self.warnings.push(format!(

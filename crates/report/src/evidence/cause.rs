@@ -154,10 +154,13 @@ impl Study {
             let mut mine: Vec<&RunRecord> =
                 set.runs.iter().filter(|r| r.cell == c.key && r.status == RunStatus::Ok).collect();
             mine.sort_by_key(|r| (r.repetition, r.sequence));
-            // The rounds a slices contest's warm-up took are out of its figures, and of its evidence.
-            let cut = summary.analysis.dropped_rounds.get(&crate::analysis::contest_of(&c.key)).copied().unwrap_or(0);
-            let used: Vec<Evidence> =
-                mine.iter().skip(cut.min(mine.len().saturating_sub(1))).map(|r| runs[&r.run_id].clone()).collect();
+            // The rounds a slices contest's warm-up cut left out are out of its figures, and of
+            // its evidence.
+            let kept: Vec<&&RunRecord> = mine.iter().filter(|r| summary.analysis.counts(r)).collect();
+            let used: Vec<Evidence> = if kept.is_empty() { mine.iter().collect() } else { kept }
+                .iter()
+                .map(|r| runs[&r.run_id].clone())
+                .collect();
             cells.insert(c.key.clone(), Evidence::mean(&used));
         }
         Study { runs, cells }

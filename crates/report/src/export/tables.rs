@@ -103,9 +103,14 @@ struct RunRow<'a> {
     failure_kind: &'a str,
     /// The PostgreSQL build (`default` when the experiment names none).
     build: &'a str,
+    /// Slices: the segment of rounds (one server life of the session); 0 for runs.
+    segment: u32,
+    /// Whether the run counts in the estimate (`false`: failed, or a round the warm-up cut left
+    /// out).
+    kept: bool,
 }
 
-fn run_rows(set: &ResultSet) -> impl Iterator<Item = RunRow<'_>> {
+fn run_rows<'a>(set: &'a ResultSet, summary: &'a Summary) -> impl Iterator<Item = RunRow<'a>> {
     set.runs.iter().map(|r| {
         let ok = r.status == results::RunStatus::Ok;
         // Figures only of a run that finished.
@@ -143,6 +148,8 @@ fn run_rows(set: &ResultSet) -> impl Iterator<Item = RunRow<'_>> {
             failure: r.failure.as_deref().unwrap_or_default(),
             failure_kind: r.failure_kind.map(|k| k.as_str()).unwrap_or_default(),
             build: &r.cell.build,
+            segment: r.segment,
+            kept: ok && summary.analysis.counts(r),
         }
     })
 }
@@ -195,6 +202,18 @@ struct SummaryRow<'a> {
     nopm_verdict: &'static str,
     nopm_p_holm: Option<Fixed<5>>,
     build: &'a str,
+    /// Slices, contender rows: whether the contest's kept rounds were steady (`false`: the
+    /// verdicts are `not steady`), the lag-1 autocorrelation of this contender's kept per-round
+    /// log ratios, its trend over the kept rounds (% change of the ratio from the first kept
+    /// round to the last) with its p-value, the kept rounds and the rounds the warm-up cut
+    /// left out (over the contest), and what Stein's rule asked for.
+    steady: &'static str,
+    lag1_autocorrelation: Option<Fixed<3>>,
+    trend_pct_over_kept: Option<Fixed<2>>,
+    trend_p_value: Option<Fixed<5>>,
+    kept_rounds: Option<usize>,
+    rounds_cut: Option<u32>,
+    rounds_needed: Option<usize>,
 }
 
 fn verdict_of(d: Option<&Delta>, baseline: bool) -> &'static str {
@@ -209,7 +228,9 @@ fn p_of(p: Option<f64>) -> Option<Fixed<5>> {
     p.filter(|p| p.is_finite()).map(Fixed)
 }
 
-fn summary_row(c: &CellSummary) -> SummaryRow<'_> {
+fn summary_row<'a>(c: &'a CellSummary, summary: &'a Summary) -> SummaryRow<'a> {
+    let contest = summary.analysis.contests.get(&crate::analysis::contest_of(&c.key)).filter(|_| !c.is_baseline);
+    let trend = contest.and_then(|a| a.trend.get(&c.key.placement));
     let td = delta_columns(c.tps_delta.as_ref(), c.is_baseline);
     let ld = delta_columns(c.latency_delta.as_ref(), c.is_baseline);
     let pd = if c.latency_p99_ms.is_some() {
@@ -274,6 +295,17 @@ fn summary_row(c: &CellSummary) -> SummaryRow<'_> {
         nopm_verdict: if c.nopm.is_some() { verdict_of(c.nopm_delta.as_ref(), c.is_baseline) } else { "" },
         nopm_p_holm: p_of(c.nopm_delta.map(|d| d.p_adjusted)),
         build: &c.key.build,
+        steady: match contest {
+            Some(a) if a.steady => "true",
+            Some(_) => "false",
+            None => "",
+        },
+        lag1_autocorrelation: fixed(contest.and_then(|a| a.lag1.get(&c.key.placement).copied())),
+        trend_pct_over_kept: fixed(trend.map(|t| t.change_over_span * 100.0)),
+        trend_p_value: p_of(trend.map(|t| t.p_value)),
+        kept_rounds: contest.map(|a| a.kept),
+        rounds_cut: contest.map(|a| a.cut.rounds_dropped()),
+        rounds_needed: contest.and_then(|a| a.needed),
     }
 }
 
@@ -437,9 +469,11 @@ impl Exporter for CsvExporter {
         // The evidence (and, per cell, the cause of its change) is appended after the columns
         // older readers know.
         let study = Study::of(set, summary);
-        let runs = run_rows(set).zip(set.runs.iter()).map(|(row, r)| (row, run_evidence(&study, r)));
-        let cells =
-            summary.cells.iter().map(|c| (summary_row(c), cell_evidence(&study, c), cause_columns(set, &study, c)));
+        let runs = run_rows(set, summary).zip(set.runs.iter()).map(|(row, r)| (row, run_evidence(&study, r)));
+        let cells = summary
+            .cells
+            .iter()
+            .map(|c| (summary_row(c, summary), cell_evidence(&study, c), cause_columns(set, &study, c)));
         Ok(vec![
             Output::bytes(l.devices_csv(), csv_bytes(device_rows(set))),
             Output::bytes(l.runs_csv(), csv_bytes(runs)),
@@ -465,11 +499,16 @@ mod tests {
             "run_id,placement,workload,clients,repetition,t_s,tps,latency_ms,latency_ms_stddev,failed\n"
         );
         let runs = header::<RunRow>();
-        assert_eq!(runs.matches(',').count(), 31, "32 columns in runs.csv");
-        assert!(runs.trim_end().ends_with("failure,failure_kind,build"), "new columns at the end");
+        assert_eq!(runs.matches(',').count(), 33, "34 columns in runs.csv");
+        assert!(runs.trim_end().ends_with("failure,failure_kind,build,segment,kept"), "new columns at the end");
         let summary = header::<SummaryRow>();
-        assert_eq!(summary.matches(',').count(), 39, "40 columns in summary.csv");
-        assert!(summary.trim_end().ends_with("nopm_verdict,nopm_p_holm,build"), "new columns at the end");
+        assert_eq!(summary.matches(',').count(), 46, "47 columns in summary.csv");
+        assert!(
+            summary.trim_end().ends_with(
+                "nopm_p_holm,build,steady,lag1_autocorrelation,trend_pct_over_kept,trend_p_value,kept_rounds,rounds_cut,rounds_needed"
+            ),
+            "new columns at the end"
+        );
     }
 
     #[test]

@@ -48,7 +48,7 @@ pub(super) fn results_table(s: &mut String, summary: &Summary, whys: &[String]) 
 pub(super) fn statistics_note(s: &mut String, summary: &Summary) {
     let a = &summary.analysis;
     let how = if a.paired() {
-        "every placement's server was up at once and the load alternated between them in rounds of short slices (random order in each round); a change is the geometric mean of the per-round ratios, with a paired Student's t interval on their logarithms"
+        "every placement's server was up at once and the load alternated between them in rounds of short slices (random order in each round); a change is the geometric mean of the per-round ratios of the rounds kept, with a t interval on their logarithms that allows for correlated rounds (the lag-1 autocorrelation's 80% upper bound, bias-corrected) and, where a target stopped the contest, is never narrower than Stein's two-stage interval from the pilot's rounds (coverage proven by simulation: docs/benchmarks.md, \"Coverage\")"
     } else {
         "each repetition is an independent run; a change is the ratio of geometric means, with a Welch t interval on the logarithms (not symmetric around the change)"
     };
@@ -60,13 +60,37 @@ pub(super) fn statistics_note(s: &mut String, summary: &Summary) {
         if tests.is_empty() { "none with an interval".to_string() } else { tests.join(", ") },
         a.equivalence_margin_pct,
     );
-    if !a.dropped_rounds.is_empty() {
-        let cut: Vec<String> = a.dropped_rounds.iter().map(|(c, n)| format!("{c}: {n}")).collect();
+    if let Some(rule) = a.rule {
         let _ = writeln!(
             s,
-            "Leading rounds left out as warm-up by MSER-5 truncation of the per-round ratios (their runs are kept in runs/): {}.\n",
-            cut.join("; ")
+            "Warm-up cut: the first {} round(s) of every segment (a session, or a server life) do not count, then one more while the kept rounds of any contender still trend (a slope and a leading-rounds test at {:.0}%), alike for every placement and by round; a contest whose kept rounds still trend (at {:.0}%, Bonferroni over its contenders) is **not steady** and its changes are neither real changes nor equivalences. runs.csv says of each run whether it counts (`kept`); summary.csv gives each contender's lag-1 autocorrelation and trend.\n",
+            rule.discard,
+            rule.cut_alpha * 100.0,
+            rule.trend_alpha * 100.0,
         );
+        let rows: Vec<String> = a
+            .contests
+            .iter()
+            .map(|(c, x)| {
+                let lag1: Vec<String> =
+                    x.lag1.iter().filter(|(_, r)| r.is_finite()).map(|(p, r)| format!("{p} {r:+.2}")).collect();
+                format!(
+                    "| {c} | {} | {} | {} | {} | {} |",
+                    x.cut.rounds_dropped(),
+                    x.kept,
+                    x.needed.map_or("-".into(), |n| n.to_string()),
+                    if x.steady { "yes" } else { "**no**" },
+                    lag1.join(", ")
+                )
+            })
+            .collect();
+        if !rows.is_empty() {
+            let _ = writeln!(
+                s,
+                "| contest | rounds cut | rounds kept | rounds Stein's rule asked for | steady | lag-1 autocorrelation |\n|---|---:|---:|---:|---|---|\n{}\n",
+                rows.join("\n")
+            );
+        }
     }
 }
 

@@ -222,16 +222,34 @@ fn rounds(cx: &mut Ctx) {
         if series.is_empty() {
             continue;
         }
+        // Where each segment's kept rounds begin: the rounds left of a line are the warm-up cut.
+        let contest = cx.summary.analysis.contests.get(&crate::analysis::contest_of(&c0.key));
+        let vlines: Vec<(f64, String)> = contest
+            .map(|a| {
+                a.cut
+                    .first_kept
+                    .iter()
+                    .map(|(seg, first)| {
+                        let n = a.cut.dropped.get(seg).copied().unwrap_or(0);
+                        (f64::from(*first) - 0.5, format!("kept from here ({n} cut)"))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let steadiness = match contest {
+            Some(a) if !a.steady => "; NOT STEADY: the kept rounds still move",
+            _ => "",
+        };
         let chart = LineChart {
             title: format!("{}: throughput round by round", set.manifest.experiment_name),
             subtitle: format!(
-                "{}; one point per {slice_s:.0} s slice; a change is the mean of the per-round ratios",
+                "{}; one point per {slice_s:.0} s slice; rounds left of a dashed line are the warm-up cut (not counted); a change is the mean of the kept per-round ratios{steadiness}",
                 describe_group(c0)
             ),
             x_label: "round".into(),
             y_label: if tpcc { "new orders per minute (NOPM)".into() } else { "throughput (transactions/s)".into() },
             series,
-            vlines: Vec::new(),
+            vlines,
             footnote: footnote(set, &g, false),
             integer_x: true,
         };

@@ -63,7 +63,7 @@ pub fn footnote(set: &ResultSet, cells: &[&CellSummary], bars: bool) -> Vec<Stri
             // A slice's length is its run's measured duration.
             let slice_s = set.runs.iter().find(|r| r.cell.workload == w.name).map_or(w.duration_s, |r| r.duration_s);
             format!(
-                "{per_point} rounds of {slice_s:.0} s slices per point (after any warm-up rounds MSER-5 cut), every placement's server up at once (design slices, random order in each round)"
+                "{per_point} rounds of {slice_s:.0} s slices per point (kept rounds, after the warm-up cut), every placement's server up at once (design slices, random order in each round)"
             )
         } else {
             format!(
@@ -99,6 +99,7 @@ fn annotation(delta: Option<&Delta>, is_baseline: bool, lower_is_better: bool) -
                 Verdict::RealChange => {}
                 Verdict::Equivalent => text.push_str(" (equivalent)"),
                 Verdict::Inconclusive => text.push_str(" (inconclusive)"),
+                Verdict::NotSteady => text.push_str(" (not steady)"),
                 Verdict::NoInterval => text.push_str(" (1 run)"),
             }
             // Only a real change is drawn in full colour.
@@ -389,6 +390,8 @@ mod tests {
                 equivalence_margin_pct: 2.0,
                 tests: Default::default(),
                 dropped_rounds: Default::default(),
+                rule: None,
+                contests: Default::default(),
             },
         };
         let keys: Vec<Vec<String>> = groups(&summary)

@@ -103,6 +103,7 @@ pub(super) fn normalised(cx: &mut Ctx) {
                             Verdict::RealChange => (String::new(), false),
                             Verdict::Equivalent => ("≈ equivalent".into(), true),
                             Verdict::Inconclusive => ("? inconclusive".into(), true),
+                            Verdict::NotSteady => ("~ not steady".into(), true),
                             Verdict::NoInterval => ("1 run".into(), true),
                         };
                         Bar {

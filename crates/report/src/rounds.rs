@@ -1,0 +1,557 @@
+//! How a `slices` contest's rounds become a change with an interval that holds its 95%: which
+//! rounds count (a warm-up cut fixed before measuring, by round within each segment, alike for
+//! every contender), an interval on the mean log ratio that allows for correlated rounds
+//! (lag-1 autocorrelation, bias-corrected), a steady-state check on what is kept (a trend test
+//! with the same correction), and a stopping rule with known coverage (Stein's two-stage
+//! procedure: the pilot's spread fixes the number of rounds, the interval keeps the pilot's
+//! degrees of freedom). Pure functions: the scheduler (xtask) decides with them while it
+//! measures, the report estimates with them afterwards, and the coverage test
+//! ([`simulate`]) proves them on series with a known answer.
+
+pub mod simulate;
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::stats::{mean_sd, t_p_value, t975};
+
+/// One round of a contender: its log ratio against the baseline in that round.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Round {
+    /// The stretch of rounds with the same server lives (a new session or a restart begins
+    /// the next one).
+    pub segment: u32,
+    /// The round number (the run's repetition).
+    pub round: u32,
+    /// ln(contender / baseline) of the headline figure.
+    pub log_ratio: f64,
+}
+
+/// How a contest is measured and estimated, fixed before it starts.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Rule {
+    /// Leading rounds of every segment that do not count (the warm-up cut).
+    pub discard: u32,
+    /// Kept rounds of the pilot: the stopping rule sizes the contest from their spread, and
+    /// the interval keeps their degrees of freedom.
+    pub pilot: usize,
+    /// The 95% half-width the contest should reach, on the ratio (0.05 for ±5%).
+    pub target: Option<f64>,
+    /// A kept series whose trend test gives a p-value below this is not steady (per
+    /// contender; Bonferroni over the contenders of the contest).
+    pub trend_alpha: f64,
+    /// The level of the tests that move the warm-up cut on (higher than `trend_alpha`: a cut
+    /// too many costs a round, one too few a biased estimate).
+    pub cut_alpha: f64,
+    /// Which interval a contest with a target ends with.
+    pub interval: Final,
+}
+
+/// The interval a contest sized by Stein's rule ends with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Final {
+    /// Stein's: the pilot's spread and degrees of freedom over all kept rounds.
+    Stein,
+    /// Every kept round's own spread, corrected for correlation.
+    Full,
+    /// The wider of the two.
+    Wider,
+}
+
+impl Rule {
+    /// The rule of a result set's measurement section.
+    pub fn of(m: &results::manifest::MeasurementRecord) -> Rule {
+        Rule {
+            discard: m.warm_up_rounds,
+            pilot: (m.min_rounds as usize).max(MIN_PILOT),
+            target: m.target_halfwidth_pct.map(|t| t / 100.0),
+            trend_alpha: TREND_ALPHA,
+            cut_alpha: CUT_ALPHA,
+            interval: Final::Wider,
+        }
+    }
+}
+
+/// The smallest pilot the interval is built from (4 kept rounds: 3 degrees of freedom).
+pub const MIN_PILOT: usize = 4;
+/// The default level of the steady-state check.
+pub const TREND_ALPHA: f64 = 0.05;
+/// The default level of the warm-up cut's tests.
+pub const CUT_ALPHA: f64 = 0.2;
+/// The one-sided normal quantile of the upper confidence bound on the lag-1 autocorrelation
+/// that the interval's correction uses (80%).
+const RHO_UPPER_Z: f64 = 0.84;
+/// Largest lag-1 autocorrelation the variance correction uses.
+const MAX_RHO: f64 = 0.9;
+
+/// Which rounds of a contest count: the first kept round of every segment, and the segments
+/// whose rounds still trended after the largest cut allowed.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Cut {
+    pub first_kept: BTreeMap<u32, u32>,
+    /// Rounds of each segment (over the whole contest) left out.
+    pub dropped: BTreeMap<u32, u32>,
+    pub unsettled: Vec<u32>,
+}
+
+impl Cut {
+    /// Whether a round counts in the estimate.
+    pub fn keeps(&self, r: &Round) -> bool {
+        self.first_kept.get(&r.segment).is_some_and(|&first| r.round >= first)
+    }
+
+    /// Rounds left out over all segments.
+    pub fn rounds_dropped(&self) -> u32 {
+        self.dropped.values().sum()
+    }
+}
+
+/// The warm-up cut of a contest, by round and alike for every contender: in each segment the
+/// first `rule.discard` rounds (counted from the segment's first round in the whole contest,
+/// so a failed slice shifts nothing), then one round more while any contender's remaining
+/// rounds of the segment still trend (the trend test at `rule.trend_alpha`, Bonferroni over the
+/// contenders), while 4 rounds of it remain. A stationary segment keeps the fixed cut unless the
+/// test errs (`trend_alpha` of the time); a segment still trending with 4 rounds left is
+/// unsettled and its contest is not steady.
+pub fn warm_up_cut(rule: &Rule, contenders: &[Vec<Round>]) -> Cut {
+    let mut segments: BTreeMap<u32, (u32, u32)> = BTreeMap::new();
+    for r in contenders.iter().flatten() {
+        let e = segments.entry(r.segment).or_insert((r.round, r.round));
+        e.0 = e.0.min(r.round);
+        e.1 = e.1.max(r.round);
+    }
+    let alpha = rule.cut_alpha / contenders.len().max(1) as f64;
+    let mut cut = Cut::default();
+    for (&seg, &(first, last)) in &segments {
+        // At least 4 rounds of the segment stay (what the slope test needs).
+        let limit = last.saturating_sub(3).max(first);
+        let mut start = first + rule.discard;
+        loop {
+            let trending = contenders.iter().any(|rounds| {
+                let kept: Vec<&Round> = rounds.iter().filter(|r| r.segment == seg && r.round >= start).collect();
+                let x: Vec<f64> = kept.iter().map(|r| r.log_ratio).collect();
+                let t: Vec<u32> = kept.iter().map(|r| r.round).collect();
+                still_moving(&x, &t, &vec![seg; x.len()], alpha)
+            });
+            if !trending {
+                break;
+            }
+            if start >= limit.max(first + rule.discard) {
+                cut.unsettled.push(seg);
+                break;
+            }
+            start += 1;
+        }
+        cut.first_kept.insert(seg, start);
+        cut.dropped.insert(seg, (start - first).min(last - first + 1));
+    }
+    cut
+}
+
+/// An interval on a kept series' mean log ratio.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct LogInterval {
+    pub n: usize,
+    pub mean: f64,
+    /// Standard error of the mean, corrected for lag-1 autocorrelation.
+    pub se: f64,
+    /// Degrees of freedom of the t quantile.
+    pub df: f64,
+    /// The lag-1 autocorrelation of the rounds as measured (within segments).
+    pub lag1: f64,
+    /// The bias-corrected value the variance correction used (0 when negative).
+    pub rho: f64,
+    /// Standard deviation of one round's log ratio.
+    pub sd: f64,
+}
+
+impl LogInterval {
+    pub fn half_width(&self) -> f64 {
+        t975(self.df.max(1.0)) * self.se
+    }
+
+    pub fn p_value(&self) -> f64 {
+        if self.se > 0.0 {
+            t_p_value(self.mean / self.se, self.df)
+        } else if self.mean == 0.0 {
+            1.0
+        } else {
+            0.0
+        }
+    }
+}
+
+/// Lag-1 autocorrelation of `x` about its mean, pairs only within a segment; NaN for fewer
+/// than 3 values.
+pub fn lag1(x: &[f64], segments: &[u32]) -> f64 {
+    if x.len() < 3 {
+        return f64::NAN;
+    }
+    let (m, _) = mean_sd(x);
+    let den: f64 = x.iter().map(|v| (v - m).powi(2)).sum();
+    if den == 0.0 {
+        return 0.0;
+    }
+    let num: f64 = (1..x.len()).filter(|&t| segments[t] == segments[t - 1]).map(|t| (x[t] - m) * (x[t - 1] - m)).sum();
+    num / den
+}
+
+/// The variance factor of a mean of `n` AR(1) values with lag-1 correlation `rho`:
+/// 1 + 2 sum_k (1 - k/n) rho^k.
+fn ar1_factor(n: usize, rho: f64) -> f64 {
+    let mut f = 1.0;
+    let mut p = 1.0;
+    for k in 1..n {
+        p *= rho;
+        f += 2.0 * (1.0 - k as f64 / n as f64) * p;
+    }
+    f
+}
+
+/// The plain paired t interval (independent rounds assumed): what Stein's pilot sizes from.
+pub fn plain_interval(x: &[f64]) -> Option<LogInterval> {
+    let n = x.len();
+    if n < 2 || x.iter().any(|v| !v.is_finite()) {
+        return None;
+    }
+    let (mean, sd) = mean_sd(x);
+    Some(LogInterval { n, mean, se: sd / (n as f64).sqrt(), df: (n - 1) as f64, lag1: f64::NAN, rho: 0.0, sd })
+}
+
+/// The interval on the mean of a kept series that allows for lag-1 correlated rounds: the
+/// autocorrelation is estimated within segments, corrected for its small-sample bias
+/// (Marriott and Pope 1954: E[r] = rho - (1 + 3 rho) / n), raised to an 80% upper confidence
+/// bound (+0.84 / sqrt(n)) and clamped to [0, 0.9]; the variance of
+/// the mean is s^2 f (n - 1) / (n (n - f)) with f the AR(1) factor (unbiased for AR(1) rounds,
+/// s^2 / n for independent ones), and the degrees of freedom shrink to n / f - 1.
+pub fn log_interval(x: &[f64], segments: &[u32]) -> Option<LogInterval> {
+    let n = x.len();
+    if n < 2 || x.iter().any(|v| !v.is_finite()) {
+        return None;
+    }
+    let (mean, sd) = mean_sd(x);
+    let r = lag1(x, segments);
+    // An 80% upper confidence bound (z = 0.84, se about 1 / sqrt(n)): the point estimate alone
+    // left AR(1) rounds with rho 0.3 at 92% coverage when the target stops the contest early.
+    let rho = if r.is_finite() {
+        ((n as f64 * r + 1.0) / (n as f64 - 3.0) + RHO_UPPER_Z / (n as f64).sqrt()).clamp(0.0, MAX_RHO)
+    } else {
+        0.0
+    };
+    let f = ar1_factor(n, rho).min(n as f64 - 1.0);
+    let var = sd * sd * f * (n as f64 - 1.0) / (n as f64 * (n as f64 - f));
+    let df = (n as f64 / f - 1.0).max(1.0);
+    Some(LogInterval { n, mean, se: var.sqrt(), df, lag1: r, rho, sd })
+}
+
+/// A trend over the kept rounds: the least-squares slope of the log ratio on the round number.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Trend {
+    /// Change of the log ratio per round.
+    pub slope: f64,
+    /// The fitted change from the first kept round to the last, as a fraction of the ratio.
+    pub change_over_span: f64,
+    /// Two-sided p-value of "no trend" (residual variance corrected as in [`log_interval`]).
+    pub p_value: f64,
+}
+
+/// The trend test of the steady-state check; None for fewer than 4 rounds.
+pub fn trend(x: &[f64], rounds: &[u32], segments: &[u32]) -> Option<Trend> {
+    let n = x.len();
+    if n < 4 {
+        return None;
+    }
+    let t: Vec<f64> = rounds.iter().map(|&r| r as f64).collect();
+    let (mt, _) = mean_sd(&t);
+    let (mx, _) = mean_sd(x);
+    let stt: f64 = t.iter().map(|v| (v - mt).powi(2)).sum();
+    if stt == 0.0 {
+        return None;
+    }
+    let slope = t.iter().zip(x).map(|(a, b)| (a - mt) * (b - mx)).sum::<f64>() / stt;
+    let resid: Vec<f64> = t.iter().zip(x).map(|(a, b)| b - mx - slope * (a - mt)).collect();
+    let s2 = resid.iter().map(|e| e * e).sum::<f64>() / (n as f64 - 2.0);
+    let r = lag1(&resid, segments);
+    let rho = if r.is_finite() { ((n as f64 * r + 1.0) / (n as f64 - 3.0)).clamp(0.0, MAX_RHO) } else { 0.0 };
+    // A slope's variance under AR(1) errors grows by about (1 + rho) / (1 - rho).
+    let infl = (1.0 + rho) / (1.0 - rho);
+    let se = (s2 * infl / stt).sqrt();
+    let df = ((n as f64 - 2.0) / infl).max(1.0);
+    let p_value = if se > 0.0 { t_p_value(slope / se, df) } else { 1.0 };
+    let span = t.iter().cloned().fold(f64::NEG_INFINITY, f64::max) - t.iter().cloned().fold(f64::INFINITY, f64::min);
+    Some(Trend { slope, change_over_span: (slope * span).exp() - 1.0, p_value })
+}
+
+/// The leading-rounds test: the mean of the first third of the rounds (at least 2) against the
+/// mean of the rest, a two-sample t on their pooled spread with the lag-1 correction; the
+/// two-sided p-value, None for fewer than 6 rounds. More sensitive than the slope to a
+/// transient that has mostly decayed.
+pub fn leading_rounds_p(x: &[f64], segments: &[u32]) -> Option<f64> {
+    let n = x.len();
+    if n < 6 {
+        return None;
+    }
+    let k = (n / 3).max(2);
+    let (a, b) = x.split_at(k);
+    let (ma, sa) = mean_sd(a);
+    let (mb, sb) = mean_sd(b);
+    let pooled = (((k - 1) as f64 * sa * sa + (n - k - 1) as f64 * sb * sb) / (n - 2) as f64).max(0.0);
+    let r = lag1(x, segments);
+    let rho = if r.is_finite() { ((n as f64 * r + 1.0) / (n as f64 - 3.0)).clamp(0.0, MAX_RHO) } else { 0.0 };
+    let infl = (1.0 + rho) / (1.0 - rho);
+    let se = (pooled * infl * (1.0 / k as f64 + 1.0 / (n - k) as f64)).sqrt();
+    let df = ((n as f64 - 2.0) / infl).max(1.0);
+    Some(if se > 0.0 { t_p_value((ma - mb) / se, df) } else { 1.0 })
+}
+
+/// Whether a series still moves: the slope test or the leading-rounds test (each at half of
+/// `alpha`) rejects.
+pub fn still_moving(x: &[f64], rounds: &[u32], segments: &[u32], alpha: f64) -> bool {
+    let slope = trend(x, rounds, segments).is_some_and(|t| t.p_value < alpha / 2.0);
+    slope || leading_rounds_p(x, segments).is_some_and(|p| p < alpha / 2.0)
+}
+
+/// What a contender's kept rounds say.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Assessment {
+    /// Rounds that count, and rounds left out by the warm-up cut.
+    pub kept: usize,
+    pub cut: usize,
+    pub interval: Option<LogInterval>,
+    pub trend: Option<Trend>,
+    /// The trend test passed (or too few rounds to test).
+    pub steady: bool,
+}
+
+/// The kept rounds of one contender (by the contest's [`Cut`]), their interval and the
+/// steady-state check: the trend test over everything kept (Bonferroni over the `contenders`),
+/// and no unsettled segment.
+pub fn assess(rule: &Rule, rounds: &[Round], cut: &Cut, contenders: usize) -> Assessment {
+    let kept_rounds: Vec<&Round> = rounds.iter().filter(|r| cut.keeps(r)).collect();
+    let x: Vec<f64> = kept_rounds.iter().map(|r| r.log_ratio).collect();
+    let seg: Vec<u32> = kept_rounds.iter().map(|r| r.segment).collect();
+    let num: Vec<u32> = kept_rounds.iter().map(|r| r.round).collect();
+    let interval = log_interval(&x, &seg);
+    let trend = trend(&x, &num, &seg);
+    let steady = cut.unsettled.is_empty()
+        && trend.is_none_or(|t| t.p_value.is_nan() || t.p_value >= rule.trend_alpha / contenders.max(1) as f64);
+    Assessment { kept: x.len(), cut: rounds.len() - x.len(), interval, trend, steady }
+}
+
+/// The interval of a kept series as the report gives it: with a target and a complete pilot,
+/// the wider of Stein's (the pilot's plain spread and degrees of freedom over every kept round)
+/// and the correlation-corrected one of every kept round ([`Final`] chooses); else the
+/// corrected one. The coverage test runs exactly this.
+pub fn estimate(rule: &Rule, x: &[f64], segments: &[u32]) -> Option<LogInterval> {
+    let all = log_interval(x, segments)?;
+    let pilot = (rule.target.is_some() && x.len() >= rule.pilot).then(|| plain_interval(&x[..rule.pilot])).flatten();
+    let Some(p) = pilot else { return Some(all) };
+    let stein = stein_interval(&p, &all);
+    Some(match rule.interval {
+        Final::Stein => stein,
+        Final::Full => all,
+        Final::Wider if stein.half_width() > all.half_width() => stein,
+        Final::Wider => all,
+    })
+}
+
+/// The kept rounds a contender needs under Stein's rule (None before its pilot is complete or
+/// without a target).
+pub fn needed(rule: &Rule, x: &[f64]) -> Option<usize> {
+    if rule.target.is_none() || x.len() < rule.pilot {
+        return None;
+    }
+    rounds_needed(rule, &plain_interval(&x[..rule.pilot])?)
+}
+
+/// Stein's two-stage rule: the kept rounds the contest needs for the target, from the pilot's
+/// (the first `rule.pilot` kept rounds') corrected spread and degrees of freedom; None before
+/// the pilot is complete or without a target.
+pub fn rounds_needed(rule: &Rule, pilot: &LogInterval) -> Option<usize> {
+    let target = rule.target?;
+    if pilot.n < rule.pilot {
+        return None;
+    }
+    let h = (1.0 + target).ln();
+    // The long-run spread of one round: se * sqrt(n).
+    let sd = pilot.se * (pilot.n as f64).sqrt();
+    let n = (t975(pilot.df.max(1.0)) * sd / h).powi(2).ceil() as usize;
+    Some(n.max(pilot.n))
+}
+
+/// The final interval under Stein's rule: the mean of every kept round, the pilot's spread and
+/// degrees of freedom (so the coverage does not depend on where the rounds stopped).
+pub fn stein_interval(pilot: &LogInterval, all: &LogInterval) -> LogInterval {
+    let sd = pilot.se * (pilot.n as f64).sqrt();
+    LogInterval { se: sd / (all.n as f64).sqrt(), df: pilot.df, ..*all }
+}
+
+/// Where a contest stands after its latest round.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Progress {
+    /// Kept rounds (the fewest any contender has).
+    pub kept: usize,
+    /// Kept rounds the stopping rule asks for (None before the pilot is complete, or without a
+    /// target).
+    pub needed: Option<usize>,
+    /// Each contender's interval as the report will give it (None without two kept rounds).
+    pub intervals: Vec<Option<LogInterval>>,
+    /// Whether each contender's kept rounds passed the steady-state check.
+    pub steady: Vec<bool>,
+    /// The rounds each contender kept.
+    pub kept_rounds: Vec<Vec<u32>>,
+}
+
+impl Progress {
+    /// The widest half-width, on the ratio (fraction), once every contender has an interval.
+    pub fn widest(&self) -> Option<f64> {
+        self.intervals.iter().map(|i| i.map(|i| i.half_width().exp() - 1.0)).try_fold(0.0f64, |w, h| Some(w.max(h?)))
+    }
+
+    /// The stopping rule is satisfied: every contender's pilot is complete, the kept rounds
+    /// reach what the pilots asked for, and (the correction for correlated rounds can widen
+    /// an interval beyond Stein's) the widest interval is within `target`.
+    pub fn done(&self, target: f64) -> bool {
+        self.needed.is_some_and(|n| self.kept >= n) && self.widest().is_some_and(|w| w <= target)
+    }
+}
+
+/// The shipped estimator over a contest's rounds: each contender's rounds, in round order.
+pub fn progress(rule: &Rule, contenders: &[Vec<Round>]) -> Progress {
+    let cut = warm_up_cut(rule, contenders);
+    progress_with(rule, contenders, &cut)
+}
+
+/// As [`progress`], with the contest's cut given.
+pub fn progress_with(rule: &Rule, contenders: &[Vec<Round>], cut: &Cut) -> Progress {
+    let k = contenders.len();
+    let mut out = Progress { kept: 0, needed: None, intervals: vec![], steady: vec![], kept_rounds: vec![] };
+    let mut needed: Option<usize> = rule.target.map(|_| 0);
+    let mut fewest = usize::MAX;
+    for rounds in contenders {
+        let a = assess(rule, rounds, cut, k);
+        let kept: Vec<&Round> = rounds.iter().filter(|r| cut.keeps(r)).collect();
+        let x: Vec<f64> = kept.iter().map(|r| r.log_ratio).collect();
+        let seg: Vec<u32> = kept.iter().map(|r| r.segment).collect();
+        needed = match (needed, self::needed(rule, &x)) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            _ => None,
+        };
+        let interval = estimate(rule, &x, &seg);
+        fewest = fewest.min(a.kept);
+        out.intervals.push(interval);
+        out.steady.push(a.steady);
+        out.kept_rounds.push(kept.iter().map(|r| r.round).collect());
+    }
+    out.kept = if k == 0 { 0 } else { fewest };
+    out.needed = needed.filter(|_| k > 0);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(a: f64, b: f64, tol: f64) -> bool {
+        (a - b).abs() <= tol
+    }
+
+    #[test]
+    fn independent_rounds_give_the_paired_t_interval() {
+        // Rounds that alternate (lag-1 -0.83): no correction, the paired t interval exactly
+        // (mean 0.035, sd 0.025 sqrt(6/5) = 0.0273861, t(0.975, 5) = 2.570582).
+        let x = [0.01, 0.06, 0.01, 0.06, 0.01, 0.06];
+        let i = log_interval(&x, &[1; 6]).unwrap();
+        assert_eq!(i.rho, 0.0);
+        assert!(close(i.mean, 0.035, 1e-12) && close(i.df, 5.0, 1e-12));
+        assert!(close(i.half_width(), 2.570582 * 0.0273861 / 6f64.sqrt(), 1e-6), "{i:?}");
+        // Five rounds without a pattern (lag-1 -0.22): the upper bound on rho widens a little.
+        let y = log_interval(&[0.04, 0.055, 0.03, 0.01, 0.0525], &[1; 5]).unwrap();
+        assert!(y.rho > 0.0 && y.se > y.sd / 5f64.sqrt(), "{y:?}");
+    }
+
+    #[test]
+    fn correlated_rounds_widen_the_interval() {
+        // A slow wave: strong positive lag-1 correlation.
+        let x: Vec<f64> = (0..16).map(|t| 0.05 + 0.03 * (t as f64 / 3.0).sin()).collect();
+        let i = log_interval(&x, &[1; 16]).unwrap();
+        assert!(i.lag1 > 0.6 && i.rho > i.lag1, "{i:?}");
+        let plain = i.sd / 4.0;
+        assert!(i.se > 2.0 * plain && i.df < 8.0, "{i:?}");
+        // Across a segment boundary no pair is formed.
+        assert!(lag1(&[1.0, 2.0, 1.0, 2.0], &[1, 2, 3, 4]) == 0.0);
+    }
+
+    #[test]
+    fn the_ar1_factor_against_its_closed_form() {
+        // n = 4, rho = 0.5: 1 + 2 (3/4 0.5 + 2/4 0.25 + 1/4 0.125) = 2.0625.
+        assert!(close(ar1_factor(4, 0.5), 2.0625, 1e-12));
+        assert_eq!(ar1_factor(10, 0.0), 1.0);
+    }
+
+    #[test]
+    fn the_warm_up_cut_falls_by_round_within_each_segment() {
+        let r = |segment, round, log_ratio| Round { segment, round, log_ratio };
+        let rule =
+            Rule { discard: 2, pilot: 4, target: None, trend_alpha: 0.05, cut_alpha: 0.2, interval: Final::Wider };
+        // Flat rounds; segment 1 from round 1 (the first contender's round 2 failed), segment 2
+        // from round 9.
+        let flat = |t: u32| 0.02 * ((t * 7919 % 13) as f64 / 6.0 - 1.0);
+        let a: Vec<Round> =
+            [1, 3, 4, 5, 6, 7, 8].iter().map(|&t| r(1, t, flat(t))).chain((9..=16).map(|t| r(2, t, flat(t)))).collect();
+        let b: Vec<Round> = (1..=8).map(|t| r(1, t, flat(t))).chain((9..=16).map(|t| r(2, t, flat(t)))).collect();
+        let cut = warm_up_cut(&rule, &[a.clone(), b]);
+        assert_eq!(cut.first_kept, BTreeMap::from([(1, 3), (2, 11)]));
+        assert!(cut.unsettled.is_empty());
+        let kept: Vec<u32> = a.iter().filter(|x| cut.keeps(x)).map(|x| x.round).collect();
+        assert_eq!(kept, [3, 4, 5, 6, 7, 8, 11, 12, 13, 14, 15, 16]);
+        // A segment that starts high and decays, with noise: cut further, while it still trends.
+        // (A smooth curve without noise looks like correlated rounds and is not cut: its lag-1
+        // correction swallows the trend; the coverage test runs noisy transients.)
+        let decaying: Vec<Round> = (1..=16).map(|t| r(1, t, 0.6 * (-(t as f64) / 3.0).exp() + 2.5 * flat(t))).collect();
+        let cut = warm_up_cut(&rule, std::slice::from_ref(&decaying));
+        assert!(cut.first_kept[&1] > 3 && cut.unsettled.is_empty(), "{cut:?}");
+        // One that rises throughout never settles.
+        let rising: Vec<Round> = (1..=16).map(|t| r(1, t, 0.05 * t as f64 + flat(t))).collect();
+        let cut = warm_up_cut(&rule, std::slice::from_ref(&rising));
+        assert_eq!((cut.first_kept[&1], cut.unsettled.clone()), (13, vec![1]), "4 rounds left");
+        assert!(!assess(&rule, &rising, &cut, 1).steady);
+    }
+
+    #[test]
+    fn a_trend_is_found_and_a_flat_series_is_steady() {
+        let rounds: Vec<u32> = (1..=20).collect();
+        let seg = vec![1; 20];
+        let noise = |t: u32| 0.01 * ((t * 7919 % 13) as f64 / 6.0 - 1.0);
+        let rising: Vec<f64> = rounds.iter().map(|&t| 0.01 * t as f64 + noise(t)).collect();
+        let tr = trend(&rising, &rounds, &seg).unwrap();
+        assert!(tr.p_value < 0.001 && close(tr.slope, 0.01, 0.002), "{tr:?}");
+        assert!(close(tr.change_over_span, (0.19f64).exp() - 1.0, 0.05));
+        let flat: Vec<f64> = rounds.iter().map(|&t| 0.05 + noise(t)).collect();
+        assert!(trend(&flat, &rounds, &seg).unwrap().p_value > 0.05);
+    }
+
+    #[test]
+    fn stein_sizes_the_contest_from_the_pilot() {
+        // Pilot of 6 with sd 0.10, no correlation: n = (t(0.975, 5) 0.10 / ln 1.05)^2 =
+        // (2.570582 * 0.10 / 0.048790)^2 = 27.76 -> 28.
+        let pilot = LogInterval { n: 6, mean: 0.0, se: 0.10 / 6f64.sqrt(), df: 5.0, lag1: 0.0, rho: 0.0, sd: 0.10 };
+        let rule = Rule {
+            discard: 0,
+            pilot: 6,
+            target: Some(0.05),
+            trend_alpha: 0.05,
+            cut_alpha: 0.2,
+            interval: Final::Stein,
+        };
+        assert_eq!(rounds_needed(&rule, &pilot), Some(28));
+        let small = LogInterval { se: 0.01 / 6f64.sqrt(), sd: 0.01, ..pilot };
+        assert_eq!(rounds_needed(&rule, &small), Some(6), "never fewer than the pilot");
+        assert_eq!(rounds_needed(&Rule { target: None, ..rule }, &pilot), None);
+        let all = LogInterval { n: 28, mean: 0.03, se: 0.001, df: 27.0, ..pilot };
+        let s = stein_interval(&pilot, &all);
+        assert!(close(s.half_width(), 2.570582 * 0.10 / 28f64.sqrt(), 1e-5) && s.df == 5.0 && s.mean == 0.03);
+    }
+}
