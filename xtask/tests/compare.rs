@@ -371,13 +371,18 @@ fn dry_run_prints_the_plan_and_touches_nothing() {
 
 #[test]
 fn dry_run_lists_the_studys_claims() {
-    // The shipped seed-000 file, emulated: its six claims with the cells they are checked on.
+    // The shipped seed-000 file, emulated: its six published claims and its negative control,
+    // with the cells they are checked on.
     let env = Env::new();
     let cfg = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tiers/pmem-vs-nvme.toml");
     let o = env.xtask(&["compare", "--config", cfg.to_str().unwrap(), "--emulate", "--dry-run"]).output().unwrap();
     let (stdout, stderr) = text(&o);
     assert!(o.status.success(), "{stderr}");
-    assert!(stdout.contains("## Published claims (6;"), "{stdout}");
+    assert!(stdout.contains("## Published claims (7;"), "{stdout}");
+    assert!(
+        stdout.contains("- null-wal-on-pmem-read-only: tps no change of wal-on-pmem against nvme, workload read-only 8 clients, memory unlimited"),
+        "{stdout}"
+    );
     assert!(
         stdout.contains(
             "- all-on-pmem-tps: tps +44.6% of all-on-pmem against nvme, workload tpcb 8 clients, memory unlimited"

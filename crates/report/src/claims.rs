@@ -77,6 +77,16 @@ pub fn judge(low: f64, high: f64, d: &Delta, margin_pct: f64) -> (ClaimVerdict, 
         };
     }
     let size = if d.pct.abs() < mid.abs() { "smaller" } else { "larger" };
+    if low == 0.0 && high == 0.0 {
+        // A negative control: nothing can change there.
+        return match d.verdict {
+            Verdict::RealChange => (
+                ClaimVerdict::Contradicted,
+                "a real change where nothing can change: the comparison itself is biased (position, carry-over or noise)".into(),
+            ),
+            _ => (ClaimVerdict::Contradicted, "the interval excludes no change".into()),
+        };
+    }
     match d.verdict {
         Verdict::RealChange if d.pct.signum() == mid.signum() && !(low < 0.0 && high > 0.0) => {
             (ClaimVerdict::SameDirection, format!("a real change the published way, {size} than published"))
@@ -386,6 +396,15 @@ mod tests {
         assert_eq!(v(2.0, 7.0, d(12.0, 9.0, 15.0, Verdict::RealChange)), SameDirection);
         // A published "no difference that matters" (inside the margin) against an equivalence.
         assert_eq!(v(-1.0, 1.0, d(0.2, -1.2, 1.6, Verdict::Equivalent)), Reproduced);
+        // A negative control ("no change"): an equivalence reproduces it, a real change either
+        // way contradicts it (never "the published way"), an interval holding 0 is inconclusive,
+        // and a contest still moving gives no verdict.
+        assert_eq!(v(0.0, 0.0, d(0.4, -3.0, 3.5, Verdict::Equivalent)), Reproduced);
+        assert_eq!(v(0.0, 0.0, d(9.7, 1.8, 18.2, Verdict::RealChange)), Contradicted);
+        assert_eq!(v(0.0, 0.0, d(-7.0, -12.0, -2.0, Verdict::RealChange)), Contradicted);
+        assert_eq!(v(0.0, 0.0, d(1.0, -6.0, 8.0, Verdict::Inconclusive)), Inconclusive);
+        assert!(judge(0.0, 0.0, &d(9.7, 1.8, 18.2, Verdict::RealChange), 2.0).1.contains("where nothing can change"));
+        assert_eq!(v(0.0, 0.0, d(9.7, 1.8, 18.2, Verdict::NotSteady)), Inconclusive);
         // No interval.
         let single = Delta { pct: 40.0, ..Delta::unknown() };
         assert_eq!(judge(44.6, 44.6, &single, 2.0), (Inconclusive, "no interval (a side with a single run)".into()));

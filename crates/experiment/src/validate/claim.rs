@@ -15,8 +15,12 @@ use crate::spans::span;
 use crate::units;
 
 /// A published figure as a change in percent: `+13.4%` -> 13.4, `-30.8%` -> -30.8, `3.4x` ->
-/// 240 (a ratio), `+2%..+7%` -> 2..7. Returns (low, high).
+/// 240 (a ratio), `+2%..+7%` -> 2..7, and `no change` -> 0 (a negative control: a cell where
+/// nothing can change, checked like a published figure). Returns (low, high).
 pub fn parse_figure(text: &str) -> Result<(f64, f64), String> {
+    if text.trim().eq_ignore_ascii_case("no change") {
+        return Ok((0.0, 0.0));
+    }
     let one = |t: &str| -> Option<f64> {
         let t = t.trim();
         if let Some(r) = t.strip_suffix('x').or_else(|| t.strip_suffix('×')) {
@@ -28,7 +32,7 @@ pub fn parse_figure(text: &str) -> Result<(f64, f64), String> {
     };
     let bad = || {
         format!(
-            "{text:?} is not a published figure: give a change (\"+13.4%\", \"-30.8%\"), a ratio (\"3.4x\") or a range (\"+2%..+7%\")"
+            "{text:?} is not a published figure: give a change (\"+13.4%\", \"-30.8%\"), a ratio (\"3.4x\"), a range (\"+2%..+7%\") or \"no change\""
         )
     };
     match text.split_once("..") {
@@ -352,6 +356,7 @@ mod tests {
         let (lo, hi) = parse_figure("3.4x").unwrap();
         assert!((lo - 240.0).abs() < 1e-9 && lo == hi);
         assert_eq!(parse_figure("+2%..+7%"), Ok((2.0, 7.0)));
+        assert_eq!(parse_figure("no change"), Ok((0.0, 0.0)));
         assert_eq!(parse_figure("-4.52% .. -2.10%"), Ok((-4.52, -2.10)));
         assert!(parse_figure("+7%..+2%").unwrap_err().contains("lower figure"));
         assert!(parse_figure("44.6").unwrap_err().contains("not a published figure"));
