@@ -114,6 +114,22 @@ impl<'e> Session<'e> {
         Ok(())
     }
 
+    /// Before a contest: CHECKPOINT on every running server and sync, so that one contest's
+    /// writes are on the devices before the next contest measures (no carry-over of dirty
+    /// buffers or page cache from one contest into another's slices).
+    pub async fn checkpoint(&mut self) -> Result<(), RunnerError> {
+        for m in self.members.iter_mut() {
+            let Some(srv) = m.server.as_mut() else { continue };
+            if !srv.is_running() {
+                continue;
+            }
+            let client = srv.connect(DATABASE).await?;
+            client.batch_execute("CHECKPOINT").await.map_err(|e| RunnerError::Server(format!("checkpoint: {e:#}")))?;
+        }
+        crate::dataset::sync_all();
+        Ok(())
+    }
+
     /// The placements in the order the servers were started.
     pub fn placements(&self) -> Vec<&str> {
         self.members.iter().map(|m| m.placement.as_str()).collect()

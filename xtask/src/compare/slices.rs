@@ -331,6 +331,9 @@ impl Session<'_> {
         let m = self.exp.measurement.clone();
         let name = c.name(s.spec);
         c.segment += 1;
+        let t0 = Instant::now();
+        servers.checkpoint().await.context("checkpoint before the contest")?;
+        add(&mut s.seconds, "checkpoint", t0.elapsed().as_secs_f64());
         self.warm_up(s, servers, c, build).await?;
         let share = self.share(s, remaining);
         c.stopped = None;
