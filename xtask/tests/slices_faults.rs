@@ -136,6 +136,7 @@ fn a_postmaster_killed_during_the_warm_up_is_named_restarted_and_its_contest_com
     let pid = postmaster(&env, "b");
     sigkill(pid);
     let (status, stderr) = w.finish();
+    eprintln!("{stderr}");
     assert!(stderr.contains("teardown complete"), "{stderr}");
     assert_nothing_left(&env.state());
     assert_eq!(status.code(), Some(1), "a server failure makes a runtime failure:\n{stderr}");
@@ -186,6 +187,7 @@ fn a_postmaster_killed_in_a_slice_is_restarted_then_killed_again_dropped_while_t
     });
     assert_ne!(first, second, "a new postmaster");
     let (status, stderr) = w.finish();
+    eprintln!("{stderr}");
     assert!(stderr.contains("teardown complete"), "{stderr}");
     assert_nothing_left(&env.state());
     assert_eq!(status.code(), Some(1), "{stderr}");

@@ -192,7 +192,7 @@ impl<'e> Session<'e> {
             let limit = c.limit_bytes.map(|b| format!(" (memory limit {} MiB)", b / 1048576)).unwrap_or_default();
             out.push(format!("an OOM kill: the kernel's OOM killer killed {n} process(es) in its cgroup{limit}"));
         }
-        let tail = server::log_tail(&m.log, 5);
+        let tail = server::log_tail(&m.log, 3);
         if !tail.is_empty() {
             out.push(format!("server log's last lines: {tail}"));
         }

@@ -134,3 +134,37 @@ pub fn set_aside_runs(results: &ResultsDir, keep: &HashSet<String>) -> Result<us
     }
     Ok(moved)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stopped_contests_are_recorded_and_only_their_slices_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let results = ResultsDir::new(dir.path());
+        assert!(contest_records(dir.path()).is_empty(), "no file: nothing stopped");
+        let first = ContestRecord {
+            stopped: "3 rounds".into(),
+            rounds: 3,
+            segment: 1,
+            runs: vec!["0001-a".into()],
+            ..Default::default()
+        };
+        record_contest(dir.path(), "rw c1", first.clone()).unwrap();
+        let second = ContestRecord { stopped: "failed: b".into(), failed: true, ..Default::default() };
+        record_contest(dir.path(), "rw c2", second.clone()).unwrap();
+        let again = ContestRecord { rounds: 5, ..first.clone() };
+        record_contest(dir.path(), "rw c1", again.clone()).unwrap();
+        let all = contest_records(dir.path());
+        assert_eq!((all.len(), &all["rw c1"], &all["rw c2"]), (2, &again, &second));
+
+        for id in ["0001-a", "0002-b"] {
+            std::fs::create_dir_all(results.run_dir(id)).unwrap();
+        }
+        let keep: HashSet<String> = ["0001-a".to_string()].into();
+        assert_eq!(set_aside_runs(&results, &keep).unwrap(), 1);
+        assert!(results.run_dir("0001-a").is_dir() && !results.run_dir("0002-b").exists());
+        assert_eq!(std::fs::read_dir(dir.path().join("interrupted")).unwrap().count(), 1);
+    }
+}
