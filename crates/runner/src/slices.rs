@@ -188,6 +188,64 @@ impl<'e> Session<'e> {
         self.member(placement).ok().and_then(|m| m.server.as_mut()).is_some_and(|s| s.is_running())
     }
 
+    /// How the placement's server failed, as sentences: how its postmaster ended (once it
+    /// has: a signal such as 9 (SIGKILL), or an exit code), the processes its log reports killed,
+    /// the OOM kills its cgroup counted and the kernel's words about them, and the server log's
+    /// last lines. Waits up to 2 s for a postmaster that is going down to be seen gone.
+    pub async fn failure(&mut self, placement: &str) -> Vec<String> {
+        for _ in 0..20 {
+            if !self.is_running(placement) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let Ok(m) = self.member(placement) else { return Vec::new() };
+        let Some(srv) = m.server.as_mut() else { return vec!["its server is not running".into()] };
+        let mut out = srv.death_report();
+        if let Some(c) = srv.cgroup.as_ref()
+            && let Some(n) = c.oom_kills().filter(|&n| n > 0)
+        {
+            let limit = c.limit_bytes.map(|b| format!(" (memory limit {} MiB)", b / 1048576)).unwrap_or_default();
+            out.push(format!("an OOM kill: the kernel's OOM killer killed {n} process(es) in its cgroup{limit}"));
+        }
+        let tail = server::log_tail(&m.log, 3);
+        if !tail.is_empty() {
+            out.push(format!("server log's last lines: {tail}"));
+        }
+        out
+    }
+
+    /// Starts the placement's server again on its own data (crash recovery), in a new cgroup of
+    /// the same name, after its old one has stopped and its cgroup is removed; then CHECKPOINTs
+    /// it. `spec` is the session's (it names the placement).
+    pub async fn restart(&mut self, spec: &SessionSpec<'_>, placement: &str) -> Result<(), RunnerError> {
+        let target = *spec
+            .placements
+            .iter()
+            .find(|p| p.name == placement)
+            .ok_or_else(|| RunnerError::Setup(format!("placement {placement} is not in session {}", self.id)))?;
+        let m = self.member(placement)?;
+        retire(m).await?;
+        let (server, log) = start_member(&m.env, spec, target).await?;
+        let client = server.connect(DATABASE).await?;
+        client.batch_execute("CHECKPOINT").await.map_err(|e| RunnerError::Server(format!("checkpoint: {e:#}")))?;
+        if let Some(c) = server.cgroup.as_ref() {
+            c.reset_peak();
+        }
+        m.server = Some(server);
+        m.log = log;
+        Ok(())
+    }
+
+    /// Stops the placement's server (when it still runs) and removes its cgroup: the placement
+    /// takes no further part in the session.
+    pub async fn drop_placement(&mut self, placement: &str) -> Result<(), RunnerError> {
+        let m = self.member(placement)?;
+        let out = retire(m).await;
+        self.members.retain(|m| m.placement != placement);
+        out
+    }
+
     /// Stops every server (fast shutdown) and removes its cgroup.
     pub async fn stop(mut self) -> Result<(), RunnerError> {
         let mut first_error = None;
@@ -212,6 +270,32 @@ impl<'e> Session<'e> {
         }
         first_error.map_or(Ok(()), Err)
     }
+}
+
+/// A member's server stopped (fast shutdown when it still runs) and its cgroup removed once
+/// the processes left in it (backends of a killed postmaster) are gone; those still there after
+/// 5 s are killed.
+async fn retire(m: &mut Member<'_>) -> Result<(), RunnerError> {
+    let Some(mut srv) = m.server.take() else { return Ok(()) };
+    let cgroup = srv.cgroup.take();
+    let running = srv.is_running();
+    srv.stop_within(m.env.journal, Duration::from_secs(if running { 30 } else { 5 })).await?;
+    if let Some(c) = cgroup {
+        for i in 0..100 {
+            let pids = c.pids();
+            if pids.is_empty() {
+                break;
+            }
+            if i == 50 {
+                for pid in pids {
+                    let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        c.remove(m.env.journal)?;
+    }
+    Ok(())
 }
 
 /// One placement's server: configuration for its port, its cgroup, started as the database user.

@@ -153,6 +153,11 @@ impl<'a> Session<'a> {
             self.manifest.warnings.push(Warning::RunsFailed { count: failures });
             // The matrix ran to its end; only some of its runs failed.
             self.manifest.finished_at = Some(timestamp::now_rfc3339());
+            if self.exp.measurement.design == experiment::Design::Slices {
+                bail!(
+                    "{failures} failure(s) of slices, servers or contests (each with its reason in runs.csv, the manifest's warnings and measurement.stopped); the report covers the rest"
+                );
+            }
             bail!(
                 "{failures} of {} runs failed (each with its reason in runs.csv and its evidence in runs/<id>/); the report covers the rest",
                 self.runs.len()

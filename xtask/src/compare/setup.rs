@@ -93,12 +93,6 @@ impl Setup {
             experiment::Design::Runs => plan_runs(&matrix),
             experiment::Design::Slices => plan_runs(&MatrixSpec { repetitions: 1, ..matrix.clone() }),
         };
-        if exp.measurement.design == experiment::Design::Slices && previous.is_some() {
-            return Err(CompareError::NotResumable {
-                dir: results_dir,
-                why: "a result set of the slices design is not resumed (its rounds are decided as the run goes); start a new one".into(),
-            });
-        }
         Ok(Setup { exp, previous, started, run_id, results_dir, user, ctx, plan, matrix, runs, seed, golden })
     }
 }

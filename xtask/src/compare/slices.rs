@@ -6,7 +6,7 @@
 //! budget is spent; what the first pass leaves of the budget goes to the contests that missed
 //! their target, widest first. Each slice is a measured run of its own under `runs/`.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -22,6 +22,7 @@ use runner::slices::{Session as Servers, SessionSpec, session_dir};
 use tiers::Provisioned;
 
 use super::faults;
+use super::resume::{self, ContestRecord};
 use super::session::Session;
 
 /// The cells of one workload and client count under one build, memory limit and profile.
@@ -46,6 +47,12 @@ struct Contest {
     /// The estimator's view after the last round.
     progress: Option<report::rounds::Progress>,
     stopped: Option<String>,
+    /// It failed (a placement's server failed twice, or the baseline was dropped).
+    failed: bool,
+    /// Kept as it was from the result set being resumed (its rounds are not made again).
+    kept: bool,
+    /// What happened to its servers (a restart, a placement dropped), said with its stop reason.
+    notes: Vec<String>,
 }
 
 impl Contest {
@@ -70,6 +77,12 @@ impl Contest {
     fn progress(&self, baseline: &str, rule: &report::rounds::Rule) -> Option<report::rounds::Progress> {
         let ok: Vec<&RunRecord> = self.records.iter().filter(|r| r.status == RunStatus::Ok).collect();
         analysis::contest_progress(&ok, baseline, rule)
+    }
+
+    /// Sets `progress` and `widest` from the records so far.
+    fn reassess(&mut self, baseline: &str, rule: &report::rounds::Rule) {
+        self.progress = self.progress(baseline, rule);
+        self.widest = self.progress.as_ref().and_then(|p| p.widest()).map(|w| w * 100.0);
     }
 }
 
@@ -98,6 +111,9 @@ fn contests(spec: &MatrixSpec, baseline: &str) -> Vec<Contest> {
                             widest: None,
                             progress: None,
                             stopped: None,
+                            failed: false,
+                            kept: false,
+                            notes: Vec::new(),
                         });
                     }
                 }
@@ -130,6 +146,23 @@ struct Sliced<'m, 'e> {
     /// The last slice's throughput per (placement, contest), to size transaction logs.
     expected: HashMap<(usize, usize), f64>,
     seconds: BTreeMap<&'static str, f64>,
+    /// How often each placement's server failed in the current session.
+    deaths: HashMap<String, u32>,
+    /// Placements dropped from the current session (their server failed twice), with why.
+    dropped: HashMap<usize, String>,
+    /// Prefixes the session ids of a resumed run (`r1-`), so that its session directories and
+    /// cgroups are new.
+    prefix: String,
+}
+
+/// What became of a contest after one of its placements' server failed.
+enum Recovery {
+    /// Restarted on its own data: the contest warms up again in a new segment.
+    Restarted,
+    /// The placement was dropped; the contest goes on with the others.
+    Dropped,
+    /// The contest failed (the baseline dropped, or no contender left).
+    Failed,
 }
 
 impl Session<'_> {
@@ -155,8 +188,17 @@ impl Session<'_> {
             failures: 0,
             expected: HashMap::new(),
             seconds: BTreeMap::new(),
+            deaths: HashMap::new(),
+            dropped: HashMap::new(),
+            prefix: match &self.previous {
+                Some(p) => format!("r{}-", p.resumed_at.len() + 1),
+                None => String::new(),
+            },
         };
         let mut all = contests(spec, &self.exp.baseline);
+        if self.previous.is_some() {
+            self.resume_contests(&mut s, &mut all)?;
+        }
         let m = self.exp.measurement.clone();
         eprintln!(
             "measuring {} contest(s) in rounds of {} s slices{}{}",
@@ -168,7 +210,10 @@ impl Session<'_> {
         // First pass: every contest, in order, each with its share of what is left.
         let groups = session_groups(&all);
         for (gi, group) in groups.iter().enumerate() {
-            self.run_group(&mut s, &mut all, group, gi + 1, false).await?;
+            let todo: Vec<usize> = group.iter().copied().filter(|&i| !all[i].kept).collect();
+            if !todo.is_empty() {
+                self.run_group(&mut s, &mut all, &todo, gi + 1, false).await?;
+            }
         }
         // Second pass: what the budget has left goes to the contests that missed the target.
         let mut pass = groups.len();
@@ -183,7 +228,68 @@ impl Session<'_> {
         for (k, v) in s.seconds {
             self.manifest.phase_seconds.insert(k.into(), v);
         }
-        Ok(s.failures)
+        // A contest kept from the interrupted run that had failed is still a failure.
+        Ok(s.failures + all.iter().filter(|c| c.kept && c.failed).count())
+    }
+
+    /// `--resume`: the contests `contests.json` records as stopped are kept as they were (their
+    /// slices, rounds, segment and stop reason); every other slice is set aside in
+    /// `interrupted/`, and those contests are measured again from a fresh warm-up. The budget
+    /// the kept contests spent counts as spent.
+    fn resume_contests(&mut self, s: &mut Sliced<'_, '_>, all: &mut [Contest]) -> Result<()> {
+        let done = resume::contest_records(&self.results.root);
+        let runs = self.results.read_runs().context("read the result set's runs")?;
+        let mut keep: HashSet<String> = HashSet::new();
+        let (mut kept, mut again) = (Vec::new(), Vec::new());
+        let mut spent = 0.0;
+        for c in all.iter_mut() {
+            let name = c.name(s.spec);
+            let Some(r) = done.get(&name) else {
+                again.push(name);
+                continue;
+            };
+            c.records = runs.iter().filter(|x| r.runs.contains(&x.run_id)).cloned().collect();
+            (c.rounds, c.segment, c.seconds, c.failed, c.kept) = (r.rounds, r.segment, r.seconds, r.failed, true);
+            c.stopped = Some(r.stopped.clone());
+            c.reassess(&self.exp.baseline, &self.rule());
+            keep.extend(r.runs.iter().cloned());
+            spent += r.seconds;
+            kept.push(name);
+        }
+        s.sequence = runs.iter().filter(|r| keep.contains(&r.run_id)).map(|r| r.sequence).max().unwrap_or(0);
+        s.started = Instant::now().checked_sub(Duration::from_secs_f64(spent)).unwrap_or_else(Instant::now);
+        let moved = resume::set_aside_runs(&self.results, &keep)?;
+        let list = |v: &[String]| if v.is_empty() { "none".to_string() } else { v.join(", ") };
+        let what = format!(
+            "resumed by contest: {} of {} contests had stopped and are kept as they were ({}); {} measured again from a fresh warm-up on freshly provisioned tiers ({}), {moved} slice(s) of the interrupted run set aside in interrupted/",
+            kept.len(),
+            all.len(),
+            list(&kept),
+            again.len(),
+            list(&again)
+        );
+        eprintln!("{what}");
+        self.manifest.warnings.push(results::Warning::Other(what));
+        if let Err(e) = report::refresh_tables(&self.results.root) {
+            eprintln!("  warning: could not refresh the tables: {e}");
+        }
+        Ok(())
+    }
+
+    /// Records a stopped contest in `contests.json` (what `--resume` keeps).
+    fn record_stopped(&self, s: &Sliced<'_, '_>, c: &Contest) {
+        let Some(stopped) = c.stopped.clone() else { return };
+        let record = ContestRecord {
+            stopped,
+            failed: c.failed,
+            rounds: c.rounds,
+            segment: c.segment,
+            seconds: c.seconds,
+            runs: c.records.iter().map(|r| r.run_id.clone()).collect(),
+        };
+        if let Err(e) = resume::record_contest(&self.results.root, &c.name(s.spec), record) {
+            eprintln!("  warning: could not record contest {}: {e:#}", c.name(s.spec));
+        }
     }
 
     /// The contests that missed their target while budget remains, in the session that holds
@@ -198,8 +304,9 @@ impl Session<'_> {
             return None;
         }
         let unsteady = |i: usize| all[i].progress.as_ref().is_some_and(|p| p.steady.iter().any(|s| !s));
-        let missing: Vec<usize> =
-            (0..all.len()).filter(|&i| unsteady(i) || all[i].widest.is_some_and(|w| w > target)).collect();
+        let missing: Vec<usize> = (0..all.len())
+            .filter(|&i| !all[i].failed && (unsteady(i) || all[i].widest.is_some_and(|w| w > target)))
+            .collect();
         // A contest still moving first, then the widest.
         let worst = *missing.iter().max_by(|&&a, &&b| {
             (unsteady(a), all[a].widest.unwrap_or(f64::INFINITY))
@@ -240,7 +347,9 @@ impl Session<'_> {
         }
         add(&mut s.seconds, "relocate", t0.elapsed().as_secs_f64());
         let t0 = Instant::now();
-        let id = format!("s{number}");
+        let id = format!("{}s{number}", s.prefix);
+        s.deaths.clear();
+        s.dropped.clear();
         let mut servers = self.start_servers(s, &env, &id, &mut placements, (&targets, &build_profile, memory)).await?;
         add(&mut s.seconds, "session start", t0.elapsed().as_secs_f64());
         eprintln!(
@@ -253,16 +362,32 @@ impl Session<'_> {
             if revisit { ", more rounds for contests short of their target" } else { "" }
         );
         let mut outcome = Ok(());
+        let baseline = s.spec.placements.iter().position(|p| p.name == self.exp.baseline);
         for (n, &c) in group.iter().enumerate() {
-            all[c].placements.retain(|p| placements.contains(p));
+            all[c].placements.retain(|p| placements.contains(p) && !s.dropped.contains_key(p));
+            // A placement dropped earlier in the session: without the baseline, or without a
+            // contender, the contest cannot be measured.
+            if baseline.is_some_and(|b| !all[c].placements.contains(&b)) || all[c].placements.len() < 2 {
+                let why: Vec<&str> = s.dropped.values().map(String::as_str).collect();
+                all[c].stopped = Some(format!("failed: not measured: {}", why.join("; ")));
+                all[c].failed = true;
+                eprintln!("  [{}] {}", all[c].name(s.spec), all[c].stopped.as_deref().unwrap_or(""));
+                self.record_stopped(s, &all[c]);
+                continue;
+            }
             // The first pass shares what is left over every contest not yet measured; a revisit
             // over the contests of this session still to come.
-            let remaining = if revisit { group.len() - n } else { all.iter().filter(|x| x.rounds == 0).count() };
+            let remaining = if revisit {
+                group.len() - n
+            } else {
+                all.iter().filter(|x| x.rounds == 0 && !x.failed && !x.kept).count()
+            };
             if let Err(e) = self.run_contest(s, &mut servers, &mut all[c], remaining, (&targets, &build_profile)).await
             {
                 outcome = Err(e);
                 break;
             }
+            self.record_stopped(s, &all[c]);
         }
         let t0 = Instant::now();
         let stopped = servers.stop().await.context("stop the session's servers");
@@ -332,9 +457,14 @@ impl Session<'_> {
         let name = c.name(s.spec);
         c.segment += 1;
         let t0 = Instant::now();
-        servers.checkpoint().await.context("checkpoint before the contest")?;
+        if let Err(e) = servers.checkpoint().await {
+            // A server that cannot checkpoint shows itself in the warm-up, which handles it.
+            eprintln!("  [{name}] warning: checkpoint before the contest: {e}");
+        }
         add(&mut s.seconds, "checkpoint", t0.elapsed().as_secs_f64());
-        self.warm_up(s, servers, c, build).await?;
+        if !self.warm_up_all(s, servers, c, build).await? {
+            return Ok(());
+        }
         let share = self.share(s, remaining);
         c.stopped = None;
         let t_contest = Instant::now();
@@ -347,16 +477,24 @@ impl Session<'_> {
             let line = match self.round(s, servers, c, build).await? {
                 Ok(line) => line,
                 Err(down) => {
-                    c.stopped = Some(format!("placement {down}'s server went down in round {}", c.rounds));
-                    eprintln!("  [{name}] {}; the contest stops", c.stopped.as_deref().unwrap_or(""));
-                    return Ok(());
+                    let phase = format!("a slice of round {}", c.rounds);
+                    match self.server_failed(s, servers, c, down, &phase, None, build).await? {
+                        Recovery::Failed => return Ok(()),
+                        Recovery::Dropped => continue,
+                        Recovery::Restarted => {
+                            c.segment += 1;
+                            if !self.warm_up_all(s, servers, c, build).await? {
+                                return Ok(());
+                            }
+                            continue;
+                        }
+                    }
                 }
             };
             let secs = t_round.elapsed().as_secs_f64();
             c.seconds += secs;
             add(&mut s.seconds, "measure", secs);
-            c.progress = c.progress(&self.exp.baseline, &self.rule());
-            c.widest = c.progress.as_ref().and_then(|p| p.widest()).map(|w| w * 100.0);
+            c.reassess(&self.exp.baseline, &self.rule());
             eprintln!(
                 "  [{name}] round {}: {line}{}{} (elapsed {:.0} s)",
                 c.rounds,
@@ -369,20 +507,123 @@ impl Session<'_> {
             }
             if let Some(why) = stop_reason(c, &m, share, t_contest.elapsed().as_secs_f64(), secs) {
                 eprintln!("  [{name}] stops: {why}");
-                c.stopped = Some(why);
+                c.stopped = Some(if c.notes.is_empty() { why } else { format!("{why}; {}", c.notes.join("; ")) });
                 return Ok(());
             }
         }
     }
 
-    /// A discarded warm-up on every placement's server, in a random order.
+    /// The contest's warm-up on every placement, again after a server failed during it and was
+    /// restarted (in a new segment); false when the contest failed.
+    async fn warm_up_all(
+        &mut self,
+        s: &mut Sliced<'_, '_>,
+        servers: &mut Servers<'_>,
+        c: &mut Contest,
+        build: Build<'_>,
+    ) -> Result<bool> {
+        loop {
+            let Err((p, error)) = self.warm_up(s, servers, c, build).await? else { return Ok(true) };
+            match self.server_failed(s, servers, c, p, "the warm-up", Some(error), build).await? {
+                Recovery::Failed => return Ok(false),
+                Recovery::Dropped => {}
+                Recovery::Restarted => c.segment += 1,
+            }
+        }
+    }
+
+    /// Placement `p`'s server failed during `phase` (`error`: what the workload said): said with
+    /// the placement, how (signal, OOM kill, exit code, the log's last lines) and when, into the
+    /// manifest's warnings. The first time in a session it is restarted on its own data; the
+    /// second time it is dropped from the rest of the session, and the contest fails when that
+    /// leaves no baseline or no contender.
+    #[allow(clippy::too_many_arguments)] // each argument is a distinct fact of the failure
+    async fn server_failed(
+        &mut self,
+        s: &mut Sliced<'_, '_>,
+        servers: &mut Servers<'_>,
+        c: &mut Contest,
+        p: usize,
+        phase: &str,
+        error: Option<String>,
+        (targets, profile): Build<'_>,
+    ) -> Result<Recovery> {
+        let place = s.spec.placements[p].name.clone();
+        let name = c.name(s.spec);
+        let mut how = servers.failure(&place).await;
+        if let Some(e) = error.filter(|_| !how.iter().any(|h| h.starts_with("the postmaster"))) {
+            how.insert(0, format!("the workload failed: {e}"));
+        }
+        let mut how = how.join("; ");
+        s.failures += 1;
+        let count = s.deaths.entry(place.clone()).or_default();
+        *count += 1;
+        let session = servers.id.clone();
+        if *count == 1 {
+            let what = format!(
+                "placement {place}'s server failed during {phase} of contest {name} in session {session}: {how}"
+            );
+            eprintln!(
+                "  {what}; restarting it on its own data (crash recovery), then every placement of the contest warms up again (segment {})",
+                c.segment + 1
+            );
+            let sspec = SessionSpec {
+                id: session.clone(),
+                placements: vec![&targets[p]],
+                profile,
+                memory: &s.spec.memory_limits[c.memory],
+                dir: session_dir(&self.results.root, &session),
+            };
+            let t0 = Instant::now();
+            let restarted = servers.restart(&sspec, &place).await;
+            add(&mut s.seconds, "restart", t0.elapsed().as_secs_f64());
+            match restarted {
+                Ok(()) => {
+                    eprintln!("  placement {place}'s server is up again after {:.1} s", t0.elapsed().as_secs_f64());
+                    self.manifest.warnings.push(results::Warning::Other(format!(
+                        "{what}; restarted on its own data, the contest went on in a new segment after a fresh warm-up"
+                    )));
+                    c.notes.push(format!("placement {place}'s server failed during {phase} and was restarted"));
+                    return Ok(Recovery::Restarted);
+                }
+                Err(e) => how = format!("{how}; its restart failed: {e}"),
+            }
+        }
+        let what = if *s.deaths.get(&place).unwrap_or(&0) > 1 {
+            format!(
+                "placement {place}'s server failed again during {phase} of contest {name} in session {session}: {how}"
+            )
+        } else {
+            format!("placement {place}'s server failed during {phase} of contest {name} in session {session}: {how}")
+        };
+        let what = format!("{what}; the placement is dropped from the rest of session {session}");
+        eprintln!("  {what}");
+        self.manifest.warnings.push(results::Warning::Other(what.clone()));
+        if let Err(e) = servers.drop_placement(&place).await {
+            eprintln!("  warning: placement {place}'s server could not be stopped: {e}");
+        }
+        s.dropped.insert(p, what.clone());
+        let baseline = c.placements.first() == Some(&p);
+        c.placements.retain(|&q| q != p);
+        if baseline || c.placements.len() < 2 {
+            c.stopped = Some(format!("failed: {what}"));
+            c.failed = true;
+            eprintln!("  [{name}] fails");
+            return Ok(Recovery::Failed);
+        }
+        c.notes.push(what);
+        Ok(Recovery::Dropped)
+    }
+
+    /// A discarded warm-up on every placement's server, in a random order; Err((placement,
+    /// what the workload said)) when one failed.
     async fn warm_up(
         &mut self,
         s: &mut Sliced<'_, '_>,
         servers: &mut Servers<'_>,
         c: &Contest,
         build: Build<'_>,
-    ) -> Result<()> {
+    ) -> Result<std::result::Result<(), (usize, String)>> {
         let m = &self.exp.measurement;
         let workload = &s.spec.workloads[c.workload];
         let t0 = Instant::now();
@@ -394,23 +635,32 @@ impl Session<'_> {
             let planned = self.planned(s, c, p, 0);
             let inp = self.inputs(s, &planned, &w, &[], build);
             let label = format!("{}-{}-c{}", s.spec.placements[p].name, workload.name, c.clients);
-            if let Some(tps) = servers.warm_up(&inp, &label, &mut Quiet).await.context("warm-up")? {
-                s.expected.insert((p, c.workload), tps);
+            match servers.warm_up(&inp, &label, &mut Quiet).await {
+                Ok(Some(tps)) => {
+                    s.expected.insert((p, c.workload), tps);
+                }
+                Ok(None) => {}
+                Err(runner::RunnerError::Cancelled) => bail!("interrupted during the warm-up of {label}"),
+                Err(e @ (runner::RunnerError::Workload(_) | runner::RunnerError::Server(_))) => {
+                    add(&mut s.seconds, "warm_up", t0.elapsed().as_secs_f64());
+                    return Ok(Err((p, e.to_string())));
+                }
+                Err(e) => return Err(anyhow::Error::from(e).context("warm-up")),
             }
         }
         add(&mut s.seconds, "warm_up", t0.elapsed().as_secs_f64());
-        Ok(())
+        Ok(Ok(()))
     }
 
     /// One round: a slice per placement in a random order. Ok(line) with what each placement did,
-    /// or Err(placement) when a placement's server went down.
+    /// or Err(placement index) when a placement's server went down.
     async fn round(
         &mut self,
         s: &mut Sliced<'_, '_>,
         servers: &mut Servers<'_>,
         c: &mut Contest,
         build: Build<'_>,
-    ) -> Result<std::result::Result<String, String>> {
+    ) -> Result<std::result::Result<String, usize>> {
         let workload = &s.spec.workloads[c.workload];
         let mut order = c.placements.clone();
         s.rng.shuffle(&mut order);
@@ -438,7 +688,7 @@ impl Session<'_> {
             }
             c.records.push(record);
             if !servers.is_running(&place) {
-                return Ok(Err(place));
+                return Ok(Err(p));
             }
         }
         Ok(Ok(line.join(", ")))
@@ -625,6 +875,9 @@ mod tests {
             widest,
             progress: widest.map(|w| progress(rounds as usize - 2, Some(8), w, true)),
             stopped: None,
+            failed: false,
+            kept: false,
+            notes: vec![],
         }
     }
 
