@@ -5,7 +5,7 @@
 //! correction (Holm) and a three-way verdict: a real change, an equivalence, or inconclusive.
 
 use serde::Serialize;
-use statrs::distribution::{ContinuousCDF, StudentsT};
+use statrs::distribution::{Beta, ContinuousCDF, StudentsT};
 
 /// The `p` quantile of Student's t with `df` degrees of freedom (fractional df allowed); NaN for
 /// df < 1 or p outside (0, 1).
@@ -352,6 +352,18 @@ pub fn holm(p: &[f64]) -> Vec<f64> {
     out
 }
 
+/// The Clopper-Pearson ("exact") two-sided 95% interval of a binomial proportion: `k`
+/// successes in `n` trials; (0, 1) for n = 0.
+pub fn clopper_pearson(k: u64, n: u64) -> (f64, f64) {
+    if n == 0 {
+        return (0.0, 1.0);
+    }
+    let q = |p: f64, a: f64, b: f64| Beta::new(a, b).map(|d| d.inverse_cdf(p)).unwrap_or(f64::NAN);
+    let low = if k == 0 { 0.0 } else { q(0.025, k as f64, (n - k + 1) as f64) };
+    let high = if k == n { 1.0 } else { q(0.975, (k + 1) as f64, (n - k) as f64) };
+    (low, high)
+}
+
 /// Indices of values further than `k` median absolute deviations from the median (robust
 /// outlier detection on a per-second series).
 pub fn outliers_mad(values: &[f64], k: f64) -> Vec<usize> {
@@ -522,6 +534,21 @@ mod tests {
         let single = Delta::between(&Estimate::of(&[100.0]).unwrap(), &Estimate::of(&[120.0]).unwrap()).unwrap();
         assert_eq!(single.verdict, Verdict::NoInterval);
         assert!(!single.has_interval() && close(single.pct, 20.0, 1e-9));
+    }
+
+    #[test]
+    fn clopper_pearson_matches_r() {
+        // The bounds from their definition, by bisection on the binomial distribution's sums
+        // (P(X >= k | low) = 0.025, P(X <= k | high) = 0.025), as R's binom.test gives them:
+        // 7/69 0.041771 0.197918; 0/30 0 0.115703 (= 1 - 0.025^(1/30)); 3/30 0.021117 0.265288;
+        // 30/30 0.884297 1.
+        for (k, n, lo, hi) in
+            [(7, 69, 0.041771, 0.197918), (0, 30, 0.0, 0.115703), (3, 30, 0.021117, 0.265288), (30, 30, 0.884297, 1.0)]
+        {
+            let (l, h) = clopper_pearson(k, n);
+            assert!(close(l, lo, 1e-6) && close(h, hi, 1e-6), "{k}/{n}: {l} {h}");
+        }
+        assert_eq!(clopper_pearson(0, 0), (0.0, 1.0));
     }
 
     #[test]

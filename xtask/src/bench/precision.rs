@@ -21,7 +21,8 @@ use crate::paths;
 pub struct PrecisionArgs {
     pub trials: u32,
     pub aa_trials: u32,
-    /// `runs`, `slices`, or `slices:<slice>` (e.g. `slices:2s`).
+    /// `runs`, `slices`, `slices:<slice>` (e.g. `slices:2s`), or `shipped` (the main job's own
+    /// `[emulate.measurement]`: 2 s slices, warm-up rule, pilot, ±5% target, with `budget`).
     pub designs: Vec<String>,
     /// The slices designs' budget per experiment.
     pub budget: String,
@@ -44,6 +45,7 @@ struct Row {
     design: String,
     trial: u32,
     cell: String,
+    placement: String,
     pct: f64,
     low: f64,
     high: f64,
@@ -179,6 +181,7 @@ fn read_rows(dir: &Path, experiment: &'static str, design: &str, trial: u32, wal
             design: design.to_string(),
             trial,
             cell: format!("{} {}", c.key.placement, c.key.memory_limit),
+            placement: c.key.placement.clone(),
             pct: d.pct,
             low: d.pct_low,
             high: d.pct_high,
@@ -195,11 +198,14 @@ fn read_rows(dir: &Path, experiment: &'static str, design: &str, trial: u32, wal
 fn experiment_text(experiment: &str, design: &str, budget: &str) -> Result<String> {
     let measurement = match design.split_once(':').unwrap_or((design, "")) {
         ("runs", _) => "[measurement]\ndesign = \"runs\"\n".to_string(),
+        ("shipped", _) => format!(
+            "[measurement]\ndesign = \"slices\"\nslice = \"2s\"\nwarm_up = \"6s\"\nwarm_up_rounds = 2\nmin_rounds = 6\ntarget_halfwidth = \"5%\"\nequivalence_margin = \"5%\"\nbudget = \"{budget}\"\n"
+        ),
         ("slices", slice) => format!(
             "[measurement]\ndesign = \"slices\"\nslice = \"{}\"\nwarm_up = \"8s\"\nmin_rounds = 6\nbudget = \"{budget}\"\n",
             if slice.is_empty() { "4s" } else { slice }
         ),
-        _ => bail!("unknown design {design:?}: use runs, slices or slices:<slice length>"),
+        _ => bail!("unknown design {design:?}: use runs, slices, slices:<slice length> or shipped"),
     };
     let body = match experiment {
         "seed000-tpcb" => SEED000_TPCB,
@@ -407,6 +413,7 @@ fn render(args: &PrecisionArgs, rows: &[Row], profiles: &[SliceProfile], failed:
             ));
         }
     }
+    aa_rates(&mut s, args, rows);
     if !profiles.is_empty() {
         s.push_str("\nIdle time between slices: each second's TPS relative to its slice's mean (1.00 = flat; a first second above the rest means the idle time let the placement's write-back catch up):\n\n| experiment | design | placement | slices | second 1, 2, ... |\n|---|---|---|---:|---|\n");
         for p in profiles {
@@ -441,6 +448,59 @@ fn render(args: &PrecisionArgs, rows: &[Row], profiles: &[SliceProfile], failed:
     s
 }
 
+/// The A/A experiments' error rates per design: intervals that exclude 0 before any correction
+/// (per change), experiments with a real change after Holm's correction (per experiment), each
+/// with its Clopper-Pearson 95% interval, and every placement's mean change over the trials (a
+/// position effect shows as a mean away from 0).
+fn aa_rates(s: &mut String, args: &PrecisionArgs, rows: &[Row]) {
+    for design in &args.designs {
+        let r: Vec<&Row> = rows.iter().filter(|r| r.experiment == "aa" && &r.design == design).collect();
+        if r.is_empty() {
+            continue;
+        }
+        let with_interval: Vec<&&Row> = r.iter().filter(|r| r.low.is_finite()).collect();
+        let excl = with_interval.iter().filter(|r| r.low > 0.0 || r.high < 0.0).count() as u64;
+        let n = with_interval.len() as u64;
+        let mut trials: Vec<u32> = r.iter().map(|r| r.trial).collect();
+        trials.dedup();
+        let bad =
+            trials.iter().filter(|&&t| r.iter().any(|x| x.trial == t && x.verdict == Verdict::RealChange)).count();
+        let (cl, ch) = report::stats::clopper_pearson(excl, n);
+        let (el, eh) = report::stats::clopper_pearson(bad as u64, trials.len() as u64);
+        s.push_str(&format!(
+            "\nA/A, design {design}: {excl} of {n} intervals exclude 0 before any correction ({:.1}%, Clopper-Pearson 95% [{:.1}, {:.1}]); {bad} of {} experiments call a change real after Holm ({:.1}% [{:.1}, {:.1}]).\n\n| placement | trials | mean change [95% CI over trials] |\n|---|---:|---|\n",
+            pct(excl, n),
+            cl * 100.0,
+            ch * 100.0,
+            trials.len(),
+            pct(bad as u64, trials.len() as u64),
+            el * 100.0,
+            eh * 100.0,
+        ));
+        let mut placements: Vec<&str> = r.iter().map(|r| r.placement.as_str()).collect();
+        placements.sort();
+        placements.dedup();
+        for p in placements {
+            let v: Vec<f64> = r.iter().filter(|r| r.placement == p).map(|r| r.pct).collect();
+            match report::stats::Estimate::of(&v) {
+                Some(e) if e.has_interval() => s.push_str(&format!(
+                    "| {p} | {} | {:+.2}% [{:+.2}, {:+.2}] |\n",
+                    e.n,
+                    e.mean,
+                    e.mean - e.ci95,
+                    e.mean + e.ci95
+                )),
+                Some(e) => s.push_str(&format!("| {p} | {} | {:+.2}% |\n", e.n, e.mean)),
+                None => {}
+            }
+        }
+    }
+}
+
+fn pct(k: u64, n: u64) -> f64 {
+    if n == 0 { f64::NAN } else { k as f64 / n as f64 * 100.0 }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -453,5 +513,47 @@ mod tests {
         assert!(text.contains("Trials that failed and are left out of the figures (1):"), "{text}");
         assert!(text.contains("- aa trial 2, design slices:2s: compare failed (exit 1)"), "{text}");
         assert!(!render(&args, &[], &[], &[], 10.0).contains("Trials that failed"));
+    }
+
+    #[test]
+    fn aa_rates_count_per_change_and_per_experiment() {
+        let row = |trial, placement: &str, pct: f64, low: f64, high: f64, verdict| Row {
+            experiment: "aa",
+            design: "shipped".into(),
+            trial,
+            cell: placement.into(),
+            placement: placement.into(),
+            pct,
+            low,
+            high,
+            verdict,
+            method: "paired-log",
+            wall_s: 60.0,
+            rounds: 10,
+        };
+        // Two experiments of two changes: one interval excludes 0 (trial 1, b) but is not a
+        // real change after Holm; trial 2's c is one.
+        let rows = [
+            row(1, "b", 3.0, 0.5, 6.0, Verdict::Inconclusive),
+            row(1, "c", -1.0, -4.0, 2.0, Verdict::Equivalent),
+            row(2, "b", 1.0, -2.0, 4.0, Verdict::Equivalent),
+            row(2, "c", 8.0, 4.0, 12.0, Verdict::RealChange),
+        ];
+        let args = PrecisionArgs { trials: 0, aa_trials: 2, designs: vec!["shipped".into()], budget: "5min".into() };
+        let mut s = String::new();
+        aa_rates(&mut s, &args, &rows);
+        // Clopper-Pearson 2/4: [6.76, 93.24]; 1/2: [1.26, 98.74].
+        assert!(
+            s.contains("2 of 4 intervals exclude 0 before any correction (50.0%, Clopper-Pearson 95% [6.8, 93.2])"),
+            "{s}"
+        );
+        assert!(s.contains("1 of 2 experiments call a change real after Holm (50.0% [1.3, 98.7])"), "{s}");
+        // b: mean 2.0, sd 1.414, t(0.975, 1) 12.706: +-12.71.
+        assert!(s.contains("| b | 2 | +2.00% [-10.71, +14.71] |"), "{s}");
+        assert!(
+            experiment_text("aa", "shipped", "5min")
+                .unwrap()
+                .contains("target_halfwidth = \"5%\"\nequivalence_margin = \"5%\"\nbudget = \"5min\"")
+        );
     }
 }
