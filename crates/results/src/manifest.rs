@@ -398,6 +398,10 @@ pub struct MeasurementRecord {
     /// measuring; 0 in result sets of older versions, which cut by MSER-5).
     #[serde(default)]
     pub warm_up_rounds: u32,
+    /// Slices: per session, the order its placements' data sets were copied and their servers
+    /// started (drawn at random from the seed: the first gets the first port and cgroup).
+    #[serde(default)]
+    pub server_order: BTreeMap<String, Vec<String>>,
     /// Slices: kept rounds of the stopping rule's pilot (`min_rounds`).
     #[serde(default = "default_min_rounds")]
     pub min_rounds: u32,
@@ -417,6 +421,7 @@ impl Default for MeasurementRecord {
             budget_s: None,
             stopped: BTreeMap::new(),
             warm_up_rounds: 0,
+            server_order: BTreeMap::new(),
             min_rounds: default_min_rounds(),
         }
     }

@@ -339,6 +339,9 @@ impl Session<'_> {
         let env = self.build_env(s.env, build);
         let mut placements: Vec<usize> =
             first.placements.iter().copied().filter(|&p| !s.broken.contains_key(&s.spec.placements[p].name)).collect();
+        // No position: the order the data sets are copied in and the servers start (so their
+        // ports and cgroups) is drawn per session, seeded, and recorded in the manifest.
+        s.rng.shuffle(&mut placements);
         let t0 = Instant::now();
         for &c in group {
             for &p in &placements.clone() {
@@ -352,6 +355,10 @@ impl Session<'_> {
         s.dropped.clear();
         let mut servers = self.start_servers(s, &env, &id, &mut placements, (&targets, &build_profile, memory)).await?;
         add(&mut s.seconds, "session start", t0.elapsed().as_secs_f64());
+        self.manifest
+            .measurement
+            .server_order
+            .insert(id.clone(), servers.placements().iter().map(|p| p.to_string()).collect());
         eprintln!(
             "session {id}: {} servers up ({}, memory {}, profile {}{}){}",
             placements.len(),
