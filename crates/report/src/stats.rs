@@ -578,7 +578,7 @@ mod tests {
         // measurement plus a shared 15% block effect. The 95% intervals must cover the truth in
         // about 95% of them (binomial sd 0.34 percentage points: accept 93.5-96.5%), and the
         // paired interval must be the narrower one when blocks share their noise.
-        let mut rng = SplitMix(0x5eed);
+        let mut rng = crate::rounds::simulate::Rng(0x5eed);
         let (mut cover_p, mut cover_w, mut width_p, mut width_w) = (0, 0, 0.0, 0.0);
         let n = 4000;
         for _ in 0..n {
@@ -619,24 +619,5 @@ mod tests {
         let mut v: Vec<f64> = (0..20).map(|i| 98.0 + (i % 5) as f64).collect();
         v[7] = 10.0;
         assert_eq!(outliers_mad(&v, 3.5), vec![7]);
-    }
-
-    /// SplitMix64 (Steele, Lea and Flood 2014) with Box-Muller normals: a fixed-seed generator
-    /// for the simulation test.
-    struct SplitMix(u64);
-    impl SplitMix {
-        fn next(&mut self) -> u64 {
-            self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            z ^ (z >> 31)
-        }
-        fn uniform(&mut self) -> f64 {
-            ((self.next() >> 11) as f64 + 0.5) / (1u64 << 53) as f64
-        }
-        fn normal(&mut self) -> f64 {
-            (-2.0 * self.uniform().ln()).sqrt() * (2.0 * std::f64::consts::PI * self.uniform()).cos()
-        }
     }
 }
