@@ -74,6 +74,43 @@ fn seed000_claims_matches_its_goldens() {
     goldens(rendered(FIXTURES[2]));
 }
 
+#[test]
+fn seed000_slices_matches_its_goldens() {
+    goldens(rendered(FIXTURES[3]));
+}
+
+/// The slices estimator on recorded rounds whose baseline warmed up: the cut falls by round,
+/// alike for every placement, and moved on past the fixed 2 rounds; what is kept is said per
+/// run; the contest is steady; the stability chart draws the cut.
+#[test]
+fn a_sliced_result_set_cuts_its_warm_up_by_round_alike_for_every_placement() {
+    let r = rendered(FIXTURES[3]);
+    let runs = r.read("runs.csv");
+    let mut lines = runs.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let (rep, kept, placement) = (col("repetition"), col("kept"), col("placement"));
+    let mut first_kept = std::collections::BTreeMap::new();
+    for l in lines {
+        let f: Vec<&str> = l.split(',').collect();
+        let round: u32 = f[rep].parse().unwrap();
+        if f[kept] == "true" {
+            let e = first_kept.entry(f[placement].to_string()).or_insert(round);
+            *e = (*e).min(round);
+        } else {
+            assert!(f[kept] == "false", "{l}");
+        }
+    }
+    assert_eq!(first_kept.len(), 3, "{first_kept:?}");
+    assert!(first_kept.values().all(|&r| r == 8), "7 rounds cut for every placement: {first_kept:?}");
+    let summary = r.read("summary.csv");
+    assert!(summary.lines().skip(1).filter(|l| !l.starts_with("nvme,")).all(|l| l.contains(",true,")), "{summary}");
+    let md = r.read("report.md");
+    assert!(md.contains("| read-only c8 mem 192MiB seed000-tuned | 7 | 15 |"), "the cut table");
+    let chart = r.read("charts/stability-read-only-c8-mem192MiB-seed000-tuned.svg");
+    assert!(chart.contains("kept from here (7 cut)"), "the chart marks the cut");
+}
+
 /// The report's opening, up to its results table: the published-vs-measured table and the
 /// findings, from a fixture with claims, wait events and QD1 probes.
 #[test]

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 /// The fixture results directories under `tests/fixtures` (see `tests/fixtures/README.md`).
-pub const FIXTURES: [&str; 3] = ["seed003-tiers", "seed004-profiles", "seed000-claims"];
+pub const FIXTURES: [&str; 4] = ["seed003-tiers", "seed004-profiles", "seed000-claims", "seed000-slices"];
 
 /// A fixture rendered by `report::render` into a scratch copy.
 pub struct Rendered {
@@ -47,7 +47,7 @@ fn copy_dir(from: &Path, to: &Path) {
 /// Renders the fixture `name` (once per test binary) into a fresh copy under Cargo's scratch
 /// directory for integration tests (`target/tmp`).
 pub fn rendered(name: &'static str) -> &'static Rendered {
-    static CELLS: [OnceLock<Rendered>; FIXTURES.len()] = [OnceLock::new(), OnceLock::new(), OnceLock::new()];
+    static CELLS: [OnceLock<Rendered>; FIXTURES.len()] = [const { OnceLock::new() }; FIXTURES.len()];
     let i = FIXTURES.iter().position(|f| *f == name).unwrap_or_else(|| panic!("no fixture {name}"));
     CELLS[i].get_or_init(|| {
         // One scratch directory per test binary, replaced on each run.
