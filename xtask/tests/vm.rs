@@ -8,7 +8,8 @@
 //! Needs root, qemu-system-x86 and mmdebstrap (installed from the package archive if missing)
 //! and, the first time, the package archive to build the guest image (about 5 minutes; cached
 //! in /var/cache/pgtier/vm). The suite runs the quick two (the tools' outputs against the
-//! parsers, seed 000 on real NVMe and PMem: about 7 minutes); the long ones, NVMe/TCP with
+//! parsers, seed 000 on real NVMe and PMem: 3 minutes on 2026-12-02 at load 1-4, 6.5 on a busier
+//! machine, see README); the long ones, NVMe/TCP with
 //! TPC-C, the safety rails and the interrupted runs (about 30 minutes more under TCG), are
 //! `#[ignore]`d: `cargo test -p xtask --test vm -- --ignored` or `PGTIER_VM_TESTS=all cargo
 //! xtask test` runs them. PGTIER_SKIP_VM_TESTS=1 skips them explicitly; without root they
