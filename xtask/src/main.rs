@@ -106,8 +106,12 @@ enum Command {
         #[command(subcommand)]
         what: vm::VmCommand,
     },
-    /// Run the test suite (integration tests need root; see README).
+    /// Run the test suite (integration tests need root; see README); ends with
+    /// `N passed, N failed, N skipped` and lists every skip with its reason.
     Test {
+        /// Fail every test that would skip (naming what it misses); CI=true does the same.
+        #[arg(long)]
+        require_all: bool,
         /// Extra arguments for `cargo test`.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
@@ -174,7 +178,7 @@ fn main() -> ExitCode {
         }
         Command::Report { dir, baseline, contender, out } => report_command(dir, baseline, contender, out),
         Command::Setup { check } => setup::run(check),
-        Command::Test { args } => setup::test(&args),
+        Command::Test { require_all, args } => setup::test(require_all, &args),
         Command::Vm { what } => vm::command(what),
         Command::TpccClient => tpcc_client::serve(),
         Command::Bench { which: BenchCommand::Fidelity { runs, duration, scale, clients, builtin } } => {

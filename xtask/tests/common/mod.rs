@@ -1,21 +1,24 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+#[path = "../../../testsupport/skip.rs"]
+pub mod skip;
 pub mod ssh_host;
+
+pub use skip::skip;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// True when running as root; otherwise fails the test with the reason, unless
-/// PGTIER_SKIP_ROOT_TESTS=1 asks to skip it explicitly.
+/// PGTIER_SKIP_ROOT_TESTS=1 asks to skip it explicitly (a skip, see `skip`: a failure under CI).
 pub fn root_or_skip() -> bool {
     if nix::unistd::geteuid().is_root() {
         return true;
     }
     if std::env::var("PGTIER_SKIP_ROOT_TESTS").as_deref() == Ok("1") {
-        eprintln!("SKIPPED: needs root (PGTIER_SKIP_ROOT_TESTS=1)");
-        return false;
+        return skip("needs root (PGTIER_SKIP_ROOT_TESTS=1)");
     }
     panic!(
         "this test provisions real block devices and runs PostgreSQL; run it as root, or set PGTIER_SKIP_ROOT_TESTS=1 to skip it explicitly"

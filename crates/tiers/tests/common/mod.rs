@@ -5,6 +5,10 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
+#[path = "../../../../testsupport/skip.rs"]
+pub mod skip;
+pub use skip::skip;
+
 use journal::Journal;
 use tiers::plan::Plan;
 use tiers::spec::{DeviceClass, DeviceSpec, NvmeTcpTarget, PartitionSpec, RealDevice, SecretSource};
@@ -18,8 +22,7 @@ pub fn root_or_skip() -> bool {
         return true;
     }
     if std::env::var("PGTIER_SKIP_ROOT_TESTS").as_deref() == Ok("1") {
-        eprintln!("SKIPPED: needs root (PGTIER_SKIP_ROOT_TESTS=1)");
-        return false;
+        return skip("needs root (PGTIER_SKIP_ROOT_TESTS=1)");
     }
     panic!(
         "this test provisions real block devices and needs root; run it as root or set PGTIER_SKIP_ROOT_TESTS=1 to skip it explicitly"

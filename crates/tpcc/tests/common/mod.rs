@@ -7,6 +7,10 @@ use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
+#[path = "../../../../testsupport/skip.rs"]
+pub mod skip;
+pub use skip::skip;
+
 use journal::Journal;
 use runner::server::{Server, initdb, write_config};
 use runner::{DbUser, PgInstall};
@@ -19,8 +23,7 @@ pub fn root_or_skip() -> bool {
         return true;
     }
     if std::env::var("PGTIER_SKIP_ROOT_TESTS").as_deref() == Ok("1") {
-        eprintln!("SKIPPED: needs root to run PostgreSQL as the postgres user (PGTIER_SKIP_ROOT_TESTS=1)");
-        return false;
+        return skip("needs root to run PostgreSQL as the postgres user (PGTIER_SKIP_ROOT_TESTS=1)");
     }
     panic!(
         "this test starts a PostgreSQL server as the OS user postgres and needs root; run it as root or set PGTIER_SKIP_ROOT_TESTS=1 to skip it explicitly"
