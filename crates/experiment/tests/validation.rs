@@ -779,6 +779,7 @@ fn every_shipped_study_carries_its_claims() {
             ("tps", "+44.6%"),
             ("latency", "-30.8%"),
             ("tps", "3.4x"),
+            ("tps", "no change"),
             ("tps", "4.5x")
         ])
     );
