@@ -788,8 +788,8 @@ fn every_shipped_study_carries_its_claims() {
     assert_eq!(figures("nvme-vs-nvmeof.toml"), s(&[("nopm", "-4.52%"), ("nopm", "-2.10%")]));
     assert_eq!(figures("pgbench-thread-sweep.toml"), s(&[("tps", "+2%..+7%")]));
     // The 1 GB run is the emulated 192MiB limit; the study's 1GiB on real hardware.
-    assert_eq!(load("pmem-vs-nvme.toml", true).claims[5].memory_limit, "192MiB");
-    assert_eq!(load("pmem-vs-nvme.toml", false).claims[5].memory_limit, "1GiB");
+    assert_eq!(load("pmem-vs-nvme.toml", true).claims[6].memory_limit, "192MiB");
+    assert_eq!(load("pmem-vs-nvme.toml", false).claims[6].memory_limit, "1GiB");
     assert!(load("nvme-vs-nvmeof.toml", true).claims.iter().all(|c| c.at_peak));
 }
 
