@@ -305,9 +305,13 @@ impl Session<'_> {
         }
         let unsteady = |i: usize| all[i].progress.as_ref().is_some_and(|p| p.steady.iter().any(|s| !s));
         let missing: Vec<usize> = (0..all.len())
-            .filter(|&i| !all[i].failed && (unsteady(i) || all[i].widest.is_some_and(|w| w > target)))
+            .filter(|&i| {
+                // No interval yet (a restart's warm-up took the rounds) counts as the widest.
+                let short = all[i].rounds > 0 && all[i].widest.is_none_or(|w| w > target);
+                !all[i].failed && (unsteady(i) || short)
+            })
             .collect();
-        // A contest still moving first, then the widest.
+        // A contest still moving first, then the widest (none yet first of all).
         let worst = *missing.iter().max_by(|&&a, &&b| {
             (unsteady(a), all[a].widest.unwrap_or(f64::INFINITY))
                 .partial_cmp(&(unsteady(b), all[b].widest.unwrap_or(f64::INFINITY)))
