@@ -198,6 +198,14 @@ fn tiny_experiment_end_to_end() {
         serde_json::from_slice(&std::fs::read(out.join("manifest.json")).unwrap()).unwrap();
     assert!(manifest["measurement"]["seed"].as_u64().is_some(), "the run order's seed is recorded");
     assert_eq!(manifest["measurement"]["design"], "runs");
+    // The order the stand-ins were made in (drawn from the seed) is recorded: every device once.
+    let mut order: Vec<&str> =
+        manifest["measurement"]["device_order"].as_array().unwrap().iter().map(|d| d.as_str().unwrap()).collect();
+    let mut named: Vec<&str> =
+        manifest["devices"].as_array().unwrap().iter().map(|d| d["name"].as_str().unwrap()).collect();
+    order.sort();
+    named.sort();
+    assert_eq!(order, named, "device_order is a permutation of the devices");
     let pm = manifest["devices"].as_array().unwrap().iter().find(|d| d["name"] == "pm").unwrap();
     assert_eq!(pm["dax_requested"], "required");
     assert_eq!(pm["dax_honoured"], false, "the emulated PMem cannot honour DAX and the results say so");

@@ -402,6 +402,10 @@ pub struct MeasurementRecord {
     /// started (drawn at random from the seed: the first gets the first port and cgroup).
     #[serde(default)]
     pub server_order: BTreeMap<String, Vec<String>>,
+    /// Emulated tiers: the order the stand-in devices were made in (drawn from the seed: the
+    /// first gets the first loop device, zram id, link and port); empty on real devices.
+    #[serde(default)]
+    pub device_order: Vec<String>,
     /// Slices: kept rounds of the stopping rule's pilot (`min_rounds`).
     #[serde(default = "default_min_rounds")]
     pub min_rounds: u32,
@@ -422,6 +426,7 @@ impl Default for MeasurementRecord {
             stopped: BTreeMap::new(),
             warm_up_rounds: 0,
             server_order: BTreeMap::new(),
+            device_order: Vec::new(),
             min_rounds: default_min_rounds(),
         }
     }

@@ -173,6 +173,9 @@ impl<'a> Session<'a> {
         std::fs::write(self.results.root.join("plan.txt"), plan.to_string())?;
         self.manifest = manifest::begin(self.exp, &self.pre, plan, &self.runs, self.started, self.previous.as_ref());
         self.manifest.measurement.seed = Some(self.seed);
+        if plan.emulated {
+            self.manifest.measurement.device_order = plan.mountpoints.iter().map(|(name, _)| name.clone()).collect();
+        }
         self.begun = true;
         Ok(())
     }

@@ -76,7 +76,12 @@ impl Setup {
             Ok(u) => (u.uid, u.gid),
             Err(_) => (0, 0),
         };
-        let devices: Vec<tiers::DeviceSpec> = exp.used_devices().into_iter().cloned().collect();
+        let mut devices: Vec<tiers::DeviceSpec> = exp.used_devices().into_iter().cloned().collect();
+        // No position: the emulated stand-ins are made in an order drawn from the seed (which
+        // one gets the first loop device, zram id, link and port), recorded in the manifest.
+        if args.emulate {
+            runner::matrix::SplitMix64::new(seed ^ DEVICE_ORDER_SALT).shuffle(&mut devices);
+        }
         let ctx = PlanContext {
             short_id,
             work_dir: paths::work_root().join(&run_id),
@@ -153,6 +158,10 @@ fn apply_overrides(exp: &mut Experiment, m: &super::MeasurementArgs) -> Result<(
     }
     Ok(())
 }
+
+/// Mixed into the seed for the order the emulated devices are made in, so that it is not the
+/// run order's first draw.
+const DEVICE_ORDER_SALT: u64 = 0xde71_ce0f_0bde_5eed;
 
 /// A seed nobody chose: the clock and the process id.
 fn fresh_seed() -> u64 {
