@@ -54,6 +54,8 @@ struct Row {
     /// The whole command's wall time, seconds.
     wall_s: f64,
     rounds: usize,
+    /// The machine's 1-minute load average when the experiment started.
+    load: Option<f64>,
 }
 
 pub fn precision(args: PrecisionArgs) -> ExitCode {
@@ -173,6 +175,7 @@ fn slice_profiles(dir: &Path, experiment: &'static str, design: &str) -> Result<
 fn read_rows(dir: &Path, experiment: &'static str, design: &str, trial: u32, wall_s: f64) -> Result<Vec<Row>> {
     let set = report::ResultSet::load(dir).with_context(|| format!("read {}", dir.display()))?;
     let summary = report::summarize(&set);
+    let load = set.manifest.host.load_average.as_deref().and_then(|l| l.split_whitespace().next()?.parse().ok());
     let mut rows = Vec::new();
     for c in summary.cells.iter().filter(|c| !c.is_baseline) {
         let Some(d) = c.tps_delta else { continue };
@@ -189,6 +192,7 @@ fn read_rows(dir: &Path, experiment: &'static str, design: &str, trial: u32, wal
             method: d.method.as_str(),
             wall_s,
             rounds: c.runs,
+            load,
         });
     }
     Ok(rows)
@@ -465,10 +469,16 @@ fn aa_rates(s: &mut String, args: &PrecisionArgs, rows: &[Row]) {
         trials.dedup();
         let bad =
             trials.iter().filter(|&&t| r.iter().any(|x| x.trial == t && x.verdict == Verdict::RealChange)).count();
+        // A contest still moving gets no verdict; its interval is counted above all the same.
+        let not_steady = r.iter().filter(|r| r.verdict == Verdict::NotSteady).count();
+        let steady_excl =
+            with_interval.iter().filter(|r| r.verdict != Verdict::NotSteady && (r.low > 0.0 || r.high < 0.0)).count();
+        let loads: Vec<f64> = r.iter().filter_map(|r| r.load).collect();
+        let (lo, hi) = loads.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| (a.min(x), b.max(x)));
         let (cl, ch) = report::stats::clopper_pearson(excl, n);
         let (el, eh) = report::stats::clopper_pearson(bad as u64, trials.len() as u64);
         s.push_str(&format!(
-            "\nA/A, design {design}: {excl} of {n} intervals exclude 0 before any correction ({:.1}%, Clopper-Pearson 95% [{:.1}, {:.1}]); {bad} of {} experiments call a change real after Holm ({:.1}% [{:.1}, {:.1}]).\n\n| placement | trials | mean change [95% CI over trials] |\n|---|---:|---|\n",
+            "\nA/A, design {design}: {excl} of {n} intervals exclude 0 before any correction ({:.1}%, Clopper-Pearson 95% [{:.1}, {:.1}]); {bad} of {} experiments call a change real after Holm ({:.1}% [{:.1}, {:.1}]).\n\n",
             pct(excl, n),
             cl * 100.0,
             ch * 100.0,
@@ -477,6 +487,12 @@ fn aa_rates(s: &mut String, args: &PrecisionArgs, rows: &[Row]) {
             el * 100.0,
             eh * 100.0,
         ));
+        s.push_str(&format!(
+            "{not_steady} of {} changes were in contests called not steady (no verdict); {steady_excl} intervals of steady contests exclude 0. Load average at the experiments' start: {}.\n\n",
+            r.len(),
+            if loads.is_empty() { "not recorded".to_string() } else { format!("{lo:.1} to {hi:.1}") }
+        ));
+        s.push_str("| placement | trials | mean change [95% CI over trials] |\n|---|---:|---|\n");
         let mut placements: Vec<&str> = r.iter().map(|r| r.placement.as_str()).collect();
         placements.sort();
         placements.dedup();
@@ -530,6 +546,7 @@ mod tests {
             method: "paired-log",
             wall_s: 60.0,
             rounds: 10,
+            load: Some(1.5),
         };
         // Two experiments of two changes: one interval excludes 0 (trial 1, b) but is not a
         // real change after Holm; trial 2's c is one.
@@ -548,6 +565,11 @@ mod tests {
             "{s}"
         );
         assert!(s.contains("1 of 2 experiments call a change real after Holm (50.0% [1.3, 98.7])"), "{s}");
+        assert!(s.contains("0 of 4 changes were in contests called not steady"), "{s}");
+        assert!(
+            s.contains("2 intervals of steady contests exclude 0. Load average at the experiments' start: 1.5 to 1.5."),
+            "{s}"
+        );
         // b: mean 2.0, sd 1.414, t(0.975, 1) 12.706: +-12.71.
         assert!(s.contains("| b | 2 | +2.00% [-10.71, +14.71] |"), "{s}");
         assert!(
