@@ -3,7 +3,8 @@
 //! own with raw output, deltas paired by round, the stop reason recorded, nothing left behind.
 //! The data has a known answer: placement b's device is throttled to 100 write IOPS (every
 //! commit's WAL flush waits for it), so b must come out a real change far below a; and the
-//! target (±0.01%) is out of reach, so the contest must stop on its share of the budget.
+//! target (±0.01%) is out of reach, so the contest must stop on its share of the budget. A
+//! negative control (a twin of a on a device of its own) is measured alongside and reported first.
 //! Needs root; PGTIER_SKIP_ROOT_TESTS=1 skips it.
 
 mod common;
@@ -21,8 +22,10 @@ design = "slices"
 slice = "2s"
 warm_up = "2s"
 min_rounds = 3
-budget = "30s"
+warm_up_rounds = 1
+budget = "50s"
 target_halfwidth = "0.01%"
+control = true
 
 [postgres]
 profiles = ["default"]
@@ -91,19 +94,19 @@ fn a_sliced_comparison_pairs_rounds_and_records_why_it_stopped() {
     assert!(o.status.success(), "compare failed\nstdout:\n{stdout}\nstderr:\n{stderr}");
     assert!(stderr.contains("teardown complete"), "{stderr}");
     assert_nothing_left(&env.state());
-    assert!(stderr.contains("session s1: 2 servers up"), "both servers up at once:\n{stderr}");
+    assert!(stderr.contains("session s1: 3 servers up"), "a, b and the control up at once:\n{stderr}");
     assert!(stderr.contains("[rw c2 mem 256MiB default] round 3:"), "a line per round:\n{stderr}");
 
     let runs = csv_rows(&out.join("runs.csv"));
     let rounds = runs.iter().map(|r| r["repetition"].parse::<u32>().unwrap()).max().unwrap();
     assert!(rounds >= 3, "at least min_rounds rounds: {rounds}");
-    assert_eq!(runs.len() as u32, 2 * rounds, "one slice per placement and round");
+    assert_eq!(runs.len() as u32, 3 * rounds, "one slice per placement and round");
     assert!(runs.iter().all(|r| r["status"] == "ok" && r["duration_s"] == "2.0"), "{runs:?}");
     for round in 1..=rounds {
         let mut in_round: Vec<&str> =
             runs.iter().filter(|r| r["repetition"] == round.to_string()).map(|r| r["placement"].as_str()).collect();
         in_round.sort();
-        assert_eq!(in_round, ["a", "b"], "round {round} holds each placement once");
+        assert_eq!(in_round, ["a", "b", "control"], "round {round} holds each placement once");
     }
     for r in &runs {
         let dir = out.join("runs").join(&r["run_id"]);
@@ -132,6 +135,25 @@ fn a_sliced_comparison_pairs_rounds_and_records_why_it_stopped() {
     eprintln!("b against a: {delta:+.1}% (interval up to {high:+.1}%); stopped: {why}");
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(report.contains("Design **slices**") && report.contains(why), "report.md says how and why");
+
+    // The negative control: a twin of a on its own emulated device, first in report.md.
+    assert_eq!(m["control"], "control");
+    assert!(manifest["devices"].as_array().unwrap().iter().any(|d| d["name"] == "da-control"), "its own device");
+    let control = summary.iter().find(|r| r["placement"] == "control").expect("the control's row");
+    assert!(!control["tps_delta_ci95_low_pct"].is_empty(), "the control has an interval: {control:?}");
+    let status = control["control"].as_str();
+    assert!(status == "held" || status == "moved", "{control:?}");
+    assert_eq!(b["control"], status, "every row of the contest carries the control's check");
+    let section = report.find("## Negative control").expect("the control's section");
+    assert!(section < report.find("## Findings").unwrap_or(usize::MAX), "the control comes first");
+    assert!(report.contains("| rw c2 mem 256MiB default | "), "a row per contest");
+    // Nothing differs, so the control should hold; when it moved (5% of runs), every verdict of
+    // the contest says it is untrustworthy, the findings first.
+    assert_eq!(status == "moved", report.contains("**untrustworthy: the control"), "{report}");
+    eprintln!(
+        "control against a: {}% [{}, {}], {status}",
+        control["tps_delta_pct"], control["tps_delta_ci95_low_pct"], control["tps_delta_ci95_high_pct"]
+    );
 }
 
 #[test]

@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 use error::Source;
 pub use error::{ConfigError, ConfigErrors};
 pub use golden::{RoomNeed, RoomPart, wal_allowance};
+pub use model::{CONTROL_DEVICE_SUFFIX, CONTROL_PLACEMENT};
 pub use model::{
     Claim, ClaimAcross, ClaimMetric, Design, Experiment, FaultKind, FaultSpec, GoldenCopy, Host, HostRole,
     HugePagesNeed, KernelSettings, Measurement, Origin, Placement, ProfileInfo,

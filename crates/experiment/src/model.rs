@@ -279,7 +279,18 @@ pub struct Measurement {
     /// Slices: leading rounds of every segment (a session, or a server life) that do not count:
     /// the fixed part of the warm-up cut (the report's trend tests may cut more).
     pub warm_up_rounds: u32,
+    /// A negative control: the placement [`CONTROL_PLACEMENT`], a twin of the baseline (on
+    /// identical emulated devices of its own when emulating, on the baseline's own devices on
+    /// real hardware), is measured as one more contender; nothing can differ, so a change it
+    /// shows is the method's own error.
+    pub control: bool,
 }
+
+/// The name of the negative control's placement (`[measurement] control = true`).
+pub const CONTROL_PLACEMENT: &str = "control";
+
+/// The suffix of the negative control's own emulated devices (`nvme-data` -> `nvme-data-control`).
+pub const CONTROL_DEVICE_SUFFIX: &str = "-control";
 
 impl Default for Measurement {
     fn default() -> Self {
@@ -292,6 +303,7 @@ impl Default for Measurement {
             equivalence_margin_pct: 2.0,
             min_rounds: 6,
             warm_up_rounds: 2,
+            control: false,
         }
     }
 }

@@ -148,6 +148,9 @@ pub struct RawMeasurement {
     /// Slices: leading rounds of every segment that do not count (the warm-up cut).
     #[serde(default)]
     pub warm_up_rounds: Option<Spanned<u32>>,
+    /// A negative control: a twin of the baseline placement measured as one more contender.
+    #[serde(default)]
+    pub control: Option<Spanned<bool>>,
 }
 
 /// A fault injected into one measured run (fault-handling studies, and pgtier's own tests).

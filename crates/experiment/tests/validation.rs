@@ -963,3 +963,30 @@ fn an_emulated_device_too_small_for_the_golden_copy_is_refused_at_its_size() {
     );
     assert!(parse(Path::new("exp.toml"), &text, &opts(false)).is_ok());
 }
+
+#[test]
+fn a_negative_control_twins_the_baseline() {
+    let text = BASE.replace("[emulate]\n", "[measurement]\ndesign = \"slices\"\ncontrol = true\n\n[emulate]\n");
+    // Emulated: its own stand-ins, cloned from the baseline's device.
+    let e = parse(Path::new("exp.toml"), &text, &opts(true)).unwrap();
+    assert!(e.measurement.control);
+    let control = e.placements.iter().find(|p| p.name == experiment::CONTROL_PLACEMENT).expect("the twin");
+    assert_eq!((control.data.as_str(), control.wal.as_str()), ("d1-control", "d1-control"));
+    let d1 = e.devices.iter().find(|d| d.name == "d1").unwrap();
+    let twin = e.devices.iter().find(|d| d.name == "d1-control").expect("the twin's device");
+    assert_eq!((twin.class, twin.emulation.size_bytes), (d1.class, d1.emulation.size_bytes));
+    assert_eq!(e.used_devices().len(), 3);
+    // Real hardware: the baseline's own devices, no invented disk.
+    let real = parse(Path::new("exp.toml"), &text, &opts(false)).unwrap();
+    let control = real.placements.iter().find(|p| p.name == experiment::CONTROL_PLACEMENT).unwrap();
+    assert_eq!((control.data.as_str(), control.wal.as_str()), ("d1", "d1"));
+    assert_eq!(real.devices.len(), 2);
+    // Off by default, and a name clash is an error naming the key and its line.
+    assert!(!parse(Path::new("exp.toml"), BASE, &opts(true)).unwrap().placements.iter().any(|p| p.name == "control"));
+    let clash = text.replace("name = \"pm\"", "name = \"control\"");
+    let errs = errors(&clash, true);
+    let err =
+        errs.0.iter().find(|e| e.key.as_deref() == Some("measurement.control")).unwrap_or_else(|| panic!("{errs}"));
+    assert_eq!(err.line, Some(line_of(&clash, "control = true")));
+    assert!(err.message.contains("rename"), "{err}");
+}

@@ -271,7 +271,11 @@ pub fn check_all(set: &ResultSet, summary: &Summary, study: &Study) -> Vec<Claim
                     done(cell_text, None, ClaimVerdict::Inconclusive, "no figure for this metric in these runs".into())
                 }
                 Some(d) => {
-                    let (verdict, why) = judge(c.low_pct, c.high_pct, &d, margin);
+                    let (verdict, mut why) = judge(c.low_pct, c.high_pct, &d, margin);
+                    // The negative control moved in this contest: the measured figure is suspect.
+                    if let Some(w) = summary.control_of(&cont).and_then(|x| x.warning()) {
+                        why.push_str(&format!("; {w}"));
+                    }
                     done(cell_text, Some(d), verdict, why)
                 }
             }

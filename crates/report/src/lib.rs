@@ -6,6 +6,7 @@ pub mod analysis;
 pub mod charts;
 pub mod claims;
 pub mod compare;
+pub mod control;
 pub mod evidence;
 pub mod export;
 pub mod fidelity;

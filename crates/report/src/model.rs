@@ -130,6 +130,15 @@ pub struct Summary {
     pub warnings: Vec<SummaryWarning>,
     /// How the deltas were computed (design, method, margin, the families Holm corrected).
     pub analysis: Analysis,
+    /// The negative control's check per contest (empty without `[measurement] control`).
+    pub controls: Vec<crate::control::ControlCheck>,
+}
+
+impl Summary {
+    /// What the negative control showed in the contest of `key`, if the study has one.
+    pub fn control_of(&self, key: &CellKey) -> Option<&crate::control::ControlCheck> {
+        crate::control::of(&self.controls, key)
+    }
 }
 
 fn cell_order(set: &ResultSet) -> Vec<CellKey> {
@@ -209,7 +218,8 @@ pub fn summarize(set: &ResultSet) -> Summary {
         cells.push(cell);
     }
     let margin = measurement.equivalence_margin_pct;
-    let tests = judge(&mut cells, margin);
+    let control = measurement.control.as_deref();
+    let tests = judge(&mut cells, margin, control);
     for (name, c) in contests.iter().filter(|(_, c)| !c.steady) {
         warnings.push(SummaryWarning::NotSteady { contest: name.clone(), detail: not_steady_detail(c) });
     }
@@ -242,7 +252,13 @@ pub fn summarize(set: &ResultSet) -> Summary {
         rule,
         contests,
     };
-    Summary { cells, missing, warnings, analysis }
+    let controls = control.map(|c| crate::control::checks(&cells, c)).unwrap_or_default();
+    for c in &controls {
+        if let Some(w) = c.warning() {
+            warnings.push(SummaryWarning::ControlMoved { contest: c.contest.clone(), detail: w });
+        }
+    }
+    Summary { cells, missing, warnings, analysis, controls }
 }
 
 /// Why a contest is not steady, in figures.
@@ -268,10 +284,13 @@ fn not_steady_detail(c: &analysis::ContestAnalysis) -> String {
 }
 
 /// Holm's correction over every delta of each figure in the study, then the verdicts against
-/// the margin (statement latencies: the verdict alone); returns the size of each family.
-fn judge(cells: &mut [CellSummary], margin: f64) -> BTreeMap<Figure, usize> {
+/// the margin (statement latencies: the verdict alone); returns the size of each family. The
+/// negative control is no hypothesis of the study: its deltas are judged apart, uncorrected.
+fn judge(cells: &mut [CellSummary], margin: f64, control: Option<&str>) -> BTreeMap<Figure, usize> {
     let mut family: Vec<(Figure, &mut Delta)> = Vec::new();
+    let mut own: Vec<(Figure, &mut Delta)> = Vec::new();
     for c in cells.iter_mut() {
+        let family = if Some(c.key.placement.as_str()) == control { &mut own } else { &mut family };
         for (f, d) in [
             (Figure::Tps, &mut c.tps_delta),
             (Figure::Latency, &mut c.latency_delta),
@@ -284,6 +303,9 @@ fn judge(cells: &mut [CellSummary], margin: f64) -> BTreeMap<Figure, usize> {
         }
     }
     let tests = analysis::adjust_and_classify(&mut family, margin);
+    for (_, d) in own {
+        *d = d.classified(margin);
+    }
     for c in cells.iter_mut() {
         for st in c.statements.iter_mut() {
             if let Some(d) = st.delta.as_mut() {

@@ -23,6 +23,8 @@ pub enum SummaryWarning {
     /// Slices: a contest's kept rounds still moved (a trend, or a segment still trending with
     /// 4 rounds left): its changes are `not steady`, neither real changes nor equivalences.
     NotSteady { contest: String, detail: String },
+    /// The negative control's interval excludes 0 in a contest: its verdicts are untrustworthy.
+    ControlMoved { contest: String, detail: String },
     /// Some cells have a single successful run.
     SingleRunCells,
     /// One run's own warning.
@@ -55,6 +57,10 @@ impl fmt::Display for SummaryWarning {
             SummaryWarning::NotSteady { contest, detail } => write!(
                 f,
                 "contest {contest}: not steady ({detail}); its changes are not called real changes or equivalences on this evidence, measure it longer",
+            ),
+            SummaryWarning::ControlMoved { contest, detail } => write!(
+                f,
+                "contest {contest}: {detail}; nothing differs between the two, so its other verdicts are not to be trusted: measure it again"
             ),
             SummaryWarning::SingleRunCells => f.write_str(
                 "some cells have a single successful run: no confidence interval, so no delta can be called a real change",

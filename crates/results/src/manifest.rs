@@ -406,6 +406,10 @@ pub struct MeasurementRecord {
     /// first gets the first loop device, zram id, link and port); empty on real devices.
     #[serde(default)]
     pub device_order: Vec<String>,
+    /// The negative control's placement (`[measurement] control = true`): a twin of the
+    /// baseline, so any change it shows is the method's own error.
+    #[serde(default)]
+    pub control: Option<String>,
     /// Slices: kept rounds of the stopping rule's pilot (`min_rounds`).
     #[serde(default = "default_min_rounds")]
     pub min_rounds: u32,
@@ -427,6 +431,7 @@ impl Default for MeasurementRecord {
             warm_up_rounds: 0,
             server_order: BTreeMap::new(),
             device_order: Vec::new(),
+            control: None,
             min_rounds: default_min_rounds(),
         }
     }

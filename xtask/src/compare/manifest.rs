@@ -77,6 +77,7 @@ pub fn begin(
             budget_s: exp.measurement.budget.map(|b| b.as_secs_f64()),
             warm_up_rounds: exp.measurement.warm_up_rounds,
             min_rounds: exp.measurement.min_rounds,
+            control: exp.measurement.control.then(|| experiment::CONTROL_PLACEMENT.to_string()),
             ..Default::default()
         },
         claims: exp.claims.iter().map(claim_record).collect(),

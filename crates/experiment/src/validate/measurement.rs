@@ -93,6 +93,9 @@ impl Validator<'_> {
             }
             m.warm_up_rounds = (*n.get_ref()).min(20);
         }
+        if let Some((b, _)) = pick!(control) {
+            m.control = *b.get_ref();
+        }
         if m.design == Design::Runs {
             for (present, key) in [
                 (pick!(slice).is_some(), "slice"),

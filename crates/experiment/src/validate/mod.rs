@@ -2,6 +2,7 @@
 //! at once) with the file, line and key it concerns.
 
 mod claim;
+mod control;
 mod device;
 mod emulate;
 mod experiment;
@@ -48,7 +49,7 @@ impl<'a> Validator<'a> {
         let ex = self.experiment_section(raw.experiment.get_ref(), &ov, opts);
         let pg = self.postgres_section(raw.postgres.as_ref().map(|p| p.get_ref()), &ov, opts);
         let mut devices = self.devices(raw, &ov, opts);
-        let placements = self.placements(raw, &devices);
+        let mut placements = self.placements(raw, &devices);
         let golden_copy = self.golden_copy(raw, &placements);
         let workloads = self.workloads(raw, &ov, opts);
         let kernel = self.kernel(raw.kernel.as_ref(), &ov, opts);
@@ -58,6 +59,7 @@ impl<'a> Validator<'a> {
             raw.emulate.as_ref().and_then(|e| e.get_ref().measurement.as_ref()),
             opts,
         );
+        self.control_twin(raw, &mut devices, &mut placements, opts);
         let claims = self.claims(
             raw,
             &claim::Matrix {

@@ -214,6 +214,9 @@ struct SummaryRow<'a> {
     kept_rounds: Option<usize>,
     rounds_cut: Option<u32>,
     rounds_needed: Option<usize>,
+    /// With a negative control: `held` or `moved` (its interval excluded 0 in this contest, so
+    /// the contest's verdicts are untrustworthy); empty without one.
+    control: &'static str,
 }
 
 fn verdict_of(d: Option<&Delta>, baseline: bool) -> &'static str {
@@ -306,6 +309,11 @@ fn summary_row<'a>(c: &'a CellSummary, summary: &'a Summary) -> SummaryRow<'a> {
         kept_rounds: contest.map(|a| a.kept),
         rounds_cut: contest.map(|a| a.cut.rounds_dropped()),
         rounds_needed: contest.and_then(|a| a.needed),
+        control: match summary.control_of(&c.key) {
+            Some(x) if x.moved => "moved",
+            Some(_) => "held",
+            None => "",
+        },
     }
 }
 
@@ -502,10 +510,10 @@ mod tests {
         assert_eq!(runs.matches(',').count(), 33, "34 columns in runs.csv");
         assert!(runs.trim_end().ends_with("failure,failure_kind,build,segment,kept"), "new columns at the end");
         let summary = header::<SummaryRow>();
-        assert_eq!(summary.matches(',').count(), 46, "47 columns in summary.csv");
+        assert_eq!(summary.matches(',').count(), 47, "48 columns in summary.csv");
         assert!(
             summary.trim_end().ends_with(
-                "nopm_p_holm,build,steady,lag1_autocorrelation,trend_pct_over_kept,trend_p_value,kept_rounds,rounds_cut,rounds_needed"
+                "nopm_p_holm,build,steady,lag1_autocorrelation,trend_pct_over_kept,trend_p_value,kept_rounds,rounds_cut,rounds_needed,control"
             ),
             "new columns at the end"
         );

@@ -64,7 +64,11 @@ pub(super) fn findings(s: &mut String, set: &ResultSet, summary: &Summary, study
     let mut lines: Vec<String> = Vec::new();
     lines.extend(claims_line(checks, set.manifest.emulated));
     for g in crate::views::groups(summary) {
-        lines.extend(group_finding(&g, &set.manifest.baseline, study));
+        let untrustworthy = g.first().and_then(|c| summary.control_of(&c.key)).and_then(|c| c.warning());
+        lines.extend(group_finding(&g, &set.manifest.baseline, study).map(|l| match &untrustworthy {
+            Some(w) => format!("**{w}**: {l}"),
+            None => l,
+        }));
     }
     lines.extend(emulation_line(&set.manifest));
     if lines.is_empty() {
@@ -180,6 +184,9 @@ pub(super) fn whys(set: &ResultSet, summary: &Summary, study: &Study) -> Vec<Str
                 study.cause(&c.key, baseline, c.headline().1.as_ref()).unwrap_or_else(|| "no baseline cell".into());
             if let Some(n) = crate::fidelity::note(&set.manifest, &c.key.placement, baseline) {
                 w.push_str(&format!("; **{n}**"));
+            }
+            if let Some(u) = summary.control_of(&c.key).and_then(|c| c.warning()) {
+                w.push_str(&format!("; **{u}**"));
             }
             w.replace('|', "/")
         })

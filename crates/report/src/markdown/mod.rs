@@ -59,6 +59,7 @@ impl Exporter for MarkdownExporter {
         let study = Study::of(set, summary);
         let checks = claims::check_all(set, summary, &study);
         header(&mut s, m);
+        crate::control::markdown_section(&mut s, &summary.controls, &m.baseline);
         findings::published_vs_measured(&mut s, m, &checks);
         findings::findings(&mut s, set, summary, &study, &checks);
         tables::results_table(&mut s, summary, &findings::whys(set, summary, &study));

@@ -393,6 +393,7 @@ mod tests {
                 rule: None,
                 contests: Default::default(),
             },
+            controls: vec![],
         };
         let keys: Vec<Vec<String>> = groups(&summary)
             .iter()
