@@ -23,7 +23,7 @@ slice = "2s"
 warm_up = "2s"
 min_rounds = 3
 warm_up_rounds = 1
-budget = "50s"
+budget = "75s"
 target_halfwidth = "0.01%"
 control = true
 
@@ -135,6 +135,10 @@ fn a_sliced_comparison_pairs_rounds_and_records_why_it_stopped() {
     eprintln!("b against a: {delta:+.1}% (interval up to {high:+.1}%); stopped: {why}");
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(report.contains("Design **slices**") && report.contains(why), "report.md says how and why");
+
+    // What the idle servers wrote during the others' slices, from each slice's raw counters.
+    let idle = report.find("### Idle placements' background writes during slices").expect("the idle-I/O section");
+    assert!(report[idle..].contains("| rw c2 mem 256MiB default | "), "a row for the contest");
 
     // The negative control: a twin of a on its own emulated device, first in report.md.
     assert_eq!(m["control"], "control");

@@ -11,6 +11,7 @@ pub mod evidence;
 pub mod export;
 pub mod fidelity;
 pub mod fleet;
+pub mod idle_io;
 pub mod markdown;
 pub mod model;
 pub mod rounds;

@@ -8,6 +8,7 @@
 //! summary.csv, charts/, report.md   written by `report`
 //! ```
 
+pub mod diskstats;
 pub mod fleet;
 pub mod manifest;
 pub mod record;

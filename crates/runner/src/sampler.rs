@@ -5,45 +5,11 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use results::diskstats::parse_diskstats_line;
+pub use results::diskstats::{DiskCounters, parse_diskstats};
 use results::record::{CpuSplit, DeviceIo, IoSample};
 
 use crate::matrix::DeviceRole;
-
-/// Counters of one block device (from /proc/diskstats).
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct DiskCounters {
-    pub reads: u64,
-    pub read_sectors: u64,
-    pub read_ms: u64,
-    pub writes: u64,
-    pub write_sectors: u64,
-    pub write_ms: u64,
-}
-
-/// Parses /proc/diskstats into counters per kernel name.
-pub fn parse_diskstats(text: &str) -> BTreeMap<String, DiskCounters> {
-    text.lines().filter_map(parse_diskstats_line).map(|(name, c)| (name.to_string(), c)).collect()
-}
-
-/// One line of /proc/diskstats: the device's kernel name and its counters.
-fn parse_diskstats_line(line: &str) -> Option<(&str, DiskCounters)> {
-    let f: Vec<&str> = line.split_whitespace().collect();
-    if f.len() < 11 {
-        return None;
-    }
-    let n = |i: usize| f[i].parse::<u64>().unwrap_or(0);
-    Some((
-        f[2],
-        DiskCounters {
-            reads: n(3),
-            read_sectors: n(5),
-            read_ms: n(6),
-            writes: n(7),
-            write_sectors: n(9),
-            write_ms: n(10),
-        },
-    ))
-}
 
 /// Milliseconds the device had I/O in flight (io_ticks, field 13 of a /proc/diskstats line), per
 /// kernel name: utilisation over an interval is its growth over the interval's length.

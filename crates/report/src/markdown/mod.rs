@@ -67,6 +67,7 @@ impl Exporter for MarkdownExporter {
         tables::statement_tables(&mut s, summary);
         tables::failed_runs(&mut s, set);
         tables::device_io(&mut s, set, summary);
+        crate::idle_io::markdown_section(&mut s, &crate::idle_io::of(set));
         findings::bottlenecks(&mut s, summary, &study);
         findings::fidelity_section(&mut s, m);
         tables::missing_cells(&mut s, summary);
