@@ -6,14 +6,13 @@
 //! budget is spent; what the first pass leaves of the budget goes to the contests that missed
 //! their target, widest first. Each slice is a measured run of its own under `runs/`.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use report::analysis;
 use results::RunStatus;
 use results::record::MemoryLabel;
-use results::record::{CellKey, RunRecord};
+use results::record::RunRecord;
 use runner::RunnerEnv;
 use runner::dataset::{self, Golden};
 use runner::execute::{Observer, RunInputs};
@@ -21,107 +20,12 @@ use runner::matrix::{MatrixSpec, PlannedRun, SplitMix64, WorkloadSpec, run_id};
 use runner::slices::{Session as Servers, SessionSpec, session_dir};
 use tiers::Provisioned;
 
+mod decide;
+mod resumed;
+
+use self::decide::{Contest, contests, progress_note, session_groups, stop_reason};
 use super::faults;
-use super::resume::{self, ContestRecord};
 use super::session::Session;
-
-/// The cells of one workload and client count under one build, memory limit and profile.
-struct Contest {
-    build: usize,
-    profile: usize,
-    memory: usize,
-    workload: usize,
-    clients: u32,
-    threads: u32,
-    /// Placement indices, the baseline first.
-    placements: Vec<usize>,
-    rounds: u32,
-    /// The segment its rounds belong to now (results::RunRecord::segment): 1 in its first
-    /// session, one more for each session after and for each server restart.
-    segment: u32,
-    records: Vec<RunRecord>,
-    /// Seconds its rounds took.
-    seconds: f64,
-    /// The widest half-width of its changes after the last round (percentage points).
-    widest: Option<f64>,
-    /// The estimator's view after the last round.
-    progress: Option<report::rounds::Progress>,
-    stopped: Option<String>,
-    /// It failed (a placement's server failed twice, or the baseline was dropped).
-    failed: bool,
-    /// Kept as it was from the result set being resumed (its rounds are not made again).
-    kept: bool,
-    /// What happened to its servers (a restart, a placement dropped), said with its stop reason.
-    notes: Vec<String>,
-}
-
-impl Contest {
-    fn name(&self, spec: &MatrixSpec) -> String {
-        analysis::contest_of(&self.cell(spec, self.placements[0]))
-    }
-
-    fn cell(&self, spec: &MatrixSpec, placement: usize) -> CellKey {
-        CellKey {
-            placement: spec.placements[placement].name.clone(),
-            workload: spec.workloads[self.workload].name.clone(),
-            clients: self.clients,
-            memory_limit: MemoryLabel::of(spec.memory_limits[self.memory].bytes),
-            profile: spec.profiles[self.profile].name.clone(),
-            build: spec.builds[self.build].name.clone(),
-        }
-    }
-
-    /// Where the contest stands by the report's own estimator (the warm-up cut, Stein's rule,
-    /// the corrected intervals, the steady-state check); None until the baseline and a
-    /// contender have a round.
-    fn progress(&self, baseline: &str, rule: &report::rounds::Rule) -> Option<report::rounds::Progress> {
-        let ok: Vec<&RunRecord> = self.records.iter().filter(|r| r.status == RunStatus::Ok).collect();
-        analysis::contest_progress(&ok, baseline, rule)
-    }
-
-    /// Sets `progress` and `widest` from the records so far.
-    fn reassess(&mut self, baseline: &str, rule: &report::rounds::Rule) {
-        self.progress = self.progress(baseline, rule);
-        self.widest = self.progress.as_ref().and_then(|p| p.widest()).map(|w| w * 100.0);
-    }
-}
-
-/// Contests in the order they run: by profile, memory limit, workload and client count.
-fn contests(spec: &MatrixSpec, baseline: &str) -> Vec<Contest> {
-    let mut placements: Vec<usize> = (0..spec.placements.len()).collect();
-    placements.sort_by_key(|&i| spec.placements[i].name != baseline);
-    let mut out = Vec::new();
-    for build in 0..spec.builds.len() {
-        for profile in 0..spec.profiles.len() {
-            for memory in 0..spec.memory_limits.len() {
-                for (workload, w) in spec.workloads.iter().enumerate() {
-                    for &clients in &w.clients {
-                        out.push(Contest {
-                            build,
-                            profile,
-                            memory,
-                            workload,
-                            clients,
-                            threads: w.threads.unwrap_or(clients.min(spec.cores.max(1))).min(clients).max(1),
-                            placements: placements.clone(),
-                            rounds: 0,
-                            segment: 0,
-                            records: Vec::new(),
-                            seconds: 0.0,
-                            widest: None,
-                            progress: None,
-                            stopped: None,
-                            failed: false,
-                            kept: false,
-                            notes: Vec::new(),
-                        });
-                    }
-                }
-            }
-        }
-    }
-    out
-}
 
 /// An observer that shows the current slice on a terminal and prints nothing per second
 /// (the scheduler prints a line per round).
@@ -232,97 +136,12 @@ impl Session<'_> {
         Ok(s.failures + all.iter().filter(|c| c.kept && c.failed).count())
     }
 
-    /// `--resume`: the contests `contests.json` records as stopped are kept as they were (their
-    /// slices, rounds, segment and stop reason); every other slice is set aside in
-    /// `interrupted/`, and those contests are measured again from a fresh warm-up. The budget
-    /// the kept contests spent counts as spent.
-    fn resume_contests(&mut self, s: &mut Sliced<'_, '_>, all: &mut [Contest]) -> Result<()> {
-        let done = resume::contest_records(&self.results.root);
-        let runs = self.results.read_runs().context("read the result set's runs")?;
-        let mut keep: HashSet<String> = HashSet::new();
-        let (mut kept, mut again) = (Vec::new(), Vec::new());
-        let mut spent = 0.0;
-        for c in all.iter_mut() {
-            let name = c.name(s.spec);
-            let Some(r) = done.get(&name) else {
-                again.push(name);
-                continue;
-            };
-            c.records = runs.iter().filter(|x| r.runs.contains(&x.run_id)).cloned().collect();
-            (c.rounds, c.segment, c.seconds, c.failed, c.kept) = (r.rounds, r.segment, r.seconds, r.failed, true);
-            c.stopped = Some(r.stopped.clone());
-            c.reassess(&self.exp.baseline, &self.rule());
-            keep.extend(r.runs.iter().cloned());
-            spent += r.seconds;
-            kept.push(name);
-        }
-        s.sequence = runs.iter().filter(|r| keep.contains(&r.run_id)).map(|r| r.sequence).max().unwrap_or(0);
-        s.started = Instant::now().checked_sub(Duration::from_secs_f64(spent)).unwrap_or_else(Instant::now);
-        let moved = resume::set_aside_runs(&self.results, &keep)?;
-        let list = |v: &[String]| if v.is_empty() { "none".to_string() } else { v.join(", ") };
-        let what = format!(
-            "resumed by contest: {} of {} contests had stopped and are kept as they were ({}); {} measured again from a fresh warm-up on freshly provisioned tiers ({}), {moved} slice(s) of the interrupted run set aside in interrupted/",
-            kept.len(),
-            all.len(),
-            list(&kept),
-            again.len(),
-            list(&again)
-        );
-        eprintln!("{what}");
-        self.manifest.warnings.push(results::Warning::Other(what));
-        if let Err(e) = report::refresh_tables(&self.results.root) {
-            eprintln!("  warning: could not refresh the tables: {e}");
-        }
-        Ok(())
-    }
-
-    /// Records a stopped contest in `contests.json` (what `--resume` keeps).
-    fn record_stopped(&self, s: &Sliced<'_, '_>, c: &Contest) {
-        let Some(stopped) = c.stopped.clone() else { return };
-        let record = ContestRecord {
-            stopped,
-            failed: c.failed,
-            rounds: c.rounds,
-            segment: c.segment,
-            seconds: c.seconds,
-            runs: c.records.iter().map(|r| r.run_id.clone()).collect(),
-        };
-        if let Err(e) = resume::record_contest(&self.results.root, &c.name(s.spec), record) {
-            eprintln!("  warning: could not record contest {}: {e:#}", c.name(s.spec));
-        }
-    }
-
-    /// The contests that missed their target while budget remains, in the session that holds
-    /// the widest of them (None when nothing is left to do).
+    /// The contests that missed their target while budget remains (see [`decide::revisit`]).
     fn revisit(&self, s: &Sliced<'_, '_>, all: &[Contest]) -> Option<Vec<usize>> {
         let m = &self.exp.measurement;
         let (budget, target) = (m.budget?, m.target_halfwidth_pct?);
         let left = budget.as_secs_f64() - s.started.elapsed().as_secs_f64();
-        let round = all.iter().filter(|c| c.rounds > 0).map(|c| c.seconds / c.rounds as f64).fold(0.0, f64::max);
-        // A restart and warm-up cost about two rounds; only worth it with room for several more.
-        if self.interrupts.cancelled() || left < round * 6.0 {
-            return None;
-        }
-        let unsteady = |i: usize| all[i].progress.as_ref().is_some_and(|p| p.steady.iter().any(|s| !s));
-        let missing: Vec<usize> = (0..all.len())
-            .filter(|&i| {
-                // No interval yet (a restart's warm-up took the rounds) counts as the widest.
-                let short = all[i].rounds > 0 && all[i].widest.is_none_or(|w| w > target);
-                !all[i].failed && (unsteady(i) || short)
-            })
-            .collect();
-        // A contest still moving first, then the widest (none yet first of all).
-        let worst = *missing.iter().max_by(|&&a, &&b| {
-            (unsteady(a), all[a].widest.unwrap_or(f64::INFINITY))
-                .partial_cmp(&(unsteady(b), all[b].widest.unwrap_or(f64::INFINITY)))
-                .unwrap_or(std::cmp::Ordering::Equal)
-        })?;
-        let same = |i: usize| {
-            all[i].build == all[worst].build
-                && all[i].profile == all[worst].profile
-                && all[i].memory == all[worst].memory
-        };
-        Some(missing.into_iter().filter(|&i| same(i)).collect())
+        decide::revisit(all, target, left, self.interrupts.cancelled())
     }
 
     /// One session: the group's servers up at once, its contests one after the other.
@@ -713,9 +532,7 @@ impl Session<'_> {
     /// The seconds a contest may take: what is left of the budget over the `remaining` contests
     /// still to measure, this one included (None without a budget).
     fn share(&self, s: &Sliced<'_, '_>, remaining: usize) -> Option<f64> {
-        let budget = self.exp.measurement.budget?.as_secs_f64();
-        let left = (budget - s.started.elapsed().as_secs_f64()).max(0.0);
-        Some(left / remaining.max(1) as f64)
+        decide::share(self.exp.measurement.budget, s.started.elapsed(), remaining)
     }
 
     fn planned(&self, s: &mut Sliced<'_, '_>, c: &Contest, placement: usize, round: u32) -> PlannedRun {
@@ -792,164 +609,10 @@ impl Session<'_> {
 /// A session's placements (in its build's directories) and profile (as its build runs it).
 type Build<'b> = (&'b [runner::matrix::PlacementTarget], &'b runner::matrix::Profile);
 
-/// What the estimator says after a round: kept rounds against what Stein's rule asks for,
-/// rounds cut, and whether the kept rounds are steady.
-fn progress_note(p: &report::rounds::Progress) -> String {
-    let mut note = format!("; kept {}", p.kept);
-    if let Some(n) = p.needed {
-        note.push_str(&format!(" of {n} needed"));
-    }
-    if p.steady.iter().any(|s| !s) {
-        note.push_str(", not steady");
-    }
-    note
-}
-
-/// Why a contest stops after this round, if it does: its target met under Stein's rule (the
-/// kept rounds its pilot asked for, every interval within the target, the rounds steady), its
-/// share of the budget spent, or `min_rounds` rounds without budget or target.
-fn stop_reason(
-    c: &Contest,
-    m: &experiment::Measurement,
-    share: Option<f64>,
-    spent: f64,
-    round_secs: f64,
-) -> Option<String> {
-    let hw = c.widest.map(|w| format!("±{w:.1}%")).unwrap_or_else(|| "no interval yet".into());
-    if c.rounds < m.min_rounds {
-        return None;
-    }
-    let steady = c.progress.as_ref().is_none_or(|p| p.steady.iter().all(|s| *s));
-    if let (Some(t), Some(p)) = (m.target_halfwidth_pct, &c.progress)
-        && steady
-        && p.done(t / 100.0)
-    {
-        return Some(format!(
-            "target ±{t}% met after {} rounds ({hw}; {} kept, Stein's rule asked for {})",
-            c.rounds,
-            p.kept,
-            p.needed.unwrap_or(p.kept)
-        ));
-    }
-    let unsteady = if steady { "" } else { ", not steady" };
-    match (share, m.target_halfwidth_pct) {
-        (Some(share), _) if spent + round_secs > share => {
-            Some(format!("its share of the budget ({share:.0} s) spent after {} rounds ({hw}{unsteady})", c.rounds))
-        }
-        (None, None) => Some(format!("{} rounds (min_rounds; no budget or target set) ({hw}{unsteady})", c.rounds)),
-        (None, Some(_)) if c.rounds >= m.min_rounds * 10 => {
-            Some(format!("{} rounds without reaching the target and no budget set ({hw}{unsteady})", c.rounds))
-        }
-        _ => None,
-    }
-}
-
-/// Groups of contests that share one session (memory limit and profile), in order.
-fn session_groups(all: &[Contest]) -> Vec<Vec<usize>> {
-    let mut groups: Vec<Vec<usize>> = Vec::new();
-    for (i, c) in all.iter().enumerate() {
-        match groups.last_mut() {
-            Some(g) if all[g[0]].build == c.build && all[g[0]].profile == c.profile && all[g[0]].memory == c.memory => {
-                g.push(i)
-            }
-            _ => groups.push(vec![i]),
-        }
-    }
-    groups
-}
-
 fn headline(r: &RunRecord) -> f64 {
     r.metrics.nopm.unwrap_or(r.metrics.tps)
 }
 
 fn add(map: &mut BTreeMap<&'static str, f64>, key: &'static str, secs: f64) {
     *map.entry(key).or_default() += secs;
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn contest(rounds: u32, widest: Option<f64>) -> Contest {
-        Contest {
-            build: 0,
-            profile: 0,
-            memory: 0,
-            workload: 0,
-            clients: 8,
-            threads: 2,
-            placements: vec![0, 1],
-            rounds,
-            segment: 1,
-            records: vec![],
-            seconds: 0.0,
-            widest,
-            progress: widest.map(|w| progress(rounds as usize - 2, Some(8), w, true)),
-            stopped: None,
-            failed: false,
-            kept: false,
-            notes: vec![],
-        }
-    }
-
-    /// The estimator's view: `kept` rounds, Stein's rule asking for `needed`, one contender
-    /// whose interval is ±`widest_pct`.
-    fn progress(kept: usize, needed: Option<usize>, widest_pct: f64, steady: bool) -> report::rounds::Progress {
-        let df = kept.max(2) as f64 - 1.0;
-        let se = (1.0 + widest_pct / 100.0).ln() / report::stats::t975(df);
-        let interval = report::rounds::LogInterval { n: kept, mean: 0.0, se, df, lag1: 0.0, rho: 0.0, sd: se };
-        report::rounds::Progress {
-            kept,
-            needed,
-            intervals: vec![Some(interval)],
-            steady: vec![steady],
-            kept_rounds: vec![],
-        }
-    }
-
-    fn measurement(budget: bool, target: Option<f64>) -> experiment::Measurement {
-        experiment::Measurement {
-            design: experiment::Design::Slices,
-            budget: budget.then(|| Duration::from_secs(600)),
-            target_halfwidth_pct: target,
-            min_rounds: 6,
-            ..Default::default()
-        }
-    }
-
-    #[test]
-    fn a_contest_stops_at_its_target_at_its_share_or_at_min_rounds() {
-        let m = measurement(true, Some(5.0));
-        assert_eq!(stop_reason(&contest(3, Some(1.0)), &m, Some(100.0), 20.0, 10.0), None, "not before min_rounds");
-        assert_eq!(
-            stop_reason(&contest(6, Some(4.2)), &m, Some(100.0), 60.0, 10.0),
-            None,
-            "within the target, but Stein's rule asks for 8 kept rounds"
-        );
-        let why = stop_reason(&contest(10, Some(4.2)), &m, Some(100.0), 60.0, 10.0).unwrap();
-        assert!(why.starts_with("target ±5% met after 10 rounds (±4.2%; 8 kept, Stein's rule asked for 8)"), "{why}");
-        // Not steady: never stopped for its target, only by its share.
-        let mut moving = contest(10, Some(4.2));
-        moving.progress = Some(progress(8, Some(8), 4.2, false));
-        assert_eq!(stop_reason(&moving, &m, Some(100.0), 60.0, 10.0), None);
-        let why = stop_reason(&moving, &m, Some(100.0), 95.0, 10.0).unwrap();
-        assert!(why.contains("spent after 10 rounds (±4.2%, not steady)"), "{why}");
-        assert_eq!(stop_reason(&contest(7, Some(6.0)), &m, Some(100.0), 70.0, 10.0), None, "room for one more round");
-        let why = stop_reason(&contest(9, Some(6.0)), &m, Some(100.0), 95.0, 10.0).unwrap();
-        assert!(why.contains("share of the budget (100 s) spent after 9 rounds (±6.0%)"), "{why}");
-        // Neither budget nor target: min_rounds rounds.
-        let why = stop_reason(&contest(6, None), &measurement(false, None), None, 60.0, 10.0).unwrap();
-        assert!(why.starts_with("6 rounds (min_rounds"), "{why}");
-        // A target without a budget: a cap of ten times min_rounds.
-        let m = measurement(false, Some(1.0));
-        assert_eq!(stop_reason(&contest(30, Some(3.0)), &m, None, 300.0, 10.0), None);
-        assert!(stop_reason(&contest(60, Some(3.0)), &m, None, 600.0, 10.0).unwrap().contains("without reaching"));
-    }
-
-    #[test]
-    fn contests_of_one_memory_limit_and_profile_share_a_session() {
-        let mut all = vec![contest(0, None), contest(0, None), contest(0, None)];
-        all[2].memory = 1;
-        assert_eq!(session_groups(&all), vec![vec![0, 1], vec![2]]);
-    }
 }
