@@ -49,7 +49,7 @@ impl Figure {
 #[derive(Clone, Debug, Serialize)]
 pub struct Analysis {
     /// `slices` or `runs`.
-    pub design: String,
+    pub design: results::manifest::Design,
     pub method: Method,
     pub equivalence_margin_pct: f64,
     /// Deltas with an interval per figure: the family Holm's correction runs over.

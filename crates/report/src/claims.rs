@@ -2,6 +2,7 @@
 //! against the measured change of its cell, with a verdict by a rule written out in [`RULE`].
 
 use results::manifest::ClaimRecord;
+use results::manifest::Design;
 use results::record::{CellKey, MemoryLabel, RunRecord, RunStatus};
 use serde::Serialize;
 
@@ -207,7 +208,7 @@ fn runs_delta(
             .collect()
     };
     let (b, x) = (values(base), values(cont));
-    if set.manifest.measurement.design == "slices" {
+    if set.manifest.measurement.design == Design::Slices {
         let pairs: Vec<(f64, f64)> =
             x.iter().filter_map(|(rep, v)| b.iter().find(|(r, _)| r == rep).map(|(_, bv)| (*bv, *v))).collect();
         if pairs.len() >= 2 {

@@ -5,6 +5,7 @@
 //! the kernel's write-back of their dirty pages). A device the active placement shares with an
 //! idle one counts as the active one's, so the share is a lower bound.
 
+use results::manifest::Design;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
@@ -41,7 +42,7 @@ pub const WARN_SHARE_PCT: f64 = 10.0;
 
 /// Per contest, from the slices' raw counters (empty for design `runs` or without raw files).
 pub fn of(set: &ResultSet) -> Vec<IdleIo> {
-    if set.manifest.measurement.design != "slices" {
+    if set.manifest.measurement.design != Design::Slices {
         return Vec::new();
     }
     let study: BTreeSet<String> = set

@@ -1,6 +1,7 @@
 //! The result model the exporters share: a results directory read back, and its summary per
 //! matrix cell with deltas against the baseline placement.
 
+use results::manifest::Design;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -174,7 +175,7 @@ fn cell_order(set: &ResultSet) -> Vec<CellKey> {
 pub fn summarize(set: &ResultSet) -> Summary {
     let baseline = set.manifest.baseline.clone();
     let measurement = &set.manifest.measurement;
-    let paired = measurement.design == "slices";
+    let paired = measurement.design == Design::Slices;
     let rule = paired.then(|| crate::rounds::Rule::of(measurement));
     let mut by_cell: BTreeMap<CellKey, Vec<&RunRecord>> = BTreeMap::new();
     for r in &set.runs {
@@ -240,7 +241,7 @@ pub fn summarize(set: &ResultSet) -> Summary {
     let missing = missing_cells(set, &usable);
     warnings.extend(run_warnings(set));
     let analysis = Analysis {
-        design: measurement.design.clone(),
+        design: measurement.design,
         method: if paired { Method::PairedLog } else { Method::WelchLog },
         equivalence_margin_pct: margin,
         tests,

@@ -378,13 +378,40 @@ pub struct ClientRecord {
     pub tpcc_driver: Option<String>,
 }
 
+/// How a result set was measured, as the manifest spells it (`"slices"`, `"runs"`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Design {
+    /// Every placement's server up at once, the load alternating in rounds of slices; deltas
+    /// paired by round.
+    Slices,
+    /// A measured run per cell and repetition; deltas from independent runs.
+    #[default]
+    Runs,
+}
+
+impl Design {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Design::Slices => "slices",
+            Design::Runs => "runs",
+        }
+    }
+}
+
+impl std::fmt::Display for Design {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// The measurement design as it ran.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct MeasurementRecord {
     /// `slices` (servers up at once, the load alternating in rounds of slices; deltas paired by
     /// round) or `runs` (a measured run per cell and repetition; deltas from independent runs).
-    pub design: String,
+    pub design: Design,
     /// A delta whose whole 95% interval lies inside ±this many percent is called equivalent.
     pub equivalence_margin_pct: f64,
     /// The seed of the random run order (`--seed` repeats it).
@@ -422,7 +449,7 @@ fn default_min_rounds() -> u32 {
 impl Default for MeasurementRecord {
     fn default() -> Self {
         MeasurementRecord {
-            design: "runs".into(),
+            design: Design::Runs,
             equivalence_margin_pct: 2.0,
             seed: None,
             target_halfwidth_pct: None,
@@ -440,6 +467,18 @@ impl Default for MeasurementRecord {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_design_keeps_its_spelling() {
+        for (d, text) in [(Design::Slices, "\"slices\""), (Design::Runs, "\"runs\"")] {
+            assert_eq!(serde_json::to_string(&d).unwrap(), text);
+            assert_eq!(serde_json::from_str::<Design>(text).unwrap(), d);
+        }
+        // A manifest without the field (an older version) was measured by runs.
+        let m: MeasurementRecord = serde_json::from_str("{}").unwrap();
+        assert_eq!(m.design, Design::Runs);
+        assert!(serde_json::from_str::<Design>("\"slice\"").is_err());
+    }
 
     #[test]
     fn order_and_dax_are_spelled_as_before() {

@@ -71,7 +71,10 @@ pub fn begin(
         kernel_changes: vec![],
         warnings: exp.warnings.iter().cloned().map(Warning::Other).collect(),
         measurement: results::manifest::MeasurementRecord {
-            design: exp.measurement.design.as_str().into(),
+            design: match exp.measurement.design {
+                experiment::Design::Slices => results::manifest::Design::Slices,
+                experiment::Design::Runs => results::manifest::Design::Runs,
+            },
             equivalence_margin_pct: exp.measurement.equivalence_margin_pct,
             target_halfwidth_pct: exp.measurement.target_halfwidth_pct,
             budget_s: exp.measurement.budget.map(|b| b.as_secs_f64()),

@@ -2,6 +2,7 @@
 //! PostgreSQL settings and the method as it actually ran.
 
 use super::*;
+use results::manifest::Design;
 
 /// The PostgreSQL builds that ran, and the client that drove each (the system's pgbench when a
 /// build has none): only when the experiment compares builds or a build was driven by another
@@ -233,7 +234,7 @@ pub(super) fn method(s: &mut String, set: &ResultSet) {
     }
     let seed =
         m.measurement.seed.map(|s| format!(" (random order seed {s}; `--seed {s}` repeats it)")).unwrap_or_default();
-    if m.measurement.design == "slices" {
+    if m.measurement.design == Design::Slices {
         slices_method(s, set, &seed);
     } else {
         let _ = writeln!(

@@ -1,5 +1,6 @@
 //! Line charts: scaling with clients, throughput over each run.
 
+use results::manifest::Design;
 use results::record::RunStatus;
 
 use super::{Ctx, SHADES, clean, context_suffix, describe_group, file_stem, footnote, group_by, groups};
@@ -130,7 +131,7 @@ fn peak_deltas(peaks: &[Peak], reference: &str, who: &str) -> String {
 /// slices design (a run is a slice of a few seconds) each slice's TPS over the rounds instead.
 pub(super) fn stability(cx: &mut Ctx) {
     let set = cx.set;
-    if set.manifest.measurement.design == "slices" {
+    if set.manifest.measurement.design == Design::Slices {
         return rounds(cx);
     }
     for g in groups(cx.summary) {

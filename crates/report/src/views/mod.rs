@@ -6,6 +6,7 @@ mod lines;
 mod placement;
 mod waits;
 
+use results::manifest::Design;
 use std::path::{Path, PathBuf};
 
 use plotters::style::RGBColor;
@@ -59,7 +60,7 @@ pub fn footnote(set: &ResultSet, cells: &[&CellSummary], bars: bool) -> Vec<Stri
             }
         }
         let per_point = cells.iter().map(|c| c.runs).min().unwrap_or(0);
-        let how = if m.measurement.design == "slices" {
+        let how = if m.measurement.design == Design::Slices {
             // A slice's length is its run's measured duration.
             let slice_s = set.runs.iter().find(|r| r.cell.workload == w.name).map_or(w.duration_s, |r| r.duration_s);
             format!(
@@ -385,7 +386,7 @@ mod tests {
             missing: vec![],
             warnings: vec![],
             analysis: crate::analysis::Analysis {
-                design: "runs".into(),
+                design: Design::Runs,
                 method: crate::stats::Method::WelchLog,
                 equivalence_margin_pct: 2.0,
                 tests: Default::default(),
