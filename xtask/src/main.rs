@@ -148,7 +148,8 @@ enum BenchCommand {
         /// Trials of the A/A experiment per design.
         #[arg(long, default_value_t = 4)]
         aa_trials: u32,
-        /// Designs, comma-separated: runs, slices, slices:<slice length> (e.g. slices:2s).
+        /// Designs, comma-separated: runs, slices, slices:<slice length> (e.g. slices:2s), shipped (the
+        /// main job's measurement), shipped+prepared (pgbench -M prepared), shipped+c4 (4 clients).
         #[arg(long, default_value = "runs,slices")]
         designs: String,
         /// The slices designs' time budget per experiment.

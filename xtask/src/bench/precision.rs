@@ -22,7 +22,9 @@ pub struct PrecisionArgs {
     pub trials: u32,
     pub aa_trials: u32,
     /// `runs`, `slices`, `slices:<slice>` (e.g. `slices:2s`), or `shipped` (the main job's own
-    /// `[emulate.measurement]`: 2 s slices, warm-up rule, pilot, ±5% target, with `budget`).
+    /// `[emulate.measurement]`: 2 s slices, warm-up rule, pilot, ±5% target, with `budget`),
+    /// optionally with workload changes whose precision per minute is in question:
+    /// `shipped+prepared` (pgbench `-M prepared`), `shipped+c4` (4 clients instead of 8).
     pub designs: Vec<String>,
     /// The slices designs' budget per experiment.
     pub budget: String,
@@ -94,6 +96,10 @@ fn run(args: &PrecisionArgs, out: &Path) -> Result<String> {
         if t <= args.aa_trials {
             plan.push(("aa", t));
         }
+    }
+    // Every design understood before the first trial runs.
+    for design in &args.designs {
+        experiment_text("aa", design, &args.budget)?;
     }
     let started = Instant::now();
     for (n, (experiment, trial)) in plan.iter().enumerate() {
@@ -200,6 +206,12 @@ fn read_rows(dir: &Path, experiment: &'static str, design: &str, trial: u32, wal
 
 /// The generated experiment for `experiment` measured with `design`.
 fn experiment_text(experiment: &str, design: &str, budget: &str) -> Result<String> {
+    let mut parts = design.split('+');
+    let design = parts.next().unwrap_or(design);
+    let changes: Vec<&str> = parts.collect();
+    if !changes.is_empty() && design != "shipped" {
+        bail!("workload changes (+{}) apply to design shipped only", changes.join("+"));
+    }
     let measurement = match design.split_once(':').unwrap_or((design, "")) {
         ("runs", _) => "[measurement]\ndesign = \"runs\"\n".to_string(),
         ("shipped", _) => format!(
@@ -211,11 +223,19 @@ fn experiment_text(experiment: &str, design: &str, budget: &str) -> Result<Strin
         ),
         _ => bail!("unknown design {design:?}: use runs, slices, slices:<slice length> or shipped"),
     };
-    let body = match experiment {
+    let mut body = match experiment {
         "seed000-tpcb" => SEED000_TPCB,
         "aa" => AA,
         _ => unreachable!("two experiments"),
-    };
+    }
+    .to_string();
+    for change in changes {
+        body = match change {
+            "prepared" => body.replace("ramp_up = \"4s\"\n", "ramp_up = \"4s\"\nextra_args = [\"-M\", \"prepared\"]\n"),
+            "c4" => body.replace("clients = [8]\n", "clients = [4]\n"),
+            other => bail!("unknown workload change +{other}: use +prepared or +c4"),
+        };
+    }
     Ok(format!("{body}\n{measurement}"))
 }
 
@@ -572,6 +592,11 @@ mod tests {
         );
         // b: mean 2.0, sd 1.414, t(0.975, 1) 12.706: +-12.71.
         assert!(s.contains("| b | 2 | +2.00% [-10.71, +14.71] |"), "{s}");
+        let prepared = experiment_text("aa", "shipped+prepared+c4", "5min").unwrap();
+        assert!(prepared.contains("extra_args = [\"-M\", \"prepared\"]") && prepared.contains("clients = [4]"));
+        assert!(prepared.contains("target_halfwidth = \"5%\""), "the shipped measurement all the same");
+        assert!(experiment_text("aa", "shipped+pinned", "5min").is_err());
+        assert!(experiment_text("aa", "slices+c4", "5min").is_err());
         assert!(
             experiment_text("aa", "shipped", "5min")
                 .unwrap()
