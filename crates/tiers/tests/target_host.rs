@@ -197,3 +197,121 @@ fn a_mounted_export_is_refused_on_the_host() {
     assert!(refusal.to_string().contains("/srv/data"), "{refusal}");
     assert!(f.commands().iter().all(|c| c.starts_with("ssh -F none root@192.0.2.7 -- ")), "{:?}", f.commands());
 }
+
+/// Only the plan's steps on the host (no check, no connect), executed on `f`; the journal's
+/// text and the outcome.
+fn run_host_steps(d: &DeviceSpec, f: &mut FakeSystem) -> (Result<tiers::Provisioned, ProvisionError>, String) {
+    let mut plan = build_plan(std::slice::from_ref(d), &fake_ctx());
+    plan.steps.retain(|s| matches!(s.action, Action::OnHost { .. }));
+    let dir = tempfile::tempdir().unwrap();
+    let journal = journal::Journal::begin(dir.path(), "fake", "test").unwrap();
+    let r = execute(&plan, std::slice::from_ref(d), f, &journal, &AtomicBool::new(false), &mut |_| {});
+    let text = std::fs::read_to_string(journal.path()).unwrap();
+    (r, text)
+}
+
+/// The configfs paths teardown would remove (pending `rmdir`/`rm` undos), newest first.
+fn pending_removals(journal_text: &str) -> Vec<String> {
+    let lines: Vec<serde_json::Value> = journal_text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let released: Vec<&serde_json::Value> = lines.iter().filter(|l| l["op"] == "released").map(|l| &l["seq"]).collect();
+    lines
+        .iter()
+        .rev()
+        .filter(|l| l["op"] == "record" && !released.contains(&&l["seq"]))
+        .filter_map(|l| l["undo"]["op"]["path"].as_str().map(str::to_string))
+        .collect()
+}
+
+#[test]
+fn a_configfs_item_of_another_owner_in_the_way_is_never_removed() {
+    // mkdir(2) on an existing configfs item fails with EEXIST (coreutils' message), and made
+    // nothing: its undo must not stay in the run record, or teardown removes the other
+    // owner's subsystem, hosts/ entry (its DH-HMAC-CHAP keys with it) or port.
+    let host_nqn = "nqn.2014-08.org.nvmexpress:uuid:4c4c4544-0031-3910-8034-b4c04f4a3332";
+    let d = served(Some(host_nqn));
+    let nvmet = "/sys/kernel/config/nvmet";
+    let sub = format!("{nvmet}/subsystems/{NQN}");
+    let port = format!("{nvmet}/ports/{}", tiers::build::target::nvmet_port_id("fake01", 0));
+    let host = format!("{nvmet}/hosts/{host_nqn}");
+    for (taken, ours_before) in [
+        (sub.clone(), vec![]),
+        (host.clone(), vec![sub.clone()]),
+        (
+            port.clone(),
+            vec![format!("{sub}/namespaces/1"), format!("{sub}/allowed_hosts/{host_nqn}"), host.clone(), sub.clone()],
+        ),
+    ] {
+        let mut f = FakeSystem::new();
+        let stderr = format!("mkdir: cannot create directory '{taken}': File exists\n");
+        f.answer(&on_host(&["mkdir", "--", &taken]), Canned::fail(1, stderr));
+        let (r, journal) = run_host_steps(&d, &mut f);
+        let Err(ProvisionError::Step { cause, .. }) = r else { panic!("{taken}: the mkdir fails the run: {r:?}") };
+        assert_eq!(pending_removals(&journal), ours_before, "{taken}: teardown removes only what the run made");
+        assert!(cause.contains("File exists") && cause.contains("never takes over another's"), "{cause}");
+    }
+    // When ssh itself failed (255), the mkdir may have run there: its undo stays.
+    let mut f = FakeSystem::new();
+    f.answer(&on_host(&["mkdir", "--", &sub]), Canned::fail(255, "ssh: connect to host 192.0.2.7: Connection reset\n"));
+    let (r, journal) = run_host_steps(&d, &mut f);
+    assert!(r.is_err());
+    assert_eq!(pending_removals(&journal), [sub.clone()]);
+}
+
+/// The journal records `seq` holds, and those they hold, and so on.
+fn held_by(recs: &[serde_json::Value], seq: &serde_json::Value) -> Vec<u64> {
+    let mut out = Vec::new();
+    let mut todo = vec![seq.as_u64().unwrap()];
+    while let Some(s) = todo.pop() {
+        let r = recs.iter().find(|r| r["op"] == "record" && r["seq"] == s).unwrap();
+        for h in r["holds"].as_array().cloned().unwrap_or_default() {
+            let h = h.as_u64().unwrap();
+            if !out.contains(&h) {
+                out.push(h);
+                todo.push(h);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn the_mount_holds_the_targets_export_under_it() {
+    // The guest's target (vm/*.tcp.json: subsystem pgt-capture, namespace 1 on nvme6). A
+    // filesystem that cannot be unmounted keeps its connection, and the connection keeps the
+    // port link, the namespace and the subsystem on the target host: teardown unexports
+    // nothing under a mounted filesystem (journal::Journal::teardown skips what a failed undo
+    // holds).
+    let mut d = served(None);
+    if let RealDevice::NvmeTcp(t) = &mut d.real {
+        t.nqn = "pgt-capture".into();
+    }
+    let mut f = common::fake_machine();
+    f.answer(&on_host(&["readlink", "-e", "--", "/dev/disk/by-id/nvme-target-ssd"]), Canned::ok("/dev/sdb\n"))
+        .answer(&on_host(&["stat", "-L", "-c", "%F %t %T", "--", "/dev/sdb"]), Canned::ok("block special file 8 10\n"))
+        .answer("nvme version", Canned::ok(fixture("vm/nvme-version.txt")))
+        .answer_once("nvme list-subsys", Canned::ok(fixture("vm/nvme-list-subsys-o-json.pcie.json")))
+        .answer("nvme list-subsys", Canned::ok(fixture("vm/nvme-list-subsys-o-json.tcp.json")))
+        .answer("nvme connect", Canned::ok(fixture("vm/nvme-connect-o-json.tcp.json")))
+        .answer("nvme list -o json", Canned::ok(fixture("vm/nvme-list-o-json.tcp.json")))
+        .answer("mkfs.xfs", Canned::ok(fixture("local/mkfs.xfs.default.txt")))
+        .block_device("/dev/nvme6n1", 259, 10)
+        .block_device("/dev/nvme6n2", 259, 11);
+    let mp = mountpoint("remote");
+    let line = |dev| mounts_line_from("local/proc-mounts.xfs-default.txt", dev, &mp);
+    mount_adds(&mut f, &format!("{}\n{}", line("/dev/nvme6n1"), line("/dev/nvme6n2")));
+    let o = run_plan(&[d], &fake_ctx(), &mut f);
+    o.result.as_ref().unwrap_or_else(|e| panic!("{e}\n{:?}", f.commands()));
+    let recs: Vec<serde_json::Value> = o.journal_text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let remote: Vec<u64> =
+        recs.iter().filter(|r| r["undo"]["kind"] == "remote").map(|r| r["seq"].as_u64().unwrap()).collect();
+    assert_eq!(remote.len(), 4, "the subsystem, its namespace, the port and the link: {}", o.journal_text);
+    let mount = recs.iter().find(|r| r["undo"]["kind"] == "unmount").unwrap();
+    let under_mount = held_by(&recs, &mount["seq"]);
+    assert!(
+        remote.iter().all(|s| under_mount.contains(s)),
+        "the mount holds {under_mount:?}, the export is {remote:?}"
+    );
+    let ctrl = recs.iter().find(|r| r["undo"]["controller"] == "nvme6").unwrap();
+    let under_ctrl = held_by(&recs, &ctrl["seq"]);
+    assert!(remote.iter().all(|s| under_ctrl.contains(s)), "the connection holds the export too: {under_ctrl:?}");
+}

@@ -7,6 +7,7 @@ use std::io;
 use journal::remote::RemoteOp;
 
 use super::*;
+use crate::plan::HostStep;
 use crate::spec::RemoteShell;
 use crate::system::FileKind;
 
@@ -31,15 +32,23 @@ impl Executor<'_> {
         })
     }
 
-    /// Runs `words` on `host`, `undo` recorded before.
+    /// Runs `words` on `host`, `undo` recorded before. A `mkdir` or `ln -s` that failed there
+    /// made nothing (both are atomic), so its undo is released: the item that was in the way
+    /// (EEXIST) belongs to another owner and teardown must not remove it. Only when ssh itself
+    /// failed (status 255, or no status) is the undo kept, as the command may have run.
+    /// An export's records are kept for the device (`exports`): the NVMe/TCP connection and
+    /// the mount on top of them hold them, so that teardown never unexports a namespace under
+    /// a filesystem that could not be unmounted.
     pub(super) fn on_host(
         &mut self,
         n: usize,
-        host: &str,
+        device: Option<&str>,
+        (host, kind): (&str, HostStep),
         words: &[String],
         undo: Option<&RemoteOp>,
     ) -> Result<(), StepError> {
         let shell = self.shell(host)?;
+        let mut recorded = None;
         if let Some(op) = undo {
             let undo = Undo::Remote {
                 host: host.to_string(),
@@ -47,10 +56,40 @@ impl Executor<'_> {
                 destination: shell.destination.clone(),
                 op: op.clone(),
             };
-            self.record(undo, &format!("on host {host}"))?;
+            let id = self.journal.record(undo, format!("on host {host}")).map_err(|e| e.to_string())?;
+            if kind == HostStep::Export
+                && let Some(d) = device
+            {
+                self.exports.entry(d.to_string()).or_default().push(id);
+            }
+            recorded = Some((id, op));
         }
-        self.run_inner(n, &ssh(&shell, words), &[], Duration::from_secs(120))?;
+        let cmd = ssh(&shell, words);
+        if let Err(e) = self.run_inner(n, &cmd, &[], Duration::from_secs(120)) {
+            if let Some((id, op)) = recorded
+                && matches!(op, RemoteOp::Rmdir { .. } | RemoteOp::Unlink { .. })
+                && self.commands.last().is_some_and(|c| c.command == cmd.to_string() && c.status != 255)
+            {
+                self.journal.release(id).map_err(|e| e.to_string())?;
+                if let Some(ids) = device.and_then(|d| self.exports.get_mut(d)) {
+                    ids.retain(|i| *i != id);
+                }
+                return Err(format!(
+                    "{e} (nothing was made there, and teardown leaves what is in the way alone: pgtier never takes over another's configuration)"
+                )
+                .into());
+            }
+            return Err(e.into());
+        }
         Ok(())
+    }
+
+    /// The journal records of the target's export of `devices` (see [`Executor::on_host`]).
+    pub(super) fn exports_of(&self, devices: &[String]) -> Vec<RecordId> {
+        let mut ids: Vec<RecordId> = devices.iter().filter_map(|d| self.exports.get(d)).flatten().copied().collect();
+        ids.sort_by_key(|i| i.0);
+        ids.dedup();
+        ids
     }
 
     /// The exported device's checks on `host`: its stable name resolved there, a block device,
