@@ -146,3 +146,23 @@ fn what_the_stand_in_on_a_target_host_does_not_do_is_refused_with_emulate() {
     let e = errs.0.iter().find(|e| e.key.as_deref() == Some("fault[0].kind")).unwrap_or_else(|| panic!("{errs}"));
     assert!(e.message.contains("not built for a device served by a target host"), "{errs}");
 }
+
+#[test]
+fn any_host_is_admitted_only_when_asked_for_by_name_with_a_warning() {
+    let e = parse(Path::new("/exp/t.toml"), FILE, &opts(false)).unwrap();
+    assert!(!e.device("remote").unwrap().target_host.as_ref().unwrap().allow_any_host, "this machine's NQN alone");
+    assert!(!e.warnings.iter().any(|w| w.contains("allow_any_host")), "{:?}", e.warnings);
+    let open = FILE
+        .replace("export = \"/dev/disk/by-id/nvme-B\"", "export = \"/dev/disk/by-id/nvme-B\"\nallow_any_host = true");
+    let e = parse(Path::new("/exp/t.toml"), &open, &opts(false)).unwrap();
+    assert!(e.device("remote").unwrap().target_host.as_ref().unwrap().allow_any_host);
+    let w: Vec<&String> = e.warnings.iter().filter(|w| w.contains("allow_any_host = true")).collect();
+    assert!(w.len() == 1 && w[0].contains("any host that reaches 169.254.200.6:4420"), "{:?}", e.warnings);
+    // Only on a device a target host serves.
+    let text =
+        FILE.replace("path = \"/dev/disk/by-id/nvme-A\"", "path = \"/dev/disk/by-id/nvme-A\"\nallow_any_host = true");
+    let errs = errors(&text, false);
+    let e = errs.0.iter().find(|e| e.key.as_deref() == Some("device[local].allow_any_host")).expect("refused");
+    assert_eq!(e.line, Some(line_of(&text, "allow_any_host")));
+    assert!(e.message.contains("only with `target"), "{errs}");
+}

@@ -17,6 +17,8 @@ use tiers::system::{Canned, FakeSystem};
 use tiers::{DeviceSpec, ProvisionError, build_plan, execute};
 
 const NQN: &str = "nqn.2026-12.io.pgtier:storage:remote";
+/// This machine's host NQN in /etc/nvme/hostnqn (the fake's).
+const MACHINE_NQN: &str = "nqn.2014-08.org.nvmexpress:uuid:f602dd3c-7dfc-4737-90da-e1f102a647b4";
 
 fn shell() -> RemoteShell {
     RemoteShell {
@@ -42,6 +44,7 @@ fn served(host_nqn: Option<&str>) -> DeviceSpec {
         name: "storage".into(),
         address: "192.0.2.7".into(),
         export: "/dev/disk/by-id/nvme-target-ssd".into(),
+        allow_any_host: false,
         shell: Some(shell()),
     });
     d
@@ -71,12 +74,15 @@ fn nvmet_exports_the_device_as_the_kernels_configfs_lays_it_out() {
     assert!(steps.iter().all(|(k, _, _)| *k == HostStep::Export), "exporting writes no device");
     let sub = format!("/sys/kernel/config/nvmet/subsystems/{NQN}");
     let port = format!("/sys/kernel/config/nvmet/ports/{}", tiers::build::target::nvmet_port_id("fake01", 0));
+    // Without host_nqn, this machine's own host NQN (from /etc/nvme/hostnqn when the step runs)
+    // is the one host admitted.
+    let host = format!("/sys/kernel/config/nvmet/hosts/{}", tiers::build::target::THIS_HOST_NQN);
     let mkdirs: Vec<&str> =
         steps.iter().filter(|(_, w, _)| w[0] == "mkdir").map(|(_, w, _)| w.last().unwrap().as_str()).collect();
-    assert_eq!(mkdirs, [sub.clone(), format!("{sub}/namespaces/1"), port.clone()]);
+    assert_eq!(mkdirs, [sub.clone(), host.clone(), format!("{sub}/namespaces/1"), port.clone()]);
     let writes: Vec<(String, String)> = steps.iter().filter_map(|(_, w, _)| write_of(w)).collect();
     let want: Vec<(String, String)> = [
-        (format!("{sub}/attr_allow_any_host"), "1"),
+        (format!("{sub}/attr_allow_any_host"), "0"),
         (format!("{sub}/namespaces/1/device_path"), "/dev/disk/by-id/nvme-target-ssd"),
         (format!("{sub}/namespaces/1/enable"), "1"),
         (format!("{port}/addr_trtype"), "tcp"),
@@ -100,6 +106,8 @@ fn nvmet_exports_the_device_as_the_kernels_configfs_lays_it_out() {
             format!("rm {port}/subsystems/{NQN}"),
             format!("rmdir {port}"),
             format!("rmdir {sub}/namespaces/1"),
+            format!("rm {sub}/allowed_hosts/{}", tiers::build::target::THIS_HOST_NQN),
+            format!("rmdir {host}"),
             format!("rmdir {sub}"),
         ]
     );
@@ -295,7 +303,8 @@ fn the_mount_holds_the_targets_export_under_it() {
         .answer("nvme list -o json", Canned::ok(fixture("vm/nvme-list-o-json.tcp.json")))
         .answer("mkfs.xfs", Canned::ok(fixture("local/mkfs.xfs.default.txt")))
         .block_device("/dev/nvme6n1", 259, 10)
-        .block_device("/dev/nvme6n2", 259, 11);
+        .block_device("/dev/nvme6n2", 259, 11)
+        .file("/etc/nvme/hostnqn", format!("{MACHINE_NQN}\n"));
     let mp = mountpoint("remote");
     let line = |dev| mounts_line_from("local/proc-mounts.xfs-default.txt", dev, &mp);
     mount_adds(&mut f, &format!("{}\n{}", line("/dev/nvme6n1"), line("/dev/nvme6n2")));
@@ -304,7 +313,7 @@ fn the_mount_holds_the_targets_export_under_it() {
     let recs: Vec<serde_json::Value> = o.journal_text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     let remote: Vec<u64> =
         recs.iter().filter(|r| r["undo"]["kind"] == "remote").map(|r| r["seq"].as_u64().unwrap()).collect();
-    assert_eq!(remote.len(), 4, "the subsystem, its namespace, the port and the link: {}", o.journal_text);
+    assert_eq!(remote.len(), 6, "subsystem, allowed host, namespace, port, links: {}", o.journal_text);
     let mount = recs.iter().find(|r| r["undo"]["kind"] == "unmount").unwrap();
     let under_mount = held_by(&recs, &mount["seq"]);
     assert!(
@@ -314,4 +323,35 @@ fn the_mount_holds_the_targets_export_under_it() {
     let ctrl = recs.iter().find(|r| r["undo"]["controller"] == "nvme6").unwrap();
     let under_ctrl = held_by(&recs, &ctrl["seq"]);
     assert!(remote.iter().all(|s| under_ctrl.contains(s)), "the connection holds the export too: {under_ctrl:?}");
+}
+
+#[test]
+fn the_export_admits_this_machines_host_nqn_unless_any_host_is_asked_for() {
+    // Executed: the hosts/ entry and the allowed_hosts link carry /etc/nvme/hostnqn's NQN, in
+    // the commands and in their undos.
+    let mut f = FakeSystem::new();
+    f.file("/etc/nvme/hostnqn", format!("{MACHINE_NQN}\n"));
+    let (r, journal) = run_host_steps(&served(None), &mut f);
+    r.unwrap_or_else(|e| panic!("{e}"));
+    let sub = format!("/sys/kernel/config/nvmet/subsystems/{NQN}");
+    let host = format!("/sys/kernel/config/nvmet/hosts/{MACHINE_NQN}");
+    assert!(f.commands().contains(&on_host(&["mkdir", "--", &host])), "{:?}", f.commands());
+    let link = format!("{sub}/allowed_hosts/{MACHINE_NQN}");
+    assert!(f.commands().contains(&on_host(&["ln", "-s", "--", &host, &link])), "{:?}", f.commands());
+    let removals = pending_removals(&journal);
+    assert!(removals.contains(&host) && removals.contains(&link), "{removals:?}");
+    assert!(!journal.contains("<this machine"), "{journal}");
+    // Without /etc/nvme/hostnqn the step says what to give.
+    let (r, _) = run_host_steps(&served(None), &mut FakeSystem::new());
+    let Err(ProvisionError::Step { cause, .. }) = r else { panic!("{r:?}") };
+    assert!(cause.contains("/etc/nvme/hostnqn") && cause.contains("host_nqn"), "{cause}");
+    // allow_any_host, asked for by name: any host, no hosts/ entry.
+    let mut d = served(None);
+    d.target_host.as_mut().unwrap().allow_any_host = true;
+    let plan = build_plan(&[d], &fake_ctx());
+    let steps = host_steps(&plan);
+    let writes: Vec<(String, String)> = steps.iter().filter_map(|(_, w, _)| write_of(w)).collect();
+    assert_eq!(writes[0], (format!("{sub}/attr_allow_any_host"), "1".to_string()));
+    assert!(!steps.iter().any(|(_, w, _)| w.iter().any(|w| w.contains("/hosts/"))), "{plan}");
+    assert!(plan.to_string().contains("allow_any_host = true in the experiment file"), "{plan}");
 }

@@ -35,6 +35,13 @@ impl Validator<'_> {
                         "`export` names the device a target host exports: give `target = \"<host>\"` too",
                     );
                 }
+                if let Some(a) = &r.allow_any_host {
+                    self.err(
+                        span(a),
+                        key("allow_any_host"),
+                        "`allow_any_host` opens the export of a target host to any initiator: it applies only with `target = \"<host>\"`",
+                    );
+                }
                 continue;
             };
             let Some(dev) = devices.iter_mut().find(|d| &d.name == n) else { continue };
@@ -65,8 +72,24 @@ impl Validator<'_> {
                     nt.nqn = format!("nqn.2026-12.io.pgtier:{name}:{n}");
                 }
             }
-            dev.target_host =
-                Some(TargetHost { name: name.clone(), address: host.address.to_string(), export, shell: None });
+            let allow_any_host = r.allow_any_host.as_ref().is_some_and(|a| *a.get_ref());
+            if allow_any_host && !opts.emulate {
+                self.warnings.push(format!(
+                    "device {n:?}: allow_any_host = true: any host that reaches {}:{} may connect to the export of {name:?} and read and write it while the run lasts (leave it out to admit this machine's host NQN alone)",
+                    host.address,
+                    match &dev.real {
+                        RealDevice::NvmeTcp(nt) => nt.port,
+                        _ => 4420,
+                    }
+                ));
+            }
+            dev.target_host = Some(TargetHost {
+                name: name.clone(),
+                address: host.address.to_string(),
+                export,
+                allow_any_host,
+                shell: None,
+            });
         }
         for h in hosts.iter().filter(|h| h.roles.contains(&HostRole::Target)) {
             if !devices.iter().any(|d| d.target_host.as_ref().is_some_and(|t| t.name == h.name)) {

@@ -21,6 +21,10 @@ use crate::spec::TargetHost;
 /// The root of nvmet's configfs tree.
 pub const NVMET: &str = "/sys/kernel/config/nvmet";
 
+/// Stands for this machine's host NQN (from /etc/nvme/hostnqn, as the connect uses it) in a
+/// step on a target host; the executor puts the NQN in its place when the step runs.
+pub const THIS_HOST_NQN: &str = "<this machine's host NQN>";
+
 /// The first TCP port of the nbdkit stand-ins on a target host (one port per device).
 const NBD_PORT: u16 = 10809;
 
@@ -152,23 +156,31 @@ pub(super) fn nvmet_export(
     );
     let subsys = format!("{NVMET}/subsystems/{}", nt.nqn);
     mkdir(plan, &subsys, "the subsystem (mkdir fails if it exists: pgtier never takes over another's subsystem)");
-    match &nt.host_nqn {
-        Some(host_nqn) => {
-            set(plan, &format!("{subsys}/attr_allow_any_host"), "0", "only the allowed host may connect");
-            let host = format!("{NVMET}/hosts/{host_nqn}");
-            mkdir(
-                plan,
-                &host,
-                "this machine's host NQN as nvmet knows hosts (refused if another configuration has it)",
-            );
-            link(plan, &host, &format!("{subsys}/allowed_hosts/{host_nqn}"), "admit this machine's host NQN alone");
-        }
-        None => set(
+    if t.allow_any_host {
+        set(
             plan,
             &format!("{subsys}/attr_allow_any_host"),
             "1",
-            "any host that reaches the port may connect (give host_nqn to admit this machine's alone); the port listens on the one address facing this machine",
-        ),
+            "allow_any_host = true in the experiment file: any host that reaches the port may connect and read and write the device",
+        );
+    } else {
+        // This machine's host NQN: the file's, or /etc/nvme/hostnqn as the connect uses it
+        // (read when the step runs).
+        let host_nqn = nt.host_nqn.as_deref().unwrap_or(THIS_HOST_NQN);
+        set(plan, &format!("{subsys}/attr_allow_any_host"), "0", "only the allowed host may connect");
+        let host = format!("{NVMET}/hosts/{host_nqn}");
+        // One hosts/ entry serves every subsystem of the run on this target host.
+        let made = plan.steps.iter().any(|s| {
+            matches!(&s.action, Action::OnHost { host: h, words, .. } if h == &t.name && words.first().is_some_and(|w| w == "mkdir") && words.last() == Some(&host))
+        });
+        if !made {
+            mkdir(
+                plan,
+                &host,
+                "this machine's host NQN (host_nqn, else /etc/nvme/hostnqn, as the connect uses it) as nvmet knows hosts (refused if another configuration has it)",
+            );
+        }
+        link(plan, &host, &format!("{subsys}/allowed_hosts/{host_nqn}"), "admit this machine's host NQN alone");
     }
     let ns = format!("{subsys}/namespaces/{}", nt.nsid.unwrap_or(1));
     mkdir(plan, &ns, "the namespace");

@@ -48,6 +48,8 @@ impl Executor<'_> {
         undo: Option<&RemoteOp>,
     ) -> Result<(), StepError> {
         let shell = self.shell(host)?;
+        let (words, undo) = self.with_host_nqn(words, undo)?;
+        let (words, undo) = (&words[..], undo.as_ref());
         let mut recorded = None;
         if let Some(op) = undo {
             let undo = Undo::Remote {
@@ -82,6 +84,36 @@ impl Executor<'_> {
             return Err(e.into());
         }
         Ok(())
+    }
+
+    /// `words` and `undo` with [`crate::build::target::THIS_HOST_NQN`] replaced by this
+    /// machine's host NQN from /etc/nvme/hostnqn (the one `nvme connect` then uses).
+    fn with_host_nqn(
+        &mut self,
+        words: &[String],
+        undo: Option<&RemoteOp>,
+    ) -> Result<(Vec<String>, Option<RemoteOp>), String> {
+        use crate::build::target::THIS_HOST_NQN;
+        let in_undo = |u: &RemoteOp| matches!(u, RemoteOp::Rmdir { path } | RemoteOp::Unlink { path } if path.contains(THIS_HOST_NQN));
+        if !words.iter().any(|w| w.contains(THIS_HOST_NQN)) && !undo.is_some_and(in_undo) {
+            return Ok((words.to_vec(), undo.cloned()));
+        }
+        let nqn = self
+            .sys
+            .read_to_string(Path::new("/etc/nvme/hostnqn"))
+            .ok()
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty() && !s.contains('/'))
+            .ok_or_else(|| {
+                "the target host admits this machine's host NQN alone, and this machine has no /etc/nvme/hostnqn: give host_nqn and host_id in the experiment file (or allow_any_host = true)".to_string()
+            })?;
+        let w = words.iter().map(|w| w.replace(THIS_HOST_NQN, &nqn)).collect();
+        let u = undo.map(|u| match u {
+            RemoteOp::Rmdir { path } => RemoteOp::Rmdir { path: path.replace(THIS_HOST_NQN, &nqn) },
+            RemoteOp::Unlink { path } => RemoteOp::Unlink { path: path.replace(THIS_HOST_NQN, &nqn) },
+            other => other.clone(),
+        });
+        Ok((w, u))
     }
 
     /// The journal records of the target's export of `devices` (see [`Executor::on_host`]).
