@@ -215,8 +215,9 @@ impl fmt::Display for Plan {
     }
 }
 
-/// The `nvme connect` of a target, as run with nvme-cli 2.0 to 2.10 (and 1.x without a
-/// secret); `<...>` values are read when it runs.
+/// The `nvme connect` of a target, as run with nvme-cli 2.0 to 2.10 (and 1.15 and later 1.x
+/// without a secret; 1.14 and older get no `--output-format`); `<...>` values are read when it
+/// runs.
 pub fn connect_command(t: &NvmeTcpTarget, secret_file: Option<&std::path::Path>) -> Template {
     let mut c = Template::new("nvme").lits([
         "connect",

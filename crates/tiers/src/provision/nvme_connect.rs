@@ -47,7 +47,11 @@ impl Executor<'_> {
             written = Some(file.to_path_buf());
             cmd = cmd.arg("--config").arg(file);
         }
-        cmd = cmd.args(["--output-format", "json"]);
+        // nvme-cli 1.14 and older know no --output-format on connect: the controller is then
+        // found in list-subsys (see `created_controller`).
+        if version.connect_has_output_format() {
+            cmd = cmd.args(["--output-format", "json"]);
+        }
         // Recorded before the connect: if pgtier dies before it learns the controller's name,
         // cleanup disconnects the subsystem (which was not connected before, see the check).
         // Both hold the target's export of these devices (on a target host of this run):
