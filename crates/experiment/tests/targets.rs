@@ -166,3 +166,17 @@ fn any_host_is_admitted_only_when_asked_for_by_name_with_a_warning() {
     assert_eq!(e.line, Some(line_of(&text, "allow_any_host")));
     assert!(e.message.contains("only with `target"), "{errs}");
 }
+
+#[test]
+fn a_dhchap_secret_on_a_target_host_device_is_refused() {
+    // The target would never ask for it: pgtier writes no hosts/<nqn>/dhchap_key there.
+    for k in ["dhchap_secret_env = \"KEY\"", "dhchap_secret_file = \"/etc/pgtier/key\""] {
+        let text =
+            FILE.replace("export = \"/dev/disk/by-id/nvme-B\"", &format!("export = \"/dev/disk/by-id/nvme-B\"\n{k}"));
+        let errs = errors(&text, false);
+        let name = k.split(' ').next().unwrap();
+        let e = errs.0.iter().find(|e| e.key.as_deref() == Some(&format!("device[remote].{name}"))).expect("refused");
+        assert!(e.message.contains("not supported") && e.message.contains("dhchap_key"), "{errs}");
+        assert!(e.line.is_some(), "{errs}");
+    }
+}

@@ -62,6 +62,18 @@ impl Validator<'_> {
                     format!("a device served by host {name:?} is reached at the host's address; leave `address` out"),
                 );
             }
+            for (k, given) in [
+                ("dhchap_secret_env", r.dhchap_secret_env.is_some()),
+                ("dhchap_secret_file", r.dhchap_secret_file.is_some()),
+            ] {
+                if given {
+                    self.err(
+                        span(rd),
+                        key(k),
+                        format!("DH-HMAC-CHAP on a device served by host {name:?} is not supported: pgtier does not write the key into nvmet's hosts/<host nqn>/dhchap_key there, so the target would never ask for it; leave `{k}` out (the export admits this machine's host NQN alone)"),
+                    );
+                }
+            }
             let export = self.export(rd, &key);
             if opts.emulate {
                 self.emulated_on_host(dev, name, span(t), raw, &key);
