@@ -340,7 +340,7 @@ fn the_export_admits_this_machines_host_nqn_unless_any_host_is_asked_for() {
     assert!(f.commands().contains(&on_host(&["ln", "-s", "--", &host, &link])), "{:?}", f.commands());
     let removals = pending_removals(&journal);
     assert!(removals.contains(&host) && removals.contains(&link), "{removals:?}");
-    assert!(!journal.contains("<this machine"), "{journal}");
+    assert!(!journal.contains("<host NQN of"), "{journal}");
     // Without /etc/nvme/hostnqn the step says what to give.
     let (r, _) = run_host_steps(&served(None), &mut FakeSystem::new());
     let Err(ProvisionError::Step { cause, .. }) = r else { panic!("{r:?}") };

@@ -23,7 +23,7 @@ pub const NVMET: &str = "/sys/kernel/config/nvmet";
 
 /// Stands for this machine's host NQN (from /etc/nvme/hostnqn, as the connect uses it) in a
 /// step on a target host; the executor puts the NQN in its place when the step runs.
-pub const THIS_HOST_NQN: &str = "<this machine's host NQN>";
+pub const THIS_HOST_NQN: &str = "<host NQN of this machine>";
 
 /// The first TCP port of the nbdkit stand-ins on a target host (one port per device).
 const NBD_PORT: u16 = 10809;
