@@ -45,6 +45,10 @@ pub enum Refusal {
         "{device} is busy: the kernel refused to open it exclusively (it is mounted in another mount namespace, or claimed by a driver, swap or device-mapper)"
     )]
     Busy { device: String },
+    #[error(
+        "{device} is already exported by nvmet on that host ({paths}); pgtier never exports a device another export serves"
+    )]
+    Exported { device: String, paths: String },
     #[error("{device} is open or mapped by process(es) {pids}")]
     OpenByProcess { device: String, pids: String },
     #[error(

@@ -355,3 +355,55 @@ fn the_export_admits_this_machines_host_nqn_unless_any_host_is_asked_for() {
     assert!(!steps.iter().any(|(_, w, _)| w.iter().any(|w| w.contains("/hosts/"))), "{plan}");
     assert!(plan.to_string().contains("allow_any_host = true in the experiment file"), "{plan}");
 }
+
+/// The beginning of the ssh line that runs `sh -c '<script starting with start>...'` there.
+fn script_prefix(start: &str) -> String {
+    let full = on_host(&["sh", "-c", &format!("{start}\u{1}")]);
+    full[..full.find('\u{1}').unwrap()].to_string()
+}
+
+#[test]
+fn a_busy_or_already_exported_device_is_refused_on_the_host() {
+    // The O_EXCL open is made there (perl's sysopen; 3 = EBUSY: a ZFS pool member, a device
+    // mounted in another mount namespace); nvmet opens its device without claiming it, so its
+    // namespaces' device_path are read too.
+    let check = |answers: &[(&str, Canned)]| {
+        let mut f = FakeSystem::new();
+        f.answer(&on_host(&["readlink", "-e", "--", "/dev/disk/by-id/nvme-target-ssd"]), Canned::ok("/dev/sdb\n"))
+            .answer(&on_host(&["readlink", "-e", "--", "/dev/sdb"]), Canned::ok("/dev/sdb\n"))
+            .answer(
+                &on_host(&["stat", "-L", "-c", "%F %t %T", "--", "/dev/sdb"]),
+                Canned::ok("block special file 8 10\n"),
+            );
+        for (start, answer) in answers {
+            f.answer(&script_prefix(start), answer.clone());
+        }
+        let step = Step {
+            device: Some("remote".into()),
+            action: Action::HostDeviceCheck {
+                host: "storage".into(),
+                device: PathBuf::from("/dev/disk/by-id/nvme-target-ssd"),
+                allow_wipe: false,
+            },
+            reason: "test".into(),
+        };
+        let plan = Plan { steps: vec![step], ..Default::default() };
+        let dir = tempfile::tempdir().unwrap();
+        let journal = journal::Journal::begin(dir.path(), "fake", "test").unwrap();
+        let r = execute(&plan, &[served(None)], &mut f, &journal, &AtomicBool::new(false), &mut |_| {});
+        (r.map(|_| ()), f.commands())
+    };
+    let (r, commands) = check(&[("command -v perl", Canned::fail(3, "Device or resource busy\n"))]);
+    let Err(ProvisionError::Refused { refusal, .. }) = r else { panic!("busy is refused: {r:?} {commands:?}") };
+    assert!(refusal.to_string().contains("/dev/sdb is busy"), "{refusal}");
+    let exported = "/sys/kernel/config/nvmet/subsystems/nqn.2014-08.org.example:other/namespaces/1/device_path";
+    let (r, commands) = check(&[("for f in /sys/kernel/config/nvmet/subsystems", Canned::ok(format!("{exported}\n")))]);
+    let Err(ProvisionError::Refused { refusal, .. }) = r else { panic!("exported is refused: {r:?} {commands:?}") };
+    assert!(refusal.to_string().contains(&format!("already exported by nvmet on that host ({exported})")), "{refusal}");
+    // Without perl there, the check fails rather than passes.
+    let (r, _) = check(&[("command -v perl", Canned::fail(4, "perl is not installed (it makes the O_EXCL open)\n"))]);
+    let Err(ProvisionError::Refused { refusal, .. }) = r else { panic!("{r:?}") };
+    assert!(refusal.to_string().contains("could not be checked") && refusal.to_string().contains("perl"), "{refusal}");
+    let (r, commands) = check(&[]);
+    assert!(r.is_ok(), "{r:?} {commands:?}");
+}

@@ -134,7 +134,7 @@ pub(super) fn nvmet_export(
     plan.push(
         Some(&d.name),
         Action::HostDeviceCheck { host: h.clone(), device: t.export.clone(), allow_wipe: d.allow_wipe },
-        format!("never export a device of host {h} that holds data or is in use (checked there over ssh; the O_EXCL open of a local device is not made there)"),
+        format!("never export a device of host {h} that holds data, is in use (the O_EXCL open made there by perl) or another nvmet export serves (checked there over ssh)"),
     );
     let export = |plan: &mut Plan, w: Vec<String>, undo: Option<RemoteOp>, why: &str| {
         on_host(plan, d, t, (HostStep::Export, w, undo), why.to_string());

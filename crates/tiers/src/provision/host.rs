@@ -137,17 +137,46 @@ impl Executor<'_> {
         let refused = self.probe(n, |s| {
             let mut h = HostSystem { inner: s, shell: &shell };
             let dev = h.canonicalize(device).unwrap_or_else(|_| device.to_path_buf());
-            safety::check_block_device(&mut h, &dev).and_then(|()| safety::check_not_in_use(&mut h, &dev, allow_wipe))
+            safety::check_block_device(&mut h, &dev)
+                .and_then(|()| safety::check_not_in_use(&mut h, &dev, allow_wipe))
+                .and_then(|()| not_exported(&mut h, &dev))
         });
         // The step names the host: `[on host <name>] check ...`.
         refused.map_err(StepError::Refused)
     }
 }
 
+/// Prints every nvmet namespace's `device_path` (as `<path file> <device>`, resolved) that is
+/// the device `$1`; nothing when there is none (or no nvmet).
+const EXPORTED: &str = r#"for f in /sys/kernel/config/nvmet/subsystems/*/namespaces/*/device_path; do
+  [ -f "$f" ] || continue
+  p=$(cat "$f"); [ -n "$p" ] || continue
+  [ "$(readlink -f -- "$p")" = "$1" ] && echo "$f"
+done; exit 0"#;
+
+/// The device is not a namespace of an nvmet export already (nvmet opens its device without
+/// claiming it, so the O_EXCL open passes a device another export serves).
+fn not_exported(h: &mut HostSystem, dev: &Path) -> Result<(), safety::Refusal> {
+    let device = dev.display().to_string();
+    let out = h.words(&["sh", "-c", EXPORTED, "sh", &device]).map_err(|e| safety::Refusal::ProbeFailed {
+        device: device.clone(),
+        detail: format!("nvmet's namespaces: {e}"),
+    })?;
+    let paths: Vec<&str> = out.lines().filter(|l| !l.trim().is_empty()).collect();
+    if paths.is_empty() { Ok(()) } else { Err(safety::Refusal::Exported { device, paths: paths.join(", ") }) }
+}
+
+/// Opens `$1` read-only with O_EXCL (perl's sysopen: a shell cannot ask for O_EXCL) and exits
+/// 0 when it could, 3 when the kernel said EBUSY (mounted, claimed by a driver, swap,
+/// device-mapper, a ZFS pool), 2 on another error, 4 without perl (perl-base is essential on
+/// Debian and Ubuntu).
+const EXCL_OPEN: &str = r#"command -v perl >/dev/null 2>&1 || { echo "perl is not installed (it makes the O_EXCL open)" >&2; exit 4; }
+exec perl -MFcntl -e 'sysopen(my $f, $ARGV[0], O_RDONLY | O_EXCL) and exit 0; print STDERR "$!
+"; exit($!{EBUSY} ? 3 : 2)' -- "$1""#;
+
 /// Another host seen through its ssh connection, for read-only checks: commands run there,
-/// files are read with `cat`, links resolved with `readlink -e`, kinds found with `stat`. What
-/// would change the host is refused; the O_EXCL open ([`System::busy`]) cannot be made from a
-/// shell and answers "not busy" (the holders, mounts and swap checks still run).
+/// files are read with `cat`, links resolved with `readlink -e`, kinds found with `stat`, the
+/// O_EXCL open ([`System::busy`]) made by perl there. What would change the host is refused.
 pub struct HostSystem<'a> {
     /// What runs the ssh commands here (the machine, or a recorder or fake around it).
     pub inner: &'a mut dyn System,
@@ -184,8 +213,14 @@ impl System for HostSystem<'_> {
     ) -> Result<journal::Output, journal::CommandError> {
         Err(journal::CommandError::Spawn { command: cmd.to_string(), source: refused("a command with a secret") })
     }
-    fn busy(&mut self, _: &Path) -> io::Result<bool> {
-        Ok(false)
+    fn busy(&mut self, dev: &Path) -> io::Result<bool> {
+        let w: Vec<String> = ["sh", "-c", EXCL_OPEN, "sh", &dev.display().to_string()].map(String::from).to_vec();
+        let out = self.inner.run(&ssh(self.shell, &w), Duration::from_secs(60)).map_err(io::Error::other)?;
+        match out.status {
+            0 => Ok(false),
+            3 => Ok(true),
+            s => Err(io::Error::other(format!("exit status {s}: {}", out.stderr.trim()))),
+        }
     }
     fn read_to_string(&mut self, path: &Path) -> io::Result<String> {
         self.words(&["cat", "--", &path.display().to_string()])
