@@ -180,3 +180,25 @@ fn a_dhchap_secret_on_a_target_host_device_is_refused() {
         assert!(e.line.is_some(), "{errs}");
     }
 }
+
+#[test]
+fn two_devices_of_one_target_host_need_their_own_subsystems() {
+    let second = "\n[[device]]\nname = \"remote2\"\nclass = \"nvme-tcp\"\ntarget = \"storage\"\nexport = \"/dev/disk/by-id/nvme-C\"\nNQN\n[device.emulate]\nsize = \"1GiB\"\nlatency = \"1ms\"\n";
+    let base = FILE.replace("[[placement]]", &format!("{}[[placement]]", second.replace("NQN\n", "")));
+    // pgtier's own NQNs differ by device name.
+    let e = parse(Path::new("/exp/t.toml"), &base, &opts(false)).unwrap();
+    assert_eq!(e.device("remote2").unwrap().target_host.as_ref().unwrap().name, "storage");
+    let text = FILE
+        .replace(
+            "export = \"/dev/disk/by-id/nvme-B\"",
+            "export = \"/dev/disk/by-id/nvme-B\"\nnqn = \"nqn.2026-12.org.example:one\"",
+        )
+        .replace(
+            "[[placement]]",
+            &format!("{}[[placement]]", second.replace("NQN", "nqn = \"nqn.2026-12.org.example:one\"")),
+        );
+    let errs = errors(&text, false);
+    let e = errs.0.iter().find(|e| e.key.as_deref() == Some("device[remote2].nqn")).expect("refused");
+    assert!(e.message.contains("\"remote\" and \"remote2\" are both served by host \"storage\""), "{errs}");
+    assert_eq!(e.line, Some(text.lines().collect::<Vec<_>>().iter().rposition(|l| l.contains("nqn = ")).unwrap() + 1));
+}

@@ -407,3 +407,33 @@ fn a_busy_or_already_exported_device_is_refused_on_the_host() {
     let (r, commands) = check(&[]);
     assert!(r.is_ok(), "{r:?} {commands:?}");
 }
+
+#[test]
+fn two_devices_on_one_target_host_share_its_port_as_nvmetcli_lays_it_out() {
+    // A second port on the same address and trsvcid could not listen (EADDRINUSE): one port,
+    // both subsystems linked into it; one hosts/ entry admits this machine to both.
+    let a = served(None);
+    let mut b = served(None);
+    b.name = "remote-wal".into();
+    if let RealDevice::NvmeTcp(t) = &mut b.real {
+        t.nqn = format!("{NQN}-wal");
+    }
+    b.target_host.as_mut().unwrap().export = "/dev/disk/by-id/nvme-target-ssd-2".into();
+    let specs = [a, b];
+    let plan = build_plan(&specs, &fake_ctx());
+    let steps = host_steps(&plan);
+    let ports: Vec<&String> = steps
+        .iter()
+        .filter(|(_, w, _)| w[0] == "mkdir" && w.last().unwrap().contains("/ports/"))
+        .map(|(_, w, _)| w.last().unwrap())
+        .collect();
+    assert_eq!(ports.len(), 1, "one port: {plan}");
+    let links: Vec<String> = steps
+        .iter()
+        .filter(|(_, w, _)| w[0] == "ln" && w.last().unwrap().starts_with(ports[0].as_str()))
+        .map(|(_, w, _)| w.last().unwrap().clone())
+        .collect();
+    assert_eq!(links, [format!("{}/subsystems/{NQN}", ports[0]), format!("{}/subsystems/{NQN}-wal", ports[0])]);
+    let hosts = steps.iter().filter(|(_, w, _)| w[0] == "mkdir" && w.last().unwrap().contains("/hosts/")).count();
+    assert_eq!(hosts, 1, "{plan}");
+}

@@ -103,6 +103,24 @@ impl Validator<'_> {
                 shell: None,
             });
         }
+        // One subsystem per device on a target host: a second `mkdir` of the same NQN fails.
+        let mut seen: Vec<(String, String, String)> = Vec::new();
+        for rd in &raw.device {
+            let r = rd.get_ref();
+            let n = r.name.get_ref();
+            let Some(d) = devices.iter().find(|d| &d.name == n) else { continue };
+            let (Some(t), RealDevice::NvmeTcp(nt)) = (&d.target_host, &d.real) else { continue };
+            if let Some((_, _, first)) = seen.iter().find(|(h, q, _)| h == &t.name && q == &nt.nqn) {
+                let at = r.nqn.as_ref().map(span).unwrap_or_else(|| span(rd));
+                self.err(
+                    at,
+                    format!("device[{n}].nqn"),
+                    format!("devices {first:?} and {n:?} are both served by host {:?} as subsystem {}: each device a target host exports is its own subsystem; give them different `nqn`s (or leave `nqn` out for pgtier's own)", t.name, nt.nqn),
+                );
+            } else {
+                seen.push((t.name.clone(), nt.nqn.clone(), n.clone()));
+            }
+        }
         for h in hosts.iter().filter(|h| h.roles.contains(&HostRole::Target)) {
             if !devices.iter().any(|d| d.target_host.as_ref().is_some_and(|t| t.name == h.name)) {
                 self.warnings.push(format!(

@@ -186,21 +186,48 @@ pub(super) fn nvmet_export(
     mkdir(plan, &ns, "the namespace");
     set(plan, &format!("{ns}/device_path"), &t.export.display().to_string(), "the block device it exports");
     set(plan, &format!("{ns}/enable"), "1", "enable the namespace (removing its directory at teardown disables it)");
-    let port = format!("{NVMET}/ports/{}", nvmet_port_id(&ctx.short_id, index));
-    mkdir(plan, &port, "a port of this run (mkdir fails if the number is taken)");
-    let family = if nt.address.contains(':') { "ipv6" } else { "ipv4" };
-    for (attr, value) in [
-        ("addr_trtype", "tcp"),
-        ("addr_adrfam", family),
-        ("addr_traddr", &nt.address),
-        ("addr_trsvcid", &nt.port.to_string()),
-    ] {
-        set(plan, &format!("{port}/{attr}"), value, "the port: TCP on the host's address facing this machine");
-    }
+    // One port per (address, TCP port) on the host, as nvmetcli lays it out: a second port
+    // on the same address and trsvcid could not listen (EADDRINUSE), so a later device of the
+    // run on the same pair links its subsystem into the port made for the first.
+    let port = match port_made(plan, &t.name, &nt.address, nt.port) {
+        Some(port) => port,
+        None => {
+            let port = format!("{NVMET}/ports/{}", nvmet_port_id(&ctx.short_id, index));
+            mkdir(plan, &port, "a port of this run (mkdir fails if the number is taken)");
+            let family = if nt.address.contains(':') { "ipv6" } else { "ipv4" };
+            for (attr, value) in [
+                ("addr_trtype", "tcp"),
+                ("addr_adrfam", family),
+                ("addr_traddr", &nt.address),
+                ("addr_trsvcid", &nt.port.to_string()),
+            ] {
+                set(plan, &format!("{port}/{attr}"), value, "the port: TCP on the host's address facing this machine");
+            }
+            port
+        }
+    };
     link(
         plan,
         &subsys,
         &format!("{port}/subsystems/{}", nt.nqn),
         "the subsystem on the port: from here on it accepts connections",
     );
+}
+
+/// The nvmet port this plan already makes on host `host` for `address`:`trsvcid`, if any.
+fn port_made(plan: &Plan, host: &str, address: &str, trsvcid: u16) -> Option<String> {
+    let written = |attr: &str, value: &str| -> Vec<String> {
+        plan.steps
+            .iter()
+            .filter_map(|s| match &s.action {
+                Action::OnHost { host: h, words, .. } if h == host && words.len() == 6 && words[5] == value => words[4]
+                    .strip_suffix(&format!("/{attr}"))
+                    .filter(|p| p.starts_with(&format!("{NVMET}/ports/")))
+                    .map(str::to_string),
+                _ => None,
+            })
+            .collect()
+    };
+    let by_address = written("addr_traddr", address);
+    written("addr_trsvcid", &trsvcid.to_string()).into_iter().find(|p| by_address.contains(p))
 }

@@ -66,8 +66,32 @@ impl Executor<'_> {
             }
             recorded = Some((id, op));
         }
+        // A directory an earlier device's step made that this one's uses (the shared port,
+        // the hosts/ entry) is held by this device's connection too.
+        if kind == HostStep::Export
+            && let Some(d) = device
+        {
+            let used: Vec<RecordId> = self
+                .made_dirs
+                .iter()
+                .filter(|(h, p, _)| h == host && words.iter().any(|w| w == p || w.starts_with(&format!("{p}/"))))
+                .map(|(_, _, id)| *id)
+                .collect();
+            let ids = self.exports.entry(d.to_string()).or_default();
+            for id in used {
+                if !ids.contains(&id) {
+                    ids.push(id);
+                }
+            }
+        }
         let cmd = ssh(&shell, words);
-        if let Err(e) = self.run_inner(n, &cmd, &[], Duration::from_secs(120)) {
+        let result = self.run_inner(n, &cmd, &[], Duration::from_secs(120));
+        if result.is_ok()
+            && let Some((id, RemoteOp::Rmdir { path })) = recorded
+        {
+            self.made_dirs.push((host.to_string(), path.clone(), id));
+        }
+        if let Err(e) = result {
             if let Some((id, op)) = recorded
                 && matches!(op, RemoteOp::Rmdir { .. } | RemoteOp::Unlink { .. })
                 && self.commands.last().is_some_and(|c| c.command == cmd.to_string() && c.status != 255)

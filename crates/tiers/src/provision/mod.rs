@@ -136,6 +136,7 @@ pub fn execute(
         nvme_cli: None,
         connections: HashMap::new(),
         exports: HashMap::new(),
+        made_dirs: Vec::new(),
         locks: HashMap::new(),
         shells: host::shells(specs),
     };
@@ -278,6 +279,8 @@ struct Executor<'a> {
     /// The journal records of each device's export on its target host (configfs items and
     /// links): the connection and the mount on top of them hold them.
     exports: HashMap<String, Vec<RecordId>>,
+    /// The configfs directories made on target hosts (host, path), with their records.
+    made_dirs: Vec<(String, String, RecordId)>,
     /// Disk locks held, by the variable naming the disk.
     locks: HashMap<String, DiskLock>,
     /// How each storage target host is reached, by name.
