@@ -242,9 +242,14 @@ pub fn check_not_in_use(sys: &mut dyn System, dev: &Path, allow_wipe: bool) -> R
     let numbers: Vec<Option<(u32, u32)>> = members.iter().map(|m| dev_number(sys, m)).collect();
 
     // Holders first: a device under LVM/md/dm is in use even when not mounted directly.
+    // An unreadable holders directory is a failed check, not an empty one (every block device
+    // has one in sysfs).
     for m in &members {
-        let holders =
-            sys.list_dir(&Path::new("/sys/class/block").join(kernel_name(m)).join("holders")).unwrap_or_default();
+        let dir = Path::new("/sys/class/block").join(kernel_name(m)).join("holders");
+        let holders = sys.list_dir(&dir).map_err(|e| Refusal::ProbeFailed {
+            device: device.clone(),
+            detail: format!("its holders ({}) could not be read: {e}", dir.display()),
+        })?;
         if !holders.is_empty() {
             return Err(Refusal::Held { device: device.clone(), holders: holders.join(", ") });
         }

@@ -437,3 +437,32 @@ fn two_devices_on_one_target_host_share_its_port_as_nvmetcli_lays_it_out() {
     let hosts = steps.iter().filter(|(_, w, _)| w[0] == "mkdir" && w.last().unwrap().contains("/hosts/")).count();
     assert_eq!(hosts, 1, "{plan}");
 }
+
+#[test]
+fn an_unreadable_holders_directory_fails_the_check() {
+    // `ls` of the holders directory failing there (here: permission denied) is no proof that
+    // nothing holds the device.
+    let mut f = FakeSystem::new();
+    f.answer(&on_host(&["readlink", "-e", "--", "/dev/disk/by-id/nvme-target-ssd"]), Canned::ok("/dev/sdb\n"))
+        .answer(&on_host(&["readlink", "-e", "--", "/dev/sdb"]), Canned::ok("/dev/sdb\n"))
+        .answer(&on_host(&["stat", "-L", "-c", "%F %t %T", "--", "/dev/sdb"]), Canned::ok("block special file 8 10\n"))
+        .answer(
+            &on_host(&["ls", "-A", "-1", "--", "/sys/class/block/sdb/holders"]),
+            Canned::fail(2, "ls: cannot open directory '/sys/class/block/sdb/holders': Permission denied\n"),
+        );
+    let step = Step {
+        device: Some("remote".into()),
+        action: Action::HostDeviceCheck {
+            host: "storage".into(),
+            device: PathBuf::from("/dev/disk/by-id/nvme-target-ssd"),
+            allow_wipe: false,
+        },
+        reason: "test".into(),
+    };
+    let plan = Plan { steps: vec![step], ..Default::default() };
+    let dir = tempfile::tempdir().unwrap();
+    let journal = journal::Journal::begin(dir.path(), "fake", "test").unwrap();
+    let r = execute(&plan, &[served(None)], &mut f, &journal, &AtomicBool::new(false), &mut |_| {});
+    let Err(ProvisionError::Refused { refusal, .. }) = r else { panic!("refused: {r:?}") };
+    assert!(refusal.to_string().contains("holders") && refusal.to_string().contains("Permission denied"), "{refusal}");
+}
