@@ -111,12 +111,6 @@ fn a_target_must_be_a_known_target_host_of_an_nvme_tcp_device() {
             "device[remote].export",
             "a path under /dev",
         ),
-        (
-            FILE.replace("target = \"storage\"", "target = \"storage\"\naddress = \"192.0.2.1\""),
-            "address = \"192.0.2.1\"",
-            "device[remote].address",
-            "leave `address` out",
-        ),
     ];
     for (text, at, key, msg) in cases {
         let errs = errors(&text, false);
@@ -201,4 +195,36 @@ fn two_devices_of_one_target_host_need_their_own_subsystems() {
     let e = errs.0.iter().find(|e| e.key.as_deref() == Some("device[remote2].nqn")).expect("refused");
     assert!(e.message.contains("\"remote\" and \"remote2\" are both served by host \"storage\""), "{errs}");
     assert_eq!(e.line, Some(text.lines().collect::<Vec<_>>().iter().rposition(|l| l.contains("nqn = ")).unwrap() + 1));
+}
+
+#[test]
+fn a_target_host_device_may_name_a_storage_network_address() {
+    // The data path on its own network: the port listens there and this machine connects there;
+    // ssh still goes to the host's address.
+    let text = FILE.replace("target = \"storage\"", "target = \"storage\"\naddress = \"192.0.2.1\"");
+    let e = parse(Path::new("/exp/t.toml"), &text, &opts(false)).unwrap();
+    let d = e.device("remote").unwrap();
+    let RealDevice::NvmeTcp(nt) = &d.real else { panic!() };
+    assert_eq!(nt.address, "192.0.2.1");
+    assert_eq!(d.target_host.as_ref().unwrap().address, "169.254.200.6");
+    let plan = tiers::build_plan(
+        std::slice::from_ref(d),
+        &tiers::PlanContext {
+            short_id: "t1".into(),
+            work_dir: "/run/t".into(),
+            log_dir: "/run/t/logs".into(),
+            owner_uid: 1,
+            owner_gid: 1,
+            emulate: false,
+        },
+    );
+    let text_plan = plan.to_string();
+    assert!(text_plan.contains("addr_traddr 192.0.2.1") && text_plan.contains("--traddr 192.0.2.1"), "{text_plan}");
+    // The stand-in listens on the host's address only.
+    let errs = errors(&text, true);
+    let e = errs.0.iter().find(|e| e.key.as_deref() == Some("device[remote].address")).expect("refused");
+    assert!(
+        e.message.contains("leave `address` out") && e.line == Some(line_of(&text, "address = \"192.0.2.1\"")),
+        "{errs}"
+    );
 }

@@ -1,6 +1,7 @@
 //! Devices served by a storage target host: `target = "<host>"` on an `nvme-tcp` device names
 //! a `[[host]]` with the `target` role, and `export` the block device nvmet exports there. The
-//! device's address is then the host's, its subsystem NQN pgtier's own unless `nqn` is given.
+//! device's address is then the host's unless `address` names the host's address on a storage
+//! network (not with --emulate), its subsystem NQN pgtier's own unless `nqn` is given.
 
 use std::path::PathBuf;
 
@@ -55,11 +56,15 @@ impl Validator<'_> {
             }
             let name = t.get_ref();
             let Some(host) = self.target_host(t, hosts, &key) else { continue };
-            if let Some(a) = &r.address {
+            // `address`: where the data path goes (a storage network's address of the host); the
+            // host's own address (ssh) by default. The stand-in listens on the host's address.
+            if let Some(a) = &r.address
+                && opts.emulate
+            {
                 self.err(
                     span(a),
                     key("address"),
-                    format!("a device served by host {name:?} is reached at the host's address; leave `address` out"),
+                    format!("with --emulate, the stand-in on host {name:?} listens on the host's address; leave `address` out"),
                 );
             }
             for (k, given) in [
@@ -79,7 +84,9 @@ impl Validator<'_> {
                 self.emulated_on_host(dev, name, span(t), raw, &key);
             }
             if let RealDevice::NvmeTcp(nt) = &mut dev.real {
-                nt.address = host.address.to_string();
+                if r.address.is_none() || opts.emulate {
+                    nt.address = host.address.to_string();
+                }
                 if nt.nqn.is_empty() {
                     nt.nqn = format!("nqn.2026-12.io.pgtier:{name}:{n}");
                 }
@@ -87,11 +94,10 @@ impl Validator<'_> {
             let allow_any_host = r.allow_any_host.as_ref().is_some_and(|a| *a.get_ref());
             if allow_any_host && !opts.emulate {
                 self.warnings.push(format!(
-                    "device {n:?}: allow_any_host = true: any host that reaches {}:{} may connect to the export of {name:?} and read and write it while the run lasts (leave it out to admit this machine's host NQN alone)",
-                    host.address,
+                    "device {n:?}: allow_any_host = true: any host that reaches {} may connect to the export of {name:?} and read and write it while the run lasts (leave it out to admit this machine's host NQN alone)",
                     match &dev.real {
-                        RealDevice::NvmeTcp(nt) => nt.port,
-                        _ => 4420,
+                        RealDevice::NvmeTcp(nt) => format!("{}:{}", nt.address, nt.port),
+                        _ => host.address.to_string(),
                     }
                 ));
             }
