@@ -228,3 +228,24 @@ fn a_target_host_device_may_name_a_storage_network_address() {
         "{errs}"
     );
 }
+
+#[test]
+fn a_local_device_named_by_its_kernel_name_is_warned_about() {
+    // Kernel names follow probe order; /dev/disk/by-id names do not.
+    for (path, warned) in [
+        ("/dev/nvme0n1", true),
+        ("/dev/nvme1n1p2", true),
+        ("/dev/sdb", true),
+        ("/dev/vdc1", true),
+        ("/dev/disk/by-id/nvme-A", false),
+        ("/dev/mapper/vg-lv", false),
+        ("/dev/md0", false),
+    ] {
+        let text = FILE.replace("path = \"/dev/disk/by-id/nvme-A\"", &format!("path = \"{path}\""));
+        let e = parse(Path::new("/exp/t.toml"), &text, &opts(false)).unwrap();
+        let w = e.warnings.iter().any(|w| w.contains(&format!("path {path} is a kernel name")));
+        assert_eq!(w, warned, "{path}: {:?}", e.warnings);
+        let e = parse(Path::new("/exp/t.toml"), &text, &opts(true)).unwrap();
+        assert!(!e.warnings.iter().any(|w| w.contains("kernel name")), "--emulate does not use the path");
+    }
+}
