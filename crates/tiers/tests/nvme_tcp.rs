@@ -74,7 +74,7 @@ fn tcp_machine_listing(nvme_list: &str) -> FakeSystem {
 
 fn connect_line(extra: &str) -> String {
     format!(
-        "nvme connect --transport tcp --traddr 192.0.2.10 --trsvcid 4420 --nqn {NQN} --hostnqn {HOST_NQN} --hostid {HOST_ID}{extra} --output-format json"
+        "nvme connect --transport tcp --traddr 192.0.2.10 --trsvcid 4420 --nqn {NQN} --hostnqn {HOST_NQN} --hostid {HOST_ID} --ctrl-loss-tmo 60 --reconnect-delay 2{extra} --output-format json"
     )
 }
 
@@ -275,14 +275,14 @@ fn without_a_host_identity_the_machines_pair_is_passed_together() {
     let plan = tiers::build_plan(std::slice::from_ref(&d), &fake_ctx());
     assert!(
         plan.to_string()
-            .contains("--hostnqn <from /etc/nvme/hostnqn> --hostid <from /etc/nvme/hostid> --output-format json"),
+            .contains("--hostnqn <from /etc/nvme/hostnqn> --hostid <from /etc/nvme/hostid> --ctrl-loss-tmo 60 --reconnect-delay 2 --output-format json"),
         "{plan}"
     );
     let o = run_plan(&[d], &fake_ctx(), &mut f);
     o.result.as_ref().unwrap_or_else(|e| panic!("{e}"));
     assert!(
         f.commands()[2].ends_with(
-            "--hostnqn nqn.2014-08.org.nvmexpress:uuid:f602dd3c-7dfc-4737-90da-e1f102a647b4 --hostid 67cb4491-0010-4483-ac23-4c8c2f9b80c2 --output-format json"
+            "--hostnqn nqn.2014-08.org.nvmexpress:uuid:f602dd3c-7dfc-4737-90da-e1f102a647b4 --hostid 67cb4491-0010-4483-ac23-4c8c2f9b80c2 --ctrl-loss-tmo 60 --reconnect-delay 2 --output-format json"
         ),
         "{:?}",
         f.commands()
@@ -413,7 +413,9 @@ fn nvme_cli_2_11_connects_from_the_configuration_file_itself() {
     o.result.as_ref().unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(
         f.commands()[2],
-        format!("nvme connect --hostnqn {HOST_NQN} --hostid {HOST_ID} --config {CONFIG} --output-format json")
+        format!(
+            "nvme connect --hostnqn {HOST_NQN} --hostid {HOST_ID} --ctrl-loss-tmo 60 --reconnect-delay 2 --config {CONFIG} --output-format json"
+        )
     );
     assert!(o.journal_text.contains("\"controller\":\"nvme6\""), "learnt from list-subsys");
 }

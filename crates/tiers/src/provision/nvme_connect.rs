@@ -41,6 +41,12 @@ impl Executor<'_> {
         if let Some(i) = &host_id {
             cmd = cmd.args(["--hostid", i.as_str()]);
         }
+        cmd = cmd.args([
+            "--ctrl-loss-tmo",
+            crate::plan::CTRL_LOSS_TMO,
+            "--reconnect-delay",
+            crate::plan::RECONNECT_DELAY,
+        ]);
         let mut written = None;
         if let (Some(secret), Some(file)) = (&secret, secret_file) {
             self.write_secret_config(t, (host_nqn.as_deref(), host_id.as_deref()), secret, file)?;
