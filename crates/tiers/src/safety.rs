@@ -110,7 +110,8 @@ fn dev_number(sys: &mut dyn System, dev: &Path) -> Option<(u32, u32)> {
 /// A disk and a partition of it are refused too (compared by the partition's parent in sysfs).
 pub fn check_distinct(sys: &mut dyn System, devices: &[(&str, &Path)]) -> Result<(), Refusal> {
     // (number, the whole disk's number when it is a partition, name, node)
-    let mut seen: Vec<((u32, u32), Option<(u32, u32)>, &str, &Path)> = Vec::new();
+    type Seen<'a> = ((u32, u32), Option<(u32, u32)>, &'a str, &'a Path);
+    let mut seen: Vec<Seen> = Vec::new();
     for (name, dev) in devices {
         let FileKind::BlockDevice { major, minor } = sys.file_kind(dev) else { continue };
         let number = (major, minor);

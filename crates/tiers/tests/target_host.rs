@@ -262,7 +262,7 @@ fn a_configfs_item_of_another_owner_in_the_way_is_never_removed() {
     f.answer(&on_host(&["mkdir", "--", &sub]), Canned::fail(255, "ssh: connect to host 192.0.2.7: Connection reset\n"));
     let (r, journal) = run_host_steps(&d, &mut f);
     assert!(r.is_err());
-    assert_eq!(pending_removals(&journal), [sub.clone()]);
+    assert_eq!(pending_removals(&journal), [sub]);
 }
 
 /// The journal records `seq` holds, and those they hold, and so on.
