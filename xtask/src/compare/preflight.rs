@@ -106,6 +106,9 @@ pub fn preflight(exp: &Experiment, plan: &tiers::Plan, user: Result<DbUser, Runn
     }
     if !exp.emulated {
         problems.extend(local_device_problems(exp, &mut tiers::system::RealSystem));
+        let release =
+            nix::sys::utsname::uname().map(|u| u.release().to_string_lossy().into_owned()).unwrap_or_default();
+        problems.extend(dax_problems(exp, &release));
     }
     if exp.emulated
         && exp.devices.iter().any(|d| d.emulation.backing == tiers::Backing::Zram)
@@ -224,4 +227,67 @@ fn check_sessions_fit(exp: &Experiment, host_memory: u64) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// DAX on a kernel before 5.8: pgtier mounts with `dax=always`, which XFS takes only from 5.8
+/// on (before, only the old `dax` option), and statx reports STATX_ATTR_DAX only from 5.8, so
+/// DAX could not be confirmed either.
+fn dax_problems(exp: &Experiment, release: &str) -> Vec<String> {
+    let mut nums = release.split(|c: char| !c.is_ascii_digit()).map(|p| p.parse::<u32>().ok());
+    let (Some(Some(major)), Some(Some(minor))) = (nums.next(), nums.next()) else { return Vec::new() };
+    if (major, minor) >= (5, 8) {
+        return Vec::new();
+    }
+    exp.used_devices()
+        .into_iter()
+        .filter(|d| d.dax != tiers::spec::DaxPolicy::Off && !d.mount_options.iter().any(|o| o.starts_with("dax")))
+        .map(|d| {
+            format!(
+                "device {}: DAX mounts with dax=always, which XFS accepts only from Linux 5.8, and statx reports DAX only from 5.8; this kernel is {release}: set dax = \"off\", or dax = \"optional\" with mount_options = [\"dax\"] (the old option, which pgtier cannot confirm in effect here)",
+                d.name
+            )
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dax_before_linux_5_8_is_a_preflight_problem() {
+        let text = r#"
+[experiment]
+name = "dax"
+baseline = "p"
+[postgres]
+profiles = ["default"]
+[[device]]
+name = "pmem"
+class = "pmem"
+namespace = "namespace0.0"
+[[placement]]
+name = "p"
+data = "pmem"
+wal = "pmem"
+[[workload]]
+name = "rw"
+kind = "pgbench"
+builtin = "tpcb-like"
+scale = 1
+clients = [1]
+duration = "5s"
+"#;
+        let opts =
+            experiment::LoadOptions { emulate: false, configs_dir: crate::paths::configs_dir(), hardware_threads: 2 };
+        let exp = experiment::parse(Path::new("dax.toml"), text, &opts).unwrap();
+        let old = dax_problems(&exp, "4.19.0-27-amd64");
+        assert_eq!(old.len(), 1, "{old:?}");
+        assert!(
+            old[0].contains("device pmem: DAX mounts with dax=always") && old[0].contains("4.19.0-27-amd64"),
+            "{old:?}"
+        );
+        assert!(dax_problems(&exp, "5.8.0").is_empty());
+        assert!(dax_problems(&exp, "6.1.0-57-amd64").is_empty());
+    }
 }
