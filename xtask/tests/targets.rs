@@ -11,7 +11,8 @@
 //! namespace shares this machine's kernel, CPUs, filesystem and binaries (the image file "on
 //! the host" lands on the same disk, and the round trip is a veth's), and the real-hardware
 //! path (nvmet through configfs, `nvme connect -t tcp`) needs a kernel with nvmet, which this
-//! machine lacks: its steps are checked in the dry run below and by tiers' unit tests.
+//! machine lacks: its steps are checked in the dry run below, by tiers' unit tests, and for
+//! real in the VM (tests/vm/target_host.rs).
 //!
 //! Needs root and openssh-server (`cargo xtask setup`); PGTIER_SKIP_ROOT_TESTS=1 skips it.
 
