@@ -107,3 +107,27 @@ fn huge_pages_on_without_reserved_pages_is_refused_before_anything_is_touched() 
     assert!(stderr.contains("Nothing was touched"), "{stderr}");
     assert!(!env.state().join("journal").exists(), "no run record was even started");
 }
+
+/// The real-mode preflight reports every problem at once, as validation does: here too few
+/// huge pages and a device `path` that is no block device (/dev/null; the plan's first check
+/// would only have said so after the huge pages were fixed).
+#[test]
+fn every_preflight_problem_is_reported_at_once() {
+    let env = Env::new();
+    let text_in = OUTGROWS_ITS_LIMIT
+        .replace("memory_limits = [\"96MiB\"]", "memory_limits = [\"unlimited\"]")
+        .replace(
+            "settings = { shared_buffers = \"16MB\"",
+            "settings = { huge_pages = \"on\", shared_buffers = \"64GB\"",
+        )
+        .replace("/dev/disk/by-id/not-used", "/dev/null");
+    let cfg = env.write("two-problems.toml", &text_in);
+    let o = env.xtask(&["compare", "--config", cfg.to_str().unwrap()]).output().unwrap();
+    let (_, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("problems (nothing was touched):\n  1. "), "{stderr}");
+    assert!(stderr.contains("huge pages of 2 MiB"), "{stderr}");
+    let device = "device disk: /dev/null is not a block device (it is some other kind of file)";
+    assert!(stderr.contains(device), "{device:?} in:\n{stderr}");
+    assert!(!env.state().join("journal").exists(), "no run record was even started");
+}

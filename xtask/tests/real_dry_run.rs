@@ -24,7 +24,7 @@ fn the_real_nvme_tcp_study_connects_as_the_tools_allow() {
     for needle in [
         "check nvme version: nvme-cli and libnvme versions (the connect below depends on them; a DH-HMAC-CHAP secret needs nvme-cli 2.0 or later)",
         "check the host NQN and host ID come together",
-        "--hostnqn <from /etc/nvme/hostnqn> --hostid <from /etc/nvme/hostid> --config ",
+        "--hostnqn <from /etc/nvme/hostnqn> --hostid <from /etc/nvme/hostid> --ctrl-loss-tmo 60 --reconnect-delay 2 --config ",
         ".nvme-lb-data.json --output-format json  # ",
         "holds the host's DH-HMAC-CHAP key <secret from $PGTIER_DHCHAP_SECRET> as libnvme's dhchap_key",
         "udevadm settle; flock --exclusive <das-data.disk>",

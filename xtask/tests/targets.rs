@@ -11,7 +11,8 @@
 //! namespace shares this machine's kernel, CPUs, filesystem and binaries (the image file "on
 //! the host" lands on the same disk, and the round trip is a veth's), and the real-hardware
 //! path (nvmet through configfs, `nvme connect -t tcp`) needs a kernel with nvmet, which this
-//! machine lacks: its steps are checked in the dry run below and by tiers' unit tests.
+//! machine lacks: its steps are checked in the dry run below, by tiers' unit tests, and for
+//! real in the VM (tests/vm/target_host.rs).
 //!
 //! Needs root and openssh-server (`cargo xtask setup`); PGTIER_SKIP_ROOT_TESTS=1 skips it.
 
@@ -284,7 +285,9 @@ fn dry_runs_show_every_step_on_the_target_host() {
         "[on host storage] check /dev/disk/by-id/nvme-target-ssd is a block device",
         "[on host storage] modprobe -a nvmet nvmet-tcp",
         "[on host storage] mkdir -- /sys/kernel/config/nvmet/subsystems/nqn.2026-12.io.pgtier:storage:remote",
-        "/sys/kernel/config/nvmet/subsystems/nqn.2026-12.io.pgtier:storage:remote/attr_allow_any_host 1",
+        "/sys/kernel/config/nvmet/subsystems/nqn.2026-12.io.pgtier:storage:remote/attr_allow_any_host 0",
+        "mkdir -- '/sys/kernel/config/nvmet/hosts/<host NQN of this machine>'",
+        "allowed_hosts/<host NQN of this machine>'",
         "mkdir -- /sys/kernel/config/nvmet/subsystems/nqn.2026-12.io.pgtier:storage:remote/namespaces/1",
         "namespaces/1/device_path /dev/disk/by-id/nvme-target-ssd",
         "namespaces/1/enable 1",
@@ -300,6 +303,8 @@ fn dry_runs_show_every_step_on_the_target_host() {
         "[on host storage] rm /sys/kernel/config/nvmet/ports/",
         "[on host storage] rmdir /sys/kernel/config/nvmet/ports/",
         "[on host storage] rmdir /sys/kernel/config/nvmet/subsystems/nqn.2026-12.io.pgtier:storage:remote/namespaces/1",
+        "[on host storage] rm /sys/kernel/config/nvmet/subsystems/nqn.2026-12.io.pgtier:storage:remote/allowed_hosts/<host NQN of this machine>",
+        "[on host storage] rmdir /sys/kernel/config/nvmet/hosts/<host NQN of this machine>",
         "[on host storage] rmdir /sys/kernel/config/nvmet/subsystems/nqn.2026-12.io.pgtier:storage:remote",
     ];
     let mut at = 0;

@@ -7,10 +7,11 @@
 //!
 //! Needs root, qemu-system-x86 and mmdebstrap (installed from the package archive if missing)
 //! and, the first time, the package archive to build the guest image (about 5 minutes; cached
-//! in /var/cache/pgtier/vm). The suite runs the quick two (the tools' outputs against the
+//! in /var/cache/pgtier/vm). The suite runs the quick three (the tools' outputs against the
 //! parsers, seed 000 on real NVMe and PMem: 3 minutes on 2026-12-02 at load 1-4, 6.5 on a busier
-//! machine, see README); the long ones, NVMe/TCP with
-//! TPC-C, the safety rails and the interrupted runs (about 30 minutes more under TCG), are
+//! machine, see README; the guest as its own NVMe/TCP target host, vm/target_host.rs: about 5
+//! minutes at load 2-3); the long ones, NVMe/TCP with TPC-C, the safety rails, the interrupted
+//! runs and the target host under a busy filesystem (about 40 minutes more under TCG), are
 //! `#[ignore]`d: `cargo test -p xtask --test vm -- --ignored` or `PGTIER_VM_TESTS=all cargo
 //! xtask test` runs them. PGTIER_SKIP_VM_TESTS=1 skips them explicitly; without root they
 //! follow PGTIER_SKIP_ROOT_TESTS like the other integration tests; when neither a cached image
@@ -579,3 +580,8 @@ fn vm_interrupted_real_runs_leave_nothing() {
     assert_same_state(&before, &g.out("state-after-cleanup-2.txt"), &["block"], "after the busy teardown and cleanup");
     assert_same_state(&g.out("state-initial.txt"), &g.out("state-final.txt"), &["block"], "the target removed");
 }
+
+// ---- the guest as its own storage target host (vm/target_host.rs) ----
+
+#[path = "vm/target_host.rs"]
+mod target_host;

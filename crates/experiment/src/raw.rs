@@ -344,6 +344,10 @@ pub struct RawDevice {
     /// The block device on the target host that nvmet exports (real hardware).
     #[serde(default)]
     pub export: Option<Spanned<String>>,
+    /// Let any host that reaches the target host's port connect (nvmet's
+    /// `attr_allow_any_host`); by default only this machine's host NQN is admitted.
+    #[serde(default)]
+    pub allow_any_host: Option<Spanned<bool>>,
     // Filesystem and preparation.
     #[serde(default)]
     pub mkfs_options: Vec<String>,

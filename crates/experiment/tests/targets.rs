@@ -111,12 +111,6 @@ fn a_target_must_be_a_known_target_host_of_an_nvme_tcp_device() {
             "device[remote].export",
             "a path under /dev",
         ),
-        (
-            FILE.replace("target = \"storage\"", "target = \"storage\"\naddress = \"192.0.2.1\""),
-            "address = \"192.0.2.1\"",
-            "device[remote].address",
-            "leave `address` out",
-        ),
     ];
     for (text, at, key, msg) in cases {
         let errs = errors(&text, false);
@@ -145,4 +139,113 @@ fn what_the_stand_in_on_a_target_host_does_not_do_is_refused_with_emulate() {
     let errs = errors(&text, true);
     let e = errs.0.iter().find(|e| e.key.as_deref() == Some("fault[0].kind")).unwrap_or_else(|| panic!("{errs}"));
     assert!(e.message.contains("not built for a device served by a target host"), "{errs}");
+}
+
+#[test]
+fn any_host_is_admitted_only_when_asked_for_by_name_with_a_warning() {
+    let e = parse(Path::new("/exp/t.toml"), FILE, &opts(false)).unwrap();
+    assert!(!e.device("remote").unwrap().target_host.as_ref().unwrap().allow_any_host, "this machine's NQN alone");
+    assert!(!e.warnings.iter().any(|w| w.contains("allow_any_host")), "{:?}", e.warnings);
+    let open = FILE
+        .replace("export = \"/dev/disk/by-id/nvme-B\"", "export = \"/dev/disk/by-id/nvme-B\"\nallow_any_host = true");
+    let e = parse(Path::new("/exp/t.toml"), &open, &opts(false)).unwrap();
+    assert!(e.device("remote").unwrap().target_host.as_ref().unwrap().allow_any_host);
+    let w: Vec<&String> = e.warnings.iter().filter(|w| w.contains("allow_any_host = true")).collect();
+    assert!(w.len() == 1 && w[0].contains("any host that reaches 169.254.200.6:4420"), "{:?}", e.warnings);
+    // Only on a device a target host serves.
+    let text =
+        FILE.replace("path = \"/dev/disk/by-id/nvme-A\"", "path = \"/dev/disk/by-id/nvme-A\"\nallow_any_host = true");
+    let errs = errors(&text, false);
+    let e = errs.0.iter().find(|e| e.key.as_deref() == Some("device[local].allow_any_host")).expect("refused");
+    assert_eq!(e.line, Some(line_of(&text, "allow_any_host")));
+    assert!(e.message.contains("only with `target"), "{errs}");
+}
+
+#[test]
+fn a_dhchap_secret_on_a_target_host_device_is_refused() {
+    // The target would never ask for it: pgtier writes no hosts/<nqn>/dhchap_key there.
+    for k in ["dhchap_secret_env = \"KEY\"", "dhchap_secret_file = \"/etc/pgtier/key\""] {
+        let text =
+            FILE.replace("export = \"/dev/disk/by-id/nvme-B\"", &format!("export = \"/dev/disk/by-id/nvme-B\"\n{k}"));
+        let errs = errors(&text, false);
+        let name = k.split(' ').next().unwrap();
+        let e = errs.0.iter().find(|e| e.key.as_deref() == Some(&format!("device[remote].{name}"))).expect("refused");
+        assert!(e.message.contains("not supported") && e.message.contains("dhchap_key"), "{errs}");
+        assert!(e.line.is_some(), "{errs}");
+    }
+}
+
+#[test]
+fn two_devices_of_one_target_host_need_their_own_subsystems() {
+    let second = "\n[[device]]\nname = \"remote2\"\nclass = \"nvme-tcp\"\ntarget = \"storage\"\nexport = \"/dev/disk/by-id/nvme-C\"\nNQN\n[device.emulate]\nsize = \"1GiB\"\nlatency = \"1ms\"\n";
+    let base = FILE.replace("[[placement]]", &format!("{}[[placement]]", second.replace("NQN\n", "")));
+    // pgtier's own NQNs differ by device name.
+    let e = parse(Path::new("/exp/t.toml"), &base, &opts(false)).unwrap();
+    assert_eq!(e.device("remote2").unwrap().target_host.as_ref().unwrap().name, "storage");
+    let text = FILE
+        .replace(
+            "export = \"/dev/disk/by-id/nvme-B\"",
+            "export = \"/dev/disk/by-id/nvme-B\"\nnqn = \"nqn.2026-12.org.example:one\"",
+        )
+        .replace(
+            "[[placement]]",
+            &format!("{}[[placement]]", second.replace("NQN", "nqn = \"nqn.2026-12.org.example:one\"")),
+        );
+    let errs = errors(&text, false);
+    let e = errs.0.iter().find(|e| e.key.as_deref() == Some("device[remote2].nqn")).expect("refused");
+    assert!(e.message.contains("\"remote\" and \"remote2\" are both served by host \"storage\""), "{errs}");
+    assert_eq!(e.line, Some(text.lines().collect::<Vec<_>>().iter().rposition(|l| l.contains("nqn = ")).unwrap() + 1));
+}
+
+#[test]
+fn a_target_host_device_may_name_a_storage_network_address() {
+    // The data path on its own network: the port listens there and this machine connects there;
+    // ssh still goes to the host's address.
+    let text = FILE.replace("target = \"storage\"", "target = \"storage\"\naddress = \"192.0.2.1\"");
+    let e = parse(Path::new("/exp/t.toml"), &text, &opts(false)).unwrap();
+    let d = e.device("remote").unwrap();
+    let RealDevice::NvmeTcp(nt) = &d.real else { panic!() };
+    assert_eq!(nt.address, "192.0.2.1");
+    assert_eq!(d.target_host.as_ref().unwrap().address, "169.254.200.6");
+    let plan = tiers::build_plan(
+        std::slice::from_ref(d),
+        &tiers::PlanContext {
+            short_id: "t1".into(),
+            work_dir: "/run/t".into(),
+            log_dir: "/run/t/logs".into(),
+            owner_uid: 1,
+            owner_gid: 1,
+            emulate: false,
+        },
+    );
+    let text_plan = plan.to_string();
+    assert!(text_plan.contains("addr_traddr 192.0.2.1") && text_plan.contains("--traddr 192.0.2.1"), "{text_plan}");
+    // The stand-in listens on the host's address only.
+    let errs = errors(&text, true);
+    let e = errs.0.iter().find(|e| e.key.as_deref() == Some("device[remote].address")).expect("refused");
+    assert!(
+        e.message.contains("leave `address` out") && e.line == Some(line_of(&text, "address = \"192.0.2.1\"")),
+        "{errs}"
+    );
+}
+
+#[test]
+fn a_local_device_named_by_its_kernel_name_is_warned_about() {
+    // Kernel names follow probe order; /dev/disk/by-id names do not.
+    for (path, warned) in [
+        ("/dev/nvme0n1", true),
+        ("/dev/nvme1n1p2", true),
+        ("/dev/sdb", true),
+        ("/dev/vdc1", true),
+        ("/dev/disk/by-id/nvme-A", false),
+        ("/dev/mapper/vg-lv", false),
+        ("/dev/md0", false),
+    ] {
+        let text = FILE.replace("path = \"/dev/disk/by-id/nvme-A\"", &format!("path = \"{path}\""));
+        let e = parse(Path::new("/exp/t.toml"), &text, &opts(false)).unwrap();
+        let w = e.warnings.iter().any(|w| w.contains(&format!("path {path} is a kernel name")));
+        assert_eq!(w, warned, "{path}: {:?}", e.warnings);
+        let e = parse(Path::new("/exp/t.toml"), &text, &opts(true)).unwrap();
+        assert!(!e.warnings.iter().any(|w| w.contains("kernel name")), "--emulate does not use the path");
+    }
 }

@@ -45,6 +45,10 @@ pub enum Refusal {
         "{device} is busy: the kernel refused to open it exclusively (it is mounted in another mount namespace, or claimed by a driver, swap or device-mapper)"
     )]
     Busy { device: String },
+    #[error(
+        "{device} is already exported by nvmet on that host ({paths}); pgtier never exports a device another export serves"
+    )]
+    Exported { device: String, paths: String },
     #[error("{device} is open or mapped by process(es) {pids}")]
     OpenByProcess { device: String, pids: String },
     #[error(
@@ -53,6 +57,10 @@ pub enum Refusal {
     AlreadyConnected { nqn: String, controllers: String },
     #[error("devices {first} and {second} name the same block device ({device}); give each device its own disk")]
     SameDevice { first: String, second: String, device: String },
+    #[error(
+        "device {partition_of} ({partition}) is a partition of the disk of device {disk_of} ({disk}); give each device its own disk"
+    )]
+    PartitionOfOther { disk_of: String, disk: String, partition_of: String, partition: String },
 }
 
 /// The kernel name of a device node (`/dev/nvme1n1p1` -> `nvme1n1p1`).
@@ -99,20 +107,51 @@ fn dev_number(sys: &mut dyn System, dev: &Path) -> Option<(u32, u32)> {
 /// Refuses two device entries (`name`, node) that name one block device, such as `/dev/nvme0n1`
 /// and its `/dev/disk/by-id` link: it would be formatted and mounted twice. Nodes that are not
 /// block devices are left to [`check_block_device`].
+/// A disk and a partition of it are refused too (compared by the partition's parent in sysfs).
 pub fn check_distinct(sys: &mut dyn System, devices: &[(&str, &Path)]) -> Result<(), Refusal> {
-    let mut seen: Vec<((u32, u32), &str)> = Vec::new();
+    // (number, the whole disk's number when it is a partition, name, node)
+    type Seen<'a> = ((u32, u32), Option<(u32, u32)>, &'a str, &'a Path);
+    let mut seen: Vec<Seen> = Vec::new();
     for (name, dev) in devices {
         let FileKind::BlockDevice { major, minor } = sys.file_kind(dev) else { continue };
-        if let Some((_, first)) = seen.iter().find(|(n, _)| *n == (major, minor)) {
-            return Err(Refusal::SameDevice {
-                first: first.to_string(),
-                second: name.to_string(),
-                device: dev.display().to_string(),
+        let number = (major, minor);
+        let disk = disk_of_partition(sys, number);
+        for (n, d, first, first_dev) in &seen {
+            if *n == number {
+                return Err(Refusal::SameDevice {
+                    first: first.to_string(),
+                    second: name.to_string(),
+                    device: dev.display().to_string(),
+                });
+            }
+            let (whole, part) = if disk == Some(*n) {
+                ((*first, *first_dev), (*name, *dev))
+            } else if *d == Some(number) {
+                ((*name, *dev), (*first, *first_dev))
+            } else {
+                continue;
+            };
+            return Err(Refusal::PartitionOfOther {
+                disk_of: whole.0.to_string(),
+                disk: whole.1.display().to_string(),
+                partition_of: part.0.to_string(),
+                partition: part.1.display().to_string(),
             });
         }
-        seen.push(((major, minor), name));
+        seen.push((number, disk, name, dev));
     }
     Ok(())
+}
+
+/// The whole disk's device number when `number` is a partition: `/sys/dev/block/M:m` resolves
+/// to `.../block/<disk>/<partition>`, which has a `partition` file, and the disk's `dev` is
+/// one level up.
+fn disk_of_partition(sys: &mut dyn System, (major, minor): (u32, u32)) -> Option<(u32, u32)> {
+    let node = sys.canonicalize(Path::new(&format!("/sys/dev/block/{major}:{minor}"))).ok()?;
+    sys.read_to_string(&node.join("partition")).ok()?;
+    let dev = sys.read_to_string(&node.parent()?.join("dev")).ok()?;
+    let (a, b) = dev.trim().split_once(':')?;
+    Some((a.parse().ok()?, b.parse().ok()?))
 }
 
 /// `/` first, then the other system mount points, then everything else.
@@ -238,9 +277,14 @@ pub fn check_not_in_use(sys: &mut dyn System, dev: &Path, allow_wipe: bool) -> R
     let numbers: Vec<Option<(u32, u32)>> = members.iter().map(|m| dev_number(sys, m)).collect();
 
     // Holders first: a device under LVM/md/dm is in use even when not mounted directly.
+    // An unreadable holders directory is a failed check, not an empty one (every block device
+    // has one in sysfs).
     for m in &members {
-        let holders =
-            sys.list_dir(&Path::new("/sys/class/block").join(kernel_name(m)).join("holders")).unwrap_or_default();
+        let dir = Path::new("/sys/class/block").join(kernel_name(m)).join("holders");
+        let holders = sys.list_dir(&dir).map_err(|e| Refusal::ProbeFailed {
+            device: device.clone(),
+            detail: format!("its holders ({}) could not be read: {e}", dir.display()),
+        })?;
         if !holders.is_empty() {
             return Err(Refusal::Held { device: device.clone(), holders: holders.join(", ") });
         }

@@ -224,6 +224,9 @@ pub struct TargetHost {
     pub address: String,
     /// The block device on the host that nvmet exports (real hardware).
     pub export: PathBuf,
+    /// Admit any host that reaches the port (`attr_allow_any_host` 1), asked for by name in
+    /// the experiment file; by default only this machine's host NQN is allowed.
+    pub allow_any_host: bool,
     /// How commands reach the host (set by the controller for a run; not part of the resolved
     /// configuration, since it names the run's control socket).
     #[serde(skip)]

@@ -598,6 +598,27 @@ fn two_entries_naming_one_block_device_are_refused() {
         }
         other => panic!("expected SameDevice, got {other:?}"),
     }
+    // A disk and its own partition (sysfs: /sys/dev/block/259:1 is nvme0n1/nvme0n1p1, which has
+    // a `partition` file; the disk's `dev` is 259:0).
+    let sys_part = "/sys/devices/pci0000:00/0000:00:04.0/nvme/nvme0/nvme0n1/nvme0n1p1";
+    f.block_device("/dev/nvme0n1p1", 259, 1)
+        .link("/sys/dev/block/259:1", sys_part)
+        .file(format!("{sys_part}/partition"), "1\n")
+        .file("/sys/devices/pci0000:00/0000:00:04.0/nvme/nvme0/nvme0n1/dev", "259:0\n");
+    for pair in [
+        [("data", Path::new("/dev/nvme0n1")), ("wal", Path::new("/dev/nvme0n1p1"))],
+        [("wal", Path::new("/dev/nvme0n1p1")), ("data", Path::new("/dev/nvme0n1"))],
+    ] {
+        match tiers::safety::check_distinct(&mut f, &pair) {
+            Err(r @ Refusal::PartitionOfOther { .. }) => assert_eq!(
+                r.to_string(),
+                "device wal (/dev/nvme0n1p1) is a partition of the disk of device data (/dev/nvme0n1); give each device its own disk"
+            ),
+            other => panic!("expected PartitionOfOther, got {other:?}"),
+        }
+    }
+    let two_disks = [("data", Path::new("/dev/nvme1n1")), ("wal", Path::new("/dev/nvme0n1p1"))];
+    assert!(tiers::safety::check_distinct(&mut f, &two_disks).is_ok());
 }
 
 // ---- issue 14: the PMem, partition and identity paths as the guest's real tools behave ----

@@ -74,7 +74,7 @@ fn tcp_machine_listing(nvme_list: &str) -> FakeSystem {
 
 fn connect_line(extra: &str) -> String {
     format!(
-        "nvme connect --transport tcp --traddr 192.0.2.10 --trsvcid 4420 --nqn {NQN} --hostnqn {HOST_NQN} --hostid {HOST_ID}{extra} --output-format json"
+        "nvme connect --transport tcp --traddr 192.0.2.10 --trsvcid 4420 --nqn {NQN} --hostnqn {HOST_NQN} --hostid {HOST_ID} --ctrl-loss-tmo 60 --reconnect-delay 2{extra} --output-format json"
     )
 }
 
@@ -210,6 +210,30 @@ fn nvme_cli_1_16_without_subsystems_prints_an_empty_object_and_connects() {
 }
 
 #[test]
+fn nvme_cli_1_14_connects_without_output_format() {
+    // `--output-format` on connect came in 1.15; 1.14 prints its usage and fails (EINVAL) on
+    // it, and prints nothing on success: the controller is the subsystem's one in list-subsys.
+    // (The version line as 1.x prints it, nvme/nvme-version.v1.16.txt's format.)
+    let mut f = fake_machine();
+    f.answer("nvme version", Canned::ok("nvme version 1.14\n"))
+        .answer_once("nvme list-subsys", canned("nvme/nvme-list-subsys-o-json.v1.16.no-subsystems.builtin-json.txt"))
+        .answer("nvme list-subsys", Canned::ok(fixture("nvme/nvme-list-subsys-o-json.v2.tcp.gonvme-test.json")))
+        .answer("nvme connect --transport tcp --traddr 192.0.2.10 --trsvcid 4420 --nqn", Canned::ok(""))
+        .answer(
+            "nvme list -o json",
+            Canned::ok(fixture("nvme/nvme-list-o-json.v2.11-detailed.tcp-powerstore-multipath.gonvme-test.json")),
+        )
+        .answer("mkfs.xfs", Canned::ok(fixture("local/mkfs.xfs.default.txt")))
+        .block_device("/dev/nvme0n1", 259, 3);
+    let mp = mountpoint("remote");
+    mount_adds(&mut f, &mounts_line_from("local/proc-mounts.xfs-default.txt", "/dev/nvme0n1", &mp));
+    let o = run_plan(&[nvme_tcp("remote", NQN, None)], &fake_ctx(), &mut f);
+    o.result.as_ref().unwrap_or_else(|e| panic!("{e}"));
+    let connect = connect_line("");
+    assert_eq!(f.commands()[2], connect.strip_suffix(" --output-format json").unwrap(), "{:?}", f.commands());
+}
+
+#[test]
 fn a_host_nqn_without_its_host_id_is_refused_before_connecting() {
     let mut f = tcp_machine();
     let d = with_target(nvme_tcp("remote", NQN, None), |t| {
@@ -251,14 +275,14 @@ fn without_a_host_identity_the_machines_pair_is_passed_together() {
     let plan = tiers::build_plan(std::slice::from_ref(&d), &fake_ctx());
     assert!(
         plan.to_string()
-            .contains("--hostnqn <from /etc/nvme/hostnqn> --hostid <from /etc/nvme/hostid> --output-format json"),
+            .contains("--hostnqn <from /etc/nvme/hostnqn> --hostid <from /etc/nvme/hostid> --ctrl-loss-tmo 60 --reconnect-delay 2 --output-format json"),
         "{plan}"
     );
     let o = run_plan(&[d], &fake_ctx(), &mut f);
     o.result.as_ref().unwrap_or_else(|e| panic!("{e}"));
     assert!(
         f.commands()[2].ends_with(
-            "--hostnqn nqn.2014-08.org.nvmexpress:uuid:f602dd3c-7dfc-4737-90da-e1f102a647b4 --hostid 67cb4491-0010-4483-ac23-4c8c2f9b80c2 --output-format json"
+            "--hostnqn nqn.2014-08.org.nvmexpress:uuid:f602dd3c-7dfc-4737-90da-e1f102a647b4 --hostid 67cb4491-0010-4483-ac23-4c8c2f9b80c2 --ctrl-loss-tmo 60 --reconnect-delay 2 --output-format json"
         ),
         "{:?}",
         f.commands()
@@ -389,7 +413,9 @@ fn nvme_cli_2_11_connects_from_the_configuration_file_itself() {
     o.result.as_ref().unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(
         f.commands()[2],
-        format!("nvme connect --hostnqn {HOST_NQN} --hostid {HOST_ID} --config {CONFIG} --output-format json")
+        format!(
+            "nvme connect --hostnqn {HOST_NQN} --hostid {HOST_ID} --ctrl-loss-tmo 60 --reconnect-delay 2 --config {CONFIG} --output-format json"
+        )
     );
     assert!(o.journal_text.contains("\"controller\":\"nvme6\""), "learnt from list-subsys");
 }

@@ -17,6 +17,8 @@ use tiers::system::{Canned, FakeSystem};
 use tiers::{DeviceSpec, ProvisionError, build_plan, execute};
 
 const NQN: &str = "nqn.2026-12.io.pgtier:storage:remote";
+/// This machine's host NQN in /etc/nvme/hostnqn (the fake's).
+const MACHINE_NQN: &str = "nqn.2014-08.org.nvmexpress:uuid:f602dd3c-7dfc-4737-90da-e1f102a647b4";
 
 fn shell() -> RemoteShell {
     RemoteShell {
@@ -42,6 +44,7 @@ fn served(host_nqn: Option<&str>) -> DeviceSpec {
         name: "storage".into(),
         address: "192.0.2.7".into(),
         export: "/dev/disk/by-id/nvme-target-ssd".into(),
+        allow_any_host: false,
         shell: Some(shell()),
     });
     d
@@ -71,12 +74,15 @@ fn nvmet_exports_the_device_as_the_kernels_configfs_lays_it_out() {
     assert!(steps.iter().all(|(k, _, _)| *k == HostStep::Export), "exporting writes no device");
     let sub = format!("/sys/kernel/config/nvmet/subsystems/{NQN}");
     let port = format!("/sys/kernel/config/nvmet/ports/{}", tiers::build::target::nvmet_port_id("fake01", 0));
+    // Without host_nqn, this machine's own host NQN (from /etc/nvme/hostnqn when the step runs)
+    // is the one host admitted.
+    let host = format!("/sys/kernel/config/nvmet/hosts/{}", tiers::build::target::THIS_HOST_NQN);
     let mkdirs: Vec<&str> =
         steps.iter().filter(|(_, w, _)| w[0] == "mkdir").map(|(_, w, _)| w.last().unwrap().as_str()).collect();
-    assert_eq!(mkdirs, [sub.clone(), format!("{sub}/namespaces/1"), port.clone()]);
+    assert_eq!(mkdirs, [sub.clone(), host.clone(), format!("{sub}/namespaces/1"), port.clone()]);
     let writes: Vec<(String, String)> = steps.iter().filter_map(|(_, w, _)| write_of(w)).collect();
     let want: Vec<(String, String)> = [
-        (format!("{sub}/attr_allow_any_host"), "1"),
+        (format!("{sub}/attr_allow_any_host"), "0"),
         (format!("{sub}/namespaces/1/device_path"), "/dev/disk/by-id/nvme-target-ssd"),
         (format!("{sub}/namespaces/1/enable"), "1"),
         (format!("{port}/addr_trtype"), "tcp"),
@@ -100,6 +106,8 @@ fn nvmet_exports_the_device_as_the_kernels_configfs_lays_it_out() {
             format!("rm {port}/subsystems/{NQN}"),
             format!("rmdir {port}"),
             format!("rmdir {sub}/namespaces/1"),
+            format!("rm {sub}/allowed_hosts/{}", tiers::build::target::THIS_HOST_NQN),
+            format!("rmdir {host}"),
             format!("rmdir {sub}"),
         ]
     );
@@ -196,4 +204,265 @@ fn a_mounted_export_is_refused_on_the_host() {
     assert!(what.starts_with("[on host storage] check /dev/disk/by-id/nvme-target-ssd"), "{what}");
     assert!(refusal.to_string().contains("/srv/data"), "{refusal}");
     assert!(f.commands().iter().all(|c| c.starts_with("ssh -F none root@192.0.2.7 -- ")), "{:?}", f.commands());
+}
+
+/// Only the plan's steps on the host (no check, no connect), executed on `f`; the journal's
+/// text and the outcome.
+fn run_host_steps(d: &DeviceSpec, f: &mut FakeSystem) -> (Result<tiers::Provisioned, ProvisionError>, String) {
+    let mut plan = build_plan(std::slice::from_ref(d), &fake_ctx());
+    plan.steps.retain(|s| matches!(s.action, Action::OnHost { .. }));
+    let dir = tempfile::tempdir().unwrap();
+    let journal = journal::Journal::begin(dir.path(), "fake", "test").unwrap();
+    let r = execute(&plan, std::slice::from_ref(d), f, &journal, &AtomicBool::new(false), &mut |_| {});
+    let text = std::fs::read_to_string(journal.path()).unwrap();
+    (r, text)
+}
+
+/// The configfs paths teardown would remove (pending `rmdir`/`rm` undos), newest first.
+fn pending_removals(journal_text: &str) -> Vec<String> {
+    let lines: Vec<serde_json::Value> = journal_text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let released: Vec<&serde_json::Value> = lines.iter().filter(|l| l["op"] == "released").map(|l| &l["seq"]).collect();
+    lines
+        .iter()
+        .rev()
+        .filter(|l| l["op"] == "record" && !released.contains(&&l["seq"]))
+        .filter_map(|l| l["undo"]["op"]["path"].as_str().map(str::to_string))
+        .collect()
+}
+
+#[test]
+fn a_configfs_item_of_another_owner_in_the_way_is_never_removed() {
+    // mkdir(2) on an existing configfs item fails with EEXIST (coreutils' message), and made
+    // nothing: its undo must not stay in the run record, or teardown removes the other
+    // owner's subsystem, hosts/ entry (its DH-HMAC-CHAP keys with it) or port.
+    let host_nqn = "nqn.2014-08.org.nvmexpress:uuid:4c4c4544-0031-3910-8034-b4c04f4a3332";
+    let d = served(Some(host_nqn));
+    let nvmet = "/sys/kernel/config/nvmet";
+    let sub = format!("{nvmet}/subsystems/{NQN}");
+    let port = format!("{nvmet}/ports/{}", tiers::build::target::nvmet_port_id("fake01", 0));
+    let host = format!("{nvmet}/hosts/{host_nqn}");
+    for (taken, ours_before) in [
+        (sub.clone(), vec![]),
+        (host.clone(), vec![sub.clone()]),
+        (
+            port.clone(),
+            vec![format!("{sub}/namespaces/1"), format!("{sub}/allowed_hosts/{host_nqn}"), host.clone(), sub.clone()],
+        ),
+    ] {
+        let mut f = FakeSystem::new();
+        let stderr = format!("mkdir: cannot create directory '{taken}': File exists\n");
+        f.answer(&on_host(&["mkdir", "--", &taken]), Canned::fail(1, stderr));
+        let (r, journal) = run_host_steps(&d, &mut f);
+        let Err(ProvisionError::Step { cause, .. }) = r else { panic!("{taken}: the mkdir fails the run: {r:?}") };
+        assert_eq!(pending_removals(&journal), ours_before, "{taken}: teardown removes only what the run made");
+        assert!(cause.contains("File exists") && cause.contains("never takes over another's"), "{cause}");
+    }
+    // When ssh itself failed (255), the mkdir may have run there: its undo stays.
+    let mut f = FakeSystem::new();
+    f.answer(&on_host(&["mkdir", "--", &sub]), Canned::fail(255, "ssh: connect to host 192.0.2.7: Connection reset\n"));
+    let (r, journal) = run_host_steps(&d, &mut f);
+    assert!(r.is_err());
+    assert_eq!(pending_removals(&journal), [sub]);
+}
+
+/// The journal records `seq` holds, and those they hold, and so on.
+fn held_by(recs: &[serde_json::Value], seq: &serde_json::Value) -> Vec<u64> {
+    let mut out = Vec::new();
+    let mut todo = vec![seq.as_u64().unwrap()];
+    while let Some(s) = todo.pop() {
+        let r = recs.iter().find(|r| r["op"] == "record" && r["seq"] == s).unwrap();
+        for h in r["holds"].as_array().cloned().unwrap_or_default() {
+            let h = h.as_u64().unwrap();
+            if !out.contains(&h) {
+                out.push(h);
+                todo.push(h);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn the_mount_holds_the_targets_export_under_it() {
+    // The guest's target (vm/*.tcp.json: subsystem pgt-capture, namespace 1 on nvme6). A
+    // filesystem that cannot be unmounted keeps its connection, and the connection keeps the
+    // port link, the namespace and the subsystem on the target host: teardown unexports
+    // nothing under a mounted filesystem (journal::Journal::teardown skips what a failed undo
+    // holds).
+    let mut d = served(None);
+    if let RealDevice::NvmeTcp(t) = &mut d.real {
+        t.nqn = "pgt-capture".into();
+    }
+    let mut f = common::fake_machine();
+    f.answer(&on_host(&["readlink", "-e", "--", "/dev/disk/by-id/nvme-target-ssd"]), Canned::ok("/dev/sdb\n"))
+        .answer(&on_host(&["stat", "-L", "-c", "%F %t %T", "--", "/dev/sdb"]), Canned::ok("block special file 8 10\n"))
+        .answer("nvme version", Canned::ok(fixture("vm/nvme-version.txt")))
+        .answer_once("nvme list-subsys", Canned::ok(fixture("vm/nvme-list-subsys-o-json.pcie.json")))
+        .answer("nvme list-subsys", Canned::ok(fixture("vm/nvme-list-subsys-o-json.tcp.json")))
+        .answer("nvme connect", Canned::ok(fixture("vm/nvme-connect-o-json.tcp.json")))
+        .answer("nvme list -o json", Canned::ok(fixture("vm/nvme-list-o-json.tcp.json")))
+        .answer("mkfs.xfs", Canned::ok(fixture("local/mkfs.xfs.default.txt")))
+        .block_device("/dev/nvme6n1", 259, 10)
+        .block_device("/dev/nvme6n2", 259, 11)
+        .file("/etc/nvme/hostnqn", format!("{MACHINE_NQN}\n"));
+    let mp = mountpoint("remote");
+    let line = |dev| mounts_line_from("local/proc-mounts.xfs-default.txt", dev, &mp);
+    mount_adds(&mut f, &format!("{}\n{}", line("/dev/nvme6n1"), line("/dev/nvme6n2")));
+    let o = run_plan(&[d], &fake_ctx(), &mut f);
+    o.result.as_ref().unwrap_or_else(|e| panic!("{e}\n{:?}", f.commands()));
+    let recs: Vec<serde_json::Value> = o.journal_text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let remote: Vec<u64> =
+        recs.iter().filter(|r| r["undo"]["kind"] == "remote").map(|r| r["seq"].as_u64().unwrap()).collect();
+    assert_eq!(remote.len(), 6, "subsystem, allowed host, namespace, port, links: {}", o.journal_text);
+    let mount = recs.iter().find(|r| r["undo"]["kind"] == "unmount").unwrap();
+    let under_mount = held_by(&recs, &mount["seq"]);
+    assert!(
+        remote.iter().all(|s| under_mount.contains(s)),
+        "the mount holds {under_mount:?}, the export is {remote:?}"
+    );
+    let ctrl = recs.iter().find(|r| r["undo"]["controller"] == "nvme6").unwrap();
+    let under_ctrl = held_by(&recs, &ctrl["seq"]);
+    assert!(remote.iter().all(|s| under_ctrl.contains(s)), "the connection holds the export too: {under_ctrl:?}");
+}
+
+#[test]
+fn the_export_admits_this_machines_host_nqn_unless_any_host_is_asked_for() {
+    // Executed: the hosts/ entry and the allowed_hosts link carry /etc/nvme/hostnqn's NQN, in
+    // the commands and in their undos.
+    let mut f = FakeSystem::new();
+    f.file("/etc/nvme/hostnqn", format!("{MACHINE_NQN}\n"));
+    let (r, journal) = run_host_steps(&served(None), &mut f);
+    r.unwrap_or_else(|e| panic!("{e}"));
+    let sub = format!("/sys/kernel/config/nvmet/subsystems/{NQN}");
+    let host = format!("/sys/kernel/config/nvmet/hosts/{MACHINE_NQN}");
+    assert!(f.commands().contains(&on_host(&["mkdir", "--", &host])), "{:?}", f.commands());
+    let link = format!("{sub}/allowed_hosts/{MACHINE_NQN}");
+    assert!(f.commands().contains(&on_host(&["ln", "-s", "--", &host, &link])), "{:?}", f.commands());
+    let removals = pending_removals(&journal);
+    assert!(removals.contains(&host) && removals.contains(&link), "{removals:?}");
+    assert!(!journal.contains("<host NQN of"), "{journal}");
+    // Without /etc/nvme/hostnqn the step says what to give.
+    let (r, _) = run_host_steps(&served(None), &mut FakeSystem::new());
+    let Err(ProvisionError::Step { cause, .. }) = r else { panic!("{r:?}") };
+    assert!(cause.contains("/etc/nvme/hostnqn") && cause.contains("host_nqn"), "{cause}");
+    // allow_any_host, asked for by name: any host, no hosts/ entry.
+    let mut d = served(None);
+    d.target_host.as_mut().unwrap().allow_any_host = true;
+    let plan = build_plan(&[d], &fake_ctx());
+    let steps = host_steps(&plan);
+    let writes: Vec<(String, String)> = steps.iter().filter_map(|(_, w, _)| write_of(w)).collect();
+    assert_eq!(writes[0], (format!("{sub}/attr_allow_any_host"), "1".to_string()));
+    assert!(!steps.iter().any(|(_, w, _)| w.iter().any(|w| w.contains("/hosts/"))), "{plan}");
+    assert!(plan.to_string().contains("allow_any_host = true in the experiment file"), "{plan}");
+}
+
+/// The beginning of the ssh line that runs `sh -c '<script starting with start>...'` there.
+fn script_prefix(start: &str) -> String {
+    let full = on_host(&["sh", "-c", &format!("{start}\u{1}")]);
+    full[..full.find('\u{1}').unwrap()].to_string()
+}
+
+#[test]
+fn a_busy_or_already_exported_device_is_refused_on_the_host() {
+    // The O_EXCL open is made there (perl's sysopen; 3 = EBUSY: a ZFS pool member, a device
+    // mounted in another mount namespace); nvmet opens its device without claiming it, so its
+    // namespaces' device_path are read too.
+    let check = |answers: &[(&str, Canned)]| {
+        let mut f = FakeSystem::new();
+        f.answer(&on_host(&["readlink", "-e", "--", "/dev/disk/by-id/nvme-target-ssd"]), Canned::ok("/dev/sdb\n"))
+            .answer(&on_host(&["readlink", "-e", "--", "/dev/sdb"]), Canned::ok("/dev/sdb\n"))
+            .answer(
+                &on_host(&["stat", "-L", "-c", "%F %t %T", "--", "/dev/sdb"]),
+                Canned::ok("block special file 8 10\n"),
+            );
+        for (start, answer) in answers {
+            f.answer(&script_prefix(start), answer.clone());
+        }
+        let step = Step {
+            device: Some("remote".into()),
+            action: Action::HostDeviceCheck {
+                host: "storage".into(),
+                device: PathBuf::from("/dev/disk/by-id/nvme-target-ssd"),
+                allow_wipe: false,
+            },
+            reason: "test".into(),
+        };
+        let plan = Plan { steps: vec![step], ..Default::default() };
+        let dir = tempfile::tempdir().unwrap();
+        let journal = journal::Journal::begin(dir.path(), "fake", "test").unwrap();
+        let r = execute(&plan, &[served(None)], &mut f, &journal, &AtomicBool::new(false), &mut |_| {});
+        (r.map(|_| ()), f.commands())
+    };
+    let (r, commands) = check(&[("command -v perl", Canned::fail(3, "Device or resource busy\n"))]);
+    let Err(ProvisionError::Refused { refusal, .. }) = r else { panic!("busy is refused: {r:?} {commands:?}") };
+    assert!(refusal.to_string().contains("/dev/sdb is busy"), "{refusal}");
+    let exported = "/sys/kernel/config/nvmet/subsystems/nqn.2014-08.org.example:other/namespaces/1/device_path";
+    let (r, commands) = check(&[("for f in /sys/kernel/config/nvmet/subsystems", Canned::ok(format!("{exported}\n")))]);
+    let Err(ProvisionError::Refused { refusal, .. }) = r else { panic!("exported is refused: {r:?} {commands:?}") };
+    assert!(refusal.to_string().contains(&format!("already exported by nvmet on that host ({exported})")), "{refusal}");
+    // Without perl there, the check fails rather than passes.
+    let (r, _) = check(&[("command -v perl", Canned::fail(4, "perl is not installed (it makes the O_EXCL open)\n"))]);
+    let Err(ProvisionError::Refused { refusal, .. }) = r else { panic!("{r:?}") };
+    assert!(refusal.to_string().contains("could not be checked") && refusal.to_string().contains("perl"), "{refusal}");
+    let (r, commands) = check(&[]);
+    assert!(r.is_ok(), "{r:?} {commands:?}");
+}
+
+#[test]
+fn two_devices_on_one_target_host_share_its_port_as_nvmetcli_lays_it_out() {
+    // A second port on the same address and trsvcid could not listen (EADDRINUSE): one port,
+    // both subsystems linked into it; one hosts/ entry admits this machine to both.
+    let a = served(None);
+    let mut b = served(None);
+    b.name = "remote-wal".into();
+    if let RealDevice::NvmeTcp(t) = &mut b.real {
+        t.nqn = format!("{NQN}-wal");
+    }
+    b.target_host.as_mut().unwrap().export = "/dev/disk/by-id/nvme-target-ssd-2".into();
+    let specs = [a, b];
+    let plan = build_plan(&specs, &fake_ctx());
+    let steps = host_steps(&plan);
+    let ports: Vec<&String> = steps
+        .iter()
+        .filter(|(_, w, _)| w[0] == "mkdir" && w.last().unwrap().contains("/ports/"))
+        .map(|(_, w, _)| w.last().unwrap())
+        .collect();
+    assert_eq!(ports.len(), 1, "one port: {plan}");
+    let links: Vec<String> = steps
+        .iter()
+        .filter(|(_, w, _)| w[0] == "ln" && w.last().unwrap().starts_with(ports[0].as_str()))
+        .map(|(_, w, _)| w.last().unwrap().clone())
+        .collect();
+    assert_eq!(links, [format!("{}/subsystems/{NQN}", ports[0]), format!("{}/subsystems/{NQN}-wal", ports[0])]);
+    let hosts = steps.iter().filter(|(_, w, _)| w[0] == "mkdir" && w.last().unwrap().contains("/hosts/")).count();
+    assert_eq!(hosts, 1, "{plan}");
+}
+
+#[test]
+fn an_unreadable_holders_directory_fails_the_check() {
+    // `ls` of the holders directory failing there (here: permission denied) is no proof that
+    // nothing holds the device.
+    let mut f = FakeSystem::new();
+    f.answer(&on_host(&["readlink", "-e", "--", "/dev/disk/by-id/nvme-target-ssd"]), Canned::ok("/dev/sdb\n"))
+        .answer(&on_host(&["readlink", "-e", "--", "/dev/sdb"]), Canned::ok("/dev/sdb\n"))
+        .answer(&on_host(&["stat", "-L", "-c", "%F %t %T", "--", "/dev/sdb"]), Canned::ok("block special file 8 10\n"))
+        .answer(
+            &on_host(&["ls", "-A", "-1", "--", "/sys/class/block/sdb/holders"]),
+            Canned::fail(2, "ls: cannot open directory '/sys/class/block/sdb/holders': Permission denied\n"),
+        );
+    let step = Step {
+        device: Some("remote".into()),
+        action: Action::HostDeviceCheck {
+            host: "storage".into(),
+            device: PathBuf::from("/dev/disk/by-id/nvme-target-ssd"),
+            allow_wipe: false,
+        },
+        reason: "test".into(),
+    };
+    let plan = Plan { steps: vec![step], ..Default::default() };
+    let dir = tempfile::tempdir().unwrap();
+    let journal = journal::Journal::begin(dir.path(), "fake", "test").unwrap();
+    let r = execute(&plan, &[served(None)], &mut f, &journal, &AtomicBool::new(false), &mut |_| {});
+    let Err(ProvisionError::Refused { refusal, .. }) = r else { panic!("refused: {r:?}") };
+    assert!(refusal.to_string().contains("holders") && refusal.to_string().contains("Permission denied"), "{refusal}");
 }

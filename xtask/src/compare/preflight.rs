@@ -29,11 +29,19 @@ pub struct BuildInstall {
     pub known_settings: std::collections::BTreeSet<String>,
 }
 
+/// Every problem found is reported at once (numbered), as validation does, so that a user
+/// fixes them all in one go; nothing is touched before all of them pass.
 pub fn preflight(exp: &Experiment, plan: &tiers::Plan, user: Result<DbUser, RunnerError>) -> Result<Preflight> {
-    check_huge_pages(exp, runner::memory::HugePages::of_this_machine())?;
-    check_sessions_fit(exp, crate::host::memory_bytes())?;
+    let mut problems: Vec<String> = Vec::new();
+    let note = |problems: &mut Vec<String>, r: Result<()>| {
+        if let Err(e) = r {
+            problems.push(format!("{e:#}"));
+        }
+    };
+    note(&mut problems, check_huge_pages(exp, runner::memory::HugePages::of_this_machine()));
+    note(&mut problems, check_sessions_fit(exp, crate::host::memory_bytes()));
     if !nix::unistd::geteuid().is_root() {
-        bail!("provisioning block devices needs root; run as root, or use --dry-run to see the plan");
+        problems.push("provisioning block devices needs root; run as root, or use --dry-run to see the plan".into());
     }
     let mut missing = Vec::new();
     for s in &plan.steps {
@@ -54,58 +62,98 @@ pub fn preflight(exp: &Experiment, plan: &tiers::Plan, user: Result<DbUser, Runn
             if let Some(p) = path
                 && !p.is_file()
             {
-                bail!(
+                problems.push(format!(
                     "host {}: its {key} {} is not a file ({}); create it, or fix the path",
                     h.name,
                     p.display(),
                     h.origin
-                );
+                ));
             }
         }
     }
-    crate::remote::target::preflight(exp, &mut missing)?;
+    let targets = crate::remote::target::preflight(exp, &mut missing);
+    note(&mut problems, targets);
     if !exp.device_probe.is_zero() && journal::command::which("fio").is_none() {
         missing.push("fio (package fio; or set device_probe = \"0s\")".into());
     }
     let mut builds = Vec::new();
     for b in &exp.builds {
-        let install = PgInstall::detect(b.bin_dir.as_deref())
-            .with_context(|| format!("PostgreSQL build {:?} ({})", b.name, b.origin))?;
-        let known_settings =
-            install.known_settings().with_context(|| format!("build {:?}: postgres --describe-config", b.name))?;
-        builds.push(BuildInstall { name: b.name.clone(), install, known_settings });
+        let found = PgInstall::detect(b.bin_dir.as_deref())
+            .with_context(|| format!("PostgreSQL build {:?} ({})", b.name, b.origin))
+            .and_then(|install| {
+                let known_settings = install
+                    .known_settings()
+                    .with_context(|| format!("build {:?}: postgres --describe-config", b.name))?;
+                Ok(BuildInstall { name: b.name.clone(), install, known_settings })
+            });
+        match found {
+            Ok(b) => builds.push(b),
+            Err(e) => problems.push(format!("{e:#}")),
+        }
     }
-    let install = builds[0].install.clone();
     if !missing.is_empty() {
-        bail!("missing programs: {}; run `cargo xtask setup` (as root) to install them", missing.join(", "));
+        problems.push(format!(
+            "missing programs: {}; run `cargo xtask setup` (as root) to install them",
+            missing.join(", ")
+        ));
     }
-    let user = user?;
+    let user = user.map_err(|e| problems.push(e.to_string())).ok();
     let cgroups = Hierarchy::detect();
     if cgroups.is_none() && exp.memory_limits.iter().any(|m| m.bytes.is_some()) {
-        bail!(
-            "the experiment limits the server's memory, but this machine has no cgroup memory controller (looked at /sys/fs/cgroup)"
+        problems.push(
+            "the experiment limits the server's memory, but this machine has no cgroup memory controller (looked at /sys/fs/cgroup)".into(),
         );
     }
     if !exp.emulated {
-        let local: Vec<(&str, &Path)> = exp
-            .devices
-            .iter()
-            .filter_map(|d| match &d.real {
-                tiers::spec::RealDevice::Local { path, .. } => Some((d.name.as_str(), path.as_path())),
-                _ => None,
-            })
-            .collect();
-        tiers::safety::check_distinct(&mut tiers::system::RealSystem, &local)?;
+        problems.extend(local_device_problems(exp, &mut tiers::system::RealSystem));
+        let release =
+            nix::sys::utsname::uname().map(|u| u.release().to_string_lossy().into_owned()).unwrap_or_default();
+        problems.extend(dax_problems(exp, &release));
     }
     if exp.emulated
         && exp.devices.iter().any(|d| d.emulation.backing == tiers::Backing::Zram)
         && !Path::new("/sys/class/zram-control/hot_add").exists()
     {
-        bail!(
-            "zram is not available (/sys/class/zram-control/hot_add is missing); load the zram module or use backing = \"tmpfs-loop\""
+        problems.push(
+            "zram is not available (/sys/class/zram-control/hot_add is missing); load the zram module or use backing = \"tmpfs-loop\"".into(),
         );
     }
-    Ok(Preflight { install, user, cgroups, builds })
+    match (problems.as_slice(), user) {
+        ([], Some(user)) if !builds.is_empty() => {
+            let install = builds[0].install.clone();
+            Ok(Preflight { install, user, cgroups, builds })
+        }
+        ([one], _) => bail!("{one}"),
+        (all, _) => {
+            let listed: Vec<String> = all.iter().enumerate().map(|(i, p)| format!("  {}. {p}", i + 1)).collect();
+            bail!("the preflight found {} problems (nothing was touched):\n{}", all.len(), listed.join("\n"))
+        }
+    }
+}
+
+/// The real local devices: each a block device (what the plan's first check would say, said
+/// here with every other problem), and no two naming one device.
+fn local_device_problems(exp: &Experiment, sys: &mut dyn tiers::system::System) -> Vec<String> {
+    let local: Vec<(&str, &Path)> = exp
+        .used_devices()
+        .into_iter()
+        .filter_map(|d| match &d.real {
+            tiers::spec::RealDevice::Local { path, .. } => Some((d.name.as_str(), path.as_path())),
+            _ => None,
+        })
+        .collect();
+    let mut problems = Vec::new();
+    for (name, path) in &local {
+        if let Err(r) = tiers::safety::check_block_device(sys, path) {
+            problems.push(format!("device {name}: {r}"));
+        }
+    }
+    if problems.is_empty()
+        && let Err(r) = tiers::safety::check_distinct(sys, &local)
+    {
+        problems.push(r.to_string());
+    }
+    problems
 }
 
 /// Every setting a profile or memory limit requires must be one the build's server knows
@@ -179,4 +227,67 @@ fn check_sessions_fit(exp: &Experiment, host_memory: u64) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// DAX on a kernel before 5.8: pgtier mounts with `dax=always`, which XFS takes only from 5.8
+/// on (before, only the old `dax` option), and statx reports STATX_ATTR_DAX only from 5.8, so
+/// DAX could not be confirmed either.
+fn dax_problems(exp: &Experiment, release: &str) -> Vec<String> {
+    let mut nums = release.split(|c: char| !c.is_ascii_digit()).map(|p| p.parse::<u32>().ok());
+    let (Some(Some(major)), Some(Some(minor))) = (nums.next(), nums.next()) else { return Vec::new() };
+    if (major, minor) >= (5, 8) {
+        return Vec::new();
+    }
+    exp.used_devices()
+        .into_iter()
+        .filter(|d| d.dax != tiers::spec::DaxPolicy::Off && !d.mount_options.iter().any(|o| o.starts_with("dax")))
+        .map(|d| {
+            format!(
+                "device {}: DAX mounts with dax=always, which XFS accepts only from Linux 5.8, and statx reports DAX only from 5.8; this kernel is {release}: set dax = \"off\", or dax = \"optional\" with mount_options = [\"dax\"] (the old option, which pgtier cannot confirm in effect here)",
+                d.name
+            )
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dax_before_linux_5_8_is_a_preflight_problem() {
+        let text = r#"
+[experiment]
+name = "dax"
+baseline = "p"
+[postgres]
+profiles = ["default"]
+[[device]]
+name = "pmem"
+class = "pmem"
+namespace = "namespace0.0"
+[[placement]]
+name = "p"
+data = "pmem"
+wal = "pmem"
+[[workload]]
+name = "rw"
+kind = "pgbench"
+builtin = "tpcb-like"
+scale = 1
+clients = [1]
+duration = "5s"
+"#;
+        let opts =
+            experiment::LoadOptions { emulate: false, configs_dir: crate::paths::configs_dir(), hardware_threads: 2 };
+        let exp = experiment::parse(Path::new("dax.toml"), text, &opts).unwrap();
+        let old = dax_problems(&exp, "4.19.0-27-amd64");
+        assert_eq!(old.len(), 1, "{old:?}");
+        assert!(
+            old[0].contains("device pmem: DAX mounts with dax=always") && old[0].contains("4.19.0-27-amd64"),
+            "{old:?}"
+        );
+        assert!(dax_problems(&exp, "5.8.0").is_empty());
+        assert!(dax_problems(&exp, "6.1.0-57-amd64").is_empty());
+    }
 }

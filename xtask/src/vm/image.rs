@@ -27,7 +27,8 @@ const MIRRORS: [&str; 3] = [
 ];
 
 /// What the guest runs: the tools pgtier drives on real devices, PostgreSQL, and what the tests
-/// use to set up real hardware (nvmet through configfs, md and LVM members).
+/// use to set up real hardware (nvmet through configfs, md and LVM members, sshd for the guest
+/// to be its own storage target host).
 pub const GUEST_PACKAGES: &[&str] = &[
     "linux-image-amd64",
     "initramfs-tools",
@@ -48,6 +49,8 @@ pub const GUEST_PACKAGES: &[&str] = &[
     "mdadm",
     "iproute2",
     "procps",
+    "openssh-server",
+    "openssh-client",
 ];
 
 /// Host programs the VM needs, with their Debian packages.

@@ -46,6 +46,15 @@ impl Validator<'_> {
         self.name(&r.name, &key("name"));
         let class = self.keyword(&r.class, key("class"))?;
         let real = self.real_device(d, class, &key);
+        if let (RealDevice::Local { path, .. }, false) = (&real, opts.emulate)
+            && is_kernel_name(&path.display().to_string())
+        {
+            self.warnings.push(format!(
+                "device {:?}: path {} is a kernel name, which can name another disk after a reboot or a hot-plug (NVMe and SCSI names follow probe order); a stable /dev/disk/by-id/... name, or model and serial, make sure it is this disk",
+                d.get_ref().name.get_ref(),
+                path.display()
+            ));
+        }
         let default_dax = if class == DeviceClass::Pmem { DaxPolicy::Required } else { DaxPolicy::Off };
         let dax = self.keyword_or(r.dax.as_ref(), &key("dax"), default_dax, DaxPolicy::Off);
         let precondition = r.precondition_fill.as_ref().and_then(|f| {
@@ -347,4 +356,20 @@ fn is_uuid(s: &str) -> bool {
     let s = s.trim();
     s.len() == 36
         && s.char_indices().all(|(i, c)| if [8, 13, 18, 23].contains(&i) { c == '-' } else { c.is_ascii_hexdigit() })
+}
+
+/// `/dev/nvme0n1`, `/dev/sdb`, `/dev/vdc1`, `/dev/nvme1n1p2`: names the kernel gives in probe
+/// order, not stable across boots.
+fn is_kernel_name(path: &str) -> bool {
+    let Some(name) = path.strip_prefix("/dev/") else { return false };
+    let digits_then = |s: &str| s.trim_start_matches(|c: char| c.is_ascii_digit()).len() < s.len();
+    if let Some(rest) = name.strip_prefix("nvme") {
+        return digits_then(rest) && rest.contains('n');
+    }
+    ["sd", "vd", "xvd", "hd"].iter().any(|p| {
+        name.strip_prefix(p).is_some_and(|rest| {
+            let letters = rest.trim_start_matches(|c: char| c.is_ascii_lowercase());
+            letters.len() < rest.len() && letters.chars().all(|c| c.is_ascii_digit())
+        })
+    })
 }

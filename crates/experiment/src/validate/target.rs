@@ -1,6 +1,7 @@
 //! Devices served by a storage target host: `target = "<host>"` on an `nvme-tcp` device names
 //! a `[[host]]` with the `target` role, and `export` the block device nvmet exports there. The
-//! device's address is then the host's, its subsystem NQN pgtier's own unless `nqn` is given.
+//! device's address is then the host's unless `address` names the host's address on a storage
+//! network (not with --emulate), its subsystem NQN pgtier's own unless `nqn` is given.
 
 use std::path::PathBuf;
 
@@ -35,6 +36,13 @@ impl Validator<'_> {
                         "`export` names the device a target host exports: give `target = \"<host>\"` too",
                     );
                 }
+                if let Some(a) = &r.allow_any_host {
+                    self.err(
+                        span(a),
+                        key("allow_any_host"),
+                        "`allow_any_host` opens the export of a target host to any initiator: it applies only with `target = \"<host>\"`",
+                    );
+                }
                 continue;
             };
             let Some(dev) = devices.iter_mut().find(|d| &d.name == n) else { continue };
@@ -48,25 +56,76 @@ impl Validator<'_> {
             }
             let name = t.get_ref();
             let Some(host) = self.target_host(t, hosts, &key) else { continue };
-            if let Some(a) = &r.address {
+            // `address`: where the data path goes (a storage network's address of the host); the
+            // host's own address (ssh) by default. The stand-in listens on the host's address.
+            if let Some(a) = &r.address
+                && opts.emulate
+            {
                 self.err(
                     span(a),
                     key("address"),
-                    format!("a device served by host {name:?} is reached at the host's address; leave `address` out"),
+                    format!("with --emulate, the stand-in on host {name:?} listens on the host's address; leave `address` out"),
                 );
+            }
+            for (k, given) in [
+                ("dhchap_secret_env", r.dhchap_secret_env.is_some()),
+                ("dhchap_secret_file", r.dhchap_secret_file.is_some()),
+            ] {
+                if given {
+                    self.err(
+                        span(rd),
+                        key(k),
+                        format!("DH-HMAC-CHAP on a device served by host {name:?} is not supported: pgtier does not write the key into nvmet's hosts/<host nqn>/dhchap_key there, so the target would never ask for it; leave `{k}` out (the export admits this machine's host NQN alone)"),
+                    );
+                }
             }
             let export = self.export(rd, &key);
             if opts.emulate {
                 self.emulated_on_host(dev, name, span(t), raw, &key);
             }
             if let RealDevice::NvmeTcp(nt) = &mut dev.real {
-                nt.address = host.address.to_string();
+                if r.address.is_none() || opts.emulate {
+                    nt.address = host.address.to_string();
+                }
                 if nt.nqn.is_empty() {
                     nt.nqn = format!("nqn.2026-12.io.pgtier:{name}:{n}");
                 }
             }
-            dev.target_host =
-                Some(TargetHost { name: name.clone(), address: host.address.to_string(), export, shell: None });
+            let allow_any_host = r.allow_any_host.as_ref().is_some_and(|a| *a.get_ref());
+            if allow_any_host && !opts.emulate {
+                self.warnings.push(format!(
+                    "device {n:?}: allow_any_host = true: any host that reaches {} may connect to the export of {name:?} and read and write it while the run lasts (leave it out to admit this machine's host NQN alone)",
+                    match &dev.real {
+                        RealDevice::NvmeTcp(nt) => format!("{}:{}", nt.address, nt.port),
+                        _ => host.address.to_string(),
+                    }
+                ));
+            }
+            dev.target_host = Some(TargetHost {
+                name: name.clone(),
+                address: host.address.to_string(),
+                export,
+                allow_any_host,
+                shell: None,
+            });
+        }
+        // One subsystem per device on a target host: a second `mkdir` of the same NQN fails.
+        let mut seen: Vec<(String, String, String)> = Vec::new();
+        for rd in &raw.device {
+            let r = rd.get_ref();
+            let n = r.name.get_ref();
+            let Some(d) = devices.iter().find(|d| &d.name == n) else { continue };
+            let (Some(t), RealDevice::NvmeTcp(nt)) = (&d.target_host, &d.real) else { continue };
+            if let Some((_, _, first)) = seen.iter().find(|(h, q, _)| h == &t.name && q == &nt.nqn) {
+                let at = r.nqn.as_ref().map(span).unwrap_or_else(|| span(rd));
+                self.err(
+                    at,
+                    format!("device[{n}].nqn"),
+                    format!("devices {first:?} and {n:?} are both served by host {:?} as subsystem {}: each device a target host exports is its own subsystem; give them different `nqn`s (or leave `nqn` out for pgtier's own)", t.name, nt.nqn),
+                );
+            } else {
+                seen.push((t.name.clone(), nt.nqn.clone(), n.clone()));
+            }
         }
         for h in hosts.iter().filter(|h| h.roles.contains(&HostRole::Target)) {
             if !devices.iter().any(|d| d.target_host.as_ref().is_some_and(|t| t.name == h.name)) {

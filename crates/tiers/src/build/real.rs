@@ -13,7 +13,7 @@ pub(super) fn real_checks(plan: &mut Plan, devices: &[DeviceSpec], ctx: &PlanCon
         plan.push(
             None,
             Action::Check(Check::NvmeCli { secret }),
-            "nvme-cli's options and output differ by version (1.16 has no DH-HMAC-CHAP options and prints nothing on connect; 2.11 changed what --config does): know which one this is before the first NVMe/TCP step",
+            "nvme-cli's options and output differ by version (1.14 and older have no --output-format on connect, which is then left out; 1.16 has no DH-HMAC-CHAP options; 2.11 changed what --config does): know which one this is before the first NVMe/TCP step",
         );
     }
     for (i, d) in devices.iter().enumerate() {

@@ -21,6 +21,10 @@ use crate::spec::TargetHost;
 /// The root of nvmet's configfs tree.
 pub const NVMET: &str = "/sys/kernel/config/nvmet";
 
+/// Stands for this machine's host NQN (from /etc/nvme/hostnqn, as the connect uses it) in a
+/// step on a target host; the executor puts the NQN in its place when the step runs.
+pub const THIS_HOST_NQN: &str = "<host NQN of this machine>";
+
 /// The first TCP port of the nbdkit stand-ins on a target host (one port per device).
 const NBD_PORT: u16 = 10809;
 
@@ -130,7 +134,7 @@ pub(super) fn nvmet_export(
     plan.push(
         Some(&d.name),
         Action::HostDeviceCheck { host: h.clone(), device: t.export.clone(), allow_wipe: d.allow_wipe },
-        format!("never export a device of host {h} that holds data or is in use (checked there over ssh; the O_EXCL open of a local device is not made there)"),
+        format!("never export a device of host {h} that holds data, is in use (the O_EXCL open made there by perl) or another nvmet export serves (checked there over ssh)"),
     );
     let export = |plan: &mut Plan, w: Vec<String>, undo: Option<RemoteOp>, why: &str| {
         on_host(plan, d, t, (HostStep::Export, w, undo), why.to_string());
@@ -152,43 +156,78 @@ pub(super) fn nvmet_export(
     );
     let subsys = format!("{NVMET}/subsystems/{}", nt.nqn);
     mkdir(plan, &subsys, "the subsystem (mkdir fails if it exists: pgtier never takes over another's subsystem)");
-    match &nt.host_nqn {
-        Some(host_nqn) => {
-            set(plan, &format!("{subsys}/attr_allow_any_host"), "0", "only the allowed host may connect");
-            let host = format!("{NVMET}/hosts/{host_nqn}");
-            mkdir(
-                plan,
-                &host,
-                "this machine's host NQN as nvmet knows hosts (refused if another configuration has it)",
-            );
-            link(plan, &host, &format!("{subsys}/allowed_hosts/{host_nqn}"), "admit this machine's host NQN alone");
-        }
-        None => set(
+    if t.allow_any_host {
+        set(
             plan,
             &format!("{subsys}/attr_allow_any_host"),
             "1",
-            "any host that reaches the port may connect (give host_nqn to admit this machine's alone); the port listens on the one address facing this machine",
-        ),
+            "allow_any_host = true in the experiment file: any host that reaches the port may connect and read and write the device",
+        );
+    } else {
+        // This machine's host NQN: the file's, or /etc/nvme/hostnqn as the connect uses it
+        // (read when the step runs).
+        let host_nqn = nt.host_nqn.as_deref().unwrap_or(THIS_HOST_NQN);
+        set(plan, &format!("{subsys}/attr_allow_any_host"), "0", "only the allowed host may connect");
+        let host = format!("{NVMET}/hosts/{host_nqn}");
+        // One hosts/ entry serves every subsystem of the run on this target host.
+        let made = plan.steps.iter().any(|s| {
+            matches!(&s.action, Action::OnHost { host: h, words, .. } if h == &t.name && words.first().is_some_and(|w| w == "mkdir") && words.last() == Some(&host))
+        });
+        if !made {
+            mkdir(
+                plan,
+                &host,
+                "this machine's host NQN (host_nqn, else /etc/nvme/hostnqn, as the connect uses it) as nvmet knows hosts (refused if another configuration has it)",
+            );
+        }
+        link(plan, &host, &format!("{subsys}/allowed_hosts/{host_nqn}"), "admit this machine's host NQN alone");
     }
     let ns = format!("{subsys}/namespaces/{}", nt.nsid.unwrap_or(1));
     mkdir(plan, &ns, "the namespace");
     set(plan, &format!("{ns}/device_path"), &t.export.display().to_string(), "the block device it exports");
     set(plan, &format!("{ns}/enable"), "1", "enable the namespace (removing its directory at teardown disables it)");
-    let port = format!("{NVMET}/ports/{}", nvmet_port_id(&ctx.short_id, index));
-    mkdir(plan, &port, "a port of this run (mkdir fails if the number is taken)");
-    let family = if nt.address.contains(':') { "ipv6" } else { "ipv4" };
-    for (attr, value) in [
-        ("addr_trtype", "tcp"),
-        ("addr_adrfam", family),
-        ("addr_traddr", &nt.address),
-        ("addr_trsvcid", &nt.port.to_string()),
-    ] {
-        set(plan, &format!("{port}/{attr}"), value, "the port: TCP on the host's address facing this machine");
-    }
+    // One port per (address, TCP port) on the host, as nvmetcli lays it out: a second port
+    // on the same address and trsvcid could not listen (EADDRINUSE), so a later device of the
+    // run on the same pair links its subsystem into the port made for the first.
+    let port = match port_made(plan, &t.name, &nt.address, nt.port) {
+        Some(port) => port,
+        None => {
+            let port = format!("{NVMET}/ports/{}", nvmet_port_id(&ctx.short_id, index));
+            mkdir(plan, &port, "a port of this run (mkdir fails if the number is taken)");
+            let family = if nt.address.contains(':') { "ipv6" } else { "ipv4" };
+            for (attr, value) in [
+                ("addr_trtype", "tcp"),
+                ("addr_adrfam", family),
+                ("addr_traddr", &nt.address),
+                ("addr_trsvcid", &nt.port.to_string()),
+            ] {
+                set(plan, &format!("{port}/{attr}"), value, "the port: TCP on the host's address facing this machine");
+            }
+            port
+        }
+    };
     link(
         plan,
         &subsys,
         &format!("{port}/subsystems/{}", nt.nqn),
         "the subsystem on the port: from here on it accepts connections",
     );
+}
+
+/// The nvmet port this plan already makes on host `host` for `address`:`trsvcid`, if any.
+fn port_made(plan: &Plan, host: &str, address: &str, trsvcid: u16) -> Option<String> {
+    let written = |attr: &str, value: &str| -> Vec<String> {
+        plan.steps
+            .iter()
+            .filter_map(|s| match &s.action {
+                Action::OnHost { host: h, words, .. } if h == host && words.len() == 6 && words[5] == value => words[4]
+                    .strip_suffix(&format!("/{attr}"))
+                    .filter(|p| p.starts_with(&format!("{NVMET}/ports/")))
+                    .map(str::to_string),
+                _ => None,
+            })
+            .collect()
+    };
+    let by_address = written("addr_traddr", address);
+    written("addr_trsvcid", &trsvcid.to_string()).into_iter().find(|p| by_address.contains(p))
 }

@@ -88,6 +88,12 @@ impl NvmeCliVersion {
         self.at_least(2, 0)
     }
 
+    /// `nvme connect --output-format` (`-o`) came in nvme-cli 1.15 (fabrics_connect printing
+    /// the controller it made); 1.14 and older print their usage and fail with EINVAL on it.
+    pub fn connect_has_output_format(&self) -> bool {
+        self.at_least(1, 15)
+    }
+
     /// From nvme-cli 2.11 on (commit fbde909aa), `nvme connect -J FILE` connects every fabrics
     /// port of the file itself and prints no device name; before, `-J` only supplies host
     /// settings (such as the DH-HMAC-CHAP key) for the connection `-t/-a/-n` names.

@@ -228,7 +228,7 @@ impl Action {
                 format!("[on host {host}] {}", journal::command::posix_command(words))
             }
             Action::HostDeviceCheck { host, device, allow_wipe } => format!(
-                "[on host {host}] check {} is a block device (readlink -e, stat), not held by LVM/md/dm, not mounted, not swap{}",
+                "[on host {host}] check {} is a block device (readlink -e, stat), not held by LVM/md/dm, not mounted, not swap, not busy (O_EXCL open), not exported by nvmet already{}",
                 device.display(),
                 if *allow_wipe {
                     " (existing signatures may be wiped: allow_wipe = true)"

@@ -215,8 +215,18 @@ impl fmt::Display for Plan {
     }
 }
 
-/// The `nvme connect` of a target, as run with nvme-cli 2.0 to 2.10 (and 1.x without a
-/// secret); `<...>` values are read when it runs.
+/// How long the kernel keeps reconnecting a lost NVMe/TCP controller before it fails the I/O
+/// (`--ctrl-loss-tmo`, seconds; the kernel's default is 600, ten minutes of hung I/O when the
+/// target is gone), and how long it waits between attempts (`--reconnect-delay`; default 10).
+/// Both set on every connect, so that no `/etc/nvme/config.json` (read by nvme-cli before 2.11)
+/// or default decides them; queue count and size stay the kernel's (the provisioning log
+/// records the command line).
+pub const CTRL_LOSS_TMO: &str = "60";
+pub const RECONNECT_DELAY: &str = "2";
+
+/// The `nvme connect` of a target, as run with nvme-cli 2.0 to 2.10 (and 1.15 and later 1.x
+/// without a secret; 1.14 and older get no `--output-format`); `<...>` values are read when it
+/// runs.
 pub fn connect_command(t: &NvmeTcpTarget, secret_file: Option<&std::path::Path>) -> Template {
     let mut c = Template::new("nvme").lits([
         "connect",
@@ -231,6 +241,7 @@ pub fn connect_command(t: &NvmeTcpTarget, secret_file: Option<&std::path::Path>)
     ]);
     let (nqn, id) = crate::build::host_identity(t);
     c = c.lit("--hostnqn").val(nqn).lit("--hostid").val(id);
+    c = c.lits(["--ctrl-loss-tmo", CTRL_LOSS_TMO, "--reconnect-delay", RECONNECT_DELAY]);
     if let Some(f) = secret_file {
         c = c.lit("--config").lit(f.display().to_string());
     }

@@ -7,6 +7,7 @@ use std::io;
 use journal::remote::RemoteOp;
 
 use super::*;
+use crate::plan::HostStep;
 use crate::spec::RemoteShell;
 use crate::system::FileKind;
 
@@ -31,15 +32,25 @@ impl Executor<'_> {
         })
     }
 
-    /// Runs `words` on `host`, `undo` recorded before.
+    /// Runs `words` on `host`, `undo` recorded before. A `mkdir` or `ln -s` that failed there
+    /// made nothing (both are atomic), so its undo is released: the item that was in the way
+    /// (EEXIST) belongs to another owner and teardown must not remove it. Only when ssh itself
+    /// failed (status 255, or no status) is the undo kept, as the command may have run.
+    /// An export's records are kept for the device (`exports`): the NVMe/TCP connection and
+    /// the mount on top of them hold them, so that teardown never unexports a namespace under
+    /// a filesystem that could not be unmounted.
     pub(super) fn on_host(
         &mut self,
         n: usize,
-        host: &str,
+        device: Option<&str>,
+        (host, kind): (&str, HostStep),
         words: &[String],
         undo: Option<&RemoteOp>,
     ) -> Result<(), StepError> {
         let shell = self.shell(host)?;
+        let (words, undo) = self.with_host_nqn(words, undo)?;
+        let (words, undo) = (&words[..], undo.as_ref());
+        let mut recorded = None;
         if let Some(op) = undo {
             let undo = Undo::Remote {
                 host: host.to_string(),
@@ -47,10 +58,94 @@ impl Executor<'_> {
                 destination: shell.destination.clone(),
                 op: op.clone(),
             };
-            self.record(undo, &format!("on host {host}"))?;
+            let id = self.journal.record(undo, format!("on host {host}")).map_err(|e| e.to_string())?;
+            if kind == HostStep::Export
+                && let Some(d) = device
+            {
+                self.exports.entry(d.to_string()).or_default().push(id);
+            }
+            recorded = Some((id, op));
         }
-        self.run_inner(n, &ssh(&shell, words), &[], Duration::from_secs(120))?;
+        // A directory an earlier device's step made that this one's uses (the shared port,
+        // the hosts/ entry) is held by this device's connection too.
+        if kind == HostStep::Export
+            && let Some(d) = device
+        {
+            let used: Vec<RecordId> = self
+                .made_dirs
+                .iter()
+                .filter(|(h, p, _)| h == host && words.iter().any(|w| w == p || w.starts_with(&format!("{p}/"))))
+                .map(|(_, _, id)| *id)
+                .collect();
+            let ids = self.exports.entry(d.to_string()).or_default();
+            for id in used {
+                if !ids.contains(&id) {
+                    ids.push(id);
+                }
+            }
+        }
+        let cmd = ssh(&shell, words);
+        let result = self.run_inner(n, &cmd, &[], Duration::from_secs(120));
+        if result.is_ok()
+            && let Some((id, RemoteOp::Rmdir { path })) = recorded
+        {
+            self.made_dirs.push((host.to_string(), path.clone(), id));
+        }
+        if let Err(e) = result {
+            if let Some((id, op)) = recorded
+                && matches!(op, RemoteOp::Rmdir { .. } | RemoteOp::Unlink { .. })
+                && self.commands.last().is_some_and(|c| c.command == cmd.to_string() && c.status != 255)
+            {
+                self.journal.release(id).map_err(|e| e.to_string())?;
+                if let Some(ids) = device.and_then(|d| self.exports.get_mut(d)) {
+                    ids.retain(|i| *i != id);
+                }
+                return Err(format!(
+                    "{e} (nothing was made there, and teardown leaves what is in the way alone: pgtier never takes over another's configuration)"
+                )
+                .into());
+            }
+            return Err(e.into());
+        }
         Ok(())
+    }
+
+    /// `words` and `undo` with [`crate::build::target::THIS_HOST_NQN`] replaced by this
+    /// machine's host NQN from /etc/nvme/hostnqn (the one `nvme connect` then uses).
+    fn with_host_nqn(
+        &mut self,
+        words: &[String],
+        undo: Option<&RemoteOp>,
+    ) -> Result<(Vec<String>, Option<RemoteOp>), String> {
+        use crate::build::target::THIS_HOST_NQN;
+        let in_undo = |u: &RemoteOp| matches!(u, RemoteOp::Rmdir { path } | RemoteOp::Unlink { path } if path.contains(THIS_HOST_NQN));
+        if !words.iter().any(|w| w.contains(THIS_HOST_NQN)) && !undo.is_some_and(in_undo) {
+            return Ok((words.to_vec(), undo.cloned()));
+        }
+        let nqn = self
+            .sys
+            .read_to_string(Path::new("/etc/nvme/hostnqn"))
+            .ok()
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty() && !s.contains('/'))
+            .ok_or_else(|| {
+                "the target host admits this machine's host NQN alone, and this machine has no /etc/nvme/hostnqn: give host_nqn and host_id in the experiment file (or allow_any_host = true)".to_string()
+            })?;
+        let w = words.iter().map(|w| w.replace(THIS_HOST_NQN, &nqn)).collect();
+        let u = undo.map(|u| match u {
+            RemoteOp::Rmdir { path } => RemoteOp::Rmdir { path: path.replace(THIS_HOST_NQN, &nqn) },
+            RemoteOp::Unlink { path } => RemoteOp::Unlink { path: path.replace(THIS_HOST_NQN, &nqn) },
+            other => other.clone(),
+        });
+        Ok((w, u))
+    }
+
+    /// The journal records of the target's export of `devices` (see [`Executor::on_host`]).
+    pub(super) fn exports_of(&self, devices: &[String]) -> Vec<RecordId> {
+        let mut ids: Vec<RecordId> = devices.iter().filter_map(|d| self.exports.get(d)).flatten().copied().collect();
+        ids.sort_by_key(|i| i.0);
+        ids.dedup();
+        ids
     }
 
     /// The exported device's checks on `host`: its stable name resolved there, a block device,
@@ -66,17 +161,46 @@ impl Executor<'_> {
         let refused = self.probe(n, |s| {
             let mut h = HostSystem { inner: s, shell: &shell };
             let dev = h.canonicalize(device).unwrap_or_else(|_| device.to_path_buf());
-            safety::check_block_device(&mut h, &dev).and_then(|()| safety::check_not_in_use(&mut h, &dev, allow_wipe))
+            safety::check_block_device(&mut h, &dev)
+                .and_then(|()| safety::check_not_in_use(&mut h, &dev, allow_wipe))
+                .and_then(|()| not_exported(&mut h, &dev))
         });
         // The step names the host: `[on host <name>] check ...`.
         refused.map_err(StepError::Refused)
     }
 }
 
+/// Prints every nvmet namespace's `device_path` (as `<path file> <device>`, resolved) that is
+/// the device `$1`; nothing when there is none (or no nvmet).
+const EXPORTED: &str = r#"for f in /sys/kernel/config/nvmet/subsystems/*/namespaces/*/device_path; do
+  [ -f "$f" ] || continue
+  p=$(cat "$f"); [ -n "$p" ] || continue
+  [ "$(readlink -f -- "$p")" = "$1" ] && echo "$f"
+done; exit 0"#;
+
+/// The device is not a namespace of an nvmet export already (nvmet opens its device without
+/// claiming it, so the O_EXCL open passes a device another export serves).
+fn not_exported(h: &mut HostSystem, dev: &Path) -> Result<(), safety::Refusal> {
+    let device = dev.display().to_string();
+    let out = h.words(&["sh", "-c", EXPORTED, "sh", &device]).map_err(|e| safety::Refusal::ProbeFailed {
+        device: device.clone(),
+        detail: format!("nvmet's namespaces: {e}"),
+    })?;
+    let paths: Vec<&str> = out.lines().filter(|l| !l.trim().is_empty()).collect();
+    if paths.is_empty() { Ok(()) } else { Err(safety::Refusal::Exported { device, paths: paths.join(", ") }) }
+}
+
+/// Opens `$1` read-only with O_EXCL (perl's sysopen: a shell cannot ask for O_EXCL) and exits
+/// 0 when it could, 3 when the kernel said EBUSY (mounted, claimed by a driver, swap,
+/// device-mapper, a ZFS pool), 2 on another error, 4 without perl (perl-base is essential on
+/// Debian and Ubuntu).
+const EXCL_OPEN: &str = r#"command -v perl >/dev/null 2>&1 || { echo "perl is not installed (it makes the O_EXCL open)" >&2; exit 4; }
+exec perl -MFcntl -e 'sysopen(my $f, $ARGV[0], O_RDONLY | O_EXCL) and exit 0; print STDERR "$!
+"; exit($!{EBUSY} ? 3 : 2)' -- "$1""#;
+
 /// Another host seen through its ssh connection, for read-only checks: commands run there,
-/// files are read with `cat`, links resolved with `readlink -e`, kinds found with `stat`. What
-/// would change the host is refused; the O_EXCL open ([`System::busy`]) cannot be made from a
-/// shell and answers "not busy" (the holders, mounts and swap checks still run).
+/// files are read with `cat`, links resolved with `readlink -e`, kinds found with `stat`, the
+/// O_EXCL open ([`System::busy`]) made by perl there. What would change the host is refused.
 pub struct HostSystem<'a> {
     /// What runs the ssh commands here (the machine, or a recorder or fake around it).
     pub inner: &'a mut dyn System,
@@ -113,8 +237,14 @@ impl System for HostSystem<'_> {
     ) -> Result<journal::Output, journal::CommandError> {
         Err(journal::CommandError::Spawn { command: cmd.to_string(), source: refused("a command with a secret") })
     }
-    fn busy(&mut self, _: &Path) -> io::Result<bool> {
-        Ok(false)
+    fn busy(&mut self, dev: &Path) -> io::Result<bool> {
+        let w: Vec<String> = ["sh", "-c", EXCL_OPEN, "sh", &dev.display().to_string()].map(String::from).to_vec();
+        let out = self.inner.run(&ssh(self.shell, &w), Duration::from_secs(60)).map_err(io::Error::other)?;
+        match out.status {
+            0 => Ok(false),
+            3 => Ok(true),
+            s => Err(io::Error::other(format!("exit status {s}: {}", out.stderr.trim()))),
+        }
     }
     fn read_to_string(&mut self, path: &Path) -> io::Result<String> {
         self.words(&["cat", "--", &path.display().to_string()])

@@ -135,6 +135,8 @@ pub fn execute(
         helpers: HashMap::new(),
         nvme_cli: None,
         connections: HashMap::new(),
+        exports: HashMap::new(),
+        made_dirs: Vec::new(),
         locks: HashMap::new(),
         shells: host::shells(specs),
     };
@@ -274,6 +276,11 @@ struct Executor<'a> {
     /// The journal records of the NVMe/TCP connection each device is a namespace of: its mount
     /// holds them (teardown disconnects only after the unmount succeeded).
     connections: HashMap<String, Vec<RecordId>>,
+    /// The journal records of each device's export on its target host (configfs items and
+    /// links): the connection and the mount on top of them hold them.
+    exports: HashMap<String, Vec<RecordId>>,
+    /// The configfs directories made on target hosts (host, path), with their records.
+    made_dirs: Vec<(String, String, RecordId)>,
     /// Disk locks held, by the variable naming the disk.
     locks: HashMap<String, DiskLock>,
     /// How each storage target host is reached, by name.
@@ -444,7 +451,9 @@ impl Executor<'_> {
             Action::Chown { path, uid, gid, mode } => {
                 self.sys.chown(path, *uid, *gid, *mode).map_err(|e| format!("chown {}: {e}", path.display()))?;
             }
-            Action::OnHost { host, words, undo, .. } => self.on_host(n, host, words, undo.as_ref())?,
+            Action::OnHost { host, words, undo, kind } => {
+                self.on_host(n, step.device.as_deref(), (host, *kind), words, undo.as_ref())?
+            }
             Action::HostDeviceCheck { host, device, allow_wipe } => {
                 self.host_device_check(n, host, device, *allow_wipe)?
             }

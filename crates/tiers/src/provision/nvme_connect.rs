@@ -41,21 +41,35 @@ impl Executor<'_> {
         if let Some(i) = &host_id {
             cmd = cmd.args(["--hostid", i.as_str()]);
         }
+        cmd = cmd.args([
+            "--ctrl-loss-tmo",
+            crate::plan::CTRL_LOSS_TMO,
+            "--reconnect-delay",
+            crate::plan::RECONNECT_DELAY,
+        ]);
         let mut written = None;
         if let (Some(secret), Some(file)) = (&secret, secret_file) {
             self.write_secret_config(t, (host_nqn.as_deref(), host_id.as_deref()), secret, file)?;
             written = Some(file.to_path_buf());
             cmd = cmd.arg("--config").arg(file);
         }
-        cmd = cmd.args(["--output-format", "json"]);
+        // nvme-cli 1.14 and older know no --output-format on connect: the controller is then
+        // found in list-subsys (see `created_controller`).
+        if version.connect_has_output_format() {
+            cmd = cmd.args(["--output-format", "json"]);
+        }
         // Recorded before the connect: if pgtier dies before it learns the controller's name,
         // cleanup disconnects the subsystem (which was not connected before, see the check).
+        // Both hold the target's export of these devices (on a target host of this run):
+        // the port and namespace stay while the connection does.
         let boot_id = journal::undo::current_boot_id();
+        let exports = self.exports_of(devices);
         let by_nqn = self
             .journal
-            .record(
+            .record_holding(
                 Undo::NvmeDisconnect { nqn: t.nqn.clone(), boot_id: boot_id.clone(), controller: None },
                 "NVMe/TCP connection",
+                &exports,
             )
             .map_err(|e| e.to_string())?;
         let result = self.run_redacted(n, &cmd, secret.as_deref(), Duration::from_secs(120));
@@ -67,7 +81,10 @@ impl Executor<'_> {
         }
         let out = result?;
         let controller = self.created_controller(n, t, &out.stdout)?;
-        let holds = self.hold_controller(t, controller, (by_nqn, boot_id), on_event)?;
+        let mut holds = self.hold_controller(t, controller, (by_nqn, boot_id), &exports, on_event)?;
+        // The mount holds the export too (directly: also when the connection's record is the
+        // NQN-wide one).
+        holds.extend(exports);
         for d in devices {
             self.connections.insert(d.clone(), holds.clone());
         }
@@ -94,15 +111,17 @@ impl Executor<'_> {
         t: &NvmeTcpTarget,
         controller: Option<String>,
         (by_nqn, boot_id): (journal::RecordId, Option<String>),
+        exports: &[journal::RecordId],
         on_event: &mut dyn FnMut(Event),
     ) -> Result<Vec<journal::RecordId>, StepError> {
         Ok(match &controller {
             Some(c) => {
                 let id = self
                     .journal
-                    .record(
+                    .record_holding(
                         Undo::NvmeDisconnect { nqn: t.nqn.clone(), boot_id, controller: Some(c.clone()) },
                         format!("NVMe/TCP controller {c}"),
+                        exports,
                     )
                     .map_err(|e| e.to_string())?;
                 self.journal.release(by_nqn).map_err(|e| e.to_string())?;

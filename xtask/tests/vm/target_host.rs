@@ -1,0 +1,95 @@
+//! The guest as its own storage target host (xtask/tests/vm/target.sh): pgtier exports a
+//! virtual NVMe drive through nvmet-tcp over ssh to 127.0.0.1 and connects to it as the
+//! initiator, next to another owner's nvmet configuration that must survive untouched.
+
+use super::*;
+
+/// Boots target.sh in `mode` and checks what both modes run: a run on the target host's export
+/// completes and teardown leaves nvmet's configuration as it found it, another owner's
+/// subsystem, allowed host and port included; a run whose subsystem name another owner took
+/// stops at its mkdir and leaves that subsystem.
+fn target_host_case(mode: &str, timeout: Duration) -> Guest {
+    let toml = std::fs::read_to_string(guest_dir().join("target.toml")).unwrap();
+    let g = boot("target.sh", &[("target.toml", &toml), ("mode", mode)], timeout);
+    g.assert_ok();
+    let ours = "nqn.2026-12.io.pgtier:self:remote";
+    let dry = g.out("dry-run.txt");
+    assert_eq!(g.out("dry-run.rc").trim(), "0", "{dry}");
+    assert!(dry.contains(&format!("[on host self] mkdir -- /sys/kernel/config/nvmet/subsystems/{ours}")), "{dry}");
+    let stderr = g.out("run.stderr");
+    assert_eq!(g.out("run.rc").trim(), "0", "the run failed in the guest:\n{stderr}\n{}", g.transcript());
+    let runs = csv_rows(&g.out_path().join("results/runs.csv"));
+    assert!(runs.len() == 1 && runs[0]["status"] == "ok", "{runs:?}");
+    let log = std::fs::read_to_string(g.out_path().join("results/provision.log")).unwrap();
+    assert!(
+        log.contains(&format!("nvme connect --transport tcp --traddr 127.0.0.1 --trsvcid 4420 --nqn {ours}")),
+        "{log}"
+    );
+    assert!(stderr.contains("teardown complete"), "{stderr}");
+    let (initial, before) = (g.out("state-initial.txt"), g.out("state-before.txt"));
+    let nvmet = |s: &str| sections(s)["nvmet"].clone();
+    let other: Vec<String> = nvmet(&before);
+    for item in [
+        "/sys/kernel/config/nvmet/ports/7/subsystems/nqn.2014-08.org.example:other-owner",
+        "/sys/kernel/config/nvmet/hosts/nqn.2014-08.org.example:other-initiator",
+        "/sys/kernel/config/nvmet/subsystems/nqn.2014-08.org.example:other-owner/namespaces/1",
+    ] {
+        assert!(other.iter().any(|l| l == item), "the other owner's {item}: {other:?}");
+    }
+    assert_same_state(&before, &g.out("state-after-run.txt"), &[], "after the run");
+    // The name taken: refused at the mkdir, the other's subsystem left as it was.
+    let taken = g.out("taken.stderr");
+    assert_eq!(g.out("taken.rc").trim(), "1", "{taken}");
+    assert!(taken.contains("File exists") && taken.contains("never takes over another's"), "{taken}");
+    assert!(!taken.contains(&format!("rmdir /sys/kernel/config/nvmet/subsystems/{ours}")), "{taken}");
+    assert_same_state(&g.out("state-before-taken.txt"), &g.out("state-after-taken.txt"), &[], "the name taken");
+    // The other owner's exported drive: refused on the host, nothing made.
+    let exported = g.out("exported.stderr");
+    assert_eq!(g.out("exported.rc").trim(), "1", "{exported}");
+    assert!(exported.contains("refused") && exported.contains("already exported by nvmet"), "{exported}");
+    assert_same_state(&before, &g.out("state-after-exported.txt"), &[], "the exported drive refused");
+    assert_same_state(&initial, &g.out("state-final.txt"), &[], "the other owner's configuration removed");
+    g
+}
+
+#[test]
+fn vm_target_host_exports_and_leaves_configfs_as_it_found_it() {
+    if !vm_or_skip() {
+        return;
+    }
+    target_host_case("quick\n", Duration::from_secs(1500));
+}
+
+#[test]
+#[ignore = "a long VM test (10 minutes or more under TCG): not in the suite unless PGTIER_VM_TESTS=all"]
+fn vm_target_host_keeps_the_export_under_a_busy_filesystem() {
+    if !vm_or_skip() {
+        return;
+    }
+    let g = target_host_case("full\n", Duration::from_secs(2400));
+    assert_eq!(g.out("busy.started").trim(), "started", "{}", g.out("busy.stderr"));
+    let busy = g.out("busy.stderr");
+    assert_eq!(g.out("busy.rc").trim(), "1", "{busy}");
+    assert!(busy.contains("not done: `umount") && busy.contains("cargo xtask cleanup"), "{busy}");
+    let stuck = sections(&g.out("state-after-busy.txt"));
+    let ours = "/sys/kernel/config/nvmet/subsystems/nqn.2026-12.io.pgtier:self:remote/namespaces/1";
+    assert!(stuck["nvmet"].iter().any(|l| l == ours), "the namespace stays exported: {stuck:?}");
+    assert!(
+        stuck["nvmet"]
+            .iter()
+            .any(|l| l.contains("/subsystems/nqn.2026-12.io.pgtier:self:remote") && l.contains("/ports/")),
+        "the port link stays: {stuck:?}"
+    );
+    assert!(stuck["nvme list-subsys"].iter().any(|l| l.contains("pgtier:self:remote")), "still connected: {stuck:?}");
+    // The run record keeps the export for cleanup, held by the mount that failed.
+    let journal = g.out("busy-journal.jsonl");
+    assert!(journal.contains("\"kind\":\"remote\"") && journal.contains("\"kind\":\"unmount\""), "{journal}");
+    assert_eq!(g.out("cleanup.rc").trim(), "0", "{}", g.out("cleanup.stdout"));
+    assert_same_state(&g.out("state-before.txt"), &g.out("state-after-cleanup.txt"), &[], "after cleanup");
+    // Mounted in another mount namespace only: the O_EXCL open made on the host refuses it.
+    assert_eq!(g.out("elsewhere.mounted").trim(), "mounted");
+    let elsewhere = g.out("elsewhere.stderr");
+    assert_eq!(g.out("elsewhere.rc").trim(), "1", "{elsewhere}");
+    assert!(elsewhere.contains("refused") && elsewhere.contains("is busy"), "{elsewhere}");
+    assert_same_state(&g.out("state-before-elsewhere.txt"), &g.out("state-after-elsewhere.txt"), &[], "busy elsewhere");
+}
