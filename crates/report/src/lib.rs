@@ -6,6 +6,7 @@ pub mod analysis;
 pub mod charts;
 pub mod claims;
 pub mod compare;
+pub mod document;
 pub mod evidence;
 pub mod export;
 pub mod fidelity;
@@ -21,7 +22,7 @@ pub mod warnings;
 use std::path::{Path, PathBuf};
 
 pub use export::{CsvExporter, ExportError, Exporter, JsonExporter, Output, write_outputs};
-pub use markdown::MarkdownExporter;
+pub use markdown::{HtmlExporter, MarkdownExporter};
 pub use model::{ResultSet, Summary, summarize};
 
 #[derive(Debug, thiserror::Error)]
@@ -40,14 +41,15 @@ pub fn refresh_tables(dir: &Path) -> Result<Summary, ReportError> {
     Ok(summary)
 }
 
-/// Everything: tables, charts and report.md. Returns the summary and the files written.
+/// Everything: tables, charts, report.md and report.html. Returns the summary and the files written.
 pub fn render(dir: &Path) -> Result<(Summary, Vec<PathBuf>), ReportError> {
     let set = ResultSet::load(dir)?;
     let summary = summarize(&set);
     let mut files = write_outputs(dir, tables(&set, &summary)?)?;
     let (charts, captions) = views::render_all(&set, &summary, dir)?;
     files.extend(charts);
-    files.extend(write_outputs(dir, MarkdownExporter { charts: captions }.export(&set, &summary)?)?);
+    files.extend(write_outputs(dir, MarkdownExporter { charts: captions.clone() }.export(&set, &summary)?)?);
+    files.extend(write_outputs(dir, HtmlExporter { charts: captions }.export(&set, &summary)?)?);
     Ok((summary, files))
 }
 

@@ -8,8 +8,8 @@ use crate::model::{ResultSet, Summary, describe};
 use crate::stats::{Delta, Verdict};
 use crate::views::{self, ChartFile};
 use results::Manifest;
+use crate::document::{Document, Figure, Item, Table};
 use results::manifest::DaxRequest;
-use std::fmt::Write as _;
 
 mod environment;
 mod findings;
@@ -52,45 +52,65 @@ pub fn statement_label(text: &str) -> String {
     }
 }
 
+/// The report's view model: every section, in order, built from the analysis once; report.md
+/// and report.html are both rendered from it.
+pub fn document(set: &ResultSet, summary: &Summary, charts: &[ChartFile]) -> Document {
+    let m = &set.manifest;
+    let mut d = Document { title: m.experiment_name.clone(), blocks: Vec::new() };
+    let study = Study::of(set, summary);
+    let checks = claims::check_all(set, summary, &study);
+    header(&mut d, m);
+    findings::published_vs_measured(&mut d, m, &checks);
+    findings::findings(&mut d, set, summary, &study, &checks);
+    tables::results_table(&mut d, summary, &findings::whys(set, summary, &study));
+    tables::tpcc_table(&mut d, set, summary);
+    tables::statement_tables(&mut d, summary);
+    tables::failed_runs(&mut d, set);
+    tables::device_io(&mut d, set, summary);
+    findings::bottlenecks(&mut d, summary, &study);
+    findings::fidelity_section(&mut d, m);
+    tables::missing_cells(&mut d, summary);
+    warnings(&mut d, m, summary);
+    charts_section(&mut d, charts);
+    environment::environment(&mut d, m);
+    environment::builds(&mut d, m);
+    environment::devices(&mut d, m);
+    environment::device_ceilings(&mut d, m);
+    environment::placements(&mut d, m);
+    environment::settings(&mut d, set);
+    environment::method(&mut d, set);
+    d
+}
+
 impl Exporter for MarkdownExporter {
     fn export(&self, set: &ResultSet, summary: &Summary) -> Result<Vec<Output>, ExportError> {
-        let m = &set.manifest;
-        let mut s = String::new();
-        let study = Study::of(set, summary);
-        let checks = claims::check_all(set, summary, &study);
-        header(&mut s, m);
-        findings::published_vs_measured(&mut s, m, &checks);
-        findings::findings(&mut s, set, summary, &study, &checks);
-        tables::results_table(&mut s, summary, &findings::whys(set, summary, &study));
-        tables::tpcc_table(&mut s, set, summary);
-        tables::statement_tables(&mut s, summary);
-        tables::failed_runs(&mut s, set);
-        tables::device_io(&mut s, set, summary);
-        findings::bottlenecks(&mut s, summary, &study);
-        findings::fidelity_section(&mut s, m);
-        tables::missing_cells(&mut s, summary);
-        warnings(&mut s, m, summary);
-        charts(&mut s, &self.charts);
-        environment::environment(&mut s, m);
-        environment::builds(&mut s, m);
-        environment::devices(&mut s, m);
-        environment::device_ceilings(&mut s, m);
-        environment::placements(&mut s, m);
-        environment::settings(&mut s, set);
-        environment::method(&mut s, set);
-        Ok(vec![Output::bytes(layout().report_md(), s.into_bytes())])
+        let d = document(set, summary, &self.charts);
+        Ok(vec![Output::bytes(layout().report_md(), crate::document::markdown::render(&d).into_bytes())])
     }
 }
 
-/// The title, the description, when it ran and the emulation notice.
-fn header(s: &mut String, m: &Manifest) {
-    let _ = writeln!(s, "# {}\n", m.experiment_name);
-    if !m.experiment_description.is_empty() {
-        let _ = writeln!(s, "{}\n", m.experiment_description.trim());
+/// `report.html`: the same document as report.md, the charts' SVG inline.
+pub struct HtmlExporter {
+    pub charts: Vec<views::ChartFile>,
+}
+
+impl Exporter for HtmlExporter {
+    fn export(&self, set: &ResultSet, summary: &Summary) -> Result<Vec<Output>, ExportError> {
+        let d = document(set, summary, &self.charts);
+        Ok(vec![Output::bytes(REPORT_HTML, crate::document::html::render(&d).into_bytes())])
     }
-    let _ = writeln!(
-        s,
-        "Baseline placement: **{}**. {} tiers. Started {}{}.\n",
+}
+
+/// report.html's name in the results directory (beside report.md).
+pub const REPORT_HTML: &str = "report.html";
+
+/// The title, the description, when it ran and the emulation notice.
+fn header(d: &mut Document, m: &Manifest) {
+    if !m.experiment_description.is_empty() {
+        d.para(m.experiment_description.trim());
+    }
+    d.para(format!(
+        "Baseline placement: **{}**. {} tiers. Started {}{}.",
         m.baseline,
         if m.emulated { "Emulated" } else { "Real" },
         m.started_at,
@@ -98,31 +118,28 @@ fn header(s: &mut String, m: &Manifest) {
             .as_ref()
             .map(|f| format!(", finished {f}"))
             .unwrap_or_else(|| " (not finished: the matrix was interrupted)".into())
-    );
+    ));
     if m.emulated {
-        let _ = writeln!(
-            s,
-            "> These results come from **emulated** devices (RAM-, file- and network-backed block devices standing in for the real classes). They show what the pipeline measures and how placements compare on this machine, not what the real hardware does.\n"
+        d.note(
+            "These results come from **emulated** devices (RAM-, file- and network-backed block devices standing in for the real classes). They show what the pipeline measures and how placements compare on this machine, not what the real hardware does.",
         );
     }
 }
 
 /// The run's warnings, then the summary's.
-fn warnings(s: &mut String, m: &Manifest, summary: &Summary) {
+fn warnings(d: &mut Document, m: &Manifest, summary: &Summary) {
     let warnings: Vec<String> =
         m.warnings.iter().map(ToString::to_string).chain(summary.warnings.iter().map(ToString::to_string)).collect();
-    let _ = writeln!(s, "\n## Warnings\n");
+    d.heading(2, "Warnings");
     if warnings.is_empty() {
-        let _ = writeln!(s, "None.");
+        d.para("None.");
     }
-    for w in &warnings {
-        let _ = writeln!(s, "- {w}");
-    }
+    d.list(warnings);
 }
 
 /// Every chart, by section.
-fn charts(s: &mut String, charts: &[ChartFile]) {
-    let _ = writeln!(s, "\n## Charts\n");
+fn charts_section(d: &mut Document, charts: &[ChartFile]) {
+    d.heading(2, "Charts");
     let mut sections: Vec<&str> = Vec::new();
     for c in charts {
         if !sections.contains(&c.section.as_str()) {
@@ -130,13 +147,13 @@ fn charts(s: &mut String, charts: &[ChartFile]) {
         }
     }
     for section in sections {
-        let _ = writeln!(s, "### {section}\n");
+        d.heading(3, section);
         for c in charts.iter().filter(|c| c.section == section) {
-            let _ = writeln!(s, "![{}]({})\n", c.caption, c.file);
+            d.figure(Figure { png: c.file.clone(), svg: c.svg.clone(), caption: c.caption.clone() });
         }
     }
     if charts.is_empty() {
-        let _ = writeln!(s, "No charts (no successful runs).\n");
+        d.para("No charts (no successful runs).");
     }
 }
 
@@ -144,7 +161,6 @@ fn gib(b: u64) -> String {
     format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64)
 }
 
-/// The host, PostgreSQL, the tools and the kernel settings.
 /// The profile column: the profile, and the build when the experiment compares builds.
 fn profile_cell(k: &results::record::CellKey) -> String {
     if k.build == results::record::DEFAULT_BUILD { k.profile.clone() } else { format!("{} @ {}", k.profile, k.build) }
@@ -190,15 +206,16 @@ mod tests {
             section: section.into(),
             file: format!("charts/{file}.png"),
             caption: format!("caption {file}"),
+            svg: None,
         };
-        let mut s = String::new();
-        charts(&mut s, &[chart("B", "b1"), chart("A", "a1"), chart("B", "b2")]);
+        let mut d = Document { title: "t".into(), blocks: Vec::new() };
+        charts_section(&mut d, &[chart("B", "b1"), chart("A", "a1"), chart("B", "b2")]);
         assert_eq!(
-            s,
-            "\n## Charts\n\n### B\n\n![caption b1](charts/b1.png)\n\n![caption b2](charts/b2.png)\n\n### A\n\n![caption a1](charts/a1.png)\n\n"
+            crate::document::markdown::render(&d),
+            "# t\n\n## Charts\n\n### B\n\n![caption b1](charts/b1.png)\n\n![caption b2](charts/b2.png)\n\n### A\n\n![caption a1](charts/a1.png)\n"
         );
-        let mut s = String::new();
-        charts(&mut s, &[]);
-        assert_eq!(s, "\n## Charts\n\nNo charts (no successful runs).\n\n");
+        let mut d = Document { title: "t".into(), blocks: Vec::new() };
+        charts_section(&mut d, &[]);
+        assert_eq!(crate::document::markdown::render(&d), "# t\n\n## Charts\n\nNo charts (no successful runs).\n");
     }
 }

@@ -21,6 +21,8 @@ pub struct ChartFile {
     pub section: String,
     pub file: String,
     pub caption: String,
+    /// The SVG text, which report.html inlines.
+    pub svg: Option<String>,
 }
 
 /// The environment line(s) printed under every chart.
@@ -199,6 +201,7 @@ impl ChartSpec {
             section: self.section.clone(),
             file: format!("charts/{}.png", self.stem),
             caption: self.chart.title().to_string(),
+            svg: None,
         }
     }
 
@@ -265,11 +268,19 @@ pub fn render_all(
     std::fs::create_dir_all(&dir).map_err(|e| ExportError::Write { path: dir.clone(), message: e.to_string() })?;
     let specs = plan(set, summary);
     let mut written = Vec::new();
+    let mut files = Vec::new();
     for spec in &specs {
-        written.extend(write_outputs(out, spec.render()?)?);
+        let outputs = spec.render()?;
+        let mut file = spec.file();
+        file.svg = outputs.iter().find_map(|o| match &o.body {
+            crate::export::Body::Bytes(b) => Some(String::from_utf8_lossy(b).into_owned()),
+            crate::export::Body::Png(_) => None,
+        });
+        written.extend(write_outputs(out, outputs)?);
+        files.push(file);
     }
     remove_stale_charts(&dir, &written)?;
-    Ok((written, specs.iter().map(ChartSpec::file).collect()))
+    Ok((written, files))
 }
 
 /// Removes the charts an earlier render of this result set drew and this one did not (a chart
