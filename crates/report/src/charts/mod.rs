@@ -163,6 +163,23 @@ impl Chart {
         }
     }
 
+    /// What the chart's intervals are, for its caption.
+    pub fn interval_note(&self) -> &'static str {
+        match self {
+            Chart::Bar(c) if c.groups.iter().flat_map(|g| &g.bars).any(|b| b.range.is_some()) => {
+                "error bars: each ratio's 95% interval"
+            }
+            Chart::Bar(c) if c.groups.iter().flat_map(|g| &g.bars).any(|b| b.error.is_some()) => {
+                "error bars: each mean's 95% confidence interval; labels: the change against the baseline with its 95% interval"
+            }
+            Chart::Line(c) if c.series.iter().any(|s| s.errors.is_some()) => {
+                "error bars: each point's 95% confidence interval"
+            }
+            Chart::Stacked(_) => "shares of backend time, no interval",
+            _ => "no intervals drawn",
+        }
+    }
+
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
         match self {
             Chart::Bar(c) => bar::draw_bar_chart(root, c),

@@ -19,10 +19,8 @@ const STYLE: &str = include_str!("report.css");
 /// The HTML text of a document.
 pub fn render(doc: &Document) -> String {
     let mut ids = Ids::default();
-    let toc: Vec<(u8, String, Markup)> = headings(&doc.blocks)
-        .into_iter()
-        .map(|(level, text)| (level, ids.next(text), inline(text)))
-        .collect();
+    let toc: Vec<(u8, String, Markup)> =
+        headings(&doc.blocks).into_iter().map(|(level, text)| (level, ids.next(text), inline(text))).collect();
     let mut ids = Ids::default();
     let mut numbers = Numbers::default();
     html! {
@@ -196,7 +194,10 @@ mod tests {
 
     #[test]
     fn inline_markup_is_rendered_and_raw_html_escaped() {
-        assert_eq!(inline("a **real change**, `x<y>`").into_string(), "a <strong>real change</strong>, <code>x&lt;y&gt;</code>");
+        assert_eq!(
+            inline("a **real change**, `x<y>`").into_string(),
+            "a <strong>real change</strong>, <code>x&lt;y&gt;</code>"
+        );
         assert_eq!(inline("in runs/<id>/ & <script>").into_string(), "in runs/&lt;id&gt;/ &amp; &lt;script&gt;");
         assert_eq!(inline("[f.json](runs/f.json)").into_string(), "<a href=\"runs/f.json\">f.json</a>");
     }

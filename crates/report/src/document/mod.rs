@@ -20,7 +20,10 @@ pub struct Document {
 #[derive(Clone, Debug)]
 pub enum Block {
     /// A section (level 2) or subsection (level 3) heading.
-    Heading { level: u8, text: String },
+    Heading {
+        level: u8,
+        text: String,
+    },
     Paragraph(String),
     /// A notice set apart from the text (Markdown's `>`).
     Note(String),
@@ -28,7 +31,10 @@ pub enum Block {
     Table(Table),
     Figure(Figure),
     /// Content a reader opens when wanted (HTML `<details>`).
-    Details { summary: String, blocks: Vec<Block> },
+    Details {
+        summary: String,
+        blocks: Vec<Block>,
+    },
 }
 
 /// A list item, with its own sub-items.

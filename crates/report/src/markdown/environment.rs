@@ -58,7 +58,7 @@ pub(super) fn environment(d: &mut Document, m: &Manifest) {
     for target_host in &m.targets {
         target(&mut t, target_host);
     }
-    d.table(t);
+    d.table(t.caption("The machine and the tools' versions as the run recorded them."));
     if !h.sysctls.is_empty() {
         d.para(format!(
             "Kernel settings before the run: {}",
@@ -128,7 +128,7 @@ pub(super) fn devices(doc: &mut Document, m: &Manifest) {
             dax,
         ]);
     }
-    doc.table(t);
+    doc.table(t.caption("The devices as provisioned: class, block device, mount options as the kernel shows them, and whether DAX was in effect."));
     let mut notes: Vec<String> =
         m.devices.iter().filter(|d| !d.dax_note.is_empty()).map(|d| format!("{}: {}", d.name, d.dax_note)).collect();
     for t in &m.targets {
@@ -167,7 +167,7 @@ pub(super) fn device_ceilings(d: &mut Document, m: &Manifest) {
                 p.raw_files.iter().map(|f| format!("[{f}]({f})")).collect::<Vec<_>>().join(" "),
             ]);
         }
-        d.table(t);
+        d.table(t.caption("Device ceilings measured by fio before the matrix (one run each, no interval)."));
     }
 }
 
@@ -286,7 +286,9 @@ fn slices_method(items: &mut Vec<Item>, set: &ResultSet, seed: &str) {
     let target =
         m.measurement.target_halfwidth_pct.map(|t| format!("a target of ±{t}%")).unwrap_or_else(|| "no target".into());
     items.push(Item {
-        text: format!("Rounds per contest were decided as the run went ({budget}, {target}); why each contest stopped:"),
+        text: format!(
+            "Rounds per contest were decided as the run went ({budget}, {target}); why each contest stopped:"
+        ),
         children: m.measurement.stopped.iter().map(|(c, why)| format!("{c}: {why}")).collect(),
     });
     items.push(item(

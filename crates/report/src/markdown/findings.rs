@@ -44,7 +44,9 @@ pub(super) fn published_vs_measured(d: &mut Document, m: &Manifest, checks: &[Cl
             why.replace('|', "/"),
         ]);
     }
-    d.table(t);
+    d.table(t.caption(
+        "Published vs measured: each claim's published figure against the measured change of its cell, with the change's 95% interval (before Holm's correction) and the verdict.",
+    ));
     d.para(format!(
         "Verdicts: {} Claims are not corrected for their number; a claim on a cell of the results table uses that table's change.",
         claims::RULE
@@ -209,7 +211,9 @@ pub(super) fn bottlenecks(d: &mut Document, summary: &Summary, study: &Study) {
             if top.is_empty() { "no samples".into() } else { top.join(", ") },
         ]);
     }
-    d.table(t);
+    d.table(t.caption(
+        "Each cell's bottleneck by the rule above, and its largest wait events (means over the cell's runs).",
+    ));
 }
 
 /// Each emulated device's QD1 latencies against the class it stands for.
@@ -255,7 +259,7 @@ pub(super) fn fidelity_section(d: &mut Document, m: &Manifest) {
             range,
         ]);
     }
-    d.table(t);
+    d.table(t.caption("Emulated devices: QD1 latencies from the fio probe (one run each, no interval) against the documented range of the class each stands for."));
     let mut seen = Vec::new();
     let mut sources = Vec::new();
     for dev in &devices {

@@ -2,13 +2,13 @@
 //! devices, the methodology as it actually ran, and the charts.
 
 use crate::claims::{self, ClaimCheck, ClaimVerdict};
+use crate::document::{Document, Figure, Item, Table};
 use crate::evidence::{self, Study};
 use crate::export::{ExportError, Exporter, Output, layout};
 use crate::model::{ResultSet, Summary, describe};
 use crate::stats::{Delta, Verdict};
 use crate::views::{self, ChartFile};
 use results::Manifest;
-use crate::document::{Document, Figure, Item, Table};
 use results::manifest::DaxRequest;
 
 mod environment;

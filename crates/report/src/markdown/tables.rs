@@ -48,7 +48,9 @@ pub(super) fn results_table(d: &mut Document, summary: &Summary, whys: &[String]
             whys.get(i).cloned().unwrap_or_default(),
         ]);
     }
-    d.table(t);
+    d.table(t.caption(
+        "Results per cell: mean TPS ± the half-width of its 95% confidence interval (Student's t over the cell's runs or kept rounds); each change against the baseline cell with its own 95% interval (before Holm's correction) and its verdict.",
+    ));
     d.para(
         "Why: what moved between the baseline cell and this one, behind the change of its headline figure (NOPM for TPC-C, TPS otherwise), from the evidence columns of summary.csv (means over the cell's runs); each cell's bottleneck and its rule are under Bottlenecks.",
     );
@@ -98,7 +100,7 @@ pub(super) fn statistics_note(d: &mut Document, summary: &Summary) {
             ]);
         }
         if !t.rows.is_empty() {
-            d.table(t);
+            d.table(t.caption("Contests: rounds cut as warm-up and kept, the rounds Stein's rule asked for to reach the target interval, and whether the kept rounds were steady."));
         }
     }
 }
@@ -112,15 +114,8 @@ pub(super) fn tpcc_table(d: &mut Document, set: &ResultSet, summary: &Summary) {
         // Where the emulated devices' QD1 latencies were probed, each change says how far its
         // tiers are from the classes they stand for.
         let probed = set.manifest.emulated && !crate::fidelity::devices(&set.manifest).is_empty();
-        let mut heads = vec![
-            "placement",
-            "workload",
-            "virtual users:",
-            "memory",
-            "profile",
-            "NOPM (mean ± CI95):",
-            "NOPM change",
-        ];
+        let mut heads =
+            vec!["placement", "workload", "virtual users:", "memory", "profile", "NOPM (mean ± CI95):", "NOPM change"];
         if probed {
             heads.push("emulated tiers against their classes");
         }
@@ -150,7 +145,9 @@ pub(super) fn tpcc_table(d: &mut Document, set: &ResultSet, summary: &Summary) {
             }
             t.row(row);
         }
-        d.table(t);
+        d.table(t.caption(
+            "TPC-C cells: mean NOPM ± the half-width of its 95% confidence interval; each change against the baseline cell with its own 95% interval and its verdict.",
+        ));
     }
 }
 
@@ -184,12 +181,18 @@ pub(super) fn statement_tables(d: &mut Document, summary: &Summary) {
                     (Some(d), false) => format!("{:.3} ({})", st.latency_ms.mean, d.text(" ~")),
                 })
                 .collect();
-            let mut row =
-                vec![c.key.placement.clone(), c.key.clients.to_string(), c.key.memory_limit.to_string(), profile_cell(&c.key)];
+            let mut row = vec![
+                c.key.placement.clone(),
+                c.key.clients.to_string(),
+                c.key.memory_limit.to_string(),
+                profile_cell(&c.key),
+            ];
             row.extend(values);
             t.row(row);
         }
-        d.table(t);
+        d.table(t.caption(format!(
+            "Per-statement average latency of {w} in ms (mean of the repetitions), with each change against the baseline's same statement and its 95% interval (`~`: the interval includes no change)."
+        )));
     }
 }
 
@@ -257,7 +260,7 @@ pub(super) fn device_io(d: &mut Document, set: &ResultSet, summary: &Summary) {
             "avg wait ms:",
         ]);
         t.rows = io_rows;
-        d.table(t);
+        d.table(t.caption("Device I/O per cell and device: means of the runs (no interval), peaks the highest one-second rate of any run."));
     }
 }
 

@@ -95,8 +95,15 @@ fn annotation(delta: Option<&Delta>, is_baseline: bool, lower_is_better: bool) -
     match delta {
         None => ("n/a".into(), false),
         Some(d) => {
-            let mut text =
-                if d.ratio >= 2.0 && !lower_is_better { format!("{:.1}x", d.ratio) } else { format!("{:+.1}%", d.pct) };
+            let ratio = d.ratio >= 2.0 && !lower_is_better;
+            let mut text = if ratio { format!("{:.1}x", d.ratio) } else { format!("{:+.1}%", d.pct) };
+            if d.has_interval() {
+                text.push_str(&if ratio {
+                    format!(" [{:.1}, {:.1}]", 1.0 + d.pct_low / 100.0, 1.0 + d.pct_high / 100.0)
+                } else {
+                    format!(" [{:+.1}, {:+.1}]", d.pct_low, d.pct_high)
+                });
+            }
             match d.verdict {
                 Verdict::RealChange => {}
                 Verdict::Equivalent => text.push_str(" (equivalent)"),
@@ -200,7 +207,7 @@ impl ChartSpec {
         ChartFile {
             section: self.section.clone(),
             file: format!("charts/{}.png", self.stem),
-            caption: self.chart.title().to_string(),
+            caption: format!("{} ({})", self.chart.title(), self.chart.interval_note()),
             svg: None,
         }
     }
@@ -379,7 +386,7 @@ mod tests {
         let f = spec.file();
         assert_eq!(
             (f.file.as_str(), f.caption.as_str(), f.section.as_str()),
-            ("charts/scaling-tpcb.png", "t: scaling with clients", "Scaling")
+            ("charts/scaling-tpcb.png", "t: scaling with clients (no intervals drawn)", "Scaling")
         );
     }
 
@@ -430,11 +437,21 @@ mod tests {
         };
         assert_eq!(annotation(None, true, false), ("baseline".into(), false));
         assert_eq!(annotation(None, false, false), ("n/a".into(), false));
-        assert_eq!(annotation(Some(&d(44.6, 30.0, 60.0)), false, false), ("+44.6%".into(), false));
-        assert_eq!(annotation(Some(&d(150.0, 100.0, 200.0)), false, false), ("2.5x".into(), false));
-        assert_eq!(annotation(Some(&d(150.0, 100.0, 200.0)), false, true), ("+150.0%".into(), false), "latency: no x");
-        assert_eq!(annotation(Some(&d(-3.0, -8.0, 2.0)), false, false), ("-3.0% (inconclusive)".into(), true));
-        assert_eq!(annotation(Some(&d(0.5, -1.0, 1.8)), false, false), ("+0.5% (equivalent)".into(), true));
+        assert_eq!(annotation(Some(&d(44.6, 30.0, 60.0)), false, false), ("+44.6% [+30.0, +60.0]".into(), false));
+        assert_eq!(annotation(Some(&d(150.0, 100.0, 200.0)), false, false), ("2.5x [2.0, 3.0]".into(), false));
+        assert_eq!(
+            annotation(Some(&d(150.0, 100.0, 200.0)), false, true),
+            ("+150.0% [+100.0, +200.0]".into(), false),
+            "latency: no x"
+        );
+        assert_eq!(
+            annotation(Some(&d(-3.0, -8.0, 2.0)), false, false),
+            ("-3.0% [-8.0, +2.0] (inconclusive)".into(), true)
+        );
+        assert_eq!(
+            annotation(Some(&d(0.5, -1.0, 1.8)), false, false),
+            ("+0.5% [-1.0, +1.8] (equivalent)".into(), true)
+        );
         assert_eq!(
             annotation(Some(&d(-3.0, f64::NAN, f64::NAN)), false, false),
             ("-3.0% (1 run)".into(), true),
