@@ -61,7 +61,9 @@ pub fn document(set: &ResultSet, summary: &Summary, charts: &[ChartFile]) -> Doc
     let checks = claims::check_all(set, summary, &study);
     header(&mut d, m);
     findings::published_vs_measured(&mut d, m, &checks);
+    figures(&mut d, charts, views::forest::CLAIMS_SECTION);
     findings::findings(&mut d, set, summary, &study, &checks);
+    figures(&mut d, charts, views::forest::FOREST_SECTION);
     tables::results_table(&mut d, summary, &findings::whys(set, summary, &study));
     tables::tpcc_table(&mut d, set, summary);
     tables::statement_tables(&mut d, summary);
@@ -137,20 +139,29 @@ fn warnings(d: &mut Document, m: &Manifest, summary: &Summary) {
     d.list(warnings);
 }
 
+/// The charts shown in a section of their own (the study's forest plot under Findings, the
+/// claims' figure under Published vs measured) rather than under Charts.
+const PLACED: [&str; 2] = [views::forest::CLAIMS_SECTION, views::forest::FOREST_SECTION];
+
+/// The figures of one section, where that section is.
+fn figures(d: &mut Document, charts: &[ChartFile], section: &str) {
+    for c in charts.iter().filter(|c| c.section == section) {
+        d.figure(Figure { png: c.file.clone(), svg: c.svg.clone(), caption: c.caption.clone() });
+    }
+}
+
 /// Every chart, by section.
 fn charts_section(d: &mut Document, charts: &[ChartFile]) {
     d.heading(2, "Charts");
     let mut sections: Vec<&str> = Vec::new();
-    for c in charts {
+    for c in charts.iter().filter(|c| !PLACED.contains(&c.section.as_str())) {
         if !sections.contains(&c.section.as_str()) {
             sections.push(&c.section);
         }
     }
     for section in sections {
         d.heading(3, section);
-        for c in charts.iter().filter(|c| c.section == section) {
-            d.figure(Figure { png: c.file.clone(), svg: c.svg.clone(), caption: c.caption.clone() });
-        }
+        figures(d, charts, section);
     }
     if charts.is_empty() {
         d.para("No charts (no successful runs).");

@@ -2,6 +2,7 @@
 //! data, [`render_all`] draws and writes them.
 
 mod devices;
+pub mod forest;
 mod lines;
 mod placement;
 mod waits;
@@ -250,6 +251,8 @@ impl Ctx<'_> {
 /// Every chart of a result set, in report order. Nothing is drawn yet.
 pub fn plan(set: &ResultSet, summary: &Summary) -> Vec<ChartSpec> {
     let mut cx = Ctx { set, summary, placements: set.placements(), specs: Vec::new() };
+    forest::published_vs_measured(&mut cx);
+    forest::study_forest(&mut cx);
     placement::per_cell_bars(&mut cx);
     placement::normalised(&mut cx);
     lines::scaling(&mut cx);
