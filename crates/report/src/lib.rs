@@ -50,6 +50,16 @@ pub fn render(dir: &Path) -> Result<(Summary, Vec<PathBuf>), ReportError> {
     files.extend(charts);
     files.extend(write_outputs(dir, MarkdownExporter { charts: captions.clone() }.export(&set, &summary)?)?);
     files.extend(write_outputs(dir, HtmlExporter { charts: captions }.export(&set, &summary)?)?);
+    // An appendix an earlier render wrote and this one did not (no shared warning any more).
+    for name in markdown::APPENDICES {
+        let path = dir.join(name);
+        if !files.contains(&path) && path.is_file() {
+            std::fs::remove_file(&path).map_err(|e| ExportError::Write {
+                path: path.clone(),
+                message: format!("remove a stale appendix: {e}"),
+            })?;
+        }
+    }
     Ok((summary, files))
 }
 

@@ -111,7 +111,7 @@ fn block(b: &Block, ids: &mut Ids, numbers: &mut Numbers) -> Markup {
                 }
             }
         }
-        Block::Details { summary, blocks: inner } => html! {
+        Block::Details { summary, blocks: inner } | Block::Appendix { summary, blocks: inner, .. } => html! {
             details {
                 summary { (inline(summary)) }
                 (blocks(inner, ids, numbers))

@@ -35,6 +35,14 @@ pub enum Block {
         summary: String,
         blocks: Vec<Block>,
     },
+    /// Long content kept out of the main text: HTML shows it as `<details>`, Markdown writes it
+    /// into `file` (beside report.md; blocks naming one file share it, each under its summary
+    /// as a heading) and links it.
+    Appendix {
+        summary: String,
+        file: String,
+        blocks: Vec<Block>,
+    },
 }
 
 /// A list item, with its own sub-items.
@@ -132,6 +140,10 @@ impl Document {
 
     pub fn details(&mut self, summary: impl Into<String>, blocks: Vec<Block>) {
         self.blocks.push(Block::Details { summary: summary.into(), blocks });
+    }
+
+    pub fn appendix(&mut self, summary: impl Into<String>, file: impl Into<String>, blocks: Vec<Block>) {
+        self.blocks.push(Block::Appendix { summary: summary.into(), file: file.into(), blocks });
     }
 }
 

@@ -211,6 +211,9 @@ pub(super) fn settings(d: &mut Document, set: &ResultSet) {
     }
 }
 
+/// The file beside report.md that lists every run in order with its exact command.
+pub const RUN_ORDER_FILE: &str = "report-run-order.md";
+
 /// How the matrix ran: the command, the data sets, the procedure per run and the run order.
 pub(super) fn method(d: &mut Document, set: &ResultSet) {
     let m = &set.manifest;
@@ -259,7 +262,7 @@ pub(super) fn method(d: &mut Document, set: &ResultSet) {
             r.command
         )
     }));
-    d.details("run order and exact commands", order.blocks);
+    d.appendix("Run order and exact commands", RUN_ORDER_FILE, order.blocks);
     if !m.phase_seconds.is_empty() {
         d.para(format!(
             "Time spent: {}",

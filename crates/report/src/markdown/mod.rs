@@ -14,6 +14,7 @@ use results::manifest::DaxRequest;
 mod environment;
 mod findings;
 mod tables;
+mod warnings;
 
 /// `report.md`, one function per section, embedding the charts `views::render_all` wrote.
 pub struct MarkdownExporter {
@@ -72,7 +73,7 @@ pub fn document(set: &ResultSet, summary: &Summary, charts: &[ChartFile]) -> Doc
     findings::bottlenecks(&mut d, summary, &study);
     findings::fidelity_section(&mut d, m);
     tables::missing_cells(&mut d, summary);
-    warnings(&mut d, m, summary);
+    warnings::warnings(&mut d, set, summary);
     charts_section(&mut d, charts);
     environment::environment(&mut d, m);
     environment::builds(&mut d, m);
@@ -87,7 +88,10 @@ pub fn document(set: &ResultSet, summary: &Summary, charts: &[ChartFile]) -> Doc
 impl Exporter for MarkdownExporter {
     fn export(&self, set: &ResultSet, summary: &Summary) -> Result<Vec<Output>, ExportError> {
         let d = document(set, summary, &self.charts);
-        Ok(vec![Output::bytes(layout().report_md(), crate::document::markdown::render(&d).into_bytes())])
+        let (text, appendices) = crate::document::markdown::render_all(&d);
+        let mut out = vec![Output::bytes(layout().report_md(), text.into_bytes())];
+        out.extend(appendices.into_iter().map(|(file, text)| Output::bytes(file, text.into_bytes())));
+        Ok(out)
     }
 }
 
@@ -102,6 +106,9 @@ impl Exporter for HtmlExporter {
         Ok(vec![Output::bytes(REPORT_HTML, crate::document::html::render(&d).into_bytes())])
     }
 }
+
+/// The appendix files report.md may link (beside it).
+pub const APPENDICES: [&str; 2] = [environment::RUN_ORDER_FILE, warnings::RUNS_FILE];
 
 /// report.html's name in the results directory (beside report.md).
 pub const REPORT_HTML: &str = "report.html";
@@ -126,17 +133,6 @@ fn header(d: &mut Document, m: &Manifest) {
             "These results come from **emulated** devices (RAM-, file- and network-backed block devices standing in for the real classes). They show what the pipeline measures and how placements compare on this machine, not what the real hardware does.",
         );
     }
-}
-
-/// The run's warnings, then the summary's.
-fn warnings(d: &mut Document, m: &Manifest, summary: &Summary) {
-    let warnings: Vec<String> =
-        m.warnings.iter().map(ToString::to_string).chain(summary.warnings.iter().map(ToString::to_string)).collect();
-    d.heading(2, "Warnings");
-    if warnings.is_empty() {
-        d.para("None.");
-    }
-    d.list(warnings);
 }
 
 /// The charts shown in a section of their own (the study's forest plot under Findings, the
