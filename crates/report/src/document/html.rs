@@ -85,6 +85,7 @@ fn block(b: &Block, ids: &mut Ids, numbers: &mut Numbers) -> Markup {
             }
         }
         Block::Paragraph(text) => html! { p { (inline(text)) } },
+        Block::Code { text, .. } => html! { pre { code { (text) } } },
         Block::Note(text) => html! { aside.note { p { (inline(text)) } } },
         Block::List(items) => html! {
             ul {

@@ -54,6 +54,9 @@ fn block(s: &mut String, b: &Block, w: &mut Writer) {
         Block::Paragraph(text) => {
             let _ = writeln!(s, "{text}\n");
         }
+        Block::Code { language, text } => {
+            let _ = writeln!(s, "```{language}\n{}\n```\n", text.trim_end());
+        }
         Block::Note(text) => {
             let _ = writeln!(s, "> {text}\n");
         }

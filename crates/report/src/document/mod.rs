@@ -25,6 +25,11 @@ pub enum Block {
         text: String,
     },
     Paragraph(String),
+    /// Verbatim text (a configuration, a command), with its language for Markdown's fence.
+    Code {
+        language: String,
+        text: String,
+    },
     /// A notice set apart from the text (Markdown's `>`).
     Note(String),
     List(Vec<Item>),
@@ -110,6 +115,10 @@ impl Document {
 
     pub fn para(&mut self, text: impl Into<String>) {
         self.blocks.push(Block::Paragraph(text.into()));
+    }
+
+    pub fn code(&mut self, language: impl Into<String>, text: impl Into<String>) {
+        self.blocks.push(Block::Code { language: language.into(), text: text.into() });
     }
 
     pub fn note(&mut self, text: impl Into<String>) {

@@ -13,6 +13,7 @@ use results::manifest::DaxRequest;
 
 mod environment;
 mod findings;
+mod reproducibility;
 mod tables;
 mod warnings;
 
@@ -82,6 +83,7 @@ pub fn document(set: &ResultSet, summary: &Summary, charts: &[ChartFile]) -> Doc
     environment::placements(&mut d, m);
     environment::settings(&mut d, set);
     environment::method(&mut d, set);
+    reproducibility::reproducibility(&mut d, set);
     d
 }
 
@@ -108,7 +110,7 @@ impl Exporter for HtmlExporter {
 }
 
 /// The appendix files report.md may link (beside it).
-pub const APPENDICES: [&str; 2] = [environment::RUN_ORDER_FILE, warnings::RUNS_FILE];
+pub const APPENDICES: [&str; 3] = [environment::RUN_ORDER_FILE, warnings::RUNS_FILE, reproducibility::CONFIG_FILE];
 
 /// report.html's name in the results directory (beside report.md).
 pub const REPORT_HTML: &str = "report.html";
