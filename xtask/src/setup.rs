@@ -27,8 +27,9 @@ const PACKAGES: &[&str] = &[
 /// What the tests need besides, as (command, the Debian package that provides it): present when
 /// the command is on PATH, whichever package put it there (NodeSource's `nodejs`, for one,
 /// provides npm and conflicts with Debian's `npm`). `xtask/tests/builds.rs` fetches PostgreSQL 17
-/// from the npm registry with `npm pack`.
-const TEST_COMMANDS: &[(&str, &str)] = &[("npm", "npm")];
+/// from the npm registry with `npm pack`; `xtask/tests/browser.rs` opens report.html in headless
+/// Chromium and reads its printed PDF with poppler's pdfinfo and pdftotext.
+const TEST_COMMANDS: &[(&str, &str)] = &[("npm", "npm"), ("chromium", "chromium"), ("pdftotext", "poppler-utils")];
 
 /// True when `cmd` is an executable file in a directory of PATH.
 fn on_path(cmd: &str) -> bool {

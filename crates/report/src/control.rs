@@ -72,22 +72,17 @@ pub fn checks(cells: &[CellSummary], control: &str) -> Vec<ControlCheck> {
         .collect()
 }
 
-/// `## Negative control` first in report.md: the control's change in every contest, and which
+/// `## Negative control` first in the report: the control's change in every contest, and which
 /// contests' verdicts it makes untrustworthy.
-pub fn markdown_section(s: &mut String, checks: &[ControlCheck], baseline: &str) {
-    use std::fmt::Write as _;
+pub fn section(d: &mut crate::document::Document, checks: &[ControlCheck], baseline: &str) {
+    use crate::document::Table;
     if checks.is_empty() {
         return;
     }
     let moved = checks.iter().filter(|c| c.moved).count();
-    let _ = writeln!(
-        s,
-        "## Negative control
-"
-    );
-    let _ = writeln!(
-        s,
-        "The placement `{}` is a twin of the baseline {baseline} (identical devices of its class), measured as one more contender of every contest: nothing can differ, so its change is the method's own error. {}\n",
+    d.heading(2, "Negative control");
+    d.para(format!(
+        "The placement `{}` is a twin of the baseline {baseline} (identical devices of its class), measured as one more contender of every contest: nothing can differ, so its change is the method's own error. {}",
         checks[0].key.placement,
         if moved == 0 {
             format!("It held in all {} contests: no interval of it excludes 0.", checks.len())
@@ -97,24 +92,26 @@ pub fn markdown_section(s: &mut String, checks: &[ControlCheck], baseline: &str)
                 checks.len()
             )
         }
+    ));
+    let mut t = Table::new(&[
+        "contest",
+        "control's throughput change [95% CI]",
+        "latency change [95% CI]",
+        "the contest's verdicts",
+    ])
+    .caption(
+        "The negative control against the baseline per contest; intervals are 95% (paired by round), uncorrected.",
     );
-    let _ = writeln!(
-        s,
-        "| contest | control's throughput change [95% CI] | latency change [95% CI] | the contest's verdicts |"
-    );
-    let _ = writeln!(s, "|---|---|---|---|");
     for c in checks {
-        let text = |d: Option<&Delta>| d.map(|d| d.text("")).unwrap_or_else(|| "n/a".into());
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} | {} |",
-            c.contest,
+        let text = |x: Option<&Delta>| x.map(|x| x.text("")).unwrap_or_else(|| "n/a".into());
+        t.row(vec![
+            c.contest.clone(),
             text(c.headline.as_ref()),
             text(c.latency.as_ref()),
-            if c.moved { "**untrustworthy**" } else { "stand" }
-        );
+            if c.moved { "**untrustworthy**".into() } else { "stand".into() },
+        ]);
     }
-    let _ = writeln!(s);
+    d.table(t);
 }
 
 /// The check of the contest `key` belongs to, if the study has a control.

@@ -7,6 +7,7 @@ pub mod charts;
 pub mod claims;
 pub mod compare;
 pub mod control;
+pub mod document;
 pub mod evidence;
 pub mod export;
 pub mod fidelity;
@@ -23,7 +24,7 @@ pub mod warnings;
 use std::path::{Path, PathBuf};
 
 pub use export::{CsvExporter, ExportError, Exporter, JsonExporter, Output, write_outputs};
-pub use markdown::MarkdownExporter;
+pub use markdown::{HtmlExporter, MarkdownExporter};
 pub use model::{ResultSet, Summary, summarize};
 
 #[derive(Debug, thiserror::Error)]
@@ -42,14 +43,25 @@ pub fn refresh_tables(dir: &Path) -> Result<Summary, ReportError> {
     Ok(summary)
 }
 
-/// Everything: tables, charts and report.md. Returns the summary and the files written.
+/// Everything: tables, charts, report.md and report.html. Returns the summary and the files written.
 pub fn render(dir: &Path) -> Result<(Summary, Vec<PathBuf>), ReportError> {
     let set = ResultSet::load(dir)?;
     let summary = summarize(&set);
     let mut files = write_outputs(dir, tables(&set, &summary)?)?;
     let (charts, captions) = views::render_all(&set, &summary, dir)?;
     files.extend(charts);
-    files.extend(write_outputs(dir, MarkdownExporter { charts: captions }.export(&set, &summary)?)?);
+    files.extend(write_outputs(dir, MarkdownExporter { charts: captions.clone() }.export(&set, &summary)?)?);
+    files.extend(write_outputs(dir, HtmlExporter { charts: captions }.export(&set, &summary)?)?);
+    // An appendix an earlier render wrote and this one did not (no shared warning any more).
+    for name in markdown::APPENDICES {
+        let path = dir.join(name);
+        if !files.contains(&path) && path.is_file() {
+            std::fs::remove_file(&path).map_err(|e| ExportError::Write {
+                path: path.clone(),
+                message: format!("remove a stale appendix: {e}"),
+            })?;
+        }
+    }
     Ok((summary, files))
 }
 

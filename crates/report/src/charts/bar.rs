@@ -171,14 +171,48 @@ fn draw_bar<DB: DrawingBackend>(
         .color(&BLACK)
         .pos(Pos::new(HPos::Center, VPos::Bottom));
     chart
-        .draw_series([
-            Text::new(
-                format!("{}{}", group_digits(b.value, c.value_decimals), c.value_suffix),
-                (x, label_y + ymax * 0.012),
-                value_style,
-            ),
-            Text::new(b.annotation.clone(), (x, label_y + ymax * 0.055), note_style),
-        ])
+        .draw_series([Text::new(
+            format!("{}{}", group_digits(b.value, c.value_decimals), c.value_suffix),
+            (x, label_y + ymax * 0.012),
+            value_style,
+        )])
         .map_err(s)?;
+    // `+44.6% [+30.1, +61.2] (inconclusive)`: the change and its verdict, its interval below.
+    let (change, interval) = split_interval(&b.annotation);
+    let mut notes = vec![Text::new(
+        change,
+        (x, label_y + ymax * if interval.is_some() { 0.098 } else { 0.055 }),
+        note_style.clone(),
+    )];
+    if let Some(interval) = interval {
+        let style = ("sans-serif", note_size.saturating_sub(2).max(10))
+            .into_font()
+            .color(&BLACK)
+            .pos(Pos::new(HPos::Center, VPos::Bottom));
+        notes.push(Text::new(interval, (x, label_y + ymax * 0.055), style));
+    }
+    chart.draw_series(notes).map_err(s)?;
     Ok(())
+}
+
+/// An annotation's change (with its verdict) and its bracketed interval, apart.
+fn split_interval(annotation: &str) -> (String, Option<String>) {
+    match (annotation.find(" ["), annotation.find(']')) {
+        (Some(i), Some(j)) if j > i => {
+            (format!("{}{}", &annotation[..i], &annotation[j + 1..]), Some(annotation[i + 1..=j].to_string()))
+        }
+        _ => (annotation.to_string(), None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn an_annotation_is_split_into_change_and_interval() {
+        assert_eq!(
+            super::split_interval("-3.0% [-8.0, +2.0] (inconclusive)"),
+            ("-3.0% (inconclusive)".to_string(), Some("[-8.0, +2.0]".to_string()))
+        );
+        assert_eq!(super::split_interval("baseline"), ("baseline".to_string(), None));
+    }
 }

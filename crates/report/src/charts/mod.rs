@@ -5,6 +5,7 @@ use std::path::Path;
 use std::sync::Once;
 
 mod bar;
+mod forest;
 mod line;
 mod stacked;
 
@@ -152,6 +153,59 @@ pub enum Chart {
     Bar(BarChart),
     Line(LineChart),
     Stacked(StackedChart),
+    Forest(ForestChart),
+}
+
+/// A verdict's marker in a forest plot: the shape tells verdicts apart without colour.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mark {
+    Circle,
+    Square,
+    Triangle,
+    Ring,
+    Cross,
+}
+
+impl Mark {
+    /// The marker as a character, for legends and captions.
+    pub fn glyph(self) -> &'static str {
+        match self {
+            Mark::Circle => "●",
+            Mark::Square => "■",
+            Mark::Triangle => "▲",
+            Mark::Ring => "○",
+            Mark::Cross => "✕",
+        }
+    }
+}
+
+/// One row of a forest plot: a change in % with its 95% interval (NaN ends: no interval).
+#[derive(Clone, Debug)]
+pub struct ForestRow {
+    pub label: String,
+    /// Printed right of the plot: `+44.6% [+30.1, +61.2]`.
+    pub value: String,
+    pub point: f64,
+    pub low: f64,
+    pub high: f64,
+    pub mark: Mark,
+    pub color: RGBColor,
+    /// A published figure to hold the interval against: a point (low = high) or a range, in %.
+    pub published: Option<(f64, f64)>,
+}
+
+/// A forest plot: every change of a study in one figure.
+#[derive(Clone, Debug)]
+pub struct ForestChart {
+    pub title: String,
+    pub subtitle: String,
+    pub x_label: String,
+    pub rows: Vec<ForestRow>,
+    /// The equivalence margin (±%), shaded.
+    pub margin_pct: f64,
+    /// Marker, verdict and colour of each verdict shown.
+    pub legend: Vec<(Mark, String, RGBColor)>,
+    pub footnote: Vec<String>,
 }
 
 impl Chart {
@@ -160,6 +214,25 @@ impl Chart {
             Chart::Bar(c) => &c.title,
             Chart::Line(c) => &c.title,
             Chart::Stacked(c) => &c.title,
+            Chart::Forest(c) => &c.title,
+        }
+    }
+
+    /// What the chart's intervals are, for its caption.
+    pub fn interval_note(&self) -> &'static str {
+        match self {
+            Chart::Bar(c) if c.groups.iter().flat_map(|g| &g.bars).any(|b| b.range.is_some()) => {
+                "error bars: each ratio's 95% interval"
+            }
+            Chart::Bar(c) if c.groups.iter().flat_map(|g| &g.bars).any(|b| b.error.is_some()) => {
+                "error bars: each mean's 95% confidence interval; labels: the change against the baseline with its 95% interval"
+            }
+            Chart::Line(c) if c.series.iter().any(|s| s.errors.is_some()) => {
+                "error bars: each point's 95% confidence interval"
+            }
+            Chart::Stacked(_) => "shares of backend time, no interval",
+            Chart::Forest(_) => "each change's point and 95% interval; shaded: the equivalence margin",
+            _ => "no intervals drawn",
         }
     }
 
@@ -168,6 +241,7 @@ impl Chart {
             Chart::Bar(c) => bar::draw_bar_chart(root, c),
             Chart::Line(c) => line::draw_line_chart(root, c),
             Chart::Stacked(c) => stacked::draw_stacked_chart(root, c),
+            Chart::Forest(c) => forest::draw_forest_chart(root, c),
         }
     }
 }

@@ -7,297 +7,296 @@ use results::manifest::Design;
 /// The PostgreSQL builds that ran, and the client that drove each (the system's pgbench when a
 /// build has none): only when the experiment compares builds or a build was driven by another
 /// build's client.
-pub(super) fn builds(s: &mut String, m: &Manifest) {
+pub(super) fn builds(d: &mut Document, m: &Manifest) {
     let b = &m.postgres.builds;
     if b.len() < 2 && b.iter().all(|b| b.client_bin_dir == b.bin_dir) {
         return;
     }
-    let _ = writeln!(s, "## PostgreSQL builds\n");
-    let _ =
-        writeln!(s, "| build | server | binaries | driven by | optional settings left out |\n|---|---|---|---|---|");
+    d.heading(2, "PostgreSQL builds");
+    let mut t = Table::new(&["build", "server", "binaries", "driven by", "optional settings left out"]);
     for b in b {
-        let _ = writeln!(
-            s,
-            "| {} | {} | `{}` | {} (`{}`){} | {} |",
-            b.name,
-            b.version,
-            b.bin_dir,
-            b.client_version,
-            b.client_bin_dir,
-            if b.client_bin_dir == b.bin_dir { "" } else { ": this build has no pgbench of its own" },
-            if b.optional_left_out.is_empty() { "none".to_string() } else { b.optional_left_out.join(", ") }
-        );
+        t.row(vec![
+            b.name.clone(),
+            b.version.clone(),
+            format!("`{}`", b.bin_dir),
+            format!(
+                "{} (`{}`){}",
+                b.client_version,
+                b.client_bin_dir,
+                if b.client_bin_dir == b.bin_dir { "" } else { ": this build has no pgbench of its own" }
+            ),
+            if b.optional_left_out.is_empty() { "none".to_string() } else { b.optional_left_out.join(", ") },
+        ]);
     }
+    d.table(t);
     for b in b.iter().filter(|b| b.configure.is_some()) {
-        let _ = writeln!(s, "\n`{}` was built with: `{}`", b.name, b.configure.as_deref().unwrap_or(""));
+        d.para(format!("`{}` was built with: `{}`", b.name, b.configure.as_deref().unwrap_or("")));
     }
-    let _ = writeln!(s);
 }
 
-pub(super) fn environment(s: &mut String, m: &Manifest) {
+pub(super) fn environment(d: &mut Document, m: &Manifest) {
     let h = &m.host;
-    let _ = writeln!(s, "## Environment\n");
-    let _ = writeln!(s, "| | |\n|---|---|");
-    let _ = writeln!(s, "| host | {} |", h.hostname);
-    let _ = writeln!(s, "| CPU | {} ({} cores, {} threads) |", h.cpu_model, h.cpu_cores, h.cpu_threads);
-    let _ = writeln!(s, "| memory | {} |", gib(h.memory_bytes));
-    let _ = writeln!(s, "| OS | {}, Linux {} |", h.os, h.kernel);
-    let _ = writeln!(s, "| virtualisation | {} |", h.virtualization);
-    let _ = writeln!(s, "| CPU governor | {} |", h.cpu_governor.as_deref().unwrap_or("not exposed"));
-    let _ = writeln!(s, "| transparent huge pages | {} |", h.transparent_hugepages.as_deref().unwrap_or("unknown"));
+    d.heading(2, "Environment");
+    let mut t = Table::new(&["", ""]);
+    let mut row = |k: &str, v: String| t.row(vec![k.to_string(), v]);
+    row("host", h.hostname.clone());
+    row("CPU", format!("{} ({} cores, {} threads)", h.cpu_model, h.cpu_cores, h.cpu_threads));
+    row("memory", gib(h.memory_bytes));
+    row("OS", format!("{}, Linux {}", h.os, h.kernel));
+    row("virtualisation", h.virtualization.clone());
+    row("CPU governor", h.cpu_governor.clone().unwrap_or_else(|| "not exposed".into()));
+    row("transparent huge pages", h.transparent_hugepages.clone().unwrap_or_else(|| "unknown".into()));
     if let Some(l) = &h.load_average {
-        let _ = writeln!(s, "| load average at start | {l} |");
+        row("load average at start", l.clone());
     }
-    let _ = writeln!(s, "| PostgreSQL | {} ({}) |", m.postgres.version, m.postgres.bin_dir);
+    row("PostgreSQL", format!("{} ({})", m.postgres.version, m.postgres.bin_dir));
     for (tool, v) in &m.tools {
-        let _ = writeln!(s, "| {tool} | {v} |");
+        row(tool, v.clone());
     }
     if let Some(c) = &m.client {
-        client(s, c);
+        client(&mut t, c);
     }
-    for t in &m.targets {
-        target(s, t);
+    for target_host in &m.targets {
+        target(&mut t, target_host);
     }
+    d.table(t.caption("The machine and the tools' versions as the run recorded them."));
     if !h.sysctls.is_empty() {
-        let _ = writeln!(
-            s,
-            "\nKernel settings before the run: {}",
+        d.para(format!(
+            "Kernel settings before the run: {}",
             h.sysctls.iter().map(|(k, v)| format!("`{k}={v}`")).collect::<Vec<_>>().join(", ")
-        );
+        ));
     }
     if !m.kernel_changes.is_empty() {
-        let _ = writeln!(s, "\nChanged for the run (restored afterwards):\n");
-        for c in &m.kernel_changes {
-            let _ = writeln!(s, "- {c}");
-        }
+        d.para("Changed for the run (restored afterwards):");
+        d.list(m.kernel_changes.iter().map(ToString::to_string));
     }
 }
 
 /// The client host's rows: where the benchmark clients ran, the path to it and its round trip,
 /// the transport.
-fn client(s: &mut String, c: &results::manifest::ClientRecord) {
-    let _ = writeln!(
-        s,
-        "| Client host | {} ({}): the benchmark clients ran there; its pgbench: {} |",
-        c.host, c.address, c.pgbench
+fn client(t: &mut Table, c: &results::manifest::ClientRecord) {
+    let mut row = |k: &str, v: String| t.row(vec![k.to_string(), v]);
+    row(
+        "Client host",
+        format!("{} ({}): the benchmark clients ran there; its pgbench: {}", c.host, c.address, c.pgbench),
     );
     if let Some(d) = &c.tpcc_driver {
-        let _ = writeln!(s, "| TPC-C client | the TPC-C driver ran on {}: {d} |", c.host);
+        row("TPC-C client", format!("the TPC-C driver ran on {}: {d}", c.host));
     }
-    let _ = writeln!(s, "| network path | {} |", c.network_path);
+    row("network path", c.network_path.clone());
     let rtt = c.rtt_ms.map(|r| format!("{r:.3} ms")).unwrap_or_else(|| "not measured".into());
-    let _ = writeln!(s, "| round trip | {rtt} ({}) |", c.rtt_method);
-    let _ = writeln!(
-        s,
-        "| transport | {}; set-up {:.0} ms, a command over it {:.1} ms |",
-        c.transport, c.ssh_setup_ms, c.ssh_command_ms
+    row("round trip", format!("{rtt} ({})", c.rtt_method));
+    row(
+        "transport",
+        format!("{}; set-up {:.0} ms, a command over it {:.1} ms", c.transport, c.ssh_setup_ms, c.ssh_command_ms),
     );
-    let _ = writeln!(s, "| client authentication | {} |", c.authentication);
+    row("client authentication", c.authentication.clone());
 }
 
 /// A storage target host's rows: what it served, the path to it and its round trip.
-fn target(s: &mut String, t: &results::manifest::TargetRecord) {
-    let _ =
-        writeln!(s, "| Target host | {} ({}): served {} with {} |", t.host, t.address, t.devices.join(", "), t.serves);
+fn target(table: &mut Table, t: &results::manifest::TargetRecord) {
     let rtt = t.rtt_ms.map(|r| format!("{r:.3} ms")).unwrap_or_else(|| "not measured".into());
-    let _ = writeln!(s, "| network path to {} | {}; round trip {rtt} ({}) |", t.host, t.network_path, t.rtt_method);
-    let _ = writeln!(
-        s,
-        "| transport to {} | {}; set-up {:.0} ms, a command over it {:.1} ms |",
-        t.host, t.transport, t.ssh_setup_ms, t.ssh_command_ms
-    );
+    table.row(vec![
+        "Target host".into(),
+        format!("{} ({}): served {} with {}", t.host, t.address, t.devices.join(", "), t.serves),
+    ]);
+    table.row(vec![
+        format!("network path to {}", t.host),
+        format!("{}; round trip {rtt} ({})", t.network_path, t.rtt_method),
+    ]);
+    table.row(vec![
+        format!("transport to {}", t.host),
+        format!("{}; set-up {:.0} ms, a command over it {:.1} ms", t.transport, t.ssh_setup_ms, t.ssh_command_ms),
+    ]);
 }
 
 /// Each device: class, block device, mount options, DAX and throttles.
-pub(super) fn devices(s: &mut String, m: &Manifest) {
-    let _ = writeln!(s, "\n## Devices\n");
-    let _ = writeln!(s, "| device | class | what it is | block device | mount options (effective) | DAX |");
-    let _ = writeln!(s, "|---|---|---|---|---|---|");
+pub(super) fn devices(doc: &mut Document, m: &Manifest) {
+    doc.heading(2, "Devices");
+    let mut t = Table::new(&["device", "class", "what it is", "block device", "mount options (effective)", "DAX"]);
     for d in &m.devices {
         let dax = match d.dax_requested {
             DaxRequest::Off => "not requested".to_string(),
             _ if d.dax_honoured => "requested, in effect".to_string(),
             _ => "**requested, NOT in effect** (page-cache I/O)".to_string(),
         };
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} | {} | {} | {} |",
-            d.name,
-            d.class,
-            d.description,
-            d.block_device,
+        t.row(vec![
+            d.name.clone(),
+            d.class.to_string(),
+            d.description.clone(),
+            d.block_device.clone(),
             d.effective_mount_options.join(","),
-            dax
-        );
+            dax,
+        ]);
     }
-    for d in m.devices.iter().filter(|d| !d.dax_note.is_empty()) {
-        let _ = writeln!(s, "\n- {}: {}", d.name, d.dax_note);
-    }
+    doc.table(t.caption("The devices as provisioned: class, block device, mount options as the kernel shows them, and whether DAX was in effect."));
+    let mut notes: Vec<String> =
+        m.devices.iter().filter(|d| !d.dax_note.is_empty()).map(|d| format!("{}: {}", d.name, d.dax_note)).collect();
     for t in &m.targets {
         let rtt = t.rtt_ms.map(|r| format!("{r:.3} ms")).unwrap_or_else(|| "not measured".into());
         for d in &t.devices {
-            let _ =
-                writeln!(s, "\n- {d} is served by host {} at {} ({}; round trip {rtt})", t.host, t.address, t.serves);
+            notes.push(format!("{d} is served by host {} at {} ({}; round trip {rtt})", t.host, t.address, t.serves));
         }
     }
     for d in &m.devices {
         if let Some(t) = &d.throttle {
-            let _ = writeln!(s, "\n- {} is capped to behave like a slower device: {t}", d.name);
+            notes.push(format!("{} is capped to behave like a slower device: {t}", d.name));
         }
     }
+    doc.list(notes);
 }
 
 /// What fio measured on each device before the matrix.
-pub(super) fn device_ceilings(s: &mut String, m: &Manifest) {
+pub(super) fn device_ceilings(d: &mut Document, m: &Manifest) {
     if !m.device_probes.is_empty() {
-        let _ = writeln!(s, "\n### Device ceilings (fio, before the matrix)\n");
-        let _ = writeln!(
-            s,
-            "| device | 8 KiB write+fdatasync IOPS | fdatasync p50 / p99 (us) | 4 KiB random read QD32 IOPS | read p99 (us) | raw |"
-        );
-        let _ = writeln!(s, "|---|---:|---:|---:|---:|---|");
+        d.heading(3, "Device ceilings (fio, before the matrix)");
+        let mut t = Table::new(&[
+            "device",
+            "8 KiB write+fdatasync IOPS:",
+            "fdatasync p50 / p99 (us):",
+            "4 KiB random read QD32 IOPS:",
+            "read p99 (us):",
+            "raw",
+        ]);
         for p in &m.device_probes {
-            let _ = writeln!(
-                s,
-                "| {} | {:.0} | {:.0} / {:.0} | {:.0} | {:.0} | {} |",
-                p.device,
-                p.wal_write_iops,
-                p.wal_sync_p50_us,
-                p.wal_sync_p99_us,
-                p.randread_iops,
-                p.randread_p99_us,
-                p.raw_files.iter().map(|f| format!("[{f}]({f})")).collect::<Vec<_>>().join(" ")
-            );
+            t.row(vec![
+                p.device.clone(),
+                format!("{:.0}", p.wal_write_iops),
+                format!("{:.0} / {:.0}", p.wal_sync_p50_us, p.wal_sync_p99_us),
+                format!("{:.0}", p.randread_iops),
+                format!("{:.0}", p.randread_p99_us),
+                p.raw_files.iter().map(|f| format!("[{f}]({f})")).collect::<Vec<_>>().join(" "),
+            ]);
         }
+        d.table(t.caption("Device ceilings measured by fio before the matrix (one run each, no interval)."));
     }
 }
 
 /// Where each placement puts PGDATA and pg_wal.
-pub(super) fn placements(s: &mut String, m: &Manifest) {
-    let _ = writeln!(s, "\n## Placements\n");
-    for p in &m.placements {
-        let _ = writeln!(
-            s,
-            "- **{}**: PGDATA on `{}`, pg_wal on `{}`{}",
+pub(super) fn placements(d: &mut Document, m: &Manifest) {
+    d.heading(2, "Placements");
+    d.list(m.placements.iter().map(|p| {
+        format!(
+            "**{}**: PGDATA on `{}`, pg_wal on `{}`{}",
             p.name,
             p.data_device,
             p.wal_device,
             if p.description.is_empty() { String::new() } else { format!(" ({})", p.description) }
-        );
-    }
+        )
+    }));
 }
 
 /// The settings of each profile as written and as the server reported them.
-pub(super) fn settings(s: &mut String, set: &ResultSet) {
+pub(super) fn settings(d: &mut Document, set: &ResultSet) {
     let m = &set.manifest;
-    let _ = writeln!(s, "\n## PostgreSQL settings\n");
+    d.heading(2, "PostgreSQL settings");
     for (profile, settings) in &m.postgres.profiles {
-        let _ = writeln!(
-            s,
+        d.para(format!(
             "Profile **{profile}** (written by pgtier): {}",
             if settings.is_empty() {
                 "PostgreSQL defaults".into()
             } else {
                 settings.iter().map(|(k, v)| format!("`{k} = {v}`")).collect::<Vec<_>>().join(", ")
             }
-        );
+        ));
         if let Some(r) = set.runs.iter().find(|r| &r.cell.profile == profile && !r.server_settings.is_empty()) {
-            let _ = writeln!(
-                s,
-                "\nNon-default settings while running (pg_settings, run {}): {}\n",
+            d.para(format!(
+                "Non-default settings while running (pg_settings, run {}): {}",
                 r.run_id,
                 r.server_settings.iter().map(|(k, v)| format!("`{k}={v}`")).collect::<Vec<_>>().join(", ")
-            );
+            ));
         }
     }
     if !m.postgres.skipped_settings.is_empty() {
-        let _ = writeln!(s, "\nSkipped settings: {}", m.postgres.skipped_settings.join("; "));
+        d.para(format!("Skipped settings: {}", m.postgres.skipped_settings.join("; ")));
     }
 }
 
+/// The file beside report.md that lists every run in order with its exact command.
+pub const RUN_ORDER_FILE: &str = "report-run-order.md";
+
 /// How the matrix ran: the command, the data sets, the procedure per run and the run order.
-pub(super) fn method(s: &mut String, set: &ResultSet) {
+pub(super) fn method(d: &mut Document, set: &ResultSet) {
     let m = &set.manifest;
-    let _ = writeln!(s, "\n## Method\n");
-    let _ = writeln!(s, "Command: `{}`\n", m.command_line);
-    for d in &m.datasets {
-        let _ = writeln!(
-            s,
-            "- Data set `{}`: `{}`; database {:.0} MiB, PGDATA+WAL {:.0} MiB; built once in {:.1} s, then copied onto each placement ({}).",
-            d.key,
-            d.command,
-            d.database_size_bytes as f64 / 1048576.0,
-            d.pgdata_size_bytes as f64 / 1048576.0,
-            d.build_seconds,
-            d.relocate_seconds.iter().map(|(p, t)| format!("{p} {t:.1} s")).collect::<Vec<_>>().join(", ")
-        );
-    }
+    d.heading(2, "Method");
+    d.para(format!("Command: `{}`", m.command_line));
+    let mut items: Vec<Item> = m
+        .datasets
+        .iter()
+        .map(|ds| {
+            item(format!(
+                "Data set `{}`: `{}`; database {:.0} MiB, PGDATA+WAL {:.0} MiB; built once in {:.1} s, then copied onto each placement ({}).",
+                ds.key,
+                ds.command,
+                ds.database_size_bytes as f64 / 1048576.0,
+                ds.pgdata_size_bytes as f64 / 1048576.0,
+                ds.build_seconds,
+                ds.relocate_seconds.iter().map(|(p, t)| format!("{p} {t:.1} s")).collect::<Vec<_>>().join(", ")
+            ))
+        })
+        .collect();
     let seed =
         m.measurement.seed.map(|s| format!(" (random order seed {s}; `--seed {s}` repeats it)")).unwrap_or_default();
     if m.measurement.design == Design::Slices {
-        slices_method(s, set, &seed);
+        slices_method(&mut items, set, &seed);
     } else {
-        let _ = writeln!(
-            s,
-            "- Before every measured run: the placement's server is started (in its memory-limited cgroup where a limit is set), CHECKPOINT, sync, page cache dropped, a ramp-up run whose figures are discarded, then the measured run; the server is stopped afterwards."
-        );
-        let _ = writeln!(
-            s,
-            "- The copy is made once per placement and data set: later runs on a placement start from the data as earlier runs left it (read-write workloads grow history tables and leave dead tuples). The run order spreads that drift across placements; it is not reset between runs."
-        );
-        let _ = writeln!(
-            s,
-            "- {} repetitions per cell, {} order{seed} ({} runs):",
+        items.push(item(
+            "Before every measured run: the placement's server is started (in its memory-limited cgroup where a limit is set), CHECKPOINT, sync, page cache dropped, a ramp-up run whose figures are discarded, then the measured run; the server is stopped afterwards.",
+        ));
+        items.push(item(
+            "The copy is made once per placement and data set: later runs on a placement start from the data as earlier runs left it (read-write workloads grow history tables and leave dead tuples). The run order spreads that drift across placements; it is not reset between runs.",
+        ));
+        items.push(item(format!(
+            "{} repetitions per cell, {} order{seed} ({} runs):",
             m.repetitions,
             m.order,
             m.run_order.len()
-        );
+        )));
     }
-    let _ = writeln!(s, "\n<details><summary>run order and exact commands</summary>\n");
-    for r in &set.runs {
-        let _ = writeln!(
-            s,
-            "- `{}` ({}): `{}`",
+    d.items(items);
+    let mut order = Document::default();
+    order.list(set.runs.iter().map(|r| {
+        format!(
+            "`{}` ({}): `{}`",
             r.run_id,
             if r.status == results::RunStatus::Ok { "ok" } else { "failed" },
             r.command
-        );
-    }
-    let _ = writeln!(s, "\n</details>\n");
+        )
+    }));
+    d.appendix("Run order and exact commands", RUN_ORDER_FILE, order.blocks);
     if !m.phase_seconds.is_empty() {
-        let _ = writeln!(
-            s,
-            "Time spent: {}\n",
+        d.para(format!(
+            "Time spent: {}",
             m.phase_seconds.iter().map(|(k, v)| format!("{k} {v:.0} s")).collect::<Vec<_>>().join(", ")
-        );
+        ));
     }
-    let _ = writeln!(
-        s,
-        "Raw output of every run (pgbench stdout/stderr, server log) is in `runs/<run id>/`; figures per run in `runs.csv`, per cell in `summary.csv`, per second in `series.csv`; `manifest.json` holds the resolved configuration and environment."
+    d.para(
+        "Raw output of every run (pgbench stdout/stderr, server log) is in `runs/<run id>/`; figures per run in `runs.csv`, per cell in `summary.csv`, per second in `series.csv`; `manifest.json` holds the resolved configuration and environment.",
     );
+}
+
+fn item(text: impl Into<String>) -> Item {
+    Item { text: text.into(), children: Vec::new() }
 }
 
 /// How the slices design ran: one session per memory limit and profile, rounds of slices, why
 /// each contest stopped.
-fn slices_method(s: &mut String, set: &ResultSet, seed: &str) {
+fn slices_method(items: &mut Vec<Item>, set: &ResultSet, seed: &str) {
     let m = &set.manifest;
-    let _ = writeln!(
-        s,
-        "- Design **slices**: for each memory limit and profile, every placement's server was started at once (each in its own cgroup with the limit, on its own port of the private socket), CHECKPOINTed, then the page cache was dropped once. Each contest (a workload and client count) began with a discarded warm-up per placement, then rounds of one slice per placement in a random order{seed}. Idle placements wait between their slices (their background writer and the kernel's write-back go on meanwhile), alike for every placement."
-    );
+    items.push(item(format!(
+        "Design **slices**: for each memory limit and profile, every placement's server was started at once (each in its own cgroup with the limit, on its own port of the private socket), CHECKPOINTed, then the page cache was dropped once. Each contest (a workload and client count) began with a discarded warm-up per placement, then rounds of one slice per placement in a random order{seed}. Idle placements wait between their slices (their background writer and the kernel's write-back go on meanwhile), alike for every placement."
+    )));
     let budget = m.measurement.budget_s.map(|b| format!("a budget of {b:.0} s")).unwrap_or_else(|| "no budget".into());
     let target =
         m.measurement.target_halfwidth_pct.map(|t| format!("a target of ±{t}%")).unwrap_or_else(|| "no target".into());
-    let _ = writeln!(
-        s,
-        "- Rounds per contest were decided as the run went ({budget}, {target}); why each contest stopped:"
-    );
-    for (c, why) in &m.measurement.stopped {
-        let _ = writeln!(s, "  - {c}: {why}");
-    }
-    let _ = writeln!(
-        s,
-        "- The copy is made once per placement and data set: later slices start from the data as earlier ones left it (read-write workloads grow history tables and leave dead tuples), alike for every placement."
-    );
-    let _ = writeln!(s, "- {} slices:", set.runs.len());
+    items.push(Item {
+        text: format!(
+            "Rounds per contest were decided as the run went ({budget}, {target}); why each contest stopped:"
+        ),
+        children: m.measurement.stopped.iter().map(|(c, why)| format!("{c}: {why}")).collect(),
+    });
+    items.push(item(
+        "The copy is made once per placement and data set: later slices start from the data as earlier ones left it (read-write workloads grow history tables and leave dead tuples), alike for every placement.",
+    ));
+    items.push(item(format!("{} slices:", set.runs.len())));
 }

@@ -5,19 +5,17 @@ use super::*;
 use crate::model::CellSummary;
 
 /// The study's published figures against what was measured, first.
-pub(super) fn published_vs_measured(s: &mut String, m: &Manifest, checks: &[ClaimCheck]) {
+pub(super) fn published_vs_measured(d: &mut Document, m: &Manifest, checks: &[ClaimCheck]) {
     if checks.is_empty() {
         return;
     }
-    let _ = writeln!(s, "## Published vs measured\n");
+    d.heading(2, "Published vs measured");
     if m.emulated {
-        let _ = writeln!(
-            s,
-            "These verdicts come from **emulated** tiers: they check that the pipeline measures the study's kind of figure, not what the study's hardware does. A verdict whose tiers' emulated latencies are far from the real classes' says so.\n"
+        d.para(
+            "These verdicts come from **emulated** tiers: they check that the pipeline measures the study's kind of figure, not what the study's hardware does. A verdict whose tiers' emulated latencies are far from the real classes' says so.",
         );
     }
-    let _ = writeln!(s, "| claim | the study | measured (cell) | verdict | why |");
-    let _ = writeln!(s, "|---|---|---|---|---|");
+    let mut t = Table::new(&["claim", "the study", "measured (cell)", "verdict", "why"]);
     for c in checks {
         let r = &c.claim;
         let what = match r.metric.as_str() {
@@ -38,29 +36,26 @@ pub(super) fn published_vs_measured(s: &mut String, m: &Manifest, checks: &[Clai
         if let Some(f) = &c.fidelity {
             why.push_str(&format!("; **{f}**"));
         }
-        let _ = writeln!(
-            s,
-            "| {}: {what} of {} against {} | {} \"{}\" | {measured}({}) | **{}** | {} |",
-            r.name,
-            r.placement,
-            r.against,
-            r.figure,
-            r.text.replace('|', "/"),
-            c.cell,
-            c.verdict.as_str(),
-            why.replace('|', "/")
-        );
+        t.row(vec![
+            format!("{}: {what} of {} against {}", r.name, r.placement, r.against),
+            format!("{} \"{}\"", r.figure, r.text.replace('|', "/")),
+            format!("{measured}({})", c.cell),
+            format!("**{}**", c.verdict.as_str()),
+            why.replace('|', "/"),
+        ]);
     }
-    let _ = writeln!(
-        s,
-        "\nVerdicts: {} Claims are not corrected for their number; a claim on a cell of the results table uses that table's change.\n",
+    d.table(t.caption(
+        "Published vs measured: each claim's published figure against the measured change of its cell, with the change's 95% interval (before Holm's correction) and the verdict.",
+    ));
+    d.para(format!(
+        "Verdicts: {} Claims are not corrected for their number; a claim on a cell of the results table uses that table's change.",
         claims::RULE
-    );
+    ));
 }
 
 /// A few sentences written from the verdicts: the claims, the largest real change of each
 /// workload with its cause, the baselines' bottlenecks, the emulation's distortions.
-pub(super) fn findings(s: &mut String, set: &ResultSet, summary: &Summary, study: &Study, checks: &[ClaimCheck]) {
+pub(super) fn findings(d: &mut Document, set: &ResultSet, summary: &Summary, study: &Study, checks: &[ClaimCheck]) {
     let mut lines: Vec<String> = Vec::new();
     lines.extend(claims_line(checks, set.manifest.emulated));
     for g in crate::views::groups(summary) {
@@ -74,11 +69,8 @@ pub(super) fn findings(s: &mut String, set: &ResultSet, summary: &Summary, study
     if lines.is_empty() {
         return;
     }
-    let _ = writeln!(s, "## Findings\n");
-    for l in lines {
-        let _ = writeln!(s, "- {l}");
-    }
-    let _ = writeln!(s);
+    d.heading(2, "Findings");
+    d.list(lines);
 }
 
 /// "Published claims: 2 reproduced, 1 contradicted of 3." or nothing without claims.
@@ -195,54 +187,62 @@ pub(super) fn whys(set: &ResultSet, summary: &Summary, study: &Study) -> Vec<Str
 
 /// Each cell's bottleneck with the clause of the rule that produced it, and its largest wait
 /// events.
-pub(super) fn bottlenecks(s: &mut String, summary: &Summary, study: &Study) {
+pub(super) fn bottlenecks(d: &mut Document, summary: &Summary, study: &Study) {
     if summary.cells.is_empty() {
         return;
     }
-    let _ = writeln!(s, "\n### Bottlenecks\n");
-    let _ = writeln!(s, "Rule: {}\n", evidence::RULE);
-    let _ = writeln!(
-        s,
-        "| placement | workload | clients | memory | profile | bottleneck | by the rule | largest wait events (share of backend time) |"
-    );
-    let _ = writeln!(s, "|---|---|---:|---|---|---|---|---|");
+    d.heading(3, "Bottlenecks");
+    d.para(format!("Rule: {}", evidence::RULE));
+    let mut t = Table::new(&[
+        "placement",
+        "workload",
+        "clients:",
+        "memory",
+        "profile",
+        "bottleneck",
+        "by the rule",
+        "largest wait events (share of backend time)",
+    ]);
     for c in &summary.cells {
         let Some(e) = study.cells.get(&c.key) else { continue };
         let j = evidence::judge(e);
         let top: Vec<String> = e.waits.iter().take(4).map(|(ev, sh)| format!("{ev} {sh:.0}%")).collect();
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} | {} | {} | {} | {} | {} |",
-            c.key.placement,
-            c.key.workload,
-            c.key.clients,
-            c.key.memory_limit,
-            c.key.profile,
-            j.bottleneck.label(),
+        t.row(vec![
+            c.key.placement.clone(),
+            c.key.workload.clone(),
+            c.key.clients.to_string(),
+            c.key.memory_limit.to_string(),
+            c.key.profile.clone(),
+            j.bottleneck.label().to_string(),
             j.rule.replace('|', "/"),
-            if top.is_empty() { "no samples".into() } else { top.join(", ") }
-        );
+            if top.is_empty() { "no samples".into() } else { top.join(", ") },
+        ]);
     }
+    d.table(t.caption(
+        "Each cell's bottleneck by the rule above, and its largest wait events (means over the cell's runs).",
+    ));
 }
 
 /// Each emulated device's QD1 latencies against the class it stands for.
-pub(super) fn fidelity_section(s: &mut String, m: &Manifest) {
+pub(super) fn fidelity_section(d: &mut Document, m: &Manifest) {
     let devices = crate::fidelity::devices(m);
     if devices.is_empty() || !m.emulated {
         return;
     }
-    let _ = writeln!(s, "\n### Emulation fidelity\n");
-    let _ = writeln!(
-        s,
-        "An emulated tier is a mechanism, not the class it stands for. QD1 latencies from the fio probe (4 KiB random read, direct I/O; one 8 KiB write + fdatasync) against each class's documented range; a delta or claim whose two placements' emulated ratio lies outside the real classes' ratio is marked where it is shown.\n"
+    d.heading(3, "Emulation fidelity");
+    d.para(
+        "An emulated tier is a mechanism, not the class it stands for. QD1 latencies from the fio probe (4 KiB random read, direct I/O; one 8 KiB write + fdatasync) against each class's documented range; a delta or claim whose two placements' emulated ratio lies outside the real classes' ratio is marked where it is shown.",
     );
-    let _ = writeln!(
-        s,
-        "| device | stands for | what it is | read QD1 µs | write+fdatasync QD1 µs | class: read / write+fdatasync µs |"
-    );
-    let _ = writeln!(s, "|---|---|---|---:|---:|---|");
-    for d in &devices {
-        let range = d
+    let mut t = Table::new(&[
+        "device",
+        "stands for",
+        "what it is",
+        "read QD1 µs:",
+        "write+fdatasync QD1 µs:",
+        "class: read / write+fdatasync µs",
+    ]);
+    for dev in &devices {
+        let range = dev
             .class_range
             .map(|r| {
                 let f = |v: f64| if v.fract() == 0.0 { format!("{v:.0}") } else { format!("{v}") };
@@ -252,26 +252,32 @@ pub(super) fn fidelity_section(s: &mut String, m: &Manifest) {
                     f(r.read_us.1),
                     f(r.write_sync_us.0),
                     f(r.write_sync_us.1),
-                    crate::fidelity::DeviceLatency::place(d.read_us, r.read_us),
-                    crate::fidelity::DeviceLatency::place(d.write_sync_us, r.write_sync_us)
+                    crate::fidelity::DeviceLatency::place(dev.read_us, r.read_us),
+                    crate::fidelity::DeviceLatency::place(dev.write_sync_us, r.write_sync_us)
                 )
             })
             .unwrap_or_else(|| "no documented range".into());
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} | {:.0} | {:.0} | {range} |",
-            d.device, d.class, d.description, d.read_us, d.write_sync_us
-        );
+        t.row(vec![
+            dev.device.clone(),
+            dev.class.to_string(),
+            dev.description.clone(),
+            format!("{:.0}", dev.read_us),
+            format!("{:.0}", dev.write_sync_us),
+            range,
+        ]);
     }
+    d.table(t.caption("Emulated devices: QD1 latencies from the fio probe (one run each, no interval) against the documented range of the class each stands for."));
     let mut seen = Vec::new();
-    for d in &devices {
-        if let Some(r) = d.class_range
+    let mut sources = Vec::new();
+    for dev in &devices {
+        if let Some(r) = dev.class_range
             && !seen.contains(&r.class)
         {
             seen.push(r.class);
-            let _ = writeln!(s, "\n- {}: {}", r.class, r.source);
+            sources.push(format!("{}: {}", r.class, r.source));
         }
     }
+    d.list(sources);
     let mut calibrations: Vec<String> = Vec::new();
     for p in m.placements.iter().filter(|p| p.name != m.baseline) {
         for d in crate::fidelity::distortions(m, &p.name, &m.baseline) {
@@ -282,9 +288,7 @@ pub(super) fn fidelity_section(s: &mut String, m: &Manifest) {
         }
     }
     if !calibrations.is_empty() {
-        let _ = writeln!(s, "\nOutside the real classes' ratio:\n");
-        for c in calibrations {
-            let _ = writeln!(s, "- {c}");
-        }
+        d.para("Outside the real classes' ratio:");
+        d.list(calibrations);
     }
 }

@@ -2,6 +2,7 @@
 //! devices, the methodology as it actually ran, and the charts.
 
 use crate::claims::{self, ClaimCheck, ClaimVerdict};
+use crate::document::{Document, Figure, Item, Table};
 use crate::evidence::{self, Study};
 use crate::export::{ExportError, Exporter, Output, layout};
 use crate::model::{ResultSet, Summary, describe};
@@ -9,11 +10,12 @@ use crate::stats::{Delta, Verdict};
 use crate::views::{self, ChartFile};
 use results::Manifest;
 use results::manifest::DaxRequest;
-use std::fmt::Write as _;
 
 mod environment;
 mod findings;
+mod reproducibility;
 mod tables;
+mod warnings;
 
 /// `report.md`, one function per section, embedding the charts `views::render_all` wrote.
 pub struct MarkdownExporter {
@@ -52,47 +54,76 @@ pub fn statement_label(text: &str) -> String {
     }
 }
 
+/// The report's view model: every section, in order, built from the analysis once; report.md
+/// and report.html are both rendered from it.
+pub fn document(set: &ResultSet, summary: &Summary, charts: &[ChartFile]) -> Document {
+    let m = &set.manifest;
+    let mut d = Document { title: m.experiment_name.clone(), blocks: Vec::new() };
+    let study = Study::of(set, summary);
+    let checks = claims::check_all(set, summary, &study);
+    header(&mut d, m);
+    crate::control::section(&mut d, &summary.controls, &m.baseline);
+    findings::published_vs_measured(&mut d, m, &checks);
+    figures(&mut d, charts, views::forest::CLAIMS_SECTION);
+    findings::findings(&mut d, set, summary, &study, &checks);
+    figures(&mut d, charts, views::forest::FOREST_SECTION);
+    tables::results_table(&mut d, summary, &findings::whys(set, summary, &study));
+    tables::tpcc_table(&mut d, set, summary);
+    tables::statement_tables(&mut d, summary);
+    tables::failed_runs(&mut d, set);
+    tables::device_io(&mut d, set, summary);
+    crate::idle_io::section(&mut d, &crate::idle_io::of(set));
+    findings::bottlenecks(&mut d, summary, &study);
+    findings::fidelity_section(&mut d, m);
+    tables::missing_cells(&mut d, summary);
+    warnings::warnings(&mut d, set, summary);
+    charts_section(&mut d, charts);
+    environment::environment(&mut d, m);
+    environment::builds(&mut d, m);
+    environment::devices(&mut d, m);
+    environment::device_ceilings(&mut d, m);
+    environment::placements(&mut d, m);
+    environment::settings(&mut d, set);
+    environment::method(&mut d, set);
+    reproducibility::reproducibility(&mut d, set);
+    d
+}
+
 impl Exporter for MarkdownExporter {
     fn export(&self, set: &ResultSet, summary: &Summary) -> Result<Vec<Output>, ExportError> {
-        let m = &set.manifest;
-        let mut s = String::new();
-        let study = Study::of(set, summary);
-        let checks = claims::check_all(set, summary, &study);
-        header(&mut s, m);
-        crate::control::markdown_section(&mut s, &summary.controls, &m.baseline);
-        findings::published_vs_measured(&mut s, m, &checks);
-        findings::findings(&mut s, set, summary, &study, &checks);
-        tables::results_table(&mut s, summary, &findings::whys(set, summary, &study));
-        tables::tpcc_table(&mut s, set, summary);
-        tables::statement_tables(&mut s, summary);
-        tables::failed_runs(&mut s, set);
-        tables::device_io(&mut s, set, summary);
-        crate::idle_io::markdown_section(&mut s, &crate::idle_io::of(set));
-        findings::bottlenecks(&mut s, summary, &study);
-        findings::fidelity_section(&mut s, m);
-        tables::missing_cells(&mut s, summary);
-        warnings(&mut s, m, summary);
-        charts(&mut s, &self.charts);
-        environment::environment(&mut s, m);
-        environment::builds(&mut s, m);
-        environment::devices(&mut s, m);
-        environment::device_ceilings(&mut s, m);
-        environment::placements(&mut s, m);
-        environment::settings(&mut s, set);
-        environment::method(&mut s, set);
-        Ok(vec![Output::bytes(layout().report_md(), s.into_bytes())])
+        let d = document(set, summary, &self.charts);
+        let (text, appendices) = crate::document::markdown::render_all(&d);
+        let mut out = vec![Output::bytes(layout().report_md(), text.into_bytes())];
+        out.extend(appendices.into_iter().map(|(file, text)| Output::bytes(file, text.into_bytes())));
+        Ok(out)
     }
 }
 
-/// The title, the description, when it ran and the emulation notice.
-fn header(s: &mut String, m: &Manifest) {
-    let _ = writeln!(s, "# {}\n", m.experiment_name);
-    if !m.experiment_description.is_empty() {
-        let _ = writeln!(s, "{}\n", m.experiment_description.trim());
+/// `report.html`: the same document as report.md, the charts' SVG inline.
+pub struct HtmlExporter {
+    pub charts: Vec<views::ChartFile>,
+}
+
+impl Exporter for HtmlExporter {
+    fn export(&self, set: &ResultSet, summary: &Summary) -> Result<Vec<Output>, ExportError> {
+        let d = document(set, summary, &self.charts);
+        Ok(vec![Output::bytes(REPORT_HTML, crate::document::html::render(&d).into_bytes())])
     }
-    let _ = writeln!(
-        s,
-        "Baseline placement: **{}**. {} tiers. Started {}{}.\n",
+}
+
+/// The appendix files report.md may link (beside it).
+pub const APPENDICES: [&str; 3] = [environment::RUN_ORDER_FILE, warnings::RUNS_FILE, reproducibility::CONFIG_FILE];
+
+/// report.html's name in the results directory (beside report.md).
+pub const REPORT_HTML: &str = "report.html";
+
+/// The title, the description, when it ran and the emulation notice.
+fn header(d: &mut Document, m: &Manifest) {
+    if !m.experiment_description.is_empty() {
+        d.para(m.experiment_description.trim());
+    }
+    d.para(format!(
+        "Baseline placement: **{}**. {} tiers. Started {}{}.",
         m.baseline,
         if m.emulated { "Emulated" } else { "Real" },
         m.started_at,
@@ -100,45 +131,40 @@ fn header(s: &mut String, m: &Manifest) {
             .as_ref()
             .map(|f| format!(", finished {f}"))
             .unwrap_or_else(|| " (not finished: the matrix was interrupted)".into())
-    );
+    ));
     if m.emulated {
-        let _ = writeln!(
-            s,
-            "> These results come from **emulated** devices (RAM-, file- and network-backed block devices standing in for the real classes). They show what the pipeline measures and how placements compare on this machine, not what the real hardware does.\n"
+        d.note(
+            "These results come from **emulated** devices (RAM-, file- and network-backed block devices standing in for the real classes). They show what the pipeline measures and how placements compare on this machine, not what the real hardware does.",
         );
     }
 }
 
-/// The run's warnings, then the summary's.
-fn warnings(s: &mut String, m: &Manifest, summary: &Summary) {
-    let warnings: Vec<String> =
-        m.warnings.iter().map(ToString::to_string).chain(summary.warnings.iter().map(ToString::to_string)).collect();
-    let _ = writeln!(s, "\n## Warnings\n");
-    if warnings.is_empty() {
-        let _ = writeln!(s, "None.");
-    }
-    for w in &warnings {
-        let _ = writeln!(s, "- {w}");
+/// The charts shown in a section of their own (the study's forest plot under Findings, the
+/// claims' figure under Published vs measured) rather than under Charts.
+const PLACED: [&str; 2] = [views::forest::CLAIMS_SECTION, views::forest::FOREST_SECTION];
+
+/// The figures of one section, where that section is.
+fn figures(d: &mut Document, charts: &[ChartFile], section: &str) {
+    for c in charts.iter().filter(|c| c.section == section) {
+        d.figure(Figure { png: c.file.clone(), svg: c.svg.clone(), caption: c.caption.clone() });
     }
 }
 
 /// Every chart, by section.
-fn charts(s: &mut String, charts: &[ChartFile]) {
-    let _ = writeln!(s, "\n## Charts\n");
+fn charts_section(d: &mut Document, charts: &[ChartFile]) {
+    d.heading(2, "Charts");
     let mut sections: Vec<&str> = Vec::new();
-    for c in charts {
+    for c in charts.iter().filter(|c| !PLACED.contains(&c.section.as_str())) {
         if !sections.contains(&c.section.as_str()) {
             sections.push(&c.section);
         }
     }
     for section in sections {
-        let _ = writeln!(s, "### {section}\n");
-        for c in charts.iter().filter(|c| c.section == section) {
-            let _ = writeln!(s, "![{}]({})\n", c.caption, c.file);
-        }
+        d.heading(3, section);
+        figures(d, charts, section);
     }
     if charts.is_empty() {
-        let _ = writeln!(s, "No charts (no successful runs).\n");
+        d.para("No charts (no successful runs).");
     }
 }
 
@@ -146,7 +172,6 @@ fn gib(b: u64) -> String {
     format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64)
 }
 
-/// The host, PostgreSQL, the tools and the kernel settings.
 /// The profile column: the profile, and the build when the experiment compares builds.
 fn profile_cell(k: &results::record::CellKey) -> String {
     if k.build == results::record::DEFAULT_BUILD { k.profile.clone() } else { format!("{} @ {}", k.profile, k.build) }
@@ -192,15 +217,16 @@ mod tests {
             section: section.into(),
             file: format!("charts/{file}.png"),
             caption: format!("caption {file}"),
+            svg: None,
         };
-        let mut s = String::new();
-        charts(&mut s, &[chart("B", "b1"), chart("A", "a1"), chart("B", "b2")]);
+        let mut d = Document { title: "t".into(), blocks: Vec::new() };
+        charts_section(&mut d, &[chart("B", "b1"), chart("A", "a1"), chart("B", "b2")]);
         assert_eq!(
-            s,
-            "\n## Charts\n\n### B\n\n![caption b1](charts/b1.png)\n\n![caption b2](charts/b2.png)\n\n### A\n\n![caption a1](charts/a1.png)\n\n"
+            crate::document::markdown::render(&d),
+            "# t\n\n## Charts\n\n### B\n\n![caption b1](charts/b1.png)\n\n![caption b2](charts/b2.png)\n\n### A\n\n![caption a1](charts/a1.png)\n"
         );
-        let mut s = String::new();
-        charts(&mut s, &[]);
-        assert_eq!(s, "\n## Charts\n\nNo charts (no successful runs).\n\n");
+        let mut d = Document { title: "t".into(), blocks: Vec::new() };
+        charts_section(&mut d, &[]);
+        assert_eq!(crate::document::markdown::render(&d), "# t\n\n## Charts\n\nNo charts (no successful runs).\n");
     }
 }

@@ -2,6 +2,7 @@
 //! data, [`render_all`] draws and writes them.
 
 mod devices;
+pub mod forest;
 mod lines;
 mod placement;
 mod waits;
@@ -22,6 +23,8 @@ pub struct ChartFile {
     pub section: String,
     pub file: String,
     pub caption: String,
+    /// The SVG text, which report.html inlines.
+    pub svg: Option<String>,
 }
 
 /// The environment line(s) printed under every chart.
@@ -94,8 +97,15 @@ fn annotation(delta: Option<&Delta>, is_baseline: bool, lower_is_better: bool) -
     match delta {
         None => ("n/a".into(), false),
         Some(d) => {
-            let mut text =
-                if d.ratio >= 2.0 && !lower_is_better { format!("{:.1}x", d.ratio) } else { format!("{:+.1}%", d.pct) };
+            let ratio = d.ratio >= 2.0 && !lower_is_better;
+            let mut text = if ratio { format!("{:.1}x", d.ratio) } else { format!("{:+.1}%", d.pct) };
+            if d.has_interval() {
+                text.push_str(&if ratio {
+                    format!(" [{:.1}, {:.1}]", 1.0 + d.pct_low / 100.0, 1.0 + d.pct_high / 100.0)
+                } else {
+                    format!(" [{:+.1}, {:+.1}]", d.pct_low, d.pct_high)
+                });
+            }
             match d.verdict {
                 Verdict::RealChange => {}
                 Verdict::Equivalent => text.push_str(" (equivalent)"),
@@ -199,7 +209,8 @@ impl ChartSpec {
         ChartFile {
             section: self.section.clone(),
             file: format!("charts/{}.png", self.stem),
-            caption: self.chart.title().to_string(),
+            caption: format!("{} ({})", self.chart.title(), self.chart.interval_note()),
+            svg: None,
         }
     }
 
@@ -241,6 +252,8 @@ impl Ctx<'_> {
 /// Every chart of a result set, in report order. Nothing is drawn yet.
 pub fn plan(set: &ResultSet, summary: &Summary) -> Vec<ChartSpec> {
     let mut cx = Ctx { set, summary, placements: set.placements(), specs: Vec::new() };
+    forest::published_vs_measured(&mut cx);
+    forest::study_forest(&mut cx);
     placement::per_cell_bars(&mut cx);
     placement::normalised(&mut cx);
     lines::scaling(&mut cx);
@@ -266,11 +279,19 @@ pub fn render_all(
     std::fs::create_dir_all(&dir).map_err(|e| ExportError::Write { path: dir.clone(), message: e.to_string() })?;
     let specs = plan(set, summary);
     let mut written = Vec::new();
+    let mut files = Vec::new();
     for spec in &specs {
-        written.extend(write_outputs(out, spec.render()?)?);
+        let outputs = spec.render()?;
+        let mut file = spec.file();
+        file.svg = outputs.iter().find_map(|o| match &o.body {
+            crate::export::Body::Bytes(b) => Some(String::from_utf8_lossy(b).into_owned()),
+            crate::export::Body::Png(_) => None,
+        });
+        written.extend(write_outputs(out, outputs)?);
+        files.push(file);
     }
     remove_stale_charts(&dir, &written)?;
-    Ok((written, specs.iter().map(ChartSpec::file).collect()))
+    Ok((written, files))
 }
 
 /// Removes the charts an earlier render of this result set drew and this one did not (a chart
@@ -369,7 +390,7 @@ mod tests {
         let f = spec.file();
         assert_eq!(
             (f.file.as_str(), f.caption.as_str(), f.section.as_str()),
-            ("charts/scaling-tpcb.png", "t: scaling with clients", "Scaling")
+            ("charts/scaling-tpcb.png", "t: scaling with clients (no intervals drawn)", "Scaling")
         );
     }
 
@@ -421,11 +442,21 @@ mod tests {
         };
         assert_eq!(annotation(None, true, false), ("baseline".into(), false));
         assert_eq!(annotation(None, false, false), ("n/a".into(), false));
-        assert_eq!(annotation(Some(&d(44.6, 30.0, 60.0)), false, false), ("+44.6%".into(), false));
-        assert_eq!(annotation(Some(&d(150.0, 100.0, 200.0)), false, false), ("2.5x".into(), false));
-        assert_eq!(annotation(Some(&d(150.0, 100.0, 200.0)), false, true), ("+150.0%".into(), false), "latency: no x");
-        assert_eq!(annotation(Some(&d(-3.0, -8.0, 2.0)), false, false), ("-3.0% (inconclusive)".into(), true));
-        assert_eq!(annotation(Some(&d(0.5, -1.0, 1.8)), false, false), ("+0.5% (equivalent)".into(), true));
+        assert_eq!(annotation(Some(&d(44.6, 30.0, 60.0)), false, false), ("+44.6% [+30.0, +60.0]".into(), false));
+        assert_eq!(annotation(Some(&d(150.0, 100.0, 200.0)), false, false), ("2.5x [2.0, 3.0]".into(), false));
+        assert_eq!(
+            annotation(Some(&d(150.0, 100.0, 200.0)), false, true),
+            ("+150.0% [+100.0, +200.0]".into(), false),
+            "latency: no x"
+        );
+        assert_eq!(
+            annotation(Some(&d(-3.0, -8.0, 2.0)), false, false),
+            ("-3.0% [-8.0, +2.0] (inconclusive)".into(), true)
+        );
+        assert_eq!(
+            annotation(Some(&d(0.5, -1.0, 1.8)), false, false),
+            ("+0.5% [-1.0, +1.8] (equivalent)".into(), true)
+        );
         assert_eq!(
             annotation(Some(&d(-3.0, f64::NAN, f64::NAN)), false, false),
             ("-3.0% (1 run)".into(), true),
