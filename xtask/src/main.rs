@@ -88,6 +88,13 @@ enum Command {
         /// Where the comparison goes (default: <contender>/comparison).
         #[arg(long, requires = "baseline")]
         out: Option<PathBuf>,
+        /// After rendering, bundle the result set into this new .tar.gz: experiment file,
+        /// manifest, tables, report and charts, without the runs' raw outputs.
+        #[arg(long, requires = "dir")]
+        bundle: Option<PathBuf>,
+        /// With --bundle: include every run's raw output (runs/) too.
+        #[arg(long, requires = "bundle")]
+        bundle_raw: bool,
     },
     /// Install what pgtier needs from Debian's packages (as root), or say what is missing.
     Setup {
@@ -177,7 +184,13 @@ fn main() -> ExitCode {
             };
             cleanup::run(wait.unwrap_or_default())
         }
-        Command::Report { dir, baseline, contender, out } => report_command(dir, baseline, contender, out),
+        Command::Report { dir, baseline, contender, out, bundle, bundle_raw } => {
+            let code = report_command(dir.clone(), baseline, contender, out);
+            match (bundle, dir) {
+                (Some(file), Some(dir)) if code == ExitCode::SUCCESS => bundle_command(&dir, &file, bundle_raw),
+                _ => code,
+            }
+        }
         Command::Setup { check } => setup::run(check),
         Command::Test { require_all, args } => setup::test(require_all, &args),
         Command::Vm { what } => vm::command(what),
@@ -199,6 +212,25 @@ fn main() -> ExitCode {
         Command::Bench { which: BenchCommand::Precision { trials, aa_trials, designs, budget } } => {
             let designs = designs.split(',').map(|d| d.trim().to_string()).filter(|d| !d.is_empty()).collect();
             bench::precision::precision(bench::precision::PrecisionArgs { trials, aa_trials, designs, budget })
+        }
+    }
+}
+
+/// `report DIR --bundle OUT.tar.gz`: the rendered result set as one file.
+fn bundle_command(dir: &std::path::Path, file: &std::path::Path, raw: bool) -> ExitCode {
+    match report::bundle::write(dir, file, raw) {
+        Ok(b) => {
+            eprintln!(
+                "bundled {} entries{}",
+                b.entries.len(),
+                b.experiment.map(|p| format!(" (experiment file {} as it is now)", p.display())).unwrap_or_default()
+            );
+            println!("{}", file.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
         }
     }
 }

@@ -3,6 +3,7 @@
 //! `cargo xtask report DIR` can re-render a result set at any time.
 
 pub mod analysis;
+pub mod bundle;
 pub mod charts;
 pub mod claims;
 pub mod compare;
