@@ -132,13 +132,10 @@ pub enum FailureKind {
     Watchdog,
     /// Not run: its placement's server did not start in an earlier run.
     PlacementUnusable,
-    /// An emulated tier of the placement failed during the run (its NBD helper died, an NBD
-    /// request failed, the kernel logged I/O errors on it): the figures measured a dying device.
-    DeviceLost,
 }
 
 impl FailureKind {
-    pub const ALL: [FailureKind; 8] = [
+    pub const ALL: [FailureKind; 7] = [
         FailureKind::Setup,
         FailureKind::ServerStart,
         FailureKind::ServerCrash,
@@ -146,7 +143,6 @@ impl FailureKind {
         FailureKind::Workload,
         FailureKind::Watchdog,
         FailureKind::PlacementUnusable,
-        FailureKind::DeviceLost,
     ];
 
     /// The kind as result.json and runs.csv spell it (`server-start`, `out-of-memory`, ...).
@@ -159,7 +155,6 @@ impl FailureKind {
             FailureKind::Workload => "workload",
             FailureKind::Watchdog => "watchdog",
             FailureKind::PlacementUnusable => "placement-unusable",
-            FailureKind::DeviceLost => "device-lost",
         }
     }
 }
@@ -422,16 +417,7 @@ mod tests {
         let spelled: Vec<&str> = FailureKind::ALL.iter().map(|k| k.as_str()).collect();
         assert_eq!(
             spelled,
-            [
-                "setup",
-                "server-start",
-                "server-crash",
-                "out-of-memory",
-                "workload",
-                "watchdog",
-                "placement-unusable",
-                "device-lost"
-            ]
+            ["setup", "server-start", "server-crash", "out-of-memory", "workload", "watchdog", "placement-unusable"]
         );
     }
 

@@ -105,7 +105,7 @@ impl Session<'_> {
             faults: &faults::faults_for(self.exp, &self.ctx, planned.sequence, m.provisioned),
         };
         let env = self.build_env(m.env, planned.build);
-        let mut record = match execute_run(&env, &inputs, &mut m.progress).await {
+        let record = match execute_run(&env, &inputs, &mut m.progress).await {
             Ok(r) => r,
             Err(RunnerError::Cancelled) => {
                 m.progress.finish();
@@ -122,7 +122,6 @@ impl Session<'_> {
             }
         };
         m.measure_seconds += t0.elapsed().as_secs_f64();
-        self.tier_lost_during(m.provisioned, placement, &mut record)?;
         let line = match record.status {
             RunStatus::Ok => {
                 format!("{:.1} tps, {:.3} ms average latency", record.metrics.tps, record.metrics.latency_ms_avg)

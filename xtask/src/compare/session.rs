@@ -298,34 +298,6 @@ impl<'a> Session<'a> {
             .collect()
     }
 
-    /// A run that finished `ok` on a placement whose emulated tier failed during it (its NBD
-    /// helper died, an NBD request failed, the kernel logged I/O errors) measured a dying device:
-    /// it is rewritten as failed (`device-lost`), with why. Returns whether it was.
-    pub(super) fn tier_lost_during(
-        &self,
-        provisioned: &Provisioned,
-        placement: &runner::matrix::PlacementTarget,
-        record: &mut results::RunRecord,
-    ) -> Result<bool> {
-        if record.status != results::RunStatus::Ok {
-            return Ok(false);
-        }
-        let lost: Vec<String> = placement
-            .devices
-            .iter()
-            .flat_map(|d| self.tier_survival(provisioned, Some(&d.device)))
-            .map(|(device, why)| format!("the emulated tier {device} failed during the run: {why}"))
-            .collect();
-        if lost.is_empty() {
-            return Ok(false);
-        }
-        record.status = results::RunStatus::Failed;
-        record.failure_kind = Some(results::FailureKind::DeviceLost);
-        record.failure = Some(format!("{}; its figures measured a dying device and do not count", lost.join("; ")));
-        self.results.write_run(record).context("write result")?;
-        Ok(true)
-    }
-
     /// The host that runs the benchmark client, when the file names one: its ssh connection
     /// opened (closed at teardown from the run record), pgbench checked there, the route and
     /// its round trip measured into the manifest.

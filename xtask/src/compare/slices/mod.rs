@@ -501,11 +501,10 @@ impl Session<'_> {
             let faults = faults::faults_for(self.exp, &self.ctx, planned.sequence, s.provisioned);
             let inp = self.inputs(s, &planned, &w, &faults, build);
             let expected = s.expected.get(&(p, c.workload)).copied();
-            let mut record = servers.slice(&inp, expected, &mut Quiet).await.map_err(|e| match e {
+            let record = servers.slice(&inp, expected, &mut Quiet).await.map_err(|e| match e {
                 runner::RunnerError::Cancelled => anyhow::anyhow!("interrupted during slice {}", planned.run_id),
                 e => anyhow::Error::from(e).context(format!("slice {}", planned.run_id)),
             })?;
-            self.tier_lost_during(s.provisioned, inp.placement, &mut record)?;
             let place = s.spec.placements[p].name.clone();
             match record.status {
                 RunStatus::Ok => {
