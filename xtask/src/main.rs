@@ -162,6 +162,10 @@ enum BenchCommand {
         /// The slices designs' time budget per experiment.
         #[arg(long, default_value = "300s")]
         budget: String,
+        /// Read the result sets of an earlier campaign in DIR again (its designs as given by
+        /// --designs) instead of running one: no root needed.
+        #[arg(long, value_name = "DIR")]
+        from: Option<std::path::PathBuf>,
     },
 }
 
@@ -209,9 +213,9 @@ fn main() -> ExitCode {
                 .expect("tokio runtime");
             rt.block_on(bench::fidelity(bench::FidelityArgs { runs, duration, scale, clients, builtin }))
         }
-        Command::Bench { which: BenchCommand::Precision { trials, aa_trials, designs, budget } } => {
+        Command::Bench { which: BenchCommand::Precision { trials, aa_trials, designs, budget, from } } => {
             let designs = designs.split(',').map(|d| d.trim().to_string()).filter(|d| !d.is_empty()).collect();
-            bench::precision::precision(bench::precision::PrecisionArgs { trials, aa_trials, designs, budget })
+            bench::precision::precision(bench::precision::PrecisionArgs { trials, aa_trials, designs, budget, from })
         }
     }
 }

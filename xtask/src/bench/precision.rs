@@ -28,6 +28,8 @@ pub struct PrecisionArgs {
     pub designs: Vec<String>,
     /// The slices designs' budget per experiment.
     pub budget: String,
+    /// Re-read the result sets of an earlier campaign in this directory instead of running one.
+    pub from: Option<std::path::PathBuf>,
 }
 
 /// Throughput in each second of a slice relative to the slice's mean, per placement: a
@@ -58,15 +60,25 @@ struct Row {
     rounds: usize,
     /// The machine's 1-minute load average when the experiment started.
     load: Option<f64>,
+    /// The contender's place in the first session's server start order minus the baseline's
+    /// (negative: started before it); None when not recorded.
+    start_step: Option<i32>,
+    /// The contender's data device's place in the order the emulated devices were made minus the
+    /// baseline's data device's.
+    device_step: Option<i32>,
 }
 
 pub fn precision(args: PrecisionArgs) -> ExitCode {
-    if !nix::unistd::geteuid().is_root() {
+    if args.from.is_none() && !nix::unistd::geteuid().is_root() {
         eprintln!("error: the benchmark provisions emulated devices and needs root");
         return ExitCode::FAILURE;
     }
     let out = paths::repo_root().join("results").join("bench-precision").join(timestamp::compact(SystemTime::now()));
-    match run(&args, &out) {
+    let done = match &args.from {
+        Some(dir) => reread(&args, dir),
+        None => run(&args, &out),
+    };
+    match done {
         Ok(text) => {
             print!("{text}");
             println!("{}", out.display());
@@ -125,6 +137,7 @@ fn run(args: &PrecisionArgs, out: &Path) -> Result<String> {
                 .status()
                 .context("run compare")?;
             let wall = t0.elapsed().as_secs_f64();
+            std::fs::write(dir.with_extension("wall"), format!("{wall:.1}\n"))?;
             if status.success() {
                 rows.extend(read_rows(&dir, experiment, design, *trial, wall)?);
                 if design.starts_with("slices") {
@@ -147,6 +160,63 @@ fn run(args: &PrecisionArgs, out: &Path) -> Result<String> {
         bail!("every trial failed: {}", failed.join("; "));
     }
     Ok(render(args, &rows, &profiles, &failed, started.elapsed().as_secs_f64()))
+}
+
+/// The figures of an earlier campaign's directory, read again (`--from DIR`): every
+/// `<experiment>-t<trial>-<design>` result set in it, of the designs asked for. The wall time is
+/// the one the campaign wrote beside each set, else the manifest's start to finish.
+fn reread(args: &PrecisionArgs, dir: &Path) -> Result<String> {
+    let mut rows = Vec::new();
+    let mut profiles = Vec::new();
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .with_context(|| format!("read {}", dir.display()))?
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().join("manifest.json").is_file())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    for name in names {
+        let Some((experiment, trial, design)) = campaign_entry(&name, &args.designs) else { continue };
+        let set_dir = dir.join(&name);
+        let wall = match std::fs::read_to_string(set_dir.with_extension("wall")) {
+            Ok(t) => t.trim().parse().ok(),
+            Err(_) => manifest_wall(&set_dir),
+        };
+        rows.extend(read_rows(&set_dir, experiment, &design, trial, wall.unwrap_or(f64::NAN))?);
+        if design.starts_with("slices") {
+            profiles.extend(slice_profiles(&set_dir, experiment, &design)?);
+        }
+    }
+    if rows.is_empty() {
+        bail!("{} holds no result set of the designs {}", dir.display(), args.designs.join(","));
+    }
+    rows.sort_by(|a, b| (a.experiment, a.trial, &a.design).cmp(&(b.experiment, b.trial, &b.design)));
+    Ok(render(args, &rows, &profiles, &[], f64::NAN))
+}
+
+/// `aa-t12-shipped` -> ("aa", 12, "shipped") when the design is one of `designs` (their `:`
+/// spelled `-` in directory names, as `run` writes them).
+fn campaign_entry(name: &str, designs: &[String]) -> Option<(&'static str, u32, String)> {
+    let (experiment, rest) = ["seed000-tpcb", "aa"]
+        .into_iter()
+        .find_map(|e| name.strip_prefix(e).and_then(|r| r.strip_prefix("-t")).map(|r| (e, r)))?;
+    let (trial, design) = rest.split_once('-')?;
+    let design = designs.iter().find(|d| d.replace(':', "-") == design)?;
+    Some((experiment, trial.parse().ok()?, design.clone()))
+}
+
+/// Seconds from the manifest's `started_at` to its `finished_at` (RFC 3339, UTC).
+fn manifest_wall(dir: &Path) -> Option<f64> {
+    let m: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).ok()?).ok()?;
+    let secs = |key: &str| -> Option<f64> {
+        let t = m.get(key)?.as_str()?;
+        let (date, time) = t.trim_end_matches('Z').split_once('T')?;
+        let d: Vec<u32> = date.split('-').map(|x| x.parse().ok()).collect::<Option<_>>()?;
+        let c: Vec<f64> = time.split(':').map(|x| x.parse().ok()).collect::<Option<_>>()?;
+        let days = results::timestamp::days_from_civil(i64::from(*d.first()?), *d.get(1)?, *d.get(2)?);
+        Some(days as f64 * 86_400.0 + c.first()? * 3600.0 + c.get(1)? * 60.0 + c.get(2)?)
+    };
+    Some(secs("finished_at")? - secs("started_at")?)
 }
 
 fn slice_profiles(dir: &Path, experiment: &'static str, design: &str) -> Result<Vec<SliceProfile>> {
@@ -182,6 +252,7 @@ fn read_rows(dir: &Path, experiment: &'static str, design: &str, trial: u32, wal
     let set = report::ResultSet::load(dir).with_context(|| format!("read {}", dir.display()))?;
     let summary = report::summarize(&set);
     let load = set.manifest.host.load_average.as_deref().and_then(|l| l.split_whitespace().next()?.parse().ok());
+    let steps = Steps::of(&set.manifest);
     let mut rows = Vec::new();
     for c in summary.cells.iter().filter(|c| !c.is_baseline) {
         let Some(d) = c.tps_delta else { continue };
@@ -199,9 +270,39 @@ fn read_rows(dir: &Path, experiment: &'static str, design: &str, trial: u32, wal
             wall_s,
             rounds: c.runs,
             load,
+            start_step: steps.start(&c.key.placement),
+            device_step: steps.device(&c.key.placement),
         });
     }
     Ok(rows)
+}
+
+/// Where each placement stood in the orders a session draws (server start, device creation),
+/// against the baseline.
+struct Steps<'m> {
+    manifest: &'m results::Manifest,
+    /// The first session's server start order.
+    servers: Option<&'m Vec<String>>,
+}
+
+impl<'m> Steps<'m> {
+    fn of(manifest: &'m results::Manifest) -> Steps<'m> {
+        Steps { manifest, servers: manifest.measurement.server_order.values().next() }
+    }
+
+    fn start(&self, placement: &str) -> Option<i32> {
+        let at = |p: &str| self.servers?.iter().position(|x| x == p);
+        Some(at(placement)? as i32 - at(&self.manifest.baseline)? as i32)
+    }
+
+    fn device(&self, placement: &str) -> Option<i32> {
+        let order = &self.manifest.measurement.device_order;
+        let at = |p: &str| {
+            let device = &self.manifest.placements.iter().find(|x| x.name == p)?.data_device;
+            order.iter().position(|d| d == device)
+        };
+        Some(at(placement)? as i32 - at(&self.manifest.baseline)? as i32)
+    }
 }
 
 /// The generated experiment for `experiment` measured with `design`.
@@ -400,13 +501,16 @@ min_wal_size = "80MB"
 /// (half-width x sqrt(minutes): a design twice as long halves the variance), the A/A verdicts.
 fn render(args: &PrecisionArgs, rows: &[Row], profiles: &[SliceProfile], failed: &[String], elapsed: f64) -> String {
     let mut s = String::new();
+    let when = match &args.from {
+        Some(dir) => format!("the result sets in {}, read again", dir.display()),
+        None => format!("{elapsed:.0} s so far"),
+    };
     s.push_str(&format!(
-        "# Precision benchmark\n\n`cargo xtask bench precision --trials {} --aa-trials {} --designs {} --budget {}` ({:.0} s so far)\n\n",
+        "# Precision benchmark\n\n`cargo xtask bench precision --trials {} --aa-trials {} --designs {} --budget {}` ({when})\n\n",
         args.trials,
         args.aa_trials,
         args.designs.join(","),
         args.budget,
-        elapsed
     ));
     if !failed.is_empty() {
         s.push_str(&format!("Trials that failed and are left out of the figures ({}):\n\n", failed.len()));
@@ -530,7 +634,53 @@ fn aa_rates(s: &mut String, args: &PrecisionArgs, rows: &[Row]) {
                 None => {}
             }
         }
+        positions(s, &r);
     }
+}
+
+/// The A/A changes by where the contender stood against the baseline in each order a session
+/// draws: an order that favours a server shows as a difference between before and after. And
+/// the mean of each experiment's changes: something that favours the baseline itself (not drawn
+/// at random) shows as a mean away from 0.
+fn positions(s: &mut String, r: &[&Row]) {
+    let interval = |v: &[f64]| match report::stats::Estimate::of(v) {
+        Some(e) if e.has_interval() => {
+            format!("{:+.2}% [{:+.2}, {:+.2}] ({})", e.mean, e.mean - e.ci95, e.mean + e.ci95, e.n)
+        }
+        Some(e) => format!("{:+.2}% ({})", e.mean, e.n),
+        None => "none".to_string(),
+    };
+    type Step = fn(&Row) -> Option<i32>;
+    let orders: [(&str, Step); 2] = [
+        ("server start (data-set copy, port, cgroup)", |r| r.start_step),
+        ("device creation (loop, zram, link, port)", |r| r.device_step),
+    ];
+    if r.iter().all(|r| r.start_step.is_none() && r.device_step.is_none()) {
+        return;
+    }
+    s.push_str("\nBy position against the baseline (mean change [95% CI] (changes); an experiment's changes share its baseline's rounds, so these intervals are somewhat narrow):\n\n| order | contender before the baseline | contender after it |\n|---|---|---|\n");
+    for (name, step) in orders {
+        let side = |before: bool| -> Vec<f64> {
+            r.iter().filter(|x| step(x).is_some_and(|k| (k < 0) == before)).map(|x| x.pct).collect()
+        };
+        s.push_str(&format!("| {name} | {} | {} |\n", interval(&side(true)), interval(&side(false))));
+    }
+    let mut trials: Vec<u32> = r.iter().map(|x| x.trial).collect();
+    trials.sort();
+    trials.dedup();
+    let per_experiment: Vec<f64> = trials
+        .iter()
+        .filter_map(|&t| {
+            let v: Vec<f64> = r.iter().filter(|x| x.trial == t).map(|x| x.pct).collect();
+            (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+        })
+        .collect();
+    let above = per_experiment.iter().filter(|&&x| x > 0.0).count();
+    s.push_str(&format!(
+        "\nThe contenders against the baseline, the mean of each experiment's changes: {}; {above} of {} experiments above 0.\n",
+        interval(&per_experiment),
+        per_experiment.len()
+    ));
 }
 
 fn pct(k: u64, n: u64) -> f64 {
@@ -543,7 +693,13 @@ mod tests {
 
     #[test]
     fn failed_trials_are_listed_and_left_out() {
-        let args = PrecisionArgs { trials: 0, aa_trials: 2, designs: vec!["slices:2s".into()], budget: "180s".into() };
+        let args = PrecisionArgs {
+            trials: 0,
+            aa_trials: 2,
+            designs: vec!["slices:2s".into()],
+            budget: "180s".into(),
+            from: None,
+        };
         let failed = vec!["aa trial 2, design slices:2s: compare failed (exit 1); see x.log".to_string()];
         let text = render(&args, &[], &[], &failed, 10.0);
         assert!(text.contains("Trials that failed and are left out of the figures (1):"), "{text}");
@@ -567,6 +723,8 @@ mod tests {
             wall_s: 60.0,
             rounds: 10,
             load: Some(1.5),
+            start_step: Some(if placement == "b" { -1 } else { 1 }),
+            device_step: None,
         };
         // Two experiments of two changes: one interval excludes 0 (trial 1, b) but is not a
         // real change after Holm; trial 2's c is one.
@@ -576,7 +734,13 @@ mod tests {
             row(2, "b", 1.0, -2.0, 4.0, Verdict::Equivalent),
             row(2, "c", 8.0, 4.0, 12.0, Verdict::RealChange),
         ];
-        let args = PrecisionArgs { trials: 0, aa_trials: 2, designs: vec!["shipped".into()], budget: "5min".into() };
+        let args = PrecisionArgs {
+            trials: 0,
+            aa_trials: 2,
+            designs: vec!["shipped".into()],
+            budget: "5min".into(),
+            from: None,
+        };
         let mut s = String::new();
         aa_rates(&mut s, &args, &rows);
         // Clopper-Pearson 2/4: [6.76, 93.24]; 1/2: [1.26, 98.74].
@@ -592,6 +756,22 @@ mod tests {
         );
         // b: mean 2.0, sd 1.414, t(0.975, 1) 12.706: +-12.71.
         assert!(s.contains("| b | 2 | +2.00% [-10.71, +14.71] |"), "{s}");
+        // b started before the baseline in both trials (3, 1), c after it (-1, 8).
+        assert!(s.contains("| server start (data-set copy, port, cgroup) | +2.00% [-10.71, +14.71] (2) | +3.50% [-53.68, +60.68] (2) |"), "{s}");
+        assert!(s.contains("| device creation (loop, zram, link, port) | none | none |"), "{s}");
+        // Per experiment: (3 - 1) / 2 = 1, (1 + 8) / 2 = 4.5; sd 2.475, t(0.975, 1) 12.706: +-22.24.
+        assert!(
+            s.contains(
+                "the mean of each experiment's changes: +2.75% [-19.49, +24.99] (2); 2 of 2 experiments above 0."
+            ),
+            "{s}"
+        );
+        assert_eq!(campaign_entry("aa-t12-shipped", &["shipped".into()]), Some(("aa", 12, "shipped".into())));
+        assert_eq!(
+            campaign_entry("seed000-tpcb-t3-slices-2s", &["slices:2s".into()]),
+            Some(("seed000-tpcb", 3, "slices:2s".into()))
+        );
+        assert_eq!(campaign_entry("aa-t12-shipped+c4", &["shipped".into()]), None);
         let prepared = experiment_text("aa", "shipped+prepared+c4", "5min").unwrap();
         assert!(prepared.contains("extra_args = [\"-M\", \"prepared\"]") && prepared.contains("clients = [4]"));
         assert!(prepared.contains("target_halfwidth = \"5%\""), "the shipped measurement all the same");
