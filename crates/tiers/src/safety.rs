@@ -81,7 +81,7 @@ pub fn disk_sysfs_dir(sys: &mut dyn System, dev: &Path) -> PathBuf {
 }
 
 /// The device and its partitions, as `/dev/...` paths.
-fn device_and_partitions(sys: &mut dyn System, dev: &Path) -> Vec<PathBuf> {
+pub(crate) fn device_and_partitions(sys: &mut dyn System, dev: &Path) -> Vec<PathBuf> {
     let name = kernel_name(dev);
     let mut all = vec![dev.to_path_buf()];
     if let Ok(entries) = sys.list_dir(&Path::new("/sys/class/block").join(&name)) {

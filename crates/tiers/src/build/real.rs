@@ -252,6 +252,13 @@ pub(super) fn partition(plan: &mut Plan, d: &DeviceSpec, p: &PartitionSpec, disk
             "1 MiB, or where the device reports its geometry (a RAID stripe width that does not divide 1 MiB), a start parted's align-check opt accepts"
         },
     );
+    if d.allow_wipe {
+        plan.push(
+            name,
+            Action::WipeSignatures { device: disk_var(d), partitions_first: true },
+            "the experiment file allows wiping: erase the signatures (magic strings only) of the disk's old partitions and of the disk, so that an old LVM PV or md member at the new partition's start is not found and activated by udev when parted writes the table (mkfs would then fail with EBUSY and a stray volume group or array stay running)",
+        );
+    }
     plan.push(
         name,
         run(
@@ -280,5 +287,12 @@ pub(super) fn partition(plan: &mut Plan, d: &DeviceSpec, p: &PartitionSpec, disk
         Action::Resolve { what: Resolve::Partition { disk: disk_var(d), number: 1 }, bind: d.name.clone() },
         "the partition node appears asynchronously",
     );
+    if d.allow_wipe {
+        plan.push(
+            name,
+            Action::WipeSignatures { device: d.name.clone(), partitions_first: false },
+            "the experiment file allows wiping: erase any signature found inside the new partition (one an old layout left at its offsets) while the disk is held, before mkfs",
+        );
+    }
     Value::var(&d.name)
 }

@@ -39,6 +39,15 @@ pub enum Action {
     UnlockDisk {
         disk: String,
     },
+    /// `wipefs --all` of the device bound to `device` (only a device the experiment file names,
+    /// with `allow_wipe`, past its checks): every signature libblkid sees is erased (magic strings
+    /// only, no data). With `partitions_first`, each partition the disk has when the step runs
+    /// (sysfs) is wiped before the disk. wipefs opens each device `O_EXCL` and fails if it is in
+    /// use.
+    WipeSignatures {
+        device: String,
+        partitions_first: bool,
+    },
     /// A program must be installed.
     RequireTool {
         program: String,
@@ -176,6 +185,10 @@ impl Action {
                 format!("udevadm settle; flock --exclusive <{disk}>  # held until the filesystem is made")
             }
             Action::UnlockDisk { disk } => format!("release the lock on <{disk}>; udevadm settle"),
+            Action::WipeSignatures { device, partitions_first: true } => {
+                format!("wipefs --all <each partition of <{device}> now, from sysfs>; wipefs --all <{device}>")
+            }
+            Action::WipeSignatures { device, partitions_first: false } => format!("wipefs --all <{device}>"),
             Action::Check(c) => c.to_string(),
             Action::MakeDir { path, mode, .. } => {
                 format!("mkdir -p -m {mode:o} {}", path.display())

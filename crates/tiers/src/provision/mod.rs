@@ -437,6 +437,9 @@ impl Executor<'_> {
             }
             Action::LockDisk { disk } => self.lock_disk(n, disk)?,
             Action::UnlockDisk { disk } => self.unlock_disk(n, disk),
+            Action::WipeSignatures { device, partitions_first } => {
+                self.wipe_signatures(n, device, *partitions_first)?
+            }
             Action::WriteFile { path, contents, what } => {
                 self.record(Undo::RemoveFile { path: path.clone() }, what)?;
                 self.sys.write(path, contents).map_err(|e| format!("write {}: {e}", path.display()))?;
