@@ -27,6 +27,7 @@ fn the_real_nvme_tcp_study_connects_as_the_tools_allow() {
         "--hostnqn <from /etc/nvme/hostnqn> --hostid <from /etc/nvme/hostid> --ctrl-loss-tmo 60 --reconnect-delay 2 --config ",
         ".nvme-lb-data.json --output-format json  # ",
         "holds the host's DH-HMAC-CHAP key <secret from $PGTIER_DHCHAP_SECRET> as libnvme's dhchap_key",
+        "connection settings: ctrl-loss-tmo 60, reconnect-delay 2, nr-io-queues (not passed: the kernel's default), queue-size (not passed: the kernel's default) (the manifest records them",
         "udevadm settle; flock --exclusive <das-data.disk>",
         "mklabel gpt mkpart primary <das-data.start> 100%",
         "nvme disconnect -d <the controller this connect created> (subsystem nqn.2016-01.com.lightbitslabs:uuid:pg-data-nocomp; only if every filesystem on it was unmounted)",

@@ -112,8 +112,9 @@ pub(super) fn nvme_tcp_checks(plan: &mut Plan, devices: &[DeviceSpec], i: usize,
             name,
             Action::NvmeConnect { target: t.clone(), secret_file, devices: sharing.clone() },
             format!(
-                "attach the remote subsystem so that its namespace{} can be checked (writes nothing); teardown disconnects the controller this connect creates{}",
+                "attach the remote subsystem so that its namespace{} can be checked (writes nothing); teardown disconnects the controller this connect creates; connection settings: {} (the manifest records them with the values the controller reports){}",
                 if sharing.len() > 1 { format!("s ({})", sharing.join(", ")) } else { String::new() },
+                crate::plan::connect_settings_text(),
                 if t.dhchap_secret.is_some() {
                     "; the DH-HMAC-CHAP secret is read when the command runs and never reaches a command line, the plan or any record"
                 } else {

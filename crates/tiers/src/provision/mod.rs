@@ -24,6 +24,7 @@ mod host;
 mod nvme_connect;
 mod recorder;
 
+pub use nvme_connect::NvmeTcpConnection;
 use recorder::Recorder;
 
 /// Whether DAX was asked for and whether the kernel honoured it.
@@ -65,6 +66,8 @@ pub struct ProvisionedDevice {
     pub facts: DeviceFacts,
     /// Helper processes behind the device (nbdkit, nbdfuse), by label.
     pub helpers: Vec<(String, journal::ProcessId)>,
+    /// A real NVMe/TCP device's connection: its settings, asked for and in force.
+    pub nvme_tcp: Option<NvmeTcpConnection>,
 }
 
 /// A command the executor ran, with its output (secrets redacted).
@@ -135,6 +138,7 @@ pub fn execute(
         helpers: HashMap::new(),
         nvme_cli: None,
         connections: HashMap::new(),
+        controllers: HashMap::new(),
         exports: HashMap::new(),
         made_dirs: Vec::new(),
         locks: HashMap::new(),
@@ -173,6 +177,10 @@ pub fn execute(
             },
         });
         let facts = facts::collect(ex.sys, Path::new(&dev), Some(&mountpoint));
+        let nvme_tcp = match ex.controllers.get(&d.name) {
+            Some(c) => Some(nvme_connect::connection_record(ex.sys, c.as_deref())),
+            None => None,
+        };
         if d.precondition.is_some()
             && let Some(x) = &facts.xfs_info
         {
@@ -194,6 +202,7 @@ pub fn execute(
             mount,
             facts,
             helpers: ex.helpers.remove(&d.name).unwrap_or_default(),
+            nvme_tcp,
         });
     }
     Ok(Provisioned { devices, commands: ex.commands, seconds: started.elapsed().as_secs_f64() })
@@ -276,6 +285,8 @@ struct Executor<'a> {
     /// The journal records of the NVMe/TCP connection each device is a namespace of: its mount
     /// holds them (teardown disconnects only after the unmount succeeded).
     connections: HashMap<String, Vec<RecordId>>,
+    /// The NVMe/TCP controller each device's connect created (`None`: nvme-cli did not say).
+    controllers: HashMap<String, Option<String>>,
     /// The journal records of each device's export on its target host (configfs items and
     /// links): the connection and the mount on top of them hold them.
     exports: HashMap<String, Vec<RecordId>>,
