@@ -26,6 +26,9 @@ fn target_host_case(mode: &str, timeout: Duration) -> Guest {
         "{log}"
     );
     assert!(stderr.contains("teardown complete"), "{stderr}");
+    // End to end: the namespace got its UUID on the target, and the run (which checks it in
+    // /sys/block/<X>/wwid before mkfs) went through.
+    assert!(log.contains(&format!("subsystems/{ours}/namespaces/1/device_uuid ")), "{log}");
     // The connection's settings: passed and as the controller reports them in sysfs.
     let manifest: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(g.out_path().join("results/manifest.json")).unwrap()).unwrap();

@@ -128,6 +128,16 @@ pub(super) fn nvme_tcp_checks(plan: &mut Plan, devices: &[DeviceSpec], i: usize,
         Action::Resolve { what: Resolve::NvmeNamespace { nqn: t.nqn.clone(), nsid: t.nsid }, bind: disk_var(d) },
         "kernel names like nvme2n1 are not stable: find the namespace by its subsystem NQN",
     );
+    if d.target_host.is_some() {
+        plan.push(
+            name,
+            Action::Check(Check::NvmeNamespaceUuid {
+                device: Value::var(disk_var(d)),
+                uuid: super::target::namespace_uuid(&ctx.short_id, &d.name, &t.nqn),
+            }),
+            "end to end: the namespace found is the one the target host exports (another target answering at that address with that NQN is refused before anything is written)",
+        );
+    }
 }
 
 pub(super) const UUID_HOSTNQN: &str = "nqn.2014-08.org.nvmexpress:uuid:";

@@ -152,6 +152,14 @@ pub enum Action {
         device: PathBuf,
         allow_wipe: bool,
     },
+    /// The model and serial of the device a target host exports, read there (sysfs, udev, VPD
+    /// page 0x80, as for a local device), against those the experiment file gives.
+    HostDeviceIdentity {
+        host: String,
+        device: PathBuf,
+        model: Option<String>,
+        serial: Option<String>,
+    },
 }
 
 /// What a step on a target host does to it.
@@ -240,6 +248,12 @@ impl Action {
             Action::OnHost { host, words, .. } => {
                 format!("[on host {host}] {}", journal::command::posix_command(words))
             }
+            Action::HostDeviceIdentity { host, device, model, serial } => format!(
+                "[on host {host}] check {} identity: model {}, serial {}",
+                device.display(),
+                model.as_deref().unwrap_or("(any)"),
+                serial.as_deref().unwrap_or("(any)")
+            ),
             Action::HostDeviceCheck { host, device, allow_wipe } => format!(
                 "[on host {host}] check {} is a block device (readlink -e, stat), not held by LVM/md/dm, not mounted, not swap, not busy (O_EXCL open), not exported by nvmet already{}",
                 device.display(),
@@ -264,6 +278,7 @@ impl Action {
                 | Action::LockDisk { .. }
                 | Action::UnlockDisk { .. }
                 | Action::HostDeviceCheck { .. }
+                | Action::HostDeviceIdentity { .. }
                 | Action::OnHost { kind: HostStep::Check, .. }
         )
     }

@@ -26,6 +26,9 @@ pub enum Check {
     NvmeCli { secret: bool },
     /// The host NQN and host ID come as a pair (or neither, or a uuid host NQN that implies its ID).
     NvmeHostIdentity { host_nqn: Option<String>, host_id: Option<String> },
+    /// The NVMe namespace bound to `device` is the one a target host of this run exports: its
+    /// `/sys/block/<X>/wwid` is `uuid.<uuid>`, the `device_uuid` pgtier gave it there.
+    NvmeNamespaceUuid { device: Value, uuid: String },
     /// The device is large enough for `bytes` (what for: `what`), before anything is written.
     Room { device: Value, bytes: u64, what: String },
     /// The same for a PMem namespace, by the size `ndctl list -N -i` gives it (its block device
@@ -80,6 +83,9 @@ impl fmt::Display for Check {
                 host_nqn.as_deref().unwrap_or("not given"),
                 host_id.as_deref().unwrap_or("not given")
             ),
+            Check::NvmeNamespaceUuid { device, uuid } => {
+                write!(f, "check /sys/block/{device}/wwid is uuid.{uuid} (the namespace the target host exports)")
+            }
             Check::Room { device, bytes, what } => {
                 write!(f, "check {device} holds {} ({what})", human_bytes(*bytes))
             }

@@ -51,6 +51,10 @@ impl Executor<'_> {
                 .into()),
                 _ => Ok(()),
             },
+            Check::NvmeNamespaceUuid { device, uuid } => {
+                let dev = self.value(device)?;
+                self.probe(n, |s| safety::check_namespace_uuid(s, Path::new(&dev), uuid)).map_err(StepError::Refused)
+            }
             Check::Room { device, bytes, what } => self.check_room(device, *bytes, what),
             Check::PmemRoom { namespace, bytes, what } => {
                 let list = self.ndctl_list(n)?;

@@ -468,6 +468,9 @@ impl Executor<'_> {
             Action::OnHost { host, words, undo, kind } => {
                 self.on_host(n, step.device.as_deref(), (host, *kind), words, undo.as_ref())?
             }
+            Action::HostDeviceIdentity { host, device, model, serial } => {
+                self.host_device_identity(n, host, device, (model.as_deref(), serial.as_deref()))?
+            }
             Action::HostDeviceCheck { host, device, allow_wipe } => {
                 self.host_device_check(n, host, device, *allow_wipe)?
             }
