@@ -56,8 +56,9 @@ pub(super) fn real_checks(plan: &mut Plan, devices: &[DeviceSpec], ctx: &PlanCon
                     Action::Check(Check::PmemFsdax {
                         namespace: namespace.clone(),
                         allow_reconfigure: *allow_reconfigure,
+                        dax: d.dax,
                     }),
-                    "DAX needs an fsdax namespace",
+                    "DAX needs an fsdax namespace, and one aligned to 2 MiB to map PostgreSQL's files with huge pages as the PMem guides' layout (mkfs.xfs -d su=2m) intends",
                 );
                 plan.push(
                     name,

@@ -14,8 +14,10 @@ pub enum Check {
     /// Not mounted (nor any partition), not swap, not held by LVM/md/dm, not backing the running
     /// system, and no filesystem or partition-table signature unless wiping is allowed.
     NotInUse { device: Value, allow_wipe: bool },
-    /// The PMem namespace exists and is in fsdax mode (or may be reconfigured).
-    PmemFsdax { namespace: String, allow_reconfigure: bool },
+    /// The PMem namespace exists and is in fsdax mode (or may be reconfigured); with DAX asked
+    /// for, an fsdax namespace's `align` is a multiple of 2 MiB, which DAX needs to map files
+    /// with 2 MiB pages (PMD faults): below that DAX = required is refused, optional noted.
+    PmemFsdax { namespace: String, allow_reconfigure: bool, dax: DaxPolicy },
     /// Whatever device the PMem namespace has now (`pmemN` block device, `daxN.M` character
     /// device) is not in use, and (unless wiping is allowed) carries no signature.
     PmemNotInUse { namespace: String, allow_wipe: bool },
@@ -55,10 +57,11 @@ impl fmt::Display for Check {
                     ", and carries no filesystem or partition-table signature (blkid -p, wipefs --no-act)"
                 }
             ),
-            Check::PmemFsdax { namespace, allow_reconfigure } => write!(
+            Check::PmemFsdax { namespace, allow_reconfigure, dax } => write!(
                 f,
-                "check ndctl list -N -i: namespace {namespace} exists and is in fsdax mode{}",
-                if *allow_reconfigure { " (or may be reconfigured: allow_reconfigure = true)" } else { "" }
+                "check ndctl list -N -i: namespace {namespace} exists and is in fsdax mode{}{}",
+                if *allow_reconfigure { " (or may be reconfigured: allow_reconfigure = true)" } else { "" },
+                if *dax == DaxPolicy::Off { "" } else { ", its align a multiple of 2 MiB (huge-page DAX mappings)" }
             ),
             Check::PmemNotInUse { namespace, allow_wipe } => write!(
                 f,

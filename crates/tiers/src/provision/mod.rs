@@ -139,6 +139,7 @@ pub fn execute(
         nvme_cli: None,
         connections: HashMap::new(),
         controllers: HashMap::new(),
+        notes: Vec::new(),
         exports: HashMap::new(),
         made_dirs: Vec::new(),
         locks: HashMap::new(),
@@ -287,6 +288,8 @@ struct Executor<'a> {
     connections: HashMap<String, Vec<RecordId>>,
     /// The NVMe/TCP controller each device's connect created (`None`: nvme-cli did not say).
     controllers: HashMap<String, Option<String>>,
+    /// What a check found worth saying without refusing (reported after the step).
+    notes: Vec<String>,
     /// The journal records of each device's export on its target host (configfs items and
     /// links): the connection and the mount on top of them hold them.
     exports: HashMap<String, Vec<RecordId>>,
@@ -413,7 +416,12 @@ impl Executor<'_> {
                     .into());
                 }
             }
-            Action::Check(check) => self.check(n, check)?,
+            Action::Check(check) => {
+                self.check(n, check)?;
+                for note in std::mem::take(&mut self.notes) {
+                    on_event(Event::Note(note));
+                }
+            }
             Action::MakeDir { path, mode, remove_on_teardown } => self.make_dir(path, *mode, *remove_on_teardown)?,
             Action::SparseFile { path, size } => {
                 self.record(Undo::RemoveFile { path: path.clone() }, "backing file")?;
