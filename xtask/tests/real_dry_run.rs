@@ -27,6 +27,7 @@ fn the_real_nvme_tcp_study_connects_as_the_tools_allow() {
         "--hostnqn <from /etc/nvme/hostnqn> --hostid <from /etc/nvme/hostid> --ctrl-loss-tmo 60 --reconnect-delay 2 --config ",
         ".nvme-lb-data.json --output-format json  # ",
         "holds the host's DH-HMAC-CHAP key <secret from $PGTIER_DHCHAP_SECRET> as libnvme's dhchap_key",
+        "connection settings: ctrl-loss-tmo 60, reconnect-delay 2, nr-io-queues (not passed: the kernel's default), queue-size (not passed: the kernel's default) (the manifest records them",
         "udevadm settle; flock --exclusive <das-data.disk>",
         "mklabel gpt mkpart primary <das-data.start> 100%",
         "nvme disconnect -d <the controller this connect created> (subsystem nqn.2016-01.com.lightbitslabs:uuid:pg-data-nocomp; only if every filesystem on it was unmounted)",
@@ -49,4 +50,33 @@ fn the_real_pmem_study_lists_idle_namespaces_and_formats_for_dax() {
         assert!(text.contains(needle), "the dry run shows {needle:?}:\n{text}");
     }
     assert!(!text.contains("ndctl list -N -n"), "{text}");
+}
+
+/// Re-partitioning a disk the file allows wiping (issue 26 item 9): the dry run shows the
+/// signatures of the disk's old partitions and of the disk erased before parted, and those of
+/// the new partition before mkfs, each with its reason.
+#[test]
+fn re_partitioning_with_allow_wipe_erases_old_signatures_first() {
+    let env = Env::new();
+    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tiers/nvme-vs-nvmeof.toml");
+    let file =
+        std::fs::read_to_string(file).unwrap().replace("partition = true", "partition = true\nallow_wipe = true");
+    let cfg = env.write("wipe.toml", &file);
+    let o = env.xtask(&["compare", "--config", cfg.to_str().unwrap(), "--dry-run"]).output().unwrap();
+    let (text, stderr) = text(&o);
+    assert!(o.status.success(), "{stderr}");
+    let order = [
+        "[das-data] wipefs --all <each partition of <das-data.disk> now, from sysfs>; wipefs --all <das-data.disk>",
+        "an old LVM PV or md member at the new partition's start",
+        "[das-data] parted -s <das-data.disk> mklabel gpt mkpart primary <das-data.start> 100%",
+        "[das-data] udevadm settle; flock --exclusive <das-data.disk>",
+        "[das-data] wipefs --all <das-data>",
+        "[das-data] mkfs.xfs -f ",
+    ];
+    let mut at = 0;
+    for needle in order {
+        let i = text[at..].find(needle).unwrap_or_else(|| panic!("{needle:?} after offset {at}:\n{text}"));
+        at += i + needle.len();
+    }
+    assert_eq!(text.matches("] wipefs --all <each partition of").count(), 6, "every re-partitioned device: {text}");
 }

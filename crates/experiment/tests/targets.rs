@@ -249,3 +249,38 @@ fn a_local_device_named_by_its_kernel_name_is_warned_about() {
         assert!(!e.warnings.iter().any(|w| w.contains("kernel name")), "--emulate does not use the path");
     }
 }
+
+#[test]
+fn an_export_named_by_its_kernel_name_is_warned_about_and_its_identity_kept() {
+    let text = FILE.replace(
+        "export = \"/dev/disk/by-id/nvme-B\"",
+        "export = \"/dev/nvme0n1\"\nmodel = \"INTEL SSDPF2KX038TZ\"\nserial = \"PHAC1234\"",
+    );
+    let e = parse(Path::new("/exp/t.toml"), &text, &opts(false)).unwrap();
+    assert!(
+        e.warnings.iter().any(|w| w.contains("export /dev/nvme0n1 is a kernel name on host \"storage\"")
+            && w.contains("/dev/disk/by-id/")),
+        "{:?}",
+        e.warnings
+    );
+    let t = e.device("remote").unwrap().target_host.clone().unwrap();
+    assert_eq!(
+        (t.export_model.as_deref(), t.export_serial.as_deref()),
+        (Some("INTEL SSDPF2KX038TZ"), Some("PHAC1234"))
+    );
+    let e = parse(Path::new("/exp/t.toml"), FILE, &opts(false)).unwrap();
+    assert!(!e.warnings.iter().any(|w| w.contains("kernel name")), "{:?}", e.warnings);
+}
+
+#[test]
+fn a_model_or_serial_that_would_go_unused_is_refused() {
+    // A remote subsystem's namespace is found by its NQN, a PMem namespace by its name: a
+    // model or serial there identifies nothing.
+    let text = FILE.replace(
+        "target = \"storage\"\nexport = \"/dev/disk/by-id/nvme-B\"",
+        "address = \"192.0.2.20\"\nnqn = \"nqn.2016-01.com.example:vol\"\nserial = \"PHAC1234\"",
+    );
+    let errs = errors(&text, false);
+    let e = errs.0.iter().find(|e| e.key.as_deref() == Some("device[remote].serial")).expect("refused");
+    assert!(e.message.contains("without `target`") && e.message.contains("leave it out"), "{errs}");
+}

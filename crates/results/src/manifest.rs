@@ -61,6 +61,22 @@ pub struct DeviceRecord {
     pub throttle: Option<String>,
     /// Model, serial, firmware, size, rotational flag, scheduler, xfs_info, ...
     pub facts: serde_json::Value,
+    /// A real NVMe/TCP device's connection settings.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nvme_tcp: Option<NvmeTcpConnectionRecord>,
+}
+
+/// The settings of the NVMe/TCP connection a device is a namespace of, by nvme-cli option
+/// (`ctrl-loss-tmo`, `reconnect-delay`, `nr-io-queues`, `queue-size`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct NvmeTcpConnectionRecord {
+    /// The controller the connect created (`nvme6`), when nvme-cli said.
+    pub controller: Option<String>,
+    /// What pgtier passed to `nvme connect`, or "kernel default" for a setting it passes none of.
+    pub requested: BTreeMap<String, String>,
+    /// What the controller reports in sysfs (a setting it could not read is missing).
+    pub in_force: BTreeMap<String, String>,
 }
 
 /// Where one placement puts PGDATA, pg_wal and tablespaces.
@@ -467,6 +483,28 @@ impl Default for MeasurementRecord {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_device_records_its_nvme_tcp_connection_only_when_it_has_one() {
+        let emulated = serde_json::to_value(DeviceRecord::default()).unwrap();
+        assert!(emulated.get("nvme_tcp").is_none(), "{emulated}");
+        let settings = |pairs: &[(&str, &str)]| pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let d = DeviceRecord {
+            nvme_tcp: Some(NvmeTcpConnectionRecord {
+                controller: Some("nvme6".into()),
+                requested: settings(&[("ctrl-loss-tmo", "60"), ("queue-size", "kernel default")]),
+                in_force: settings(&[("ctrl-loss-tmo", "60"), ("queue-size", "128")]),
+            }),
+            ..Default::default()
+        };
+        let v = serde_json::to_value(&d).unwrap();
+        assert_eq!(v["nvme_tcp"]["requested"]["queue-size"], "kernel default");
+        assert_eq!(v["nvme_tcp"]["in_force"]["queue-size"], "128");
+        assert_eq!(serde_json::from_value::<DeviceRecord>(v).unwrap(), d);
+        // A manifest written before the field reads as no connection.
+        let old: DeviceRecord = serde_json::from_str(r#"{"name": "lb-data"}"#).unwrap();
+        assert_eq!(old.nvme_tcp, None);
+    }
 
     #[test]
     fn the_design_keeps_its_spelling() {

@@ -49,6 +49,10 @@ pub enum Refusal {
         "{device} is already exported by nvmet on that host ({paths}); pgtier never exports a device another export serves"
     )]
     Exported { device: String, paths: String },
+    #[error(
+        "{device} is not the namespace pgtier exported: its wwid is {actual:?}, the export was given uuid.{expected}; another target answered at that address and subsystem NQN (nothing was written)"
+    )]
+    WrongNamespace { device: String, expected: String, actual: String },
     #[error("{device} is open or mapped by process(es) {pids}")]
     OpenByProcess { device: String, pids: String },
     #[error(
@@ -81,7 +85,7 @@ pub fn disk_sysfs_dir(sys: &mut dyn System, dev: &Path) -> PathBuf {
 }
 
 /// The device and its partitions, as `/dev/...` paths.
-fn device_and_partitions(sys: &mut dyn System, dev: &Path) -> Vec<PathBuf> {
+pub(crate) fn device_and_partitions(sys: &mut dyn System, dev: &Path) -> Vec<PathBuf> {
     let name = kernel_name(dev);
     let mut all = vec![dev.to_path_buf()];
     if let Ok(entries) = sys.list_dir(&Path::new("/sys/class/block").join(&name)) {
@@ -265,6 +269,23 @@ pub fn check_identity(
         }
     }
     Ok(())
+}
+
+/// Checks that the NVMe namespace `dev` is the one exported with `device_uuid` `uuid`: the
+/// kernel's `/sys/block/<X>/wwid` names a namespace by its UUID first (`uuid.<uuid>`, lower
+/// case), before its NGUID or EUI-64. An unreadable wwid is a mismatch.
+pub fn check_namespace_uuid(sys: &mut dyn System, dev: &Path, uuid: &str) -> Result<(), Refusal> {
+    let real = sys.canonicalize(dev).unwrap_or_else(|_| dev.to_path_buf());
+    let wwid = Path::new("/sys/class/block").join(kernel_name(&real)).join("wwid");
+    let actual = match sys.read_to_string(&wwid) {
+        Ok(s) => s.trim().to_string(),
+        Err(e) => format!("unreadable ({}: {e})", wwid.display()),
+    };
+    if actual.eq_ignore_ascii_case(&format!("uuid.{uuid}")) {
+        Ok(())
+    } else {
+        Err(Refusal::WrongNamespace { device: dev.display().to_string(), expected: uuid.to_string(), actual })
+    }
 }
 
 /// Checks that nothing uses `dev` or its partitions, and (unless `allow_wipe`) that it carries

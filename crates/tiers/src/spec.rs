@@ -227,6 +227,12 @@ pub struct TargetHost {
     /// Admit any host that reaches the port (`attr_allow_any_host` 1), asked for by name in
     /// the experiment file; by default only this machine's host NQN is allowed.
     pub allow_any_host: bool,
+    /// The exported device's model and serial, as the experiment file gives them (checked on
+    /// the host before anything is exported).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub export_model: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub export_serial: Option<String>,
     /// How commands reach the host (set by the controller for a run; not part of the resolved
     /// configuration, since it names the run's control socket).
     #[serde(skip)]

@@ -326,15 +326,17 @@ fn discard_precondition_and_partition_in_order_without_mkfs_discard() {
         vec![
             "blkdiscard /dev/nvme0n1".to_string(),
             "fio --name=precondition --filename /dev/nvme0n1 --rw=write --bs=1M --direct=1 --ioengine=libaio --iodepth=32 --size=100%".into(),
+            "wipefs --all /dev/nvme0n1".into(),
             "parted -s /dev/nvme0n1 mklabel gpt mkpart primary 2048s 100%".into(),
             "parted -s /dev/nvme0n1 align-check opt 1".into(),
             "udevadm settle --timeout=60".into(),
+            "wipefs --all /dev/nvme0n1p1".into(),
             "mkfs.xfs -f -K -d su=64k,sw=4 -L d /dev/nvme0n1p1".into(),
             "udevadm settle --timeout=60".into(),
             format!("mount -t xfs -o noatime /dev/nvme0n1p1 {}", mp.display()),
             format!("xfs_info {}", mp.display()),
         ],
-        "allow_wipe: no signature probe; -K keeps mkfs from discarding the preconditioned device"
+        "allow_wipe: no signature probe, the signatures wiped before parted and mkfs; -K keeps mkfs from discarding the preconditioned device"
     );
     assert!(o.notes.iter().any(|n| n.contains("keep this filesystem under 50% full")), "{:?}", o.notes);
 }

@@ -142,6 +142,47 @@ fn connect_resolve_mkfs_mount_and_the_secret_stays_out_of_every_record() {
     assert_eq!(d.description, format!("NVMe/TCP subsystem {NQN} at 192.0.2.10:4420"));
 }
 
+/// The connection's settings are recorded per device (issue 26 item 10): what pgtier passed
+/// ("kernel default" for the queue count and size, which it leaves alone) and what the
+/// controller it created reports in sysfs.
+#[test]
+fn the_connection_settings_asked_for_and_in_force_are_recorded() {
+    set_env();
+    let mut f = tcp_machine();
+    let mp = mountpoint("remote");
+    mount_adds(&mut f, &mounts_line_from("local/proc-mounts.xfs-default.txt", "/dev/nvme0n1", &mp));
+    // The kernel's attributes of the controller connect named (vm/nvme-connect-o-json.tcp.json):
+    // two I/O queues and the admin queue, 128 entries (sqsize is zero-based).
+    f.file("/sys/class/nvme/nvme6/ctrl_loss_tmo", "60\n")
+        .file("/sys/class/nvme/nvme6/reconnect_delay", "2\n")
+        .file("/sys/class/nvme/nvme6/queue_count", "3\n")
+        .file("/sys/class/nvme/nvme6/sqsize", "127\n");
+    let o = run_plan(&[nvme_tcp("remote", NQN, None)], &fake_ctx(), &mut f);
+    let p = o.result.as_ref().unwrap_or_else(|e| panic!("{e}"));
+    let c = p.device("remote").unwrap().nvme_tcp.as_ref().expect("a connection record");
+    assert_eq!(c.controller.as_deref(), Some("nvme6"));
+    let map = |pairs: &[(&str, &str)]| pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    assert_eq!(
+        c.requested,
+        map(&[
+            ("ctrl-loss-tmo", "60"),
+            ("reconnect-delay", "2"),
+            ("nr-io-queues", "kernel default"),
+            ("queue-size", "kernel default")
+        ])
+    );
+    assert_eq!(
+        c.in_force,
+        map(&[("ctrl-loss-tmo", "60"), ("reconnect-delay", "2"), ("nr-io-queues", "2"), ("queue-size", "128")])
+    );
+    assert!(f.commands().contains(&connect_line("")), "{:?}", f.commands());
+    let text = o.plan.to_string();
+    assert!(
+        text.contains("connection settings: ctrl-loss-tmo 60, reconnect-delay 2, nr-io-queues (not passed: the kernel's default), queue-size (not passed: the kernel's default)"),
+        "{text}"
+    );
+}
+
 /// The journal lines, as (seq, undo kind, controller, holds).
 fn records(journal: &str) -> Vec<serde_json::Value> {
     journal

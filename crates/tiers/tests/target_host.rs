@@ -11,12 +11,14 @@ use std::sync::atomic::AtomicBool;
 
 use common::*;
 use journal::remote::RemoteOp;
-use tiers::plan::{Action, HostStep, Plan, Step};
+use tiers::plan::{Action, Check, HostStep, Plan, Step};
 use tiers::spec::{DeviceClass, NvmeTcpTarget, RealDevice, RemoteShell, TargetHost};
 use tiers::system::{Canned, FakeSystem};
 use tiers::{DeviceSpec, ProvisionError, build_plan, execute};
 
 const NQN: &str = "nqn.2026-12.io.pgtier:storage:remote";
+/// The `device_uuid` of device "remote"'s namespace in run "fake01" (`namespace_uuid`).
+const UUID: &str = "37383918-ebca-4264-b595-3ce7f4a7e15f";
 /// This machine's host NQN in /etc/nvme/hostnqn (the fake's).
 const MACHINE_NQN: &str = "nqn.2014-08.org.nvmexpress:uuid:f602dd3c-7dfc-4737-90da-e1f102a647b4";
 
@@ -45,6 +47,8 @@ fn served(host_nqn: Option<&str>) -> DeviceSpec {
         address: "192.0.2.7".into(),
         export: "/dev/disk/by-id/nvme-target-ssd".into(),
         allow_any_host: false,
+        export_model: None,
+        export_serial: None,
         shell: Some(shell()),
     });
     d
@@ -83,6 +87,7 @@ fn nvmet_exports_the_device_as_the_kernels_configfs_lays_it_out() {
     let writes: Vec<(String, String)> = steps.iter().filter_map(|(_, w, _)| write_of(w)).collect();
     let want: Vec<(String, String)> = [
         (format!("{sub}/attr_allow_any_host"), "0"),
+        (format!("{sub}/namespaces/1/device_uuid"), UUID),
         (format!("{sub}/namespaces/1/device_path"), "/dev/disk/by-id/nvme-target-ssd"),
         (format!("{sub}/namespaces/1/enable"), "1"),
         (format!("{port}/addr_trtype"), "tcp"),
@@ -120,6 +125,29 @@ fn nvmet_exports_the_device_as_the_kernels_configfs_lays_it_out() {
         pos(&|a| matches!(a, Action::NvmeConnect { target, .. } if target.address == "192.0.2.7" && target.nqn == NQN));
     assert!(check < first_export && first_export < connect, "{plan}");
     assert!(plan.first_destructive_step().unwrap() > connect, "{plan}");
+    // End to end: the namespace found after the connect must carry the export's UUID, checked
+    // before anything writes to it.
+    let uuid_check = pos(&|a| matches!(a, Action::Check(Check::NvmeNamespaceUuid { uuid, .. }) if uuid == UUID));
+    assert!(connect < uuid_check && uuid_check < plan.first_destructive_step().unwrap(), "{plan}");
+    assert!(plan.to_string().contains(&format!("check /sys/block/<remote>/wwid is uuid.{UUID}")), "{plan}");
+}
+
+#[test]
+fn the_namespace_uuid_is_a_version_4_uuid_of_its_run_device_and_subsystem() {
+    use tiers::build::target::namespace_uuid;
+    let u = namespace_uuid("fake01", "remote", NQN);
+    assert_eq!(u, UUID);
+    let parts: Vec<&str> = u.split('-').collect();
+    assert_eq!(parts.iter().map(|p| p.len()).collect::<Vec<_>>(), [8, 4, 4, 4, 12], "{u}");
+    assert!(u.chars().all(|c| c == '-' || c.is_ascii_hexdigit() && !c.is_ascii_uppercase()), "{u}");
+    assert!(parts[2].starts_with('4') && "89ab".contains(&parts[3][..1]), "version 4, variant 10xx: {u}");
+    for other in [
+        namespace_uuid("fake02", "remote", NQN),
+        namespace_uuid("fake01", "wal", NQN),
+        namespace_uuid("fake01", "remote", "nqn.x"),
+    ] {
+        assert_ne!(other, u);
+    }
 }
 
 #[test]
@@ -304,6 +332,11 @@ fn the_mount_holds_the_targets_export_under_it() {
         .answer("mkfs.xfs", Canned::ok(fixture("local/mkfs.xfs.default.txt")))
         .block_device("/dev/nvme6n1", 259, 10)
         .block_device("/dev/nvme6n2", 259, 11)
+        // The namespace the listing resolves to carries the export's UUID.
+        .file(
+            "/sys/class/block/nvme6n2/wwid",
+            format!("uuid.{}\n", tiers::build::target::namespace_uuid("fake01", "remote", "pgt-capture")),
+        )
         .file("/etc/nvme/hostnqn", format!("{MACHINE_NQN}\n"));
     let mp = mountpoint("remote");
     let line = |dev| mounts_line_from("local/proc-mounts.xfs-default.txt", dev, &mp);
@@ -465,4 +498,83 @@ fn an_unreadable_holders_directory_fails_the_check() {
     let r = execute(&plan, &[served(None)], &mut f, &journal, &AtomicBool::new(false), &mut |_| {});
     let Err(ProvisionError::Refused { refusal, .. }) = r else { panic!("refused: {r:?}") };
     assert!(refusal.to_string().contains("holders") && refusal.to_string().contains("Permission denied"), "{refusal}");
+}
+
+/// The guest's target connected (as in the test above), with `wwid` as the namespace's.
+fn connected_machine(wwid: Option<&str>) -> FakeSystem {
+    let mut f = common::fake_machine();
+    f.answer(&on_host(&["readlink", "-e", "--", "/dev/disk/by-id/nvme-target-ssd"]), Canned::ok("/dev/sdb\n"))
+        .answer(&on_host(&["stat", "-L", "-c", "%F %t %T", "--", "/dev/sdb"]), Canned::ok("block special file 8 10\n"))
+        .answer("nvme version", Canned::ok(fixture("vm/nvme-version.txt")))
+        .answer_once("nvme list-subsys", Canned::ok(fixture("vm/nvme-list-subsys-o-json.pcie.json")))
+        .answer("nvme list-subsys", Canned::ok(fixture("vm/nvme-list-subsys-o-json.tcp.json")))
+        .answer("nvme connect", Canned::ok(fixture("vm/nvme-connect-o-json.tcp.json")))
+        .answer("nvme list -o json", Canned::ok(fixture("vm/nvme-list-o-json.tcp.json")))
+        .answer("mkfs.xfs", Canned::ok(fixture("local/mkfs.xfs.default.txt")))
+        .block_device("/dev/nvme6n1", 259, 10)
+        .block_device("/dev/nvme6n2", 259, 11)
+        .file("/etc/nvme/hostnqn", format!("{MACHINE_NQN}\n"));
+    if let Some(w) = wwid {
+        f.file("/sys/class/block/nvme6n2/wwid", format!("{w}\n"));
+    }
+    f
+}
+
+#[test]
+fn another_namespace_at_the_address_is_refused_before_anything_is_written() {
+    // What the kernel shows for a namespace without our UUID (vm/nvme-list-o-json.tcp.json's
+    // nvme6n1 as another target would present it): its NGUID, or the nvme.<vid>-<sn>-<mn>-<nsid>
+    // fallback; or no wwid at all.
+    let mut d = served(None);
+    if let RealDevice::NvmeTcp(t) = &mut d.real {
+        t.nqn = "pgt-capture".into();
+    }
+    for wwid in [Some("eui.6e76c9a9ff5c4e8ea5f6ef8a2c5e0c1b"), Some("uuid.00000000-0000-4000-8000-000000000000"), None]
+    {
+        let mut f = connected_machine(wwid);
+        let o = run_plan(std::slice::from_ref(&d), &fake_ctx(), &mut f);
+        let refusal = refusal(&o);
+        let text = refusal.to_string();
+        assert!(matches!(refusal, tiers::safety::Refusal::WrongNamespace { .. }), "{wwid:?}: {text}");
+        assert!(
+            text.contains("is not the namespace pgtier exported") && text.contains("nothing was written"),
+            "{text}"
+        );
+        assert!(!f.commands().iter().any(|c| c.starts_with("mkfs") || c.starts_with("blkid")), "{:?}", f.commands());
+    }
+}
+
+#[test]
+fn the_exports_model_and_serial_are_checked_on_the_host_first() {
+    let mut d = served(None);
+    let t = d.target_host.as_mut().unwrap();
+    t.export_model = Some("SAMSUNG MZPLL1T6HAJQ-00005".into());
+    t.export_serial = Some("S3HBNX0K900001".into());
+    let plan = build_plan(std::slice::from_ref(&d), &fake_ctx());
+    let identity = plan.steps.iter().position(|s| matches!(s.action, Action::HostDeviceIdentity { .. })).unwrap();
+    let check = plan.steps.iter().position(|s| matches!(s.action, Action::HostDeviceCheck { .. })).unwrap();
+    assert!(identity < check, "{plan}");
+    assert!(
+        plan.to_string().contains("[on host storage] check /dev/disk/by-id/nvme-target-ssd identity: model SAMSUNG MZPLL1T6HAJQ-00005, serial S3HBNX0K900001"),
+        "{plan}"
+    );
+    // Another drive there: refused, nothing exported.
+    let mut f = FakeSystem::new();
+    f.answer(&on_host(&["readlink", "-e", "--", "/dev/disk/by-id/nvme-target-ssd"]), Canned::ok("/dev/nvme0n1\n"))
+        .answer(
+            &on_host(&["cat", "--", "/sys/class/block/nvme0n1/partition"]),
+            Canned::fail(1, "cat: /sys/class/block/nvme0n1/partition: No such file or directory\n"),
+        )
+        .answer(&on_host(&["cat", "--", "/sys/class/block/nvme0n1/device/model"]), Canned::ok("INTEL SSDPF2KX038TZ\n"));
+    let mut only = plan.clone();
+    only.steps.retain(|s| matches!(s.action, Action::HostDeviceIdentity { .. } | Action::OnHost { .. }));
+    let dir = tempfile::tempdir().unwrap();
+    let journal = journal::Journal::begin(dir.path(), "fake", "test").unwrap();
+    let r = execute(&only, std::slice::from_ref(&d), &mut f, &journal, &AtomicBool::new(false), &mut |_| {});
+    let Err(ProvisionError::Refused { refusal, .. }) = r else { panic!("refused: {r:?}") };
+    assert!(
+        refusal.to_string().contains("model mismatch") && refusal.to_string().contains("INTEL SSDPF2KX038TZ"),
+        "{refusal}"
+    );
+    assert!(!f.commands().iter().any(|c| c.contains("mkdir")), "nothing exported: {:?}", f.commands());
 }

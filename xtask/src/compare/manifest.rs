@@ -185,6 +185,11 @@ pub fn device_record(d: &tiers::ProvisionedDevice) -> DeviceRecord {
         dax_note: d.mount.dax.note.clone(),
         throttle: None,
         facts: serde_json::to_value(&d.facts).unwrap_or_default(),
+        nvme_tcp: d.nvme_tcp.as_ref().map(|c| results::manifest::NvmeTcpConnectionRecord {
+            controller: c.controller.clone(),
+            requested: c.requested.clone(),
+            in_force: c.in_force.clone(),
+        }),
     }
 }
 

@@ -26,6 +26,26 @@ fn target_host_case(mode: &str, timeout: Duration) -> Guest {
         "{log}"
     );
     assert!(stderr.contains("teardown complete"), "{stderr}");
+    // End to end: the namespace got its UUID on the target, and the run (which checks it in
+    // /sys/block/<X>/wwid before mkfs) went through.
+    assert!(log.contains(&format!("subsystems/{ours}/namespaces/1/device_uuid ")), "{log}");
+    // The connection's settings: passed and as the controller reports them in sysfs.
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(g.out_path().join("results/manifest.json")).unwrap()).unwrap();
+    let c = &manifest["devices"][0]["nvme_tcp"];
+    assert_eq!(
+        (&c["requested"]["ctrl-loss-tmo"], &c["requested"]["queue-size"]),
+        (&"60".into(), &"kernel default".into()),
+        "{c}"
+    );
+    assert_eq!(
+        (&c["in_force"]["ctrl-loss-tmo"], &c["in_force"]["reconnect-delay"]),
+        (&"60".into(), &"2".into()),
+        "{c}"
+    );
+    for k in ["nr-io-queues", "queue-size"] {
+        assert!(c["in_force"][k].as_str().and_then(|v| v.parse::<u32>().ok()).is_some_and(|v| v > 0), "{k}: {c}");
+    }
     let (initial, before) = (g.out("state-initial.txt"), g.out("state-before.txt"));
     let nvmet = |s: &str| sections(s)["nvmet"].clone();
     let other: Vec<String> = nvmet(&before);

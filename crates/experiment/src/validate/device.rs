@@ -147,6 +147,18 @@ impl Validator<'_> {
                 self.err(span(d), key(what), format!("`{what}` does not apply to a {class} device"));
             }
         }
+        // model and serial identify a disk: a local one's `path`, or the `export` of a target
+        // host (checked there); a remote subsystem's namespace is found by its NQN.
+        let identifies = class == DeviceClass::Nvme || (class == DeviceClass::NvmeTcp && r.target.is_some());
+        for (present, what) in [(r.model.is_some(), "model"), (r.serial.is_some(), "serial")] {
+            if present && !identifies {
+                self.err(
+                    span(d),
+                    key(what),
+                    format!("`{what}` identifies a local device's `path` or the `export` of a target host; a {class} device{} has neither, so it would be unused: leave it out", if class == DeviceClass::NvmeTcp { " without `target`" } else { "" }),
+                );
+            }
+        }
         real
     }
 
@@ -360,7 +372,7 @@ fn is_uuid(s: &str) -> bool {
 
 /// `/dev/nvme0n1`, `/dev/sdb`, `/dev/vdc1`, `/dev/nvme1n1p2`: names the kernel gives in probe
 /// order, not stable across boots.
-fn is_kernel_name(path: &str) -> bool {
+pub(super) fn is_kernel_name(path: &str) -> bool {
     let Some(name) = path.strip_prefix("/dev/") else { return false };
     let digits_then = |s: &str| s.trim_start_matches(|c: char| c.is_ascii_digit()).len() < s.len();
     if let Some(rest) = name.strip_prefix("nvme") {

@@ -101,11 +101,19 @@ impl Validator<'_> {
                     }
                 ));
             }
+            if !opts.emulate && super::device::is_kernel_name(&export.display().to_string()) {
+                self.warnings.push(format!(
+                    "device {n:?}: export {} is a kernel name on host {name:?}, which can name another disk there after a reboot or a hot-plug (NVMe and SCSI names follow probe order); a stable /dev/disk/by-id/... name, or model and serial, make sure it is this disk",
+                    export.display()
+                ));
+            }
             dev.target_host = Some(TargetHost {
                 name: name.clone(),
                 address: host.address.to_string(),
                 export,
                 allow_any_host,
+                export_model: r.model.clone(),
+                export_serial: r.serial.clone(),
                 shell: None,
             });
         }

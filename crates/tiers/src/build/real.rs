@@ -56,8 +56,9 @@ pub(super) fn real_checks(plan: &mut Plan, devices: &[DeviceSpec], ctx: &PlanCon
                     Action::Check(Check::PmemFsdax {
                         namespace: namespace.clone(),
                         allow_reconfigure: *allow_reconfigure,
+                        dax: d.dax,
                     }),
-                    "DAX needs an fsdax namespace",
+                    "DAX needs an fsdax namespace, and one aligned to 2 MiB to map PostgreSQL's files with huge pages as the PMem guides' layout (mkfs.xfs -d su=2m) intends",
                 );
                 plan.push(
                     name,
@@ -112,8 +113,9 @@ pub(super) fn nvme_tcp_checks(plan: &mut Plan, devices: &[DeviceSpec], i: usize,
             name,
             Action::NvmeConnect { target: t.clone(), secret_file, devices: sharing.clone() },
             format!(
-                "attach the remote subsystem so that its namespace{} can be checked (writes nothing); teardown disconnects the controller this connect creates{}",
+                "attach the remote subsystem so that its namespace{} can be checked (writes nothing); teardown disconnects the controller this connect creates; connection settings: {} (the manifest records them with the values the controller reports){}",
                 if sharing.len() > 1 { format!("s ({})", sharing.join(", ")) } else { String::new() },
+                crate::plan::connect_settings_text(),
                 if t.dhchap_secret.is_some() {
                     "; the DH-HMAC-CHAP secret is read when the command runs and never reaches a command line, the plan or any record"
                 } else {
@@ -127,6 +129,16 @@ pub(super) fn nvme_tcp_checks(plan: &mut Plan, devices: &[DeviceSpec], i: usize,
         Action::Resolve { what: Resolve::NvmeNamespace { nqn: t.nqn.clone(), nsid: t.nsid }, bind: disk_var(d) },
         "kernel names like nvme2n1 are not stable: find the namespace by its subsystem NQN",
     );
+    if d.target_host.is_some() {
+        plan.push(
+            name,
+            Action::Check(Check::NvmeNamespaceUuid {
+                device: Value::var(disk_var(d)),
+                uuid: super::target::namespace_uuid(&ctx.short_id, &d.name, &t.nqn),
+            }),
+            "end to end: the namespace found is the one the target host exports (another target answering at that address with that NQN is refused before anything is written)",
+        );
+    }
 }
 
 pub(super) const UUID_HOSTNQN: &str = "nqn.2014-08.org.nvmexpress:uuid:";
@@ -252,6 +264,13 @@ pub(super) fn partition(plan: &mut Plan, d: &DeviceSpec, p: &PartitionSpec, disk
             "1 MiB, or where the device reports its geometry (a RAID stripe width that does not divide 1 MiB), a start parted's align-check opt accepts"
         },
     );
+    if d.allow_wipe {
+        plan.push(
+            name,
+            Action::WipeSignatures { device: disk_var(d), partitions_first: true },
+            "the experiment file allows wiping: erase the signatures (magic strings only) of the disk's old partitions and of the disk, so that an old LVM PV or md member at the new partition's start is not found and activated by udev when parted writes the table (mkfs would then fail with EBUSY and a stray volume group or array stay running)",
+        );
+    }
     plan.push(
         name,
         run(
@@ -280,5 +299,12 @@ pub(super) fn partition(plan: &mut Plan, d: &DeviceSpec, p: &PartitionSpec, disk
         Action::Resolve { what: Resolve::Partition { disk: disk_var(d), number: 1 }, bind: d.name.clone() },
         "the partition node appears asynchronously",
     );
+    if d.allow_wipe {
+        plan.push(
+            name,
+            Action::WipeSignatures { device: d.name.clone(), partitions_first: false },
+            "the experiment file allows wiping: erase any signature found inside the new partition (one an old layout left at its offsets) while the disk is held, before mkfs",
+        );
+    }
     Value::var(&d.name)
 }

@@ -119,6 +119,28 @@ pub fn nvmet_port_id(short_id: &str, index: usize) -> u16 {
     1000 + ((h.wrapping_add(index as u32)) % 60_000) as u16
 }
 
+/// The `device_uuid` the export of device `device` (subsystem `nqn`) gets in a run with token
+/// `short_id`: a UUID (version 4 layout) made from the three, so that the plan is pure and the
+/// initiator knows which namespace to expect.
+pub fn namespace_uuid(short_id: &str, device: &str, nqn: &str) -> String {
+    let fnv = |seed: u64| {
+        [short_id, device, nqn].iter().fold(seed, |a, s| {
+            s.bytes().chain([0u8]).fold(a, |a, b| (a ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3))
+        })
+    };
+    let (hi, lo) = (fnv(0xcbf2_9ce4_8422_2325), fnv(0x8422_2325_cbf2_9ce4));
+    let hi = (hi & !0xf000) | 0x4000; // version 4
+    let lo = (lo & !(0xc << 60)) | (0x8 << 60); // variant 10xx
+    format!(
+        "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
+        hi >> 32,
+        (hi >> 16) & 0xffff,
+        hi & 0xffff,
+        lo >> 48,
+        lo & 0xffff_ffff_ffff
+    )
+}
+
 /// The device `export` of the target host exported by nvmet as subsystem `t.nqn` on a port at
 /// the host's address: checked there first, then the subsystem, its namespace and the port made
 /// in configfs, each with its undo recorded first.
@@ -131,6 +153,18 @@ pub(super) fn nvmet_export(
     ctx: &PlanContext,
 ) {
     let h = &t.name;
+    if t.export_model.is_some() || t.export_serial.is_some() {
+        plan.push(
+            Some(&d.name),
+            Action::HostDeviceIdentity {
+                host: h.clone(),
+                device: t.export.clone(),
+                model: t.export_model.clone(),
+                serial: t.export_serial.clone(),
+            },
+            format!("make sure the device host {h} exports is the one the experiment file names (its sysfs device/model and serial, read there)"),
+        );
+    }
     plan.push(
         Some(&d.name),
         Action::HostDeviceCheck { host: h.clone(), device: t.export.clone(), allow_wipe: d.allow_wipe },
@@ -184,6 +218,12 @@ pub(super) fn nvmet_export(
     }
     let ns = format!("{subsys}/namespaces/{}", nt.nsid.unwrap_or(1));
     mkdir(plan, &ns, "the namespace");
+    set(
+        plan,
+        &format!("{ns}/device_uuid"),
+        &namespace_uuid(&ctx.short_id, &d.name, &nt.nqn),
+        "the namespace's UUID, made for this run (set before it is enabled, as nvmet requires): this machine checks it in /sys/block/<X>/wwid of the namespace it connects to before anything is written",
+    );
     set(plan, &format!("{ns}/device_path"), &t.export.display().to_string(), "the block device it exports");
     set(plan, &format!("{ns}/enable"), "1", "enable the namespace (removing its directory at teardown disables it)");
     // One port per (address, TCP port) on the host, as nvmetcli lays it out: a second port

@@ -39,6 +39,15 @@ pub enum Action {
     UnlockDisk {
         disk: String,
     },
+    /// `wipefs --all` of the device bound to `device` (only a device the experiment file names,
+    /// with `allow_wipe`, past its checks): every signature libblkid sees is erased (magic strings
+    /// only, no data). With `partitions_first`, each partition the disk has when the step runs
+    /// (sysfs) is wiped before the disk. wipefs opens each device `O_EXCL` and fails if it is in
+    /// use.
+    WipeSignatures {
+        device: String,
+        partitions_first: bool,
+    },
     /// A program must be installed.
     RequireTool {
         program: String,
@@ -143,6 +152,14 @@ pub enum Action {
         device: PathBuf,
         allow_wipe: bool,
     },
+    /// The model and serial of the device a target host exports, read there (sysfs, udev, VPD
+    /// page 0x80, as for a local device), against those the experiment file gives.
+    HostDeviceIdentity {
+        host: String,
+        device: PathBuf,
+        model: Option<String>,
+        serial: Option<String>,
+    },
 }
 
 /// What a step on a target host does to it.
@@ -176,6 +193,10 @@ impl Action {
                 format!("udevadm settle; flock --exclusive <{disk}>  # held until the filesystem is made")
             }
             Action::UnlockDisk { disk } => format!("release the lock on <{disk}>; udevadm settle"),
+            Action::WipeSignatures { device, partitions_first: true } => {
+                format!("wipefs --all <each partition of <{device}> now, from sysfs>; wipefs --all <{device}>")
+            }
+            Action::WipeSignatures { device, partitions_first: false } => format!("wipefs --all <{device}>"),
             Action::Check(c) => c.to_string(),
             Action::MakeDir { path, mode, .. } => {
                 format!("mkdir -p -m {mode:o} {}", path.display())
@@ -227,6 +248,12 @@ impl Action {
             Action::OnHost { host, words, .. } => {
                 format!("[on host {host}] {}", journal::command::posix_command(words))
             }
+            Action::HostDeviceIdentity { host, device, model, serial } => format!(
+                "[on host {host}] check {} identity: model {}, serial {}",
+                device.display(),
+                model.as_deref().unwrap_or("(any)"),
+                serial.as_deref().unwrap_or("(any)")
+            ),
             Action::HostDeviceCheck { host, device, allow_wipe } => format!(
                 "[on host {host}] check {} is a block device (readlink -e, stat), not held by LVM/md/dm, not mounted, not swap, not busy (O_EXCL open), not exported by nvmet already{}",
                 device.display(),
@@ -251,6 +278,7 @@ impl Action {
                 | Action::LockDisk { .. }
                 | Action::UnlockDisk { .. }
                 | Action::HostDeviceCheck { .. }
+                | Action::HostDeviceIdentity { .. }
                 | Action::OnHost { kind: HostStep::Check, .. }
         )
     }

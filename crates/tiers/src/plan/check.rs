@@ -14,8 +14,10 @@ pub enum Check {
     /// Not mounted (nor any partition), not swap, not held by LVM/md/dm, not backing the running
     /// system, and no filesystem or partition-table signature unless wiping is allowed.
     NotInUse { device: Value, allow_wipe: bool },
-    /// The PMem namespace exists and is in fsdax mode (or may be reconfigured).
-    PmemFsdax { namespace: String, allow_reconfigure: bool },
+    /// The PMem namespace exists and is in fsdax mode (or may be reconfigured); with DAX asked
+    /// for, an fsdax namespace's `align` is a multiple of 2 MiB, which DAX needs to map files
+    /// with 2 MiB pages (PMD faults): below that DAX = required is refused, optional noted.
+    PmemFsdax { namespace: String, allow_reconfigure: bool, dax: DaxPolicy },
     /// Whatever device the PMem namespace has now (`pmemN` block device, `daxN.M` character
     /// device) is not in use, and (unless wiping is allowed) carries no signature.
     PmemNotInUse { namespace: String, allow_wipe: bool },
@@ -26,6 +28,9 @@ pub enum Check {
     NvmeCli { secret: bool },
     /// The host NQN and host ID come as a pair (or neither, or a uuid host NQN that implies its ID).
     NvmeHostIdentity { host_nqn: Option<String>, host_id: Option<String> },
+    /// The NVMe namespace bound to `device` is the one a target host of this run exports: its
+    /// `/sys/block/<X>/wwid` is `uuid.<uuid>`, the `device_uuid` pgtier gave it there.
+    NvmeNamespaceUuid { device: Value, uuid: String },
     /// The device is large enough for `bytes` (what for: `what`), before anything is written.
     Room { device: Value, bytes: u64, what: String },
     /// The same for a PMem namespace, by the size `ndctl list -N -i` gives it (its block device
@@ -52,10 +57,11 @@ impl fmt::Display for Check {
                     ", and carries no filesystem or partition-table signature (blkid -p, wipefs --no-act)"
                 }
             ),
-            Check::PmemFsdax { namespace, allow_reconfigure } => write!(
+            Check::PmemFsdax { namespace, allow_reconfigure, dax } => write!(
                 f,
-                "check ndctl list -N -i: namespace {namespace} exists and is in fsdax mode{}",
-                if *allow_reconfigure { " (or may be reconfigured: allow_reconfigure = true)" } else { "" }
+                "check ndctl list -N -i: namespace {namespace} exists and is in fsdax mode{}{}",
+                if *allow_reconfigure { " (or may be reconfigured: allow_reconfigure = true)" } else { "" },
+                if *dax == DaxPolicy::Off { "" } else { ", its align a multiple of 2 MiB (huge-page DAX mappings)" }
             ),
             Check::PmemNotInUse { namespace, allow_wipe } => write!(
                 f,
@@ -80,6 +86,9 @@ impl fmt::Display for Check {
                 host_nqn.as_deref().unwrap_or("not given"),
                 host_id.as_deref().unwrap_or("not given")
             ),
+            Check::NvmeNamespaceUuid { device, uuid } => {
+                write!(f, "check /sys/block/{device}/wwid is uuid.{uuid} (the namespace the target host exports)")
+            }
             Check::Room { device, bytes, what } => {
                 write!(f, "check {device} holds {} ({what})", human_bytes(*bytes))
             }

@@ -224,6 +224,38 @@ impl fmt::Display for Plan {
 pub const CTRL_LOSS_TMO: &str = "60";
 pub const RECONNECT_DELAY: &str = "2";
 
+/// What a connection setting pgtier does not pass is: the kernel's default.
+pub const KERNEL_DEFAULT: &str = "kernel default";
+
+/// The connection settings that decide how an NVMe/TCP device behaves, by nvme-cli option, with
+/// the value pgtier passes (`None`: not passed, so the kernel's default: one I/O queue per CPU
+/// and 128 entries each, as the kernel and the target negotiate them).
+pub const CONNECT_SETTINGS: [(&str, Option<&str>); 4] = [
+    ("ctrl-loss-tmo", Some(CTRL_LOSS_TMO)),
+    ("reconnect-delay", Some(RECONNECT_DELAY)),
+    ("nr-io-queues", None),
+    ("queue-size", None),
+];
+
+/// [`CONNECT_SETTINGS`] as the manifest records them: each option's value, or "kernel default".
+pub fn connect_settings() -> std::collections::BTreeMap<String, String> {
+    CONNECT_SETTINGS.iter().map(|(k, v)| (k.to_string(), v.unwrap_or(KERNEL_DEFAULT).to_string())).collect()
+}
+
+/// The settings of [`CONNECT_SETTINGS`] that pgtier passes, as (option, value).
+pub fn passed_connect_settings() -> impl Iterator<Item = (&'static str, &'static str)> {
+    CONNECT_SETTINGS.iter().filter_map(|(k, v)| v.map(|v| (*k, v)))
+}
+
+/// `ctrl-loss-tmo 60, ..., queue-size kernel default`, for the dry run.
+pub fn connect_settings_text() -> String {
+    let parts: Vec<String> = CONNECT_SETTINGS
+        .iter()
+        .map(|(k, v)| format!("{k} {}", v.unwrap_or("(not passed: the kernel's default)")))
+        .collect();
+    parts.join(", ")
+}
+
 /// The `nvme connect` of a target, as run with nvme-cli 2.0 to 2.10 (and 1.15 and later 1.x
 /// without a secret; 1.14 and older get no `--output-format`); `<...>` values are read when it
 /// runs.
@@ -241,7 +273,9 @@ pub fn connect_command(t: &NvmeTcpTarget, secret_file: Option<&std::path::Path>)
     ]);
     let (nqn, id) = crate::build::host_identity(t);
     c = c.lit("--hostnqn").val(nqn).lit("--hostid").val(id);
-    c = c.lits(["--ctrl-loss-tmo", CTRL_LOSS_TMO, "--reconnect-delay", RECONNECT_DELAY]);
+    for (option, value) in passed_connect_settings() {
+        c = c.lit(format!("--{option}")).lit(value);
+    }
     if let Some(f) = secret_file {
         c = c.lit("--config").lit(f.display().to_string());
     }

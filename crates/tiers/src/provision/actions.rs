@@ -306,4 +306,19 @@ impl Executor<'_> {
         }
         self.settle_udev(n);
     }
+
+    /// `wipefs --all` of the device bound to `device`, after each of its partitions (as sysfs
+    /// lists them now) when `partitions_first`.
+    pub(super) fn wipe_signatures(&mut self, n: usize, device: &str, partitions_first: bool) -> Result<(), StepError> {
+        let dev = PathBuf::from(self.value(&Value::var(device))?);
+        let mut members = if partitions_first { safety::device_and_partitions(self.sys, &dev) } else { vec![dev] };
+        members[1..].sort();
+        // The disk last: wiping its partition table makes the kernel drop the partition nodes.
+        members.rotate_left(1);
+        for m in members {
+            self.ndctl_cache = None;
+            self.run_plain(n, CommandLine::new("wipefs").arg("--all").arg(&m))?;
+        }
+        Ok(())
+    }
 }

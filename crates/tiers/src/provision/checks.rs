@@ -3,6 +3,10 @@
 
 use super::*;
 
+/// The size of a PMD (huge-page) mapping on x86-64: an fsdax namespace's `align` must be a
+/// multiple of it for DAX to map 2 MiB pages.
+const PMD_BYTES: u64 = 2 << 20;
+
 impl Executor<'_> {
     pub(super) fn check(&mut self, n: usize, check: &Check) -> Result<(), StepError> {
         match check {
@@ -19,7 +23,9 @@ impl Executor<'_> {
                 let dev = self.value(device)?;
                 self.probe(n, |s| safety::check_not_in_use(s, Path::new(&dev), *allow_wipe)).map_err(StepError::Refused)
             }
-            Check::PmemFsdax { namespace, allow_reconfigure } => self.check_pmem_fsdax(n, namespace, *allow_reconfigure),
+            Check::PmemFsdax { namespace, allow_reconfigure, dax } => {
+                self.check_pmem_fsdax(n, namespace, *allow_reconfigure, *dax)
+            }
             Check::PmemNotInUse { namespace, allow_wipe } => self.check_pmem_not_in_use(n, namespace, *allow_wipe),
             Check::NvmeNotConnected { nqn } => {
                 let subsystems = self.nvme_subsystems(n)?;
@@ -51,6 +57,10 @@ impl Executor<'_> {
                 .into()),
                 _ => Ok(()),
             },
+            Check::NvmeNamespaceUuid { device, uuid } => {
+                let dev = self.value(device)?;
+                self.probe(n, |s| safety::check_namespace_uuid(s, Path::new(&dev), uuid)).map_err(StepError::Refused)
+            }
             Check::Room { device, bytes, what } => self.check_room(device, *bytes, what),
             Check::PmemRoom { namespace, bytes, what } => {
                 let list = self.ndctl_list(n)?;
@@ -63,7 +73,13 @@ impl Executor<'_> {
     }
 
     /// The namespace exists, is enabled and in fsdax mode, unless it may be reconfigured.
-    fn check_pmem_fsdax(&mut self, n: usize, namespace: &str, allow_reconfigure: bool) -> Result<(), StepError> {
+    fn check_pmem_fsdax(
+        &mut self,
+        n: usize,
+        namespace: &str,
+        allow_reconfigure: bool,
+        dax: DaxPolicy,
+    ) -> Result<(), StepError> {
         let list = self.ndctl_list(n)?;
         let Some(ns) = ndctl::find(&list, namespace) else {
             return Err(format!(
@@ -90,6 +106,24 @@ impl Executor<'_> {
                 ns.mode.as_str()
             )
             .into());
+        }
+        // A namespace pgtier re-makes gets ndctl's default alignment (2 MiB on x86-64); one
+        // kept as it is must already allow huge-page mappings.
+        if let (true, ndctl::PmemMode::Fsdax, Some(align)) = (ns.enabled, &ns.mode, ns.align)
+            && dax != DaxPolicy::Off
+            && !align.is_multiple_of(PMD_BYTES)
+        {
+            let why = format!(
+                "namespace {namespace} has align {align} ({}, ndctl list -N -i): DAX can map its files with 4 KiB pages only, not the 2 MiB ones (PMD) the PMem guides' layout is for, so page faults, TLB misses and throughput differ from a 2 MiB-aligned namespace's",
+                crate::plan::human_bytes(align)
+            );
+            let fix = format!(
+                "re-create it with ndctl create-namespace -f -e {namespace} -m fsdax --align=2M (destroys its data)"
+            );
+            if dax == DaxPolicy::Required {
+                return Err(format!("{why}; {fix}, or set dax = \"optional\" to measure it with small pages").into());
+            }
+            self.notes.push(format!("{why} (dax = \"optional\": measured as it is; {fix} for huge pages)"));
         }
         Ok(())
     }

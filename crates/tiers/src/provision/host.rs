@@ -148,6 +148,23 @@ impl Executor<'_> {
         ids
     }
 
+    /// The exported device's model and serial on `host`, read there as for a local device.
+    pub(super) fn host_device_identity(
+        &mut self,
+        n: usize,
+        host: &str,
+        device: &Path,
+        (model, serial): (Option<&str>, Option<&str>),
+    ) -> Result<(), StepError> {
+        let shell = self.shell(host)?;
+        let refused = self.probe(n, |s| {
+            let mut h = HostSystem { inner: s, shell: &shell };
+            let dev = h.canonicalize(device).unwrap_or_else(|_| device.to_path_buf());
+            safety::check_identity(&mut h, &dev, model, serial)
+        });
+        refused.map_err(StepError::Refused)
+    }
+
     /// The exported device's checks on `host`: its stable name resolved there, a block device,
     /// not in use, no signature unless `allow_wipe`.
     pub(super) fn host_device_check(

@@ -24,6 +24,7 @@ mod host;
 mod nvme_connect;
 mod recorder;
 
+pub use nvme_connect::NvmeTcpConnection;
 use recorder::Recorder;
 
 /// Whether DAX was asked for and whether the kernel honoured it.
@@ -65,6 +66,8 @@ pub struct ProvisionedDevice {
     pub facts: DeviceFacts,
     /// Helper processes behind the device (nbdkit, nbdfuse), by label.
     pub helpers: Vec<(String, journal::ProcessId)>,
+    /// A real NVMe/TCP device's connection: its settings, asked for and in force.
+    pub nvme_tcp: Option<NvmeTcpConnection>,
 }
 
 /// A command the executor ran, with its output (secrets redacted).
@@ -135,6 +138,8 @@ pub fn execute(
         helpers: HashMap::new(),
         nvme_cli: None,
         connections: HashMap::new(),
+        controllers: HashMap::new(),
+        notes: Vec::new(),
         exports: HashMap::new(),
         made_dirs: Vec::new(),
         locks: HashMap::new(),
@@ -173,6 +178,10 @@ pub fn execute(
             },
         });
         let facts = facts::collect(ex.sys, Path::new(&dev), Some(&mountpoint));
+        let nvme_tcp = match ex.controllers.get(&d.name) {
+            Some(c) => Some(nvme_connect::connection_record(ex.sys, c.as_deref())),
+            None => None,
+        };
         if d.precondition.is_some()
             && let Some(x) = &facts.xfs_info
         {
@@ -194,6 +203,7 @@ pub fn execute(
             mount,
             facts,
             helpers: ex.helpers.remove(&d.name).unwrap_or_default(),
+            nvme_tcp,
         });
     }
     Ok(Provisioned { devices, commands: ex.commands, seconds: started.elapsed().as_secs_f64() })
@@ -276,6 +286,10 @@ struct Executor<'a> {
     /// The journal records of the NVMe/TCP connection each device is a namespace of: its mount
     /// holds them (teardown disconnects only after the unmount succeeded).
     connections: HashMap<String, Vec<RecordId>>,
+    /// The NVMe/TCP controller each device's connect created (`None`: nvme-cli did not say).
+    controllers: HashMap<String, Option<String>>,
+    /// What a check found worth saying without refusing (reported after the step).
+    notes: Vec<String>,
     /// The journal records of each device's export on its target host (configfs items and
     /// links): the connection and the mount on top of them hold them.
     exports: HashMap<String, Vec<RecordId>>,
@@ -402,7 +416,12 @@ impl Executor<'_> {
                     .into());
                 }
             }
-            Action::Check(check) => self.check(n, check)?,
+            Action::Check(check) => {
+                self.check(n, check)?;
+                for note in std::mem::take(&mut self.notes) {
+                    on_event(Event::Note(note));
+                }
+            }
             Action::MakeDir { path, mode, remove_on_teardown } => self.make_dir(path, *mode, *remove_on_teardown)?,
             Action::SparseFile { path, size } => {
                 self.record(Undo::RemoveFile { path: path.clone() }, "backing file")?;
@@ -437,6 +456,9 @@ impl Executor<'_> {
             }
             Action::LockDisk { disk } => self.lock_disk(n, disk)?,
             Action::UnlockDisk { disk } => self.unlock_disk(n, disk),
+            Action::WipeSignatures { device, partitions_first } => {
+                self.wipe_signatures(n, device, *partitions_first)?
+            }
             Action::WriteFile { path, contents, what } => {
                 self.record(Undo::RemoveFile { path: path.clone() }, what)?;
                 self.sys.write(path, contents).map_err(|e| format!("write {}: {e}", path.display()))?;
@@ -453,6 +475,9 @@ impl Executor<'_> {
             }
             Action::OnHost { host, words, undo, kind } => {
                 self.on_host(n, step.device.as_deref(), (host, *kind), words, undo.as_ref())?
+            }
+            Action::HostDeviceIdentity { host, device, model, serial } => {
+                self.host_device_identity(n, host, device, (model.as_deref(), serial.as_deref()))?
             }
             Action::HostDeviceCheck { host, device, allow_wipe } => {
                 self.host_device_check(n, host, device, *allow_wipe)?

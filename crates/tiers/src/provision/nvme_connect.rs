@@ -1,7 +1,52 @@
 //! NVMe/TCP: one connect per subsystem (the secret through a mode-0600 libnvme configuration,
 //! never argv), the controllers and namespaces it made found through nvme-cli's JSON.
 
+use std::collections::BTreeMap;
+
 use super::*;
+
+/// The NVMe/TCP connection a device is a namespace of: the settings pgtier asked for and what
+/// the controller reports it runs with.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct NvmeTcpConnection {
+    /// The controller the connect created (`nvme6`), when nvme-cli said.
+    pub controller: Option<String>,
+    /// By nvme-cli option (`ctrl-loss-tmo`, `reconnect-delay`, `nr-io-queues`, `queue-size`):
+    /// the value pgtier passed, or "kernel default".
+    pub requested: BTreeMap<String, String>,
+    /// By the same options, what the controller reports in sysfs (`/sys/class/nvme/<ctrl>/`):
+    /// `ctrl_loss_tmo` (seconds, or `off`), `reconnect_delay`, `queue_count` less the admin
+    /// queue, `sqsize` plus one (the kernel keeps it zero-based); those it could not read are
+    /// missing.
+    pub in_force: BTreeMap<String, String>,
+}
+
+/// The connection record of a device on `controller`, its settings read from sysfs.
+pub(super) fn connection_record(sys: &mut dyn System, controller: Option<&str>) -> NvmeTcpConnection {
+    let mut in_force = BTreeMap::new();
+    if let Some(c) = controller {
+        let dir = Path::new("/sys/class/nvme").join(c);
+        let mut read = |attr: &str| sys.read_to_string(&dir.join(attr)).ok().map(|s| s.trim().to_string());
+        let number =
+            |s: Option<String>, delta: i64| s.and_then(|v| v.parse::<i64>().ok()).map(|v| (v + delta).to_string());
+        let found = [
+            ("ctrl-loss-tmo", read("ctrl_loss_tmo").filter(|v| !v.is_empty())),
+            ("reconnect-delay", read("reconnect_delay").filter(|v| !v.is_empty())),
+            ("nr-io-queues", number(read("queue_count"), -1)),
+            ("queue-size", number(read("sqsize"), 1)),
+        ];
+        for (k, v) in found {
+            if let Some(v) = v {
+                in_force.insert(k.to_string(), v);
+            }
+        }
+    }
+    NvmeTcpConnection {
+        controller: controller.map(str::to_string),
+        requested: crate::plan::connect_settings(),
+        in_force,
+    }
+}
 
 impl Executor<'_> {
     /// `nvme connect` in the form the nvme-cli found supports, recording its undo before it runs
@@ -41,12 +86,9 @@ impl Executor<'_> {
         if let Some(i) = &host_id {
             cmd = cmd.args(["--hostid", i.as_str()]);
         }
-        cmd = cmd.args([
-            "--ctrl-loss-tmo",
-            crate::plan::CTRL_LOSS_TMO,
-            "--reconnect-delay",
-            crate::plan::RECONNECT_DELAY,
-        ]);
+        for (option, value) in crate::plan::passed_connect_settings() {
+            cmd = cmd.arg(format!("--{option}")).arg(value);
+        }
         let mut written = None;
         if let (Some(secret), Some(file)) = (&secret, secret_file) {
             self.write_secret_config(t, (host_nqn.as_deref(), host_id.as_deref()), secret, file)?;
@@ -81,12 +123,13 @@ impl Executor<'_> {
         }
         let out = result?;
         let controller = self.created_controller(n, t, &out.stdout)?;
-        let mut holds = self.hold_controller(t, controller, (by_nqn, boot_id), &exports, on_event)?;
+        let mut holds = self.hold_controller(t, controller.clone(), (by_nqn, boot_id), &exports, on_event)?;
         // The mount holds the export too (directly: also when the connection's record is the
         // NQN-wide one).
         holds.extend(exports);
         for d in devices {
             self.connections.insert(d.clone(), holds.clone());
+            self.controllers.insert(d.clone(), controller.clone());
         }
         Ok(())
     }
