@@ -58,6 +58,9 @@ pub enum Final {
     Full,
     /// The wider of the two.
     Wider,
+    /// The wider of Stein's and the batch-means interval of every kept round with this many
+    /// batches ([`batch_interval`]).
+    WiderBatch(u8),
 }
 
 impl Rule {
@@ -246,6 +249,37 @@ pub fn log_interval(x: &[f64], segments: &[u32]) -> Option<LogInterval> {
     Some(LogInterval { n, mean, se: var.sqrt(), df, lag1: r, rho, sd })
 }
 
+/// The batch-means interval on the mean of a kept series: the rounds, in order, split into
+/// `batches` consecutive batches of (nearly) equal size, the standard error from the spread of
+/// the batch means, `batches - 1` degrees of freedom. Correlation between neighbouring rounds
+/// stays mostly inside a batch, so the spread of the batch means carries it without estimating
+/// it. Fewer batches when the series is short (at least 2 rounds per batch, at least 2 batches);
+/// None below 4 rounds.
+pub fn batch_interval(x: &[f64], segments: &[u32], batches: usize) -> Option<LogInterval> {
+    let n = x.len();
+    let b = batches.min(n / 2);
+    if b < 2 || x.iter().any(|v| !v.is_finite()) {
+        return None;
+    }
+    let means: Vec<f64> = (0..b)
+        .map(|i| {
+            let part = &x[i * n / b..(i + 1) * n / b];
+            part.iter().sum::<f64>() / part.len() as f64
+        })
+        .collect();
+    let (mean, sd) = mean_sd(x);
+    let (_, batch_sd) = mean_sd(&means);
+    Some(LogInterval {
+        n,
+        mean,
+        se: batch_sd / (b as f64).sqrt(),
+        df: (b - 1) as f64,
+        lag1: lag1(x, segments),
+        rho: 0.0,
+        sd,
+    })
+}
+
 /// A trend over the kept rounds: the least-squares slope of the log ratio on the round number.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Trend {
@@ -345,15 +379,18 @@ pub fn assess(rule: &Rule, rounds: &[Round], cut: &Cut, contenders: usize) -> As
 /// and the correlation-corrected one of every kept round ([`Final`] chooses); else the
 /// corrected one. The coverage test runs exactly this.
 pub fn estimate(rule: &Rule, x: &[f64], segments: &[u32]) -> Option<LogInterval> {
-    let all = log_interval(x, segments)?;
+    let all = match rule.interval {
+        Final::WiderBatch(b) => batch_interval(x, segments, b as usize)?,
+        _ => log_interval(x, segments)?,
+    };
     let pilot = (rule.target.is_some() && x.len() >= rule.pilot).then(|| plain_interval(&x[..rule.pilot])).flatten();
     let Some(p) = pilot else { return Some(all) };
     let stein = stein_interval(&p, &all);
     Some(match rule.interval {
         Final::Stein => stein,
         Final::Full => all,
-        Final::Wider if stein.half_width() > all.half_width() => stein,
-        Final::Wider => all,
+        Final::Wider | Final::WiderBatch(_) if stein.half_width() > all.half_width() => stein,
+        Final::Wider | Final::WiderBatch(_) => all,
     })
 }
 
@@ -482,6 +519,19 @@ mod tests {
         assert!(i.se > 2.0 * plain && i.df < 8.0, "{i:?}");
         // Across a segment boundary no pair is formed.
         assert!(lag1(&[1.0, 2.0, 1.0, 2.0], &[1, 2, 3, 4]) == 0.0);
+    }
+
+    #[test]
+    fn batch_means_take_their_spread_from_the_batches() {
+        // Batches (1, 2), (3, 4), (5, 6), (7, 8): means 1.5, 3.5, 5.5, 7.5, sd sqrt(20 / 3).
+        let x: Vec<f64> = (1..=8).map(f64::from).collect();
+        let i = batch_interval(&x, &[1; 8], 4).unwrap();
+        assert!(close(i.mean, 4.5, 1e-12) && i.df == 3.0, "{i:?}");
+        assert!(close(i.se, (20.0f64 / 3.0).sqrt() / 2.0, 1e-12), "{i:?}");
+        // Five rounds allow two batches of at least two rounds: (1, 2) and (3, 4, 5).
+        let i = batch_interval(&x[..5], &[1; 5], 4).unwrap();
+        assert!(i.df == 1.0 && close(i.se, (4.0 - 1.5) / 2f64.sqrt() / 2f64.sqrt(), 1e-12), "{i:?}");
+        assert!(batch_interval(&x[..3], &[1; 3], 4).is_none());
     }
 
     #[test]
