@@ -7,6 +7,7 @@ pub mod bundle;
 pub mod charts;
 pub mod claims;
 pub mod compare;
+pub mod contrast;
 pub mod control;
 pub mod document;
 pub mod evidence;

@@ -133,6 +133,10 @@ pub struct Summary {
     pub analysis: Analysis,
     /// The negative control's check per contest (empty without `[measurement] control`).
     pub controls: Vec<crate::control::ControlCheck>,
+    /// The study's own contrast when it measures one placement and varies a build, a profile, a
+    /// memory limit or the client count (None when it compares placements).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub contrast: Option<crate::contrast::Contrast>,
 }
 
 impl Summary {
@@ -259,7 +263,8 @@ pub fn summarize(set: &ResultSet) -> Summary {
             warnings.push(SummaryWarning::ControlMoved { contest: c.contest.clone(), detail: w });
         }
     }
-    Summary { cells, missing, warnings, analysis, controls }
+    let contrast = crate::contrast::of(&cells, margin);
+    Summary { cells, missing, warnings, analysis, controls, contrast }
 }
 
 /// Why a contest is not steady, in figures.

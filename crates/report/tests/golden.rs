@@ -14,10 +14,11 @@ const OUTPUTS: [&str; 7] =
     ["summary.csv", "runs.csv", "statements.csv", "devices.csv", "series.csv", "summary.json", "report.md"];
 
 /// Charts kept as goldens (the others are checked for their text extents, not their bytes).
-const CHARTS: [(&str, &str); 3] = [
+const CHARTS: [(&str, &str); 4] = [
     ("seed003-tiers", "charts/scaling-tproc-c-mem160MiB.svg"),
     ("seed004-profiles", "charts/by-profile-tpcb-c1-mem160MiB.svg"),
     ("seed000-claims", "charts/waits-tpcb.svg"),
+    ("seed004-sweep", "charts/forest-changes.svg"),
 ];
 
 fn update() -> bool {
@@ -77,6 +78,11 @@ fn seed000_claims_matches_its_goldens() {
 #[test]
 fn seed000_slices_matches_its_goldens() {
     goldens(rendered(FIXTURES[3]));
+}
+
+#[test]
+fn seed004_sweep_matches_its_goldens() {
+    goldens(rendered(FIXTURES[4]));
 }
 
 /// The slices estimator on recorded rounds whose baseline warmed up: the cut falls by round,

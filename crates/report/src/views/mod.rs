@@ -416,6 +416,7 @@ mod tests {
                 contests: Default::default(),
             },
             controls: vec![],
+            contrast: None,
         };
         let keys: Vec<Vec<String>> = groups(&summary)
             .iter()
