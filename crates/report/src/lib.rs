@@ -17,6 +17,7 @@ pub mod fleet;
 pub mod idle_io;
 pub mod markdown;
 pub mod model;
+pub mod publication;
 pub mod rounds;
 pub mod stats;
 pub mod text;
@@ -47,11 +48,20 @@ pub fn refresh_tables(dir: &Path) -> Result<Summary, ReportError> {
 
 /// Everything: tables, charts, report.md and report.html. Returns the summary and the files written.
 pub fn render(dir: &Path) -> Result<(Summary, Vec<PathBuf>), ReportError> {
+    render_with(dir, publication::Figures::Screen)
+}
+
+/// [`render`], and with [`publication::Figures::Publication`] every figure at a journal's size
+/// under `charts/publication/` as well.
+pub fn render_with(dir: &Path, figures: publication::Figures) -> Result<(Summary, Vec<PathBuf>), ReportError> {
     let set = ResultSet::load(dir)?;
     let summary = summarize(&set);
     let mut files = write_outputs(dir, tables(&set, &summary)?)?;
     let (charts, captions) = views::render_all(&set, &summary, dir)?;
     files.extend(charts);
+    if figures == publication::Figures::Publication {
+        files.extend(write_outputs(dir, publication::figures(&captions).map_err(ExportError::from)?)?);
+    }
     files.extend(write_outputs(dir, MarkdownExporter { charts: captions.clone() }.export(&set, &summary)?)?);
     files.extend(write_outputs(dir, HtmlExporter { charts: captions }.export(&set, &summary)?)?);
     // An appendix an earlier render wrote and this one did not (no shared warning any more).

@@ -23,6 +23,8 @@ pub enum ExportError {
     Write { path: PathBuf, message: String },
     #[error(transparent)]
     Chart(#[from] crate::charts::ChartError),
+    #[error(transparent)]
+    Publication(#[from] crate::publication::PublicationError),
 }
 
 /// One file of a rendered view.
