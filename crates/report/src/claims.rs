@@ -7,8 +7,7 @@ use results::record::{CellKey, MemoryLabel, RunRecord, RunStatus};
 use serde::Serialize;
 
 use crate::evidence::Study;
-use crate::markdown::statement_label;
-use crate::model::{CellSummary, ResultSet, Summary};
+use crate::model::{CellSummary, ResultSet, Summary, statement_label};
 use crate::stats::{Delta, Estimate, Verdict};
 
 /// What the measurement says about a published figure.

@@ -69,6 +69,9 @@ impl ResultsDir {
     pub fn summary_csv(&self) -> PathBuf {
         self.root.join("summary.csv")
     }
+    pub fn summary_json(&self) -> PathBuf {
+        self.root.join("summary.json")
+    }
     pub fn series_csv(&self) -> PathBuf {
         self.root.join("series.csv")
     }
