@@ -21,6 +21,9 @@ const CHARTS: [(&str, &str); 4] = [
     ("seed004-sweep", "charts/forest-changes.svg"),
 ];
 
+/// Tables only some fixtures have.
+const TABLES: [(&str, &str); 2] = [("seed004-sweep", "contrast.csv"), ("seed004-profiles", "contrast.csv")];
+
 fn update() -> bool {
     std::env::var_os("PGTIER_UPDATE_GOLDEN").is_some_and(|v| !v.is_empty() && v != "0")
 }
@@ -46,7 +49,7 @@ fn goldens(r: &Rendered) {
     let mut failures = Vec::new();
     let listing: String = r.files.iter().map(|f| format!("{f}\n")).collect();
     failures.extend(check(r.name, "files.txt", &listing));
-    let charts = CHARTS.iter().filter(|(f, _)| *f == r.name).map(|(_, c)| *c);
+    let charts = CHARTS.iter().chain(&TABLES).filter(|(f, _)| *f == r.name).map(|(_, c)| *c);
     for rel in OUTPUTS.into_iter().chain(charts) {
         assert!(r.files.iter().any(|f| f == rel), "{}: render did not report {rel}", r.name);
         let text = r.read(rel);

@@ -2,6 +2,7 @@
 //! returns its files as [`Output`]s (a path relative to the output directory and the bytes), and
 //! [`write_outputs`] is the one place that puts them on disk, each atomically.
 
+mod contrast;
 pub(crate) mod tables;
 
 use std::path::{Path, PathBuf};
