@@ -384,7 +384,7 @@ fn contrast_why(x: &crate::contrast::Contrast, c: &CellSummary, study: &Study) -
     let verdict = |k: &results::record::CellKey| study.cells.get(k).map(evidence::verdict_text);
     let w = match x.change_of(&c.key) {
         Some(ch) => match (study.cells.get(&ch.reference), study.cells.get(&ch.cell)) {
-            (Some(r), Some(e)) => evidence::cause(r, e, ch.headline().0.as_ref()),
+            (Some(r), Some(e)) => evidence::cause_against(r, e, ch.headline().0.as_ref(), "the reference"),
             _ => "no evidence".into(),
         },
         None if x.is_reference(&c.key) => {
