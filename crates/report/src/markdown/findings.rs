@@ -37,7 +37,16 @@ pub(super) fn published_vs_measured(d: &mut Document, m: &Manifest, checks: &[Cl
             why.push_str(&format!("; **{f}**"));
         }
         t.row(vec![
-            format!("{}: {what} of {} against {}", r.name, r.placement, r.against),
+            if r.across == "profiles" {
+                format!(
+                    "{}: {what} of profile {} against default on {}",
+                    r.name,
+                    r.profile.as_deref().unwrap_or("default"),
+                    r.placement
+                )
+            } else {
+                format!("{}: {what} of {} against {}", r.name, r.placement, r.against)
+            },
             format!("{} \"{}\"", r.figure, r.text.replace('|', "/")),
             format!("{measured}({})", c.cell),
             format!("**{}**", c.verdict.as_str()),
