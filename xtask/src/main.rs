@@ -95,6 +95,10 @@ enum Command {
         /// With --bundle: include every run's raw output (runs/) too.
         #[arg(long, requires = "bundle")]
         bundle_raw: bool,
+        /// `publication`: also write every figure at a journal's double-column size (183 mm)
+        /// into charts/publication/: SVG and PDF (fonts embedded), PNG at 300 dpi, a caption file.
+        #[arg(long, default_value = "screen", requires = "dir")]
+        figures: report::publication::Figures,
     },
     /// Install what pgtier needs from Debian's packages (as root), or say what is missing.
     Setup {
@@ -188,8 +192,8 @@ fn main() -> ExitCode {
             };
             cleanup::run(wait.unwrap_or_default())
         }
-        Command::Report { dir, baseline, contender, out, bundle, bundle_raw } => {
-            let code = report_command(dir.clone(), baseline, contender, out);
+        Command::Report { dir, baseline, contender, out, bundle, bundle_raw, figures } => {
+            let code = report_command(dir.clone(), baseline, contender, out, figures);
             match (bundle, dir) {
                 (Some(file), Some(dir)) if code == ExitCode::SUCCESS => bundle_command(&dir, &file, bundle_raw),
                 _ => code,
@@ -244,6 +248,7 @@ fn report_command(
     baseline: Option<PathBuf>,
     contender: Option<PathBuf>,
     out: Option<PathBuf>,
+    figures: report::publication::Figures,
 ) -> ExitCode {
     if let (Some(a), Some(b)) = (baseline, contender) {
         let out = out.unwrap_or_else(|| b.join("comparison"));
@@ -285,7 +290,7 @@ fn report_command(
             }
         };
     }
-    match report::render(&dir) {
+    match report::render_with(&dir, figures) {
         Ok((summary, files)) => {
             eprint!("{}", report::text::summary_table(&summary));
             for w in &summary.warnings {

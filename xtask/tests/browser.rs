@@ -84,6 +84,126 @@ struct Seen {
     drawn: i64,
 }
 
+/// Opens a copy of `html` whose print rules apply on screen, at the width of A4's printable
+/// area, with the probe injected (written to `page`): every figure as it was drawn, and what is
+/// wrong (a page wider than the window, a figure not drawn, a figure or table wider than A4).
+fn on_screen(profile: &Path, page: &Path, html: &str) -> (Vec<Seen>, Vec<String>) {
+    let probe = html
+        .replace("@media print {", "@media all {")
+        .replace("</body>", &format!("<script>{}</script></body>", include_str!("browser/probe.js")));
+    std::fs::write(page, probe).unwrap();
+    let window = format!("--window-size={A4_PRINTABLE_PX},1100");
+    let dom = chromium(profile, &[&window, "--dump-dom", &url(page)]);
+    let report = dom
+        .rsplit("<pre id=\"probe\">")
+        .next()
+        .filter(|_| dom.contains("<pre id=\"probe\">"))
+        .and_then(|s| s.split("</pre>").next())
+        .unwrap_or_else(|| {
+            panic!("the probe did not run: {}", &dom[dom.len().saturating_sub(400)..]);
+        });
+    let mut figures = Vec::new();
+    let mut problems = Vec::new();
+    for line in report.lines() {
+        let w: Vec<&str> = line.split(' ').collect();
+        let n = |i: usize| w.get(i).and_then(|v| v.parse::<i64>().ok()).unwrap_or(-1);
+        match w[0] {
+            "page" if n(1) > n(2) => problems.push(format!("the page is {} px wide in a {} px window", n(1), n(2))),
+            "figure" => figures.push(Seen { id: w[1].into(), right: n(3), width: n(4), height: n(5), drawn: n(6) }),
+            "table" if n(3) > i64::from(A4_PRINTABLE_PX) => {
+                problems.push(format!("{} ends at {} px, wider than A4's {A4_PRINTABLE_PX}", w[1], n(3)))
+            }
+            _ => {}
+        }
+    }
+    for f in &figures {
+        if f.width < 300 || f.height < 150 || f.drawn < 20 {
+            problems.push(format!("{} is not drawn: {}x{} px, {} elements", f.id, f.width, f.height, f.drawn));
+        }
+        if f.right > i64::from(A4_PRINTABLE_PX) {
+            problems.push(format!("{} ends at {} px, wider than A4's {A4_PRINTABLE_PX}", f.id, f.right));
+        }
+    }
+    (figures, problems)
+}
+
+/// The first (bold: its title) and the last text (its footnote's last line) drawn in a
+/// figure's SVG, entities decoded; empty without a chart.
+fn chart_texts(html: &str, id: &str) -> (String, String) {
+    let Some(start) = html.find(&format!("id=\"{id}\"")) else { return Default::default() };
+    let figure = &html[start..html[start..].find("</figure>").map_or(html.len(), |e| start + e)];
+    let Some(svg) = figure.find("<svg").map(|i| &figure[i..]) else { return Default::default() };
+    let texts: Vec<String> = svg
+        .split("<text")
+        .skip(1)
+        .filter_map(|t| Some(t.split_once('>')?.1.split("</text>").next()?.trim().to_string()))
+        .filter(|t| !t.is_empty())
+        .map(|t| {
+            t.replace("&apos;", "'")
+                .replace("&quot;", "\"")
+                .replace("&lt;", "<")
+                .replace("&gt;", ">")
+                .replace("&amp;", "&")
+        })
+        .collect();
+    let title = svg.split("font-weight=\"bold\">").nth(1).and_then(|s| s.split("</text>").next()).unwrap_or("");
+    (title.to_string(), texts.last().cloned().unwrap_or_default())
+}
+
+/// Prints `page` to `pdf` and reads it back: its page count, and what is wrong (not A4, a
+/// figure's caption missing, a figure's title, drawn inside its SVG, not on the page of its
+/// caption: the figure is missing or cut by a page break, a section missing). `html` is the
+/// page's text; `ids` the figures in order, as report.html numbers them.
+fn printed(profile: &Path, page: &Path, html: &str, ids: &[&str], pdf: &Path) -> (usize, Vec<String>) {
+    chromium(profile, &["--no-pdf-header-footer", &format!("--print-to-pdf={}", pdf.display()), &url(page)]);
+    let info = run(Command::new("pdfinfo").arg(pdf));
+    let pages: usize = info
+        .lines()
+        .find_map(|l| l.strip_prefix("Pages:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("pdfinfo: {info}"));
+    let mut missing = Vec::new();
+    if !info.contains("(A4)") {
+        missing.push(format!("not printed on A4: {info}"));
+    }
+    let page_texts: Vec<String> = (1..=pages)
+        .map(|p| {
+            run(Command::new("pdftotext")
+                .args(["-layout", "-f", &p.to_string(), "-l", &p.to_string()])
+                .arg(pdf)
+                .arg("-"))
+        })
+        .collect();
+    let squash = |s: &str| s.split_whitespace().collect::<String>();
+    let squashed: Vec<String> = page_texts.iter().map(|t| squash(t)).collect();
+    for (i, id) in ids.iter().enumerate() {
+        let caption = format!("Figure{}.", i + 1);
+        let Some(page) = squashed.iter().position(|t| t.contains(&caption)) else {
+            missing.push(format!("{id}: its caption \"Figure {}.\" is not in the PDF", i + 1));
+            continue;
+        };
+        // The chart's top (its title, drawn inside the SVG) and bottom (its footnote's last line)
+        // are printed on the page of its caption: the figure is whole there. The caption repeats
+        // the title, so the page holds it twice. A figure without its chart has neither.
+        let (title, last) = chart_texts(html, id);
+        let head: String = squash(&title).chars().take(24).collect();
+        let tail: String = squash(&last).chars().take(24).collect();
+        if head.is_empty() || squashed[page].matches(&head).count() < 2 {
+            missing.push(format!("{id}: its chart's title \"{title}\" is not on page {} with its caption", page + 1));
+        }
+        if tail.is_empty() || !squashed[page].contains(&tail) {
+            missing
+                .push(format!("{id}: its chart's last line \"{last}\" is not on page {} with its caption", page + 1));
+        }
+    }
+    for t in ["Table1.", "Contents", "Publishedvsmeasured", "Findings", "Results", "Method"] {
+        if !squashed.iter().any(|p| p.contains(t)) {
+            missing.push(format!("\"{t}\" is not in the PDF"));
+        }
+    }
+    (pages, missing)
+}
+
 #[test]
 fn report_html_in_a_browser_and_printed() {
     if !on_path("chromium") {
@@ -114,44 +234,9 @@ fn report_html_in_a_browser_and_printed() {
     let profile = out.join("chromium-profile");
 
     // On screen, the print rules applied, at the width of A4's printable area.
-    let probe = html
-        .replace("@media print {", "@media all {")
-        .replace("</body>", &format!("<script>{}</script></body>", include_str!("browser/probe.js")));
-    let probe_page = set.join("probe.html");
-    std::fs::write(&probe_page, probe).unwrap();
     let window = format!("--window-size={A4_PRINTABLE_PX},1100");
-    let dom = chromium(&profile, &[&window, "--dump-dom", &url(&probe_page)]);
-    let report = dom
-        .rsplit("<pre id=\"probe\">")
-        .next()
-        .filter(|_| dom.contains("<pre id=\"probe\">"))
-        .and_then(|s| s.split("</pre>").next())
-        .unwrap_or_else(|| {
-            panic!("the probe did not run: {}", &dom[dom.len().saturating_sub(400)..]);
-        });
-    let mut figures = Vec::new();
-    let mut problems = Vec::new();
-    for line in report.lines() {
-        let w: Vec<&str> = line.split(' ').collect();
-        let n = |i: usize| w.get(i).and_then(|v| v.parse::<i64>().ok()).unwrap_or(-1);
-        match w[0] {
-            "page" if n(1) > n(2) => problems.push(format!("the page is {} px wide in a {} px window", n(1), n(2))),
-            "figure" => figures.push(Seen { id: w[1].into(), right: n(3), width: n(4), height: n(5), drawn: n(6) }),
-            "table" if n(3) > i64::from(A4_PRINTABLE_PX) => {
-                problems.push(format!("{} ends at {} px, wider than A4's {A4_PRINTABLE_PX}", w[1], n(3)))
-            }
-            _ => {}
-        }
-    }
+    let (figures, problems) = on_screen(&profile, &set.join("probe.html"), &html);
     assert_eq!(figures.len(), charts, "every chart is a figure of report.html");
-    for f in &figures {
-        if f.width < 300 || f.height < 150 || f.drawn < 20 {
-            problems.push(format!("{} is not drawn: {}x{} px, {} elements", f.id, f.width, f.height, f.drawn));
-        }
-        if f.right > i64::from(A4_PRINTABLE_PX) {
-            problems.push(format!("{} ends at {} px, wider than A4's {A4_PRINTABLE_PX}", f.id, f.right));
-        }
-    }
     assert!(problems.is_empty(), "report.html at A4 width:\n{}", problems.join("\n"));
 
     // Screenshots, for a reader of the test's artefacts.
@@ -161,52 +246,33 @@ fn report_html_in_a_browser_and_printed() {
 
     // Printed: A4 pages, every caption, each figure whole on its page.
     let pdf = out.join("report.pdf");
-    chromium(
-        &profile,
-        &["--no-pdf-header-footer", &format!("--print-to-pdf={}", pdf.display()), &url(&set.join("report.html"))],
-    );
-    let info = run(Command::new("pdfinfo").arg(&pdf));
-    let pages: usize = info
-        .lines()
-        .find_map(|l| l.strip_prefix("Pages:"))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("pdfinfo: {info}"));
-    assert!(info.contains("(A4)"), "printed on A4: {info}");
+    let ids: Vec<&str> = figures.iter().map(|f| f.id.as_str()).collect();
+    let (pages, missing) = printed(&profile, &set.join("report.html"), &html, &ids, &pdf);
     // A chart kept whole takes about half a page at A4's width; the text, tables and table of
     // contents add a few pages, the closed run lists none.
     assert!((charts.div_ceil(2)..=charts + 8).contains(&pages), "{pages} pages for {charts} figures");
-    let mut missing = Vec::new();
-    let page_texts: Vec<String> = (1..=pages)
-        .map(|p| {
-            run(Command::new("pdftotext")
-                .args(["-layout", "-f", &p.to_string(), "-l", &p.to_string()])
-                .arg(&pdf)
-                .arg("-"))
-        })
-        .collect();
-    let squash = |s: &str| s.split_whitespace().collect::<String>();
-    let squashed: Vec<String> = page_texts.iter().map(|t| squash(t)).collect();
-    for (i, f) in figures.iter().enumerate() {
-        let caption = format!("Figure{}.", i + 1);
-        let Some(page) = squashed.iter().position(|t| t.contains(&caption)) else {
-            missing.push(format!("{}: its caption \"Figure {}.\" is not in the PDF", f.id, i + 1));
-            continue;
-        };
-        // The chart's title, drawn inside the SVG, is printed on the page of its caption.
-        let start = html.find(&format!("id=\"{}\"", f.id)).unwrap();
-        let title =
-            html[start..].split("font-weight=\"bold\">").nth(1).and_then(|s| s.split("</text>").next()).unwrap_or("");
-        let title = squash(title);
-        let head: String = title.chars().take(24).collect();
-        if head.is_empty() || !squashed[page].contains(&head) {
-            missing.push(format!("{}: its title \"{title}\" is not on page {} with its caption", f.id, page + 1));
-        }
-    }
-    for t in ["Table1.", "Contents", "Publishedvsmeasured", "Findings", "Results", "Method"] {
-        if !squashed.iter().any(|p| p.contains(t)) {
-            missing.push(format!("\"{t}\" is not in the PDF"));
-        }
-    }
     assert!(missing.is_empty(), "report.pdf ({pages} pages):\n{}", missing.join("\n"));
+
+    // The check itself: a figure cut by a page break (its caption forced onto the next page)
+    // and a figure whose chart is missing (its SVG removed) must each fail it, by name.
+    let cut = html.find("id=\"figure-2\"").expect("a second figure");
+    let caption = cut + html[cut..].find("<figcaption").unwrap();
+    let mut broken = format!("{}<div style=\"break-before: page\"></div>{}", &html[..caption], &html[caption..]);
+    let gone = broken.find("id=\"figure-3\"").expect("a third figure");
+    let (svg, svg_end) =
+        (gone + broken[gone..].find("<svg").unwrap(), gone + broken[gone..].find("</svg>").unwrap() + 6);
+    broken.replace_range(svg..svg_end, "");
+    let broken_page = set.join("broken.html");
+    std::fs::write(&broken_page, &broken).unwrap();
+    let (_, screen) = on_screen(&profile, &set.join("broken-probe.html"), &broken);
+    let (_, print) = printed(&profile, &broken_page, &broken, &ids, &out.join("broken.pdf"));
+    let of = |p: &str, id: &str| p.starts_with(&format!("{id} ")) || p.starts_with(&format!("{id}:"));
+    let named = |problems: &[String], id: &str, what: &str| problems.iter().any(|p| of(p, id) && p.contains(what));
+    assert!(named(&screen, "figure-3", "is not drawn"), "the missing chart is found on screen: {screen:?}");
+    assert!(named(&print, "figure-3", "is not on page"), "the missing chart is found in print: {print:?}");
+    assert!(named(&print, "figure-2", "is not on page"), "the cut figure is found in print: {print:?}");
+    let others: Vec<&String> =
+        screen.iter().chain(&print).filter(|p| !of(p, "figure-2") && !of(p, "figure-3")).collect();
+    assert!(others.is_empty(), "only the broken figures fail: {others:?}");
     let _ = std::fs::remove_dir_all(&profile);
 }

@@ -177,4 +177,5 @@ keyword!(crate::model::ClaimMetric {
 keyword!(crate::model::ClaimAcross {
     crate::model::ClaimAcross::Placements => "placements",
     crate::model::ClaimAcross::ResultSets => "result-sets",
-} |t| format!("{t:?}: use \"placements\" (two placements of one result set) or \"result-sets\" (the same cell in two result sets: `cargo xtask report --baseline A --contender B`)"));
+    crate::model::ClaimAcross::Profiles => "profiles",
+} |t| format!("{t:?}: use \"placements\" (two placements of one result set), \"profiles\" (the claim's profile against the default profile, one placement) or \"result-sets\" (the same cell in two result sets: `cargo xtask report --baseline A --contender B`)"));

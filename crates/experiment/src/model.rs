@@ -338,6 +338,9 @@ pub enum ClaimAcross {
     Placements,
     /// The same cell in two result sets (two releases, two PostgreSQL versions).
     ResultSets,
+    /// One placement's cell under the claim's profile against the same cell under the default
+    /// profile (a study whose contrast is its settings profile, such as seed 004's).
+    Profiles,
 }
 
 impl ClaimAcross {

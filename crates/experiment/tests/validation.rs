@@ -670,6 +670,38 @@ fn claims_resolve_to_cells_of_the_matrix_both_ways() {
     assert!(json.get("claims").is_none());
 }
 
+/// A claim on the study's own contrast: the claim's profile against the default profile of the
+/// same placement (seed 004's question).
+#[test]
+fn a_claim_across_profiles_compares_a_profile_with_the_default_one() {
+    let claim = r#"
+[[claim]]
+name = "tuned-tps"
+text = "the performance profile is faster"
+placement = "fast"
+workload = "rw"
+clients = 8
+profile = "seed004-performance"
+metric = "tps"
+figure = "+10%"
+across = "profiles"
+"#;
+    let two = BASE.replace("profiles = [\"default\"]", "profiles = [\"default\", \"seed004-performance\"]");
+    let e = parse(Path::new("exp.toml"), &format!("{two}\n{claim}"), &opts(false)).unwrap();
+    let c = &e.claims[0];
+    assert_eq!(
+        (c.across, c.placement.as_str(), c.against.as_str()),
+        (experiment::ClaimAcross::Profiles, "fast", "fast")
+    );
+    assert_eq!(c.profile, "seed004-performance");
+    // The default profile against itself: refused, naming the key.
+    let text = format!("{two}\n{}", claim.replace("profile = \"seed004-performance\"", "profile = \"default\""));
+    let errs = errors(&text, false);
+    let err = errs.0.iter().find(|e| e.key.as_deref() == Some("claim[0].profile")).unwrap_or_else(|| panic!("{errs}"));
+    assert!(err.message.contains("name a profile other than \"default\""), "{err}");
+    assert_eq!(err.line, Some(line_of(&text, "profile = \"default\"")));
+}
+
 #[test]
 fn claim_errors_name_the_file_line_and_key() {
     let text = with_claims(

@@ -11,9 +11,10 @@ use flate2::Compression;
 use flate2::write::GzEncoder;
 
 /// The files and directories of a result set a bundle holds, when present (relative to it).
-const KEPT: [&str; 14] = [
+const KEPT: [&str; 15] = [
     "manifest.json",
     "summary.csv",
+    "contrast.csv",
     "summary.json",
     "runs.csv",
     "series.csv",

@@ -7,8 +7,7 @@ use results::record::{CellKey, MemoryLabel, RunRecord, RunStatus};
 use serde::Serialize;
 
 use crate::evidence::Study;
-use crate::markdown::statement_label;
-use crate::model::{CellSummary, ResultSet, Summary};
+use crate::model::{CellSummary, ResultSet, Summary, statement_label};
 use crate::stats::{Delta, Estimate, Verdict};
 
 /// What the measurement says about a published figure.
@@ -139,6 +138,11 @@ fn memory_label(c: &ClaimRecord) -> MemoryLabel {
 /// The peak client count of a placement's cells of the claim's workload, memory limit and
 /// profile (the highest mean of the headline figure).
 fn peak(summary: &Summary, c: &ClaimRecord, placement: &str) -> Option<u32> {
+    peak_of(summary, c, placement, c.profile.as_deref())
+}
+
+/// [`peak`] under the profile `profile`.
+fn peak_of(summary: &Summary, c: &ClaimRecord, placement: &str, profile: Option<&str>) -> Option<u32> {
     summary
         .cells
         .iter()
@@ -146,7 +150,7 @@ fn peak(summary: &Summary, c: &ClaimRecord, placement: &str) -> Option<u32> {
             x.key.placement == placement
                 && x.key.workload == c.workload
                 && x.key.memory_limit == memory_label(c)
-                && Some(&x.key.profile) == c.profile.as_ref()
+                && Some(x.key.profile.as_str()) == profile
         })
         .max_by(|a, b| a.headline().0.mean.total_cmp(&b.headline().0.mean))
         .map(|x| x.key.clients)
@@ -190,6 +194,18 @@ fn summary_delta(c: &ClaimRecord, cell: &CellSummary) -> Option<Option<Delta>> {
     })
 }
 
+/// The study's contrast's own change for the claim's metric (Holm-corrected over the contrast),
+/// when it is one the contrast has.
+fn contrast_delta(c: &ClaimRecord, ch: &crate::contrast::Change) -> Option<Option<Delta>> {
+    Some(match c.metric.as_str() {
+        "tps" => ch.tps,
+        "latency" => ch.latency,
+        "latency-p99" => ch.latency_p99,
+        "nopm" => ch.nopm,
+        _ => return None,
+    })
+}
+
 /// The change of the claim's metric from the runs of two cells: paired by round for the slices
 /// design, else Welch on the logs; not corrected for the number of claims.
 fn runs_delta(
@@ -208,7 +224,8 @@ fn runs_delta(
             .collect()
     };
     let (b, x) = (values(base), values(cont));
-    if set.manifest.measurement.design == Design::Slices {
+    // Slices are side by side only within a contest: never across profiles (separate sessions).
+    if set.manifest.measurement.design == Design::Slices && base.profile == cont.profile {
         let pairs: Vec<(f64, f64)> =
             x.iter().filter_map(|(rep, v)| b.iter().find(|(r, _)| r == rep).map(|(_, bv)| (*bv, *v))).collect();
         if pairs.len() >= 2 {
@@ -243,8 +260,11 @@ pub fn check_all(set: &ResultSet, summary: &Summary, study: &Study) -> Vec<Claim
                     "it compares two result sets: `cargo xtask report --baseline A --contender B` judges it".into(),
                 );
             }
+            // Across profiles: the claim's profile against the default one, on its placement.
+            let profiles = c.across == "profiles";
+            let reference = if profiles { Some("default") } else { c.profile.as_deref() };
             let (bc, cc) = if c.at_peak {
-                (peak(summary, c, &c.against), peak(summary, c, &c.placement))
+                (peak_of(summary, c, &c.against, reference), peak(summary, c, &c.placement))
             } else {
                 (c.clients, c.clients)
             };
@@ -256,16 +276,32 @@ pub fn check_all(set: &ResultSet, summary: &Summary, study: &Study) -> Vec<Claim
                     "the cell has no successful run".into(),
                 );
             };
-            let (base, cont) = (key(summary, c, &c.against, bc), key(summary, c, &c.placement, cc));
+            let mut base = key(summary, c, &c.against, bc);
+            if profiles {
+                base.profile = "default".into();
+            }
+            let cont = key(summary, c, &c.placement, cc);
             let cell_text = describe_cell(c, Some((bc, cc)));
             let in_summary = |k: &CellKey| summary.cells.iter().find(|x| &x.key == k);
             let Some(cont_cell) = in_summary(&cont).filter(|_| in_summary(&base).is_some()) else {
                 return done(cell_text, None, ClaimVerdict::NotMeasured, "the cell has no successful run".into());
             };
-            // The table's own change when the two cells are the ones it compares.
-            let measured = match (bc == cc && c.against == set.manifest.baseline, summary_delta(c, cont_cell)) {
-                (true, Some(d)) => d,
-                _ => runs_delta(set, c, study, &base, &cont, margin),
+            // The table's own change when the two cells are the ones it compares (the study's
+            // contrast for a claim across profiles).
+            let contrast = summary
+                .contrast
+                .as_ref()
+                .filter(|x| profiles && x.dimension == crate::contrast::Dimension::Profile && x.reference == "default")
+                .and_then(|x| x.change_of(&cont))
+                .filter(|ch| ch.reference == base);
+            let own = match contrast {
+                Some(ch) => contrast_delta(c, ch),
+                None if profiles => None,
+                None => summary_delta(c, cont_cell).filter(|_| bc == cc && c.against == set.manifest.baseline),
+            };
+            let measured = match own {
+                Some(d) => d,
+                None => runs_delta(set, c, study, &base, &cont, margin),
             };
             match measured {
                 None => {
@@ -340,6 +376,11 @@ fn describe_cell(c: &ClaimRecord, clients: Option<(u32, u32)>) -> String {
         (false, _, None) => "every client count".into(),
     };
     let statement = c.statement.as_ref().map(|s| format!(", statement {s}")).unwrap_or_default();
+    if c.across == "profiles" {
+        let profile = c.profile.as_deref().unwrap_or("default");
+        let memory = c.memory_limit.as_deref().unwrap_or("unlimited");
+        return format!("{} {who}, memory {memory}{statement}, profile {profile} against default", c.workload);
+    }
     format!(
         "{} {who}, memory {}{}{statement}",
         c.workload,

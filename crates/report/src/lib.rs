@@ -7,6 +7,7 @@ pub mod bundle;
 pub mod charts;
 pub mod claims;
 pub mod compare;
+pub mod contrast;
 pub mod control;
 pub mod document;
 pub mod evidence;
@@ -16,6 +17,7 @@ pub mod fleet;
 pub mod idle_io;
 pub mod markdown;
 pub mod model;
+pub mod publication;
 pub mod rounds;
 pub mod stats;
 pub mod text;
@@ -46,23 +48,35 @@ pub fn refresh_tables(dir: &Path) -> Result<Summary, ReportError> {
 
 /// Everything: tables, charts, report.md and report.html. Returns the summary and the files written.
 pub fn render(dir: &Path) -> Result<(Summary, Vec<PathBuf>), ReportError> {
+    render_with(dir, publication::Figures::Screen)
+}
+
+/// [`render`], and with [`publication::Figures::Publication`] every figure at a journal's size
+/// under `charts/publication/` as well.
+pub fn render_with(dir: &Path, figures: publication::Figures) -> Result<(Summary, Vec<PathBuf>), ReportError> {
     let set = ResultSet::load(dir)?;
     let summary = summarize(&set);
+    let layout = results::ResultsDir::new("");
     let mut files = write_outputs(dir, tables(&set, &summary)?)?;
-    let (charts, captions) = views::render_all(&set, &summary, dir)?;
+    // Charts one at a time: each written before the next is drawn.
+    let mut captions = Vec::new();
+    let mut charts = Vec::new();
+    for drawn in views::draw_all(&set, &summary) {
+        let (caption, outputs) = drawn?;
+        charts.extend(write_outputs(dir, outputs)?);
+        captions.push(caption);
+    }
+    export::remove_stale(dir, &layout.charts_dir(), &charts, views::is_chart)?;
     files.extend(charts);
+    if figures == publication::Figures::Publication {
+        files.extend(write_outputs(dir, publication::figures(&captions).map_err(ExportError::from)?)?);
+    }
     files.extend(write_outputs(dir, MarkdownExporter { charts: captions.clone() }.export(&set, &summary)?)?);
     files.extend(write_outputs(dir, HtmlExporter { charts: captions }.export(&set, &summary)?)?);
     // An appendix an earlier render wrote and this one did not (no shared warning any more).
-    for name in markdown::APPENDICES {
-        let path = dir.join(name);
-        if !files.contains(&path) && path.is_file() {
-            std::fs::remove_file(&path).map_err(|e| ExportError::Write {
-                path: path.clone(),
-                message: format!("remove a stale appendix: {e}"),
-            })?;
-        }
-    }
+    export::remove_stale(dir, Path::new(""), &files, |p| {
+        p.file_name().is_some_and(|n| markdown::APPENDICES.iter().any(|a| n == *a))
+    })?;
     Ok((summary, files))
 }
 

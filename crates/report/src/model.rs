@@ -133,6 +133,10 @@ pub struct Summary {
     pub analysis: Analysis,
     /// The negative control's check per contest (empty without `[measurement] control`).
     pub controls: Vec<crate::control::ControlCheck>,
+    /// The study's own contrast when it measures one placement and varies a build, a profile, a
+    /// memory limit or the client count (None when it compares placements).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub contrast: Option<crate::contrast::Contrast>,
 }
 
 impl Summary {
@@ -259,7 +263,8 @@ pub fn summarize(set: &ResultSet) -> Summary {
             warnings.push(SummaryWarning::ControlMoved { contest: c.contest.clone(), detail: w });
         }
     }
-    Summary { cells, missing, warnings, analysis, controls }
+    let contrast = crate::contrast::of(&cells, margin);
+    Summary { cells, missing, warnings, analysis, controls, contrast }
 }
 
 /// Why a contest is not steady, in figures.
@@ -411,6 +416,24 @@ fn planned_cell(set: &ResultSet, run_id: &str) -> Option<CellKey> {
     set.manifest.planned_cells.get(run_id).cloned()
 }
 
+/// A statement of a pgbench script as a column heading: `UPDATE pgbench_accounts`,
+/// `SELECT … FROM pgbench_accounts`, `INSERT INTO pgbench_history`, `BEGIN`.
+pub fn statement_label(text: &str) -> String {
+    let t = text.trim().trim_end_matches(';');
+    let words: Vec<&str> = t.split_whitespace().collect();
+    let upper = |i: usize| words.get(i).map(|w| w.to_ascii_uppercase()).unwrap_or_default();
+    match upper(0).as_str() {
+        "UPDATE" if words.len() >= 2 => format!("UPDATE {}", words[1]),
+        "INSERT" if words.len() >= 3 && upper(1) == "INTO" => format!("INSERT INTO {}", words[2]),
+        "SELECT" => match words.iter().position(|w| w.eq_ignore_ascii_case("FROM")) {
+            Some(i) if i + 1 < words.len() => format!("SELECT … FROM {}", words[i + 1]),
+            _ => t.to_string(),
+        },
+        _ if words.len() <= 3 => t.to_string(),
+        _ => format!("{} …", words[..3].join(" ")),
+    }
+}
+
 /// `tpcb, 8 clients, placement nvme` for messages.
 pub fn describe(k: &CellKey) -> String {
     let mut s = format!("{} / {} / {} clients", k.placement, k.workload, k.clients);
@@ -487,6 +510,25 @@ mod tests {
             .map(|p| results::manifest::PlacementRecord { name: p.to_string(), ..Default::default() })
             .collect();
         ResultSet { dir: "/nonexistent".into(), manifest: m, runs }
+    }
+
+    #[test]
+    fn statement_labels() {
+        assert_eq!(
+            statement_label("UPDATE pgbench_accounts SET abalance = abalance + :delta WHERE aid = :aid;"),
+            "UPDATE pgbench_accounts"
+        );
+        assert_eq!(
+            statement_label("SELECT abalance FROM pgbench_accounts WHERE aid = :aid;"),
+            "SELECT … FROM pgbench_accounts"
+        );
+        assert_eq!(
+            statement_label("INSERT INTO pgbench_history (tid, bid) VALUES (:tid, :bid);"),
+            "INSERT INTO pgbench_history"
+        );
+        assert_eq!(statement_label("  BEGIN;"), "BEGIN");
+        assert_eq!(statement_label("SELECT 1"), "SELECT 1");
+        assert_eq!(statement_label("\\set aid random(1, 100000 * :scale)"), "\\set aid random(1, …");
     }
 
     #[test]

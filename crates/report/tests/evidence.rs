@@ -107,3 +107,31 @@ fn a_claim_across_result_sets_is_judged_by_the_comparison_only() {
     let expected = if d.pct_high >= 25.0 { ClaimVerdict::Inconclusive } else { ClaimVerdict::Contradicted };
     assert_eq!(across[0].verdict, expected, "{:?}", across[0].why);
 }
+
+/// A claim across profiles (`across = "profiles"`) on the seed004-sweep fixture's own contrast:
+/// judged by the contrast's change (Welch on the logs of separate runs, Holm over the contrast),
+/// tpcb at 2 clients: +15.17% [-75.76, +447.16] (contrast.csv's golden row).
+#[test]
+fn a_claim_across_profiles_is_judged_by_the_studys_contrast() {
+    let mut set =
+        ResultSet::load(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/seed004-sweep")).unwrap();
+    let mut claim = set.manifest.claims[0].clone();
+    claim.name = "tuned-tps".into();
+    claim.across = "profiles".into();
+    claim.profile = Some("seed004-performance".into());
+    claim.at_peak = false;
+    claim.clients = Some(2);
+    (claim.low_pct, claim.high_pct, claim.figure) = (10.0, 10.0, "+10%".into());
+    set.manifest.claims = vec![claim];
+    let summary = summarize(&set);
+    let study = Study::of(&set, &summary);
+    let checks = check_all(&set, &summary, &study);
+    let c = &checks[0];
+    let d = c.measured.expect("measured");
+    assert!(
+        (d.pct - 15.17).abs() < 0.01 && (d.pct_low + 75.76).abs() < 0.01 && (d.pct_high - 447.16).abs() < 0.01,
+        "{d:?}"
+    );
+    assert_eq!(c.verdict, ClaimVerdict::Inconclusive, "{}", c.why);
+    assert!(c.cell.contains("profile seed004-performance against default"), "{}", c.cell);
+}

@@ -14,11 +14,15 @@ const OUTPUTS: [&str; 7] =
     ["summary.csv", "runs.csv", "statements.csv", "devices.csv", "series.csv", "summary.json", "report.md"];
 
 /// Charts kept as goldens (the others are checked for their text extents, not their bytes).
-const CHARTS: [(&str, &str); 3] = [
+const CHARTS: [(&str, &str); 4] = [
     ("seed003-tiers", "charts/scaling-tproc-c-mem160MiB.svg"),
     ("seed004-profiles", "charts/by-profile-tpcb-c1-mem160MiB.svg"),
     ("seed000-claims", "charts/waits-tpcb.svg"),
+    ("seed004-sweep", "charts/forest-changes.svg"),
 ];
+
+/// Tables only some fixtures have.
+const TABLES: [(&str, &str); 2] = [("seed004-sweep", "contrast.csv"), ("seed004-profiles", "contrast.csv")];
 
 fn update() -> bool {
     std::env::var_os("PGTIER_UPDATE_GOLDEN").is_some_and(|v| !v.is_empty() && v != "0")
@@ -45,7 +49,7 @@ fn goldens(r: &Rendered) {
     let mut failures = Vec::new();
     let listing: String = r.files.iter().map(|f| format!("{f}\n")).collect();
     failures.extend(check(r.name, "files.txt", &listing));
-    let charts = CHARTS.iter().filter(|(f, _)| *f == r.name).map(|(_, c)| *c);
+    let charts = CHARTS.iter().chain(&TABLES).filter(|(f, _)| *f == r.name).map(|(_, c)| *c);
     for rel in OUTPUTS.into_iter().chain(charts) {
         assert!(r.files.iter().any(|f| f == rel), "{}: render did not report {rel}", r.name);
         let text = r.read(rel);
@@ -77,6 +81,11 @@ fn seed000_claims_matches_its_goldens() {
 #[test]
 fn seed000_slices_matches_its_goldens() {
     goldens(rendered(FIXTURES[3]));
+}
+
+#[test]
+fn seed004_sweep_matches_its_goldens() {
+    goldens(rendered(FIXTURES[4]));
 }
 
 /// The slices estimator on recorded rounds whose baseline warmed up: the cut falls by round,

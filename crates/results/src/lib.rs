@@ -69,6 +69,13 @@ impl ResultsDir {
     pub fn summary_csv(&self) -> PathBuf {
         self.root.join("summary.csv")
     }
+    /// The study's own contrast (report's `contrast.csv`), when it has one.
+    pub fn contrast_csv(&self) -> PathBuf {
+        self.root.join("contrast.csv")
+    }
+    pub fn summary_json(&self) -> PathBuf {
+        self.root.join("summary.json")
+    }
     pub fn series_csv(&self) -> PathBuf {
         self.root.join("series.csv")
     }

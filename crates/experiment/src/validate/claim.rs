@@ -124,6 +124,18 @@ impl Validator<'_> {
         let (clients, at_peak) = self.claim_clients(i, r, w, opts, &mut notes)?;
         let memory_limit = self.claim_memory_limit(i, r, m.memory_limits, opts, &mut notes)?;
         let profile = self.claim_profile(i, r, m.profiles)?;
+        if across == ClaimAcross::Profiles
+            && (profile == "default" || !m.profiles.iter().any(|p| p.profile.name == "default"))
+        {
+            self.err(
+                span(r.profile.as_ref().unwrap_or(&r.text)),
+                key("profile"),
+                format!(
+                    "across = \"profiles\" compares the claim's profile with the default profile of the same placement: name a profile other than \"default\" (profile {profile:?}), in a matrix that runs \"default\" too"
+                ),
+            );
+            return None;
+        }
         let metric = metric?;
         let statement = self.claim_statement(i, r, metric, w);
         if metric == ClaimMetric::Nopm && !matches!(w.kind, WorkloadKind::Tpcc(_)) {

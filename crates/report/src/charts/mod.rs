@@ -271,23 +271,6 @@ pub fn render(chart: &Chart, stem: &Path) -> Result<[Output; 2], ChartError> {
     ])
 }
 
-fn render_to_files(chart: &Chart, stem: &Path) -> Result<(), ChartError> {
-    let outputs = render(chart, stem)?;
-    crate::export::write_outputs(Path::new(""), outputs)
-        .map_err(|x| ChartError { path: stem.display().to_string(), message: x.to_string() })?;
-    Ok(())
-}
-
-/// Renders a bar chart into the files `<stem>.png` and `<stem>.svg`.
-pub fn render_bar_chart(chart: &BarChart, stem: &Path) -> Result<(), ChartError> {
-    render_to_files(&Chart::Bar(chart.clone()), stem)
-}
-
-/// Renders a line chart into the files `<stem>.png` and `<stem>.svg`.
-pub fn render_line_chart(chart: &LineChart, stem: &Path) -> Result<(), ChartError> {
-    render_to_files(&Chart::Line(chart.clone()), stem)
-}
-
 fn legend_of<'a>(items: impl Iterator<Item = (&'a str, RGBColor)>) -> Vec<(String, RGBColor)> {
     let mut out: Vec<(String, RGBColor)> = Vec::new();
     for (t, c) in items {
@@ -464,7 +447,7 @@ mod tests {
             value_suffix: "",
             reference: Some((100.0, "baseline".into())),
         };
-        render_bar_chart(&chart, &d.path().join("x")).unwrap();
+        crate::export::write_outputs(d.path(), render(&Chart::Bar(chart), Path::new("x")).unwrap()).unwrap();
         let png = std::fs::read(d.path().join("x.png")).unwrap();
         assert_eq!(&png[1..4], b"PNG");
         let svg = std::fs::read_to_string(d.path().join("x.svg")).unwrap();
@@ -492,7 +475,7 @@ mod tests {
             footnote: vec![],
             integer_x: true,
         };
-        render_line_chart(&chart, &d.path().join("l")).unwrap();
+        crate::export::write_outputs(d.path(), render(&Chart::Line(chart), Path::new("l")).unwrap()).unwrap();
         let svg = std::fs::read_to_string(d.path().join("l.svg")).unwrap();
         assert!(svg.contains("peak 25") && svg.contains("checkpoint"));
     }

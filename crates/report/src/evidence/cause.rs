@@ -6,9 +6,14 @@ use super::*;
 
 /// One sentence on what moved between the baseline cell and the contender cell, with figures.
 pub fn cause(base: &Evidence, cont: &Evidence, delta: Option<&Delta>) -> String {
+    cause_against(base, cont, delta, "the baseline")
+}
+
+/// [`cause`] against a cell named otherwise (`the reference`: a study's own contrast).
+pub fn cause_against(base: &Evidence, cont: &Evidence, delta: Option<&Delta>, base_name: &str) -> String {
     let mut parts =
         if base.has_waits() && cont.has_waits() { wait_moves(base, cont) } else { counter_moves(base, cont) };
-    parts.push(bottleneck_clause(base, cont));
+    parts.push(bottleneck_clause(base, cont, base_name));
     let mut s = parts.join("; ");
     s.push_str(&caveats(cont, delta));
     s
@@ -75,11 +80,11 @@ fn counter_moves(base: &Evidence, cont: &Evidence) -> Vec<String> {
 }
 
 /// Whether the bottleneck changed, with the figures that decided it.
-fn bottleneck_clause(base: &Evidence, cont: &Evidence) -> String {
+fn bottleneck_clause(base: &Evidence, cont: &Evidence, base_name: &str) -> String {
     let (jb, jc) = (judge(base), judge(cont));
     if jb.bottleneck != jc.bottleneck {
         format!(
-            "the run became {} ({}; the baseline is {})",
+            "the run became {} ({}; {base_name} is {})",
             jc.bottleneck.label(),
             key_figure(cont, jc.bottleneck),
             jb.bottleneck.label()

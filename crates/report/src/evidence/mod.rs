@@ -15,7 +15,7 @@ mod cause;
 mod columns;
 mod judge;
 
-pub use cause::{Study, cause};
+pub use cause::{Study, cause, cause_against};
 pub use columns::{COLUMNS, EvidenceColumns, columns};
 pub use judge::{Judgement, judge, verdict_text};
 

@@ -2,6 +2,7 @@
 //! returns its files as [`Output`]s (a path relative to the output directory and the bytes), and
 //! [`write_outputs`] is the one place that puts them on disk, each atomically.
 
+mod contrast;
 pub(crate) mod tables;
 
 use std::path::{Path, PathBuf};
@@ -23,6 +24,8 @@ pub enum ExportError {
     Write { path: PathBuf, message: String },
     #[error(transparent)]
     Chart(#[from] crate::charts::ChartError),
+    #[error(transparent)]
+    Publication(#[from] crate::publication::PublicationError),
 }
 
 /// One file of a rendered view.
@@ -85,6 +88,31 @@ pub fn write_outputs(root: &Path, outputs: impl IntoIterator<Item = Output>) -> 
     Ok(written)
 }
 
+/// Removes the files under `root/dir` that `is_output` claims and this render did not write
+/// (`written`, as [`write_outputs`] returned them): a chart whose cells are gone, an appendix a
+/// re-render has no more. The directory itself is made when missing, so it exists even when
+/// nothing was written into it. Subdirectories are left alone.
+pub fn remove_stale(
+    root: &Path,
+    dir: &Path,
+    written: &[PathBuf],
+    is_output: impl Fn(&Path) -> bool,
+) -> Result<(), ExportError> {
+    let dir = root.join(dir);
+    let err = |path: &Path, what: &str, e: std::io::Error| ExportError::Write {
+        path: path.to_path_buf(),
+        message: if what.is_empty() { e.to_string() } else { format!("{what}: {e}") },
+    };
+    std::fs::create_dir_all(&dir).map_err(|e| err(&dir, "", e))?;
+    let entries = std::fs::read_dir(&dir).map_err(|e| err(&dir, "", e))?;
+    for path in entries.flatten().map(|e| e.path()) {
+        if path.is_file() && is_output(&path) && !written.contains(&path) {
+            std::fs::remove_file(&path).map_err(|e| err(&path, "remove a stale output", e))?;
+        }
+    }
+    Ok(())
+}
+
 /// PNG bytes of a bitmap, encoded through a scratch file beside `path` (removed again).
 fn encode_png(bitmap: &Bitmap, path: &Path) -> std::io::Result<Vec<u8>> {
     use plotters::prelude::{BitMapBackend, DrawingBackend};
@@ -108,8 +136,7 @@ pub struct JsonExporter;
 
 impl Exporter for JsonExporter {
     fn export(&self, _set: &ResultSet, summary: &Summary) -> Result<Vec<Output>, ExportError> {
-        // The results layout has no accessor for summary.json: its name is spelled here.
-        let path = PathBuf::from("summary.json");
+        let path = layout().summary_json();
         let bytes = serde_json::to_vec_pretty(summary)
             .map_err(|e| ExportError::Write { path: path.clone(), message: e.to_string() })?;
         Ok(vec![Output::bytes(path, bytes)])

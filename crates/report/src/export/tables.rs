@@ -482,13 +482,17 @@ impl Exporter for CsvExporter {
             .cells
             .iter()
             .map(|c| (summary_row(c, summary), cell_evidence(&study, c), cause_columns(set, &study, c)));
-        Ok(vec![
+        let mut out = vec![
             Output::bytes(l.devices_csv(), csv_bytes(device_rows(set))),
             Output::bytes(l.runs_csv(), csv_bytes(runs)),
             Output::bytes(l.summary_csv(), csv_bytes(cells)),
             Output::bytes(l.series_csv(), csv_bytes(series_rows(set))),
             Output::bytes(l.statements_csv(), csv_bytes(statement_rows(summary))),
-        ])
+        ];
+        if let Some(x) = &summary.contrast {
+            out.push(Output::bytes(l.contrast_csv(), csv_bytes(super::contrast::rows(x))));
+        }
+        Ok(out)
     }
 }
 

@@ -37,7 +37,16 @@ pub(super) fn published_vs_measured(d: &mut Document, m: &Manifest, checks: &[Cl
             why.push_str(&format!("; **{f}**"));
         }
         t.row(vec![
-            format!("{}: {what} of {} against {}", r.name, r.placement, r.against),
+            if r.across == "profiles" {
+                format!(
+                    "{}: {what} of profile {} against default on {}",
+                    r.name,
+                    r.profile.as_deref().unwrap_or("default"),
+                    r.placement
+                )
+            } else {
+                format!("{}: {what} of {} against {}", r.name, r.placement, r.against)
+            },
             format!("{} \"{}\"", r.figure, r.text.replace('|', "/")),
             format!("{measured}({})", c.cell),
             format!("**{}**", c.verdict.as_str()),
@@ -58,7 +67,10 @@ pub(super) fn published_vs_measured(d: &mut Document, m: &Manifest, checks: &[Cl
 pub(super) fn findings(d: &mut Document, set: &ResultSet, summary: &Summary, study: &Study, checks: &[ClaimCheck]) {
     let mut lines: Vec<String> = Vec::new();
     lines.extend(claims_line(checks, set.manifest.emulated));
-    for g in crate::views::groups(summary) {
+    if let Some(x) = &summary.contrast {
+        lines.extend(contrast_findings(x, study));
+    }
+    for g in crate::views::groups(summary).into_iter().filter(|_| summary.contrast.is_none()) {
         let untrustworthy = g.first().and_then(|c| summary.control_of(&c.key)).and_then(|c| c.warning());
         lines.extend(group_finding(&g, &set.manifest.baseline, study).map(|l| match &untrustworthy {
             Some(w) => format!("**{w}**: {l}"),
@@ -140,6 +152,85 @@ fn group_finding(g: &[&CellSummary], baseline: &str, study: &Study) -> Option<St
     })
 }
 
+/// The study's contrast: a count of its verdicts, then one line per comparison (the cells that
+/// share everything but the dimension): each value's change against the reference with its
+/// interval and verdict, and the reference cell's bottleneck.
+fn contrast_findings(x: &crate::contrast::Contrast, study: &Study) -> Vec<String> {
+    let dim = x.dimension;
+    let headlines: Vec<Delta> = x.changes.iter().filter_map(|c| c.headline().0).collect();
+    let count = |v: Verdict| headlines.iter().filter(|d| d.verdict == v).count();
+    let verdicts: Vec<String> = [Verdict::RealChange, Verdict::Equivalent, Verdict::Inconclusive, Verdict::NoInterval]
+        .into_iter()
+        .filter(|v| count(*v) > 0)
+        .map(|v| format!("{} {}", count(v), v.as_str()))
+        .collect();
+    let mut lines = vec![format!(
+        "The study's contrast is the {} ({} against {}): {} of {} changes of the headline figure.",
+        dim.name(),
+        x.values[1..].join(", "),
+        x.reference,
+        verdicts.join(", "),
+        headlines.len()
+    )];
+    let mut references: Vec<&results::record::CellKey> = Vec::new();
+    for c in &x.changes {
+        if !references.contains(&&c.reference) {
+            references.push(&c.reference);
+        }
+    }
+    for r in references {
+        let changes: Vec<String> = x
+            .changes
+            .iter()
+            .filter(|c| &c.reference == r)
+            .filter_map(|c| {
+                let (d, figure) = c.headline();
+                let d = d?;
+                let latency = c
+                    .latency
+                    .map(|l| format!(" (average latency {} {})", l.text(""), l.verdict.as_str()))
+                    .unwrap_or_default();
+                Some(format!(
+                    "{} against {}: {} {figure}, **{}**{latency}",
+                    dim.describe(&dim.value(&c.cell)),
+                    x.reference,
+                    d.text(""),
+                    d.verdict.as_str()
+                ))
+            })
+            .collect();
+        if changes.is_empty() {
+            continue;
+        }
+        let bottleneck = study.cells.get(r).map(evidence::verdict_text).unwrap_or_else(|| "not judged".into());
+        lines.push(format!(
+            "{}: {}; the reference cell is {bottleneck}.",
+            contrast_context(r, dim),
+            changes.join("; ")
+        ));
+    }
+    lines
+}
+
+/// `tpcb at 2 clients, memory 256MiB`: what a comparison's cells share, without the dimension.
+fn contrast_context(k: &results::record::CellKey, dim: crate::contrast::Dimension) -> String {
+    use crate::contrast::Dimension;
+    let mut s = k.workload.clone();
+    if dim != Dimension::Clients {
+        s.push_str(&format!(" at {} clients", k.clients));
+    }
+    if dim != Dimension::MemoryLimit {
+        s.push_str(&format!(", memory {}", k.memory_limit));
+    }
+    if dim != Dimension::Profile && k.profile != "default" {
+        s.push_str(&format!(", profile {}", k.profile));
+    }
+    if dim != Dimension::Build && k.build != results::record::DEFAULT_BUILD {
+        s.push_str(&format!(", build {}", k.build));
+    }
+    s
+}
+
 /// The placements whose comparison rests on emulated latencies outside the real classes' ratio.
 fn emulation_line(m: &Manifest) -> Option<String> {
     let baseline = &m.baseline;
@@ -165,6 +256,9 @@ pub(super) fn whys(set: &ResultSet, summary: &Summary, study: &Study) -> Vec<Str
         .cells
         .iter()
         .map(|c| {
+            if let Some(x) = &summary.contrast {
+                return contrast_why(x, c, study);
+            }
             if c.is_baseline {
                 return study
                     .cells
@@ -291,4 +385,21 @@ pub(super) fn fidelity_section(d: &mut Document, m: &Manifest) {
         d.para("Outside the real classes' ratio:");
         d.list(calibrations);
     }
+}
+
+/// The why of a cell of a study's contrast: what moved against the same cell under the reference
+/// value, or the reference cell's bottleneck.
+fn contrast_why(x: &crate::contrast::Contrast, c: &CellSummary, study: &Study) -> String {
+    let verdict = |k: &results::record::CellKey| study.cells.get(k).map(evidence::verdict_text);
+    let w = match x.change_of(&c.key) {
+        Some(ch) => match (study.cells.get(&ch.reference), study.cells.get(&ch.cell)) {
+            (Some(r), Some(e)) => evidence::cause_against(r, e, ch.headline().0.as_ref(), "the reference"),
+            _ => "no evidence".into(),
+        },
+        None if x.is_reference(&c.key) => {
+            verdict(&c.key).map(|v| format!("reference: {v}")).unwrap_or_else(|| "reference".into())
+        }
+        None => format!("no cell under {}", x.dimension.describe(&x.reference)),
+    };
+    w.replace('|', "/")
 }

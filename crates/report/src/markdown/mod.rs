@@ -5,7 +5,7 @@ use crate::claims::{self, ClaimCheck, ClaimVerdict};
 use crate::document::{Document, Figure, Item, Table};
 use crate::evidence::{self, Study};
 use crate::export::{ExportError, Exporter, Output, layout};
-use crate::model::{ResultSet, Summary, describe};
+use crate::model::{ResultSet, Summary, describe, statement_label};
 use crate::stats::{Delta, Verdict};
 use crate::views::{self, ChartFile};
 use results::Manifest;
@@ -17,7 +17,7 @@ mod reproducibility;
 mod tables;
 mod warnings;
 
-/// `report.md`, one function per section, embedding the charts `views::render_all` wrote.
+/// `report.md`, one function per section, embedding the charts `views::draw_all` drew.
 pub struct MarkdownExporter {
     pub charts: Vec<views::ChartFile>,
 }
@@ -34,24 +34,6 @@ fn fmt_delta(d: Option<&Delta>, baseline: bool) -> String {
 /// `12.3%`, or `n/a` for a figure without a spread (one run).
 fn pct_or_na(v: f64) -> String {
     if v.is_finite() { format!("{v:.1}%") } else { "n/a".into() }
-}
-
-/// A statement of a pgbench script as a column heading: `UPDATE pgbench_accounts`,
-/// `SELECT … FROM pgbench_accounts`, `INSERT INTO pgbench_history`, `BEGIN`.
-pub fn statement_label(text: &str) -> String {
-    let t = text.trim().trim_end_matches(';');
-    let words: Vec<&str> = t.split_whitespace().collect();
-    let upper = |i: usize| words.get(i).map(|w| w.to_ascii_uppercase()).unwrap_or_default();
-    match upper(0).as_str() {
-        "UPDATE" if words.len() >= 2 => format!("UPDATE {}", words[1]),
-        "INSERT" if words.len() >= 3 && upper(1) == "INTO" => format!("INSERT INTO {}", words[2]),
-        "SELECT" => match words.iter().position(|w| w.eq_ignore_ascii_case("FROM")) {
-            Some(i) if i + 1 < words.len() => format!("SELECT … FROM {}", words[i + 1]),
-            _ => t.to_string(),
-        },
-        _ if words.len() <= 3 => t.to_string(),
-        _ => format!("{} …", words[..3].join(" ")),
-    }
 }
 
 /// The report's view model: every section, in order, built from the analysis once; report.md
@@ -180,25 +162,6 @@ fn profile_cell(k: &results::record::CellKey) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn statement_labels() {
-        assert_eq!(
-            statement_label("UPDATE pgbench_accounts SET abalance = abalance + :delta WHERE aid = :aid;"),
-            "UPDATE pgbench_accounts"
-        );
-        assert_eq!(
-            statement_label("SELECT abalance FROM pgbench_accounts WHERE aid = :aid;"),
-            "SELECT … FROM pgbench_accounts"
-        );
-        assert_eq!(
-            statement_label("INSERT INTO pgbench_history (tid, bid) VALUES (:tid, :bid);"),
-            "INSERT INTO pgbench_history"
-        );
-        assert_eq!(statement_label("  BEGIN;"), "BEGIN");
-        assert_eq!(statement_label("SELECT 1"), "SELECT 1");
-        assert_eq!(statement_label("\\set aid random(1, 100000 * :scale)"), "\\set aid random(1, …");
-    }
 
     #[test]
     fn deltas_in_tables() {

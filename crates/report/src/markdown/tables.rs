@@ -2,6 +2,7 @@
 //! device I/O and the cells that were not measured.
 
 use super::*;
+use crate::model::CellSummary;
 
 /// The results table: every cell with its TPS and latency changes against the baseline, and
 /// how the changes were judged.
@@ -24,6 +25,7 @@ pub(super) fn results_table(d: &mut Document, summary: &Summary, whys: &[String]
         "why",
     ]);
     for (i, c) in summary.cells.iter().enumerate() {
+        let (tps, latency, p99, reference) = changes_of(summary, c);
         t.row(vec![
             c.key.placement.clone(),
             c.key.workload.clone(),
@@ -37,23 +39,47 @@ pub(super) fn results_table(d: &mut Document, summary: &Summary, whys: &[String]
                 if c.tps.ci95.is_finite() { format!("{:.1}", c.tps.ci95) } else { "n/a".into() }
             ),
             pct_or_na(c.tps.cv_pct),
-            fmt_delta(c.tps_delta.as_ref(), c.is_baseline),
+            fmt_change(tps.as_ref(), reference),
             format!("{:.3}", c.latency_ms.mean),
-            fmt_delta(c.latency_delta.as_ref(), c.is_baseline),
-            if c.latency_p99_ms.is_some() {
-                fmt_delta(c.latency_p99_delta.as_ref(), c.is_baseline)
-            } else {
-                "n/a".into()
-            },
+            fmt_change(latency.as_ref(), reference),
+            if c.latency_p99_ms.is_some() { fmt_change(p99.as_ref(), reference) } else { "n/a".into() },
             whys.get(i).cloned().unwrap_or_default(),
         ]);
     }
-    d.table(t.caption(
-        "Results per cell: mean TPS ± the half-width of its 95% confidence interval (Student's t over the cell's runs or kept rounds); each change against the baseline cell with its own 95% interval (before Holm's correction) and its verdict.",
+    let against = match &summary.contrast {
+        Some(x) => format!("the same cell under {}", x.dimension.describe(&x.reference)),
+        None => "the baseline cell".to_string(),
+    };
+    d.table(t.caption(format!(
+        "Results per cell: mean TPS ± the half-width of its 95% confidence interval (Student's t over the cell's runs or kept rounds); each change against {against} with its own 95% interval (before Holm's correction) and its verdict."
+    )));
+    d.para(format!(
+        "Why: what moved between {against} and this one, behind the change of its headline figure (NOPM for TPC-C, TPS otherwise), from the evidence columns of summary.csv (means over the cell's runs); each cell's bottleneck and its rule are under Bottlenecks."
     ));
-    d.para(
-        "Why: what moved between the baseline cell and this one, behind the change of its headline figure (NOPM for TPC-C, TPS otherwise), from the evidence columns of summary.csv (means over the cell's runs); each cell's bottleneck and its rule are under Bottlenecks.",
-    );
+}
+
+/// A cell's TPS, latency and p99 changes as the results table shows them: against the same cell
+/// under the contrast's reference value when the study has one, else against the baseline
+/// placement; and the word for a cell that is itself the reference (None when it is not).
+fn changes_of(
+    summary: &Summary,
+    c: &CellSummary,
+) -> (Option<Delta>, Option<Delta>, Option<Delta>, Option<&'static str>) {
+    match &summary.contrast {
+        Some(x) => match x.change_of(&c.key) {
+            Some(ch) => (ch.tps, ch.latency, ch.latency_p99, None),
+            None => (None, None, None, x.is_reference(&c.key).then_some("reference")),
+        },
+        None => (c.tps_delta, c.latency_delta, c.latency_p99_delta, c.is_baseline.then_some("baseline")),
+    }
+}
+
+/// [`fmt_delta`], a reference cell named by its word.
+fn fmt_change(d: Option<&Delta>, reference: Option<&str>) -> String {
+    match reference {
+        Some(word) => word.to_string(),
+        None => fmt_delta(d, false),
+    }
 }
 
 /// How to read the changes: the design and the interval it gives, the verdicts, the families
@@ -65,13 +91,18 @@ pub(super) fn statistics_note(d: &mut Document, summary: &Summary) {
     } else {
         "each repetition is an independent run; a change is the ratio of geometric means, with a Welch t interval on the logarithms (not symmetric around the change)"
     };
-    let tests: Vec<String> = a.tests.iter().map(|(f, n)| format!("{n} {} change(s)", f.name())).collect();
+    // With a contrast of its own, the study's changes are the contrast's (placements: none).
+    let family = summary.contrast.as_ref().map_or(&a.tests, |x| &x.tests);
+    let tests: Vec<String> = family.iter().map(|(f, n)| format!("{n} {} change(s)", f.name())).collect();
     d.para(format!(
         "Design **{}**: {how}. Verdicts: **real change** when the interval excludes 0 after Holm's correction for the number of changes of the same figure ({}), **equivalent** when the whole 95% interval lies inside ±{:.1}% (the experiment's equivalence margin), **inconclusive** otherwise. The intervals printed are each change's own 95% interval, before the correction, so one that excludes 0 can still be inconclusive; p-values before and after the correction are in summary.csv.",
         a.design,
         if tests.is_empty() { "none with an interval".to_string() } else { tests.join(", ") },
         a.equivalence_margin_pct,
     ));
+    if let Some(x) = &summary.contrast {
+        contrast_note(d, x, a.equivalence_margin_pct);
+    }
     if let Some(rule) = a.rule {
         d.para(format!(
             "Warm-up cut: the first {} round(s) of every segment (a session, or a server life) do not count, then one more while the kept rounds of any contender still trend (a slope and a leading-rounds test at {:.0}%), alike for every placement and by round; a contest whose kept rounds still trend (at {:.0}%, Bonferroni over its contenders) is **not steady** and its changes are neither real changes nor equivalences. runs.csv says of each run whether it counts (`kept`); summary.csv gives each contender's lag-1 autocorrelation and trend.",
@@ -270,4 +301,17 @@ pub(super) fn missing_cells(d: &mut Document, summary: &Summary) {
         d.para("**Missing cells** (planned, no successful run):");
         d.list(summary.missing.iter().map(describe));
     }
+}
+
+/// The study's contrast: what it varies, what each change is against, and how its interval is
+/// formed.
+fn contrast_note(d: &mut Document, x: &crate::contrast::Contrast, margin: f64) {
+    d.para(format!(
+        "**The study's contrast: {}.** The study measures one placement and varies the {} ({}): every change below is a cell against the same cell under {} (the table's changes, the findings and the forest plot), not against a placement. How the interval is formed: {}. Holm's correction runs over the contrast's changes of each figure; the verdicts are as above (margin ±{margin:.1}%).",
+        x.dimension.name(),
+        x.dimension.name(),
+        x.values.join(", "),
+        x.dimension.describe(&x.reference),
+        crate::contrast::ASSUMPTION,
+    ));
 }

@@ -55,15 +55,37 @@ pub(super) fn study_forest(cx: &mut Ctx) {
     let margin = cx.summary.analysis.equivalence_margin_pct;
     let mut rows = Vec::new();
     let mut seen: Vec<Verdict> = Vec::new();
-    for c in cx.summary.cells.iter().filter(|c| !c.is_baseline) {
-        let Some(d) = c.headline().1 else { continue };
+    let contrast = cx.summary.contrast.as_ref();
+    // The study's contrast when it has one (a cell against the same cell under the reference
+    // value), else every contender placement against the baseline.
+    let changes: Vec<(String, crate::stats::Delta, &str)> = match contrast {
+        Some(x) => x
+            .changes
+            .iter()
+            .filter_map(|c| {
+                let (d, figure) = c.headline();
+                Some((format!("{} vs {}", cell_label(&c.cell), x.dimension.describe(&x.reference)), d?, figure))
+            })
+            .collect(),
+        None => cx
+            .summary
+            .cells
+            .iter()
+            .filter(|c| !c.is_baseline)
+            .filter_map(|c| {
+                let figure = if c.nopm.is_some() { "NOPM" } else { "TPS" };
+                Some((format!("{}: {}", cell_label(&c.key), c.key.placement), c.headline().1?, figure))
+            })
+            .collect(),
+    };
+    for (label, d, figure) in changes {
         let (mark, color) = verdict_mark(d.verdict);
         if !seen.contains(&d.verdict) {
             seen.push(d.verdict);
         }
         rows.push(ForestRow {
-            label: format!("{}: {}", cell_label(&c.key), c.key.placement),
-            value: format!("{} {}", d.text(""), if c.nopm.is_some() { "NOPM" } else { "TPS" }),
+            label,
+            value: format!("{} {figure}", d.text("")),
             point: d.pct,
             low: d.pct_low,
             high: d.pct_high,
@@ -86,12 +108,19 @@ pub(super) fn study_forest(cx: &mut Ctx) {
         })
         .collect();
     let m = &cx.set.manifest;
+    let (against, of_what) = match contrast {
+        Some(x) => {
+            let r = x.dimension.describe(&x.reference);
+            (r.clone(), format!("each cell against the same cell under {r} (Welch: separate runs)"))
+        }
+        None => (m.baseline.clone(), "each cell against the baseline cell".to_string()),
+    };
     let chart = ForestChart {
-        title: format!("{}: every change against {}", m.experiment_name, m.baseline),
+        title: format!("{}: every change against {against}", m.experiment_name),
         subtitle: format!(
-            "throughput (NOPM for TPC-C) of each cell against the baseline cell; 95% intervals before Holm's correction; shaded: the equivalence margin ±{margin:.1}%"
+            "throughput (NOPM for TPC-C) of {of_what}; 95% intervals before Holm's correction; shaded: the equivalence margin ±{margin:.1}%"
         ),
-        x_label: format!("change against {} (log scale)", m.baseline),
+        x_label: format!("change against {against} (log scale)"),
         rows,
         margin_pct: margin,
         legend,

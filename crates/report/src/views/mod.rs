@@ -1,5 +1,5 @@
 //! Which charts a result set gets, built from the summary and the runs: [`plan`] lists them as
-//! data, [`render_all`] draws and writes them.
+//! data, [`draw_all`] draws them into outputs, which the one writer writes.
 
 mod devices;
 pub mod forest;
@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use plotters::style::RGBColor;
 
 use crate::charts::{self, BarChart, Chart, LineChart};
-use crate::export::{ExportError, Output, layout, write_outputs};
+use crate::export::{ExportError, Output, layout};
 use crate::model::{CellSummary, ResultSet, Summary};
 use crate::stats::{Delta, Verdict};
 
@@ -267,48 +267,27 @@ pub fn plan(set: &ResultSet, summary: &Summary) -> Vec<ChartSpec> {
     cx.specs
 }
 
-/// Draws every chart of a result set into `out`'s `charts/`, one at a time; returns the files
-/// written and, for the report, captions.
-pub fn render_all(
+/// Draws every chart of a result set, one at a time as the iterator is driven (so a writer
+/// holds one chart's pixels at once): each chart's caption for the report (with its SVG) and
+/// its outputs, the PNG and the SVG under `charts/`. Nothing is written here.
+pub fn draw_all(
     set: &ResultSet,
     summary: &Summary,
-    out: &Path,
-) -> Result<(Vec<PathBuf>, Vec<ChartFile>), ExportError> {
-    let dir = results::ResultsDir::new(out).charts_dir();
-    // The directory exists even when there is nothing to draw.
-    std::fs::create_dir_all(&dir).map_err(|e| ExportError::Write { path: dir.clone(), message: e.to_string() })?;
-    let specs = plan(set, summary);
-    let mut written = Vec::new();
-    let mut files = Vec::new();
-    for spec in &specs {
+) -> impl Iterator<Item = Result<(ChartFile, [Output; 2]), ExportError>> {
+    plan(set, summary).into_iter().map(|spec| {
         let outputs = spec.render()?;
         let mut file = spec.file();
         file.svg = outputs.iter().find_map(|o| match &o.body {
             crate::export::Body::Bytes(b) => Some(String::from_utf8_lossy(b).into_owned()),
             crate::export::Body::Png(_) => None,
         });
-        written.extend(write_outputs(out, outputs)?);
-        files.push(file);
-    }
-    remove_stale_charts(&dir, &written)?;
-    Ok((written, files))
+        Ok((file, outputs))
+    })
 }
 
-/// Removes the charts an earlier render of this result set drew and this one did not (a chart
-/// whose cells are gone, a renamed stem): a reader of `charts/` sees this render's only.
-fn remove_stale_charts(dir: &Path, written: &[PathBuf]) -> Result<(), ExportError> {
-    let entries =
-        std::fs::read_dir(dir).map_err(|e| ExportError::Write { path: dir.to_path_buf(), message: e.to_string() })?;
-    for path in entries.flatten().map(|e| e.path()) {
-        let chart = path.extension().is_some_and(|x| x == "png" || x == "svg") && path.is_file();
-        if chart && !written.contains(&path) {
-            std::fs::remove_file(&path).map_err(|e| ExportError::Write {
-                path: path.clone(),
-                message: format!("remove a stale chart: {e}"),
-            })?;
-        }
-    }
-    Ok(())
+/// Whether a file under `charts/` is a chart (a stale one is removed by a re-render).
+pub fn is_chart(path: &Path) -> bool {
+    path.extension().is_some_and(|x| x == "png" || x == "svg")
 }
 
 #[cfg(test)]
@@ -324,7 +303,7 @@ mod tests {
         for p in [&keep, &stale, &other] {
             std::fs::write(p, "x").unwrap();
         }
-        remove_stale_charts(dir.path(), std::slice::from_ref(&keep)).unwrap();
+        crate::export::remove_stale(dir.path(), Path::new(""), std::slice::from_ref(&keep), is_chart).unwrap();
         assert!(keep.exists() && other.exists() && !stale.exists());
     }
     use crate::stats::Estimate;
@@ -416,6 +395,7 @@ mod tests {
                 contests: Default::default(),
             },
             controls: vec![],
+            contrast: None,
         };
         let keys: Vec<Vec<String>> = groups(&summary)
             .iter()

@@ -168,7 +168,9 @@ pub(super) fn dimension_comparison(cx: &mut Ctx, what: &str, value: fn(&CellSumm
             && (what == "build" || a.key.build == b.key.build)
     });
     for cells in others {
-        let groups = dimension_groups(&cx.placements, &cells, &values, what, value);
+        // The study's contrast, when it is this dimension: its changes carry Holm's correction.
+        let contrast = cx.summary.contrast.as_ref().filter(|x| x.dimension.name().starts_with(what));
+        let groups = dimension_groups(&cx.placements, &cells, &values, (what, value), contrast);
         let c0 = cells[0];
         let chart = BarChart {
             title: format!("{}: throughput by {what}", set.manifest.experiment_name),
@@ -214,8 +216,8 @@ fn dimension_groups(
     placements: &[String],
     cells: &[&CellSummary],
     values: &[String],
-    what: &str,
-    value: fn(&CellSummary) -> String,
+    (what, value): (&str, fn(&CellSummary) -> String),
+    contrast: Option<&crate::contrast::Contrast>,
 ) -> Vec<BarGroup> {
     placements
         .iter()
@@ -231,7 +233,8 @@ fn dimension_groups(
                     // The change against the same placement under the first value of the
                     // dimension (e.g. the default profile, or the first memory limit).
                     let reference = cells.iter().find(|r| &r.key.placement == p && value(r) == values[0])?;
-                    let d = (vi > 0).then(|| Delta::between(&reference.headline().0, &e)).flatten();
+                    let own = contrast.and_then(|x| x.change_of(&c.key)).and_then(|ch| ch.headline().0);
+                    let d = (vi > 0).then(|| own.or_else(|| Delta::between(&reference.headline().0, &e))).flatten();
                     let (annotation, noise) = annotation(d.as_ref(), vi == 0, false);
                     let annotation = if vi == 0 { "reference".to_string() } else { annotation };
                     Some(Bar {

@@ -1,0 +1,81 @@
+//! `contrast.csv`: the study's own contrast ([`crate::contrast`]), one row per cell against the
+//! same cell under the reference value, each figure's change with its 95% interval, p-values
+//! before and after Holm's correction and the verdict; written only when the study has one.
+
+use serde::Serialize;
+
+use super::tables::Fixed;
+use crate::contrast::{Change, Contrast};
+use crate::stats::Delta;
+
+/// One row of contrast.csv (field order = column order).
+#[derive(Serialize, Default)]
+pub(crate) struct ContrastRow {
+    dimension: &'static str,
+    value: String,
+    reference: String,
+    placement: String,
+    workload: String,
+    clients: u32,
+    memory_limit: String,
+    profile: String,
+    tps_delta_pct: Option<Fixed<2>>,
+    tps_delta_ci95_low_pct: Option<Fixed<2>>,
+    tps_delta_ci95_high_pct: Option<Fixed<2>>,
+    tps_p_value: Option<Fixed<5>>,
+    tps_p_adjusted: Option<Fixed<5>>,
+    tps_verdict: &'static str,
+    latency_delta_pct: Option<Fixed<2>>,
+    latency_delta_ci95_low_pct: Option<Fixed<2>>,
+    latency_delta_ci95_high_pct: Option<Fixed<2>>,
+    latency_verdict: &'static str,
+    nopm_delta_pct: Option<Fixed<2>>,
+    nopm_delta_ci95_low_pct: Option<Fixed<2>>,
+    nopm_delta_ci95_high_pct: Option<Fixed<2>>,
+    nopm_verdict: &'static str,
+    /// `welch-log`: the two cells' runs taken as independent samples.
+    method: &'static str,
+}
+
+fn cols(d: Option<&Delta>) -> (Option<Fixed<2>>, Option<Fixed<2>>, Option<Fixed<2>>, &'static str) {
+    match d {
+        Some(d) => (Some(Fixed(d.pct)), Some(Fixed(d.pct_low)), Some(Fixed(d.pct_high)), d.verdict.as_str()),
+        None => (None, None, None, ""),
+    }
+}
+
+fn row(x: &Contrast, c: &Change) -> ContrastRow {
+    let (tps, tps_low, tps_high, tps_verdict) = cols(c.tps.as_ref());
+    let (lat, lat_low, lat_high, latency_verdict) = cols(c.latency.as_ref());
+    let (nopm, nopm_low, nopm_high, nopm_verdict) = cols(c.nopm.as_ref());
+    ContrastRow {
+        dimension: x.dimension.name(),
+        value: x.dimension.value(&c.cell),
+        reference: x.reference.clone(),
+        placement: c.cell.placement.clone(),
+        workload: c.cell.workload.clone(),
+        clients: c.cell.clients,
+        memory_limit: c.cell.memory_limit.to_string(),
+        profile: c.cell.profile.clone(),
+        tps_delta_pct: tps,
+        tps_delta_ci95_low_pct: tps_low,
+        tps_delta_ci95_high_pct: tps_high,
+        tps_p_value: c.tps.map(|d| Fixed(d.p_value)),
+        tps_p_adjusted: c.tps.map(|d| Fixed(d.p_adjusted)),
+        tps_verdict,
+        latency_delta_pct: lat,
+        latency_delta_ci95_low_pct: lat_low,
+        latency_delta_ci95_high_pct: lat_high,
+        latency_verdict,
+        nopm_delta_pct: nopm,
+        nopm_delta_ci95_low_pct: nopm_low,
+        nopm_delta_ci95_high_pct: nopm_high,
+        nopm_verdict,
+        method: c.headline().0.map_or("", |d| d.method.as_str()),
+    }
+}
+
+/// Every change of the contrast, in its order.
+pub(crate) fn rows(x: &Contrast) -> Vec<ContrastRow> {
+    x.changes.iter().map(|c| row(x, c)).collect()
+}
