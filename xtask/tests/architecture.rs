@@ -42,7 +42,8 @@ fn dependencies_point_one_way() {
     let crates = crates();
     let names: BTreeSet<String> = crates.keys().cloned().collect();
     let allowed: BTreeMap<&str, &[&str]> = BTreeMap::from([
-        ("xtask", &["experiment", "tiers", "runner", "report", "results", "journal"][..]),
+        ("xtask", &["pgtier", "experiment", "tiers", "runner", "report", "results", "journal"][..]),
+        ("pgtier", &["experiment", "tiers", "runner", "report", "results", "journal"][..]),
         ("experiment", &["tiers", "runner", "tpcc"][..]),
         ("runner", &["results", "journal", "tpcc"][..]),
         ("tiers", &["journal"][..]),
@@ -63,7 +64,7 @@ fn dependencies_point_one_way() {
     }
 }
 
-/// One source file outside tests, as a module path (`runner::server`, `xtask::compare::manifest`)
+/// One source file outside tests, as a module path (`runner::server`, `pgtier::compare::manifest`)
 /// and its code without comments and without its `#[cfg(test)] mod tests`.
 struct Module {
     path: String,
@@ -157,10 +158,12 @@ fn only_these_modules_start_processes() {
             "runner::server",
             "runner::env",
             "xtask::setup",
+            // cargo, for the release pgtier binary shipped to other hosts.
+            "xtask::release",
             // tar of configs/ to ship it to a host.
-            "xtask::remote",
+            "pgtier::remote",
             // a server host's ssh session, and tar piped through ssh.
-            "xtask::fleet::host",
+            "pgtier::fleet::host",
             "xtask::bench::precision",
             "xtask::vm::image",
             "xtask::vm::machine",
@@ -197,12 +200,12 @@ fn only_these_modules_build_or_run_commands() {
             "runner::pgbench_run",
             "runner::tpcc_remote",
             "runner::dataset",
-            "xtask::host",
+            "pgtier::host",
             "xtask::bench::fidelity",
-            "xtask::compare::manifest",
+            "pgtier::compare::manifest",
             // ssh commands to the experiment's other hosts (`[[host]]`), run as CommandLines.
-            "xtask::remote",
-            "xtask::fleet::host",
+            "pgtier::remote",
+            "pgtier::fleet::host",
         ]),
         "modules that build or run a journal::CommandLine: docs/architecture.md, Invariants"
     );
@@ -225,7 +228,7 @@ fn the_scan_sees_what_it_looks_for() {
     assert!(found(&["    let c = Command::new(prog);"]));
     assert!(!found(&["    let c = CommandLine::new(\"sh\");"]), "a CommandLine is not a started process");
     assert!(!found(&["use std::process::Command;"]));
-    assert_eq!(module_path("xtask", Path::new("/w/src"), Path::new("/w/src/compare/mod.rs")), "xtask::compare");
+    assert_eq!(module_path("pgtier", Path::new("/w/src"), Path::new("/w/src/compare/mod.rs")), "pgtier::compare");
     assert_eq!(module_path("runner", Path::new("/w/src"), Path::new("/w/src/lib.rs")), "runner");
     let root = workspace();
     assert!(is_test_only(&root.join("crates/runner/src/execute/tests.rs")));

@@ -25,8 +25,8 @@ use tiers::spec::{Backing, DeviceClass, DeviceSpec, RealDevice};
 
 use report::stats::median;
 
-use crate::paths;
-use crate::signals::Interrupts;
+use pgtier::paths;
+use pgtier::signals::Interrupts;
 
 pub struct FidelityArgs {
     pub runs: u32,
@@ -43,7 +43,7 @@ pub async fn fidelity(args: FidelityArgs) -> ExitCode {
     }
     let interrupts = Interrupts::install();
     if let Err(e) = paths::ensure_state_dirs() {
-        eprintln!("error: {}", crate::error_chain::chain(&e));
+        eprintln!("error: {}", pgtier::error_chain::chain(&e));
         return ExitCode::FAILURE;
     }
     let id = format!("bench-fidelity-{}", timestamp::compact(SystemTime::now()));
@@ -65,7 +65,7 @@ pub async fn fidelity(args: FidelityArgs) -> ExitCode {
             ExitCode::SUCCESS
         }
         (Err(e), _) => {
-            eprintln!("error: {}", crate::error_chain::chain(&e));
+            eprintln!("error: {}", pgtier::error_chain::chain(&e));
             ExitCode::FAILURE
         }
         (Ok(_), false) => {
@@ -78,7 +78,7 @@ pub async fn fidelity(args: FidelityArgs) -> ExitCode {
 async fn run(args: &FidelityArgs, journal: &Journal, interrupts: &Interrupts, id: &str, out: &Path) -> Result<String> {
     std::fs::create_dir_all(out.join("logs"))?;
     let (env, placement) = prepare(args, journal, interrupts, id, out).await?;
-    let threads = args.clients.min(crate::host::hardware_threads()).max(1);
+    let threads = args.clients.min(pgtier::host::hardware_threads()).max(1);
     let mut pairs = Pairs::default();
     for i in 1..=args.runs {
         if interrupts.cancelled() {

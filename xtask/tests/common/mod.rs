@@ -44,7 +44,10 @@ impl Env {
     }
     pub fn xtask(&self, args: &[&str]) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_xtask"));
-        c.args(args).env("PGTIER_STATE_DIR", self.state());
+        // Hosts get the binary under test (the debug build), not the release pgtier that
+        // `cargo xtask compare` builds and ships, unless PGTIER_SHIP_BINARY names another.
+        let ship = std::env::var_os("PGTIER_SHIP_BINARY").unwrap_or_else(|| env!("CARGO_BIN_EXE_xtask").into());
+        c.args(args).env("PGTIER_STATE_DIR", self.state()).env("PGTIER_SHIP_BINARY", ship);
         c
     }
 }
