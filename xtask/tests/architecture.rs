@@ -202,12 +202,38 @@ fn only_these_modules_build_or_run_commands() {
             "runner::dataset",
             "pgtier::host",
             "xtask::bench::fidelity",
-            "pgtier::compare::manifest",
+            // git rev-parse, the commit a run records.
+            "pgtier::record",
             // ssh commands to the experiment's other hosts (`[[host]]`), run as CommandLines.
             "pgtier::remote",
             "pgtier::fleet::host",
         ]),
         "modules that build or run a journal::CommandLine: docs/architecture.md, Invariants"
+    );
+}
+
+#[test]
+fn compare_and_fleet_do_not_know_each_other() {
+    let modules = modules();
+    let under = |prefix: &str| -> Vec<Module> {
+        modules
+            .iter()
+            .filter(|m| m.path == prefix || m.path.starts_with(&format!("{prefix}::")))
+            .map(|m| Module { path: m.path.clone(), code: m.code.clone() })
+            .collect()
+    };
+    let compare = under("pgtier::compare");
+    let fleet = under("pgtier::fleet");
+    assert!(compare.len() > 5 && fleet.len() > 1, "the scan finds compare's and fleet's modules");
+    let names_fleet = |l: &str| l.contains("crate::fleet") || l.contains("super::super::fleet");
+    let compare_using_fleet: Vec<&str> =
+        compare.iter().filter(|m| m.code.iter().any(|l| names_fleet(l))).map(|m| m.path.as_str()).collect();
+    let fleet_using_compare: Vec<&str> =
+        fleet.iter().filter(|m| m.code.iter().any(|l| l.contains("crate::compare"))).map(|m| m.path.as_str()).collect();
+    assert_eq!(
+        (compare_using_fleet, fleet_using_compare),
+        (vec![], vec![]),
+        "compare and fleet share what is below both (record, error, measurement); cli dispatches between them"
     );
 }
 

@@ -6,6 +6,10 @@ use std::process::ExitCode;
 
 use clap::Args;
 
+use crate::error::CompareError;
+use crate::fleet;
+use crate::measurement::MeasurementArgs;
+
 /// `compare`'s command line.
 #[derive(Args, Debug)]
 pub struct CompareArgs {
@@ -83,19 +87,45 @@ pub fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("tokio runtime")
 }
 
-/// Provision the tiers, run the workload matrix, report, tear down.
+/// Provision the tiers, run the workload matrix, report, tear down: on this machine
+/// (`compare`), or on every server host the file names (`fleet`). Exit codes: 0 success, 1 a
+/// failure at run time (teardown still done), 2 an unusable command line or experiment file.
 pub fn compare(args: CompareArgs) -> ExitCode {
     let CompareArgs { config, resume, emulate, dry_run, out, seed, design, budget, target_halfwidth, as_host } = args;
-    let measurement = crate::compare::MeasurementArgs { seed, design, budget, target_halfwidth };
-    runtime().block_on(crate::compare::run(crate::compare::Args {
-        config,
-        resume,
-        emulate,
-        dry_run,
-        out,
-        measurement,
-        as_host,
-    }))
+    let measurement = MeasurementArgs { seed, design, budget, target_halfwidth };
+    let args = crate::compare::Args { config, resume, emulate, dry_run, out, measurement, as_host };
+    match runtime().block_on(compare_or_fleet(&args)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => ExitCode::from(e.exit_code()),
+    }
+}
+
+/// A fleet's file (or result set, with `--resume`) goes to `fleet`, unless this run is one
+/// host's part of it; everything else to `compare`.
+async fn compare_or_fleet(args: &crate::compare::Args) -> Result<(), CompareError> {
+    let fleet_dir = args.resume.as_ref().filter(|d| results::fleet::FleetRecord::read(d).is_some());
+    if let Some(dir) = fleet_dir.filter(|_| args.as_host.is_none()) {
+        return fleet::resume(dir, args.config.as_deref());
+    }
+    let setup = crate::compare::resolve(args)?;
+    if args.as_host.is_some() || setup.exp.server_hosts().is_empty() {
+        return crate::compare::run(setup, args).await;
+    }
+    let launch = fleet::Launch {
+        exp: &setup.exp,
+        dir: &setup.results_dir,
+        run_id: &setup.run_id,
+        token: &setup.ctx.short_id,
+        seed: setup.seed,
+        emulate: args.emulate,
+        measurement: &args.measurement,
+    };
+    if args.dry_run {
+        fleet::dry_run::print(&launch);
+        crate::compare::print_dry_run(&setup);
+        return Ok(());
+    }
+    fleet::run(&launch)
 }
 
 /// Undo what a killed run left behind, from its run record.

@@ -5,12 +5,15 @@
 pub mod cleanup;
 pub mod cli;
 pub mod compare;
+pub mod error;
 pub mod error_chain;
 pub mod fleet;
 pub mod host;
 pub mod kernel;
+pub mod measurement;
 pub mod paths;
 pub mod progress;
+pub mod record;
 pub mod remote;
 pub mod signals;
 pub mod tpcc_client;

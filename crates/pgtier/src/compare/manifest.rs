@@ -17,7 +17,8 @@ use runner::matrix::PlannedRun;
 use tiers::Provisioned;
 
 use super::preflight::Preflight;
-use crate::{host, paths};
+use crate::host;
+use crate::record::git_commit;
 
 /// The manifest of a run that begins now; with `previous`, of a result set that resumes.
 pub fn begin(
@@ -150,20 +151,6 @@ fn postgres_info(exp: &Experiment, pre: &Preflight) -> PostgresInfo {
             .flat_map(|p| p.skipped.iter().map(move |(k, why)| format!("{} (profile {}): {why}", k, p.profile.name)))
             .collect(),
     }
-}
-
-/// The repository's commit; on another host, the controller's (`$PGTIER_REVISION`, set when it
-/// runs its shipped binary there, which has no repository).
-pub fn git_commit() -> Option<String> {
-    if let Ok(r) = std::env::var("PGTIER_REVISION") {
-        return Some(r);
-    }
-    journal::CommandLine::new("git")
-        .args(["-C", &paths::repo_root().display().to_string(), "rev-parse", "--short", "HEAD"])
-        .output(Some(std::time::Duration::from_secs(5)))
-        .ok()
-        .filter(|o| o.status == 0)
-        .map(|o| o.stdout.trim().to_string())
 }
 
 pub fn device_record(d: &tiers::ProvisionedDevice) -> DeviceRecord {

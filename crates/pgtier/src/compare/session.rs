@@ -20,7 +20,8 @@ use tiers::{PlanContext, Provisioned};
 
 use super::golden::{self, GoldenSite};
 use super::preflight::Preflight;
-use super::{CompareError, faults, manifest, setup};
+use super::{faults, manifest, setup};
+use crate::error::CompareError;
 use crate::host;
 use crate::signals::Interrupts;
 
