@@ -28,11 +28,6 @@ pub struct PlacementTarget {
 /// `--index-tablespace`; `temp` becomes `temp_tablespaces`).
 pub const TABLESPACE_ROLES: [&str; 3] = ["tables", "indexes", "temp"];
 
-/// The tablespace name pgtier gives a role.
-pub fn tablespace_name(role: &str) -> String {
-    format!("pgtier_{role}")
-}
-
 #[derive(Clone, Debug, Serialize)]
 pub struct DeviceRole {
     /// `data`, `wal` or `data+wal`.

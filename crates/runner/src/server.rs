@@ -14,9 +14,7 @@ use crate::RunnerError;
 use crate::cgroup::ServerCgroup;
 use crate::error::IoContext;
 use crate::install::{DbUser, PgInstall};
-
-/// The role every connection uses; the OS users root and postgres map to it (peer auth).
-pub const DB_ROLE: &str = "postgres";
+pub use crate::launch::{DB_ROLE, ServerLaunch};
 
 /// Sets up `cmd` to run as `user` in its own process group, joining the cgroups whose
 /// `cgroup.procs` files are open as `cgroup_files` (those must stay open until spawn returns).
@@ -200,44 +198,33 @@ pub struct Server {
 }
 
 impl Server {
-    /// Starts `postgres -D data_dir` as `user` (inside `cgroup` when given) and waits until it
-    /// accepts connections.
-    #[allow(clippy::too_many_arguments)] // each argument is a distinct fact of the server
+    /// Starts `postgres -D data_dir` as the launch's user (inside `cgroup` when given), its output
+    /// in `log`, and waits until it accepts connections.
     pub async fn start(
-        install: &PgInstall,
-        user: &DbUser,
-        journal: &Journal,
+        launch: &ServerLaunch<'_>,
         data_dir: &Path,
-        socket_dir: &Path,
-        port: u16,
         cgroup: Option<ServerCgroup>,
         log: &Path,
     ) -> Result<Server, RunnerError> {
-        Server::start_listening(install, user, journal, data_dir, socket_dir, port, cgroup, log, None).await
+        Server::start_listening(launch, data_dir, cgroup, log, None).await
     }
 
     /// [`Server::start`], for a server that, with a client host, also listens on the address
     /// facing it ([`write_client_access`]); then the benchmark role gets the run's password, set over
     /// the private socket as a SCRAM verifier (the password itself reaches no log).
-    #[allow(clippy::too_many_arguments)] // each argument is a distinct fact of the server
     pub async fn start_for_client(
-        install: &PgInstall,
-        user: &DbUser,
-        journal: &Journal,
+        launch: &ServerLaunch<'_>,
         data_dir: &Path,
-        socket_dir: &Path,
-        port: u16,
         cgroup: Option<ServerCgroup>,
         log: &Path,
         client: Option<&crate::env::RemoteClient>,
     ) -> Result<Server, RunnerError> {
         let listen = client.map(|c| c.server_address);
-        let server =
-            Server::start_listening(install, user, journal, data_dir, socket_dir, port, cgroup, log, listen).await?;
+        let server = Server::start_listening(launch, data_dir, cgroup, log, listen).await?;
         if let Some(client) = client
             && let Err(e) = server.set_password(&client.password).await
         {
-            let _ = server.stop(journal).await;
+            let _ = server.stop(launch.journal).await;
             return Err(e);
         }
         Ok(server)
@@ -253,18 +240,15 @@ impl Server {
         .map_err(|e| RunnerError::Server(format!("set the run's password of role {DB_ROLE}: {e:#}")))
     }
 
-    #[allow(clippy::too_many_arguments)] // each argument is a distinct fact of the server
     async fn start_listening(
-        install: &PgInstall,
-        user: &DbUser,
-        journal: &Journal,
+        launch: &ServerLaunch<'_>,
         data_dir: &Path,
-        socket_dir: &Path,
-        port: u16,
         cgroup: Option<ServerCgroup>,
         log: &Path,
         listen: Option<std::net::IpAddr>,
     ) -> Result<Server, RunnerError> {
+        let ServerLaunch { install, user, journal, socket_dir, port } = launch;
+        let (socket_dir, port) = (socket_dir.as_path(), *port);
         let log_file = std::fs::OpenOptions::new()
             .create(true)
             .append(true)

@@ -12,7 +12,7 @@ pub mod skip;
 pub use skip::skip;
 
 use journal::Journal;
-use runner::server::{Server, initdb, write_config};
+use runner::server::{Server, ServerLaunch, initdb, write_config};
 use runner::{DbUser, PgInstall};
 use tpcc::ConnectSpec;
 
@@ -79,7 +79,8 @@ impl Cluster {
         let port = 5432;
         write_config(&data, port, &sock, &settings, user.uid, user.gid).unwrap();
         let log = dir.path().join("server.log");
-        let server = match Server::start(&install, &user, &journal, &data, &sock, port, None, &log).await {
+        let launch = ServerLaunch { install, user, journal: &journal, socket_dir: sock.clone(), port };
+        let server = match Server::start(&launch, &data, None, &log).await {
             Ok(s) => s,
             Err(e) => {
                 // The journal may hold a half-started server: undo before failing.
