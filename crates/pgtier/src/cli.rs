@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use crate::error::CompareError;
+use crate::error::{CompareError, HOST_FAILURE_LINE};
 use crate::fleet;
 use crate::measurement::MeasurementArgs;
 
@@ -96,7 +96,13 @@ pub fn compare(args: CompareArgs) -> ExitCode {
     let args = crate::compare::Args { config, resume, emulate, dry_run, out, measurement, as_host };
     match runtime().block_on(compare_or_fleet(&args)) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => ExitCode::from(e.exit_code()),
+        Err(e) => {
+            if args.as_host.is_some() {
+                // The controller reads the host's failure from this line.
+                eprintln!("{HOST_FAILURE_LINE}{}", e.summary());
+            }
+            ExitCode::from(e.exit_code())
+        }
     }
 }
 

@@ -7,9 +7,7 @@ use std::time::SystemTime;
 
 use anyhow::{Context, Result};
 use experiment::Experiment;
-use results::manifest::{
-    DatasetRecord, DaxRequest, DeviceProbeRecord, DeviceRecord, Order, PlacementRecord, PostgresInfo,
-};
+use results::manifest::{DatasetRecord, DaxRequest, DeviceProbeRecord, DeviceRecord, PlacementRecord, PostgresInfo};
 use results::record::MemoryLabel;
 use results::{Manifest, Warning, timestamp};
 use runner::dataset::Golden;
@@ -40,10 +38,7 @@ pub fn begin(
         baseline: exp.baseline.clone(),
         emulated: exp.emulated,
         repetitions: exp.repetitions,
-        order: match exp.order {
-            runner::matrix::Order::Interleaved => Order::Interleaved,
-            runner::matrix::Order::Sequential => Order::Sequential,
-        },
+        order: exp.order,
         resolved_config: serde_json::to_value(exp).unwrap_or_default(),
         started_at: timestamp::rfc3339(started),
         finished_at: None,

@@ -73,7 +73,7 @@ pub async fn run(setup: Setup, args: &Args) -> Result<(), CompareError> {
     let Setup { exp, previous, started, run_id, results_dir, user, ctx, plan, runs, seed, golden, .. } = setup;
     if let Some(prev) = &previous {
         resume::resumable(prev, &exp, &runs)
-            .map_err(|why| CompareError::NotResumable { dir: results_dir.clone(), why })
+            .map_err(|why| CompareError::NotResumable { dir: results_dir.clone(), why: why.to_string() })
             .inspect_err(CompareError::print)?;
     }
     faults::warn_unreachable(&exp, runs.len());
