@@ -242,10 +242,6 @@ fn oom_text(
 }
 
 /// The server log lines that explain a failure (PANIC, FATAL, ERROR, crashes), last few.
-pub fn log_excerpt(log: &Path) -> String {
-    excerpt_of(&std::fs::read_to_string(log).unwrap_or_default())
-}
-
 fn excerpt_of(log: &str) -> String {
     let hits: Vec<&str> = log
         .lines()
