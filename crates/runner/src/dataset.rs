@@ -197,7 +197,7 @@ async fn load(
     client
         .batch_execute(&format!("CREATE DATABASE {DATABASE}"))
         .await
-        .map_err(|e| RunnerError::Server(format!("create database: {e:#}")))?;
+        .map_err(RunnerError::query("create database"))?;
     let (scale, init_args, tablespaces) = match spec {
         DatasetSpec::Pgbench { scale, init_args, tablespaces } => (scale, init_args, tablespaces),
         DatasetSpec::Tpcc { warehouses, workers, hammerdb_schema } => {
@@ -213,7 +213,7 @@ async fn load(
         client
             .batch_execute(&format!("CREATE TABLESPACE {} LOCATION '{}'", tablespace_name(role), dir.display()))
             .await
-            .map_err(|e| RunnerError::Server(format!("create tablespace for {role}: {e:#}")))?;
+            .map_err(RunnerError::query(format!("create tablespace for {role}")))?;
         match role.as_str() {
             "tables" => args.push(format!("--tablespace={}", tablespace_name(role))),
             "indexes" => args.push(format!("--index-tablespace={}", tablespace_name(role))),
@@ -229,11 +229,11 @@ async fn load(
     let cmd = pgbench::init_command(&env.server.install.client_dir, &target, *scale, &args);
     init(env, &cmd, &logs.join("pgbench-init.log"), on_line).await?;
     let db = srv.connect(DATABASE).await?;
-    db.batch_execute("CHECKPOINT").await.map_err(|e| RunnerError::Server(format!("checkpoint: {e:#}")))?;
+    db.batch_execute("CHECKPOINT").await.map_err(RunnerError::query("checkpoint"))?;
     let row = db
         .query_one("SELECT pg_database_size(current_database())", &[])
         .await
-        .map_err(|e| RunnerError::Server(format!("{e:#}")))?;
+        .map_err(RunnerError::query("read the database size"))?;
     let size: i64 = row.get(0);
     Ok((cmd.to_string(), size as u64))
 }
@@ -243,7 +243,7 @@ async fn load(
 async fn shed_wal(srv: &Server) -> Result<(), RunnerError> {
     let db = srv.connect(DATABASE).await?;
     for _ in 0..2 {
-        db.batch_execute("CHECKPOINT").await.map_err(|e| RunnerError::Server(format!("checkpoint: {e:#}")))?;
+        db.batch_execute("CHECKPOINT").await.map_err(RunnerError::query("checkpoint"))?;
     }
     Ok(())
 }
@@ -337,7 +337,7 @@ async fn load_tpcc(
     let report_file = logs.join("tpcc-load.json");
     std::fs::write(&report_file, json).io_context(|| format!("write {}", report_file.display()))?;
     let db = srv.connect(DATABASE).await?;
-    db.batch_execute("CHECKPOINT").await.map_err(|e| RunnerError::Server(format!("checkpoint: {e:#}")))?;
+    db.batch_execute("CHECKPOINT").await.map_err(RunnerError::query("checkpoint"))?;
     Ok((
         format!(
             "tpcc loader: {warehouses} warehouses, {workers} workers, binary COPY, then keys, indexes and VACUUM ANALYZE ({:.1} warehouses/min)",

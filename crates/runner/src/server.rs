@@ -237,7 +237,7 @@ impl Server {
             "SET log_statement = 'none'; SET log_min_duration_statement = -1; ALTER ROLE {DB_ROLE} PASSWORD '{verifier}'"
         ))
         .await
-        .map_err(|e| RunnerError::Server(format!("set the run's password of role {DB_ROLE}: {e:#}")))
+        .map_err(RunnerError::query(format!("set the run's password of role {DB_ROLE}")))
     }
 
     async fn start_listening(
@@ -341,7 +341,7 @@ impl Server {
         let row = c
             .query_one("SELECT current_setting('listen_addresses'), current_setting('data_directory')", &[])
             .await
-            .map_err(|e| RunnerError::Server(format!("read settings: {e:#}")))?;
+            .map_err(RunnerError::query("read settings"))?;
         let (listen, dir): (String, String) = (row.get(0), row.get(1));
         let expected = expected.map(|a| a.to_string()).unwrap_or_default();
         if listen != expected || Path::new(&dir) != data_dir {
@@ -362,7 +362,7 @@ impl Server {
             .application_name("pgtier")
             .connect(tokio_postgres::NoTls)
             .await
-            .map_err(|e| RunnerError::Server(format!("connect: {e:#}")))?;
+            .map_err(RunnerError::query("connect"))?;
         tokio::spawn(async move {
             let _ = conn.await;
         });
@@ -436,7 +436,7 @@ pub async fn non_default_settings(
     let rows = client
         .query("SELECT name, setting || coalesce(' ' || unit, '') FROM pg_settings WHERE source NOT IN ('default', 'override') ORDER BY name", &[])
         .await
-        .map_err(|e| RunnerError::Server(format!("read pg_settings: {e:#}")))?;
+        .map_err(RunnerError::query("read pg_settings"))?;
     Ok(rows.iter().map(|r| (r.get::<_, String>(0), r.get::<_, String>(1))).collect())
 }
 

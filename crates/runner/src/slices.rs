@@ -101,7 +101,7 @@ impl<'e> Session<'e> {
         for m in &self.members {
             let srv = m.server.as_ref().expect("started");
             let client = srv.connect(DATABASE).await?;
-            client.batch_execute("CHECKPOINT").await.map_err(|e| RunnerError::Server(format!("checkpoint: {e:#}")))?;
+            client.batch_execute("CHECKPOINT").await.map_err(RunnerError::query("checkpoint"))?;
         }
         crate::dataset::sync_all();
         if drop_caches {
@@ -125,7 +125,7 @@ impl<'e> Session<'e> {
                 continue;
             }
             let client = srv.connect(DATABASE).await?;
-            client.batch_execute("CHECKPOINT").await.map_err(|e| RunnerError::Server(format!("checkpoint: {e:#}")))?;
+            client.batch_execute("CHECKPOINT").await.map_err(RunnerError::query("checkpoint"))?;
         }
         crate::dataset::sync_all();
         Ok(())
@@ -229,7 +229,7 @@ impl<'e> Session<'e> {
         retire(m).await?;
         let (server, log) = start_member(&m.env, spec, target).await?;
         let client = server.connect(DATABASE).await?;
-        client.batch_execute("CHECKPOINT").await.map_err(|e| RunnerError::Server(format!("checkpoint: {e:#}")))?;
+        client.batch_execute("CHECKPOINT").await.map_err(RunnerError::query("checkpoint"))?;
         if let Some(c) = server.cgroup.as_ref() {
             c.reset_peak();
         }

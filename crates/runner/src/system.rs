@@ -162,7 +162,7 @@ impl RunSystem for RealRun<'_> {
             Some(c) => c,
             None => self.server()?.connect(DATABASE).await?,
         };
-        client.batch_execute("CHECKPOINT").await.map_err(|e| RunnerError::Server(format!("checkpoint: {e:#}")))
+        client.batch_execute("CHECKPOINT").await.map_err(RunnerError::query("checkpoint"))
     }
 
     fn sync(&mut self) {

@@ -369,7 +369,7 @@ fn start_virtual_users(
         for (vu, terminal) in terminals.into_iter().enumerate() {
             match spawn_server_side_vu(vu as u32, ctx.clone(), terminal) {
                 Ok(rx) => finished.push(rx),
-                Err(e) => return Err(TpccError::Internal(format!("start a virtual-user thread: {e}"))),
+                Err(source) => return Err(TpccError::Thread { what: "a virtual-user thread", source }),
             }
         }
     } else {
@@ -389,8 +389,8 @@ fn start_virtual_users(
             let spawned = std::thread::Builder::new().name(format!("tpcc-driver-{t}")).spawn(move || {
                 let _ = done_tx.send(group.run());
             });
-            if let Err(e) = spawned {
-                return Err(TpccError::Internal(format!("start a driver thread: {e}")));
+            if let Err(source) = spawned {
+                return Err(TpccError::Thread { what: "a driver thread", source });
             }
             finished.push(done_rx);
         }

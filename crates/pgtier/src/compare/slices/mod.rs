@@ -482,7 +482,11 @@ impl Session<'_> {
                 }
                 Ok(None) => {}
                 Err(runner::RunnerError::Cancelled) => bail!("interrupted during the warm-up of {label}"),
-                Err(e @ (runner::RunnerError::Workload(_) | runner::RunnerError::Server(_))) => {
+                Err(
+                    e @ (runner::RunnerError::Workload(_)
+                    | runner::RunnerError::Server(_)
+                    | runner::RunnerError::Query { .. }),
+                ) => {
                     add(&mut s.seconds, "warm_up", t0.elapsed().as_secs_f64());
                     return Ok(Err((p, e.to_string())));
                 }
