@@ -140,21 +140,15 @@ fn load(args: &Args, threads: u32) -> Result<(Experiment, Option<Manifest>), Com
 fn apply_overrides(exp: &mut Experiment, m: &MeasurementArgs) -> Result<(), CompareError> {
     let bad = |what: &str, v: &str, how: &str| CompareError::BadArgument(format!("{what} {v:?}: {how}"));
     if let Some(d) = &m.design {
-        exp.measurement.design = match d.as_str() {
-            "slices" => experiment::Design::Slices,
-            "runs" => experiment::Design::Runs,
-            _ => return Err(bad("--design", d, "use slices or runs")),
-        };
+        exp.measurement.design =
+            experiment::Design::from_word(d).ok_or_else(|| bad("--design", d, "use slices or runs"))?;
     }
     if let Some(b) = &m.budget {
         let d = experiment::units::parse_duration(b).map_err(|e| bad("--budget", b, &e))?;
         exp.measurement.budget = Some(d);
     }
     if let Some(t) = &m.target_halfwidth {
-        let v = t
-            .trim()
-            .strip_suffix('%')
-            .and_then(|v| v.trim().parse::<f64>().ok())
+        let v = experiment::units::parse_percent(t)
             .filter(|v| *v > 0.0 && *v < 100.0)
             .ok_or_else(|| bad("--target-halfwidth", t, "give a percentage such as 5%"))?;
         exp.measurement.target_halfwidth_pct = Some(v);
