@@ -15,6 +15,25 @@ pub fn required() -> bool {
     ci || std::env::var("PGTIER_REQUIRE_ALL").as_deref() == Ok("1")
 }
 
+/// True when the test runs as root (the effective uid of `/proc/self/status` is 0).
+pub fn is_root() -> bool {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status.lines().find_map(|l| l.strip_prefix("Uid:")).and_then(|ids| ids.split_whitespace().nth(1)) == Some("0")
+}
+
+/// May a test that needs root run? True as root. Otherwise, with PGTIER_SKIP_ROOT_TESTS=1 it
+/// skips (`skip_reason`, see [`skip`]: a failure under CI), and without it the test fails with
+/// `why_root` (what needs root, and how to run or skip it).
+pub fn root_or_skip(skip_reason: &str, why_root: &str) -> bool {
+    if is_root() {
+        return true;
+    }
+    if std::env::var("PGTIER_SKIP_ROOT_TESTS").as_deref() == Ok("1") {
+        return skip(skip_reason);
+    }
+    panic!("{why_root}");
+}
+
 /// Skips the calling test with `reason` (what is missing, and what would make it run), or fails
 /// it when skips are not allowed ([`required`]). Returns false, so that a site can write
 /// `return skip(...)` where it answers "may the test run?".

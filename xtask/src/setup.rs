@@ -254,7 +254,7 @@ fn run_counted(mut cmd: Command, counts: &mut Counts) -> std::io::Result<bool> {
 /// the end; with `require_all` (or CI=true, which the tests read themselves) a test that would
 /// skip fails instead. `PGTIER_VM_TESTS=all` also runs the long VM tests (`#[ignore]`d).
 pub fn test(require_all: bool, extra: &[String]) -> ExitCode {
-    let root = crate::paths::repo_root();
+    let root = pgtier::paths::repo_root();
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let log = std::env::temp_dir().join(format!("pgtier-test-skips-{}.tsv", std::process::id()));
     let _ = std::fs::remove_file(&log);

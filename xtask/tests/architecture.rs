@@ -42,7 +42,8 @@ fn dependencies_point_one_way() {
     let crates = crates();
     let names: BTreeSet<String> = crates.keys().cloned().collect();
     let allowed: BTreeMap<&str, &[&str]> = BTreeMap::from([
-        ("xtask", &["experiment", "tiers", "runner", "report", "results", "journal"][..]),
+        ("xtask", &["pgtier", "experiment", "tiers", "runner", "report", "results", "journal"][..]),
+        ("pgtier", &["experiment", "tiers", "runner", "report", "results", "journal"][..]),
         ("experiment", &["tiers", "runner", "tpcc"][..]),
         ("runner", &["results", "journal", "tpcc"][..]),
         ("tiers", &["journal"][..]),
@@ -63,7 +64,7 @@ fn dependencies_point_one_way() {
     }
 }
 
-/// One source file outside tests, as a module path (`runner::server`, `xtask::compare::manifest`)
+/// One source file outside tests, as a module path (`runner::server`, `pgtier::compare::manifest`)
 /// and its code without comments and without its `#[cfg(test)] mod tests`.
 struct Module {
     path: String,
@@ -157,10 +158,12 @@ fn only_these_modules_start_processes() {
             "runner::server",
             "runner::env",
             "xtask::setup",
+            // cargo, for the release pgtier binary shipped to other hosts.
+            "xtask::release",
             // tar of configs/ to ship it to a host.
-            "xtask::remote",
+            "pgtier::remote",
             // a server host's ssh session, and tar piped through ssh.
-            "xtask::fleet::host",
+            "pgtier::fleet::host",
             "xtask::bench::precision",
             "xtask::vm::image",
             "xtask::vm::machine",
@@ -197,14 +200,40 @@ fn only_these_modules_build_or_run_commands() {
             "runner::pgbench_run",
             "runner::tpcc_remote",
             "runner::dataset",
-            "xtask::host",
+            "pgtier::host",
             "xtask::bench::fidelity",
-            "xtask::compare::manifest",
+            // git rev-parse, the commit a run records.
+            "pgtier::record",
             // ssh commands to the experiment's other hosts (`[[host]]`), run as CommandLines.
-            "xtask::remote",
-            "xtask::fleet::host",
+            "pgtier::remote",
+            "pgtier::fleet::host",
         ]),
         "modules that build or run a journal::CommandLine: docs/architecture.md, Invariants"
+    );
+}
+
+#[test]
+fn compare_and_fleet_do_not_know_each_other() {
+    let modules = modules();
+    let under = |prefix: &str| -> Vec<Module> {
+        modules
+            .iter()
+            .filter(|m| m.path == prefix || m.path.starts_with(&format!("{prefix}::")))
+            .map(|m| Module { path: m.path.clone(), code: m.code.clone() })
+            .collect()
+    };
+    let compare = under("pgtier::compare");
+    let fleet = under("pgtier::fleet");
+    assert!(compare.len() > 5 && fleet.len() > 1, "the scan finds compare's and fleet's modules");
+    let names_fleet = |l: &str| l.contains("crate::fleet") || l.contains("super::super::fleet");
+    let compare_using_fleet: Vec<&str> =
+        compare.iter().filter(|m| m.code.iter().any(|l| names_fleet(l))).map(|m| m.path.as_str()).collect();
+    let fleet_using_compare: Vec<&str> =
+        fleet.iter().filter(|m| m.code.iter().any(|l| l.contains("crate::compare"))).map(|m| m.path.as_str()).collect();
+    assert_eq!(
+        (compare_using_fleet, fleet_using_compare),
+        (vec![], vec![]),
+        "compare and fleet share what is below both (record, error, measurement); cli dispatches between them"
     );
 }
 
@@ -225,10 +254,117 @@ fn the_scan_sees_what_it_looks_for() {
     assert!(found(&["    let c = Command::new(prog);"]));
     assert!(!found(&["    let c = CommandLine::new(\"sh\");"]), "a CommandLine is not a started process");
     assert!(!found(&["use std::process::Command;"]));
-    assert_eq!(module_path("xtask", Path::new("/w/src"), Path::new("/w/src/compare/mod.rs")), "xtask::compare");
+    assert_eq!(module_path("pgtier", Path::new("/w/src"), Path::new("/w/src/compare/mod.rs")), "pgtier::compare");
     assert_eq!(module_path("runner", Path::new("/w/src"), Path::new("/w/src/lib.rs")), "runner");
     let root = workspace();
     assert!(is_test_only(&root.join("crates/runner/src/execute/tests.rs")));
     assert!(is_test_only(&root.join("crates/runner/src/testing.rs")));
     assert!(!is_test_only(&root.join("crates/runner/src/server.rs")));
+}
+
+/// The modules of `krate` each module's code names (`crate::x::y`, `use crate::{x, y}`,
+/// `super::x`), as module paths without the crate's name.
+fn module_edges(krate: &str) -> BTreeMap<String, BTreeSet<String>> {
+    let prefix = format!("{krate}::");
+    let modules: Vec<Module> = modules().into_iter().filter(|m| m.path.starts_with(&prefix)).collect();
+    let names: BTreeSet<String> = modules.iter().map(|m| m.path[prefix.len()..].to_string()).collect();
+    let longest = |words: &[&str]| -> Option<String> {
+        (1..=words.len()).rev().map(|k| words[..k].join("::")).find(|c| names.contains(c))
+    };
+    let mut edges = BTreeMap::new();
+    for m in &modules {
+        let me = m.path[prefix.len()..].to_string();
+        let parent: Vec<&str> = me.split("::").collect::<Vec<_>>().split_last().map(|(_, p)| p.to_vec()).unwrap();
+        let mut to = BTreeSet::new();
+        // One text, so that a `use crate::{...}` over several lines is read whole.
+        let code = m.code.join("\n");
+        for (needle, base) in [("crate::", Vec::new()), ("super::", parent.clone())] {
+            for (i, _) in code.match_indices(needle) {
+                let rest = &code[i + needle.len()..];
+                // `crate::{a, b::c}` names each of a group; `crate::a::b::C` one path.
+                let items: Vec<&str> = match rest.strip_prefix('{') {
+                    Some(group) => group.split('}').next().unwrap_or_default().split(',').collect(),
+                    None => vec![rest],
+                };
+                for item in items {
+                    let item = item.trim();
+                    let path_end =
+                        item.find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':')).unwrap_or(item.len());
+                    let mut words = base.clone();
+                    words.extend(item[..path_end].split("::").filter(|w| !w.is_empty()));
+                    if let Some(c) = longest(&words).filter(|c| *c != me) {
+                        to.insert(c);
+                    }
+                }
+            }
+        }
+        edges.insert(me, to);
+    }
+    edges
+}
+
+/// Groups of two or more modules that reach each other (Tarjan's strongly connected components).
+fn circles(edges: &BTreeMap<String, BTreeSet<String>>) -> Vec<BTreeSet<String>> {
+    struct Walk<'a> {
+        edges: &'a BTreeMap<String, BTreeSet<String>>,
+        index: BTreeMap<&'a str, usize>,
+        low: BTreeMap<&'a str, usize>,
+        stack: Vec<&'a str>,
+        out: Vec<BTreeSet<String>>,
+    }
+    fn visit<'a>(w: &mut Walk<'a>, v: &'a str) {
+        let i = w.index.len();
+        w.index.insert(v, i);
+        w.low.insert(v, i);
+        w.stack.push(v);
+        for u in w.edges.get(v).into_iter().flatten() {
+            let u = u.as_str();
+            if !w.index.contains_key(u) {
+                visit(w, u);
+                let l = w.low[v].min(w.low[u]);
+                w.low.insert(v, l);
+            } else if w.stack.contains(&u) {
+                let l = w.low[v].min(w.index[u]);
+                w.low.insert(v, l);
+            }
+        }
+        if w.low[v] == w.index[v] {
+            let mut group = BTreeSet::new();
+            while let Some(u) = w.stack.pop() {
+                group.insert(u.to_string());
+                if u == v {
+                    break;
+                }
+            }
+            if group.len() > 1 {
+                w.out.push(group);
+            }
+        }
+    }
+    let mut w = Walk { edges, index: BTreeMap::new(), low: BTreeMap::new(), stack: Vec::new(), out: Vec::new() };
+    for v in edges.keys() {
+        if !w.index.contains_key(v.as_str()) {
+            visit(&mut w, v);
+        }
+    }
+    w.out
+}
+
+#[test]
+fn runner_has_no_circle_between_its_files() {
+    let edges = module_edges("runner");
+    assert!(edges["env"].contains("launch"), "the scan sees env's use of launch: {:?}", edges["env"]);
+    assert!(edges["execute"].contains("system"), "the scan sees execute's use of system: {:?}", edges["execute"]);
+    assert_eq!(
+        circles(&edges),
+        Vec::<BTreeSet<String>>::new(),
+        "runner's modules that reach each other (put what both need in a leaf below them, as launch, run_inputs and tpcc_drive are)"
+    );
+    let circle = BTreeMap::from([
+        ("a".to_string(), set(&["b"])),
+        ("b".to_string(), set(&["c"])),
+        ("c".to_string(), set(&["a"])),
+        ("d".to_string(), set(&["a"])),
+    ]);
+    assert_eq!(circles(&circle), vec![set(&["a", "b", "c"])], "the search finds a circle of three");
 }

@@ -113,9 +113,23 @@ keyword!(TransparentHugepages {
     TransparentHugepages::Never => "never",
 } |_| "use \"always\", \"madvise\" or \"never\"".into());
 
+impl crate::model::Design {
+    /// The design a word names (`slices`, `runs`), as the file spells it.
+    pub fn from_word(text: &str) -> Option<crate::model::Design> {
+        <crate::model::Design as Keyword>::parse(text)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_design_from_its_word() {
+        assert_eq!(crate::model::Design::from_word("slices"), Some(crate::model::Design::Slices));
+        assert_eq!(crate::model::Design::from_word("runs"), Some(crate::model::Design::Runs));
+        assert_eq!(crate::model::Design::from_word("Slices"), None);
+    }
 
     /// Every word parses back to its variant, the message about a wrong word names them all, and
     /// types that serde also spells (the manifest) spell them the same way.

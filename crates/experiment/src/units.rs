@@ -1,9 +1,16 @@
-//! Sizes (`2GiB`, `300MiB`, `1GB`) and durations (`600s`, `2min`, `1ms`) as people write them.
+//! Sizes (`2GiB`, `300MiB`, `1GB`), durations (`600s`, `2min`, `1ms`) and percentages (`5%`) as
+//! people write them.
 
 use std::time::Duration;
 
 /// Parses a size: binary units (`KiB`, `MiB`, `GiB`, `TiB`) are powers of 1024, decimal units
 /// (`kB`, `MB`, `GB`, `TB`) powers of 1000, a bare number is bytes.
+/// A percentage written `5%` or `2.5 %`, as its number; None when it is not one (or not finite).
+pub fn parse_percent(text: &str) -> Option<f64> {
+    let v: f64 = text.trim().strip_suffix('%')?.trim().parse().ok()?;
+    v.is_finite().then_some(v)
+}
+
 pub fn parse_size(s: &str) -> Result<u64, String> {
     let t = s.trim();
     let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
@@ -57,6 +64,14 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn percentages() {
+        assert_eq!(parse_percent("5%"), Some(5.0));
+        assert_eq!(parse_percent(" 2.5 % "), Some(2.5));
+        assert_eq!(parse_percent("5"), None);
+        assert_eq!(parse_percent("NaN%"), None);
+    }
 
     #[test]
     fn sizes() {

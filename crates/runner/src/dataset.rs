@@ -12,7 +12,6 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 
 use crate::env::RunnerEnv;
 use crate::error::IoContext;
-use crate::matrix::tablespace_name;
 use crate::pgbench;
 use crate::server::{self, Server};
 use crate::{DATABASE, RunnerError};
@@ -114,7 +113,7 @@ pub struct Golden {
 /// Creates `dir` (and missing parents) owned by the database user, mode 0700.
 pub fn make_owned_dir(env: &RunnerEnv, dir: &Path) -> Result<(), RunnerError> {
     std::fs::create_dir_all(dir).io_context(|| format!("mkdir {}", dir.display()))?;
-    std::os::unix::fs::chown(dir, Some(env.user.uid), Some(env.user.gid))
+    std::os::unix::fs::chown(dir, Some(env.server.user.uid), Some(env.server.user.gid))
         .io_context(|| format!("chown {}", dir.display()))?;
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
         .io_context(|| format!("chmod {}", dir.display()))
@@ -135,26 +134,23 @@ pub async fn build_golden(
     make_owned_dir(env, dir)?;
     let logs = env.logs_dir.join(format!("dataset-{}", spec.key()));
     std::fs::create_dir_all(&logs).io_context(|| format!("mkdir {}", logs.display()))?;
-    server::initdb(&env.install, &env.user, &data_dir, &wal_dir, &logs.join("initdb.log")).await?;
+    server::initdb(&env.server.install, &env.server.user, &data_dir, &wal_dir, &logs.join("initdb.log")).await?;
     // The load's WAL is not kept: with wal_recycle off, the checkpoints after the load remove the
     // segments instead of keeping them as future ones, so the golden pg_wal (copied onto every
     // placement's WAL device) holds a segment or two, not up to max_wal_size.
     let mut settings = settings.clone();
-    if env.install.major >= 12 {
+    if env.server.install.major >= 12 {
         settings.insert("wal_recycle".into(), "off".into());
     }
-    server::write_config(&data_dir, env.port, &env.socket_dir, &settings, env.user.uid, env.user.gid)?;
-    let mut srv = Server::start(
-        &env.install,
-        &env.user,
-        env.journal,
+    server::write_config(
         &data_dir,
-        &env.socket_dir,
-        env.port,
-        None,
-        &logs.join("postgres.log"),
-    )
-    .await?;
+        env.server.port,
+        &env.server.socket_dir,
+        &settings,
+        env.server.user.uid,
+        env.server.user.gid,
+    )?;
+    let mut srv = Server::start(&env.server, &data_dir, None, &logs.join("postgres.log")).await?;
     let mut result = load(env, spec, &srv, &logs, on_line).await;
     if result.is_ok() {
         result = match shed_wal(&srv).await {
@@ -175,7 +171,7 @@ pub async fn build_golden(
             )));
         }
     }
-    let stop = srv.stop(env.journal).await;
+    let stop = srv.stop(env.server.journal).await;
     let (command, database_size_bytes) = result?;
     stop?;
     sync_all();
@@ -201,7 +197,7 @@ async fn load(
     client
         .batch_execute(&format!("CREATE DATABASE {DATABASE}"))
         .await
-        .map_err(|e| RunnerError::Server(format!("create database: {e:#}")))?;
+        .map_err(RunnerError::query("create database"))?;
     let (scale, init_args, tablespaces) = match spec {
         DatasetSpec::Pgbench { scale, init_args, tablespaces } => (scale, init_args, tablespaces),
         DatasetSpec::Tpcc { warehouses, workers, hammerdb_schema } => {
@@ -217,23 +213,27 @@ async fn load(
         client
             .batch_execute(&format!("CREATE TABLESPACE {} LOCATION '{}'", tablespace_name(role), dir.display()))
             .await
-            .map_err(|e| RunnerError::Server(format!("create tablespace for {role}: {e:#}")))?;
+            .map_err(RunnerError::query(format!("create tablespace for {role}")))?;
         match role.as_str() {
             "tables" => args.push(format!("--tablespace={}", tablespace_name(role))),
             "indexes" => args.push(format!("--index-tablespace={}", tablespace_name(role))),
             _ => {}
         }
     }
-    let target =
-        pgbench::Target { socket_dir: &env.socket_dir, port: env.port, user: server::DB_ROLE, database: DATABASE };
-    let cmd = pgbench::init_command(&env.install.client_dir, &target, *scale, &args);
+    let target = pgbench::Target {
+        socket_dir: &env.server.socket_dir,
+        port: env.server.port,
+        user: server::DB_ROLE,
+        database: DATABASE,
+    };
+    let cmd = pgbench::init_command(&env.server.install.client_dir, &target, *scale, &args);
     init(env, &cmd, &logs.join("pgbench-init.log"), on_line).await?;
     let db = srv.connect(DATABASE).await?;
-    db.batch_execute("CHECKPOINT").await.map_err(|e| RunnerError::Server(format!("checkpoint: {e:#}")))?;
+    db.batch_execute("CHECKPOINT").await.map_err(RunnerError::query("checkpoint"))?;
     let row = db
         .query_one("SELECT pg_database_size(current_database())", &[])
         .await
-        .map_err(|e| RunnerError::Server(format!("{e:#}")))?;
+        .map_err(RunnerError::query("read the database size"))?;
     let size: i64 = row.get(0);
     Ok((cmd.to_string(), size as u64))
 }
@@ -243,7 +243,7 @@ async fn load(
 async fn shed_wal(srv: &Server) -> Result<(), RunnerError> {
     let db = srv.connect(DATABASE).await?;
     for _ in 0..2 {
-        db.batch_execute("CHECKPOINT").await.map_err(|e| RunnerError::Server(format!("checkpoint: {e:#}")))?;
+        db.batch_execute("CHECKPOINT").await.map_err(RunnerError::query("checkpoint"))?;
     }
     Ok(())
 }
@@ -283,7 +283,7 @@ async fn init(
                 if env.cancelled() {
                     let _ = child.start_kill();
                     let _ = child.wait().await;
-                    if let Some(r) = record { let _ = env.journal.release(r); }
+                    if let Some(r) = record { let _ = env.server.journal.release(r); }
                     return Err(RunnerError::Cancelled);
                 }
             }
@@ -291,7 +291,7 @@ async fn init(
     }
     let status = child.wait().await.io_context(|| format!("wait for `{cmd}`"))?;
     if let Some(r) = record {
-        let _ = env.journal.release(r);
+        let _ = env.server.journal.release(r);
     }
     if !status.success() {
         return Err(RunnerError::Workload(format!("`{cmd}` failed ({status}): {last}")));
@@ -310,8 +310,8 @@ async fn load_tpcc(
     on_line: &mut (dyn FnMut(&str) + Send),
 ) -> Result<(String, u64), RunnerError> {
     let conn = tpcc::ConnectSpec {
-        socket_dir: env.socket_dir.clone(),
-        port: env.port,
+        socket_dir: env.server.socket_dir.clone(),
+        port: env.server.port,
         user: server::DB_ROLE.into(),
         database: DATABASE.into(),
         tcp: None,
@@ -337,7 +337,7 @@ async fn load_tpcc(
     let report_file = logs.join("tpcc-load.json");
     std::fs::write(&report_file, json).io_context(|| format!("write {}", report_file.display()))?;
     let db = srv.connect(DATABASE).await?;
-    db.batch_execute("CHECKPOINT").await.map_err(|e| RunnerError::Server(format!("checkpoint: {e:#}")))?;
+    db.batch_execute("CHECKPOINT").await.map_err(RunnerError::query("checkpoint"))?;
     Ok((
         format!(
             "tpcc loader: {warehouses} warehouses, {workers} workers, binary COPY, then keys, indexes and VACUUM ANALYZE ({:.1} warehouses/min)",
@@ -448,7 +448,7 @@ fn check_relocation_space(
 fn relink(env: &RunnerEnv, link: &Path, to: &Path) -> Result<(), RunnerError> {
     let _ = std::fs::remove_file(link);
     std::os::unix::fs::symlink(to, link).io_context(|| format!("link {}", link.display()))?;
-    std::os::unix::fs::lchown(link, Some(env.user.uid), Some(env.user.gid))
+    std::os::unix::fs::lchown(link, Some(env.server.user.uid), Some(env.server.user.gid))
         .io_context(|| format!("chown {}", link.display()))
 }
 
@@ -537,4 +537,9 @@ pub fn dir_size(dir: &Path) -> u64 {
 pub fn sync_all() {
     // SAFETY: sync(2) has no preconditions.
     unsafe { libc::sync() };
+}
+
+/// The tablespace name pgtier gives a role.
+pub fn tablespace_name(role: &str) -> String {
+    format!("pgtier_{role}")
 }

@@ -5,25 +5,21 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use journal::{CommandLine, Journal, ProcessId, RecordId, Undo};
+use journal::{CommandLine, ProcessId, RecordId, Undo};
 
 use crate::RunnerError;
 
 use crate::cgroup::Hierarchy;
-use crate::install::{DbUser, PgInstall};
+use crate::launch::ServerLaunch;
 
 #[derive(Clone)]
 pub struct RunnerEnv<'a> {
-    pub install: PgInstall,
-    pub user: DbUser,
-    pub journal: &'a Journal,
+    /// How every server of the run is started (build, OS user, run record, socket, port).
+    pub server: ServerLaunch<'a>,
     /// `None` when the machine has no usable cgroup hierarchy (then no memory limit can be set).
     pub cgroups: Option<Hierarchy>,
     /// Names this run's cgroups.
     pub run_token: String,
-    /// The private socket directory (owned by the database user, mode 0700).
-    pub socket_dir: PathBuf,
-    pub port: u16,
     /// Logs of servers and loads go here.
     pub logs_dir: PathBuf,
     pub cancel: Arc<AtomicBool>,
@@ -69,7 +65,7 @@ pub struct RemoteClient {
     pub pgbench: String,
     /// pgtier's own binary shipped to the client host, for the TPC-C driver (one session for
     /// the run, shared by every clone); None when no TPC-C workload needs it there.
-    pub tpcc_driver: Option<Arc<crate::tpcc_remote::TpccDriver>>,
+    pub tpcc_driver: Option<Arc<crate::tpcc_remote::driver::TpccDriver>>,
 }
 
 /// The CPU seconds (user + system) of the command the host's shell ran, from the last two
@@ -112,7 +108,7 @@ impl RemoteClient {
     /// The line of a password file (`hostname:port:database:username:password`) for any port
     /// of the server's address (a `slices` session's servers have one port each).
     pub fn passfile_line(&self) -> String {
-        format!("{}:*:*:{}:{}\n", self.server_address, crate::server::DB_ROLE, self.password.expose())
+        format!("{}:*:*:{}:{}\n", self.server_address, crate::launch::DB_ROLE, self.password.expose())
     }
 
     /// The local command that runs `cmd` on the client host, with a minimal environment and
@@ -175,7 +171,7 @@ impl RunnerEnv<'_> {
             .spawn()
             .map_err(|e| RunnerError::io(format!("start {cmd}"), e))?;
         let record = match child.id().and_then(|pid| ProcessId::of(pid as i32)) {
-            Some(process) => Some(self.journal.record(
+            Some(process) => Some(self.server.journal.record(
                 Undo::StopProcess { label: label.into(), process, signal: "TERM".into(), grace_ms: 5000 },
                 label,
             )?),

@@ -26,9 +26,16 @@ pub enum RunnerError {
     /// A helper command could not run or failed.
     #[error(transparent)]
     Command(#[from] journal::CommandError),
-    /// The server misbehaved (did not start, crashed, refused a query).
+    /// The server misbehaved (did not start, crashed).
     #[error("server: {0}")]
     Server(String),
+    /// A connection to the server or a query failed; `what` names it (`checkpoint`, `connect`).
+    #[error("server: {what}: {source:#}")]
+    Query {
+        what: String,
+        #[source]
+        source: tokio_postgres::Error,
+    },
     /// The workload failed.
     #[error("workload: {0}")]
     Workload(String),
@@ -37,6 +44,12 @@ pub enum RunnerError {
 }
 
 impl RunnerError {
+    /// The error of a failed query or connection `what`: `.map_err(RunnerError::query("checkpoint"))`.
+    pub fn query(what: impl Into<String>) -> impl FnOnce(tokio_postgres::Error) -> RunnerError {
+        let what = what.into();
+        move |source| RunnerError::Query { what, source }
+    }
+
     pub fn io(what: impl Into<String>, source: std::io::Error) -> RunnerError {
         RunnerError::Io { what: what.into(), source }
     }
@@ -58,6 +71,22 @@ mod tests {
     use std::error::Error as _;
 
     use super::*;
+
+    #[tokio::test]
+    async fn query_errors_keep_their_cause_and_read_as_before() {
+        let Err(pg) = tokio_postgres::connect("host=/nonexistent/pgtier port=1 user=x", tokio_postgres::NoTls).await
+        else {
+            panic!("a connection to a socket that does not exist");
+        };
+        let flattened = format!("server: connect: {pg:#}");
+        let e = RunnerError::query("connect")(pg);
+        assert_eq!(
+            e.to_string(),
+            flattened,
+            "the text of RunnerError::Server(format!(\"connect: {{e:#}}\")) it replaces"
+        );
+        assert!(e.source().and_then(|s| s.downcast_ref::<tokio_postgres::Error>()).is_some(), "{:?}", e.source());
+    }
 
     #[test]
     fn io_errors_keep_their_cause() {

@@ -38,8 +38,7 @@ impl Evidence {
         run_dir: &Path,
     ) -> Result<Evidence, RunnerError> {
         let client = srv.connect(DATABASE).await?;
-        let before =
-            pgstats::snapshot(&client).await.map_err(|e| RunnerError::Server(format!("read statistics: {e:#}")))?;
+        let before = pgstats::snapshot(&client).await.map_err(RunnerError::query("read statistics"))?;
         Ok(Evidence {
             client,
             before,

@@ -9,46 +9,17 @@ use std::time::Duration;
 
 use journal::{CommandError, Output};
 use results::record::{FailureKind, RunRecord, RunStatus};
-use results::{ResultsDir, timestamp};
+use results::timestamp;
 
 use crate::RunnerError;
 use crate::env::RunnerEnv;
 use crate::error::IoContext;
-use crate::faults::Fault;
-use crate::matrix::{MemoryLimit, PlacementTarget, PlannedRun, Profile, WorkloadSpec};
-use crate::pgbench::Progress;
 pub use crate::record::not_run;
 use crate::record::{FailureKindExt, new_record};
 use crate::system::{RealRun, RunSystem};
 
-/// Live reports while a run goes on.
-pub trait Observer: Send {
-    /// A `-P` progress line of the measured run (`ramp_up` true during the discarded ramp-up).
-    fn progress(&mut self, _p: &Progress, _ramp_up: bool) {}
-    fn note(&mut self, _text: &str) {}
-    /// A live status line (replaces the previous one on a terminal).
-    fn live(&mut self, _text: &str) {}
-}
-
-/// What a run needs.
-pub struct RunInputs<'a> {
-    pub planned: &'a PlannedRun,
-    pub placement: &'a PlacementTarget,
-    pub workload: &'a WorkloadSpec,
-    pub profile: &'a Profile,
-    pub memory: &'a MemoryLimit,
-    pub results: &'a ResultsDir,
-    /// Faults to inject into the measured interval.
-    pub faults: &'a [Fault],
-}
-
-/// What the steps of a run share: the environment, the inputs and the run's directory.
-#[derive(Clone, Copy)]
-pub(crate) struct RunCtx<'c> {
-    pub env: &'c RunnerEnv<'c>,
-    pub inp: &'c RunInputs<'c>,
-    pub run_dir: &'c Path,
-}
+pub(crate) use crate::run_inputs::RunCtx;
+pub use crate::run_inputs::{Observer, RunInputs};
 
 /// Makes one run. Failures of the run itself (the server does not start, pgbench fails) give a
 /// record with status `failed` and the reason; only cancellation is an error.
@@ -271,10 +242,6 @@ fn oom_text(
 }
 
 /// The server log lines that explain a failure (PANIC, FATAL, ERROR, crashes), last few.
-pub fn log_excerpt(log: &Path) -> String {
-    excerpt_of(&std::fs::read_to_string(log).unwrap_or_default())
-}
-
 fn excerpt_of(log: &str) -> String {
     let hits: Vec<&str> = log
         .lines()

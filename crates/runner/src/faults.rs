@@ -128,10 +128,10 @@ pub fn fire_due(
         }
         fired[i] = true;
         let at = elapsed.as_secs_f64();
-        if let Err(e) = fire(f, env.journal, server, client, injected, at) {
+        if let Err(e) = fire(f, env.server.journal, server, client, injected, at) {
             injected.log.push(format!("at {at:.1} s: could not inject {}: {e}", f.description));
         } else if let FaultAction::FillFilesystem { switch_wal: true, .. } = f.action {
-            tokio::spawn(switch_wal_segments(env.socket_dir.clone(), env.port));
+            tokio::spawn(switch_wal_segments(env.server.socket_dir.clone(), env.server.port));
         }
         notes.push(injected.log.last().cloned().unwrap_or_default());
     }

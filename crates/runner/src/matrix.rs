@@ -28,11 +28,6 @@ pub struct PlacementTarget {
 /// `--index-tablespace`; `temp` becomes `temp_tablespaces`).
 pub const TABLESPACE_ROLES: [&str; 3] = ["tables", "indexes", "temp"];
 
-/// The tablespace name pgtier gives a role.
-pub fn tablespace_name(role: &str) -> String {
-    format!("pgtier_{role}")
-}
-
 #[derive(Clone, Debug, Serialize)]
 pub struct DeviceRole {
     /// `data`, `wal` or `data+wal`.
@@ -225,13 +220,9 @@ impl MemoryLimit {
     }
 }
 
-/// `A B C A B C` (default: drift of the machine spreads over every placement) or `A A B B C C`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Order {
-    Interleaved,
-    Sequential,
-}
+/// `A B C A B C` (default: drift of the machine spreads over every placement) or `A A B B C C`:
+/// the result model's own type, so that the manifest records the order the matrix had.
+pub use results::manifest::Order;
 
 /// The whole matrix.
 #[derive(Clone, Debug, Serialize)]

@@ -13,11 +13,11 @@ use tokio::process::{Child, ChildStderr};
 use crate::env::RunnerEnv;
 use crate::error::IoContext;
 use crate::evidence::Evidence;
-use crate::execute::{Observer, RunCtx};
 use crate::matrix::PgbenchWorkload;
 use crate::pgbench::{self, Progress, RunOptions};
 use crate::pgstats;
 use crate::record::FailureKindExt;
+use crate::run_inputs::{Observer, RunCtx};
 use crate::server::{self, Server};
 use crate::supervisor::{Stop, Supervised, Watch, supervise};
 use crate::{DATABASE, RunnerError};
@@ -40,15 +40,23 @@ fn options(ctx: &RunCtx<'_>, w: &PgbenchWorkload) -> RunOptions {
 
 fn command(env: &RunnerEnv<'_>, options: &RunOptions) -> CommandLine {
     let Some(client) = &env.client else {
-        let target =
-            pgbench::Target { socket_dir: &env.socket_dir, port: env.port, user: server::DB_ROLE, database: DATABASE };
-        return pgbench::run_command(&env.install.client_dir, &target, options);
+        let target = pgbench::Target {
+            socket_dir: &env.server.socket_dir,
+            port: env.server.port,
+            user: server::DB_ROLE,
+            database: DATABASE,
+        };
+        return pgbench::run_command(&env.server.install.client_dir, &target, options);
     };
     // On the client host: over TCP to the address the server listens on for it (`-h` takes
     // an address as well as a socket directory), the password from the host's PGPASSFILE.
     let address = client.server_address.to_string();
-    let target =
-        pgbench::Target { socket_dir: Path::new(&address), port: env.port, user: server::DB_ROLE, database: DATABASE };
+    let target = pgbench::Target {
+        socket_dir: Path::new(&address),
+        port: env.server.port,
+        user: server::DB_ROLE,
+        database: DATABASE,
+    };
     let mut cmd = pgbench::run_command(Path::new("/"), &target, options);
     cmd.program = client.pgbench.clone();
     client.wrap(&cmd)
@@ -295,7 +303,7 @@ pub(crate) async fn run_pgbench(
     };
     let run = supervise(env, watch, &mut client, obs).await;
     if let Some(r) = record {
-        let _ = env.journal.release(r);
+        let _ = env.server.journal.release(r);
     }
     if run.stopped == Some(Stop::Cancelled) {
         std::fs::write(&stderr_path, &client.stderr).ok();

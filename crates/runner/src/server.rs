@@ -14,9 +14,7 @@ use crate::RunnerError;
 use crate::cgroup::ServerCgroup;
 use crate::error::IoContext;
 use crate::install::{DbUser, PgInstall};
-
-/// The role every connection uses; the OS users root and postgres map to it (peer auth).
-pub const DB_ROLE: &str = "postgres";
+pub use crate::launch::{DB_ROLE, ServerLaunch};
 
 /// Sets up `cmd` to run as `user` in its own process group, joining the cgroups whose
 /// `cgroup.procs` files are open as `cgroup_files` (those must stay open until spawn returns).
@@ -200,44 +198,33 @@ pub struct Server {
 }
 
 impl Server {
-    /// Starts `postgres -D data_dir` as `user` (inside `cgroup` when given) and waits until it
-    /// accepts connections.
-    #[allow(clippy::too_many_arguments)] // each argument is a distinct fact of the server
+    /// Starts `postgres -D data_dir` as the launch's user (inside `cgroup` when given), its output
+    /// in `log`, and waits until it accepts connections.
     pub async fn start(
-        install: &PgInstall,
-        user: &DbUser,
-        journal: &Journal,
+        launch: &ServerLaunch<'_>,
         data_dir: &Path,
-        socket_dir: &Path,
-        port: u16,
         cgroup: Option<ServerCgroup>,
         log: &Path,
     ) -> Result<Server, RunnerError> {
-        Server::start_listening(install, user, journal, data_dir, socket_dir, port, cgroup, log, None).await
+        Server::start_listening(launch, data_dir, cgroup, log, None).await
     }
 
     /// [`Server::start`], for a server that, with a client host, also listens on the address
     /// facing it ([`write_client_access`]); then the benchmark role gets the run's password, set over
     /// the private socket as a SCRAM verifier (the password itself reaches no log).
-    #[allow(clippy::too_many_arguments)] // each argument is a distinct fact of the server
     pub async fn start_for_client(
-        install: &PgInstall,
-        user: &DbUser,
-        journal: &Journal,
+        launch: &ServerLaunch<'_>,
         data_dir: &Path,
-        socket_dir: &Path,
-        port: u16,
         cgroup: Option<ServerCgroup>,
         log: &Path,
         client: Option<&crate::env::RemoteClient>,
     ) -> Result<Server, RunnerError> {
         let listen = client.map(|c| c.server_address);
-        let server =
-            Server::start_listening(install, user, journal, data_dir, socket_dir, port, cgroup, log, listen).await?;
+        let server = Server::start_listening(launch, data_dir, cgroup, log, listen).await?;
         if let Some(client) = client
             && let Err(e) = server.set_password(&client.password).await
         {
-            let _ = server.stop(journal).await;
+            let _ = server.stop(launch.journal).await;
             return Err(e);
         }
         Ok(server)
@@ -250,21 +237,18 @@ impl Server {
             "SET log_statement = 'none'; SET log_min_duration_statement = -1; ALTER ROLE {DB_ROLE} PASSWORD '{verifier}'"
         ))
         .await
-        .map_err(|e| RunnerError::Server(format!("set the run's password of role {DB_ROLE}: {e:#}")))
+        .map_err(RunnerError::query(format!("set the run's password of role {DB_ROLE}")))
     }
 
-    #[allow(clippy::too_many_arguments)] // each argument is a distinct fact of the server
     async fn start_listening(
-        install: &PgInstall,
-        user: &DbUser,
-        journal: &Journal,
+        launch: &ServerLaunch<'_>,
         data_dir: &Path,
-        socket_dir: &Path,
-        port: u16,
         cgroup: Option<ServerCgroup>,
         log: &Path,
         listen: Option<std::net::IpAddr>,
     ) -> Result<Server, RunnerError> {
+        let ServerLaunch { install, user, journal, socket_dir, port } = launch;
+        let (socket_dir, port) = (socket_dir.as_path(), *port);
         let log_file = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -357,7 +341,7 @@ impl Server {
         let row = c
             .query_one("SELECT current_setting('listen_addresses'), current_setting('data_directory')", &[])
             .await
-            .map_err(|e| RunnerError::Server(format!("read settings: {e:#}")))?;
+            .map_err(RunnerError::query("read settings"))?;
         let (listen, dir): (String, String) = (row.get(0), row.get(1));
         let expected = expected.map(|a| a.to_string()).unwrap_or_default();
         if listen != expected || Path::new(&dir) != data_dir {
@@ -378,7 +362,7 @@ impl Server {
             .application_name("pgtier")
             .connect(tokio_postgres::NoTls)
             .await
-            .map_err(|e| RunnerError::Server(format!("connect: {e:#}")))?;
+            .map_err(RunnerError::query("connect"))?;
         tokio::spawn(async move {
             let _ = conn.await;
         });
@@ -452,7 +436,7 @@ pub async fn non_default_settings(
     let rows = client
         .query("SELECT name, setting || coalesce(' ' || unit, '') FROM pg_settings WHERE source NOT IN ('default', 'override') ORDER BY name", &[])
         .await
-        .map_err(|e| RunnerError::Server(format!("read pg_settings: {e:#}")))?;
+        .map_err(RunnerError::query("read pg_settings"))?;
     Ok(rows.iter().map(|r| (r.get::<_, String>(0), r.get::<_, String>(1))).collect())
 }
 

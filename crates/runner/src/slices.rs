@@ -72,7 +72,8 @@ impl<'e> Session<'e> {
             .map_err(|e| fail("(session)", e))?;
         let mut session = Session { id: spec.id.clone(), dir: spec.dir.clone(), members: Vec::new() };
         for (i, p) in spec.placements.iter().enumerate() {
-            let env = RunnerEnv { port: env.port + 1 + i as u16, ..env.clone() };
+            let mut env = env.clone();
+            env.server.port += 1 + i as u16;
             match start_member(&env, spec, p).await {
                 Ok((server, log)) => session.members.push(Member {
                     placement: p.name.clone(),
@@ -100,7 +101,7 @@ impl<'e> Session<'e> {
         for m in &self.members {
             let srv = m.server.as_ref().expect("started");
             let client = srv.connect(DATABASE).await?;
-            client.batch_execute("CHECKPOINT").await.map_err(|e| RunnerError::Server(format!("checkpoint: {e:#}")))?;
+            client.batch_execute("CHECKPOINT").await.map_err(RunnerError::query("checkpoint"))?;
         }
         crate::dataset::sync_all();
         if drop_caches {
@@ -124,7 +125,7 @@ impl<'e> Session<'e> {
                 continue;
             }
             let client = srv.connect(DATABASE).await?;
-            client.batch_execute("CHECKPOINT").await.map_err(|e| RunnerError::Server(format!("checkpoint: {e:#}")))?;
+            client.batch_execute("CHECKPOINT").await.map_err(RunnerError::query("checkpoint"))?;
         }
         crate::dataset::sync_all();
         Ok(())
@@ -228,7 +229,7 @@ impl<'e> Session<'e> {
         retire(m).await?;
         let (server, log) = start_member(&m.env, spec, target).await?;
         let client = server.connect(DATABASE).await?;
-        client.batch_execute("CHECKPOINT").await.map_err(|e| RunnerError::Server(format!("checkpoint: {e:#}")))?;
+        client.batch_execute("CHECKPOINT").await.map_err(RunnerError::query("checkpoint"))?;
         if let Some(c) = server.cgroup.as_ref() {
             c.reset_peak();
         }
@@ -253,7 +254,9 @@ impl<'e> Session<'e> {
             let Some(mut srv) = m.server.take() else { continue };
             let cgroup = srv.cgroup.take();
             let running = srv.is_running();
-            if let Err(e) = srv.stop_within(m.env.journal, Duration::from_secs(if running { 60 } else { 10 })).await {
+            if let Err(e) =
+                srv.stop_within(m.env.server.journal, Duration::from_secs(if running { 60 } else { 10 })).await
+            {
                 first_error.get_or_insert(e);
             }
             if let Some(c) = cgroup {
@@ -263,7 +266,7 @@ impl<'e> Session<'e> {
                     }
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
-                if let Err(e) = c.remove(m.env.journal) {
+                if let Err(e) = c.remove(m.env.server.journal) {
                     first_error.get_or_insert(e);
                 }
             }
@@ -279,7 +282,7 @@ async fn retire(m: &mut Member<'_>) -> Result<(), RunnerError> {
     let Some(mut srv) = m.server.take() else { return Ok(()) };
     let cgroup = srv.cgroup.take();
     let running = srv.is_running();
-    srv.stop_within(m.env.journal, Duration::from_secs(if running { 30 } else { 5 })).await?;
+    srv.stop_within(m.env.server.journal, Duration::from_secs(if running { 30 } else { 5 })).await?;
     if let Some(c) = cgroup {
         for i in 0..100 {
             let pids = c.pids();
@@ -293,7 +296,7 @@ async fn retire(m: &mut Member<'_>) -> Result<(), RunnerError> {
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        c.remove(m.env.journal)?;
+        c.remove(m.env.server.journal)?;
     }
     Ok(())
 }
@@ -305,13 +308,20 @@ async fn start_member(
     p: &PlacementTarget,
 ) -> Result<(Server, PathBuf), RunnerError> {
     let settings = server_settings(spec.profile, spec.memory, p);
-    server::write_config(&p.data_dir, env.port, &env.socket_dir, &settings, env.user.uid, env.user.gid)?;
+    server::write_config(
+        &p.data_dir,
+        env.server.port,
+        &env.server.socket_dir,
+        &settings,
+        env.server.user.uid,
+        env.server.user.gid,
+    )?;
     if let Some(client) = &env.client {
-        server::write_client_access(&p.data_dir, client, env.user.uid, env.user.gid)?;
+        server::write_client_access(&p.data_dir, client, env.server.user.uid, env.server.user.gid)?;
     }
     let cgroup = match &env.cgroups {
         Some(h) => Some(ServerCgroup::create(
-            env.journal,
+            env.server.journal,
             h,
             &env.run_token,
             &format!("{}-{}", spec.id, p.name),
@@ -329,19 +339,7 @@ async fn start_member(
         None => None,
     };
     let log = spec.dir.join(format!("{}-postgres.log", p.name));
-    let (install, user, journal, socket_dir) = (&env.install, &env.user, env.journal, &env.socket_dir);
-    let srv = Server::start_for_client(
-        install,
-        user,
-        journal,
-        &p.data_dir,
-        socket_dir,
-        env.port,
-        cgroup,
-        &log,
-        env.client.as_ref(),
-    )
-    .await?;
+    let srv = Server::start_for_client(&env.server, &p.data_dir, cgroup, &log, env.client.as_ref()).await?;
     Ok((srv, log))
 }
 

@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 use journal::ProcessId;
 
 use crate::env::RunnerEnv;
-use crate::execute::Observer;
 use crate::faults::{self, Fault, Injected};
+use crate::run_inputs::Observer;
 
 /// How often the supervisor looks.
 pub(crate) const TICK: Duration = Duration::from_millis(100);
@@ -105,7 +105,7 @@ pub(crate) async fn supervise<W: Supervised>(
         }
         work.report(obs);
     };
-    Supervision { output, stopped, limit, injected: injected.revert(env.journal) }
+    Supervision { output, stopped, limit, injected: injected.revert(env.server.journal) }
 }
 
 #[cfg(test)]
@@ -159,19 +159,21 @@ mod tests {
 
     fn env<'a>(journal: &'a journal::Journal, grace: Duration, cancel: Arc<AtomicBool>) -> RunnerEnv<'a> {
         RunnerEnv {
-            install: PgInstall {
-                bin_dir: "/nonexistent".into(),
-                version_line: String::new(),
-                major: 0,
-                client_dir: "/nonexistent".into(),
-                client_version_line: String::new(),
+            server: crate::server::ServerLaunch {
+                install: PgInstall {
+                    bin_dir: "/nonexistent".into(),
+                    version_line: String::new(),
+                    major: 0,
+                    client_dir: "/nonexistent".into(),
+                    client_version_line: String::new(),
+                },
+                user: DbUser { name: "postgres".into(), uid: 1, gid: 1, groups: vec![] },
+                journal,
+                socket_dir: "/nonexistent".into(),
+                port: 1,
             },
-            user: DbUser { name: "postgres".into(), uid: 1, gid: 1, groups: vec![] },
-            journal,
             cgroups: None,
             run_token: "test".into(),
-            socket_dir: "/nonexistent".into(),
-            port: 1,
             logs_dir: "/nonexistent".into(),
             cancel,
             drop_caches: false,

@@ -12,8 +12,8 @@ use results::record::RunRecord;
 
 use crate::cgroup::{MemoryStats, ServerCgroup};
 use crate::error::IoContext;
-use crate::execute::{Observer, RunCtx};
 use crate::matrix::WorkloadKind;
+use crate::run_inputs::{Observer, RunCtx};
 use crate::server::{self, Server};
 use crate::{DATABASE, RunnerError, pgbench_run, tpcc_run};
 
@@ -85,7 +85,7 @@ pub(crate) fn server_settings(
     let mut settings = profile.settings.clone();
     settings.extend(memory.settings.clone());
     if placement.tablespaces.contains_key("temp") {
-        settings.insert("temp_tablespaces".into(), crate::matrix::tablespace_name("temp"));
+        settings.insert("temp_tablespaces".into(), crate::dataset::tablespace_name("temp"));
     }
     settings
 }
@@ -114,7 +114,7 @@ impl<'c> RealRun<'c> {
         let (env, p) = (self.ctx.env, self.ctx.inp.planned);
         match (&env.cgroups, p.memory_limit) {
             (Some(h), limit) => {
-                Ok(Some(ServerCgroup::create(env.journal, h, &env.run_token, &p.run_id, limit, &env.throttles)?))
+                Ok(Some(ServerCgroup::create(env.server.journal, h, &env.run_token, &p.run_id, limit, &env.throttles)?))
             }
             (None, _) if !env.throttles.is_empty() => {
                 Err(RunnerError::Setup("an I/O throttle needs cgroups, and this machine has none".into()))
@@ -132,25 +132,20 @@ impl RunSystem for RealRun<'_> {
         let (env, inp) = (self.ctx.env, self.ctx.inp);
         let settings = server_settings(inp.profile, inp.memory, inp.placement);
         let data_dir = &inp.placement.data_dir;
-        server::write_config(data_dir, env.port, &env.socket_dir, &settings, env.user.uid, env.user.gid)?;
+        server::write_config(
+            data_dir,
+            env.server.port,
+            &env.server.socket_dir,
+            &settings,
+            env.server.user.uid,
+            env.server.user.gid,
+        )?;
         if let Some(client) = &env.client {
-            server::write_client_access(data_dir, client, env.user.uid, env.user.gid)?;
+            server::write_client_access(data_dir, client, env.server.user.uid, env.server.user.gid)?;
         }
         let cgroup = self.make_cgroup()?;
         let log = self.ctx.run_dir.join("postgres.log");
-        let (install, user, journal, socket_dir) = (&env.install, &env.user, env.journal, &env.socket_dir);
-        let srv = Server::start_for_client(
-            install,
-            user,
-            journal,
-            data_dir,
-            socket_dir,
-            env.port,
-            cgroup,
-            &log,
-            env.client.as_ref(),
-        )
-        .await?;
+        let srv = Server::start_for_client(&env.server, data_dir, cgroup, &log, env.client.as_ref()).await?;
         self.server = Some(srv);
         Ok(())
     }
@@ -167,7 +162,7 @@ impl RunSystem for RealRun<'_> {
             Some(c) => c,
             None => self.server()?.connect(DATABASE).await?,
         };
-        client.batch_execute("CHECKPOINT").await.map_err(|e| RunnerError::Server(format!("checkpoint: {e:#}")))
+        client.batch_execute("CHECKPOINT").await.map_err(RunnerError::query("checkpoint"))
     }
 
     fn sync(&mut self) {
@@ -234,7 +229,7 @@ impl RunSystem for RealRun<'_> {
     async fn stop_server(&mut self, grace: Duration) -> Result<(), RunnerError> {
         let Some(mut srv) = self.server.take() else { return Ok(()) };
         self.cgroup = srv.cgroup.take();
-        srv.stop_within(self.ctx.env.journal, grace).await
+        srv.stop_within(self.ctx.env.server.journal, grace).await
     }
 
     async fn remove_cgroup(&mut self) -> Result<(), RunnerError> {
@@ -246,6 +241,6 @@ impl RunSystem for RealRun<'_> {
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        c.remove(self.ctx.env.journal)
+        c.remove(self.ctx.env.server.journal)
     }
 }

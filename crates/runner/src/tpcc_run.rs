@@ -12,40 +12,18 @@ use results::record::{FailureKind, Metrics, RunRecord, SecondSample, StatementLa
 use crate::env::RunnerEnv;
 use crate::error::IoContext;
 use crate::evidence::Evidence;
-use crate::execute::{Observer, RunCtx, RunInputs};
 use crate::matrix::TpccWorkload;
 use crate::record::FailureKindExt;
+use crate::run_inputs::{Observer, RunCtx, RunInputs};
 use crate::server::{self, Server};
 use crate::supervisor::{Stop, Supervised, Watch, supervise};
+use crate::tpcc_drive::{Drive, live_line};
 use crate::{DATABASE, RunnerError, tpcc_remote};
 
 struct DriveSpec {
     conn: tpcc::ConnectSpec,
     cfg: tpcc::TpccConfig,
     vus: u32,
-}
-
-/// How a drive ended, here or on the client host.
-pub(crate) struct Drive {
-    pub report: Option<tpcc::DriveReport>,
-    pub error: Option<String>,
-    pub injected: Vec<String>,
-    pub watchdog: Option<String>,
-    /// The CPU seconds of the driver on the client host over the drive (its own getrusage from
-    /// the request to the report); None for a drive inside this process (the report's own
-    /// figure is then the client's CPU).
-    pub cpu: Option<f64>,
-}
-
-/// The progress line the observer shows while a drive runs.
-pub(crate) fn live_line(p: &tpcc::DriveProgress, ramp_up: bool) -> String {
-    format!(
-        "{} {:>4.0} s  {:>9.1} tx/s  NOPM so far {:>9.0}",
-        if ramp_up { "ramp-up" } else { "measuring" },
-        p.elapsed_seconds,
-        p.transactions_per_second,
-        p.new_orders_per_minute
-    )
 }
 
 /// The tpcc crate's drive as the supervisor sees it: a future that ends with the report, asked
@@ -134,7 +112,7 @@ fn remote_spec(ctx: &RunCtx<'_>, w: &TpccWorkload, duration: Duration) -> tpcc_r
     let client = ctx.env.client.as_ref().expect("a client host");
     tpcc_remote::RemoteDrive {
         address: client.server_address,
-        port: ctx.env.port,
+        port: ctx.env.server.port,
         user: server::DB_ROLE.into(),
         database: DATABASE.into(),
         passfile: client.passfile.clone(),
@@ -146,8 +124,8 @@ fn remote_spec(ctx: &RunCtx<'_>, w: &TpccWorkload, duration: Duration) -> tpcc_r
 
 fn drive_spec(env: &RunnerEnv<'_>, inp: &RunInputs<'_>, w: &TpccWorkload) -> DriveSpec {
     let conn = tpcc::ConnectSpec {
-        socket_dir: env.socket_dir.clone(),
-        port: env.port,
+        socket_dir: env.server.socket_dir.clone(),
+        port: env.server.port,
         user: server::DB_ROLE.into(),
         database: DATABASE.into(),
         tcp: None,
@@ -237,7 +215,7 @@ fn command_text(env: &RunnerEnv<'_>, w: &TpccWorkload, inp: &RunInputs<'_>) -> S
         Some(c) => format!(
             " on client host {}, over TCP to {} (scram-sha-256)",
             c.transport.host(),
-            std::net::SocketAddr::new(c.server_address, env.port)
+            std::net::SocketAddr::new(c.server_address, env.server.port)
         ),
     };
     format!(

@@ -230,9 +230,6 @@ pub enum TpccError {
         #[source]
         source: tokio_postgres::Error,
     },
-    /// The connection pool could not be built or hand out a connection.
-    #[error("connection pool: {0}")]
-    Pool(String),
     /// The database does not hold what the operation expects (e.g. not loaded).
     #[error("database not as expected: {0}")]
     Schema(String),
@@ -242,6 +239,20 @@ pub enum TpccError {
     /// A worker task failed outside SQL (panicked or was aborted).
     #[error("internal: {0}")]
     Internal(String),
+    /// A thread could not be started; `what` names it.
+    #[error("internal: start {what}: {source}")]
+    Thread {
+        what: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A task panicked or was aborted; `what` names it.
+    #[error("internal: {what}: {source}")]
+    Task {
+        what: String,
+        #[source]
+        source: tokio::task::JoinError,
+    },
     /// The cancel flag was raised.
     #[error("cancelled")]
     Cancelled,

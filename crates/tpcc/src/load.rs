@@ -287,7 +287,7 @@ pub(crate) async fn join_all(
 ) -> Result<(), TpccError> {
     let mut first: Option<TpccError> = None;
     for h in handles {
-        let r = h.await.unwrap_or_else(|e| Err(TpccError::Internal(format!("load worker: {e}"))));
+        let r = h.await.unwrap_or_else(|source| Err(TpccError::Task { what: "load worker".into(), source }));
         if let Err(e) = r {
             let replace = match &first {
                 None => true,
@@ -362,7 +362,8 @@ async fn copy_table(
     while let Some(chunk) = rx.recv().await {
         sink.send(chunk).await.map_err(|e| TpccError::sql(context(), e))?;
     }
-    let rows = generator.await.map_err(|e| TpccError::Internal(format!("{}: generator: {e}", context())))?;
+    let rows =
+        generator.await.map_err(|source| TpccError::Task { what: format!("{}: generator", context()), source })?;
     if stop.load(Ordering::SeqCst) {
         // Dropping the unfinished sink aborts the COPY.
         return Err(TpccError::Cancelled);

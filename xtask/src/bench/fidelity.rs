@@ -19,14 +19,14 @@ use runner::matrix::{
     DeviceRole, MemoryLimit, PgbenchWorkload, PlacementTarget, PlannedRun, Profile, WorkloadKind, WorkloadSpec,
 };
 use runner::pgbench::{self, Builtin};
-use runner::server::{self, Server};
+use runner::server::{self, Server, ServerLaunch};
 use runner::{DATABASE, DbUser, PgInstall, RunnerEnv};
 use tiers::spec::{Backing, DeviceClass, DeviceSpec, RealDevice};
 
 use report::stats::median;
 
-use crate::paths;
-use crate::signals::Interrupts;
+use pgtier::paths;
+use pgtier::signals::Interrupts;
 
 pub struct FidelityArgs {
     pub runs: u32,
@@ -43,7 +43,7 @@ pub async fn fidelity(args: FidelityArgs) -> ExitCode {
     }
     let interrupts = Interrupts::install();
     if let Err(e) = paths::ensure_state_dirs() {
-        eprintln!("error: {}", crate::error_chain::chain(&e));
+        eprintln!("error: {}", pgtier::error_chain::chain(&e));
         return ExitCode::FAILURE;
     }
     let id = format!("bench-fidelity-{}", timestamp::compact(SystemTime::now()));
@@ -65,7 +65,7 @@ pub async fn fidelity(args: FidelityArgs) -> ExitCode {
             ExitCode::SUCCESS
         }
         (Err(e), _) => {
-            eprintln!("error: {}", crate::error_chain::chain(&e));
+            eprintln!("error: {}", pgtier::error_chain::chain(&e));
             ExitCode::FAILURE
         }
         (Ok(_), false) => {
@@ -78,7 +78,7 @@ pub async fn fidelity(args: FidelityArgs) -> ExitCode {
 async fn run(args: &FidelityArgs, journal: &Journal, interrupts: &Interrupts, id: &str, out: &Path) -> Result<String> {
     std::fs::create_dir_all(out.join("logs"))?;
     let (env, placement) = prepare(args, journal, interrupts, id, out).await?;
-    let threads = args.clients.min(crate::host::hardware_threads()).max(1);
+    let threads = args.clients.min(pgtier::host::hardware_threads()).max(1);
     let mut pairs = Pairs::default();
     for i in 1..=args.runs {
         if interrupts.cancelled() {
@@ -150,14 +150,17 @@ async fn prepare<'j>(
             .context("provisioning")?;
     let dev = provisioned.device("disk").context("provisioned")?;
     let socket_dir = work_dir.join("sock");
-    let env = RunnerEnv {
+    let server = ServerLaunch {
         install: install.clone(),
         user: user.clone(),
         journal,
-        cgroups: None,
-        run_token: id.to_string(),
         socket_dir: socket_dir.clone(),
         port: 5432,
+    };
+    let env = RunnerEnv {
+        server,
+        cgroups: None,
+        run_token: id.to_string(),
         logs_dir: out.join("logs"),
         cancel: interrupts.cancel.clone(),
         drop_caches: true,
@@ -314,22 +317,27 @@ async fn by_hand(
 ) -> Result<f64> {
     server::write_config(
         &placement.data_dir,
-        env.port,
-        &env.socket_dir,
+        env.server.port,
+        &env.server.socket_dir,
         &Default::default(),
-        env.user.uid,
-        env.user.gid,
+        env.server.user.uid,
+        env.server.user.gid,
     )?;
-    let srv =
-        Server::start(&env.install, &env.user, env.journal, &placement.data_dir, &env.socket_dir, env.port, None, log)
-            .await?;
+    let srv = Server::start(&env.server, &placement.data_dir, None, log).await?;
     let client = srv.connect(DATABASE).await?;
     client.batch_execute("CHECKPOINT").await?;
     drop(client);
     dataset::sync_all();
     std::fs::write("/proc/sys/vm/drop_caches", "3")?;
-    let cmd = CommandLine::new(env.install.client_dir.join("pgbench").to_string_lossy())
-        .args(["-h", &env.socket_dir.to_string_lossy(), "-p", &env.port.to_string(), "-U", server::DB_ROLE])
+    let cmd = CommandLine::new(env.server.install.client_dir.join("pgbench").to_string_lossy())
+        .args([
+            "-h",
+            &env.server.socket_dir.to_string_lossy(),
+            "-p",
+            &env.server.port.to_string(),
+            "-U",
+            server::DB_ROLE,
+        ])
         .arg(format!("--builtin={}", args.builtin.as_str()))
         .args(["-c", &args.clients.to_string(), "-j", &threads.to_string(), "-T", &args.duration.as_secs().to_string()])
         .arg(DATABASE);
@@ -337,7 +345,7 @@ async fn by_hand(
     // The raw pgbench output stays next to the figure parsed from it.
     std::fs::write(log.with_extension("pgbench.stdout"), &out.stdout)?;
     std::fs::write(log.with_extension("pgbench.stderr"), &out.stderr)?;
-    srv.stop(env.journal).await?;
+    srv.stop(env.server.journal).await?;
     let s = pgbench::parse_summary(&out.stdout)?;
     Ok(s.tps)
 }

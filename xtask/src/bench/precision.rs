@@ -15,7 +15,7 @@ use anyhow::{Context, Result, bail};
 use report::stats::Verdict;
 use results::timestamp;
 
-use crate::paths;
+use pgtier::paths;
 
 /// What to compare.
 pub struct PrecisionArgs {
@@ -85,7 +85,7 @@ pub fn precision(args: PrecisionArgs) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("error: {}", crate::error_chain::chain(&e));
+            eprintln!("error: {}", pgtier::error_chain::chain(&e));
             ExitCode::FAILURE
         }
     }

@@ -123,7 +123,7 @@ fn run(argv: Vec<String>, timeout: Duration, job_dir: Option<PathBuf>, console: 
 /// What the guest runs: `argv` in the repository (shared read-only, with the xtask binary's
 /// directory when it lies outside), with a plain PATH and the C locale.
 fn run_spec(argv: Vec<String>, timeout: Duration, job_dir: &Path, console: &Path) -> machine::RunSpec {
-    let repo = crate::paths::repo_root();
+    let repo = pgtier::paths::repo_root();
     let exe = std::env::current_exe().ok().and_then(|e| std::fs::canonicalize(e).ok());
     let mut ro_shares = vec![repo.clone()];
     if let Some(dir) = exe.as_ref().and_then(|e| e.parent())

@@ -5,6 +5,7 @@
 pub mod skip;
 pub mod ssh_host;
 
+#[allow(unused_imports)] // not every test binary skips
 pub use skip::skip;
 
 use std::collections::HashMap;
@@ -14,15 +15,10 @@ use std::process::{Command, Output};
 /// True when running as root; otherwise fails the test with the reason, unless
 /// PGTIER_SKIP_ROOT_TESTS=1 asks to skip it explicitly (a skip, see `skip`: a failure under CI).
 pub fn root_or_skip() -> bool {
-    if nix::unistd::geteuid().is_root() {
-        return true;
-    }
-    if std::env::var("PGTIER_SKIP_ROOT_TESTS").as_deref() == Ok("1") {
-        return skip("needs root (PGTIER_SKIP_ROOT_TESTS=1)");
-    }
-    panic!(
-        "this test provisions real block devices and runs PostgreSQL; run it as root, or set PGTIER_SKIP_ROOT_TESTS=1 to skip it explicitly"
-    );
+    skip::root_or_skip(
+        "needs root (PGTIER_SKIP_ROOT_TESTS=1)",
+        "this test provisions real block devices and runs PostgreSQL; run it as root, or set PGTIER_SKIP_ROOT_TESTS=1 to skip it explicitly",
+    )
 }
 
 /// A private state directory (journals, work directories) and scratch space for one test.
@@ -44,7 +40,10 @@ impl Env {
     }
     pub fn xtask(&self, args: &[&str]) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_xtask"));
-        c.args(args).env("PGTIER_STATE_DIR", self.state());
+        // Hosts get the binary under test (the debug build), not the release pgtier that
+        // `cargo xtask compare` builds and ships, unless PGTIER_SHIP_BINARY names another.
+        let ship = std::env::var_os("PGTIER_SHIP_BINARY").unwrap_or_else(|| env!("CARGO_BIN_EXE_xtask").into());
+        c.args(args).env("PGTIER_STATE_DIR", self.state()).env("PGTIER_SHIP_BINARY", ship);
         c
     }
 }

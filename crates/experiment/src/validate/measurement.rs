@@ -12,15 +12,9 @@ use crate::model::{Design, Measurement};
 use crate::raw::RawMeasurement;
 use crate::spans::span;
 
-/// A `"5%"` percentage.
-fn percent(text: &str) -> Option<f64> {
-    let v: f64 = text.trim().strip_suffix('%')?.trim().parse().ok()?;
-    v.is_finite().then_some(v)
-}
-
 impl Validator<'_> {
     fn percent(&mut self, s: &Spanned<String>, key: &str) -> Option<f64> {
-        match percent(s.get_ref()) {
+        match crate::units::parse_percent(s.get_ref()) {
             Some(v) if v > 0.0 && v < 100.0 => Some(v),
             _ => {
                 self.err(span(s), key, format!("{:?} is not a percentage between 0 and 100 like \"5%\"", s.get_ref()));

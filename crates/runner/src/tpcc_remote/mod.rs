@@ -27,15 +27,18 @@ use std::sync::{Arc, Mutex};
 
 use journal::CommandLine;
 use serde::{Deserialize, Serialize};
-use tokio::io::{AsyncBufReadExt, BufReader, Lines};
-use tokio::process::{Child, ChildStdout};
+use tokio::io::{AsyncBufReadExt, BufReader};
 
 use crate::RunnerError;
 use crate::env::{RemoteClient, RunnerEnv};
 use crate::error::IoContext;
-use crate::execute::Observer;
+use crate::run_inputs::Observer;
 use crate::supervisor::{Stop, Supervised, Watch, supervise};
-use crate::tpcc_run::{Drive, live_line};
+use crate::tpcc_drive::{Drive, live_line};
+
+pub mod driver;
+use driver::Session;
+pub use driver::TpccDriver;
 
 pub use serve::serve;
 
@@ -87,31 +90,6 @@ pub enum Outcome {
     Failed(String),
     /// The drive was cancelled.
     Cancelled,
-}
-
-/// pgtier's binary shipped to the client host, and the driver session once it is up.
-pub struct TpccDriver {
-    /// The words that run the shipped binary there (its environment included).
-    words: Vec<String>,
-    session: tokio::sync::Mutex<Option<Session>>,
-}
-
-impl TpccDriver {
-    /// The driver run by `words` (the shipped binary with its environment), not started yet.
-    pub fn new(words: Vec<String>) -> TpccDriver {
-        TpccDriver { words, session: tokio::sync::Mutex::new(None) }
-    }
-}
-
-/// The driver process on the host as the runner holds it: the local ssh, the write end of its
-/// stdin, its stdout lines, and what it printed on stderr so far.
-struct Session {
-    /// The local ssh; dropping the session kills it.
-    _child: Child,
-    stdin: std::fs::File,
-    stdout: Lines<BufReader<ChildStdout>>,
-    stderr: Arc<Mutex<String>>,
-    pid: Option<u32>,
 }
 
 /// The command that starts the driver on the client host (the shipped binary, with a minimal

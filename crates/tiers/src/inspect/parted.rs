@@ -154,6 +154,7 @@ pub fn partition_node(disk: &str, number: u32) -> String {
 /// Whether a partition starting at `start_bytes` is aligned to
 /// `alignment_bytes` (e.g. 1 MiB, or the PMem namespace `align` of 2 MiB).
 /// An alignment of 0 is never satisfied (it means the caller has none).
+#[cfg(test)]
 pub fn is_aligned_start(start_bytes: u64, alignment_bytes: u64) -> bool {
     alignment_bytes != 0 && start_bytes.is_multiple_of(alignment_bytes)
 }

@@ -7,6 +7,7 @@ use std::sync::atomic::AtomicBool;
 
 #[path = "../../../../testsupport/skip.rs"]
 pub mod skip;
+#[allow(unused_imports)] // not every test binary skips
 pub use skip::skip;
 
 use journal::Journal;
@@ -18,15 +19,10 @@ use tiers::{PlanContext, ProvisionError, Provisioned, build_plan, execute};
 /// Root tests: true when running as root; with PGTIER_SKIP_ROOT_TESTS=1 an explicit skip;
 /// otherwise a failure that says what to do.
 pub fn root_or_skip() -> bool {
-    if nix::unistd::geteuid().is_root() {
-        return true;
-    }
-    if std::env::var("PGTIER_SKIP_ROOT_TESTS").as_deref() == Ok("1") {
-        return skip("needs root (PGTIER_SKIP_ROOT_TESTS=1)");
-    }
-    panic!(
-        "this test provisions real block devices and needs root; run it as root or set PGTIER_SKIP_ROOT_TESTS=1 to skip it explicitly"
-    );
+    skip::root_or_skip(
+        "needs root (PGTIER_SKIP_ROOT_TESTS=1)",
+        "this test provisions real block devices and needs root; run it as root or set PGTIER_SKIP_ROOT_TESTS=1 to skip it explicitly",
+    )
 }
 
 /// A file below tests/fixtures.

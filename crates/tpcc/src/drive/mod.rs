@@ -192,7 +192,8 @@ pub async fn run(
         }
     };
 
-    let result = supervise(&monitor, server_cpu.as_ref(), &shared, start, ramp_up, duration, cancel, progress).await;
+    let clock = Clock { start, ramp_up, duration };
+    let result = supervise(&monitor, server_cpu.as_ref(), &shared, clock, cancel, progress).await;
 
     // Stop the virtual users whatever happened, and collect what they measured.
     stop_all(&ctx);
@@ -368,7 +369,7 @@ fn start_virtual_users(
         for (vu, terminal) in terminals.into_iter().enumerate() {
             match spawn_server_side_vu(vu as u32, ctx.clone(), terminal) {
                 Ok(rx) => finished.push(rx),
-                Err(e) => return Err(TpccError::Internal(format!("start a virtual-user thread: {e}"))),
+                Err(source) => return Err(TpccError::Thread { what: "a virtual-user thread", source }),
             }
         }
     } else {
@@ -388,8 +389,8 @@ fn start_virtual_users(
             let spawned = std::thread::Builder::new().name(format!("tpcc-driver-{t}")).spawn(move || {
                 let _ = done_tx.send(group.run());
             });
-            if let Err(e) = spawned {
-                return Err(TpccError::Internal(format!("start a driver thread: {e}")));
+            if let Err(source) = spawned {
+                return Err(TpccError::Thread { what: "a driver thread", source });
             }
             finished.push(done_rx);
         }
@@ -492,18 +493,24 @@ async fn read_meta(monitor: &Client) -> Result<(u32, NurandConstants, String), T
 
 type PerSecond = Vec<(f64, f64, f64)>;
 
+/// When a drive began, and how long its ramp-up and measured interval last.
+#[derive(Clone, Copy)]
+struct Clock {
+    start: Instant,
+    ramp_up: Duration,
+    duration: Duration,
+}
+
 /// Ticks every second, takes the two snapshots on time, reports progress.
-#[allow(clippy::too_many_arguments)]
 async fn supervise(
     monitor: &Client,
     server_cpu: Option<&ServerCpu>,
     shared: &Shared,
-    start: Instant,
-    ramp_up: Duration,
-    duration: Duration,
+    clock: Clock,
     cancel: &AtomicBool,
     progress: &mut (dyn FnMut(DriveProgress) + Send),
 ) -> Result<(Snapshot, Snapshot, PerSecond), TpccError> {
+    let Clock { start, ramp_up, duration } = clock;
     let ramp_end = start + ramp_up;
     let mut begin: Option<Snapshot> = None;
     let mut per_second = Vec::new();

@@ -9,30 +9,21 @@ use std::path::Path;
 
 #[path = "../../../../testsupport/skip.rs"]
 pub mod skip;
+#[allow(unused_imports)] // not every test binary skips
 pub use skip::skip;
 
 use journal::Journal;
-use runner::server::{Server, initdb, write_config};
+use runner::server::{Server, ServerLaunch, initdb, write_config};
 use runner::{DbUser, PgInstall};
 use tpcc::ConnectSpec;
 
 /// True when the test may run; panics with an explanation when it needs root and has not got
 /// it, unless PGTIER_SKIP_ROOT_TESTS=1 asks to skip explicitly.
 pub fn root_or_skip() -> bool {
-    if nix_is_root() {
-        return true;
-    }
-    if std::env::var("PGTIER_SKIP_ROOT_TESTS").as_deref() == Ok("1") {
-        return skip("needs root to run PostgreSQL as the postgres user (PGTIER_SKIP_ROOT_TESTS=1)");
-    }
-    panic!(
-        "this test starts a PostgreSQL server as the OS user postgres and needs root; run it as root or set PGTIER_SKIP_ROOT_TESTS=1 to skip it explicitly"
-    );
-}
-
-fn nix_is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
+    skip::root_or_skip(
+        "needs root to run PostgreSQL as the postgres user (PGTIER_SKIP_ROOT_TESTS=1)",
+        "this test starts a PostgreSQL server as the OS user postgres and needs root; run it as root or set PGTIER_SKIP_ROOT_TESTS=1 to skip it explicitly",
+    )
 }
 
 /// A running private cluster. `shutdown` stops it; dropping it without `shutdown` (a panic)
@@ -79,7 +70,8 @@ impl Cluster {
         let port = 5432;
         write_config(&data, port, &sock, &settings, user.uid, user.gid).unwrap();
         let log = dir.path().join("server.log");
-        let server = match Server::start(&install, &user, &journal, &data, &sock, port, None, &log).await {
+        let launch = ServerLaunch { install, user, journal: &journal, socket_dir: sock.clone(), port };
+        let server = match Server::start(&launch, &data, None, &log).await {
             Ok(s) => s,
             Err(e) => {
                 // The journal may hold a half-started server: undo before failing.

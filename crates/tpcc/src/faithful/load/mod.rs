@@ -377,7 +377,8 @@ async fn load_orders(client: &Client, g: &mut Gen, w_id: i32, stop: &AtomicBool)
             let mut nw = CopyWriter::new(4 * 1024, true);
             let mut lw = CopyWriter::new(128 * 1024, true);
             for o_id in first..=last {
-                g.order(&mut ow, &mut nw, &mut lw, w_id, d_id, o_id, o_c_ids[(o_id - 1) as usize]);
+                let mut out = rows::OrderWriters { orders: &mut ow, new_orders: &mut nw, lines: &mut lw };
+                g.order(&mut out, w_id, d_id, o_id, o_c_ids[(o_id - 1) as usize]);
             }
             ow.trailer();
             nw.trailer();

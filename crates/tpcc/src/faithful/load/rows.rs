@@ -172,17 +172,10 @@ impl Gen {
         (1..=ORDERS).map(|i| self.rng.range_i32(i, ORDERS)).collect()
     }
 
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn order(
-        &mut self,
-        ow: &mut CopyWriter,
-        nw: &mut CopyWriter,
-        lw: &mut CopyWriter,
-        w_id: i32,
-        d_id: i32,
-        o_id: i32,
-        c_id: i32,
-    ) {
+    /// Order `o_id` of district `d_id` of warehouse `w_id`, by customer `c_id`: its ORDERS row,
+    /// its NEW_ORDER row when undelivered, its ORDER_LINE rows.
+    pub(super) fn order(&mut self, out: &mut OrderWriters<'_>, w_id: i32, d_id: i32, o_id: i32, c_id: i32) {
+        let OrderWriters { orders: ow, new_orders: nw, lines: lw } = out;
         let carrier = self.rng.range(1, 10) as i16;
         let ol_cnt = self.rng.range(5, 15) as i16;
         let delivered = o_id <= LAST_DELIVERED;
@@ -228,4 +221,11 @@ impl Gen {
             self.alpha(lw, 24, 24);
         }
     }
+}
+
+/// The COPY streams an order's rows go to: ORDERS, NEW_ORDER, ORDER_LINE.
+pub(super) struct OrderWriters<'w> {
+    pub orders: &'w mut CopyWriter,
+    pub new_orders: &'w mut CopyWriter,
+    pub lines: &'w mut CopyWriter,
 }

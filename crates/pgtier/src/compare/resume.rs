@@ -13,10 +13,25 @@ use results::{Manifest, ResultsDir, RunStatus, timestamp};
 use runner::matrix::PlannedRun;
 use serde::{Deserialize, Serialize};
 
+/// Why an interrupted result set cannot be continued.
+#[derive(Debug, thiserror::Error)]
+pub enum NotResumable {
+    #[error("the experiment's resolved configuration cannot be compared: {0}")]
+    Serialize(#[source] serde_json::Error),
+    /// What changed, as `key: before -> now` (the first ten).
+    #[error(
+        "the configuration changed since those runs ({}); mixing cells of two configurations would make the deltas meaningless",
+        .0.join("; ")
+    )]
+    ConfigChanged(Vec<String>),
+    #[error("the planned runs differ from the recorded run order")]
+    RunOrder,
+}
+
 /// Whether `prev` (an interrupted result set) can be continued with `exp`: same resolved
 /// configuration (the file's path aside) and the same planned runs.
-pub fn resumable(prev: &Manifest, exp: &Experiment, runs: &[PlannedRun]) -> Result<(), String> {
-    let mut now = serde_json::to_value(exp).map_err(|e| e.to_string())?;
+pub fn resumable(prev: &Manifest, exp: &Experiment, runs: &[PlannedRun]) -> Result<(), NotResumable> {
+    let mut now = serde_json::to_value(exp).map_err(NotResumable::Serialize)?;
     let mut before = prev.resolved_config.clone();
     for v in [&mut now, &mut before] {
         if let Some(o) = v.as_object_mut() {
@@ -36,14 +51,11 @@ pub fn resumable(prev: &Manifest, exp: &Experiment, runs: &[PlannedRun]) -> Resu
     if !changes.is_empty() {
         let list: Vec<String> =
             changes.iter().take(10).map(|c| format!("{}: {} -> {}", c.what, c.baseline, c.contender)).collect();
-        return Err(format!(
-            "the configuration changed since those runs ({}); mixing cells of two configurations would make the deltas meaningless",
-            list.join("; ")
-        ));
+        return Err(NotResumable::ConfigChanged(list));
     }
     let order: Vec<&String> = runs.iter().map(|r| &r.run_id).collect();
     if prev.run_order.iter().collect::<Vec<_>>() != order {
-        return Err("the planned runs differ from the recorded run order".into());
+        return Err(NotResumable::RunOrder);
     }
     Ok(())
 }

@@ -16,11 +16,13 @@ use runner::cgroup::BlkioThrottle;
 use runner::dataset::{self, Golden};
 use runner::env::RemoteClient;
 use runner::matrix::{MatrixSpec, PlannedRun};
+use runner::server::ServerLaunch;
 use tiers::{PlanContext, Provisioned};
 
 use super::golden::{self, GoldenSite};
 use super::preflight::Preflight;
-use super::{CompareError, faults, manifest, setup};
+use super::{faults, manifest, setup};
+use crate::error::CompareError;
 use crate::host;
 use crate::signals::Interrupts;
 
@@ -326,24 +328,27 @@ impl<'a> Session<'a> {
     /// The runner's environment, with its private socket directory.
     fn runner_env(&self, throttles: Vec<BlkioThrottle>, client: Option<RemoteClient>) -> Result<RunnerEnv<'a>> {
         let socket_dir = self.ctx.work_dir.join("sock");
-        let env = RunnerEnv {
+        // A server a client host reaches listens on TCP: its ports (one per placement of a
+        // slices session, after the first) must be free on the address facing the host.
+        let port = match &client {
+            None => 5432,
+            Some(c) => {
+                let count = self.exp.placements.len() as u16 + 1;
+                crate::remote::free_ports(c.server_address, 5432, count)
+                    .with_context(|| format!("{count} consecutive free TCP ports from 5432 on {}", c.server_address))?
+            }
+        };
+        let server = ServerLaunch {
             install: self.pre.install.clone(),
             user: self.pre.user.clone(),
             journal: self.journal,
+            socket_dir: socket_dir.clone(),
+            port,
+        };
+        let env = RunnerEnv {
+            server,
             cgroups: self.pre.cgroups.clone(),
             run_token: self.run_id.clone(),
-            socket_dir: socket_dir.clone(),
-            // A server a client host reaches listens on TCP: its ports (one per placement of a
-            // slices session, after the first) must be free on the address facing the host.
-            port: match &client {
-                None => 5432,
-                Some(c) => {
-                    let count = self.exp.placements.len() as u16 + 1;
-                    crate::remote::free_ports(c.server_address, 5432, count).with_context(|| {
-                        format!("{count} consecutive free TCP ports from 5432 on {}", c.server_address)
-                    })?
-                }
-            },
             logs_dir: self.results.logs_dir(),
             cancel: self.interrupts.cancel.clone(),
             drop_caches: true,
@@ -397,7 +402,9 @@ impl<'a> Session<'a> {
 
     /// The runner's environment with build `b`'s binaries.
     pub(super) fn build_env<'e>(&self, env: &RunnerEnv<'e>, b: usize) -> RunnerEnv<'e> {
-        RunnerEnv { install: self.pre.builds[b].install.clone(), ..env.clone() }
+        let mut env = env.clone();
+        env.server.install = self.pre.builds[b].install.clone();
+        env
     }
 
     /// The golden copy's name of a data set for build `b`: per major version when the builds

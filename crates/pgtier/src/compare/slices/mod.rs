@@ -59,6 +59,13 @@ struct Sliced<'m, 'e> {
     prefix: String,
 }
 
+/// Which placement's server failed, during what, and what the workload said (if it said).
+struct Failed<'p> {
+    placement: usize,
+    phase: &'p str,
+    error: Option<String>,
+}
+
 /// What became of a contest after one of its placements' server failed.
 enum Recovery {
     /// Restarted on its own data: the contest warms up again in a new segment.
@@ -308,7 +315,10 @@ impl Session<'_> {
                 Ok(line) => line,
                 Err(down) => {
                     let phase = format!("a slice of round {}", c.rounds);
-                    match self.server_failed(s, servers, c, down, &phase, None, build).await? {
+                    match self
+                        .server_failed(s, servers, c, Failed { placement: down, phase: &phase, error: None }, build)
+                        .await?
+                    {
                         Recovery::Failed => return Ok(()),
                         Recovery::Dropped => continue,
                         Recovery::Restarted => {
@@ -354,7 +364,10 @@ impl Session<'_> {
     ) -> Result<bool> {
         loop {
             let Err((p, error)) = self.warm_up(s, servers, c, build).await? else { return Ok(true) };
-            match self.server_failed(s, servers, c, p, "the warm-up", Some(error), build).await? {
+            match self
+                .server_failed(s, servers, c, Failed { placement: p, phase: "the warm-up", error: Some(error) }, build)
+                .await?
+            {
                 Recovery::Failed => return Ok(false),
                 Recovery::Dropped => {}
                 Recovery::Restarted => c.segment += 1,
@@ -362,22 +375,20 @@ impl Session<'_> {
         }
     }
 
-    /// Placement `p`'s server failed during `phase` (`error`: what the workload said): said with
+    /// A placement's server failed during a phase (with what the workload said): said with
     /// the placement, how (signal, OOM kill, exit code, the log's last lines) and when, into the
     /// manifest's warnings. The first time in a session it is restarted on its own data; the
     /// second time it is dropped from the rest of the session, and the contest fails when that
     /// leaves no baseline or no contender.
-    #[allow(clippy::too_many_arguments)] // each argument is a distinct fact of the failure
     async fn server_failed(
         &mut self,
         s: &mut Sliced<'_, '_>,
         servers: &mut Servers<'_>,
         c: &mut Contest,
-        p: usize,
-        phase: &str,
-        error: Option<String>,
+        failed: Failed<'_>,
         (targets, profile): Build<'_>,
     ) -> Result<Recovery> {
+        let Failed { placement: p, phase, error } = failed;
         let place = s.spec.placements[p].name.clone();
         let name = c.name(s.spec);
         let mut how = servers.failure(&place).await;
@@ -471,7 +482,11 @@ impl Session<'_> {
                 }
                 Ok(None) => {}
                 Err(runner::RunnerError::Cancelled) => bail!("interrupted during the warm-up of {label}"),
-                Err(e @ (runner::RunnerError::Workload(_) | runner::RunnerError::Server(_))) => {
+                Err(
+                    e @ (runner::RunnerError::Workload(_)
+                    | runner::RunnerError::Server(_)
+                    | runner::RunnerError::Query { .. }),
+                ) => {
                     add(&mut s.seconds, "warm_up", t0.elapsed().as_secs_f64());
                     return Ok(Err((p, e.to_string())));
                 }

@@ -6,6 +6,11 @@ use std::path::PathBuf;
 
 use crate::error_chain::{Chain, chain};
 
+/// The start of the last line a server host's run (`compare --as-host`) prints on stderr when
+/// it fails, followed by [`CompareError::summary`]: how the fleet's controller tells the
+/// host's failure from the rest of its output.
+pub const HOST_FAILURE_LINE: &str = "pgtier host run failed: ";
+
 #[derive(Debug, thiserror::Error)]
 pub enum CompareError {
     /// Neither --config nor --resume.
@@ -62,6 +67,18 @@ impl CompareError {
             | CompareError::Run(_)
             | CompareError::Report(_)
             | CompareError::Teardown { .. } => 1,
+        }
+    }
+
+    /// The error's first line as [`CompareError::print`] says it.
+    pub fn summary(&self) -> String {
+        match self {
+            CompareError::Config(errors) => errors.to_string().lines().next().unwrap_or_default().to_string(),
+            CompareError::Preflight(e) | CompareError::State(e) | CompareError::Run(e) => {
+                format!("error: {}", chain(e))
+            }
+            CompareError::Report(e) => format!("error: report: {}", chain(e)),
+            _ => format!("error: {}", Chain(self)),
         }
     }
 

@@ -19,6 +19,7 @@ use results::manifest::ClientRecord;
 use runner::RunnerError;
 use runner::env::{ClientTransport, Password, RemoteClient};
 
+pub mod binary;
 pub mod target;
 
 /// How long an ssh command may take before it is killed (opening the master included).
@@ -184,7 +185,7 @@ impl SshHost {
 /// pgtier's own binary and its settings profiles on a host, for the steps that run there.
 #[derive(Clone, Debug)]
 pub struct Shipped {
-    /// The binary (this very executable), mode 0700 in the run's directory on the host.
+    /// The binary ([`binary::shipped_binary`]: the release `pgtier`), mode 0700 in the run's directory on the host.
     pub bin: String,
     /// `configs/` unpacked there (`$PGTIER_CONFIGS_DIR` of the commands that run the binary).
     pub configs: String,
@@ -208,13 +209,14 @@ impl Shipped {
 }
 
 impl SshHost {
-    /// Copies this executable and `configs/` into the run's directory on the host (over ssh's
+    /// Copies pgtier's binary ([`binary::shipped_binary`]) and `configs/` into the run's directory on the host (over ssh's
     /// stdin: no scp, no port) and checks that the binary starts there. The host must be able
     /// to run it: the same architecture and a C library at least as new as this machine's.
     pub fn ship_pgtier(&self) -> Result<Shipped> {
-        let exe = std::env::current_exe().context("find pgtier's own executable")?;
+        let exe = binary::shipped_binary()?;
         let bytes = std::fs::read(&exe).with_context(|| format!("read {}", exe.display()))?;
         let bin = format!("{}/pgtier", self.work_dir);
+        let t0 = Instant::now();
         let words: Vec<String> = ["sh", "-c", r#"umask 077 && cat > "$1" && chmod 700 "$1""#, "sh", &bin]
             .iter()
             .map(|s| s.to_string())
@@ -222,6 +224,13 @@ impl SshHost {
         self.command(&words)
             .run_with_input(&bytes, Some(SHIP_TIMEOUT))
             .with_context(|| format!("copy {} to {bin} on host {}", exe.display(), self.name))?;
+        eprintln!(
+            "  [{}] copied {} ({:.1} MiB) in {:.2} s",
+            self.name,
+            exe.display(),
+            bytes.len() as f64 / (1024.0 * 1024.0),
+            t0.elapsed().as_secs_f64()
+        );
         let configs_dir = crate::paths::configs_dir();
         let tar = std::process::Command::new("tar")
             .arg("-C")

@@ -6,11 +6,8 @@ use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 use experiment::Experiment;
-use journal::Journal;
 use runner::cgroup::Hierarchy;
 use runner::{DbUser, PgInstall, RunnerError};
-
-use crate::paths;
 
 /// What the preflight found and the run uses.
 pub struct Preflight {
@@ -200,12 +197,6 @@ fn check_huge_pages(exp: &Experiment, machine: Option<runner::memory::HugePages>
         runner::memory::show(machine.page_bytes),
         runner::memory::show(need.shared_memory_bytes),
     )
-}
-
-/// The state directories and this run's record (held locked for as long as the run lives).
-pub fn begin_record(run_id: &str, exp: &Experiment) -> Result<Journal> {
-    paths::ensure_state_dirs()?;
-    Ok(Journal::begin(&paths::journal_dir(), run_id, &format!("cargo xtask compare: {}", exp.file.display()))?)
 }
 
 /// The slices design runs every placement's server of a memory limit and profile at once: the

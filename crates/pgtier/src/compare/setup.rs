@@ -12,8 +12,11 @@ use runner::matrix::{DeviceRole, MatrixSpec, PlacementTarget, PlannedRun, plan_r
 use runner::{DbUser, RunnerError};
 use tiers::{Plan, PlanContext, Provisioned, build_plan};
 
+use super::Args;
 use super::golden::{self, GoldenSite};
-use super::{Args, CompareError};
+use crate::error::CompareError;
+use crate::measurement::MeasurementArgs;
+use crate::record::short_token;
 use crate::{host, paths};
 
 pub struct Setup {
@@ -134,24 +137,18 @@ fn load(args: &Args, threads: u32) -> Result<(Experiment, Option<Manifest>), Com
 
 /// The command line's `--design`, `--budget` and `--target-halfwidth` over the file's
 /// `[measurement]`.
-fn apply_overrides(exp: &mut Experiment, m: &super::MeasurementArgs) -> Result<(), CompareError> {
+fn apply_overrides(exp: &mut Experiment, m: &MeasurementArgs) -> Result<(), CompareError> {
     let bad = |what: &str, v: &str, how: &str| CompareError::BadArgument(format!("{what} {v:?}: {how}"));
     if let Some(d) = &m.design {
-        exp.measurement.design = match d.as_str() {
-            "slices" => experiment::Design::Slices,
-            "runs" => experiment::Design::Runs,
-            _ => return Err(bad("--design", d, "use slices or runs")),
-        };
+        exp.measurement.design =
+            experiment::Design::from_word(d).ok_or_else(|| bad("--design", d, "use slices or runs"))?;
     }
     if let Some(b) = &m.budget {
         let d = experiment::units::parse_duration(b).map_err(|e| bad("--budget", b, &e))?;
         exp.measurement.budget = Some(d);
     }
     if let Some(t) = &m.target_halfwidth {
-        let v = t
-            .trim()
-            .strip_suffix('%')
-            .and_then(|v| v.trim().parse::<f64>().ok())
+        let v = experiment::units::parse_percent(t)
             .filter(|v| *v > 0.0 && *v < 100.0)
             .ok_or_else(|| bad("--target-halfwidth", t, "give a percentage such as 5%"))?;
         exp.measurement.target_halfwidth_pct = Some(v);
@@ -167,16 +164,6 @@ const DEVICE_ORDER_SALT: u64 = 0xde71_ce0f_0bde_5eed;
 fn fresh_seed() -> u64 {
     let nanos = SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0);
     nanos ^ ((std::process::id() as u64) << 32)
-}
-
-/// A 6-character token naming this run's interfaces and namespaces.
-pub fn short_token(run_id: &str) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in run_id.bytes().chain(std::process::id().to_le_bytes()) {
-        h ^= b as u64;
-        h = h.wrapping_mul(0x100_0000_01b3);
-    }
-    format!("{:06x}", h & 0xff_ffff)
 }
 
 /// The matrix as the runner sees it; directories come from the plan's mount points.

@@ -7,9 +7,7 @@ use std::time::SystemTime;
 
 use anyhow::{Context, Result};
 use experiment::Experiment;
-use results::manifest::{
-    DatasetRecord, DaxRequest, DeviceProbeRecord, DeviceRecord, Order, PlacementRecord, PostgresInfo,
-};
+use results::manifest::{DatasetRecord, DaxRequest, DeviceProbeRecord, DeviceRecord, PlacementRecord, PostgresInfo};
 use results::record::MemoryLabel;
 use results::{Manifest, Warning, timestamp};
 use runner::dataset::Golden;
@@ -17,7 +15,8 @@ use runner::matrix::PlannedRun;
 use tiers::Provisioned;
 
 use super::preflight::Preflight;
-use crate::{host, paths};
+use crate::host;
+use crate::record::git_commit;
 
 /// The manifest of a run that begins now; with `previous`, of a result set that resumes.
 pub fn begin(
@@ -39,10 +38,7 @@ pub fn begin(
         baseline: exp.baseline.clone(),
         emulated: exp.emulated,
         repetitions: exp.repetitions,
-        order: match exp.order {
-            runner::matrix::Order::Interleaved => Order::Interleaved,
-            runner::matrix::Order::Sequential => Order::Sequential,
-        },
+        order: exp.order,
         resolved_config: serde_json::to_value(exp).unwrap_or_default(),
         started_at: timestamp::rfc3339(started),
         finished_at: None,
@@ -150,20 +146,6 @@ fn postgres_info(exp: &Experiment, pre: &Preflight) -> PostgresInfo {
             .flat_map(|p| p.skipped.iter().map(move |(k, why)| format!("{} (profile {}): {why}", k, p.profile.name)))
             .collect(),
     }
-}
-
-/// The repository's commit; on another host, the controller's (`$PGTIER_REVISION`, set when it
-/// runs its shipped binary there, which has no repository).
-pub fn git_commit() -> Option<String> {
-    if let Ok(r) = std::env::var("PGTIER_REVISION") {
-        return Some(r);
-    }
-    journal::CommandLine::new("git")
-        .args(["-C", &paths::repo_root().display().to_string(), "rev-parse", "--short", "HEAD"])
-        .output(Some(std::time::Duration::from_secs(5)))
-        .ok()
-        .filter(|o| o.status == 0)
-        .map(|o| o.stdout.trim().to_string())
 }
 
 pub fn device_record(d: &tiers::ProvisionedDevice) -> DeviceRecord {

@@ -14,6 +14,7 @@ use journal::command::posix_command;
 use journal::{Journal, Undo};
 use results::fleet::{FleetHost, HostStatus};
 
+use crate::error::HOST_FAILURE_LINE;
 use crate::remote::{Shipped, SshHost};
 use crate::signals::Interrupts;
 
@@ -195,10 +196,12 @@ pub fn run_remote(
 }
 
 /// The host's status from ssh's exit: 0 complete; 255 (ssh's own failure) or a signal: the
-/// connection was lost; anything else: pgtier on the host failed.
+/// connection was lost; anything else: pgtier on the host failed, as its
+/// [`HOST_FAILURE_LINE`] says.
 fn ended(name: &str, status: std::process::ExitStatus, tail: &[String], interrupted: bool) -> Ended {
-    let last_error = tail.iter().rev().find(|l| l.starts_with("error") || l.contains("rror:")).or(tail.last());
-    let said = last_error.map(|l| format!(": {}", l.trim())).unwrap_or_default();
+    // The host's run says why it failed on a line of its own; without one (it crashed), its last line.
+    let failure = tail.iter().rev().find_map(|l| l.trim().strip_prefix(HOST_FAILURE_LINE));
+    let said = failure.or(tail.last().map(|l| l.trim())).map(|l| format!(": {l}")).unwrap_or_default();
     let last_line = tail.last().map(|l| format!("; the host's last line: \"{}\"", l.trim())).unwrap_or_default();
     match status.code() {
         Some(0) => Ended { status: HostStatus::Complete, cause: None },
@@ -303,4 +306,41 @@ fn pipe(from: &mut Command, to: &mut Command) -> Result<()> {
 /// The host's result set here.
 pub fn local_dir(results: &Path, name: &str) -> PathBuf {
     results::fleet::FleetRecord::host_dir(results, name)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::process::ExitStatusExt;
+
+    use super::*;
+
+    fn exit(code: i32) -> std::process::ExitStatus {
+        std::process::ExitStatus::from_raw(code << 8)
+    }
+
+    #[test]
+    fn a_failed_host_is_known_by_its_failure_line() {
+        let tail: Vec<String> = [
+            "error: preflight: 1. zram: the module is missing",
+            "Nothing was touched.",
+            "  FAILED: unmount /mnt: I/O error: busy",
+            &format!("{HOST_FAILURE_LINE}error: preflight: 1. zram: the module is missing"),
+        ]
+        .map(String::from)
+        .to_vec();
+        let e = ended("db1", exit(2), &tail, false);
+        assert_eq!(e.status, HostStatus::Failed);
+        assert_eq!(
+            e.cause.as_deref(),
+            Some("host db1: pgtier there ended with exit status 2: error: preflight: 1. zram: the module is missing")
+        );
+        // Without the line (a crash), the host's last line is what it said.
+        let e = ended("db1", exit(101), &tail[..3], false);
+        assert_eq!(
+            e.cause.as_deref(),
+            Some("host db1: pgtier there ended with exit status 101: FAILED: unmount /mnt: I/O error: busy")
+        );
+        assert_eq!(ended("db1", exit(0), &tail, false).status, HostStatus::Complete);
+        assert_eq!(ended("db1", exit(255), &tail, false).status, HostStatus::Lost);
+    }
 }

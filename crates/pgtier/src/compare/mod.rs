@@ -1,21 +1,24 @@
-//! `cargo xtask compare`: validate everything, plan, provision, build each data set once, copy
-//! it onto every placement, run the matrix, report, tear down. Teardown runs after success,
-//! failure and interruption alike, from the run's journal.
+//! `compare` on this machine: validate everything, plan, provision, build each data set once,
+//! copy it onto every placement, run the matrix, report, tear down. Teardown runs after success,
+//! failure and interruption alike, from the run's journal. (A file with server hosts is a
+//! fleet's: `cli` hands it to `crate::fleet`.)
 //!
 //! - `setup`: the command line resolved (experiment, run id, results directory, plan, runs);
 //! - `dry_run`: `--dry-run`'s printout;
-//! - `preflight`: what is checked before anything is touched, and the run record;
+//! - `preflight`: what is checked before anything is touched;
 //! - `resume`: `--resume`'s checks and the runs it keeps;
 //! - `session`: the run itself, one method per phase behind one phase wrapper, then teardown
-//!   and the report; `matrix`: the matrix phase;
+//!   and the report; `matrix`: the matrix phase of design `runs`;
+//! - `slices`: the matrix phase of design `slices` (`slices/decide`: its decisions without I/O;
+//!   `slices/resumed`: stopped contests kept on `--resume`);
 //! - `manifest`: the manifest and the device, probe and data set records, `provision.log`;
 //! - `faults`: `[[fault]]`s made concrete, and I/O throttles;
 //! - `golden`: where the golden copies of the data sets are built, the room there, the copies'
-//!   expected times;
-//! - `error`: [`CompareError`], which decides the exit code.
+//!   expected times.
+//!
+//! [`CompareError`] (`crate::error`) decides the exit code.
 
 mod dry_run;
-mod error;
 mod faults;
 mod golden;
 mod manifest;
@@ -27,17 +30,14 @@ mod setup;
 mod slices;
 
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 use results::{Manifest, ResultsDir};
 
-pub use error::CompareError;
-pub use manifest::git_commit;
-pub use preflight::begin_record;
 use session::Session;
-use setup::Setup;
-pub use setup::short_token;
+pub use setup::Setup;
 
+use crate::error::CompareError;
+use crate::measurement::MeasurementArgs;
 use crate::signals::Interrupts;
 
 pub struct Args {
@@ -53,39 +53,19 @@ pub struct Args {
     pub as_host: Option<String>,
 }
 
-/// Command-line overrides of the experiment's `[measurement]`, and the run order's seed.
-#[derive(Clone, Debug, Default)]
-pub struct MeasurementArgs {
-    pub seed: Option<u64>,
-    pub design: Option<String>,
-    pub budget: Option<String>,
-    pub target_halfwidth: Option<String>,
+/// The command line resolved, touching nothing (errors are printed).
+pub fn resolve(args: &Args) -> Result<Setup, CompareError> {
+    Setup::resolve(args).inspect_err(CompareError::print)
 }
 
-/// Exit codes: 0 success, 1 runtime failure (teardown still done), 2 invalid configuration.
-pub async fn run(args: Args) -> ExitCode {
-    match compare(args).await {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => ExitCode::from(e.exit_code()),
-    }
+/// `--dry-run`'s printout of a resolved command line.
+pub fn print_dry_run(setup: &Setup) {
+    dry_run::print(setup);
 }
 
-/// Every error is printed where it happens, by [`CompareError::print`].
-async fn compare(args: Args) -> Result<(), CompareError> {
-    if let Some(dir) =
-        args.resume.as_ref().filter(|d| args.as_host.is_none() && results::fleet::FleetRecord::read(d).is_some())
-    {
-        return crate::fleet::resume(dir, &args);
-    }
-    let setup = Setup::resolve(&args).inspect_err(CompareError::print)?;
-    if args.as_host.is_none() && !setup.exp.server_hosts().is_empty() {
-        if args.dry_run {
-            dry_run::print_fleet(&setup, &args);
-            return Ok(());
-        }
-        let Setup { exp, run_id, results_dir, ctx, seed, .. } = &setup;
-        return crate::fleet::run(exp, results_dir, run_id, &ctx.short_id, *seed, &args);
-    }
+/// The run on this machine, with a resolved command line. Every error is printed where it
+/// happens, by [`CompareError::print`].
+pub async fn run(setup: Setup, args: &Args) -> Result<(), CompareError> {
     if args.dry_run {
         dry_run::print(&setup);
         return Ok(());
@@ -93,7 +73,7 @@ async fn compare(args: Args) -> Result<(), CompareError> {
     let Setup { exp, previous, started, run_id, results_dir, user, ctx, plan, runs, seed, golden, .. } = setup;
     if let Some(prev) = &previous {
         resume::resumable(prev, &exp, &runs)
-            .map_err(|why| CompareError::NotResumable { dir: results_dir.clone(), why })
+            .map_err(|why| CompareError::NotResumable { dir: results_dir.clone(), why: why.to_string() })
             .inspect_err(CompareError::print)?;
     }
     faults::warn_unreachable(&exp, runs.len());
@@ -111,7 +91,7 @@ async fn compare(args: Args) -> Result<(), CompareError> {
         interrupts.watch_stdin();
     }
     let journal =
-        preflight::begin_record(&run_id, &exp).map_err(CompareError::State).inspect_err(CompareError::print)?;
+        crate::record::begin_record(&run_id, &exp).map_err(CompareError::State).inspect_err(CompareError::print)?;
     eprintln!(
         "pgtier: {} ({} placements, {} workloads, {} runs){}",
         exp.name,

@@ -5,8 +5,10 @@
 //! directories on the hosts, and each host's own cleanup as the undo done first), `fleet.json`,
 //! and the hosts' result sets once they are brought back; then one report compares the hosts.
 //!
-//! - `host`: one host's part (reach, clock offset, ship, run, fetch, upload for a resume).
+//! - `host`: one host's part (reach, clock offset, ship, run, fetch, upload for a resume);
+//! - `dry_run`: `--dry-run`'s printout of the hosts' part.
 
+pub mod dry_run;
 pub mod host;
 
 use std::path::{Path, PathBuf};
@@ -16,7 +18,8 @@ use journal::Journal;
 use results::fleet::{FleetHost, FleetRecord, HostStatus};
 use results::timestamp;
 
-use crate::compare::{Args, CompareError, MeasurementArgs};
+use crate::error::CompareError;
+use crate::measurement::MeasurementArgs;
 use crate::signals::Interrupts;
 
 /// What every host's part shares.
@@ -32,39 +35,48 @@ struct Fleet<'a> {
     revision: Option<String>,
 }
 
+/// A new fleet run as the command line and `compare`'s resolution of it give it.
+pub struct Launch<'a> {
+    pub exp: &'a Experiment,
+    /// The controller's results directory.
+    pub dir: &'a Path,
+    pub run_id: &'a str,
+    /// The run's short token (names each host's control socket and directory there).
+    pub token: &'a str,
+    /// Orders every host's runs alike.
+    pub seed: u64,
+    pub emulate: bool,
+    pub measurement: &'a MeasurementArgs,
+}
+
 /// A new fleet run: every server host runs the matrix, its result set comes back here, the
-/// report compares the hosts. `seed` orders every host's runs alike.
-pub fn run(
-    exp: &Experiment,
-    dir: &Path,
-    run_id: &str,
-    token: &str,
-    seed: u64,
-    args: &Args,
-) -> Result<(), CompareError> {
+/// report compares the hosts.
+pub fn run(launch: &Launch) -> Result<(), CompareError> {
+    let Launch { exp, dir, run_id, token, seed, emulate, measurement } = *launch;
     let record = FleetRecord {
         experiment_name: exp.name.clone(),
         experiment_file: exp.file.display().to_string(),
         run_id: run_id.to_string(),
-        emulated: args.emulate,
+        emulated: emulate,
         seed,
-        measurement_args: measurement_args(&args.measurement),
+        measurement_args: measurement.to_args(),
         command_line: std::env::args().collect::<Vec<_>>().join(" "),
         started_at: timestamp::now_rfc3339(),
         finished_at: None,
         resumed_at: Vec::new(),
         hosts: exp.server_hosts().into_iter().map(|h| host::pending(h, run_id)).collect(),
     };
-    go(exp, dir, run_id, token, record, args.emulate)
+    go(exp, dir, run_id, token, record, emulate)
 }
 
 /// Continues the fleet in `dir`: the hosts that did not complete resume their matrix (from the
-/// result set left on the host, or the one brought back here, put there again).
-pub fn resume(dir: &Path, args: &Args) -> Result<(), CompareError> {
+/// result set left on the host, or the one brought back here, put there again). `config`
+/// replaces the experiment file fleet.json names.
+pub fn resume(dir: &Path, config: Option<&Path>) -> Result<(), CompareError> {
     let mut record = FleetRecord::read(dir)
         .expect("called for a fleet")
         .map_err(|e| CompareError::BadArgument(format!("--resume {}: fleet.json: {e}", dir.display())))?;
-    let file = args.config.clone().unwrap_or_else(|| PathBuf::from(&record.experiment_file));
+    let file = config.map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from(&record.experiment_file));
     let opts = experiment::LoadOptions {
         emulate: record.emulated,
         configs_dir: crate::paths::configs_dir(),
@@ -84,7 +96,7 @@ pub fn resume(dir: &Path, args: &Args) -> Result<(), CompareError> {
     let now = std::time::SystemTime::now();
     record.resumed_at.push(timestamp::rfc3339(now));
     let run_id = format!("{}-resumed-{}", record.run_id, timestamp::compact(now));
-    let token = crate::compare::short_token(&run_id);
+    let token = crate::record::short_token(&run_id);
     let emulate = record.emulated;
     go(&exp, dir, &run_id, &token, record, emulate)
 }
@@ -107,7 +119,7 @@ fn go(
     let experiment_text = std::fs::read_to_string(&exp.file)
         .map_err(|e| fail(CompareError::State(anyhow::anyhow!("read {}: {e}", exp.file.display()))))?;
     let interrupts = Interrupts::install();
-    let journal = crate::compare::begin_record(run_id, exp).map_err(|e| fail(CompareError::State(e)))?;
+    let journal = crate::record::begin_record(run_id, exp).map_err(|e| fail(CompareError::State(e)))?;
     eprintln!(
         "pgtier: {} on a fleet of {} server host(s): {}",
         exp.name,
@@ -124,7 +136,7 @@ fn go(
         token: token.to_string(),
         experiment_text,
         emulate,
-        revision: crate::compare::git_commit(),
+        revision: crate::record::git_commit(),
     };
     let measurement = record.measurement_args.clone();
     let seed = record.seed;
@@ -216,18 +228,6 @@ impl Fleet<'_> {
         }
         rec.attempts.push(timestamp::now_rfc3339());
     }
-}
-
-/// The command line's measurement overrides, given to every host.
-fn measurement_args(m: &MeasurementArgs) -> Vec<String> {
-    let mut v = Vec::new();
-    for (flag, value) in [("--design", &m.design), ("--budget", &m.budget), ("--target-halfwidth", &m.target_halfwidth)]
-    {
-        if let Some(x) = value {
-            v.extend([flag.to_string(), x.clone()]);
-        }
-    }
-    v
 }
 
 /// Teardown from the controller's run record (each host's own cleanup first), then what

@@ -2,9 +2,10 @@
 
 use std::path::PathBuf;
 
-/// The repository root (xtask's parent directory).
+/// The repository root (two levels above `crates/pgtier`), as it was when this binary was built.
 pub fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the repository").to_path_buf()
+    let manifest_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    manifest_dir.ancestors().nth(2).expect("crates/pgtier lives in the repository").to_path_buf()
 }
 
 /// Settings profiles live in `configs/`, or in `$PGTIER_CONFIGS_DIR` (set when a controller

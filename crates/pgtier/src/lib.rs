@@ -1,0 +1,19 @@
+//! pgtier, the product: what does this storage tier do for PostgreSQL? The `pgtier` binary
+//! (`pgtier compare | report | cleanup`) and `cargo xtask`, which forwards the same commands
+//! here, both run [`cli`]'s commands.
+
+pub mod cleanup;
+pub mod cli;
+pub mod compare;
+pub mod error;
+pub mod error_chain;
+pub mod fleet;
+pub mod host;
+pub mod kernel;
+pub mod measurement;
+pub mod paths;
+pub mod progress;
+pub mod record;
+pub mod remote;
+pub mod signals;
+pub mod tpcc_client;

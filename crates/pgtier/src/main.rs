@@ -1,0 +1,38 @@
+//! The `pgtier` binary: `pgtier compare | report | cleanup` (`cargo install --path crates/pgtier`).
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use pgtier::cli;
+
+#[derive(Parser)]
+#[command(name = "pgtier", about = "pgtier: what does this storage tier do for PostgreSQL?", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Provision the tiers, run the workload matrix, report, tear down.
+    Compare(cli::CompareArgs),
+    /// Undo what a killed run left behind, from its run record.
+    Cleanup(cli::CleanupArgs),
+    /// Re-render CSV, charts and report.md from a results directory, without running anything;
+    /// or compare two result sets (--baseline A --contender B).
+    Report(cli::ReportArgs),
+    /// TPC-C drives on this machine, the client host of a run: pgtier runs it there over ssh
+    /// and asks for drives on its stdin, one JSON line each; the reports come back on stdout.
+    /// Not for direct use.
+    #[command(name = "tpcc-client", hide = true)]
+    TpccClient,
+}
+
+fn main() -> ExitCode {
+    match Cli::parse().command {
+        Command::Compare(args) => cli::compare(args),
+        Command::Cleanup(args) => cli::cleanup(args),
+        Command::Report(args) => cli::report(args),
+        Command::TpccClient => pgtier::tpcc_client::serve(),
+    }
+}
