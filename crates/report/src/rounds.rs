@@ -88,6 +88,8 @@ pub const CUT_ALPHA: f64 = 0.2;
 const RHO_UPPER_Z: f64 = 0.84;
 /// Largest lag-1 autocorrelation the variance correction uses.
 const MAX_RHO: f64 = 0.9;
+/// The fewest degrees of freedom the correlation-corrected interval uses.
+const MIN_CORRECTED_DF: f64 = 3.0;
 
 /// Which rounds of a contest count: the first kept round of every segment, and the segments
 /// whose rounds still trended after the largest cut allowed.
@@ -228,7 +230,10 @@ pub fn plain_interval(x: &[f64]) -> Option<LogInterval> {
 /// (Marriott and Pope 1954: E[r] = rho - (1 + 3 rho) / n), raised to an 80% upper confidence
 /// bound (+0.84 / sqrt(n)) and clamped to [0, 0.9]; the variance of
 /// the mean is s^2 f (n - 1) / (n (n - f)) with f the AR(1) factor (unbiased for AR(1) rounds,
-/// s^2 / n for independent ones), and the degrees of freedom shrink to n / f - 1.
+/// s^2 / n for independent ones), and the degrees of freedom shrink to n / f - 1, but not below
+/// [`MIN_CORRECTED_DF`] (or n - 1 when fewer): the variance already carries the upper bound on rho,
+/// and one degree of freedom on top (t = 12.7) gave a tail of intervals 10x too wide at the
+/// main job's 12-18 rounds, without buying coverage (docs/benchmarks.md, "Coverage").
 pub fn log_interval(x: &[f64], segments: &[u32]) -> Option<LogInterval> {
     let n = x.len();
     if n < 2 || x.iter().any(|v| !v.is_finite()) {
@@ -245,7 +250,7 @@ pub fn log_interval(x: &[f64], segments: &[u32]) -> Option<LogInterval> {
     };
     let f = ar1_factor(n, rho).min(n as f64 - 1.0);
     let var = sd * sd * f * (n as f64 - 1.0) / (n as f64 * (n as f64 - f));
-    let df = (n as f64 / f - 1.0).max(1.0);
+    let df = (n as f64 / f - 1.0).max(MIN_CORRECTED_DF.min(n as f64 - 1.0)).max(1.0);
     Some(LogInterval { n, mean, se: var.sqrt(), df, lag1: r, rho, sd })
 }
 
