@@ -140,9 +140,7 @@ fn run(args: &PrecisionArgs, out: &Path) -> Result<String> {
             std::fs::write(dir.with_extension("wall"), format!("{wall:.1}\n"))?;
             if status.success() {
                 rows.extend(read_rows(&dir, experiment, design, *trial, wall)?);
-                if design.starts_with("slices") {
-                    profiles.extend(slice_profiles(&dir, experiment, design)?);
-                }
+                profiles.extend(slice_profiles(&dir, experiment, design)?);
             } else {
                 let why = format!(
                     "{experiment} trial {trial}, design {design}: compare failed (exit {}); see {}",
@@ -183,9 +181,7 @@ fn reread(args: &PrecisionArgs, dir: &Path) -> Result<String> {
             Err(_) => manifest_wall(&set_dir),
         };
         rows.extend(read_rows(&set_dir, experiment, &design, trial, wall.unwrap_or(f64::NAN))?);
-        if design.starts_with("slices") {
-            profiles.extend(slice_profiles(&set_dir, experiment, &design)?);
-        }
+        profiles.extend(slice_profiles(&set_dir, experiment, &design)?);
     }
     if rows.is_empty() {
         bail!("{} holds no result set of the designs {}", dir.display(), args.designs.join(","));
@@ -219,9 +215,13 @@ fn manifest_wall(dir: &Path) -> Option<f64> {
     Some(secs("finished_at")? - secs("started_at")?)
 }
 
+/// Each placement's per-second profile of its slices (none for a result set measured in runs).
 fn slice_profiles(dir: &Path, experiment: &'static str, design: &str) -> Result<Vec<SliceProfile>> {
     let set = report::ResultSet::load(dir).with_context(|| format!("read {}", dir.display()))?;
     let mut out = Vec::new();
+    if set.manifest.measurement.design != results::manifest::Design::Slices {
+        return Ok(out);
+    }
     for placement in set.placements() {
         let mut sums: Vec<f64> = Vec::new();
         let mut counts: Vec<usize> = Vec::new();

@@ -3,6 +3,16 @@
 
 use super::*;
 
+/// A helper process of a device (the NBD target, nbdfuse): what it is to faults and the
+/// survival check (`role`: `nbdkit`, `nbdfuse`), to the journal (`label`), how it runs.
+pub(super) struct Helper<'a> {
+    pub role: &'a str,
+    pub label: &'a str,
+    pub command: &'a Template,
+    pub netns: Option<String>,
+    pub log: &'a Path,
+}
+
 impl Executor<'_> {
     /// `mount -t FSTYPE [-o OPTIONS] SOURCE TARGET`, recorded as holding the NVMe/TCP connection
     /// under it, if any.
@@ -151,19 +161,16 @@ impl Executor<'_> {
     }
 
     /// Starts a helper process of the step's device (no secret may be on its command line),
-    /// records `undo(process)` and the command as run; the device's helpers list it by `role`
-    /// (`nbdkit`, `nbdfuse`: what faults and the survival check look for), the journal by `label`.
-    #[allow(clippy::too_many_arguments)]
+    /// records `undo(process)` and the command as run; the device's helpers list it by its role,
+    /// the journal by its label.
     pub(super) fn spawn_helper(
         &mut self,
         n: usize,
         step: &Step,
-        (role, label): (&str, &str),
-        command: &Template,
-        netns: Option<String>,
-        log: &Path,
+        helper: Helper<'_>,
         undo: impl FnOnce(journal::ProcessId) -> Undo,
     ) -> Result<journal::ProcessId, StepError> {
+        let Helper { role, label, command, netns, log } = helper;
         let Ready { cmd, secrets } = self.command(command)?;
         if !secrets.is_empty() {
             return Err("a helper process cannot be given a secret on its command line".to_string().into());
@@ -250,19 +257,19 @@ impl Executor<'_> {
 
     /// A helper daemon (the NBD target), recorded to be stopped; waits until it accepts
     /// connections on `ready_tcp` when given.
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn start_daemon(
         &mut self,
         n: usize,
         step: &Step,
-        label: &str,
-        command: &Template,
-        netns: &Option<String>,
-        log: &Path,
+        daemon: Helper<'_>,
         ready_tcp: Option<&(String, u16)>,
     ) -> Result<(), StepError> {
-        let process = self.spawn_helper(n, step, ("nbdkit", label), command, netns.clone(), log, |process| {
-            Undo::StopProcess { label: label.to_string(), process, signal: "TERM".into(), grace_ms: 5000 }
+        let (label, log) = (daemon.label, daemon.log);
+        let process = self.spawn_helper(n, step, daemon, |process| Undo::StopProcess {
+            label: label.to_string(),
+            process,
+            signal: "TERM".into(),
+            grace_ms: 5000,
         })?;
         if let Some((addr, port)) = ready_tcp {
             wait_for(self.sys, Duration::from_secs(15), |s| s.is_alive(process) && s.tcp_reachable(addr, *port))
@@ -281,10 +288,8 @@ impl Executor<'_> {
         file: &Path,
         log: &Path,
     ) -> Result<(), StepError> {
-        self.spawn_helper(n, step, ("nbdfuse", "nbdfuse"), command, None, log, |process| Undo::StopFuse {
-            mountpoint: mountpoint.to_path_buf(),
-            process,
-        })?;
+        let fuse = Helper { role: "nbdfuse", label: "nbdfuse", command, netns: None, log };
+        self.spawn_helper(n, step, fuse, |process| Undo::StopFuse { mountpoint: mountpoint.to_path_buf(), process })?;
         wait_for(self.sys, Duration::from_secs(15), |s| s.file_kind(file) == FileKind::File)
             .map_err(|_| format!("nbdfuse did not present {}; log: {}", file.display(), tail(log)))?;
         Ok(())

@@ -437,7 +437,8 @@ impl Executor<'_> {
                 self.create_veth(n, (host_if, target_if), netns, (host_cidr, target_cidr))?
             }
             Action::StartDaemon { label, command, netns, log, ready_tcp } => {
-                self.start_daemon(n, step, label, command, netns, log, ready_tcp.as_ref())?
+                let daemon = actions::Helper { role: "nbdkit", label, command, netns: netns.clone(), log };
+                self.start_daemon(n, step, daemon, ready_tcp.as_ref())?
             }
             Action::StartFuse { mountpoint, command, file, log } => {
                 self.start_fuse(n, step, mountpoint, command, file, log)?
