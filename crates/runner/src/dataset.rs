@@ -201,7 +201,7 @@ async fn load(
     let (scale, init_args, tablespaces) = match spec {
         DatasetSpec::Pgbench { scale, init_args, tablespaces } => (scale, init_args, tablespaces),
         DatasetSpec::Tpcc { warehouses, workers, hammerdb_schema } => {
-            return load_tpcc(env, *warehouses, *workers, *hammerdb_schema, srv, logs, on_line).await;
+            return load_tpcc(env, (*warehouses, *workers), *hammerdb_schema, srv, logs, on_line).await;
         }
     };
     // Tablespaces first live in the golden directory; relocation moves them to their devices.
@@ -302,8 +302,7 @@ async fn init(
 /// Loads a TPC-C data set with the tpcc crate's parallel binary-COPY loader.
 async fn load_tpcc(
     env: &RunnerEnv<'_>,
-    warehouses: u32,
-    workers: u32,
+    (warehouses, workers): (u32, u32),
     hammerdb_schema: bool,
     srv: &Server,
     logs: &Path,

@@ -117,8 +117,7 @@ pub fn fire_due(
     fired: &mut [bool],
     elapsed: Duration,
     env: &RunnerEnv<'_>,
-    server: Option<ProcessId>,
-    client: Option<u32>,
+    (server, client): (Option<ProcessId>, Option<u32>),
     injected: &mut Injected,
 ) -> Vec<String> {
     let mut notes = Vec::new();

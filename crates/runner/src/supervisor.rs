@@ -91,7 +91,7 @@ pub(crate) async fn supervise<W: Supervised>(
                 } else {
                     let elapsed = started.elapsed();
                     let client = work.client_pid();
-                    for note in faults::fire_due(watch.faults, &mut fired, elapsed, env, watch.server, client, &mut injected) {
+                    for note in faults::fire_due(watch.faults, &mut fired, elapsed, env, (watch.server, client), &mut injected) {
                         obs.note(&format!("fault injected: {note}"));
                     }
                     if elapsed > limit {

@@ -71,7 +71,7 @@ async fn drive(
     let mut on_progress = move |p: tpcc::DriveProgress| {
         let _ = tx.send(p);
     };
-    let run = tpcc::run(&spec.conn, &spec.cfg, spec.vus, Duration::ZERO, watch.duration, &cancel, &mut on_progress);
+    let run = tpcc::run(&spec.conn, &spec.cfg, spec.vus, (Duration::ZERO, watch.duration), &cancel, &mut on_progress);
     tokio::pin!(run);
     let mut work = TpccDrive { run: run.as_mut(), cancel: &cancel, progress: rx, ramp_up };
     let done = supervise(env, watch, &mut work, obs).await;
@@ -104,7 +104,7 @@ async fn drive_anywhere(
         return drive(ctx.env, &drive_spec(ctx.env, ctx.inp, w), watch, obs, ramp_up).await;
     };
     let spec = remote_spec(ctx, w, watch.duration);
-    tpcc_remote::drive(ctx.env, client, &spec, watch, obs, ramp_up, &ctx.run_dir.join(prefix)).await
+    tpcc_remote::drive(ctx.env, client, (&spec, ramp_up), watch, obs, &ctx.run_dir.join(prefix)).await
 }
 
 /// What the driver on the client host is asked to do.

@@ -150,8 +150,7 @@ pub fn probe(
     mountpoint: &Path,
     runtime: Duration,
     size_mib: u64,
-    raw_dir: &Path,
-    rel: &str,
+    (raw_dir, rel): (&Path, &str),
 ) -> Result<DeviceProbe, ProbeError> {
     let err = |m: String| ProbeError { device: device.to_string(), message: m };
     let mut out = DeviceProbe { device: device.to_string(), runtime_s: runtime.as_secs_f64(), ..Default::default() };
@@ -288,8 +287,7 @@ mod tests {
             Path::new("/mnt/w"),
             Duration::from_secs(5),
             256,
-            Path::new("/r/probes"),
-            "probes",
+            (Path::new("/r/probes"), "probes"),
         )
         .unwrap();
         assert_eq!(p.raw_files, ["probes/nvme-wal-walsync.json", "probes/nvme-wal-randread.json"]);

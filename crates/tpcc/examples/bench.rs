@@ -173,8 +173,7 @@ async fn main() {
                     conn,
                     cfg,
                     *vus,
-                    Duration::from_secs(args.ramp),
-                    Duration::from_secs(args.duration),
+                    (Duration::from_secs(args.ramp), Duration::from_secs(args.duration)),
                     &cancel,
                     &mut |_| {},
                 )

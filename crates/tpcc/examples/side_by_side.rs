@@ -725,8 +725,7 @@ async fn main() {
                             &spec(tool),
                             &cfg,
                             vus,
-                            ramp,
-                            Duration::from_secs(args.duration),
+                            (ramp, Duration::from_secs(args.duration)),
                             &cancel,
                             &mut |_| {},
                         )

@@ -67,7 +67,7 @@ pub async fn create_schema_and_load(
 
     let copy_start = Instant::now();
     let (rows_per_table, rows_total, done) =
-        copy_rows(conn, cfg, &mut rng, &nurand, workers, cancel, &mut |done, rows, detail| {
+        copy_rows(conn, cfg, (&mut rng, &nurand), workers, cancel, &mut |done, rows, detail| {
             progress(report(LoadPhase::Copy, done, rows, detail))
         })
         .await?;
@@ -109,8 +109,7 @@ async fn create_schema(admin: &Client, total: u32, rng: &mut Rng) -> Result<Nura
 async fn copy_rows(
     conn: &ConnectSpec,
     cfg: &TpccConfig,
-    rng: &mut Rng,
-    nurand: &NurandConstants,
+    (rng, nurand): (&mut Rng, &NurandConstants),
     workers: u32,
     cancel: &AtomicBool,
     on_loaded: &mut (dyn FnMut(u32, u64, String) + Send),

@@ -185,8 +185,7 @@ impl Terminal {
     pub fn new(
         mode: Mode,
         warehouses: u32,
-        vu: u32,
-        virtual_users: u32,
+        (vu, virtual_users): (u32, u32),
         all_warehouses: bool,
         nurand: NurandConstants,
         mut rng: Rng,
@@ -374,7 +373,7 @@ mod tests {
     }
 
     fn terminal(mode: Mode, w: u32, vu: u32, seed: u64) -> Terminal {
-        Terminal::new(mode, w, vu, 8, false, nurand(), Rng::seeded(seed))
+        Terminal::new(mode, w, (vu, 8), false, nurand(), Rng::seeded(seed))
     }
 
     #[test]

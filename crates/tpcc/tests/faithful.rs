@@ -256,19 +256,20 @@ async fn hammerdb_faithful_mode_reproduces_hammerdb() {
     assert_eq!(tpcc::transactions::error_kind(&err), "invalid_transaction_termination");
 
     // Mode and database must match; the faithful mode has no client-side variant.
-    let spec = run(&cluster.conn, &TpccConfig::new(2), 1, Duration::ZERO, Duration::from_secs(1), &cancel, &mut |_| {})
-        .await
-        .unwrap_err();
+    let spec =
+        run(&cluster.conn, &TpccConfig::new(2), 1, (Duration::ZERO, Duration::from_secs(1)), &cancel, &mut |_| {})
+            .await
+            .unwrap_err();
     assert!(matches!(spec, TpccError::Schema(ref m) if m.contains("hammerdb-faithful")), "{spec}");
     let client_side = TpccConfig { side: Side::ClientSql, ..cfg.clone() };
-    let err = run(&cluster.conn, &client_side, 1, Duration::ZERO, Duration::from_secs(1), &cancel, &mut |_| {})
+    let err = run(&cluster.conn, &client_side, 1, (Duration::ZERO, Duration::from_secs(1)), &cancel, &mut |_| {})
         .await
         .unwrap_err();
     assert!(matches!(err, TpccError::Config(_)), "{err}");
 
     // A short driven run.
     let start_o_id = one(&db, "SELECT max(o_id)::int8 FROM orders").await;
-    let r = run(&cluster.conn, &cfg, 4, Duration::from_secs(1), Duration::from_secs(4), &cancel, &mut |_| {})
+    let r = run(&cluster.conn, &cfg, 4, (Duration::from_secs(1), Duration::from_secs(4)), &cancel, &mut |_| {})
         .await
         .unwrap_or_else(|e| panic!("run failed: {e}\nserver log:\n{}", cluster.log()));
     assert_eq!(r.mode, Mode::HammerDbFaithful);

@@ -145,7 +145,7 @@ async fn load_drive_and_stay_consistent() {
     // A short driven run: specification mode, server-side functions.
     let mut ticks: Vec<DriveProgress> = Vec::new();
     let spec =
-        run(&cluster.conn, &cfg, 4, Duration::from_secs(1), Duration::from_secs(4), &cancel, &mut |p| ticks.push(p))
+        run(&cluster.conn, &cfg, 4, (Duration::from_secs(1), Duration::from_secs(4)), &cancel, &mut |p| ticks.push(p))
             .await
             .unwrap_or_else(|e| panic!("run failed: {e}\nserver log:\n{}", cluster.log()));
     assert_eq!(spec.mode, Mode::Spec);
@@ -169,7 +169,7 @@ async fn load_drive_and_stay_consistent() {
 
     // HammerDB mode, client-side SQL, all warehouses.
     let hcfg = TpccConfig { mode: Mode::HammerDb, side: Side::ClientSql, all_warehouses: true, ..cfg.clone() };
-    let hammer = run(&cluster.conn, &hcfg, 3, Duration::from_secs(1), Duration::from_secs(3), &cancel, &mut |_| {})
+    let hammer = run(&cluster.conn, &hcfg, 3, (Duration::from_secs(1), Duration::from_secs(3)), &cancel, &mut |_| {})
         .await
         .unwrap_or_else(|e| panic!("run failed: {e}\nserver log:\n{}", cluster.log()));
     assert_eq!((hammer.mode, hammer.side), (Mode::HammerDb, Side::ClientSql));
@@ -190,7 +190,8 @@ async fn refuses_unloaded_or_mismatched_databases_and_cancels() {
     let cluster = Cluster::start("errors", Cluster::TEST_SETTINGS).await;
     let no = AtomicBool::new(false);
     let cfg = TpccConfig::new(1);
-    let err = run(&cluster.conn, &cfg, 1, Duration::ZERO, Duration::from_secs(1), &no, &mut |_| {}).await.unwrap_err();
+    let err =
+        run(&cluster.conn, &cfg, 1, (Duration::ZERO, Duration::from_secs(1)), &no, &mut |_| {}).await.unwrap_err();
     assert!(matches!(err, TpccError::Schema(_)), "{err}");
 
     // Cancel the load as soon as rows start flowing.
@@ -205,14 +206,14 @@ async fn refuses_unloaded_or_mismatched_databases_and_cancels() {
     assert!(matches!(err, TpccError::Cancelled), "{err}");
 
     // tpcc_meta says one warehouse: a two-warehouse configuration is refused.
-    let err = run(&cluster.conn, &TpccConfig::new(2), 1, Duration::ZERO, Duration::from_secs(1), &no, &mut |_| {})
+    let err = run(&cluster.conn, &TpccConfig::new(2), 1, (Duration::ZERO, Duration::from_secs(1)), &no, &mut |_| {})
         .await
         .unwrap_err();
     assert!(matches!(err, TpccError::Config(_)), "{err}");
 
     // A raised cancel flag stops a run.
     let raised = AtomicBool::new(true);
-    let err = run(&cluster.conn, &cfg, 2, Duration::from_secs(5), Duration::from_secs(5), &raised, &mut |_| {})
+    let err = run(&cluster.conn, &cfg, 2, (Duration::from_secs(5), Duration::from_secs(5)), &raised, &mut |_| {})
         .await
         .unwrap_err();
     assert!(matches!(err, TpccError::Cancelled), "{err}");

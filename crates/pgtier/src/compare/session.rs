@@ -253,8 +253,14 @@ impl<'a> Session<'a> {
                 dataset::available_bytes(&d.mountpoint).map(|b| (b / 10 / 1048576).clamp(256, 4096)).unwrap_or(1024)
             };
             let mut sys = tiers::system::RealSystem;
-            let probed =
-                tiers::probe::probe(&mut sys, &d.name, &d.mountpoint, self.exp.device_probe, size_mib, &dir, "probes");
+            let probed = tiers::probe::probe(
+                &mut sys,
+                &d.name,
+                &d.mountpoint,
+                self.exp.device_probe,
+                size_mib,
+                (&dir, "probes"),
+            );
             // An emulated tier that lost its NBD target says so, whatever fio printed.
             if let Some(why) = self.tier_survival(provisioned, Some(&d.name)).pop().map(|(_, w)| w) {
                 let what = format!(

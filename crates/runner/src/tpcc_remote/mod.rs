@@ -190,10 +190,9 @@ fn parse_progress(line: &str, ramp_up: bool) -> Option<tpcc::DriveProgress> {
 pub(crate) async fn drive(
     env: &RunnerEnv<'_>,
     client: &RemoteClient,
-    spec: &RemoteDrive,
+    (spec, ramp_up): (&RemoteDrive, bool),
     watch: Watch<'_>,
     obs: &mut dyn Observer,
-    ramp_up: bool,
     prefix: &Path,
 ) -> Result<Drive, RunnerError> {
     session_command(client)?;

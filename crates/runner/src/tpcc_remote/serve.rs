@@ -92,7 +92,7 @@ fn drive_here(rt: &tokio::runtime::Runtime, spec: &RemoteDrive, cancel: &AtomicB
     };
     let duration = Duration::from_millis(spec.duration_ms);
     let cpu0 = tpcc::cpu::process_cpu_seconds();
-    let run = tpcc::run(&conn, &spec.config, spec.virtual_users, Duration::ZERO, duration, cancel, &mut on_progress);
+    let run = tpcc::run(&conn, &spec.config, spec.virtual_users, (Duration::ZERO, duration), cancel, &mut on_progress);
     match rt.block_on(run) {
         Ok(mut report) => {
             // The server's processes are another host's: this one cannot see their CPU.

@@ -22,8 +22,7 @@ impl Executor<'_> {
         step: &Step,
         source: &Value,
         target: &Path,
-        fstype: &str,
-        options: &[String],
+        (fstype, options): (&str, &[String]),
     ) -> Result<(), StepError> {
         let source = self.value(source)?;
         // A filesystem on an NVMe/TCP namespace holds the connection under it.
@@ -283,9 +282,8 @@ impl Executor<'_> {
         &mut self,
         n: usize,
         step: &Step,
-        mountpoint: &Path,
+        (mountpoint, file): (&Path, &Path),
         command: &Template,
-        file: &Path,
         log: &Path,
     ) -> Result<(), StepError> {
         let fuse = Helper { role: "nbdfuse", label: "nbdfuse", command, netns: None, log };

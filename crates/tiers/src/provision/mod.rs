@@ -441,7 +441,7 @@ impl Executor<'_> {
                 self.start_daemon(n, step, daemon, ready_tcp.as_ref())?
             }
             Action::StartFuse { mountpoint, command, file, log } => {
-                self.start_fuse(n, step, mountpoint, command, file, log)?
+                self.start_fuse(n, step, (mountpoint, file), command, log)?
             }
             Action::Resolve { what, bind } => {
                 let dev = self.resolve(n, what)?;
@@ -466,7 +466,7 @@ impl Executor<'_> {
             }
             Action::PmemReconfigure { namespace } => self.pmem_reconfigure(n, namespace, on_event)?,
             Action::Mount { source, target, fstype, options } => {
-                self.mount(n, step, source, target, fstype, options)?
+                self.mount(n, step, source, target, (fstype, options))?
             }
             Action::VerifyMount { target, requested, dax, emulated } => {
                 self.verify_and_keep_mount(target, requested, *dax, *emulated, on_event)?

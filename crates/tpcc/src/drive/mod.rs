@@ -141,8 +141,7 @@ pub async fn run(
     conn: &ConnectSpec,
     cfg: &TpccConfig,
     virtual_users: u32,
-    ramp_up: Duration,
-    duration: Duration,
+    (ramp_up, duration): (Duration, Duration),
     cancel: &AtomicBool,
     progress: &mut (dyn FnMut(DriveProgress) + Send),
 ) -> Result<DriveReport, TpccError> {
@@ -284,8 +283,7 @@ fn terminals(
             Terminal::new(
                 cfg.mode,
                 warehouses,
-                vu,
-                virtual_users,
+                (vu, virtual_users),
                 cfg.all_warehouses,
                 nurand,
                 Rng::seeded(seed_rng.next_u64()),

@@ -161,7 +161,7 @@ async fn copy_rows(
         let with_items = workers == 1;
         let (conn, stop, tx, seed) = (conn.clone(), stop.clone(), tx.clone(), seed.next_u64() ^ n as u64);
         handles.push(tokio::spawn(async move {
-            let result = warehouse_worker(&conn, range, with_items, seed, now, &stop, &tx).await;
+            let result = warehouse_worker(&conn, range, with_items, (seed, now), &stop, &tx).await;
             if result.is_err() {
                 stop.store(true, Ordering::SeqCst);
             }
@@ -211,8 +211,7 @@ async fn warehouse_worker(
     conn: &ConnectSpec,
     range: std::ops::RangeInclusive<u32>,
     with_items: bool,
-    seed: u64,
-    now: i64,
+    (seed, now): (u64, i64),
     stop: &AtomicBool,
     events: &mpsc::UnboundedSender<Event>,
 ) -> Result<(), TpccError> {
