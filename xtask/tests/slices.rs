@@ -5,6 +5,8 @@
 //! commit's WAL flush waits for it), so b must come out a real change far below a; and the
 //! target (±0.01%) is out of reach, so the contest must stop on its share of the budget. A
 //! negative control (a twin of a on a device of its own) is measured alongside and reported first.
+//! With 2 CPUs or more, pgbench is pinned to CPU 0 and the servers to CPU 1 (each process's set
+//! is read back from the kernel, and the run fails when it differs).
 //! Needs root; PGTIER_SKIP_ROOT_TESTS=1 skips it.
 
 mod common;
@@ -75,7 +77,13 @@ fn a_sliced_comparison_pairs_rounds_and_records_why_it_stopped() {
         return;
     }
     let env = Env::new();
-    let cfg = env.write("sliced.toml", SLICED);
+    let pinned = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) >= 2;
+    let config_text = if pinned {
+        SLICED.replace("control = true\n", "control = true\npin_client = \"0\"\npin_servers = \"1\"\n")
+    } else {
+        SLICED.to_string()
+    };
+    let cfg = env.write("sliced.toml", &config_text);
     let out = env.dir.path().join("results");
     let o = env
         .xtask(&[
@@ -135,6 +143,10 @@ fn a_sliced_comparison_pairs_rounds_and_records_why_it_stopped() {
     eprintln!("b against a: {delta:+.1}% (interval up to {high:+.1}%); stopped: {why}");
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(report.contains("Design **slices**") && report.contains(why), "report.md says how and why");
+    if pinned {
+        assert_eq!(m["pinning"], serde_json::json!({"client": "0", "servers": "1"}), "{m}");
+        assert!(report.contains("CPU pinning: pgbench ran on CPU 0 and every server (its backends too) on CPU 1"));
+    }
 
     // What the idle servers wrote during the others' slices, from each slice's raw counters.
     let idle = report.find("### Idle placements' background writes during slices").expect("the idle-I/O section");

@@ -26,7 +26,7 @@ pub use golden::{RoomNeed, RoomPart, wal_allowance};
 pub use model::{CONTROL_DEVICE_SUFFIX, CONTROL_PLACEMENT};
 pub use model::{
     Claim, ClaimAcross, ClaimMetric, Design, Experiment, FaultKind, FaultSpec, GoldenCopy, Host, HostRole,
-    HugePagesNeed, KernelSettings, Measurement, Origin, Placement, ProfileInfo,
+    HugePagesNeed, KernelSettings, Measurement, Origin, Pinning, Placement, ProfileInfo,
 };
 pub use policy::{reserved_setting, unsafe_mkfs_option};
 /// PostgreSQL memory units (`128MB` = 128 MiB, `8kB`, `1GB`); bare numbers are 8 kB pages.

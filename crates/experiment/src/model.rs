@@ -284,6 +284,17 @@ pub struct Measurement {
     /// real hardware), is measured as one more contender; nothing can differ, so a change it
     /// shows is the method's own error.
     pub control: bool,
+    /// CPU pinning: pgbench on some CPUs, every server on the others (None: the scheduler's
+    /// choice), so a slice's client and server do not compete for one CPU.
+    pub pinning: Option<Pinning>,
+}
+
+/// `[measurement] pin_client` and `pin_servers`: the CPUs (as the kernel numbers them) the
+/// benchmark client and the servers of this machine may run on; disjoint, neither empty.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Pinning {
+    pub client: Vec<u32>,
+    pub servers: Vec<u32>,
 }
 
 /// The name of the negative control's placement (`[measurement] control = true`).
@@ -304,6 +315,7 @@ impl Default for Measurement {
             min_rounds: 6,
             warm_up_rounds: 2,
             control: false,
+            pinning: None,
         }
     }
 }

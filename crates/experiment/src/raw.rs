@@ -151,6 +151,12 @@ pub struct RawMeasurement {
     /// A negative control: a twin of the baseline placement measured as one more contender.
     #[serde(default)]
     pub control: Option<Spanned<bool>>,
+    /// The CPUs pgbench may run on (`"0"`); with `pin_servers`, which the servers may.
+    #[serde(default)]
+    pub pin_client: Option<Spanned<String>>,
+    /// The CPUs every server of this machine may run on (`"1"`, `"1-3"`).
+    #[serde(default)]
+    pub pin_servers: Option<Spanned<String>>,
 }
 
 /// A fault injected into one measured run (fault-handling studies, and pgtier's own tests).

@@ -61,6 +61,8 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(secs))
 }
 
+pub use runner::affinity::{format_cpu_list, parse_cpu_list};
+
 #[cfg(test)]
 mod tests {
     use super::*;

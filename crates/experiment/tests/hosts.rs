@@ -183,3 +183,14 @@ fn a_host_is_client_or_server_and_only_a_server_has_a_state_dir() {
     assert!(e.message.contains("state_dir is for a server host"), "{errs}");
     assert_eq!(e.line, Some(line_of(&text, "state_dir")));
 }
+
+#[test]
+fn cpu_pinning_is_refused_when_the_client_runs_on_another_host() {
+    let text =
+        with_host(HOST).replacen("[[host]]", "[measurement]\npin_client = \"0\"\npin_servers = \"1\"\n\n[[host]]", 1);
+    let errs = errors(&text);
+    let err =
+        errs.0.iter().find(|e| e.key.as_deref() == Some("measurement.pin_client")).unwrap_or_else(|| panic!("{errs}"));
+    assert_eq!(err.line, Some(line_of(&text, "pin_client")));
+    assert!(err.message.contains("\"loadgen\"") && err.message.contains("run the client here"), "{err}");
+}

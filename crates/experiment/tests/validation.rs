@@ -1022,3 +1022,32 @@ fn a_negative_control_twins_the_baseline() {
     assert_eq!(err.line, Some(line_of(&clash, "control = true")));
     assert!(err.message.contains("rename"), "{err}");
 }
+
+#[test]
+fn cpu_pinning_takes_two_disjoint_cpu_lists() {
+    let pinned =
+        |keys: &str| BASE.replace("[emulate]\n", &format!("[measurement]\ndesign = \"slices\"\n{keys}\n[emulate]\n"));
+    let e = parse(Path::new("exp.toml"), &pinned("pin_client = \"0\"\npin_servers = \"1-3\"\n"), &opts(true)).unwrap();
+    assert_eq!(e.measurement.pinning, Some(experiment::Pinning { client: vec![0], servers: vec![1, 2, 3] }));
+    assert_eq!(parse(Path::new("exp.toml"), BASE, &opts(true)).unwrap().measurement.pinning, None, "off by default");
+    // Each error names its key and line and says how to write it.
+    let check = |keys: &str, key: &str, needle: &str, says: &str| {
+        let text = pinned(keys);
+        let errs = errors(&text, true);
+        let err = errs.0.iter().find(|e| e.key.as_deref() == Some(key)).unwrap_or_else(|| panic!("{key}: {errs}"));
+        assert_eq!(err.line, Some(line_of(&text, needle)), "{err}");
+        assert!(err.message.contains(says), "{err}");
+        assert_eq!(errs.0.len(), 1, "one error, not an echo: {errs}");
+    };
+    check("pin_client = \"0\"\n", "measurement.pin_client", "pin_client", "go together");
+    check("pin_client = \"0-1\"\npin_servers = \"1\"\n", "measurement.pin_servers", "pin_servers", "CPU 1 is in both");
+    check("pin_client = \"first\"\npin_servers = \"1\"\n", "measurement.pin_client", "pin_client", "\"1-3\"");
+    // The TPC-C driver runs inside pgtier: nothing there would be pinned.
+    let tpcc =
+        tpcc_base().replace("[emulate]\n", "[measurement]\npin_client = \"0\"\npin_servers = \"1\"\n\n[emulate]\n");
+    let errs = errors(&tpcc, true);
+    let err =
+        errs.0.iter().find(|e| e.key.as_deref() == Some("measurement.pin_client")).unwrap_or_else(|| panic!("{errs}"));
+    assert_eq!(err.line, Some(line_of(&tpcc, "pin_client")));
+    assert!(err.message.contains("is TPC-C") && err.message.contains("pinning is for pgbench"), "{err}");
+}

@@ -456,6 +456,17 @@ pub struct MeasurementRecord {
     /// Slices: kept rounds of the stopping rule's pilot (`min_rounds`).
     #[serde(default = "default_min_rounds")]
     pub min_rounds: u32,
+    /// CPU pinning (`[measurement] pin_client`, `pin_servers`): the CPU lists pgbench and the
+    /// servers were confined to, as the kernel reported them back; None: the scheduler's choice.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pinning: Option<PinningRecord>,
+}
+
+/// CPU lists in the kernel's form (`0`, `1-3`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PinningRecord {
+    pub client: String,
+    pub servers: String,
 }
 
 fn default_min_rounds() -> u32 {
@@ -476,6 +487,7 @@ impl Default for MeasurementRecord {
             device_order: Vec::new(),
             control: None,
             min_rounds: default_min_rounds(),
+            pinning: None,
         }
     }
 }

@@ -33,6 +33,9 @@ pub struct RunnerEnv<'a> {
     /// The benchmark client's host when it is not this machine (`[[host]] roles = ["client"]`);
     /// None: pgbench runs here, on the private socket.
     pub client: Option<RemoteClient>,
+    /// The CPUs the benchmark clients started here are confined to (`[measurement]
+    /// pin_client`); None: any.
+    pub client_cpus: Option<Vec<u32>>,
 }
 
 /// How the runner reaches the host that runs the benchmark client; xtask implements it over
@@ -162,6 +165,9 @@ impl RunnerEnv<'_> {
         let mut command = tokio::process::Command::new(&cmd.program);
         command.args(&cmd.args);
         minimal_env(command.as_std_mut());
+        if let Some(cpus) = &self.client_cpus {
+            crate::affinity::confine(command.as_std_mut(), cpus);
+        }
         let child = command
             .stdin(stdin)
             .stdout(stdout)
@@ -177,6 +183,10 @@ impl RunnerEnv<'_> {
             )?),
             None => None,
         };
+        if let (Some(cpus), Some(pid)) = (&self.client_cpus, child.id()) {
+            // An error here drops the child, which kill_on_drop stops.
+            crate::affinity::verify(pid as i32, cpus, label)?;
+        }
         Ok((child, record))
     }
 }

@@ -3,6 +3,7 @@
 //! copying it onto every placement, and measured pgbench and TPC-C runs with their raw output.
 //! Knows nothing about devices (it gets directories) or charts (it writes run records).
 
+pub mod affinity;
 pub mod cgroup;
 pub mod dataset;
 pub mod diagnose;

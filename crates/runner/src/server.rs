@@ -20,8 +20,12 @@ pub use crate::launch::{DB_ROLE, ServerLaunch};
 /// `cgroup.procs` files are open as `cgroup_files` (those must stay open until spawn returns).
 /// The environment is replaced by a minimal one (PATH, LC_ALL=C): root's environment, which
 /// may hold secrets such as an NVMe DH-HMAC-CHAP key, is not handed to the database user.
-pub fn run_as(cmd: &mut Command, user: &DbUser, cgroup_files: &[std::fs::File]) {
+/// With `cpus`, the process (and all it forks) runs on those CPUs only.
+pub fn run_as(cmd: &mut Command, user: &DbUser, cgroup_files: &[std::fs::File], cpus: Option<&[u32]>) {
     crate::env::minimal_env(cmd.as_std_mut());
+    if let Some(cpus) = cpus {
+        crate::affinity::confine(cmd.as_std_mut(), cpus);
+    }
     let fds: Vec<i32> = cgroup_files.iter().map(|f| f.as_raw_fd()).collect();
     let groups: Vec<libc::gid_t> = user.groups.clone();
     let (uid, gid) = (user.uid, user.gid);
@@ -68,7 +72,7 @@ pub async fn initdb(
         .stdin(Stdio::null())
         .stdout(log_file.try_clone().io_context(|| format!("open {}", log.display()))?)
         .stderr(log_file);
-    run_as(&mut cmd, user, &[]);
+    run_as(&mut cmd, user, &[], None);
     let status = cmd.status().await.io_context(|| "start initdb".into())?;
     if !status.success() {
         return Err(RunnerError::Setup(format!(
@@ -247,7 +251,7 @@ impl Server {
         log: &Path,
         listen: Option<std::net::IpAddr>,
     ) -> Result<Server, RunnerError> {
-        let ServerLaunch { install, user, journal, socket_dir, port } = launch;
+        let ServerLaunch { install, user, journal, socket_dir, port, cpus } = launch;
         let (socket_dir, port) = (socket_dir.as_path(), *port);
         let log_file = std::fs::OpenOptions::new()
             .create(true)
@@ -266,7 +270,7 @@ impl Server {
             .stdout(log_file.try_clone().io_context(|| format!("open {}", log.display()))?)
             .stderr(log_file)
             .kill_on_drop(false);
-        run_as(&mut cmd, user, &procs);
+        run_as(&mut cmd, user, &procs, cpus.as_deref());
         let child = cmd.spawn().io_context(|| "start postgres".into())?;
         drop(procs);
         let pid = child.id().ok_or_else(|| RunnerError::Setup("postgres exited at once".into()))? as i32;
@@ -308,6 +312,13 @@ impl Server {
         }
         // The server must be the private one pgtier configured, whatever a profile said.
         if let Err(e) = server.verify_private(data_dir, listen).await {
+            let _ = server.stop(journal).await;
+            return Err(e);
+        }
+        // And on the CPUs it was pinned to, as the kernel says.
+        if let Some(cpus) = cpus
+            && let Err(e) = crate::affinity::verify(pid, cpus, &format!("postgres -D {}", data_dir.display()))
+        {
             let _ = server.stop(journal).await;
             return Err(e);
         }

@@ -171,6 +171,7 @@ mod tests {
                 journal,
                 socket_dir: "/nonexistent".into(),
                 port: 1,
+                cpus: None,
             },
             cgroups: None,
             run_token: "test".into(),
@@ -180,6 +181,7 @@ mod tests {
             watchdog_grace: Some(grace),
             throttles: vec![],
             client: None,
+            client_cpus: None,
         }
     }
 

@@ -156,6 +156,7 @@ async fn prepare<'j>(
         journal,
         socket_dir: socket_dir.clone(),
         port: 5432,
+        cpus: None,
     };
     let env = RunnerEnv {
         server,
@@ -167,6 +168,7 @@ async fn prepare<'j>(
         watchdog_grace: None,
         throttles: vec![],
         client: None,
+        client_cpus: None,
     };
     dataset::make_owned_dir(&env, &socket_dir)?;
     eprintln!("loading pgbench scale {}", args.scale);

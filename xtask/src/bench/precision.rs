@@ -27,7 +27,8 @@ pub struct PrecisionArgs {
     /// `runs`, `slices`, `slices:<slice>` (e.g. `slices:2s`), or `shipped` (the main job's own
     /// `[emulate.measurement]`: 2 s slices, warm-up rule, pilot, ±5% target, with `budget`),
     /// optionally with workload changes whose precision per minute is in question:
-    /// `shipped+prepared` (pgbench `-M prepared`), `shipped+c4` (4 clients instead of 8).
+    /// `shipped+prepared` (pgbench `-M prepared`), `shipped+c4` (4 clients instead of 8),
+    /// `shipped+pinned` (pgbench on CPU 0, the servers on the others).
     pub designs: Vec<String>,
     /// The slices designs' budget per experiment.
     pub budget: String,
@@ -316,7 +317,7 @@ fn experiment_text(experiment: &str, design: &str, budget: &str) -> Result<Strin
     if !changes.is_empty() && design != "shipped" {
         bail!("workload changes (+{}) apply to design shipped only", changes.join("+"));
     }
-    let measurement = match design.split_once(':').unwrap_or((design, "")) {
+    let mut measurement = match design.split_once(':').unwrap_or((design, "")) {
         ("runs", _) => "[measurement]\ndesign = \"runs\"\n".to_string(),
         ("shipped", _) => format!(
             "[measurement]\ndesign = \"slices\"\nslice = \"2s\"\nwarm_up = \"6s\"\nwarm_up_rounds = 2\nmin_rounds = 6\ntarget_halfwidth = \"5%\"\nequivalence_margin = \"5%\"\nbudget = \"{budget}\"\n"
@@ -337,7 +338,17 @@ fn experiment_text(experiment: &str, design: &str, budget: &str) -> Result<Strin
         body = match change {
             "prepared" => body.replace("ramp_up = \"4s\"\n", "ramp_up = \"4s\"\nextra_args = [\"-M\", \"prepared\"]\n"),
             "c4" => body.replace("clients = [8]\n", "clients = [4]\n"),
-            other => bail!("unknown workload change +{other}: use +prepared or +c4"),
+            "pinned" => {
+                // pgbench on the first CPU, the servers on the rest (on 2 CPUs: one each).
+                let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+                if cpus < 2 {
+                    bail!("+pinned needs at least 2 CPUs (pgbench on one, the servers on the others)");
+                }
+                let servers = if cpus == 2 { "1".to_string() } else { format!("1-{}", cpus - 1) };
+                measurement.push_str(&format!("pin_client = \"0\"\npin_servers = \"{servers}\"\n"));
+                body
+            }
+            other => bail!("unknown change +{other}: use +prepared, +c4 or +pinned"),
         };
     }
     Ok(format!("{body}\n{measurement}"))

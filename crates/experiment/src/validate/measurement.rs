@@ -8,7 +8,7 @@ use toml::Spanned;
 
 use super::Validator;
 use crate::LoadOptions;
-use crate::model::{Design, Measurement};
+use crate::model::{Design, Measurement, Pinning};
 use crate::raw::RawMeasurement;
 use crate::spans::span;
 
@@ -90,6 +90,7 @@ impl Validator<'_> {
         if let Some((b, _)) = pick!(control) {
             m.control = *b.get_ref();
         }
+        m.pinning = self.pinning(pick!(pin_client), pick!(pin_servers));
         if m.design == Design::Runs {
             for (present, key) in [
                 (pick!(slice).is_some(), "slice"),
@@ -107,5 +108,109 @@ impl Validator<'_> {
             }
         }
         m
+    }
+}
+
+impl Validator<'_> {
+    /// `pin_client` and `pin_servers`: both or neither, each a CPU list, disjoint.
+    fn pinning<'s>(
+        &mut self,
+        client: Option<(&'s Spanned<String>, &'static str)>,
+        servers: Option<(&'s Spanned<String>, &'static str)>,
+    ) -> Option<Pinning> {
+        let given = (client.is_some(), servers.is_some());
+        let errors = self.errors.len();
+        let (client, servers) = (self.cpu_list(client), self.cpu_list(servers));
+        if self.errors.len() > errors || given == (false, false) {
+            return None; // a list that does not parse is its own error
+        }
+        match (client, servers) {
+            (Some((client, _, _)), Some((servers, s, key))) => {
+                if let Some(both) = servers.iter().find(|c| client.contains(c)) {
+                    self.err(
+                        span(s),
+                        key,
+                        format!(
+                            "CPU {both} is in both pin_client and pin_servers; pinning keeps the client and the \
+                             servers apart, so give each its own CPUs (on 2 CPUs: pin_client = \"0\", pin_servers = \"1\")"
+                        ),
+                    );
+                    return None;
+                }
+                Some(Pinning { client, servers })
+            }
+            (Some((_, s, key)), None) | (None, Some((_, s, key))) => {
+                self.err(
+                    span(s),
+                    key,
+                    "pin_client and pin_servers go together: give both (on 2 CPUs: pin_client = \"0\", \
+                     pin_servers = \"1\"), or neither to leave placement to the scheduler",
+                );
+                None
+            }
+            (None, None) => None,
+        }
+    }
+
+    fn cpu_list<'s>(
+        &mut self,
+        given: Option<(&'s Spanned<String>, &'static str)>,
+    ) -> Option<(Vec<u32>, &'s Spanned<String>, &'static str)> {
+        let (s, key) = given?;
+        match crate::units::parse_cpu_list(s.get_ref()) {
+            Ok(cpus) => Some((cpus, s, key)),
+            Err(e) => {
+                self.err(span(s), key, e);
+                None
+            }
+        }
+    }
+
+    /// Pinning applies to processes pgtier starts on this machine: the servers and pgbench. Not
+    /// to a client on another host, nor to the TPC-C driver, which runs inside pgtier itself.
+    pub(super) fn pinning_cross_checks(
+        &mut self,
+        raw: &crate::raw::RawFile,
+        measurement: &Measurement,
+        hosts: &[crate::model::Host],
+        workloads: &[runner::matrix::WorkloadSpec],
+        opts: &LoadOptions,
+    ) {
+        if measurement.pinning.is_none() {
+            return;
+        }
+        let own = raw.measurement.as_ref().and_then(|m| m.get_ref().pin_client.as_ref());
+        let emu = raw
+            .emulate
+            .as_ref()
+            .filter(|_| opts.emulate)
+            .and_then(|e| e.get_ref().measurement.as_ref())
+            .and_then(|m| m.get_ref().pin_client.as_ref());
+        let (s, key) = match (emu, own) {
+            (Some(s), _) => (s, "emulate.measurement.pin_client"),
+            (None, Some(s)) => (s, "measurement.pin_client"),
+            (None, None) => return,
+        };
+        if let Some(client) = hosts.iter().find(|h| h.roles.contains(&crate::model::HostRole::Client)) {
+            self.err(
+                span(s),
+                key,
+                format!(
+                    "pgbench runs on host {:?} (roles = [\"client\"]), where pgtier pins nothing; remove \
+                     pin_client and pin_servers, or run the client here",
+                    client.name
+                ),
+            );
+        } else if let Some(w) = workloads.iter().find(|w| matches!(w.kind, runner::matrix::WorkloadKind::Tpcc(_))) {
+            self.err(
+                span(s),
+                key,
+                format!(
+                    "workload {:?} is TPC-C, whose driver runs inside pgtier, where pgtier pins nothing; \
+                     pinning is for pgbench workloads: remove pin_client and pin_servers, or the workload",
+                    w.name
+                ),
+            );
+        }
     }
 }

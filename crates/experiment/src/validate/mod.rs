@@ -72,6 +72,7 @@ impl<'a> Validator<'a> {
             opts,
         );
         let hosts = self.hosts(raw, &workloads);
+        self.pinning_cross_checks(raw, &measurement, &hosts, &workloads, opts);
         self.target_devices(raw, &hosts, &mut devices, opts);
         self.cross_checks(&devices, &placements, &workloads, opts.emulate);
         if opts.emulate {

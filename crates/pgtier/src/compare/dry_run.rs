@@ -33,6 +33,13 @@ pub fn print(s: &Setup) {
         experiment::Design::Runs => runs(&s.matrix, &s.runs),
         experiment::Design::Slices => slices(&s.exp, &s.matrix, &s.runs),
     }
+    if let Some(p) = &s.exp.measurement.pinning {
+        println!(
+            "\nCPU pinning: pgbench on CPU {}, every server on CPU {} (each process's set is read back from the kernel after it starts).",
+            runner::affinity::format_cpu_list(&p.client),
+            runner::affinity::format_cpu_list(&p.servers)
+        );
+    }
     expected_time(s);
     claims(&s.exp);
 }

@@ -77,6 +77,10 @@ pub fn begin(
             warm_up_rounds: exp.measurement.warm_up_rounds,
             min_rounds: exp.measurement.min_rounds,
             control: exp.measurement.control.then(|| experiment::CONTROL_PLACEMENT.to_string()),
+            pinning: exp.measurement.pinning.as_ref().map(|p| results::manifest::PinningRecord {
+                client: runner::affinity::format_cpu_list(&p.client),
+                servers: runner::affinity::format_cpu_list(&p.servers),
+            }),
             ..Default::default()
         },
         claims: exp.claims.iter().map(claim_record).collect(),

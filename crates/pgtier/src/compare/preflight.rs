@@ -68,6 +68,13 @@ pub fn preflight(exp: &Experiment, plan: &tiers::Plan, user: Result<DbUser, Runn
             }
         }
     }
+    if let Some(p) = &exp.measurement.pinning {
+        let file = exp.file.display();
+        for (cpus, key) in [(&p.client, "pin_client"), (&p.servers, "pin_servers")] {
+            let key = format!("[measurement] {key} ({file})");
+            note(&mut problems, runner::affinity::check_available(cpus, &key).map_err(Into::into));
+        }
+    }
     let targets = crate::remote::target::preflight(exp, &mut missing);
     note(&mut problems, targets);
     if !exp.device_probe.is_zero() && journal::command::which("fio").is_none() {

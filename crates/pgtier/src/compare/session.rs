@@ -350,6 +350,7 @@ impl<'a> Session<'a> {
             journal: self.journal,
             socket_dir: socket_dir.clone(),
             port,
+            cpus: self.exp.measurement.pinning.as_ref().map(|p| p.servers.clone()),
         };
         let env = RunnerEnv {
             server,
@@ -361,6 +362,7 @@ impl<'a> Session<'a> {
             watchdog_grace: self.exp.watchdog_grace,
             throttles,
             client,
+            client_cpus: self.exp.measurement.pinning.as_ref().map(|p| p.client.clone()),
         };
         dataset::make_owned_dir(&env, &socket_dir)?;
         Ok(env)

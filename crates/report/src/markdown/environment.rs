@@ -253,6 +253,14 @@ pub(super) fn method(d: &mut Document, set: &ResultSet) {
             m.run_order.len()
         )));
     }
+    items.push(item(match &m.measurement.pinning {
+        Some(p) => format!(
+            "CPU pinning: pgbench ran on {} and every server (its backends too) on {}, as the kernel reported back for each postmaster and each pgbench started; the client did not compete with the servers for a CPU.",
+            cpus_named(&p.client),
+            cpus_named(&p.servers)
+        ),
+        None => "No CPU pinning: the kernel's scheduler placed the workload client and the servers on any CPU.".into(),
+    }));
     d.items(items);
     let mut order = Document::default();
     order.list(set.runs.iter().map(|r| {
@@ -299,4 +307,9 @@ fn slices_method(items: &mut Vec<Item>, set: &ResultSet, seed: &str) {
         "The copy is made once per placement and data set: later slices start from the data as earlier ones left it (read-write workloads grow history tables and leave dead tuples), alike for every placement.",
     ));
     items.push(item(format!("{} slices:", set.runs.len())));
+}
+
+/// "CPU 0" for one CPU, "CPUs 1-3" for a list.
+fn cpus_named(list: &str) -> String {
+    if list.contains(['-', ',']) { format!("CPUs {list}") } else { format!("CPU {list}") }
 }

@@ -70,7 +70,7 @@ impl Cluster {
         let port = 5432;
         write_config(&data, port, &sock, &settings, user.uid, user.gid).unwrap();
         let log = dir.path().join("server.log");
-        let launch = ServerLaunch { install, user, journal: &journal, socket_dir: sock.clone(), port };
+        let launch = ServerLaunch { install, user, journal: &journal, socket_dir: sock.clone(), port, cpus: None };
         let server = match Server::start(&launch, &data, None, &log).await {
             Ok(s) => s,
             Err(e) => {

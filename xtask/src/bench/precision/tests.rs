@@ -77,7 +77,11 @@ fn aa_rates_count_per_change_and_per_experiment() {
     let prepared = experiment_text("aa", "shipped+prepared+c4", "5min").unwrap();
     assert!(prepared.contains("extra_args = [\"-M\", \"prepared\"]") && prepared.contains("clients = [4]"));
     assert!(prepared.contains("target_halfwidth = \"5%\""), "the shipped measurement all the same");
-    assert!(experiment_text("aa", "shipped+pinned", "5min").is_err());
+    if std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) >= 2 {
+        let pinned = experiment_text("aa", "shipped+pinned", "5min").unwrap();
+        assert!(pinned.contains("budget = \"5min\"\npin_client = \"0\"\npin_servers = \"1"), "{pinned}");
+    }
+    assert!(experiment_text("aa", "shipped+pinless", "5min").is_err());
     assert!(experiment_text("aa", "slices+c4", "5min").is_err());
     assert!(
         experiment_text("aa", "shipped", "5min")
