@@ -51,13 +51,18 @@ fn claims(exp: &experiment::Experiment) {
         println!("None: the experiment file has no [[claim]].");
     }
     for c in &exp.claims {
+        // A profiles claim compares one placement with itself under the default profile.
+        let against = if c.across == experiment::ClaimAcross::Profiles {
+            format!("{} under profile default", c.against)
+        } else {
+            c.against.clone()
+        };
         println!(
-            "- {}: {} {} of {} against {}, {}: \"{}\"",
+            "- {}: {} {} of {} against {against}, {}: \"{}\"",
             c.name,
             c.metric.as_str(),
             c.figure,
             c.placement,
-            c.against,
             claim_cell(c),
             c.text
         );

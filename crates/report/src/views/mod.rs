@@ -62,7 +62,10 @@ pub fn footnote(set: &ResultSet, cells: &[&CellSummary], bars: bool) -> Vec<Stri
                 scripts.push(x.script);
             }
         }
-        let per_point = cells.iter().map(|c| c.runs).min().unwrap_or(0);
+        // The range, not the minimum: contests stop at different round counts.
+        let fewest = cells.iter().map(|c| c.runs).min().unwrap_or(0);
+        let most = cells.iter().map(|c| c.runs).max().unwrap_or(0);
+        let per_point = if fewest == most { fewest.to_string() } else { format!("{fewest}-{most}") };
         let how = if m.measurement.design == Design::Slices {
             // A slice's length is its run's measured duration.
             let slice_s = set.runs.iter().find(|r| r.cell.workload == w.name).map_or(w.duration_s, |r| r.duration_s);
