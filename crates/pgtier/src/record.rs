@@ -20,7 +20,21 @@ pub fn short_token(run_id: &str) -> String {
 /// The state directories and this run's record (held locked for as long as the run lives).
 pub fn begin_record(run_id: &str, exp: &Experiment) -> Result<Journal> {
     paths::ensure_state_dirs()?;
-    Ok(Journal::begin(&paths::journal_dir(), run_id, &format!("cargo xtask compare: {}", exp.file.display()))?)
+    Ok(Journal::begin(&paths::journal_dir(), run_id, &format!("{} compare: {}", invoked_as(), exp.file.display()))?)
+}
+
+/// The command a user typed to start this process: `cargo xtask` for the developer entry point
+/// (the binary named `xtask`), else the binary's own name (`pgtier`).
+pub fn invoked_as() -> String {
+    let argv0 = std::env::args_os().next().unwrap_or_default();
+    command_for(std::path::Path::new(&argv0))
+}
+
+fn command_for(argv0: &std::path::Path) -> String {
+    match argv0.file_name().and_then(|n| n.to_str()) {
+        Some("xtask") | None => "cargo xtask".into(),
+        Some(name) => name.into(),
+    }
 }
 
 /// The repository's commit; on another host, the controller's (`$PGTIER_REVISION`, set when it
@@ -35,4 +49,17 @@ pub fn git_commit() -> Option<String> {
         .ok()
         .filter(|o| o.status == 0)
         .map(|o| o.stdout.trim().to_string())
+}
+
+#[cfg(test)]
+mod invoked_as_tests {
+    use super::command_for;
+    use std::path::Path;
+
+    #[test]
+    fn records_name_the_command_that_ran() {
+        assert_eq!(command_for(Path::new("/work/target/debug/xtask")), "cargo xtask");
+        assert_eq!(command_for(Path::new("/usr/local/bin/pgtier")), "pgtier");
+        assert_eq!(command_for(Path::new("")), "cargo xtask");
+    }
 }

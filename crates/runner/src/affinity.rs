@@ -93,8 +93,9 @@ pub fn verify(pid: i32, cpus: &[u32], what: &str) -> Result<(), RunnerError> {
     Ok(())
 }
 
-/// Checks that pgtier itself may run on every CPU of `cpus` (a child cannot widen its
-/// parent's set), naming `key` (the configuration key) in the error.
+/// Checks that pgtier itself may run on every CPU of `cpus`, naming `key` (the configuration
+/// key) in the error: a CPU outside the set pgtier was given (by taskset, or a cpuset cgroup that
+/// would refuse it anyway) would take the benchmark off the CPUs its user left it.
 pub fn check_available(cpus: &[u32], key: &str) -> Result<(), RunnerError> {
     let own =
         allowed_cpus(std::process::id() as i32).map_err(|e| RunnerError::io("read the CPUs pgtier may run on", e))?;

@@ -31,7 +31,11 @@ pub fn begin(
     let mut m = Manifest {
         pgtier_version: env!("CARGO_PKG_VERSION").into(),
         git_commit: git_commit(),
-        command_line: format!("cargo xtask {}", std::env::args().skip(1).collect::<Vec<_>>().join(" ")),
+        command_line: format!(
+            "{} {}",
+            crate::record::invoked_as(),
+            std::env::args().skip(1).collect::<Vec<_>>().join(" ")
+        ),
         experiment_name: exp.name.clone(),
         experiment_description: exp.description.clone(),
         experiment_file: exp.file.display().to_string(),

@@ -62,10 +62,7 @@ pub fn footnote(set: &ResultSet, cells: &[&CellSummary], bars: bool) -> Vec<Stri
                 scripts.push(x.script);
             }
         }
-        // The range, not the minimum: contests stop at different round counts.
-        let fewest = cells.iter().map(|c| c.runs).min().unwrap_or(0);
-        let most = cells.iter().map(|c| c.runs).max().unwrap_or(0);
-        let per_point = if fewest == most { fewest.to_string() } else { format!("{fewest}-{most}") };
+        let per_point = runs_per_point(cells);
         let how = if m.measurement.design == Design::Slices {
             // A slice's length is its run's measured duration.
             let slice_s = set.runs.iter().find(|r| r.cell.workload == w.name).map_or(w.duration_s, |r| r.duration_s);
@@ -288,6 +285,14 @@ pub fn draw_all(
     })
 }
 
+/// The runs (or kept rounds) behind each point, as a range: contests stop at different counts,
+/// so the minimum alone would understate most points.
+fn runs_per_point(cells: &[&CellSummary]) -> String {
+    let fewest = cells.iter().map(|c| c.runs).min().unwrap_or(0);
+    let most = cells.iter().map(|c| c.runs).max().unwrap_or(0);
+    if fewest == most { fewest.to_string() } else { format!("{fewest}-{most}") }
+}
+
 /// Whether a file under `charts/` is a chart (a stale one is removed by a re-render).
 pub fn is_chart(path: &Path) -> bool {
     path.extension().is_some_and(|x| x == "png" || x == "svg")
@@ -336,6 +341,15 @@ mod tests {
             nopm_delta: None,
             statements: vec![],
         }
+    }
+
+    #[test]
+    fn a_footer_gives_the_range_of_runs_per_point() {
+        let (mut a, mut b) =
+            (cell("a", "tpcb", 8, "unlimited", "default"), cell("b", "tpcb", 8, "unlimited", "default"));
+        assert_eq!(runs_per_point(&[&a, &b]), "2");
+        (a.runs, b.runs) = (11, 18);
+        assert_eq!(runs_per_point(&[&b, &a]), "11-18");
     }
 
     #[test]
