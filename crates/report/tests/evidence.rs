@@ -135,3 +135,21 @@ fn a_claim_across_profiles_is_judged_by_the_studys_contrast() {
     assert_eq!(c.verdict, ClaimVerdict::Inconclusive, "{}", c.why);
     assert!(c.cell.contains("profile seed004-performance against default"), "{}", c.cell);
 }
+
+#[test]
+fn a_pinned_client_that_bounds_cells_is_warned_of() {
+    let markdown = |set: &ResultSet| {
+        let summary = summarize(set);
+        report::document::markdown::render(&report::markdown::document(set, &summary, &[]))
+    };
+    let mut set = fixture();
+    let warning = "the pinned client may be their ceiling";
+    assert!(!markdown(&set).contains(warning), "no pinning, no warning");
+    set.manifest.measurement.pinning =
+        Some(results::manifest::PinningRecord { client: "0".into(), servers: "1".into() });
+    let text = markdown(&set);
+    let line = text.lines().find(|l| l.contains(warning)).unwrap_or_else(|| panic!("{text}"));
+    // The fixture's client-bound cells (wal-on-pmem tpcb, above) are named.
+    assert!(line.starts_with("- pgbench was pinned (`pin_client = \"0\"`) and "), "{line}");
+    assert!(line.contains("wal-on-pmem / tpcb / 8 clients"), "{line}");
+}
