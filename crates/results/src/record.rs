@@ -132,10 +132,13 @@ pub enum FailureKind {
     Watchdog,
     /// Not run: its placement's server did not start in an earlier run.
     PlacementUnusable,
+    /// An emulated tier of the placement died during the run (a helper process gone, failed NBD
+    /// requests, the kernel's I/O errors): whatever pgbench printed, it measured a broken device.
+    DeviceLost,
 }
 
 impl FailureKind {
-    pub const ALL: [FailureKind; 7] = [
+    pub const ALL: [FailureKind; 8] = [
         FailureKind::Setup,
         FailureKind::ServerStart,
         FailureKind::ServerCrash,
@@ -143,6 +146,7 @@ impl FailureKind {
         FailureKind::Workload,
         FailureKind::Watchdog,
         FailureKind::PlacementUnusable,
+        FailureKind::DeviceLost,
     ];
 
     /// The kind as result.json and runs.csv spell it (`server-start`, `out-of-memory`, ...).
@@ -155,6 +159,7 @@ impl FailureKind {
             FailureKind::Workload => "workload",
             FailureKind::Watchdog => "watchdog",
             FailureKind::PlacementUnusable => "placement-unusable",
+            FailureKind::DeviceLost => "device-lost",
         }
     }
 }
@@ -417,7 +422,16 @@ mod tests {
         let spelled: Vec<&str> = FailureKind::ALL.iter().map(|k| k.as_str()).collect();
         assert_eq!(
             spelled,
-            ["setup", "server-start", "server-crash", "out-of-memory", "workload", "watchdog", "placement-unusable"]
+            [
+                "setup",
+                "server-start",
+                "server-crash",
+                "out-of-memory",
+                "workload",
+                "watchdog",
+                "placement-unusable",
+                "device-lost"
+            ]
         );
     }
 

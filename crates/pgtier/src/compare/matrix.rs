@@ -105,7 +105,8 @@ impl Session<'_> {
             faults: &faults::faults_for(self.exp, &self.ctx, planned.sequence, m.provisioned),
         };
         let env = self.build_env(m.env, planned.build);
-        let record = match execute_run(&env, &inputs, &mut m.progress).await {
+        let tiers_lost_before = self.lost_tiers(m.provisioned, placement);
+        let mut record = match execute_run(&env, &inputs, &mut m.progress).await {
             Ok(r) => r,
             Err(RunnerError::Cancelled) => {
                 m.progress.finish();
@@ -122,6 +123,7 @@ impl Session<'_> {
             }
         };
         m.measure_seconds += t0.elapsed().as_secs_f64();
+        let tier_lost = self.fail_if_tier_lost(m.provisioned, placement, &tiers_lost_before, &mut record)?;
         let line = match record.status {
             RunStatus::Ok => {
                 format!("{:.1} tps, {:.3} ms average latency", record.metrics.tps, record.metrics.latency_ms_avg)
@@ -132,7 +134,9 @@ impl Session<'_> {
             }
         };
         m.progress.finish_run(&line);
-        if record.failure_kind == Some(FailureKind::ServerStart) {
+        if let Some(what) = tier_lost {
+            self.placement_lost(m, planned, placement, &what)?;
+        } else if record.failure_kind == Some(FailureKind::ServerStart) {
             self.placement_lost(m, planned, placement, record.failure.as_deref().unwrap_or(""))?;
         }
         if let Err(e) = report::refresh_tables(&self.results.root) {

@@ -290,6 +290,49 @@ impl<'a> Session<'a> {
         Ok(())
     }
 
+    /// The emulated tiers of `placement` that did not survive so far, by device name.
+    pub(super) fn lost_tiers(
+        &self,
+        provisioned: &Provisioned,
+        placement: &runner::matrix::PlacementTarget,
+    ) -> Vec<String> {
+        placement
+            .devices
+            .iter()
+            .filter(|d| !self.tier_survival(provisioned, Some(&d.device)).is_empty())
+            .map(|d| d.device.clone())
+            .collect()
+    }
+
+    /// After a run or slice on `placement`: when one of its emulated tiers died during it (not
+    /// lost in `before`), the record becomes a failure of kind device-lost, whatever the client
+    /// printed, and is written again. Returns what died, and why.
+    pub(super) fn fail_if_tier_lost(
+        &self,
+        provisioned: &Provisioned,
+        placement: &runner::matrix::PlacementTarget,
+        before: &[String],
+        record: &mut results::RunRecord,
+    ) -> Result<Option<String>> {
+        let lost = placement
+            .devices
+            .iter()
+            .filter(|d| !before.contains(&d.device))
+            .find_map(|d| self.tier_survival(provisioned, Some(&d.device)).pop());
+        let Some((device, why)) = lost else { return Ok(None) };
+        let what = format!("the emulated tier {device} failed during the run: {why}");
+        if record.status == results::RunStatus::Ok {
+            record.status = results::RunStatus::Failed;
+            record.failure = Some(format!("{what}; its figures measured a broken device and are left out"));
+            record.failure_kind = Some(results::FailureKind::DeviceLost);
+        } else {
+            let earlier = record.failure.take().unwrap_or_default();
+            record.failure = Some(format!("{earlier} ({what})"));
+        }
+        self.results.write_run(record).context("write result")?;
+        Ok(Some(what))
+    }
+
     /// Emulated devices with helper processes (NVMe/TCP: nbdkit and nbdfuse) that did not survive
     /// (`only`: that device): a helper gone, a failed NBD request in their logs, or the kernel's
     /// I/O errors or a file system shutdown on the block device; with what went wrong.
