@@ -105,7 +105,6 @@ impl Session<'_> {
             faults: &faults::faults_for(self.exp, &self.ctx, planned.sequence, m.provisioned),
         };
         let env = self.build_env(m.env, planned.build);
-        let tiers_lost_before = self.lost_tiers(m.provisioned, placement);
         let mut record = match execute_run(&env, &inputs, &mut m.progress).await {
             Ok(r) => r,
             Err(RunnerError::Cancelled) => {
@@ -123,7 +122,7 @@ impl Session<'_> {
             }
         };
         m.measure_seconds += t0.elapsed().as_secs_f64();
-        let tier_lost = self.fail_if_tier_lost(m.provisioned, placement, &tiers_lost_before, &mut record)?;
+        let tier_lost = self.fail_if_tier_lost(m.provisioned, placement, &mut record)?;
         let line = match record.status {
             RunStatus::Ok => {
                 format!("{:.1} tps, {:.3} ms average latency", record.metrics.tps, record.metrics.latency_ms_avg)

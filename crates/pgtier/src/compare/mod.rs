@@ -118,6 +118,7 @@ pub async fn run(setup: Setup, args: &Args) -> Result<(), CompareError> {
         begun: false,
         seed,
         golden,
+        lost_tiers: Default::default(),
     };
     let outcome = session.go_guarded(&plan).await;
     session.conclude(outcome).await

@@ -46,6 +46,8 @@ pub struct Session<'a> {
     pub seed: u64,
     /// Where the data sets' golden copies are built.
     pub golden: GoldenSite,
+    /// Emulated tiers found failed after a run or slice: each fails the one it died during.
+    pub lost_tiers: std::collections::BTreeSet<String>,
 }
 
 /// The phases of a session, in order.
@@ -290,36 +292,22 @@ impl<'a> Session<'a> {
         Ok(())
     }
 
-    /// The emulated tiers of `placement` that did not survive so far, by device name.
-    pub(super) fn lost_tiers(
-        &self,
-        provisioned: &Provisioned,
-        placement: &runner::matrix::PlacementTarget,
-    ) -> Vec<String> {
-        placement
-            .devices
-            .iter()
-            .filter(|d| !self.tier_survival(provisioned, Some(&d.device)).is_empty())
-            .map(|d| d.device.clone())
-            .collect()
-    }
-
-    /// After a run or slice on `placement`: when one of its emulated tiers died during it (not
-    /// lost in `before`), the record becomes a failure of kind device-lost, whatever the client
-    /// printed, and is written again. Returns what died, and why.
+    /// After a run or slice on `placement`: when one of its emulated tiers failed during it (one
+    /// not found failed before), the record becomes a failure of kind device-lost, whatever the
+    /// client printed, and is written again. Returns what failed, and why.
     pub(super) fn fail_if_tier_lost(
-        &self,
+        &mut self,
         provisioned: &Provisioned,
         placement: &runner::matrix::PlacementTarget,
-        before: &[String],
         record: &mut results::RunRecord,
     ) -> Result<Option<String>> {
         let lost = placement
             .devices
             .iter()
-            .filter(|d| !before.contains(&d.device))
+            .filter(|d| !self.lost_tiers.contains(&d.device))
             .find_map(|d| self.tier_survival(provisioned, Some(&d.device)).pop());
         let Some((device, why)) = lost else { return Ok(None) };
+        self.lost_tiers.insert(device.clone());
         let what = format!("the emulated tier {device} failed during the run: {why}");
         if record.status == results::RunStatus::Ok {
             record.status = results::RunStatus::Failed;

@@ -516,13 +516,11 @@ impl Session<'_> {
             let faults = faults::faults_for(self.exp, &self.ctx, planned.sequence, s.provisioned);
             let inp = self.inputs(s, &planned, &w, &faults, build);
             let expected = s.expected.get(&(p, c.workload)).copied();
-            let target = &s.spec.placements[p];
-            let tiers_lost_before = self.lost_tiers(s.provisioned, target);
             let mut record = servers.slice(&inp, expected, &mut Quiet).await.map_err(|e| match e {
                 runner::RunnerError::Cancelled => anyhow::anyhow!("interrupted during slice {}", planned.run_id),
                 e => anyhow::Error::from(e).context(format!("slice {}", planned.run_id)),
             })?;
-            self.fail_if_tier_lost(s.provisioned, target, &tiers_lost_before, &mut record)?;
+            self.fail_if_tier_lost(s.provisioned, &s.spec.placements[p], &mut record)?;
             let place = s.spec.placements[p].name.clone();
             match record.status {
                 RunStatus::Ok => {
