@@ -207,7 +207,9 @@ pub fn survival(
     }
     for log in helper_logs {
         let text = sys.read_to_string(log).unwrap_or_default();
-        let failed: Vec<&str> = text.lines().filter(|l| l.contains("command failed")).collect();
+        // A resumed run's helpers append to the logs of the attempt it resumes, whose teardown
+        // failed requests on purpose: only this start's lines count.
+        let failed: Vec<&str> = crate::system::since_last_start(&text).lines().filter(|l| l.contains("command failed")).collect();
         if let Some(last) = failed.last() {
             let mut p = format!("{} NBD request(s) failed, last: \"{}\"", failed.len(), last.trim());
             if last.contains(ESHUTDOWN_TEXT) {
@@ -367,5 +369,16 @@ mod tests {
         calm.answer("dmesg", Canned::ok("[ 1.0] XFS (loop6): Mounting V5 Filesystem\n"));
         calm.file("/logs/nbdfuse-lb.log", "");
         assert_eq!(survival(&mut calm, Path::new("/dev/loop6"), &[], &["/logs/nbdfuse-lb.log".into()]), None);
+        // A resumed run appends to the log of the attempt it resumes, whose teardown stopped
+        // nbdkit under nbdfuse: those failures are not this start's.
+        let resumed = format!(
+            "\n{m}nbdfuse (1700000000) ==\nnbd_aio_command_completed: flush: command failed: {ESHUTDOWN_TEXT}\n\n{m}nbdfuse (1700000100) ==\n",
+            m = crate::system::LOG_START_MARK
+        );
+        calm.file("/logs/nbdfuse-lb.log", &resumed);
+        assert_eq!(survival(&mut calm, Path::new("/dev/loop6"), &[], &["/logs/nbdfuse-lb.log".into()]), None);
+        calm.file("/logs/nbdfuse-lb.log", &format!("{resumed}nbd_aio_command_completed: write: command failed: {ENOTCONN_TEXT}\n"));
+        let why = survival(&mut calm, Path::new("/dev/loop6"), &[], &["/logs/nbdfuse-lb.log".into()]).unwrap();
+        assert!(why.starts_with("1 NBD request(s) failed") && why.contains("connection is gone"), "{why}");
     }
 }

@@ -32,8 +32,20 @@ pub struct DaemonSpec {
     /// Run it inside this named network namespace (only the network namespace is entered, so it
     /// does not pin the mounts of the harness).
     pub netns: Option<String>,
-    /// Its stdout and stderr go here.
+    /// Its stdout and stderr go here, appended after a line starting with [`LOG_START_MARK`].
     pub log: PathBuf,
+}
+
+/// How the line written into a helper's log before each start begins: what follows the last such
+/// line is this start's output (a resumed run appends to the logs of the attempt it resumes).
+pub const LOG_START_MARK: &str = "== pgtier: starting ";
+
+/// The part of a helper's log written since its latest start.
+pub fn since_last_start(log: &str) -> &str {
+    match log.rfind(&format!("\n{LOG_START_MARK}")) {
+        Some(i) => &log[i + 1..],
+        None => log,
+    }
 }
 
 /// An exclusive BSD lock (`flock`) on a whole disk, held until it is given back with
@@ -229,7 +241,12 @@ impl System for RealSystem {
     }
 
     fn spawn(&mut self, daemon: &DaemonSpec) -> io::Result<ProcessId> {
-        let log = std::fs::OpenOptions::new().create(true).append(true).open(&daemon.log)?;
+        let mut log = std::fs::OpenOptions::new().create(true).append(true).open(&daemon.log)?;
+        {
+            use std::io::Write;
+            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+            writeln!(log, "\n{LOG_START_MARK}{} (unix time {}) ==", daemon.label, now.as_secs())?;
+        }
         let mut cmd = Command::new(&daemon.command.program);
         cmd.args(&daemon.command.args)
             .stdin(Stdio::null())
