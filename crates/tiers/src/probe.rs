@@ -377,7 +377,7 @@ mod tests {
         );
         calm.file("/logs/nbdfuse-lb.log", &resumed);
         assert_eq!(survival(&mut calm, Path::new("/dev/loop6"), &[], &["/logs/nbdfuse-lb.log".into()]), None);
-        calm.file("/logs/nbdfuse-lb.log", &format!("{resumed}nbd_aio_command_completed: write: command failed: {ENOTCONN_TEXT}\n"));
+        calm.file("/logs/nbdfuse-lb.log", format!("{resumed}nbd_aio_command_completed: write: command failed: {ENOTCONN_TEXT}\n"));
         let why = survival(&mut calm, Path::new("/dev/loop6"), &[], &["/logs/nbdfuse-lb.log".into()]).unwrap();
         assert!(why.starts_with("1 NBD request(s) failed") && why.contains("connection is gone"), "{why}");
     }
