@@ -1,8 +1,8 @@
 //! Faults injected for real on emulated tiers: I/O errors on a tier, the WAL device filling up,
-//! the server killed mid-run, a hung client, a target that disappears. Each must be reported with
-//! its cause and evidence, finished runs must stay intact, the matrix must go on (or stop cleanly
-//! when going on is meaningless), and nothing may be left behind. Needs root;
-//! PGTIER_SKIP_ROOT_TESTS=1 skips explicitly.
+//! the server killed mid-run, a hung client, a target that disappears (under one placement, and
+//! under two). Each must be reported with its cause and evidence, finished runs must stay intact,
+//! the matrix must go on (or stop cleanly when going on is meaningless), and nothing may be left
+//! behind. Needs root; PGTIER_SKIP_ROOT_TESTS=1 skips explicitly.
 
 mod common;
 
@@ -83,8 +83,12 @@ struct Outcome {
 const WRITTEN_ORDER: &str = "2";
 
 fn run_with_fault(fault: &str) -> (Env, Outcome) {
+    run_experiment(&experiment(fault))
+}
+
+fn run_experiment(toml: &str) -> (Env, Outcome) {
     let env = Env::new();
-    let cfg = env.write("faults.toml", &experiment(fault));
+    let cfg = env.write("faults.toml", toml);
     let out = env.dir.path().join("results");
     let o = env
         .xtask(&[
@@ -111,7 +115,11 @@ fn run_row<'a>(o: &'a Outcome, seq: &str) -> &'a std::collections::HashMap<Strin
 }
 
 fn assert_baseline_runs_intact(o: &Outcome) {
-    for seq in ["1", "3"] {
+    assert_baseline_runs_intact_at(o, ["1", "3"]);
+}
+
+fn assert_baseline_runs_intact_at(o: &Outcome, runs: [&str; 2]) {
+    for seq in runs {
         let r = run_row(o, seq);
         assert_eq!(r["status"], "ok", "baseline run {seq} is unaffected: {r:?}");
         assert!(o.out.join("runs").join(&r["run_id"]).join("pgbench.stdout").exists());
@@ -220,5 +228,41 @@ fn target_disappears() {
         warnings.iter().any(|w| w.starts_with("the emulated tier remote did not survive the matrix: nbdkit")
             && w.contains("is no longer running")),
         "{warnings:?}"
+    );
+}
+
+#[test]
+fn a_target_two_placements_share_fails_both() {
+    if !root_or_skip() {
+        return;
+    }
+    // Placement c keeps its WAL on b's remote tier (which then needs room for both WALs); with
+    // this seed the runs go a, c, b, a, c, b, and the target dies in run 2 (c's).
+    let shared = experiment("[[fault]]\nrun = 2\nafter = \"2s\"\nkind = \"stop-target\"\ndevice = \"remote\"\n")
+        .replace(
+            "nqn = \"nqn.2014-08.org.example:faults\"\n[device.emulate]\nsize = \"512MiB\"",
+            "nqn = \"nqn.2014-08.org.example:faults\"\n[device.emulate]\nsize = \"3GiB\"",
+        )
+        .replace("[[workload]]", "[[placement]]\nname = \"c\"\ndata = \"wal\"\nwal = \"remote\"\n\n[[workload]]");
+    let (_env, o) = run_experiment(&shared);
+    assert_eq!(o.code, Some(1), "{}", o.stderr);
+    let placements: Vec<&str> = o.runs.iter().map(|r| r["placement"].as_str()).collect();
+    assert_eq!(placements, ["a", "c", "b", "a", "c", "b"], "{:?}", o.runs);
+    assert_baseline_runs_intact_at(&o, ["1", "4"]);
+    let r2 = result_json(&o, "2");
+    assert!(r2["failure"].as_str().unwrap().contains("the emulated tier remote failed during the run"), "{r2}");
+    // b's first run is not made on the broken tier; it says where the tier broke.
+    let r3 = result_json(&o, "3");
+    assert_eq!(r3["failure_kind"], "device-lost", "{r3}");
+    let why = r3["failure"].as_str().unwrap();
+    assert!(why.starts_with("not run: the emulated tier remote failed during 0002-c-rw-c2-r1: nbdkit"), "{why}");
+    assert!(!o.out.join("runs").join(r3["run_id"].as_str().unwrap()).join("pgbench.stdout").exists());
+    for seq in ["5", "6"] {
+        assert_eq!(run_row(&o, seq)["failure_kind"], "placement-unusable", "{:?}", run_row(&o, seq));
+    }
+    assert!(
+        o.stderr.contains("placement b unusable since run 0003-b-rw-c2-r1: the emulated tier remote failed during 0002-c-rw-c2-r1"),
+        "said plainly, not as a server that did not start:\n{}",
+        o.stderr
     );
 }

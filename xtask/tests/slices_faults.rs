@@ -2,7 +2,8 @@
 //! SIGKILLed during a warm-up or a measured slice is named with its signal and phase, restarted
 //! once on its own data, and its contest goes on in a new segment; killed again, the placement
 //! is dropped from the session and the others go on; the harness SIGKILLed mid-session, then
-//! `cleanup` and `--resume`, completes every contest, keeping those that had stopped. Nothing is
+//! `cleanup` and `--resume`, completes every contest, keeping those that had stopped; an emulated
+//! tier lost in a slice drops every placement on it at once, without a restart. Nothing is
 //! left behind. Needs root; PGTIER_SKIP_ROOT_TESTS=1 skips it.
 
 mod common;
@@ -290,5 +291,115 @@ fn a_harness_killed_mid_session_is_cleaned_up_and_resumed_by_contest() {
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(report.contains("resumed by contest"), "the report says which contests were resumed");
     let _: PathBuf = out;
+    eprintln!("took {:.0} s", t0.elapsed().as_secs_f64());
+}
+
+/// Placements `a` (the baseline) and `d` on devices of their own; `b` with its data and `c` with
+/// its WAL on one emulated NVMe/TCP tier, whose target is killed during round 2's first slice.
+fn shared_remote_experiment() -> String {
+    let edit = |text: String, from: &str, to: &str| {
+        assert!(text.contains(from), "{from:?} in {text}");
+        text.replace(from, to)
+    };
+    // `experiment` makes a and b on da and db; b moves onto the remote tier, c and d are added.
+    let mut text = edit(experiment(false, "[2]", 4), "name = \"b\"\ndata = \"db\"\nwal = \"db\"", "name = \"b\"\ndata = \"remote\"\nwal = \"remote\"");
+    text = edit(text, "[[device]]\nname = \"db\"\nclass = \"nvme\"\npath = \"/dev/disk/by-id/not-used-b\"\n[device.emulate]\nsize = \"512MiB\"\n", "");
+    text.push_str(
+        r#"
+[[device]]
+name = "remote"
+class = "nvme-tcp"
+address = "192.0.2.1"
+nqn = "nqn.2014-08.org.example:sliced"
+[device.emulate]
+size = "3GiB"
+
+[[device]]
+name = "dc"
+class = "nvme"
+path = "/dev/disk/by-id/not-used-c"
+[device.emulate]
+size = "512MiB"
+
+[[device]]
+name = "dd"
+class = "nvme"
+path = "/dev/disk/by-id/not-used-d"
+[device.emulate]
+size = "512MiB"
+
+[[placement]]
+name = "c"
+data = "dc"
+wal = "remote"
+
+[[placement]]
+name = "d"
+data = "dd"
+wal = "dd"
+
+[[fault]]
+run = 5
+after = "1s"
+kind = "stop-target"
+device = "remote"
+"#,
+    );
+    text
+}
+
+#[test]
+fn a_tier_lost_in_a_slice_drops_every_placement_on_it_at_once_while_the_others_go_on() {
+    if !root_or_skip() {
+        return;
+    }
+    let t0 = Instant::now();
+    let env = Env::new();
+    let cfg = env.write("f.toml", &shared_remote_experiment());
+    let out = env.dir.path().join("results");
+    let o = compare(&env, &cfg, &out).output().unwrap();
+    let (_, stderr) = text(&o);
+    eprintln!("{stderr}");
+    assert!(stderr.contains("teardown complete"), "{stderr}");
+    assert_nothing_left(&env.state());
+    assert_eq!(o.status.code(), Some(1), "a lost tier makes a runtime failure:\n{stderr}");
+    assert!(!stderr.contains("is up again"), "no restart on a broken device:\n{stderr}");
+    assert!(!stderr.contains("will not fire"), "the slices design numbers its slices:\n{stderr}");
+
+    let runs = results(&out);
+    let on_remote: Vec<&serde_json::Value> =
+        runs.iter().filter(|r| ["b", "c"].contains(&r["cell"]["placement"].as_str().unwrap())).collect();
+    // The slice during which the target died, or the next one on the tier, is device-lost; none
+    // after it is made.
+    // (device-lost when the client finished on it; else the client's failure names the loss.)
+    let lost: Vec<&&serde_json::Value> = on_remote
+        .iter()
+        .filter(|r| r["failure"].as_str().is_some_and(|f| f.contains("the emulated tier remote failed during the run")))
+        .collect();
+    assert_eq!(lost.len(), 1, "one slice found the tier broken: {on_remote:?}");
+    let lost_at = lost[0]["sequence"].as_u64().unwrap();
+    assert!(lost_at >= 5, "{lost:?}");
+    assert!(
+        on_remote.iter().all(|r| r["sequence"].as_u64().unwrap() <= lost_at),
+        "no slice on the broken tier after it: {on_remote:?}"
+    );
+    assert!(on_remote.iter().filter(|r| r["sequence"].as_u64().unwrap() < 5).all(|r| ok(r)), "{on_remote:?}");
+    for p in ["b", "c"] {
+        // The one whose slice found the loss in round 2, the other before round 3.
+        let dropped = format!("placement {p} lost its device during ");
+        let line = stderr.lines().find(|l| l.contains(&dropped)).unwrap_or_else(|| panic!("{p} is dropped:\n{stderr}"));
+        assert!(
+            line.contains("of contest rw c2 mem 256MiB default in session s1: the emulated tier remote failed during")
+                && line.contains("the placement is dropped from the rest of session s1"),
+            "{line}"
+        );
+    }
+    for p in ["a", "d"] {
+        let mine = of(&runs, p, 2);
+        // Round 2 ended at the loss, maybe before their slices; rounds 3 and 4 are whole.
+        assert!(mine.len() >= 3 && mine.iter().all(|r| ok(r)), "{p} goes on to its rounds: {mine:?}");
+    }
+    let summary = csv_rows(&out.join("summary.csv"));
+    assert!(summary.iter().any(|r| r["placement"] == "d"), "d's change is reported: {summary:?}");
     eprintln!("took {:.0} s", t0.elapsed().as_secs_f64());
 }

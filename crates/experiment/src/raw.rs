@@ -163,7 +163,8 @@ pub struct RawMeasurement {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawFault {
-    /// The run, by its position in the executed order (1-based).
+    /// The run, by its position in the executed order (1-based); in the slices design, the
+    /// measured slice by its sequence number (warm-ups are not counted).
     pub run: Spanned<u32>,
     /// When, into the measured interval.
     pub after: Spanned<String>,

@@ -27,7 +27,8 @@ pub enum Warning {
     TpccErrors { failed: u64, by_kind: Vec<(String, u64)>, example: String },
     /// The result set was continued (`compare --resume`) at these times.
     Resumed { at: Vec<String> },
-    /// A placement's server did not start in a run; its later runs were not made.
+    /// A placement's server did not start in a run, or its emulated tier broke; its later runs
+    /// were not made.
     PlacementUnusable { placement: String, run_id: String, failure: String },
     /// Runs of the matrix failed.
     RunsFailed { count: usize },
@@ -65,6 +66,9 @@ impl fmt::Display for Warning {
                 "this result set was resumed ({}): the runs after the interruption were made on freshly provisioned devices with a freshly loaded data set",
                 at.join(", ")
             ),
+            Warning::PlacementUnusable { placement, run_id, failure } if failure.starts_with(TIER_LOST) => {
+                write!(f, "placement {placement} unusable since run {run_id}: {failure}")
+            }
             Warning::PlacementUnusable { placement, run_id, failure } => {
                 write!(f, "placement {placement} unusable since run {run_id}: its server did not start ({failure})")
             }
@@ -190,9 +194,20 @@ fn resumed(text: &str) -> Option<Warning> {
     Some(Warning::Resumed { at: list(h[0]).into_iter().map(String::from).collect() })
 }
 
+/// How the failure of a placement whose emulated tier broke begins (said without "its server
+/// did not start").
+const TIER_LOST: &str = "the emulated tier ";
+
 fn placement_unusable(text: &str) -> Option<Warning> {
-    let h = holes(text, &["placement ", " unusable since run ", ": its server did not start (", ")"])?;
-    Some(Warning::PlacementUnusable { placement: h[0].into(), run_id: h[1].into(), failure: h[2].into() })
+    if let Some(h) = holes(text, &["placement ", " unusable since run ", ": its server did not start (", ")"]) {
+        return Some(Warning::PlacementUnusable { placement: h[0].into(), run_id: h[1].into(), failure: h[2].into() });
+    }
+    let h = holes(text, &["placement ", " unusable since run ", &format!(": {TIER_LOST}"), ""])?;
+    Some(Warning::PlacementUnusable {
+        placement: h[0].into(),
+        run_id: h[1].into(),
+        failure: format!("{TIER_LOST}{}", h[2]),
+    })
 }
 
 fn runs_failed(text: &str) -> Option<Warning> {
@@ -284,6 +299,21 @@ mod tests {
             assert_eq!(w, Warning::Other(text.into()));
             assert_eq!(w.to_string(), text);
         }
+    }
+
+    #[test]
+    fn a_placement_whose_tier_broke_is_not_said_to_have_failed_to_start() {
+        let w = Warning::PlacementUnusable {
+            placement: "b".into(),
+            run_id: "0003-b-rw-c2-r1".into(),
+            failure: "the emulated tier remote failed during 0002-c-rw-c2-r1: nbdkit is no longer running".into(),
+        };
+        let text = w.to_string();
+        assert_eq!(
+            text,
+            "placement b unusable since run 0003-b-rw-c2-r1: the emulated tier remote failed during 0002-c-rw-c2-r1: nbdkit is no longer running"
+        );
+        assert_eq!(Warning::from_text(&text), w);
     }
 
     #[test]

@@ -91,6 +91,15 @@ impl Session<'_> {
             m.failures += 1;
             return Ok(());
         }
+        if let Some(what) = self.lost_tier_of(placement) {
+            // Its device broke during an earlier run (of another placement sharing it): whatever
+            // ran here would measure a broken device.
+            let mut r = runner::execute::not_run(planned, workload, &format!("not run: {what}"));
+            r.failure_kind = Some(FailureKind::DeviceLost);
+            self.results.write_run(&r).context("write result")?;
+            m.failures += 1;
+            return self.placement_lost(m, planned, placement, &what);
+        }
         self.place(m, planned, placement)?;
         m.progress.start_run(&planned.run_id);
         let t0 = Instant::now();

@@ -46,8 +46,9 @@ pub struct Session<'a> {
     pub seed: u64,
     /// Where the data sets' golden copies are built.
     pub golden: GoldenSite,
-    /// Emulated tiers found failed after a run or slice: each fails the one it died during.
-    pub lost_tiers: std::collections::BTreeSet<String>,
+    /// Emulated tiers found failed after a run or slice, with what happened: each fails the one
+    /// it died during, and no run or slice uses it after that.
+    pub lost_tiers: std::collections::BTreeMap<String, String>,
 }
 
 /// The phases of a session, in order.
@@ -304,11 +305,11 @@ impl<'a> Session<'a> {
         let lost = placement
             .devices
             .iter()
-            .filter(|d| !self.lost_tiers.contains(&d.device))
+            .filter(|d| !self.lost_tiers.contains_key(&d.device))
             .find_map(|d| self.tier_survival(provisioned, Some(&d.device)).pop());
         let Some((device, why)) = lost else { return Ok(None) };
-        self.lost_tiers.insert(device.clone());
         let what = format!("the emulated tier {device} failed during the run: {why}");
+        self.lost_tiers.insert(device.clone(), format!("the emulated tier {device} failed during {}: {why}", record.run_id));
         if record.status == results::RunStatus::Ok {
             record.status = results::RunStatus::Failed;
             record.failure = Some(format!("{what}; its figures measured a broken device and are left out"));
@@ -319,6 +320,12 @@ impl<'a> Session<'a> {
         }
         self.results.write_run(record).context("write result")?;
         Ok(Some(what))
+    }
+
+    /// Before a run or slice on `placement`: what happened to one of its emulated tiers when it
+    /// was found failed earlier in the matrix (during a run of this or another placement).
+    pub(super) fn lost_tier_of(&self, placement: &runner::matrix::PlacementTarget) -> Option<String> {
+        placement.devices.iter().find_map(|d| self.lost_tiers.get(&d.device).cloned())
     }
 
     /// Emulated devices with helper processes (NVMe/TCP: nbdkit and nbdfuse) that did not survive

@@ -167,6 +167,9 @@ impl Session<'_> {
             s.spec.placements.iter().map(|p| p.for_build(&s.spec.builds[build].name, several)).collect();
         let build_profile = self.build_profile(&s.spec.profiles[profile], build);
         let env = self.build_env(s.env, build);
+        if let Some(why) = s.broken.get(&self.exp.baseline) {
+            bail!("{why}; the baseline is needed for every delta, so the matrix stops here");
+        }
         let mut placements: Vec<usize> =
             first.placements.iter().copied().filter(|&p| !s.broken.contains_key(&s.spec.placements[p].name)).collect();
         // No position: the order the data sets are copied in and the servers start (so their
@@ -309,6 +312,16 @@ impl Session<'_> {
             if self.interrupts.cancelled() {
                 bail!("interrupted during contest {name}");
             }
+            // A placement whose device broke during another placement's slice is dropped before
+            // the next round, not measured on it.
+            let on_lost = c.placements.iter().copied().find(|&p| self.lost_tier_of(&s.spec.placements[p]).is_some());
+            if let Some(p) = on_lost {
+                let failed = Failed { placement: p, phase: "another placement's slice", error: None };
+                match self.server_failed(s, servers, c, failed, build).await? {
+                    Recovery::Failed => return Ok(()),
+                    Recovery::Dropped | Recovery::Restarted => continue,
+                }
+            }
             c.rounds += 1;
             let t_round = Instant::now();
             let line = match self.round(s, servers, c, build).await? {
@@ -379,7 +392,8 @@ impl Session<'_> {
     /// the placement, how (signal, OOM kill, exit code, the log's last lines) and when, into the
     /// manifest's warnings. The first time in a session it is restarted on its own data; the
     /// second time it is dropped from the rest of the session, and the contest fails when that
-    /// leaves no baseline or no contender.
+    /// leaves no baseline or no contender. A placement whose emulated tier broke is dropped at
+    /// once, and left out of later sessions.
     async fn server_failed(
         &mut self,
         s: &mut Sliced<'_, '_>,
@@ -400,7 +414,13 @@ impl Session<'_> {
         let count = s.deaths.entry(place.clone()).or_default();
         *count += 1;
         let session = servers.id.clone();
-        if *count == 1 {
+        let tier_lost = self.lost_tier_of(&targets[p]);
+        if let Some(lost) = &tier_lost {
+            // A restart would run on the broken device again; no later session uses it either.
+            how = if how.is_empty() { lost.clone() } else { format!("{lost}; {how}") };
+            s.broken.insert(place.clone(), format!("placement {place} unusable: {lost}"));
+        }
+        if *count == 1 && tier_lost.is_none() {
             let what = format!(
                 "placement {place}'s server failed during {phase} of contest {name} in session {session}: {how}"
             );
@@ -430,7 +450,9 @@ impl Session<'_> {
                 Err(e) => how = format!("{how}; its restart failed: {e}"),
             }
         }
-        let what = if *s.deaths.get(&place).unwrap_or(&0) > 1 {
+        let what = if tier_lost.is_some() {
+            format!("placement {place} lost its device during {phase} of contest {name} in session {session}: {how}")
+        } else if *s.deaths.get(&place).unwrap_or(&0) > 1 {
             format!(
                 "placement {place}'s server failed again during {phase} of contest {name} in session {session}: {how}"
             )
@@ -520,7 +542,7 @@ impl Session<'_> {
                 runner::RunnerError::Cancelled => anyhow::anyhow!("interrupted during slice {}", planned.run_id),
                 e => anyhow::Error::from(e).context(format!("slice {}", planned.run_id)),
             })?;
-            self.fail_if_tier_lost(s.provisioned, &s.spec.placements[p], &mut record)?;
+            let tier_lost = self.fail_if_tier_lost(s.provisioned, &s.spec.placements[p], &mut record)?.is_some();
             let place = s.spec.placements[p].name.clone();
             match record.status {
                 RunStatus::Ok => {
@@ -533,7 +555,7 @@ impl Session<'_> {
                 }
             }
             c.records.push(record);
-            if !servers.is_running(&place) {
+            if tier_lost || !servers.is_running(&place) {
                 return Ok(Err(p));
             }
         }
