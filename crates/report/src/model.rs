@@ -264,7 +264,11 @@ pub fn summarize(set: &ResultSet) -> Summary {
         }
     }
     let contrast = crate::contrast::of(&cells, margin);
-    Summary { cells, missing, warnings, analysis, controls, contrast }
+    let mut summary = Summary { cells, missing, warnings, analysis, controls, contrast };
+    if let Some(w) = crate::warnings::pinned_client_ceiling(set, &summary) {
+        summary.warnings.push(w);
+    }
+    summary
 }
 
 /// Why a contest is not steady, in figures.

@@ -25,6 +25,9 @@ pub enum SummaryWarning {
     NotSteady { contest: String, detail: String },
     /// The negative control's interval excludes 0 in a contest: its verdicts are untrustworthy.
     ControlMoved { contest: String, detail: String },
+    /// pgbench was pinned and these cells are client-bound: the pinned client may be their
+    /// ceiling (docs/benchmarks.md, "Precision per minute": on 2 cores it cut the gains 3-6 fold).
+    PinnedClientCeiling { pin_client: String, bound: Vec<String>, cells: usize },
     /// Some cells have a single successful run.
     SingleRunCells,
     /// One run's own warning.
@@ -61,6 +64,12 @@ impl fmt::Display for SummaryWarning {
             SummaryWarning::ControlMoved { contest, detail } => write!(
                 f,
                 "contest {contest}: {detail}; nothing differs between the two, so its other verdicts are not to be trusted: measure it again"
+            ),
+            SummaryWarning::PinnedClientCeiling { pin_client, bound, cells } => write!(
+                f,
+                "pgbench was pinned (`pin_client = \"{pin_client}\"`) and {} of {cells} cells are client-bound ({}): the pinned client may be their ceiling, which makes the placements alike and their intervals narrow; give `pin_client` more CPUs, or measure without pinning, before reading their changes as the storage's",
+                bound.len(),
+                bound.join("; ")
             ),
             SummaryWarning::SingleRunCells => f.write_str(
                 "some cells have a single successful run: no confidence interval, so no delta can be called a real change",
@@ -120,6 +129,29 @@ pub(crate) fn run_warnings(set: &ResultSet) -> Vec<SummaryWarning> {
         }
     }
     out
+}
+
+/// With pgbench pinned, the cells whose backends mostly waited for it: the pinned client may be
+/// their ceiling, which narrows intervals by shrinking the changes.
+pub(crate) fn pinned_client_ceiling(set: &ResultSet, summary: &crate::model::Summary) -> Option<SummaryWarning> {
+    let pinning = set.manifest.measurement.pinning.as_ref()?;
+    let study = crate::evidence::Study::of(set, summary);
+    let bound: Vec<String> = summary
+        .cells
+        .iter()
+        .filter(|c| {
+            study
+                .cells
+                .get(&c.key)
+                .is_some_and(|e| crate::evidence::judge(e).bottleneck == crate::evidence::Bottleneck::Client)
+        })
+        .map(|c| describe(&c.key))
+        .collect();
+    (!bound.is_empty()).then(|| SummaryWarning::PinnedClientCeiling {
+        pin_client: pinning.client.clone(),
+        bound,
+        cells: summary.cells.len(),
+    })
 }
 
 #[cfg(test)]

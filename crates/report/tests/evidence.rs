@@ -152,4 +152,7 @@ fn a_pinned_client_that_bounds_cells_is_warned_of() {
     // The fixture's client-bound cells (wal-on-pmem tpcb, above) are named.
     assert!(line.starts_with("- pgbench was pinned (`pin_client = \"0\"`) and "), "{line}");
     assert!(line.contains("wal-on-pmem / tpcb / 8 clients"), "{line}");
+    // A warning of the summary: summary.json and the terminal say it too.
+    let json = serde_json::to_string(&summarize(&set).warnings).unwrap();
+    assert!(json.contains(warning), "{json}");
 }

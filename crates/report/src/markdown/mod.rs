@@ -58,7 +58,7 @@ pub fn document(set: &ResultSet, summary: &Summary, charts: &[ChartFile]) -> Doc
     findings::bottlenecks(&mut d, summary, &study);
     findings::fidelity_section(&mut d, m);
     tables::missing_cells(&mut d, summary);
-    warnings::warnings(&mut d, set, summary, &study);
+    warnings::warnings(&mut d, set, summary);
     charts_section(&mut d, charts);
     environment::environment(&mut d, m);
     environment::builds(&mut d, m);

@@ -9,10 +9,9 @@ use crate::warnings::SummaryWarning;
 pub const RUNS_FILE: &str = "report-warning-runs.md";
 
 /// The run's warnings, then the summary's, grouped.
-pub(super) fn warnings(d: &mut Document, set: &ResultSet, summary: &Summary, study: &Study) {
+pub(super) fn warnings(d: &mut Document, set: &ResultSet, summary: &Summary) {
     d.heading(2, "Warnings");
     let mut items: Vec<Item> = set.manifest.warnings.iter().map(|w| item(w.to_string())).collect();
-    items.extend(pinned_client_ceiling(set, summary, study).map(item));
     let mut shared: Vec<(String, Vec<String>)> = Vec::new();
     let mut kinds: Vec<(&'static str, Vec<String>)> = Vec::new();
     for w in &summary.warnings {
@@ -56,31 +55,6 @@ pub(super) fn warnings(d: &mut Document, set: &ResultSet, summary: &Summary, stu
             runs.blocks,
         );
     }
-}
-
-/// With pgbench pinned, the cells whose backends mostly waited for it: the pinned client may be
-/// their ceiling, which narrows intervals by shrinking the changes (docs/benchmarks.md,
-/// "Precision per minute": on 2 cores, pgbench on one CPU cut the gains 3-6 fold).
-fn pinned_client_ceiling(set: &ResultSet, summary: &Summary, study: &Study) -> Option<String> {
-    let pinning = set.manifest.measurement.pinning.as_ref()?;
-    let bound: Vec<String> = summary
-        .cells
-        .iter()
-        .filter(|c| {
-            study.cells.get(&c.key).is_some_and(|e| evidence::judge(e).bottleneck == evidence::Bottleneck::Client)
-        })
-        .map(|c| describe(&c.key))
-        .collect();
-    if bound.is_empty() {
-        return None;
-    }
-    Some(format!(
-        "pgbench was pinned (`pin_client = \"{}\"`) and {} of {} cells are client-bound ({}): the pinned client may be their ceiling, which makes the placements alike and their intervals narrow; give `pin_client` more CPUs, or measure without pinning, before reading their changes as the storage's",
-        pinning.client,
-        bound.len(),
-        summary.cells.len(),
-        bound.join("; ")
-    ))
 }
 
 fn item(text: String) -> Item {
