@@ -511,7 +511,14 @@ max_wal_size = "1GB"
 min_wal_size = "80MB"
 "#;
 
-/// The figures: per design, the mean half-width, the half-width per minute of machine time
+/// The half-width of a change's interval [low, high] (in %) as the stopping rule reads it against
+/// its target: half the interval's width on the log scale h, said as exp(h) - 1, in %.
+fn log_half_width(low: f64, high: f64) -> f64 {
+    let h = ((1.0 + high / 100.0).ln() - (1.0 + low / 100.0).ln()) / 2.0;
+    h.exp_m1() * 100.0
+}
+
+/// The figures: per design, the mean and median half-width (log scale), the half-width per minute of machine time
 /// (half-width x sqrt(minutes): a design twice as long halves the variance), the A/A verdicts.
 fn render(args: &PrecisionArgs, rows: &[Row], profiles: &[SliceProfile], failed: &[String], elapsed: f64) -> String {
     let mut s = String::new();
@@ -533,22 +540,24 @@ fn render(args: &PrecisionArgs, rows: &[Row], profiles: &[SliceProfile], failed:
         }
         s.push('\n');
     }
-    s.push_str("| experiment | design | deltas | mean half-width | median wall time | half-width x sqrt(minutes) | real change / equivalent / inconclusive |\n|---|---|---:|---:|---:|---:|---|\n");
+    s.push_str("| experiment | design | deltas | mean / median half-width (as the target reads it) | median wall time | median half-width x sqrt(minutes) | real change / equivalent / inconclusive |\n|---|---|---:|---:|---:|---:|---|\n");
     for experiment in ["seed000-tpcb", "aa"] {
         for design in &args.designs {
             let r: Vec<&Row> = rows.iter().filter(|r| r.experiment == experiment && &r.design == design).collect();
             if r.is_empty() {
                 continue;
             }
-            let hw: Vec<f64> = r.iter().map(|r| (r.high - r.low) / 2.0).filter(|h| h.is_finite()).collect();
+            // As the stopping rule compares an interval with its ±5% target (the log scale).
+            let hw: Vec<f64> = r.iter().map(|r| log_half_width(r.low, r.high)).filter(|h| h.is_finite()).collect();
             let mean_hw = hw.iter().sum::<f64>() / hw.len().max(1) as f64;
+            let median_hw = report::stats::median(&hw);
             let walls: Vec<f64> = r.iter().map(|r| r.wall_s).collect();
             let wall = report::stats::median(&walls);
             let count = |v: Verdict| r.iter().filter(|r| r.verdict == v).count();
             s.push_str(&format!(
-                "| {experiment} | {design} | {} | ±{mean_hw:.1}% | {wall:.0} s | {:.1} | {} / {} / {} |\n",
+                "| {experiment} | {design} | {} | ±{mean_hw:.1}% / ±{median_hw:.1}% | {wall:.0} s | {:.1} | {} / {} / {} |\n",
                 r.len(),
-                mean_hw * (wall / 60.0).sqrt(),
+                median_hw * (wall / 60.0).sqrt(),
                 count(Verdict::RealChange),
                 count(Verdict::Equivalent),
                 count(Verdict::Inconclusive)
