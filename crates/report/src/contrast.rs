@@ -176,6 +176,24 @@ pub fn of(cells: &[CellSummary], margin_pct: f64) -> Option<Contrast> {
     Some(Contrast { dimension, reference, values, changes, tests })
 }
 
+/// In a contrast study, each statement's change is against the same statement of the cell's
+/// reference cell (as the cell's figures are), not against the baseline placement, which is the
+/// only placement.
+pub(crate) fn fill_statement_deltas(cells: &mut [CellSummary], contrast: &Contrast) {
+    for ch in &contrast.changes {
+        let Some(reference) = cells.iter().find(|c| c.key == ch.reference).map(|c| c.statements.clone()) else {
+            continue;
+        };
+        let Some(cell) = cells.iter_mut().find(|c| c.key == ch.cell) else { continue };
+        for st in &mut cell.statements {
+            st.delta = reference
+                .iter()
+                .find(|r| r.statement == st.statement)
+                .and_then(|r| Delta::between(&r.latency_ms, &st.latency_ms));
+        }
+    }
+}
+
 /// The dimension's values in the cells, the reference first: the default profile, the default
 /// build (else the first), no memory limit (else the first), the fewest clients.
 fn values_of(cells: &[CellSummary], d: Dimension) -> Vec<String> {
@@ -233,6 +251,25 @@ mod tests {
             nopm_delta: None,
             statements: vec![],
         }
+    }
+
+    #[test]
+    fn statements_change_against_the_reference_cell() {
+        let e = |x: f64| x.exp() * 1000.0;
+        let statement = |text: &str, ms: &[f64]| crate::model::StatementSummary {
+            statement: text.into(),
+            latency_ms: Estimate::of(ms).unwrap(),
+            delta: None,
+        };
+        let mut cells = vec![cell("default", 2, &[e(-0.1), e(0.0), e(0.1)]), cell("tuned", 2, &[e(0.1), e(0.2), e(0.3)])];
+        // The same logs as below, as latencies: tuned's UPDATE takes e^0.2 times as long.
+        cells[0].statements = vec![statement("UPDATE", &[e(-0.1), e(0.0), e(0.1)]), statement("END;", &[1.0, 1.0, 1.0])];
+        cells[1].statements = vec![statement("UPDATE", &[e(0.1), e(0.2), e(0.3)])];
+        let c = of(&cells, 2.0).unwrap();
+        fill_statement_deltas(&mut cells, &c);
+        assert!(cells[0].statements.iter().all(|s| s.delta.is_none()), "the reference has no change");
+        let d = cells[1].statements[0].delta.expect("against default's UPDATE");
+        assert!((d.pct - 22.140).abs() < 1e-3 && (d.pct_low + 2.634).abs() < 1e-3, "{d:?}");
     }
 
     #[test]

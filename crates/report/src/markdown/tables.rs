@@ -194,9 +194,14 @@ pub(super) fn statement_tables(d: &mut Document, summary: &Summary) {
     if workloads.is_empty() {
         return;
     }
-    d.para(
-        "Per-statement average latency in ms (pgbench -r; mean of the repetitions, change against the baseline's same statement with its 95% interval; every figure in statements.csv):",
-    );
+    // A contrast study has one placement: its changes are against the reference cell.
+    let against = match &summary.contrast {
+        Some(k) => format!("the same statement under {}", k.dimension.describe(&k.reference)),
+        None => "the baseline's same statement".to_string(),
+    };
+    d.para(format!(
+        "Per-statement average latency in ms (pgbench -r; mean of the repetitions, change against {against} with its 95% interval; every figure in statements.csv):",
+    ));
     for w in workloads {
         let cells: Vec<_> = summary.cells.iter().filter(|c| c.key.workload == w && !c.statements.is_empty()).collect();
         let mut heads: Vec<String> = ["placement", "clients:", "memory", "profile"].map(String::from).to_vec();
@@ -207,9 +212,9 @@ pub(super) fn statement_tables(d: &mut Document, summary: &Summary) {
             let values: Vec<String> = c
                 .statements
                 .iter()
-                .map(|st| match (&st.delta, c.is_baseline) {
-                    (_, true) | (None, _) => format!("{:.3}", st.latency_ms.mean),
-                    (Some(d), false) => format!("{:.3} ({})", st.latency_ms.mean, d.text(" ~")),
+                .map(|st| match &st.delta {
+                    None => format!("{:.3}", st.latency_ms.mean),
+                    Some(d) => format!("{:.3} ({})", st.latency_ms.mean, d.text(" ~")),
                 })
                 .collect();
             let mut row = vec![
@@ -222,7 +227,7 @@ pub(super) fn statement_tables(d: &mut Document, summary: &Summary) {
             t.row(row);
         }
         d.table(t.caption(format!(
-            "Per-statement average latency of {w} in ms (mean of the repetitions), with each change against the baseline's same statement and its 95% interval (`~`: the interval includes no change)."
+            "Per-statement average latency of {w} in ms (mean of the repetitions), with each change against {against} and its 95% interval (`~`: the interval includes no change)."
         )));
     }
 }
