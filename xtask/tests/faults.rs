@@ -261,7 +261,9 @@ fn a_target_two_placements_share_fails_both() {
         assert_eq!(run_row(&o, seq)["failure_kind"], "placement-unusable", "{:?}", run_row(&o, seq));
     }
     assert!(
-        o.stderr.contains("placement b unusable since run 0003-b-rw-c2-r1: the emulated tier remote failed during 0002-c-rw-c2-r1"),
+        o.stderr.contains(
+            "placement b unusable since run 0003-b-rw-c2-r1: the emulated tier remote failed during 0002-c-rw-c2-r1"
+        ),
         "said plainly, not as a server that did not start:\n{}",
         o.stderr
     );

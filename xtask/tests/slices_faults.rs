@@ -302,8 +302,16 @@ fn shared_remote_experiment() -> String {
         text.replace(from, to)
     };
     // `experiment` makes a and b on da and db; b moves onto the remote tier, c and d are added.
-    let mut text = edit(experiment(false, "[2]", 4), "name = \"b\"\ndata = \"db\"\nwal = \"db\"", "name = \"b\"\ndata = \"remote\"\nwal = \"remote\"");
-    text = edit(text, "[[device]]\nname = \"db\"\nclass = \"nvme\"\npath = \"/dev/disk/by-id/not-used-b\"\n[device.emulate]\nsize = \"512MiB\"\n", "");
+    let mut text = edit(
+        experiment(false, "[2]", 4),
+        "name = \"b\"\ndata = \"db\"\nwal = \"db\"",
+        "name = \"b\"\ndata = \"remote\"\nwal = \"remote\"",
+    );
+    text = edit(
+        text,
+        "[[device]]\nname = \"db\"\nclass = \"nvme\"\npath = \"/dev/disk/by-id/not-used-b\"\n[device.emulate]\nsize = \"512MiB\"\n",
+        "",
+    );
     text.push_str(
         r#"
 [[device]]

@@ -261,9 +261,11 @@ mod tests {
             latency_ms: Estimate::of(ms).unwrap(),
             delta: None,
         };
-        let mut cells = vec![cell("default", 2, &[e(-0.1), e(0.0), e(0.1)]), cell("tuned", 2, &[e(0.1), e(0.2), e(0.3)])];
+        let mut cells =
+            vec![cell("default", 2, &[e(-0.1), e(0.0), e(0.1)]), cell("tuned", 2, &[e(0.1), e(0.2), e(0.3)])];
         // The same logs as below, as latencies: tuned's UPDATE takes e^0.2 times as long.
-        cells[0].statements = vec![statement("UPDATE", &[e(-0.1), e(0.0), e(0.1)]), statement("END;", &[1.0, 1.0, 1.0])];
+        cells[0].statements =
+            vec![statement("UPDATE", &[e(-0.1), e(0.0), e(0.1)]), statement("END;", &[1.0, 1.0, 1.0])];
         cells[1].statements = vec![statement("UPDATE", &[e(0.1), e(0.2), e(0.3)])];
         let c = of(&cells, 2.0).unwrap();
         fill_statement_deltas(&mut cells, &c);

@@ -209,7 +209,8 @@ pub fn survival(
         let text = sys.read_to_string(log).unwrap_or_default();
         // A resumed run's helpers append to the logs of the attempt it resumes, whose teardown
         // failed requests on purpose: only this start's lines count.
-        let failed: Vec<&str> = crate::system::since_last_start(&text).lines().filter(|l| l.contains("command failed")).collect();
+        let failed: Vec<&str> =
+            crate::system::since_last_start(&text).lines().filter(|l| l.contains("command failed")).collect();
         if let Some(last) = failed.last() {
             let mut p = format!("{} NBD request(s) failed, last: \"{}\"", failed.len(), last.trim());
             if last.contains(ESHUTDOWN_TEXT) {
@@ -377,7 +378,10 @@ mod tests {
         );
         calm.file("/logs/nbdfuse-lb.log", &resumed);
         assert_eq!(survival(&mut calm, Path::new("/dev/loop6"), &[], &["/logs/nbdfuse-lb.log".into()]), None);
-        calm.file("/logs/nbdfuse-lb.log", format!("{resumed}nbd_aio_command_completed: write: command failed: {ENOTCONN_TEXT}\n"));
+        calm.file(
+            "/logs/nbdfuse-lb.log",
+            format!("{resumed}nbd_aio_command_completed: write: command failed: {ENOTCONN_TEXT}\n"),
+        );
         let why = survival(&mut calm, Path::new("/dev/loop6"), &[], &["/logs/nbdfuse-lb.log".into()]).unwrap();
         assert!(why.starts_with("1 NBD request(s) failed") && why.contains("connection is gone"), "{why}");
     }

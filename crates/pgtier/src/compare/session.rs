@@ -309,7 +309,8 @@ impl<'a> Session<'a> {
             .find_map(|d| self.tier_survival(provisioned, Some(&d.device)).pop());
         let Some((device, why)) = lost else { return Ok(None) };
         let what = format!("the emulated tier {device} failed during the run: {why}");
-        self.lost_tiers.insert(device.clone(), format!("the emulated tier {device} failed during {}: {why}", record.run_id));
+        self.lost_tiers
+            .insert(device.clone(), format!("the emulated tier {device} failed during {}: {why}", record.run_id));
         if record.status == results::RunStatus::Ok {
             record.status = results::RunStatus::Failed;
             record.failure = Some(format!("{what}; its figures measured a broken device and are left out"));

@@ -542,8 +542,10 @@ fn wait_for(sys: &mut dyn System, limit: Duration, mut ok: impl FnMut(&mut dyn S
 
 fn tail(log: &Path) -> String {
     let text = std::fs::read_to_string(log).unwrap_or_default();
-    let lines: Vec<&str> =
-        crate::system::since_last_start(&text).lines().filter(|l| !l.starts_with(crate::system::LOG_START_MARK)).collect();
+    let lines: Vec<&str> = crate::system::since_last_start(&text)
+        .lines()
+        .filter(|l| !l.starts_with(crate::system::LOG_START_MARK))
+        .collect();
     let start = lines.len().saturating_sub(5);
     let t = lines[start..].join(" | ");
     if t.is_empty() { "(empty)".into() } else { t }
