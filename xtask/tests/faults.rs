@@ -220,14 +220,19 @@ fn target_disappears() {
     assert_eq!(r4["status"], "failed");
     assert_eq!(r4["failure_kind"], "placement-unusable", "{r4}");
     assert!(r4["failure"].as_str().unwrap().contains("failed during the run"), "{r4}");
-    // The result set says plainly that the emulated tier did not survive, and why.
+    // The result set says plainly that the emulated tier failed, when, and why; once.
     let manifest: serde_json::Value =
         serde_json::from_slice(&std::fs::read(o.out.join("manifest.json")).unwrap()).unwrap();
     let warnings: Vec<&str> = manifest["warnings"].as_array().unwrap().iter().filter_map(|w| w.as_str()).collect();
     assert!(
-        warnings.iter().any(|w| w.starts_with("the emulated tier remote did not survive the matrix: nbdkit")
-            && w.contains("is no longer running")),
+        warnings.iter().any(|w| w.starts_with(
+            "placement b unusable since run 0002-b-rw-c2-r1: the emulated tier remote failed during the run: nbdkit"
+        ) && w.contains("is no longer running")),
         "{warnings:?}"
+    );
+    assert!(
+        !warnings.iter().any(|w| w.contains("did not survive the matrix")),
+        "said once, with its run: {warnings:?}"
     );
 }
 

@@ -398,7 +398,7 @@ fn a_tier_lost_in_a_slice_drops_every_placement_on_it_at_once_while_the_others_g
         let line = stderr.lines().find(|l| l.contains(&dropped)).unwrap_or_else(|| panic!("{p} is dropped:\n{stderr}"));
         assert!(
             line.contains("of contest rw c2 mem 256MiB default in session s1: the emulated tier remote failed during")
-                && line.contains("the placement is dropped from the rest of session s1"),
+                && line.contains("the placement is dropped from the rest of the matrix"),
             "{line}"
         );
     }
@@ -409,5 +409,41 @@ fn a_tier_lost_in_a_slice_drops_every_placement_on_it_at_once_while_the_others_g
     }
     let summary = csv_rows(&out.join("summary.csv"));
     assert!(summary.iter().any(|r| r["placement"] == "d"), "d's change is reported: {summary:?}");
+    eprintln!("took {:.0} s", t0.elapsed().as_secs_f64());
+}
+
+#[test]
+fn a_tier_the_baseline_shares_stops_the_matrix_before_the_next_session() {
+    if !root_or_skip() {
+        return;
+    }
+    let t0 = Instant::now();
+    let env = Env::new();
+    // The baseline a keeps its WAL on the remote tier too; two memory limits make two sessions.
+    let mut toml = shared_remote_experiment();
+    for (from, to) in [
+        ("name = \"a\"\ndata = \"da\"\nwal = \"da\"", "name = \"a\"\ndata = \"da\"\nwal = \"remote\""),
+        ("size = \"3GiB\"", "size = \"5GiB\""),
+        ("memory_limits = [\"256MiB\"]", "memory_limits = [\"256MiB\", \"320MiB\"]"),
+    ] {
+        assert!(toml.contains(from), "{from:?} in {toml}");
+        toml = toml.replace(from, to);
+    }
+    let cfg = env.write("f.toml", &toml);
+    let out = env.dir.path().join("results");
+    let o = compare(&env, &cfg, &out).output().unwrap();
+    let (_, stderr) = text(&o);
+    eprintln!("{stderr}");
+    assert!(stderr.contains("teardown complete"), "{stderr}");
+    assert_nothing_left(&env.state());
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    assert!(!stderr.contains("is up again"), "no restart on a broken device:\n{stderr}");
+    assert!(
+        stderr.contains("the baseline is needed for every delta, so the matrix stops here"),
+        "the second session does not start on a broken baseline:\n{stderr}"
+    );
+    assert!(!stderr.contains("session s2:"), "{stderr}");
+    let runs = results(&out);
+    assert!(runs.iter().all(|r| r["cell"]["memory_limit"] == "256MiB"), "nothing measured in session 2: {runs:?}");
     eprintln!("took {:.0} s", t0.elapsed().as_secs_f64());
 }

@@ -179,7 +179,7 @@ pub fn of(cells: &[CellSummary], margin_pct: f64) -> Option<Contrast> {
 /// In a contrast study, each statement's change is against the same statement of the cell's
 /// reference cell (as the cell's figures are), not against the baseline placement, which is the
 /// only placement.
-pub(crate) fn fill_statement_deltas(cells: &mut [CellSummary], contrast: &Contrast) {
+pub(crate) fn fill_statement_deltas(cells: &mut [CellSummary], contrast: &Contrast, margin_pct: f64) {
     for ch in &contrast.changes {
         let Some(reference) = cells.iter().find(|c| c.key == ch.reference).map(|c| c.statements.clone()) else {
             continue;
@@ -189,7 +189,8 @@ pub(crate) fn fill_statement_deltas(cells: &mut [CellSummary], contrast: &Contra
             st.delta = reference
                 .iter()
                 .find(|r| r.statement == st.statement)
-                .and_then(|r| Delta::between(&r.latency_ms, &st.latency_ms));
+                .and_then(|r| Delta::between(&r.latency_ms, &st.latency_ms))
+                .map(|d| d.classified(margin_pct));
         }
     }
 }
@@ -268,7 +269,7 @@ mod tests {
             vec![statement("UPDATE", &[e(-0.1), e(0.0), e(0.1)]), statement("END;", &[1.0, 1.0, 1.0])];
         cells[1].statements = vec![statement("UPDATE", &[e(0.1), e(0.2), e(0.3)])];
         let c = of(&cells, 2.0).unwrap();
-        fill_statement_deltas(&mut cells, &c);
+        fill_statement_deltas(&mut cells, &c, 2.0);
         assert!(cells[0].statements.iter().all(|s| s.delta.is_none()), "the reference has no change");
         let d = cells[1].statements[0].delta.expect("against default's UPDATE");
         assert!((d.pct - 22.140).abs() < 1e-3 && (d.pct_low + 2.634).abs() < 1e-3, "{d:?}");

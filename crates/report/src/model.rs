@@ -265,7 +265,7 @@ pub fn summarize(set: &ResultSet) -> Summary {
     }
     let contrast = crate::contrast::of(&cells, margin);
     if let Some(k) = &contrast {
-        crate::contrast::fill_statement_deltas(&mut cells, k);
+        crate::contrast::fill_statement_deltas(&mut cells, k, margin);
     }
     let mut summary = Summary { cells, missing, warnings, analysis, controls, contrast };
     if let Some(w) = crate::warnings::pinned_client_ceiling(set, &summary) {

@@ -144,6 +144,13 @@ impl Session<'_> {
         m.progress.finish_run(&line);
         if let Some(what) = tier_lost {
             self.placement_lost(m, planned, placement, &what)?;
+            // The baseline on the same tier: no delta can be made from here on.
+            let baseline = m.spec.placements.iter().find(|p| p.name == self.exp.baseline).cloned();
+            if let Some(b) = baseline.filter(|b| b.name != placement.name)
+                && let Some(lost) = self.lost_tier_of(&b)
+            {
+                self.placement_lost(m, planned, &b, &lost)?;
+            }
         } else if record.failure_kind == Some(FailureKind::ServerStart) {
             self.placement_lost(m, planned, placement, record.failure.as_deref().unwrap_or(""))?;
         }

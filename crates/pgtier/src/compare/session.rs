@@ -149,7 +149,13 @@ impl<'a> Session<'a> {
                 self.phase(Phase::Matrix, async |s| s.run_sliced(&env, &matrix, &provisioned, &goldens).await).await?
             }
         };
-        for (device, why) in self.tier_survival(&provisioned, None) {
+        // (A tier already found failed was said with the run it failed, and used no more.)
+        let undetected: Vec<(String, String)> = self
+            .tier_survival(&provisioned, None)
+            .into_iter()
+            .filter(|(device, _)| !self.lost_tiers.contains_key(device))
+            .collect();
+        for (device, why) in undetected {
             self.manifest.warnings.push(Warning::Other(format!(
                 "the emulated tier {device} did not survive the matrix: {why}; runs on placements using it after that failed or measured a broken device"
             )));

@@ -167,11 +167,24 @@ impl Session<'_> {
             s.spec.placements.iter().map(|p| p.for_build(&s.spec.builds[build].name, several)).collect();
         let build_profile = self.build_profile(&s.spec.profiles[profile], build);
         let env = self.build_env(s.env, build);
+        // A placement on a tier lost earlier (its own, or one it shares) is out of every later
+        // session.
+        self.mark_on_lost_tiers(s, &first.placements.clone(), false);
         if let Some(why) = s.broken.get(&self.exp.baseline) {
             bail!("{why}; the baseline is needed for every delta, so the matrix stops here");
         }
         let mut placements: Vec<usize> =
             first.placements.iter().copied().filter(|&p| !s.broken.contains_key(&s.spec.placements[p].name)).collect();
+        if placements.len() < 2 {
+            let why: Vec<&str> = s.broken.values().map(String::as_str).collect();
+            for &c in group {
+                all[c].stopped = Some(format!("failed: not measured: {}", why.join("; ")));
+                all[c].failed = true;
+                eprintln!("  [{}] {}", all[c].name(s.spec), all[c].stopped.as_deref().unwrap_or(""));
+                self.record_stopped(s, &all[c]);
+            }
+            return Ok(());
+        }
         // No position: the order the data sets are copied in and the servers start (so their
         // ports and cgroups) is drawn per session, seeded, and recorded in the manifest.
         s.rng.shuffle(&mut placements);
@@ -204,6 +217,8 @@ impl Session<'_> {
         let mut outcome = Ok(());
         let baseline = s.spec.placements.iter().position(|p| p.name == self.exp.baseline);
         for (n, &c) in group.iter().enumerate() {
+            // A tier lost in an earlier contest of the session: its placements are dropped too.
+            self.mark_on_lost_tiers(s, &all[c].placements.clone(), true);
             all[c].placements.retain(|p| placements.contains(p) && !s.dropped.contains_key(p));
             // A placement dropped earlier in the session: without the baseline, or without a
             // contender, the contest cannot be measured.
@@ -280,6 +295,21 @@ impl Session<'_> {
                     }
                 }
             }
+        }
+    }
+
+    /// Every placement of `placements` on an emulated tier lost earlier in the matrix is made
+    /// unusable for later sessions (and, `in_session`, dropped from the rest of this one), with
+    /// what happened to the tier.
+    fn mark_on_lost_tiers(&mut self, s: &mut Sliced<'_, '_>, placements: &[usize], in_session: bool) {
+        for &p in placements {
+            let Some(lost) = self.lost_tier_of(&s.spec.placements[p]) else { continue };
+            let name = s.spec.placements[p].name.clone();
+            let why = format!("placement {name} unusable: {lost}");
+            if in_session {
+                s.dropped.entry(p).or_insert_with(|| why.clone());
+            }
+            s.broken.entry(name).or_insert(why);
         }
     }
 
@@ -459,7 +489,11 @@ impl Session<'_> {
         } else {
             format!("placement {place}'s server failed during {phase} of contest {name} in session {session}: {how}")
         };
-        let what = format!("{what}; the placement is dropped from the rest of session {session}");
+        let what = if tier_lost.is_some() {
+            format!("{what}; the placement is dropped from the rest of the matrix")
+        } else {
+            format!("{what}; the placement is dropped from the rest of session {session}")
+        };
         eprintln!("  {what}");
         self.manifest.warnings.push(results::Warning::Other(what.clone()));
         if let Err(e) = servers.drop_placement(&place).await {
