@@ -104,6 +104,8 @@ fn run_experiment(toml: &str) -> (Env, Outcome) {
         .output()
         .unwrap();
     let (_, stderr) = text(&o);
+    // Shown when the test fails: what the compare said.
+    eprintln!("{stderr}");
     assert!(stderr.contains("teardown complete"), "teardown must complete:\n{stderr}");
     assert_nothing_left(&env.state());
     let runs = csv_rows(&out.join("runs.csv"));

@@ -259,7 +259,11 @@ pub(super) fn latency_note(asked: Duration, delay: EmulatedDelay) -> String {
 pub(super) fn link_addresses(short_id: &str, index: usize) -> (String, String) {
     let h = short_id.bytes().fold(2_166_136_261u32, |a, b| (a ^ b as u32).wrapping_mul(16_777_619));
     let subnets = 253 * 64; // third octet 1..=254 except 169, 64 /30 subnets each
-    let n = (h.wrapping_mul(64).wrapping_add(index as u32)) % subnets;
+    // A block of 8 consecutive /30s per run (2,024 blocks): a run's devices never share one, and
+    // two runs on one host share one with a chance of about 1 in 2,000 (a third octet per run gave
+    // 1 in 253); provisioning refuses a subnet another interface already holds.
+    let block = h % (subnets / 8);
+    let n = (block * 8 + index as u32) % subnets;
     let mut third = 1 + n / 64;
     if third >= 169 {
         third += 1;

@@ -238,8 +238,17 @@ impl Executor<'_> {
         netns: &str,
         (host_cidr, target_cidr): (&str, &str),
     ) -> Result<(), StepError> {
-        self.record(Undo::DeleteLink { name: host_if.to_string() }, "veth pair")?;
         let ip = |args: &[&str]| CommandLine::new("ip").args(args);
+        // Two links in one subnet would let this run's nbdfuse reach another run's target (and
+        // format its disk): refused before anything is made.
+        let shown = self.run_plain(n, ip(&["-o", "-4", "addr", "show"]))?;
+        if let Some(holder) = subnet_holder(&shown.stdout, host_cidr) {
+            return Err(format!(
+                "the link subnet of {host_cidr} is already held by {holder} (another pgtier run on this host, or this host's own network): a second link in it would reach the other's NBD target; start the run again (its subnet follows from the run's token) or end the other run"
+            )
+            .into());
+        }
+        self.record(Undo::DeleteLink { name: host_if.to_string() }, "veth pair")?;
         for args in [
             &["link", "add", host_if, "type", "veth", "peer", "name", target_if][..],
             &["link", "set", target_if, "netns", netns],
@@ -323,5 +332,43 @@ impl Executor<'_> {
             self.run_plain(n, CommandLine::new("wipefs").arg("--all").arg(&m))?;
         }
         Ok(())
+    }
+}
+
+/// The interface and address in `ip -o -4 addr show` output whose network overlaps `cidr`'s.
+fn subnet_holder(shown: &str, cidr: &str) -> Option<String> {
+    let parse = |c: &str| -> Option<(u32, u32)> {
+        let (addr, len) = c.split_once('/')?;
+        let addr: std::net::Ipv4Addr = addr.parse().ok()?;
+        let len: u32 = len.parse().ok().filter(|l| *l <= 32)?;
+        Some((u32::from(addr), len))
+    };
+    let (want, want_len) = parse(cidr)?;
+    shown.lines().find_map(|line| {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let at = words.iter().position(|w| *w == "inet")?;
+        let (have, have_len) = parse(words.get(at + 1)?)?;
+        let len = want_len.min(have_len);
+        let mask = if len == 0 { 0 } else { u32::MAX << (32 - len) };
+        (want & mask == have & mask).then(|| format!("{} ({})", words.get(1).unwrap_or(&"?"), words[at + 1]))
+    })
+}
+
+#[cfg(test)]
+mod link_tests {
+    use super::subnet_holder;
+
+    #[test]
+    fn a_link_subnet_another_interface_holds_is_found() {
+        let shown = "1: lo    inet 127.0.0.1/8 scope host lo\\       valid_lft forever preferred_lft forever\n\
+                     7: pgt064c0d0h    inet 169.254.74.1/30 scope global pgt064c0d0h\\       valid_lft forever\n";
+        assert_eq!(subnet_holder(shown, "169.254.74.1/30").as_deref(), Some("pgt064c0d0h (169.254.74.1/30)"));
+        assert_eq!(subnet_holder(shown, "169.254.74.5/30"), None, "the next /30 is free");
+        assert_eq!(subnet_holder(shown, "169.254.75.1/30"), None);
+        assert!(
+            subnet_holder("3: eth0    inet 169.254.0.9/16 brd 169.254.255.255\n", "169.254.74.1/30").is_some(),
+            "a wider network holds it"
+        );
+        assert_eq!(subnet_holder("", "169.254.74.1/30"), None);
     }
 }
