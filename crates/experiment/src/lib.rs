@@ -4,7 +4,8 @@
 //!
 //! `raw` is the file as written (enum-valued keys parsed by `keyword`), `validate` checks it one
 //! section at a time (with `[emulate]` resolved in `validate::emulate`), `policy` says what a file
-//! may not ask for, `spans` finds keys and lines, `model` is what validation resolves to, and
+//! may not ask for, `schema` knows the keys of every table (unknown keys are found there, all of
+//! them, before serde reads the file), `spans` finds keys and lines, `model` is what validation resolves to, and
 //! `golden` the room the data sets' golden copies need where the file puts them.
 
 pub mod error;
@@ -14,6 +15,7 @@ mod memory_check;
 mod model;
 mod policy;
 mod raw;
+mod schema;
 mod spans;
 pub mod units;
 mod validate;
@@ -58,23 +60,41 @@ pub fn load(path: &Path, opts: &LoadOptions) -> Result<Experiment, ConfigErrors>
 }
 
 /// Parses and validates experiment text (`path` is used in messages and to find nothing else).
+/// Every problem is reported, in the order of the file: unknown keys (which serde would stop at)
+/// are found and set aside first, then the rest is read and validated.
 pub fn parse(path: &Path, text: &str, opts: &LoadOptions) -> Result<Experiment, ConfigErrors> {
+    use serde::Deserialize;
     let src = Source { path, text };
-    let raw: raw::RawFile = toml::from_str(text).map_err(|e| ConfigErrors(vec![spans::toml_error(&src, &e)]))?;
+    let mut doc = toml::de::DeTable::parse(text).map_err(|e| ConfigErrors(vec![spans::toml_error(&src, &e)]))?;
+    let mut errors = schema::take_unknown_keys(doc.get_mut(), &src);
+    let raw = match raw::RawFile::deserialize(toml::de::Deserializer::from(doc)) {
+        Ok(raw) => raw,
+        Err(e) => {
+            errors.push(spans::toml_error(&src, &e));
+            return Err(in_file_order(errors));
+        }
+    };
     let mut v = validate::Validator::new(&src);
     let exp = v.resolve(&raw, opts);
-    if v.errors.is_empty() {
+    errors.append(&mut v.errors);
+    if errors.is_empty() {
         let mut exp = exp.expect("resolved when there are no errors");
         exp.warnings = v.warnings;
         Ok(exp)
     } else {
-        // An [emulate] value shared by several workloads or devices is reported once.
-        let mut errors: Vec<ConfigError> = Vec::new();
-        for e in v.errors {
-            if !errors.contains(&e) {
-                errors.push(e);
-            }
-        }
-        Err(ConfigErrors(errors))
+        Err(in_file_order(errors))
     }
+}
+
+/// Errors sorted by their place in the file (those without one last), each reported once (an
+/// [emulate] value shared by several workloads or devices is found once per use).
+fn in_file_order(errors: Vec<ConfigError>) -> ConfigErrors {
+    let mut unique: Vec<ConfigError> = Vec::new();
+    for e in errors {
+        if !unique.contains(&e) {
+            unique.push(e);
+        }
+    }
+    unique.sort_by_key(|e| (e.line.is_none(), e.line, e.column));
+    ConfigErrors(unique)
 }

@@ -102,7 +102,7 @@ fn unknown_host_keys_are_errors() {
     let text = with_host(&HOST.replace("roles =", "password = \"x\"\nroles ="));
     let errs = errors(&text);
     assert!(errs.0[0].key.as_deref().is_some_and(|k| k.ends_with("password")), "{errs}");
-    assert!(errs.0[0].message.contains("unknown field"), "{errs}");
+    assert!(errs.0[0].message.contains("unknown key `password` in [[host]]; its keys are name, address"), "{errs}");
     assert_eq!(errs.0[0].line, Some(line_of(&text, "password")));
 }
 

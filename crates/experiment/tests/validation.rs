@@ -65,9 +65,40 @@ fn unknown_key_names_line_and_key() {
     let e = &errs.0[0];
     assert_eq!(e.line, Some(line_of(&text, "builtinn")));
     assert_eq!(e.key.as_deref(), Some("workload[rw].builtinn"));
-    assert!(e.message.contains("unknown field"), "{e}");
+    assert!(e.message.contains("unknown key `builtinn`") && e.message.contains("did you mean `builtin`?"), "{e}");
     let shown = errs.to_string();
     assert!(shown.starts_with(&format!("exp.toml:{}:", line_of(&text, "builtinn"))), "{shown}");
+}
+
+#[test]
+fn every_unknown_key_is_reported_with_the_rest_in_file_order() {
+    let text = BASE
+        .replace("baseline = \"fast\"", "baseline = \"fast\"\nrepetitons = 5")
+        .replace("path = \"/dev/disk/by-id/nvme-A\"", "path = \"/dev/disk/by-id/nvme-A\"\nmount_option = [\"noatime\"]")
+        .replace("data = \"d2\"", "data = \"d3\"")
+        .replace("builtin = \"tpcb-like\"", "builtin = \"tpcb-like\"\nrepetitions = 2\ncolour = \"blue\"");
+    let errs = errors(&text, false);
+    let got: Vec<(Option<usize>, &str)> = errs.0.iter().map(|e| (e.line, e.key.as_deref().unwrap_or(""))).collect();
+    assert_eq!(
+        got,
+        vec![
+            (Some(line_of(&text, "repetitons")), "experiment.repetitons"),
+            (Some(line_of(&text, "mount_option")), "device[d1].mount_option"),
+            (Some(line_of(&text, "\"d3\"")), "placement[pm].data"),
+            (Some(line_of(&text, "repetitions = 2")), "workload[rw].repetitions"),
+            (Some(line_of(&text, "colour")), "workload[rw].colour"),
+        ],
+        "{errs}"
+    );
+    assert!(errs.0[0].message.ends_with("did you mean `repetitions`?"), "{errs}");
+    assert!(errs.0[1].message.ends_with("did you mean `mount_options`?"), "{errs}");
+    assert!(errs.0[3].message.contains("it is a key of [experiment] and [emulate]; move it there"), "{errs}");
+    assert!(errs.0[4].message.contains("its keys are name, kind, builtin"), "{errs}");
+    // An unknown section is a near miss among the sections.
+    let text = BASE.replace("[[workload]]", "[[workloads]]");
+    let errs = errors(&text, false);
+    let e = errs.0.iter().find(|e| e.key.as_deref() == Some("workloads")).expect("the unknown section");
+    assert!(e.message.contains("did you mean `workload`?"), "{errs}");
 }
 
 #[test]
@@ -906,13 +937,12 @@ fn a_golden_copy_that_names_no_usable_place_is_refused_with_line_key_and_fix() {
         assert!(e.message.contains(says), "{value}: {e}");
         assert!(errs.to_string().starts_with(&format!("exp.toml:{}:", line_of(&text, "golden_copy"))), "{errs}");
     }
-    // A misspelt key is the parser's error, with its line and key.
+    // A misspelt key, with its line, its key and the key meant.
     let text = with_golden("{ devcie = \"d1\" }");
     let errs = errors(&text, false);
-    let e = &errs.0[0];
-    assert_eq!(e.key.as_deref(), Some("experiment.golden_copy.devcie"), "{errs}");
+    let e = errs.0.iter().find(|e| e.key.as_deref() == Some("experiment.golden_copy.devcie")).expect("the key");
     assert_eq!(e.line, Some(line_of(&text, "golden_copy")));
-    assert!(e.message.contains("unknown field") && e.message.contains("expected `device` or `dir`"), "{e}");
+    assert!(e.message.contains("unknown key `devcie`") && e.message.contains("did you mean `device`?"), "{e}");
 }
 
 #[test]
