@@ -3,14 +3,15 @@
 
 use std::time::Duration;
 
-/// Parses a size: binary units (`KiB`, `MiB`, `GiB`, `TiB`) are powers of 1024, decimal units
-/// (`kB`, `MB`, `GB`, `TB`) powers of 1000, a bare number is bytes.
 /// A percentage written `5%` or `2.5 %`, as its number; None when it is not one (or not finite).
 pub fn parse_percent(text: &str) -> Option<f64> {
     let v: f64 = text.trim().strip_suffix('%')?.trim().parse().ok()?;
     v.is_finite().then_some(v)
 }
 
+/// Parses a size: binary units (`KiB`, `MiB`, `GiB`, `TiB`) are powers of 1024, decimal units
+/// (`kB`, `MB`, `GB`, `TB`) powers of 1000, a bare number is bytes (the experiment file refuses
+/// it: [`parse_size_with_unit`]).
 pub fn parse_size(s: &str) -> Result<u64, String> {
     let t = s.trim();
     let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
@@ -38,7 +39,8 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
     Ok(v.round() as u64)
 }
 
-/// Parses a duration: `us`, `ms`, `s`, `m`/`min`, `h`; a bare number is seconds.
+/// Parses a duration: `us`, `ms`, `s`, `m`/`min`, `h`; a bare number is seconds (the experiment
+/// file refuses it: [`parse_duration_with_unit`]).
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let t = s.trim();
     let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
@@ -59,6 +61,33 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         return Err(format!("{s:?} is not a duration"));
     }
     Ok(Duration::from_secs_f64(secs))
+}
+
+/// A size that says its unit, as the experiment file requires: a bare number (other than 0) is
+/// refused with the fix, since `"4"` may have meant 4 GiB as well as 4 bytes.
+pub fn parse_size_with_unit(s: &str) -> Result<u64, String> {
+    match bare_number(s) {
+        Some(n) => Err(format!(
+            "{s:?} has no unit; write \"{n}GiB\" (GiB = 2^30 bytes), \"{n}GB\" (GB = 10^9 bytes), \"{n}MiB\" or, for bytes, \"{n}B\""
+        )),
+        None => parse_size(s),
+    }
+}
+
+/// A duration that says its unit, as the experiment file requires: a bare number (other than 0)
+/// is refused with the fix (`"60"` -> `"60s"`).
+pub fn parse_duration_with_unit(s: &str) -> Result<Duration, String> {
+    match bare_number(s) {
+        Some(n) => Err(format!("{s:?} has no unit; write \"{n}s\" for seconds (or \"{n}ms\", \"{n}min\", \"{n}h\")")),
+        None => parse_duration(s),
+    }
+}
+
+/// The number, when `s` is a number without a unit and not zero (zero is zero in any unit).
+fn bare_number(s: &str) -> Option<&str> {
+    let t = s.trim();
+    let is_number = !t.is_empty() && t.chars().all(|c| c.is_ascii_digit() || c == '.') && t.parse::<f64>().is_ok();
+    (is_number && t.parse::<f64>() != Ok(0.0)).then_some(t)
 }
 
 pub use runner::affinity::{format_cpu_list, parse_cpu_list};
@@ -94,5 +123,20 @@ mod tests {
         assert_eq!(parse_duration("200us"), Ok(Duration::from_micros(200)));
         assert_eq!(parse_duration("30"), Ok(Duration::from_secs(30)));
         assert!(parse_duration("soon").is_err());
+    }
+
+    #[test]
+    fn the_experiment_file_says_its_units() {
+        assert_eq!(
+            parse_duration_with_unit("60").unwrap_err(),
+            "\"60\" has no unit; write \"60s\" for seconds (or \"60ms\", \"60min\", \"60h\")"
+        );
+        assert!(parse_size_with_unit("4").unwrap_err().contains("write \"4GiB\" (GiB = 2^30 bytes), \"4GB\""));
+        assert!(parse_size_with_unit(" 1.5 ").unwrap_err().contains("\"1.5GiB\""));
+        assert_eq!(parse_duration_with_unit("0"), Ok(Duration::ZERO));
+        assert_eq!(parse_duration_with_unit("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_size_with_unit("0"), Ok(0));
+        assert_eq!(parse_size_with_unit("4096B"), Ok(4096));
+        assert!(parse_size_with_unit("lots").unwrap_err().contains("is not a size"));
     }
 }

@@ -101,6 +101,56 @@ fn every_unknown_key_is_reported_with_the_rest_in_file_order() {
     assert!(e.message.contains("did you mean `workload`?"), "{errs}");
 }
 
+/// The file with three mistakes: three errors, in the order of the file, each saying
+/// what was written and how to fix it.
+#[test]
+fn three_mistakes_three_errors_in_file_order_each_with_its_fix() {
+    let text = BASE
+        .replace("baseline = \"fast\"", "baseline = \"fast\"\nrepetitons = 5")
+        .replace("path = \"/dev/disk/by-id/nvme-A\"", "path = \"/srv/not-a-device\"")
+        .replace("duration = \"10min\"", "duration = \"60\"");
+    let errs = errors(&text, false);
+    println!("{errs}");
+    let shown: Vec<String> = errs.0.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        shown,
+        vec![
+            format!(
+                "exp.toml:{}:1: key `experiment.repetitons`: unknown key `repetitons` in [experiment]; did you mean `repetitions`?",
+                line_of(&text, "repetitons")
+            ),
+            format!(
+                "exp.toml:{}:8: key `device[d1].path`: \"/srv/not-a-device\": the real device is a path under /dev (best a stable /dev/disk/by-id/... name)",
+                line_of(&text, "not-a-device")
+            ),
+            format!(
+                "exp.toml:{}:12: key `workload[rw].duration`: \"60\" has no unit; write \"60s\" for seconds (or \"60ms\", \"60min\", \"60h\")",
+                line_of(&text, "duration = \"60\"")
+            ),
+        ]
+    );
+}
+
+#[test]
+fn sizes_and_durations_say_their_unit_but_postgres_settings_keep_postgres_units() {
+    let text = BASE
+        .replace("device_size = \"1GiB\"", "device_size = \"4\"")
+        .replace("memory_limits = [\"256MiB\"]", "memory_limits = [\"512\"]")
+        .replace("duration = \"5s\"", "duration = \"5\"");
+    let errs = errors(&text, true);
+    let find = |k: &str| errs.0.iter().find(|e| e.key.as_deref() == Some(k)).unwrap_or_else(|| panic!("{k}: {errs}"));
+    assert!(find("emulate.device_size").message.contains("\"4\" has no unit; write \"4GiB\""), "{errs}");
+    assert!(find("emulate.memory_limits").message.contains("\"512\" has no unit; write \"512GiB\""), "{errs}");
+    assert!(find("emulate.duration").message.contains("write \"5s\""), "{errs}");
+    // A PostgreSQL setting's bare number is PostgreSQL's own unit (8 kB pages for shared_buffers).
+    let text = BASE.replace("shared_buffers = \"32MB\"", "shared_buffers = 4096");
+    let e = parse(Path::new("exp.toml"), &text, &opts(true)).unwrap();
+    assert_eq!(e.profiles[0].profile.settings.get("shared_buffers").map(String::as_str), Some("4096"));
+    // Zero is zero in any unit.
+    let text = BASE.replace("baseline = \"fast\"", "baseline = \"fast\"\ndevice_probe = \"0\"");
+    assert!(parse(Path::new("exp.toml"), &text, &opts(false)).is_ok());
+}
+
 #[test]
 fn undefined_device_in_placement() {
     let text = BASE.replace("data = \"d2\"", "data = \"d3\"");

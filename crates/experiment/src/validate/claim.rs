@@ -261,8 +261,11 @@ impl Validator<'_> {
             );
             return None;
         };
-        let bytes =
-            if value.get_ref() == "unlimited" { Ok(None) } else { units::parse_size(value.get_ref()).map(Some) };
+        let bytes = if value.get_ref() == "unlimited" {
+            Ok(None)
+        } else {
+            units::parse_size_with_unit(value.get_ref()).map(Some)
+        };
         let label = match bytes {
             Ok(bytes) => MemoryLimit { bytes, settings: Default::default() }.label(),
             Err(m) => {

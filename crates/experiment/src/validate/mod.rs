@@ -119,7 +119,13 @@ impl<'a> Validator<'a> {
         self.errors.is_empty().then_some(exp)
     }
 
+    /// An error at `at`; a value there that the message does not repeat is quoted before it (the
+    /// reader sees what was refused without opening the file).
     pub fn err(&mut self, at: Option<Range<usize>>, key: impl Into<String>, msg: impl Into<String>) {
+        let mut msg = msg.into();
+        if let Some(written) = at.as_ref().and_then(|s| self.src.text.get(s.clone())).and_then(|w| quotable(w, &msg)) {
+            msg = format!("{written}: {msg}");
+        }
         let e = self.src.error(at, Some(key.into()), msg);
         self.errors.push(e);
     }
@@ -175,7 +181,7 @@ impl<'a> Validator<'a> {
     }
 
     fn size(&mut self, s: &Spanned<String>, key: &str) -> Option<u64> {
-        match units::parse_size(s.get_ref()) {
+        match units::parse_size_with_unit(s.get_ref()) {
             Ok(v) => Some(v),
             Err(m) => {
                 self.err(span(s), key, m);
@@ -185,7 +191,7 @@ impl<'a> Validator<'a> {
     }
 
     fn duration(&mut self, s: &Spanned<String>, key: &str) -> Option<Duration> {
-        match units::parse_duration(s.get_ref()) {
+        match units::parse_duration_with_unit(s.get_ref()) {
             Ok(v) => Some(v),
             Err(m) => {
                 self.err(span(s), key, m);
@@ -209,4 +215,16 @@ impl<'a> Validator<'a> {
     fn origin(&self, at: Option<Range<usize>>, key: impl Into<String>) -> Origin {
         Origin { file: self.src.path.to_path_buf(), line: at.map(|s| self.src.line_col(s.start).0), key: key.into() }
     }
+}
+
+/// A value as the file writes it, when it is one short scalar (a string, number or boolean on one
+/// line) that `message` does not already show.
+fn quotable<'t>(written: &'t str, message: &str) -> Option<&'t str> {
+    let scalar = written.starts_with(['"', '\'', '-', '+'])
+        || written.starts_with(|c: char| c.is_ascii_digit())
+        || written == "true"
+        || written == "false";
+    let inner = written.trim_matches(['"', '\'']);
+    let already_shown = !inner.is_empty() && message.contains(inner);
+    (scalar && written.len() <= 80 && !written.contains('\n') && !already_shown).then_some(written)
 }

@@ -168,7 +168,7 @@ impl Validator<'_> {
             let bytes = if text == "unlimited" || text == "none" {
                 None
             } else {
-                match units::parse_size(&text) {
+                match units::parse_size_with_unit(&text) {
                     Ok(b) if b < 64 << 20 => {
                         self.err(
                             span(m),
