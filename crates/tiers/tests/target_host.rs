@@ -40,6 +40,7 @@ fn served(host_nqn: Option<&str>) -> DeviceSpec {
         host_id: host_nqn.map(|_| "4c4c4544-0031-3910-8034-b4c04f4a3332".to_string()),
         dhchap_secret: None,
         nsid: None,
+        uuid: None,
     };
     let mut d = DeviceSpec::new("remote", DeviceClass::NvmeTcp, RealDevice::NvmeTcp(target));
     d.target_host = Some(TargetHost {
@@ -332,9 +333,9 @@ fn the_mount_holds_the_targets_export_under_it() {
         .answer("mkfs.xfs", Canned::ok(fixture("local/mkfs.xfs.default.txt")))
         .block_device("/dev/nvme6n1", 259, 10)
         .block_device("/dev/nvme6n2", 259, 11)
-        // The namespace the listing resolves to carries the export's UUID.
+        // The namespace pgtier made there (NSID 1) carries the export's UUID.
         .file(
-            "/sys/class/block/nvme6n2/wwid",
+            "/sys/class/block/nvme6n1/wwid",
             format!("uuid.{}\n", tiers::build::target::namespace_uuid("fake01", "remote", "pgt-capture")),
         )
         .file("/etc/nvme/hostnqn", format!("{MACHINE_NQN}\n"));
@@ -430,7 +431,7 @@ fn a_busy_or_already_exported_device_is_refused_on_the_host() {
     let Err(ProvisionError::Refused { refusal, .. }) = r else { panic!("busy is refused: {r:?} {commands:?}") };
     assert!(refusal.to_string().contains("/dev/sdb is busy"), "{refusal}");
     let exported = "/sys/kernel/config/nvmet/subsystems/nqn.2014-08.org.example:other/namespaces/1/device_path";
-    let (r, commands) = check(&[("for f in /sys/kernel/config/nvmet/subsystems", Canned::ok(format!("{exported}\n")))]);
+    let (r, commands) = check(&[("dev=$1; nvmet=", Canned::ok(format!("{exported}\n")))]);
     let Err(ProvisionError::Refused { refusal, .. }) = r else { panic!("exported is refused: {r:?} {commands:?}") };
     assert!(refusal.to_string().contains(&format!("already exported by nvmet on that host ({exported})")), "{refusal}");
     // Without perl there, the check fails rather than passes.

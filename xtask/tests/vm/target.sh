@@ -78,6 +78,37 @@ sed 's|PGT-TGT0|PGT-TGT1|' /job/target.toml > /tmp/exported.toml
 echo $? > "$OUT/exported.rc"
 state > "$OUT/state-after-exported.txt"
 
+# 3b. Another owner's subsystem with two namespaces (PGT-SPARE0 and PGT-SPARE1, each holding an
+# ext4 filesystem), reached directly (no target host), named by a device without `nsid` and with
+# allow_wipe = true: refused once connected (which namespace is meant, the file does not say),
+# nothing written on either namespace, the connection undone.
+TWO=nqn.2014-08.org.example:two-namespaces
+for serial in PGT-SPARE0 PGT-SPARE1; do mkfs.ext4 -q -F -L "$serial" "$(readlink -f "$(nvme_by_serial "$serial")")"; done
+mkdir "$C/subsystems/$TWO"
+echo 1 > "$C/subsystems/$TWO/attr_allow_any_host"
+i=1
+for serial in PGT-SPARE0 PGT-SPARE1; do
+	mkdir "$C/subsystems/$TWO/namespaces/$i"
+	readlink -f "$(nvme_by_serial "$serial")" > "$C/subsystems/$TWO/namespaces/$i/device_path"
+	echo 1 > "$C/subsystems/$TWO/namespaces/$i/enable"
+	i=$((i + 1))
+done
+ln -s "$C/subsystems/$TWO" "$C/ports/7/subsystems/$TWO"
+sed -e '/^target = /d' -e '/^export = /d' -e '/^\[\[host\]\]/,$d' \
+	-e "s|^class = \"nvme-tcp\"|class = \"nvme-tcp\"\naddress = \"127.0.0.1\"\nport = 4421\nnqn = \"$TWO\"|" \
+	/job/target.toml > /tmp/two-namespaces.toml
+for serial in PGT-SPARE0 PGT-SPARE1; do signature "$(readlink -f "$(nvme_by_serial "$serial")")"; done > "$OUT/two-namespaces.sig-before"
+state > "$OUT/state-before-two-namespaces.txt"
+"$XTASK" compare --config /tmp/two-namespaces.toml --out "$OUT/two-namespaces" > "$OUT/two-namespaces.stdout" 2> "$OUT/two-namespaces.stderr"
+echo $? > "$OUT/two-namespaces.rc"
+state > "$OUT/state-after-two-namespaces.txt"
+for serial in PGT-SPARE0 PGT-SPARE1; do signature "$(readlink -f "$(nvme_by_serial "$serial")")"; done > "$OUT/two-namespaces.sig-after"
+cp /tmp/two-namespaces.toml "$OUT/two-namespaces.toml"
+rm -f "$C/ports/7/subsystems/$TWO"
+for ns in 1 2; do echo 0 > "$C/subsystems/$TWO/namespaces/$ns/enable"; rmdir "$C/subsystems/$TWO/namespaces/$ns"; done
+rmdir "$C/subsystems/$TWO"
+for serial in PGT-SPARE0 PGT-SPARE1; do wipefs -q -a "$(readlink -f "$(nvme_by_serial "$serial")")"; done
+
 # 4. The filesystem cannot be unmounted at teardown (a process has its working directory
 # there): the connection and the export stay; cleanup finishes once it is free.
 if [ "$MODE" = full ]; then

@@ -68,6 +68,24 @@ fn target_host_case(mode: &str, timeout: Duration) -> Guest {
     assert_eq!(g.out("exported.rc").trim(), "1", "{exported}");
     assert!(exported.contains("refused") && exported.contains("already exported by nvmet"), "{exported}");
     assert_same_state(&before, &g.out("state-after-exported.txt"), &[], "the exported drive refused");
+    // Two namespaces of another owner's subsystem, and a device without `nsid`: refused once
+    // connected, neither namespace written, the connection undone.
+    let two = g.out("two-namespaces.stderr");
+    assert_eq!(g.out("two-namespaces.rc").trim(), "1", "{two}\n{}", g.out("two-namespaces.toml"));
+    assert!(
+        two.contains("refused") && two.contains("exposes more than one namespace") && two.contains("add nsid"),
+        "{two}"
+    );
+    assert!(!two.contains("] mkfs.xfs") && !two.contains("] wipefs") && !two.contains("] parted"), "{two}");
+    let sig = g.out("two-namespaces.sig-before");
+    assert_eq!(sig.matches("TYPE=ext4").count(), 2, "both namespaces hold their ext4: {sig}");
+    assert_eq!(sig, g.out("two-namespaces.sig-after"), "nothing written on either namespace");
+    assert_same_state(
+        &g.out("state-before-two-namespaces.txt"),
+        &g.out("state-after-two-namespaces.txt"),
+        &[],
+        "two namespaces without nsid refused",
+    );
     assert_same_state(&initial, &g.out("state-final.txt"), &[], "the other owner's configuration removed");
     g
 }

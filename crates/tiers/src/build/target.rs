@@ -119,6 +119,9 @@ pub fn nvmet_port_id(short_id: &str, index: usize) -> u16 {
     1000 + ((h.wrapping_add(index as u32)) % 60_000) as u16
 }
 
+/// The NSID of the namespace pgtier makes in a target host's subsystem when the file gives none.
+pub(super) const EXPORTED_NSID: u32 = 1;
+
 /// The `device_uuid` the export of device `device` (subsystem `nqn`) gets in a run with token
 /// `short_id`: a UUID (version 4 layout) made from the three, so that the plan is pure and the
 /// initiator knows which namespace to expect.
@@ -216,7 +219,7 @@ pub(super) fn nvmet_export(
         }
         link(plan, &host, &format!("{subsys}/allowed_hosts/{host_nqn}"), "admit this machine's host NQN alone");
     }
-    let ns = format!("{subsys}/namespaces/{}", nt.nsid.unwrap_or(1));
+    let ns = format!("{subsys}/namespaces/{}", nt.nsid.unwrap_or(EXPORTED_NSID));
     mkdir(plan, &ns, "the namespace");
     set(
         plan,

@@ -446,6 +446,9 @@ impl Executor<'_> {
             Action::Resolve { what, bind } => {
                 let dev = self.resolve(n, what)?;
                 self.bindings.insert(bind.clone(), dev);
+                for note in std::mem::take(&mut self.notes) {
+                    on_event(Event::Note(note));
+                }
             }
             Action::Run { command, timeout_secs } => {
                 let ready = self.command(command)?;
@@ -464,7 +467,7 @@ impl Executor<'_> {
                 self.record(Undo::RemoveFile { path: path.clone() }, what)?;
                 self.sys.write(path, contents).map_err(|e| format!("write {}: {e}", path.display()))?;
             }
-            Action::PmemReconfigure { namespace } => self.pmem_reconfigure(n, namespace, on_event)?,
+            Action::PmemReconfigure { namespace, dax } => self.pmem_reconfigure(n, namespace, *dax, on_event)?,
             Action::Mount { source, target, fstype, options } => {
                 self.mount(n, step, source, target, (fstype, options))?
             }
