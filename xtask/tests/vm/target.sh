@@ -109,6 +109,24 @@ for ns in 1 2; do echo 0 > "$C/subsystems/$TWO/namespaces/$ns/enable"; rmdir "$C
 rmdir "$C/subsystems/$TWO"
 for serial in PGT-SPARE0 PGT-SPARE1; do wipefs -q -a "$(readlink -f "$(nvme_by_serial "$serial")")"; done
 
+# 3c. Another owner exports a partition of the drive this file exports whole (nvmet holds it
+# without claiming it, and the exact node differs): refused on the host, nothing made.
+tgt0=$(readlink -f "$(nvme_by_serial PGT-TGT0)")
+parted -s "$tgt0" mklabel gpt mkpart primary 2048s 100% && udevadm settle
+PART=nqn.2014-08.org.example:a-partition
+mkdir "$C/subsystems/$PART"
+mkdir "$C/subsystems/$PART/namespaces/1"
+echo "${tgt0}p1" > "$C/subsystems/$PART/namespaces/1/device_path"
+echo 1 > "$C/subsystems/$PART/namespaces/1/enable"
+state > "$OUT/state-before-partition.txt"
+"$XTASK" compare --config /job/target.toml --out "$OUT/partition" > "$OUT/partition.stdout" 2> "$OUT/partition.stderr"
+echo $? > "$OUT/partition.rc"
+state > "$OUT/state-after-partition.txt"
+echo 0 > "$C/subsystems/$PART/namespaces/1/enable"
+rmdir "$C/subsystems/$PART/namespaces/1"
+rmdir "$C/subsystems/$PART"
+wipefs -q -a "${tgt0}p1" "$tgt0" && udevadm settle
+
 # 4. The filesystem cannot be unmounted at teardown (a process has its working directory
 # there): the connection and the export stay; cleanup finishes once it is free.
 if [ "$MODE" = full ]; then

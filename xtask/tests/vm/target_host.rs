@@ -68,6 +68,20 @@ fn target_host_case(mode: &str, timeout: Duration) -> Guest {
     assert_eq!(g.out("exported.rc").trim(), "1", "{exported}");
     assert!(exported.contains("refused") && exported.contains("already exported by nvmet"), "{exported}");
     assert_same_state(&before, &g.out("state-after-exported.txt"), &[], "the exported drive refused");
+    // A partition of the drive exported by another owner's subsystem: the whole drive is refused.
+    let partition = g.out("partition.stderr");
+    assert_eq!(g.out("partition.rc").trim(), "1", "{partition}");
+    assert!(
+        partition.contains("already exported by nvmet")
+            && partition.contains("subsystems/nqn.2014-08.org.example:a-partition/namespaces/1/device_path"),
+        "{partition}"
+    );
+    assert_same_state(
+        &g.out("state-before-partition.txt"),
+        &g.out("state-after-partition.txt"),
+        &[],
+        "a partition exported elsewhere",
+    );
     // Two namespaces of another owner's subsystem, and a device without `nsid`: refused once
     // connected, neither namespace written, the connection undone.
     let two = g.out("two-namespaces.stderr");
