@@ -75,7 +75,16 @@ fn write_of(words: &[String]) -> Option<(String, String)> {
 #[test]
 fn nvmet_exports_the_device_as_the_kernels_configfs_lays_it_out() {
     let plan = build_plan(&[served(None)], &fake_ctx());
-    let steps = host_steps(&plan);
+    let all = host_steps(&plan);
+    // Read first there: the modules, and what nvmet already has in the way.
+    let checks: Vec<&Vec<String>> = all.iter().filter(|(k, _, _)| *k == HostStep::Check).map(|(_, w, _)| w).collect();
+    assert_eq!(checks[0], &["modprobe", "-n", "-a", "nvmet", "nvmet-tcp"]);
+    assert_eq!(checks[1][2], tiers::build::target::NVMET_CONFLICTS);
+    assert_eq!(
+        &checks[1][3..],
+        ["sh", "/sys/kernel/config/nvmet", "192.0.2.7", "4420", tiers::build::target::THIS_HOST_NQN]
+    );
+    let steps: Vec<_> = all.into_iter().filter(|(k, _, _)| *k != HostStep::Check).collect();
     assert!(steps.iter().all(|(k, _, _)| *k == HostStep::Export), "exporting writes no device");
     let sub = format!("/sys/kernel/config/nvmet/subsystems/{NQN}");
     let port = format!("/sys/kernel/config/nvmet/ports/{}", tiers::build::target::nvmet_port_id("fake01", 0));
@@ -386,7 +395,10 @@ fn the_export_admits_this_machines_host_nqn_unless_any_host_is_asked_for() {
     let steps = host_steps(&plan);
     let writes: Vec<(String, String)> = steps.iter().filter_map(|(_, w, _)| write_of(w)).collect();
     assert_eq!(writes[0], (format!("{sub}/attr_allow_any_host"), "1".to_string()));
-    assert!(!steps.iter().any(|(_, w, _)| w.iter().any(|w| w.contains("/hosts/"))), "{plan}");
+    assert!(!steps.iter().any(|(k, w, _)| *k == HostStep::Export && w.iter().any(|w| w.contains("/hosts/"))), "{plan}");
+    let conflicts =
+        steps.iter().find(|(_, w, _)| w.get(2).map(String::as_str) == Some(tiers::build::target::NVMET_CONFLICTS));
+    assert_eq!(conflicts.unwrap().1.len(), 7, "no host NQN to look for when any host is admitted");
     assert!(plan.to_string().contains("allow_any_host = true in the experiment file"), "{plan}");
 }
 
@@ -578,4 +590,48 @@ fn the_exports_model_and_serial_are_checked_on_the_host_first() {
         "{refusal}"
     );
     assert!(!f.commands().iter().any(|c| c.contains("mkdir")), "nothing exported: {:?}", f.commands());
+}
+
+/// The conflicts script, run by `sh` on a tree laid out as nvmet's configfs is.
+#[test]
+fn nvmet_configuration_in_the_way_is_found_before_anything_is_made() {
+    let root = tempfile::tempdir().unwrap();
+    let c = root.path();
+    let port = |id: &str, addr: &str, svc: &str| {
+        let p = c.join("ports").join(id);
+        std::fs::create_dir_all(&p).unwrap();
+        for (f, v) in [("addr_trtype", "tcp"), ("addr_traddr", addr), ("addr_trsvcid", svc)] {
+            std::fs::write(p.join(f), format!("{v}\n")).unwrap();
+        }
+    };
+    let run = |nqn: Option<&str>| {
+        let mut cmd = std::process::Command::new("sh");
+        cmd.args(["-c", tiers::build::target::NVMET_CONFLICTS, "sh"]).arg(c).args(["192.0.2.7", "4420"]);
+        cmd.args(nqn);
+        let out = cmd.output().unwrap();
+        (out.status.code(), String::from_utf8(out.stderr).unwrap())
+    };
+    const NQN_HERE: &str = "nqn.2014-08.org.nvmexpress:uuid:a66f1c42-4bce-a619-9c59-9ae6ac2ccb8a";
+    // Nothing there, or nothing in the way.
+    assert_eq!(run(Some(NQN_HERE)), (Some(0), String::new()));
+    port("1", "192.0.2.7", "4421");
+    port("2", "192.0.2.8", "4420");
+    assert_eq!(run(Some(NQN_HERE)), (Some(0), String::new()));
+    // A port on the same address and TCP port, and one on the wildcard address.
+    port("7", "192.0.2.7", "4420");
+    port("8", "0.0.0.0", "4420");
+    let (code, why) = run(None);
+    assert_eq!(code, Some(1), "{why}");
+    assert!(
+        why.contains("nvmet port 7 already listens on 192.0.2.7 port 4420") && why.contains("another `port`"),
+        "{why}"
+    );
+    assert!(why.contains("nvmet port 8 already listens on 0.0.0.0 port 4420"), "{why}");
+    std::fs::remove_dir_all(c.join("ports")).unwrap();
+    // A hosts/ entry for the host NQN this run admits.
+    std::fs::create_dir_all(c.join("hosts").join(NQN_HERE)).unwrap();
+    let (code, why) = run(Some(NQN_HERE));
+    assert_eq!(code, Some(1), "{why}");
+    assert!(why.contains(&format!("nvmet already has hosts/{NQN_HERE}")) && why.contains("another host_nqn"), "{why}");
+    assert_eq!(run(None).0, Some(0), "allow_any_host: no entry of its own to make");
 }

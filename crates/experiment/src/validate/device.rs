@@ -45,7 +45,9 @@ impl Validator<'_> {
     /// one pgtier could only take whichever namespace is listed first. A target host's devices
     /// are each their own subsystem, with the one namespace pgtier makes (checked with hosts).
     fn namespaces_of_one_connection(&mut self, raw: &RawFile, devices: &[DeviceSpec]) {
-        let served = |name: &str| raw.device.iter().any(|rd| rd.get_ref().name.get_ref() == name && rd.get_ref().target.is_some());
+        let served = |name: &str| {
+            raw.device.iter().any(|rd| rd.get_ref().name.get_ref() == name && rd.get_ref().target.is_some())
+        };
         let devices: Vec<&DeviceSpec> = devices.iter().filter(|d| !served(&d.name)).collect();
         for (i, d) in devices.iter().enumerate() {
             let RealDevice::NvmeTcp(t) = &d.real else { continue };

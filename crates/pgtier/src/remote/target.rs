@@ -100,8 +100,9 @@ fn served(exp: &Experiment, h: &Host) -> Vec<String> {
         .collect()
 }
 
-/// The preflight of the target hosts: ssh installed, the identity and known_hosts files there.
-pub fn preflight(exp: &Experiment, missing: &mut Vec<String>) -> Result<()> {
+/// The preflight of the target hosts: ssh installed, the identity and known_hosts files there;
+/// every problem of every host is added to `problems` (none stops the others being found).
+pub fn preflight(exp: &Experiment, missing: &mut Vec<String>, problems: &mut Vec<String>) {
     for h in exp.target_hosts() {
         if journal::command::which("ssh").is_none() {
             missing.push(format!("ssh (package openssh-client), to reach host {} ({})", h.name, h.origin));
@@ -110,14 +111,13 @@ pub fn preflight(exp: &Experiment, missing: &mut Vec<String>) -> Result<()> {
             if let Some(p) = path
                 && !p.is_file()
             {
-                anyhow::bail!(
+                problems.push(format!(
                     "host {}: its {key} {} is not a file ({}); create it, or fix the path",
                     h.name,
                     p.display(),
                     h.origin
-                );
+                ));
             }
         }
     }
-    Ok(())
 }

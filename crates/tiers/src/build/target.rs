@@ -31,6 +31,26 @@ const NBD_PORT: u16 = 10809;
 /// Writes `$2` into the file `$1` (a configfs attribute), without a newline.
 const WRITE: &str = r#"printf %s "$2" > "$1""#;
 
+/// Exits 1, saying why on stderr, when nvmet's configuration on the host (`$1`) is in the way
+/// of an export on TCP address `$2`, port `$3`: a port already listening there (or on the
+/// wildcard address), or, with `$4`, an entry hosts/`$4` for this machine's host NQN that
+/// another configuration made (pgtier makes and removes its own).
+pub const NVMET_CONFLICTS: &str = r#"c=$1; addr=$2; svc=$3; nqn=${4:-}; bad=
+for p in "$c"/ports/*; do
+  [ -d "$p" ] || continue
+  [ "$(cat "$p/addr_trtype" 2>/dev/null)" = tcp ] || continue
+  [ "$(cat "$p/addr_trsvcid" 2>/dev/null)" = "$svc" ] || continue
+  a=$(cat "$p/addr_traddr" 2>/dev/null)
+  case "$a" in
+    "$addr"|0.0.0.0|::) bad="$bad; nvmet port ${p##*/} already listens on $a port $svc (TCP), where pgtier's own port would fail to listen (EADDRINUSE): give the device another \`port\` (or remove that port)" ;;
+  esac
+done
+if [ -n "$nqn" ] && [ -d "$c/hosts/$nqn" ]; then
+  bad="$bad; nvmet already has hosts/$nqn (another configuration admits this machine's host NQN): pgtier makes and removes an entry of its own, so remove that one, or give the device another host_nqn and host_id for this run"
+fi
+[ -z "$bad" ] || { printf '%s\n' "${bad#; }" >&2; exit 1; }
+exit 0"#;
+
 /// Runs `$2...` with stdin from /dev/null and its output into the log `$1`; on failure prints
 /// the log on stderr. nbdkit binds its socket before it forks into the background, so it listens
 /// when this returns.
@@ -173,6 +193,34 @@ pub(super) fn nvmet_export(
         Action::HostDeviceCheck { host: h.clone(), device: t.export.clone(), allow_wipe: d.allow_wipe },
         format!("never export a device of host {h} that holds data, is in use (the O_EXCL open made there by perl) or another nvmet export serves (checked there over ssh)"),
     );
+    on_host(
+        plan,
+        d,
+        t,
+        (HostStep::Check, words(&["modprobe", "-n", "-a", "nvmet", "nvmet-tcp"]), None),
+        format!(
+            "host {h} has the kernel's NVMe target and its TCP transport (modules nvmet, nvmet-tcp; a dry run of modprobe loads nothing)"
+        ),
+    );
+    let admit = (!t.allow_any_host).then(|| nt.host_nqn.as_deref().unwrap_or(THIS_HOST_NQN));
+    let mut conflicts = words(&["sh", "-c", NVMET_CONFLICTS, "sh", NVMET, &nt.address, &nt.port.to_string()]);
+    conflicts.extend(admit.map(str::to_string));
+    // Made by an earlier device of this run: its own entry, not a conflict.
+    let first_of_host = !plan.steps.iter().any(|s| {
+        matches!(&s.action, Action::OnHost { host: o, words, .. } if o == &t.name && words.get(2).map(String::as_str) == Some(NVMET_CONFLICTS))
+    });
+    if first_of_host {
+        on_host(
+            plan,
+            d,
+            t,
+            (HostStep::Check, conflicts, None),
+            format!(
+                "nvmet's configuration on host {h} leaves room for this run's: no port already on {} port {} (nor on the wildcard address), no hosts/ entry for the host NQN this run admits",
+                nt.address, nt.port
+            ),
+        );
+    }
     let export = |plan: &mut Plan, w: Vec<String>, undo: Option<RemoteOp>, why: &str| {
         on_host(plan, d, t, (HostStep::Export, w, undo), why.to_string());
     };
