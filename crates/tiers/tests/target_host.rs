@@ -31,6 +31,21 @@ fn shell() -> RemoteShell {
     }
 }
 
+/// The mark of configfs item `path` in the run's directory on the host.
+fn mark(path: &str) -> String {
+    format!("/tmp/pgtier-fake01-t/made{}", path.replace('/', "%"))
+}
+
+/// The words of the export step that makes directory `path` (and its mark).
+fn mkdir_words(path: &str) -> Vec<String> {
+    ["sh", "-c", tiers::build::target::MKDIR_MARKED, "sh", path, &mark(path)].map(String::from).to_vec()
+}
+
+/// The words of the export step that links `to` at `at` (and its mark).
+fn link_words(to: &str, at: &str) -> Vec<String> {
+    ["sh", "-c", tiers::build::target::LINK_MARKED, "sh", to, at, &mark(at)].map(String::from).to_vec()
+}
+
 fn served(host_nqn: Option<&str>) -> DeviceSpec {
     let target = NvmeTcpTarget {
         address: "192.0.2.7".into(),
@@ -91,8 +106,12 @@ fn nvmet_exports_the_device_as_the_kernels_configfs_lays_it_out() {
     // Without host_nqn, this machine's own host NQN (from /etc/nvme/hostnqn when the step runs)
     // is the one host admitted.
     let host = format!("/sys/kernel/config/nvmet/hosts/{}", tiers::build::target::THIS_HOST_NQN);
-    let mkdirs: Vec<&str> =
-        steps.iter().filter(|(_, w, _)| w[0] == "mkdir").map(|(_, w, _)| w.last().unwrap().as_str()).collect();
+    let mkdirs: Vec<&str> = steps
+        .iter()
+        .filter_map(|(_, w, _)| {
+            tiers::build::target::made_item(w).filter(|_| w[2] == tiers::build::target::MKDIR_MARKED)
+        })
+        .collect();
     assert_eq!(mkdirs, [sub.clone(), host.clone(), format!("{sub}/namespaces/1"), port.clone()]);
     let writes: Vec<(String, String)> = steps.iter().filter_map(|(_, w, _)| write_of(w)).collect();
     let want: Vec<(String, String)> = [
@@ -110,20 +129,20 @@ fn nvmet_exports_the_device_as_the_kernels_configfs_lays_it_out() {
     .collect();
     assert_eq!(writes, want);
     let (_, link, undo) = steps.last().unwrap();
-    assert_eq!(link[..3], ["ln", "-s", "--"]);
-    assert_eq!(link[3..], [sub.clone(), format!("{port}/subsystems/{NQN}")]);
-    assert_eq!(undo, &Some(RemoteOp::Unlink { path: format!("{port}/subsystems/{NQN}") }));
+    let at = format!("{port}/subsystems/{NQN}");
+    assert_eq!(link, &link_words(&sub, &at));
+    assert_eq!(undo, &Some(RemoteOp::Unlink { path: at.clone(), mark: Some(mark(&at)) }));
     // Teardown in reverse: the link, the port, the namespace, the subsystem.
     let undos: Vec<String> = steps.iter().rev().filter_map(|(_, _, u)| u.as_ref().map(|u| u.describe())).collect();
     assert_eq!(
         undos,
         [
-            format!("rm {port}/subsystems/{NQN}"),
-            format!("rmdir {port}"),
-            format!("rmdir {sub}/namespaces/1"),
-            format!("rm {sub}/allowed_hosts/{}", tiers::build::target::THIS_HOST_NQN),
-            format!("rmdir {host}"),
-            format!("rmdir {sub}"),
+            format!("rm {port}/subsystems/{NQN} (if this run made it)"),
+            format!("rmdir {port} (if this run made it)"),
+            format!("rmdir {sub}/namespaces/1 (if this run made it)"),
+            format!("rm {sub}/allowed_hosts/{} (if this run made it)", tiers::build::target::THIS_HOST_NQN),
+            format!("rmdir {host} (if this run made it)"),
+            format!("rmdir {sub} (if this run made it)"),
         ]
     );
     // The export's checks on the host come first; this machine then connects to the host's
@@ -169,11 +188,9 @@ fn a_host_nqn_admits_that_host_alone() {
     let host = format!("/sys/kernel/config/nvmet/hosts/{host_nqn}");
     let writes: Vec<(String, String)> = steps.iter().filter_map(|(_, w, _)| write_of(w)).collect();
     assert_eq!(writes[0], (format!("{sub}/attr_allow_any_host"), "0".to_string()));
-    assert!(
-        steps.iter().any(|(_, w, u)| w.last() == Some(&host) && u == &Some(RemoteOp::Rmdir { path: host.clone() }))
-    );
-    let link: Vec<String> =
-        ["ln", "-s", "--", &host, &format!("{sub}/allowed_hosts/{host_nqn}")].map(String::from).to_vec();
+    assert!(steps.iter().any(|(_, w, u)| *w == mkdir_words(&host)
+        && u == &Some(RemoteOp::Rmdir { path: host.clone(), mark: Some(mark(&host)) })));
+    let link = link_words(&host, &format!("{sub}/allowed_hosts/{host_nqn}"));
     assert!(steps.iter().any(|(_, w, _)| *w == link), "{plan}");
 }
 
@@ -209,8 +226,8 @@ fn the_stand_in_runs_nbdkit_on_the_host_with_its_undo_first() {
 
 /// `ssh <options> <destination> -- <words>` as the fake machine sees the line (stat prints
 /// major and minor in hex: `8 10` is 8:16).
-fn on_host(words: &[&str]) -> String {
-    let w: Vec<String> = words.iter().map(|s| s.to_string()).collect();
+fn on_host<S: AsRef<str>>(words: &[S]) -> String {
+    let w: Vec<String> = words.iter().map(|s| s.as_ref().to_string()).collect();
     journal::command::ssh_command(&shell().options, &shell().destination, &w).to_string()
 }
 
@@ -289,7 +306,7 @@ fn a_configfs_item_of_another_owner_in_the_way_is_never_removed() {
     ] {
         let mut f = FakeSystem::new();
         let stderr = format!("mkdir: cannot create directory '{taken}': File exists\n");
-        f.answer(&on_host(&["mkdir", "--", &taken]), Canned::fail(1, stderr));
+        f.answer(&on_host(&mkdir_words(&taken)), Canned::fail(1, stderr));
         let (r, journal) = run_host_steps(&d, &mut f);
         let Err(ProvisionError::Step { cause, .. }) = r else { panic!("{taken}: the mkdir fails the run: {r:?}") };
         assert_eq!(pending_removals(&journal), ours_before, "{taken}: teardown removes only what the run made");
@@ -297,7 +314,7 @@ fn a_configfs_item_of_another_owner_in_the_way_is_never_removed() {
     }
     // When ssh itself failed (255), the mkdir may have run there: its undo stays.
     let mut f = FakeSystem::new();
-    f.answer(&on_host(&["mkdir", "--", &sub]), Canned::fail(255, "ssh: connect to host 192.0.2.7: Connection reset\n"));
+    f.answer(&on_host(&mkdir_words(&sub)), Canned::fail(255, "ssh: connect to host 192.0.2.7: Connection reset\n"));
     let (r, journal) = run_host_steps(&d, &mut f);
     assert!(r.is_err());
     assert_eq!(pending_removals(&journal), [sub]);
@@ -378,9 +395,9 @@ fn the_export_admits_this_machines_host_nqn_unless_any_host_is_asked_for() {
     r.unwrap_or_else(|e| panic!("{e}"));
     let sub = format!("/sys/kernel/config/nvmet/subsystems/{NQN}");
     let host = format!("/sys/kernel/config/nvmet/hosts/{MACHINE_NQN}");
-    assert!(f.commands().contains(&on_host(&["mkdir", "--", &host])), "{:?}", f.commands());
+    assert!(f.commands().contains(&on_host(&mkdir_words(&host))), "{:?}", f.commands());
     let link = format!("{sub}/allowed_hosts/{MACHINE_NQN}");
-    assert!(f.commands().contains(&on_host(&["ln", "-s", "--", &host, &link])), "{:?}", f.commands());
+    assert!(f.commands().contains(&on_host(&link_words(&host, &link))), "{:?}", f.commands());
     let removals = pending_removals(&journal);
     assert!(removals.contains(&host) && removals.contains(&link), "{removals:?}");
     assert!(!journal.contains("<host NQN of"), "{journal}");
@@ -470,17 +487,27 @@ fn two_devices_on_one_target_host_share_its_port_as_nvmetcli_lays_it_out() {
     let steps = host_steps(&plan);
     let ports: Vec<&String> = steps
         .iter()
-        .filter(|(_, w, _)| w[0] == "mkdir" && w.last().unwrap().contains("/ports/"))
-        .map(|(_, w, _)| w.last().unwrap())
+        .filter(|(_, w, _)| {
+            w.get(2).map(String::as_str) == Some(tiers::build::target::MKDIR_MARKED) && w[4].contains("/ports/")
+        })
+        .map(|(_, w, _)| &w[4])
         .collect();
     assert_eq!(ports.len(), 1, "one port: {plan}");
     let links: Vec<String> = steps
         .iter()
-        .filter(|(_, w, _)| w[0] == "ln" && w.last().unwrap().starts_with(ports[0].as_str()))
-        .map(|(_, w, _)| w.last().unwrap().clone())
+        .filter(|(_, w, _)| {
+            w.get(2).map(String::as_str) == Some(tiers::build::target::LINK_MARKED)
+                && w[5].starts_with(ports[0].as_str())
+        })
+        .map(|(_, w, _)| w[5].clone())
         .collect();
     assert_eq!(links, [format!("{}/subsystems/{NQN}", ports[0]), format!("{}/subsystems/{NQN}-wal", ports[0])]);
-    let hosts = steps.iter().filter(|(_, w, _)| w[0] == "mkdir" && w.last().unwrap().contains("/hosts/")).count();
+    let hosts = steps
+        .iter()
+        .filter(|(_, w, _)| {
+            w.get(2).map(String::as_str) == Some(tiers::build::target::MKDIR_MARKED) && w[4].contains("/hosts/")
+        })
+        .count();
     assert_eq!(hosts, 1, "{plan}");
 }
 

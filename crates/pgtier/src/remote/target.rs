@@ -44,6 +44,16 @@ pub fn open_targets(exp: &Experiment, token: &str, journal: &Journal) -> Result<
         let (_, path) = network_path(host.address)?;
         let rtt = tcp_rtt(host.address, host.port);
         let devices = served(exp, host);
+        let read = |words: &[&str]| {
+            let w: Vec<String> = words.iter().map(|s| s.to_string()).collect();
+            ssh.run(&w).map(|o| o.stdout.trim().to_string()).unwrap_or_default()
+        };
+        let (kernel, kernel_cmdline) = (read(&["uname", "-r"]), read(&["cat", "/proc/cmdline"]));
+        if !exp.emulated
+            && let Some(w) = nvmet_tcp_kernel_warning(&host.name, &kernel, &kernel_cmdline)
+        {
+            eprintln!("warning: {w}");
+        }
         let record = TargetRecord {
             host: host.name.clone(),
             address: host.address.to_string(),
@@ -60,6 +70,8 @@ pub fn open_targets(exp: &Experiment, token: &str, journal: &Journal) -> Result<
             ssh_setup_ms: opened.setup.as_secs_f64() * 1e3,
             ssh_command_ms: opened.command_rtt.as_secs_f64() * 1e3,
             work_dir: ssh.work_dir.clone(),
+            kernel,
+            kernel_cmdline,
         };
         eprintln!(
             "  target host {}: {} (TCP round trip {}), serves {}",
@@ -118,6 +130,41 @@ pub fn preflight(exp: &Experiment, missing: &mut Vec<String>, problems: &mut Vec
                     h.origin
                 ));
             }
+        }
+    }
+}
+
+/// A warning for a target host whose kernel is one nvmet-tcp was seen to BUG on: Linux 6.1
+/// (Debian 12's) with hardened usercopy on, "usercopy: Kernel memory exposure attempt detected
+/// from page alloc" and `kernel BUG at mm/usercopy.c:101` in nvmet_tcp_wq's send path, seen in
+/// pgtier's VM tests (whose guest now boots with `hardened_usercopy=off`). None otherwise.
+pub fn nvmet_tcp_kernel_warning(host: &str, release: &str, cmdline: &str) -> Option<String> {
+    let on_6_1 = release.trim() == "6.1" || release.trim().starts_with("6.1.") || release.trim().starts_with("6.1-");
+    let hardened_off = cmdline.split_whitespace().any(|w| w == "hardened_usercopy=off");
+    (on_6_1 && !hardened_off).then(|| {
+        format!(
+            "target host {host} runs Linux {release} with hardened usercopy on, where nvmet-tcp's send path was seen to hit `kernel BUG at mm/usercopy.c:101` (workqueue nvmet_tcp_wq; Debian 12's 6.1 kernel, in pgtier's VM tests): the export then stops answering and the run hangs until its watchdog. A newer kernel, or `hardened_usercopy=off` on that host's kernel command line, avoids it; the manifest records the kernel and command line"
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_6_1_nvmet_tcp_bug_is_warned_about_unless_the_hardening_is_off() {
+        let stock = "BOOT_IMAGE=/boot/vmlinuz-6.1.0-57-amd64 root=UUID=x ro quiet";
+        let w = nvmet_tcp_kernel_warning("storage", "6.1.0-57-amd64", stock).expect("6.1 with hardening");
+        assert!(
+            w.contains("target host storage runs Linux 6.1.0-57-amd64") && w.contains("hardened_usercopy=off"),
+            "{w}"
+        );
+        assert!(
+            nvmet_tcp_kernel_warning("storage", "6.1.0-57-amd64", &format!("{stock} hardened_usercopy=off")).is_none()
+        );
+        for other in ["6.12.9-amd64", "6.10.0", "5.15.0-91-generic", "6.18.0", ""] {
+            assert!(nvmet_tcp_kernel_warning("storage", other, stock).is_none(), "{other}");
         }
     }
 }

@@ -31,6 +31,44 @@ const NBD_PORT: u16 = 10809;
 /// Writes `$2` into the file `$1` (a configfs attribute), without a newline.
 const WRITE: &str = r#"printf %s "$2" > "$1""#;
 
+/// `mkdir -- $1`, then (only if it made the directory) the empty file `$2` in the run's own
+/// directory on the host: the mark its undo looks for before it removes anything.
+pub const MKDIR_MARKED: &str = r#"mkdir -- "$1" && : > "$2""#;
+
+/// `ln -s -- $1 $2`, then (only if it made the link) the mark `$3`.
+pub const LINK_MARKED: &str = r#"ln -s -- "$1" "$2" && : > "$3""#;
+
+/// The mark of configfs item `path` in the run's directory `dir` on the host.
+fn mark_of(dir: &str, path: &str) -> String {
+    format!("{dir}/made{}", path.replace('/', "%"))
+}
+
+/// The configfs item an export step makes (a marked `mkdir` or `ln -s`), if it is one.
+pub fn made_item(words: &[String]) -> Option<&str> {
+    match words {
+        [sh, c, script, _, path, _] if sh == "sh" && c == "-c" && script == MKDIR_MARKED => Some(path),
+        [sh, c, script, _, _, at, _] if sh == "sh" && c == "-c" && script == LINK_MARKED => Some(at),
+        _ => None,
+    }
+}
+
+/// How an export step reads in the plan: a marked `mkdir` or `ln -s` as the command it makes
+/// and its mark; anything else as its words.
+pub fn describe_words(words: &[String]) -> String {
+    let q = |w: &String| journal::command::posix_command(std::slice::from_ref(w));
+    match words {
+        [_, _, script, _, path, mark] if script == MKDIR_MARKED => format!("mkdir -- {} && : > {}", q(path), q(mark)),
+        [_, _, script, _, to, at, mark] if script == LINK_MARKED => {
+            format!("ln -s -- {} {} && : > {}", q(to), q(at), q(mark))
+        }
+        [_, _, script, _, nvmet, addr, port, admit @ ..] if script == NVMET_CONFLICTS => format!(
+            "check {nvmet}/ports/*/addr_* has no port on {addr} port {port} (nor on the wildcard address){}  # sh -c <NVMET_CONFLICTS> (crates/tiers/src/build/target.rs)",
+            admit.first().map(|n| format!(", and {nvmet}/hosts/ no entry {n}")).unwrap_or_default()
+        ),
+        _ => journal::command::posix_command(words),
+    }
+}
+
 /// Exits 1, saying why on stderr, when nvmet's configuration on the host (`$1`) is in the way
 /// of an export on TCP address `$2`, port `$3`: a port already listening there (or on the
 /// wildcard address), or, with `$4`, an entry hosts/`$4` for this machine's host NQN that
@@ -227,11 +265,27 @@ pub(super) fn nvmet_export(
     let set = |plan: &mut Plan, path: &str, value: &str, why: &str| {
         export(plan, words(&["sh", "-c", WRITE, "sh", path, value]), None, why);
     };
+    // Each item made is marked in the run's directory there, and its undo removes it only when
+    // marked: an item that was in the way belongs to another owner, whatever happens between
+    // the undo's record and the step's end (SIGKILL, a lost ssh connection).
+    let dir = host_dir(t, ctx);
     let mkdir = |plan: &mut Plan, path: &str, why: &str| {
-        export(plan, words(&["mkdir", "--", path]), Some(RemoteOp::Rmdir { path: path.to_string() }), why);
+        let mark = mark_of(&dir, path);
+        export(
+            plan,
+            words(&["sh", "-c", MKDIR_MARKED, "sh", path, &mark]),
+            Some(RemoteOp::Rmdir { path: path.to_string(), mark: Some(mark.clone()) }),
+            why,
+        );
     };
     let link = |plan: &mut Plan, to: &str, at: &str, why: &str| {
-        export(plan, words(&["ln", "-s", "--", to, at]), Some(RemoteOp::Unlink { path: at.to_string() }), why);
+        let mark = mark_of(&dir, at);
+        export(
+            plan,
+            words(&["sh", "-c", LINK_MARKED, "sh", to, at, &mark]),
+            Some(RemoteOp::Unlink { path: at.to_string(), mark: Some(mark.clone()) }),
+            why,
+        );
     };
     export(
         plan,
@@ -256,7 +310,7 @@ pub(super) fn nvmet_export(
         let host = format!("{NVMET}/hosts/{host_nqn}");
         // One hosts/ entry serves every subsystem of the run on this target host.
         let made = plan.steps.iter().any(|s| {
-            matches!(&s.action, Action::OnHost { host: h, words, .. } if h == &t.name && words.first().is_some_and(|w| w == "mkdir") && words.last() == Some(&host))
+            matches!(&s.action, Action::OnHost { host: h, words, .. } if h == &t.name && made_item(words) == Some(host.as_str()))
         });
         if !made {
             mkdir(

@@ -249,7 +249,7 @@ impl Action {
                 format!("chown {uid}:{gid} {}; chmod {mode:o} {}", path.display(), path.display())
             }
             Action::OnHost { host, words, .. } => {
-                format!("[on host {host}] {}", journal::command::posix_command(words))
+                format!("[on host {host}] {}", crate::build::target::describe_words(words))
             }
             Action::HostDeviceIdentity { host, device, model, serial } => format!(
                 "[on host {host}] check {} identity: model {}, serial {}",

@@ -87,7 +87,7 @@ impl Executor<'_> {
         let cmd = ssh(&shell, words);
         let result = self.run_inner(n, &cmd, &[], Duration::from_secs(120));
         if result.is_ok()
-            && let Some((id, RemoteOp::Rmdir { path })) = recorded
+            && let Some((id, RemoteOp::Rmdir { path, .. })) = recorded
         {
             self.made_dirs.push((host.to_string(), path.clone(), id));
         }
@@ -118,7 +118,7 @@ impl Executor<'_> {
         undo: Option<&RemoteOp>,
     ) -> Result<(Vec<String>, Option<RemoteOp>), String> {
         use crate::build::target::THIS_HOST_NQN;
-        let in_undo = |u: &RemoteOp| matches!(u, RemoteOp::Rmdir { path } | RemoteOp::Unlink { path } if path.contains(THIS_HOST_NQN));
+        let in_undo = |u: &RemoteOp| matches!(u, RemoteOp::Rmdir { path, mark } | RemoteOp::Unlink { path, mark } if path.contains(THIS_HOST_NQN) || mark.as_deref().is_some_and(|m| m.contains(THIS_HOST_NQN)));
         if !words.iter().any(|w| w.contains(THIS_HOST_NQN)) && !undo.is_some_and(in_undo) {
             return Ok((words.to_vec(), undo.cloned()));
         }
@@ -133,8 +133,14 @@ impl Executor<'_> {
             })?;
         let w = words.iter().map(|w| w.replace(THIS_HOST_NQN, &nqn)).collect();
         let u = undo.map(|u| match u {
-            RemoteOp::Rmdir { path } => RemoteOp::Rmdir { path: path.replace(THIS_HOST_NQN, &nqn) },
-            RemoteOp::Unlink { path } => RemoteOp::Unlink { path: path.replace(THIS_HOST_NQN, &nqn) },
+            RemoteOp::Rmdir { path, mark } => RemoteOp::Rmdir {
+                path: path.replace(THIS_HOST_NQN, &nqn),
+                mark: mark.as_ref().map(|m| m.replace(THIS_HOST_NQN, &nqn)),
+            },
+            RemoteOp::Unlink { path, mark } => RemoteOp::Unlink {
+                path: path.replace(THIS_HOST_NQN, &nqn),
+                mark: mark.as_ref().map(|m| m.replace(THIS_HOST_NQN, &nqn)),
+            },
             other => other.clone(),
         });
         Ok((w, u))
