@@ -525,7 +525,6 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
 }
 
 #[test]
-#[ignore = "a long VM test (10 minutes or more under TCG): not in the suite unless PGTIER_VM_TESTS=all"]
 fn vm_safety_rails_refuse_on_real_devices() {
     if !vm_or_skip() {
         return;
@@ -557,7 +556,6 @@ fn vm_safety_rails_refuse_on_real_devices() {
 }
 
 #[test]
-#[ignore = "a long VM test (10 minutes or more under TCG): not in the suite unless PGTIER_VM_TESTS=all"]
 fn vm_interrupted_real_runs_leave_nothing() {
     if !vm_or_skip() {
         return;

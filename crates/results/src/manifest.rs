@@ -364,6 +364,8 @@ pub struct TargetRecord {
     /// The host's kernel release (`uname -r`) and command line (/proc/cmdline), as read there.
     pub kernel: String,
     pub kernel_cmdline: String,
+    /// What protects its exports (DH-HMAC-CHAP, the host NQN alone, or any host).
+    pub access: String,
 }
 
 /// The benchmark client's host, how it was reached and what lies between it and the server.

@@ -132,6 +132,19 @@ pub enum SecretSource {
     File { path: PathBuf },
 }
 
+impl SecretSource {
+    /// The secret itself, read now (the environment variable, or the file's contents trimmed).
+    pub fn read(&self) -> Result<String, String> {
+        match self {
+            SecretSource::Env { name } => std::env::var(name)
+                .map_err(|_| format!("environment variable {name} (the DH-HMAC-CHAP secret) is not set")),
+            SecretSource::File { path } => std::fs::read_to_string(path)
+                .map(|s| s.trim().to_string())
+                .map_err(|e| format!("read secret file {}: {e}", path.display())),
+        }
+    }
+}
+
 impl fmt::Display for SecretSource {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

@@ -662,3 +662,42 @@ fn nvmet_configuration_in_the_way_is_found_before_anything_is_made() {
     assert!(why.contains(&format!("nvmet already has hosts/{NQN_HERE}")) && why.contains("another host_nqn"), "{why}");
     assert_eq!(run(None).0, Some(0), "allow_any_host: no entry of its own to make");
 }
+
+#[test]
+fn a_dhchap_key_reaches_nvmets_hosts_entry_from_the_run_directory_never_a_command_line() {
+    let host_nqn = "nqn.2014-08.org.nvmexpress:uuid:4c4c4544-0031-3910-8034-b4c04f4a3332";
+    let mut d = served(Some(host_nqn));
+    if let RealDevice::NvmeTcp(t) = &mut d.real {
+        t.dhchap_secret = Some(tiers::spec::SecretSource::File { path: "/etc/pgtier/key".into() });
+    }
+    let plan = build_plan(std::slice::from_ref(&d), &fake_ctx());
+    let steps = host_steps(&plan);
+    let host = format!("/sys/kernel/config/nvmet/hosts/{host_nqn}");
+    // Checked first there: a kernel whose nvmet asks for keys.
+    let auth =
+        steps.iter().position(|(k, w, _)| *k == HostStep::Check && w[2] == tiers::build::target::NVMET_AUTH_KERNEL);
+    let made = steps.iter().position(|(_, w, _)| *w == mkdir_words(&host)).expect("the hosts/ entry");
+    let copy = steps
+        .iter()
+        .position(|(_, w, _)| {
+            w.get(2).map(String::as_str) == Some(tiers::build::target::COPY_KEY)
+                && w[4..] == [format!("{host}/dhchap_key"), "/tmp/pgtier-fake01-t/dhchap-key".to_string()]
+        })
+        .unwrap_or_else(|| panic!("the key copied into the hosts/ entry: {plan}"));
+    assert!(auth.is_some_and(|a| a < made) && made < copy, "{plan}");
+    // Only the paths are on the command line.
+    assert!(!plan.to_string().contains("DHHC-1"), "{plan}");
+    // Without a secret, no check and no copy.
+    let plain = build_plan(&[served(Some(host_nqn))], &fake_ctx());
+    assert!(!host_steps(&plain).iter().any(|(_, w, _)| w.iter().any(|w| w.contains("dhchap"))), "{plain}");
+    // The kernel check, run here as on a host: it passes, or says why not and what to do.
+    let out =
+        std::process::Command::new("sh").args(["-c", tiers::build::target::NVMET_AUTH_KERNEL, "sh"]).output().unwrap();
+    let why = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success()
+            || ((why.contains("built without") || why.contains("cannot tell"))
+                && why.contains("leave the device's dhchap_secret out")),
+        "{why}"
+    );
+}

@@ -62,6 +62,20 @@ echo $? > "$OUT/dry-run.rc"
 echo $? > "$OUT/run.rc"
 state > "$OUT/state-after-run.txt"
 
+# 1b. The same export with DH-HMAC-CHAP: pgtier writes the key into nvmet's hosts/ entry for
+# this machine's host NQN there, and connects with it; the key is on no command line.
+nvme gen-dhchap-key > /tmp/keys/dhchap 2> "$OUT/gen-dhchap-key.stderr"
+KEY=$(cat /tmp/keys/dhchap)
+sed "s|^export = \(.*\)$|export = \1\ndhchap_secret_file = \"/tmp/keys/dhchap\"|" /job/target.toml > /tmp/keyed.toml
+( while :; do grep -l -a -F "$KEY" /proc/[0-9]*/cmdline 2>/dev/null; sleep 0.2; done ) > "$OUT/keyed.cmdline-leaks" &
+watch=$!
+"$XTASK" compare --config /tmp/keyed.toml --out "$OUT/keyed" > "$OUT/keyed.stdout" 2> "$OUT/keyed.stderr"
+echo $? > "$OUT/keyed.rc"
+kill $watch; wait $watch 2>/dev/null
+state > "$OUT/state-after-keyed.txt"
+grep -r -l -F "$KEY" "$OUT/keyed" /var/lib/pgtier > "$OUT/keyed.file-leaks" 2>/dev/null
+dmesg | grep -i -E 'nvmet?(_auth|-auth)?:.*(auth|dhchap|authenticat)' > "$OUT/keyed.dmesg" 2>&1
+
 # 2. Another owner took the subsystem's name (an idle subsystem): the run stops at its mkdir and
 # teardown leaves that subsystem alone.
 mkdir "$C/subsystems/$OURS"

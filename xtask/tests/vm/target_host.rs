@@ -57,6 +57,15 @@ fn target_host_case(mode: &str, timeout: Duration) -> Guest {
         assert!(other.iter().any(|l| l == item), "the other owner's {item}: {other:?}");
     }
     assert_same_state(&before, &g.out("state-after-run.txt"), &[], "after the run");
+    // DH-HMAC-CHAP asked of a target whose kernel cannot ask for it (Debian 12's 6.1 is built
+    // without CONFIG_NVME_TARGET_AUTH): refused on the host before anything is made, and the
+    // key was on no command line and in no file of the run.
+    let keyed = g.out("keyed.stderr");
+    assert_eq!(g.out("keyed.rc").trim(), "1", "{keyed}");
+    assert!(keyed.contains("CONFIG_NVME_TARGET_AUTH is not set in /boot/config-6.1"), "{keyed}");
+    assert_eq!(g.out("keyed.cmdline-leaks"), "", "the key on a command line");
+    assert_eq!(g.out("keyed.file-leaks"), "", "the key in a file of the run");
+    assert_same_state(&before, &g.out("state-after-keyed.txt"), &[], "DH-HMAC-CHAP refused");
     // The name taken: refused at the mkdir, the other's subsystem left as it was.
     let taken = g.out("taken.stderr");
     assert_eq!(g.out("taken.rc").trim(), "1", "{taken}");

@@ -49,6 +49,15 @@ pub fn open_targets(exp: &Experiment, token: &str, journal: &Journal) -> Result<
             ssh.run(&w).map(|o| o.stdout.trim().to_string()).unwrap_or_default()
         };
         let (kernel, kernel_cmdline) = (read(&["uname", "-r"]), read(&["cat", "/proc/cmdline"]));
+        let access = export_access(exp, host);
+        // The DH-HMAC-CHAP key the export asks for: into a mode-0600 file of the run's
+        // directory there, over ssh's stdin (on no command line); the plan copies it into nvmet.
+        if !exp.emulated
+            && let Some(secret) = key_of(exp, host)
+        {
+            let key = secret.read().map_err(|e| anyhow::anyhow!("target host {}: {e}", host.name))?;
+            ssh.write_private(&tiers::build::target::key_file(&ssh.work_dir), key.as_bytes())?;
+        }
         if !exp.emulated
             && let Some(w) = nvmet_tcp_kernel_warning(&host.name, &kernel, &kernel_cmdline)
         {
@@ -72,6 +81,7 @@ pub fn open_targets(exp: &Experiment, token: &str, journal: &Journal) -> Result<
             work_dir: ssh.work_dir.clone(),
             kernel,
             kernel_cmdline,
+            access,
         };
         eprintln!(
             "  target host {}: {} (TCP round trip {}), serves {}",
@@ -83,6 +93,35 @@ pub fn open_targets(exp: &Experiment, token: &str, journal: &Journal) -> Result<
         records.push(record);
     }
     Ok(records)
+}
+
+/// The DH-HMAC-CHAP secret of the devices `h` serves to this machine by name (validation makes
+/// them share one), if they have one.
+fn key_of<'e>(exp: &'e Experiment, h: &Host) -> Option<&'e tiers::spec::SecretSource> {
+    exp.used_devices().into_iter().find_map(|d| match (&d.target_host, &d.real) {
+        (Some(t), tiers::spec::RealDevice::NvmeTcp(nt)) if t.name == h.name && !t.allow_any_host => {
+            nt.dhchap_secret.as_ref()
+        }
+        _ => None,
+    })
+}
+
+/// What protects the exports of host `h`, said plainly for the manifest and report.md.
+fn export_access(exp: &Experiment, h: &Host) -> String {
+    if exp.emulated {
+        return "the --emulate stand-in (nbdkit) answers any client that reaches its port on the host's address".into();
+    }
+    let any = exp
+        .used_devices()
+        .into_iter()
+        .any(|d| d.target_host.as_ref().is_some_and(|t| t.name == h.name && t.allow_any_host));
+    if any {
+        "allow_any_host = true: any host that reaches the port may connect and read and write the export".into()
+    } else if key_of(exp, h).is_some() {
+        "this machine's host NQN alone, authenticated by DH-HMAC-CHAP (nvmet's hosts/<host NQN>/dhchap_key)".into()
+    } else {
+        "this machine's host NQN alone, not authenticated: any machine that presents that NQN may connect and read and write the export (give the device dhchap_secret_env or dhchap_secret_file for DH-HMAC-CHAP)".into()
+    }
 }
 
 /// What `--dry-run` says of the target hosts, before the plan: how each is reached (the
@@ -101,6 +140,13 @@ pub fn dry_run(exp: &Experiment, token: &str) {
             "  then `mkdir -m 700 -- {}` there (the run's directory, removed with `rm -rf` at teardown); the plan's `[on host {}]` steps run over this connection",
             ssh.work_dir, h.name
         );
+        if !exp.emulated && key_of(exp, h).is_some() {
+            println!(
+                "  then the DH-HMAC-CHAP secret into {} there (mode 0600, written from ssh's stdin: on no command line)",
+                tiers::build::target::key_file(&ssh.work_dir)
+            );
+        }
+        println!("  access to its exports: {}", export_access(exp, h));
     }
 }
 

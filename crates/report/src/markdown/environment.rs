@@ -111,6 +111,9 @@ fn target(table: &mut Table, t: &results::manifest::TargetRecord) {
         format!("transport to {}", t.host),
         format!("{}; set-up {:.0} ms, a command over it {:.1} ms", t.transport, t.ssh_setup_ms, t.ssh_command_ms),
     ]);
+    if !t.access.is_empty() {
+        table.row(vec![format!("access to {}'s exports", t.host), t.access.clone()]);
+    }
     if !t.kernel.is_empty() {
         table.row(vec![format!("kernel of {}", t.host), format!("Linux {}; `{}`", t.kernel, t.kernel_cmdline)]);
     }

@@ -38,6 +38,33 @@ pub const MKDIR_MARKED: &str = r#"mkdir -- "$1" && : > "$2""#;
 /// `ln -s -- $1 $2`, then (only if it made the link) the mark `$3`.
 pub const LINK_MARKED: &str = r#"ln -s -- "$1" "$2" && : > "$3""#;
 
+/// Exits 1 (saying why) unless nvmet there can ask for a DH-HMAC-CHAP key: Linux 6.0 or later
+/// built with CONFIG_NVME_TARGET_AUTH (the kernel's config in /boot, else nvmet's module
+/// depending on nvme-auth). Debian 12's 6.1 kernel is built without it.
+pub const NVMET_AUTH_KERNEL: &str = r#"r=$(uname -r); major=${r%%.*}
+fix="leave the device's dhchap_secret out (the export then admits this machine's host NQN unauthenticated), or use a kernel built with it there"
+case "$major" in ''|*[!0-9]*) echo "cannot read the kernel release ($r)" >&2; exit 1 ;; esac
+[ "$major" -ge 6 ] || { echo "Linux $r: nvmet has DH-HMAC-CHAP (hosts/<host NQN>/dhchap_key) from Linux 6.0 on; $fix" >&2; exit 1; }
+cfg=/boot/config-$r
+if [ -r "$cfg" ]; then
+  grep -qx 'CONFIG_NVME_TARGET_AUTH=y' "$cfg" && exit 0
+  echo "Linux $r is built without nvmet's in-band authentication (CONFIG_NVME_TARGET_AUTH is not set in $cfg), so nvmet would never ask for the key; $fix" >&2; exit 1
+fi
+deps=$(modinfo -F depends nvmet 2>/dev/null)
+case ",$deps," in *,nvme-auth,*|*,nvme_auth,*) exit 0 ;; esac
+echo "cannot tell that nvmet on Linux $r has in-band authentication (no $cfg; modinfo nvmet depends on: ${deps:-nothing read}); $fix" >&2
+exit 1"#;
+
+/// Copies the key file `$2` (mode 0600 in the run's directory there, written from stdin when
+/// the connection opened) into nvmet's attribute `$1`: the key is on no command line.
+pub const COPY_KEY: &str = r#"cat -- "$2" > "$1""#;
+
+/// Where the DH-HMAC-CHAP key of this machine's host NQN waits in the run's directory `dir` on
+/// a target host, for [`COPY_KEY`].
+pub fn key_file(dir: &str) -> String {
+    format!("{dir}/dhchap-key")
+}
+
 /// The mark of configfs item `path` in the run's directory `dir` on the host.
 fn mark_of(dir: &str, path: &str) -> String {
     format!("{dir}/made{}", path.replace('/', "%"))
@@ -231,6 +258,15 @@ pub(super) fn nvmet_export(
         Action::HostDeviceCheck { host: h.clone(), device: t.export.clone(), allow_wipe: d.allow_wipe },
         format!("never export a device of host {h} that holds data, is in use (the O_EXCL open made there by perl) or another nvmet export serves (checked there over ssh)"),
     );
+    if nt.dhchap_secret.is_some() && !t.allow_any_host {
+        on_host(
+            plan,
+            d,
+            t,
+            (HostStep::Check, words(&["sh", "-c", NVMET_AUTH_KERNEL, "sh"]), None),
+            format!("DH-HMAC-CHAP on the export: nvmet on host {h} asks for the key from Linux 6.0 on"),
+        );
+    }
     on_host(
         plan,
         d,
@@ -318,6 +354,14 @@ pub(super) fn nvmet_export(
                 &host,
                 "this machine's host NQN (host_nqn, else /etc/nvme/hostnqn, as the connect uses it) as nvmet knows hosts (refused if another configuration has it)",
             );
+            if nt.dhchap_secret.is_some() {
+                export(
+                    plan,
+                    words(&["sh", "-c", COPY_KEY, "sh", &format!("{host}/dhchap_key"), &key_file(&dir)]),
+                    None,
+                    "DH-HMAC-CHAP: nvmet asks this host NQN for the key (the same secret this machine connects with), copied from the mode-0600 file written over ssh's stdin when the connection opened; removed with the run's directory and with the hosts/ entry at teardown",
+                );
+            }
         }
         link(plan, &host, &format!("{subsys}/allowed_hosts/{host_nqn}"), "admit this machine's host NQN alone");
     }

@@ -521,14 +521,7 @@ impl Executor<'_> {
 }
 
 fn read_secret(src: &SecretSource) -> Result<String, String> {
-    match src {
-        SecretSource::Env { name } => {
-            std::env::var(name).map_err(|_| format!("environment variable {name} (the DH-HMAC-CHAP secret) is not set"))
-        }
-        SecretSource::File { path } => std::fs::read_to_string(path)
-            .map(|s| s.trim().to_string())
-            .map_err(|e| format!("read secret file {}: {e}", path.display())),
-    }
+    src.read()
 }
 
 /// Polls `ok` every 100 ms of the system's sleep, `limit` long (a fake system does not sleep).
