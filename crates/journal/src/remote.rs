@@ -57,25 +57,32 @@ kill -KILL $alive 2>/dev/null; sleep 0.5
 for p in $alive; do [ -d "/proc/$p" ] && { echo "still running: $p" >&2; exit 1; }; done
 echo done"#;
 
+/// A mark is gone with its item: the mark file, and its directory once empty.
+const UNMARK: &str = r#"unmark() { [ -z "${1:-}" ] || { rm -f -- "$1"; rmdir -- "${1%/*}" 2>/dev/null; }; return 0; }"#;
+
 const RMDIR: &str = r#"[ -d "$1" ] || { echo none; exit 0; }
 [ -z "${2:-}" ] || [ -e "$2" ] || { echo "$1: not made by this run (no $2): left alone" >&2; echo none; exit 0; }
-rmdir -- "$1" && echo done"#;
+rmdir -- "$1" || exit 1
+unmark "${2:-}"; echo done"#;
 
 const UNLINK: &str = r#"[ -L "$1" ] || { echo none; exit 0; }
 [ -z "${2:-}" ] || [ -e "$2" ] || { echo "$1: not made by this run (no $2): left alone" >&2; echo none; exit 0; }
-rm -f -- "$1" && echo done"#;
+rm -f -- "$1" || exit 1
+unmark "${2:-}"; echo done"#;
 
 impl RemoteOp {
     /// The words run on the host: `sh -c <constant script> sh <values>`.
     pub fn words(&self) -> Vec<String> {
-        let (script, args): (&str, Vec<&str>) = match self {
-            RemoteOp::StopProcess { program, pidfile } => (STOP, vec![program, pidfile]),
-            RemoteOp::Rmdir { path, mark } => (RMDIR, std::iter::once(path.as_str()).chain(mark.as_deref()).collect()),
+        let (script, args): (String, Vec<&str>) = match self {
+            RemoteOp::StopProcess { program, pidfile } => (STOP.into(), vec![program, pidfile]),
+            RemoteOp::Rmdir { path, mark } => {
+                (format!("{UNMARK}\n{RMDIR}"), std::iter::once(path.as_str()).chain(mark.as_deref()).collect())
+            }
             RemoteOp::Unlink { path, mark } => {
-                (UNLINK, std::iter::once(path.as_str()).chain(mark.as_deref()).collect())
+                (format!("{UNMARK}\n{UNLINK}"), std::iter::once(path.as_str()).chain(mark.as_deref()).collect())
             }
         };
-        let mut w: Vec<String> = vec!["sh".into(), "-c".into(), script.into(), "sh".into()];
+        let mut w: Vec<String> = vec!["sh".into(), "-c".into(), script, "sh".into()];
         w.extend(args.into_iter().map(str::to_string));
         w
     }
@@ -183,8 +190,10 @@ mod tests {
         // Marked: removed.
         std::fs::write(&mark, "").unwrap();
         assert_eq!(run(&unlink).stdout.trim(), "done");
+        assert!(!mark.exists(), "the mark goes with its item");
+        std::fs::write(&mark, "").unwrap();
         assert_eq!(run(&rmdir).stdout.trim(), "done");
-        assert!(!sub.exists() && !link.exists());
+        assert!(!sub.exists() && !link.exists() && !mark.exists());
         // A record written before marks existed reads as unmarked.
         let old: RemoteOp = serde_json::from_str(r#"{"op":"rmdir","path":"/x"}"#).unwrap();
         assert_eq!(old, RemoteOp::Rmdir { path: "/x".into(), mark: None });

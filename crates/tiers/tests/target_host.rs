@@ -33,7 +33,7 @@ fn shell() -> RemoteShell {
 
 /// The mark of configfs item `path` in the run's directory on the host.
 fn mark(path: &str) -> String {
-    format!("/tmp/pgtier-fake01-t/made{}", path.replace('/', "%"))
+    format!("/tmp/pgtier-fake01-t.marks/made{}", path.replace('/', "%"))
 }
 
 /// The words of the export step that makes directory `path` (and its mark).

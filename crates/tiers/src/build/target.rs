@@ -31,12 +31,12 @@ const NBD_PORT: u16 = 10809;
 /// Writes `$2` into the file `$1` (a configfs attribute), without a newline.
 const WRITE: &str = r#"printf %s "$2" > "$1""#;
 
-/// `mkdir -- $1`, then (only if it made the directory) the empty file `$2` in the run's own
-/// directory on the host: the mark its undo looks for before it removes anything.
-pub const MKDIR_MARKED: &str = r#"mkdir -- "$1" && : > "$2""#;
+/// `mkdir -- $1`, then (only if it made the directory) the empty file `$2`: the mark its undo
+/// looks for before it removes anything (and removes with it).
+pub const MKDIR_MARKED: &str = r#"mkdir -- "$1" && mkdir -p -m 700 -- "${2%/*}" && : > "$2""#;
 
 /// `ln -s -- $1 $2`, then (only if it made the link) the mark `$3`.
-pub const LINK_MARKED: &str = r#"ln -s -- "$1" "$2" && : > "$3""#;
+pub const LINK_MARKED: &str = r#"ln -s -- "$1" "$2" && mkdir -p -m 700 -- "${3%/*}" && : > "$3""#;
 
 /// Exits 1 (saying why) unless nvmet there can ask for a DH-HMAC-CHAP key: Linux 6.0 or later
 /// built with CONFIG_NVME_TARGET_AUTH (the kernel's config in /boot, else nvmet's module
@@ -65,9 +65,11 @@ pub fn key_file(dir: &str) -> String {
     format!("{dir}/dhchap-key")
 }
 
-/// The mark of configfs item `path` in the run's directory `dir` on the host.
+/// The mark of configfs item `path`, next to the run's directory `dir` on the host (not in it:
+/// a teardown that must leave the export under a busy filesystem still removes that directory,
+/// and `cleanup` needs the marks later).
 fn mark_of(dir: &str, path: &str) -> String {
-    format!("{dir}/made{}", path.replace('/', "%"))
+    format!("{dir}.marks/made{}", path.replace('/', "%"))
 }
 
 /// The configfs item an export step makes (a marked `mkdir` or `ln -s`), if it is one.
