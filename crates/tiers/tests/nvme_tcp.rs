@@ -416,21 +416,22 @@ fn nothing_written(f: &FakeSystem) {
     assert!(writes.is_empty(), "nothing may be written: {writes:?}\n{commands:#?}");
 }
 
+/// Runs a device of pgt-capture without `nsid` (and with allow_wipe) on `f`: refused as
+/// needing an NSID, naming `namespaces`, with nothing written.
+fn refused_without_nsid(f: &mut FakeSystem, namespaces: &str) -> Outcome {
+    let mut d = with_target(nvme_tcp("remote", "pgt-capture", None), |t| t.address = "127.0.0.1".into());
+    d.allow_wipe = true;
+    let o = run_plan(&[d], &fake_ctx(), f);
+    assert_eq!(refusal(&o), Refusal::NsidNeeded { nqn: "pgt-capture".into(), namespaces: namespaces.into() });
+    nothing_written(f);
+    o
+}
+
 #[test]
 fn two_namespaces_without_nsid_are_refused_and_nothing_is_written() {
     // Even with allow_wipe: which namespace is meant, the file does not say.
     let mut f = two_namespace_machine();
-    let mut d = with_target(nvme_tcp("remote", "pgt-capture", None), |t| t.address = "127.0.0.1".into());
-    d.allow_wipe = true;
-    let o = run_plan(&[d], &fake_ctx(), &mut f);
-    assert_eq!(
-        refusal(&o),
-        Refusal::NsidNeeded {
-            nqn: "pgt-capture".into(),
-            namespaces: "/dev/nvme6n1 (NSID 1), /dev/nvme6n2 (NSID 2)".into()
-        }
-    );
-    nothing_written(&f);
+    let o = refused_without_nsid(&mut f, "/dev/nvme6n1 (NSID 1), /dev/nvme6n2 (NSID 2)");
     assert!(f.commands().iter().any(|c| c.starts_with("nvme connect")), "refused once connected");
     assert!(o.journal_text.contains("\"controller\":\"nvme6\""), "teardown disconnects what it connected");
 }
@@ -441,17 +442,7 @@ fn a_second_namespace_without_its_block_device_yet_is_seen_by_the_controller() {
     // controller's active namespace list has both.
     let mut f = two_namespace_machine_listing(listing_without_ns2());
     f.answer("nvme list-ns", Canned::ok(fixture("vm/nvme-list-ns.tcp.txt")));
-    let mut d = with_target(nvme_tcp("remote", "pgt-capture", None), |t| t.address = "127.0.0.1".into());
-    d.allow_wipe = true;
-    let o = run_plan(&[d], &fake_ctx(), &mut f);
-    assert_eq!(
-        refusal(&o),
-        Refusal::NsidNeeded {
-            nqn: "pgt-capture".into(),
-            namespaces: "NSID 1, NSID 2, by `nvme list-ns /dev/nvme6`".into()
-        }
-    );
-    nothing_written(&f);
+    refused_without_nsid(&mut f, "NSID 1, NSID 2, by `nvme list-ns /dev/nvme6`");
 }
 
 #[test]
