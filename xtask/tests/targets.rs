@@ -283,6 +283,8 @@ fn dry_runs_show_every_step_on_the_target_host() {
     let order = [
         "## Target hosts",
         "[on host storage] check /dev/disk/by-id/nvme-target-ssd is a block device",
+        "[on host storage] modprobe -n -a nvmet nvmet-tcp",
+        "[on host storage] check /sys/kernel/config/nvmet/ports/*/addr_* has no port on 192.0.2.7 port 4420 (nor on the wildcard address), and /sys/kernel/config/nvmet/hosts/ no entry <host NQN of this machine>",
         "[on host storage] modprobe -a nvmet nvmet-tcp",
         "[on host storage] mkdir -- /sys/kernel/config/nvmet/subsystems/nqn.2026-12.io.pgtier:storage:remote",
         "/sys/kernel/config/nvmet/subsystems/nqn.2026-12.io.pgtier:storage:remote/attr_allow_any_host 0",

@@ -341,6 +341,9 @@ pub struct RawDevice {
     pub host_id: Option<Spanned<String>>,
     #[serde(default)]
     pub nsid: Option<u32>,
+    /// The namespace's UUID or NGUID, checked after connect.
+    #[serde(default)]
+    pub uuid: Option<Spanned<String>>,
     #[serde(default)]
     pub dhchap_secret_env: Option<String>,
     #[serde(default)]

@@ -162,15 +162,23 @@ fn any_host_is_admitted_only_when_asked_for_by_name_with_a_warning() {
 }
 
 #[test]
-fn a_dhchap_secret_on_a_target_host_device_is_refused() {
-    // The target would never ask for it: pgtier writes no hosts/<nqn>/dhchap_key there.
+fn a_dhchap_secret_on_a_target_host_device_is_written_there_unless_any_host_may_connect() {
+    // The target asks for the key in hosts/<host NQN>/dhchap_key: accepted, kept as its source.
     for k in ["dhchap_secret_env = \"KEY\"", "dhchap_secret_file = \"/etc/pgtier/key\""] {
         let text =
             FILE.replace("export = \"/dev/disk/by-id/nvme-B\"", &format!("export = \"/dev/disk/by-id/nvme-B\"\n{k}"));
-        let errs = errors(&text, false);
+        let e = parse(Path::new("/exp/t.toml"), &text, &opts(false)).unwrap_or_else(|e| panic!("{e}"));
+        let tiers::spec::RealDevice::NvmeTcp(nt) = &e.device("remote").unwrap().real else { panic!() };
+        assert!(nt.dhchap_secret.is_some());
+        // With allow_any_host, nvmet would ask no host for a key: refused.
+        let open = text.replace(
+            "export = \"/dev/disk/by-id/nvme-B\"",
+            "export = \"/dev/disk/by-id/nvme-B\"\nallow_any_host = true",
+        );
+        let errs = errors(&open, false);
         let name = k.split(' ').next().unwrap();
         let e = errs.0.iter().find(|e| e.key.as_deref() == Some(&format!("device[remote].{name}"))).expect("refused");
-        assert!(e.message.contains("not supported") && e.message.contains("dhchap_key"), "{errs}");
+        assert!(e.message.contains("allow_any_host") && e.message.contains("dhchap_key"), "{errs}");
         assert!(e.line.is_some(), "{errs}");
     }
 }

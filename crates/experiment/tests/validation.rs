@@ -1131,3 +1131,80 @@ fn cpu_pinning_takes_two_disjoint_cpu_lists() {
     assert_eq!(err.line, Some(line_of(&tpcc, "pin_client")));
     assert!(err.message.contains("is TPC-C") && err.message.contains("pinning is for pgbench"), "{err}");
 }
+
+/// BASE with d1 an NVMe/TCP device with `d1` lines and a third device d3 on the same
+/// subsystem with `d3` lines (d3 unused by any placement).
+fn two_namespaces(d1: &str, d3: &str) -> String {
+    let remote = |name: &str, extra: &str| {
+        format!(
+            "[[device]]\nname = \"{name}\"\nclass = \"nvme-tcp\"\naddress = \"192.0.2.7\"\nnqn = \"nqn.2014-08.org.example:t\"\n{extra}"
+        )
+    };
+    BASE.replace(
+        "[[device]]\nname = \"d1\"\nclass = \"nvme\"\npath = \"/dev/disk/by-id/nvme-A\"\n",
+        &format!("{}\n{}", remote("d1", d1), remote("d3", d3)),
+    )
+}
+
+#[test]
+fn namespaces_of_one_nvme_tcp_connection_each_name_their_nsid() {
+    // Distinct NSIDs: accepted, each device its namespace.
+    let ok = two_namespaces("nsid = 1\n", "nsid = 2\n");
+    let e = parse(Path::new("exp.toml"), &ok, &opts(false)).unwrap_or_else(|e| panic!("{e}"));
+    let nsids: Vec<Option<u32>> = e
+        .devices
+        .iter()
+        .filter_map(|d| match &d.real {
+            tiers::spec::RealDevice::NvmeTcp(t) => Some(t.nsid),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(nsids, [Some(1), Some(2)]);
+    // Either without nsid: refused at the second device, naming both and the fix.
+    for (d1, d3) in [("", ""), ("nsid = 1\n", ""), ("", "nsid = 2\n")] {
+        let text = two_namespaces(d1, d3);
+        let e = errors(&text, false);
+        let err = e.0.iter().find(|e| e.key.as_deref() == Some("device[d3].nsid")).unwrap_or_else(|| panic!("{e}"));
+        assert!(
+            err.message.contains("\"d1\" and \"d3\" share one connection")
+                && err.message.contains("give each its `nsid`"),
+            "{err}"
+        );
+        assert_eq!(err.line, Some(line_of(&text, "name = \"d3\"") - 1), "at d3's [[device]]: {err}");
+    }
+    // The same NSID twice: refused.
+    let e = errors(&two_namespaces("nsid = 1\n", "nsid = 1\n"), false);
+    assert!(e.0.iter().any(|e| e.message.contains("both name namespace 1")), "{e}");
+    // Another port is another connection: no NSID needed.
+    let other_port = two_namespaces("", "port = 4421\n");
+    assert!(parse(Path::new("exp.toml"), &other_port, &opts(false)).is_ok());
+    // nsid 0 is no namespace.
+    let e = errors(&two_namespaces("nsid = 0\n", "nsid = 2\n"), false);
+    assert!(e.0.iter().any(|e| e.key.as_deref() == Some("device[d1].nsid") && e.message.contains("start at 1")), "{e}");
+}
+
+#[test]
+fn nvme_tcp_uuid_and_address_are_checked_with_the_value_quoted() {
+    let ok = two_namespaces(
+        "nsid = 1\nuuid = \"6B2C2AC2-3F1E-4E0B-9C3A-0123456789AB\"\n",
+        "nsid = 2\nuuid = \"000000000000000100a0980000000002\"\n",
+    );
+    let e = parse(Path::new("exp.toml"), &ok, &opts(false)).unwrap_or_else(|e| panic!("{e}"));
+    assert!(e.devices.iter().any(|d| matches!(&d.real, tiers::spec::RealDevice::NvmeTcp(t) if t.uuid.as_deref() == Some("6B2C2AC2-3F1E-4E0B-9C3A-0123456789AB"))));
+    let text = two_namespaces("nsid = 1\nuuid = \"not-a-uuid\"\n", "nsid = 2\n");
+    let err = errors(&text, false).0.into_iter().find(|e| e.key.as_deref() == Some("device[d1].uuid")).unwrap();
+    assert!(err.message.contains("\"not-a-uuid\" is neither a UUID nor an NGUID"), "{err}");
+    assert_eq!(err.line, Some(line_of(&text, "not-a-uuid")));
+    // A host name where NVMe/TCP takes an IP address.
+    let text = two_namespaces("nsid = 1\n", "nsid = 2\n").replacen(
+        "address = \"192.0.2.7\"",
+        "address = \"storage.example\"",
+        1,
+    );
+    let err = errors(&text, false).0.into_iter().find(|e| e.key.as_deref() == Some("device[d1].address")).unwrap();
+    assert!(err.message.contains("\"storage.example\" is not an IP address"), "{err}");
+    assert!(parse(Path::new("exp.toml"), &text.replace("storage.example", "2001:db8::7"), &opts(false)).is_ok());
+    // nsid and uuid mean nothing on other classes.
+    let text = BASE.replace("namespace = \"namespace0.0\"\n", "namespace = \"namespace0.0\"\nnsid = 1\n");
+    assert!(errors(&text, false).0.iter().any(|e| e.message.contains("`nsid/uuid` does not apply to a pmem device")));
+}

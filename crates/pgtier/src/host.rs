@@ -81,6 +81,8 @@ pub fn collect() -> HostFacts {
     HostFacts {
         hostname: nix::unistd::gethostname().map(|h| h.to_string_lossy().into_owned()).unwrap_or_default(),
         kernel: uts.as_ref().map(|u| u.release().to_string_lossy().into_owned()).unwrap_or_default(),
+        kernel_version: uts.as_ref().map(|u| u.version().to_string_lossy().into_owned()).unwrap_or_default(),
+        kernel_cmdline: read("/proc/cmdline").unwrap_or_default(),
         os,
         cpu_model: field("model name").unwrap_or_default(),
         cpu_cores: if cores.is_empty() { threads } else { cores.len() },

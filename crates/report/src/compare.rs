@@ -93,6 +93,9 @@ pub fn environment_changes(a: &ResultSet, b: &ResultSet) -> Vec<Change> {
     );
     push("memory", format!("{} bytes", ma.host.memory_bytes), format!("{} bytes", mb.host.memory_bytes));
     push("kernel", ma.host.kernel.clone(), mb.host.kernel.clone());
+    if !(ma.host.kernel_cmdline.is_empty() && mb.host.kernel_cmdline.is_empty()) {
+        push("kernel command line", ma.host.kernel_cmdline.clone(), mb.host.kernel_cmdline.clone());
+    }
     push("operating system", ma.host.os.clone(), mb.host.os.clone());
     push("virtualisation", ma.host.virtualization.clone(), mb.host.virtualization.clone());
     push("host", ma.host.hostname.clone(), mb.host.hostname.clone());

@@ -144,6 +144,11 @@ pub struct WorkloadRecord {
 pub struct HostFacts {
     pub hostname: String,
     pub kernel: String,
+    /// The kernel's build (`uname -v`: distribution package and date).
+    pub kernel_version: String,
+    /// The kernel's command line (/proc/cmdline): hardening and tuning parameters change what
+    /// is measured (and whether some kernels' bugs show).
+    pub kernel_cmdline: String,
     pub os: String,
     pub cpu_model: String,
     pub cpu_cores: usize,
@@ -356,6 +361,11 @@ pub struct TargetRecord {
     pub ssh_command_ms: f64,
     /// This run's directory on the host (image files, pid files, logs), removed at teardown.
     pub work_dir: String,
+    /// The host's kernel release (`uname -r`) and command line (/proc/cmdline), as read there.
+    pub kernel: String,
+    pub kernel_cmdline: String,
+    /// What protects its exports (DH-HMAC-CHAP, the host NQN alone, or any host).
+    pub access: String,
 }
 
 /// The benchmark client's host, how it was reached and what lies between it and the server.

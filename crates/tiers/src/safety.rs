@@ -46,13 +46,21 @@ pub enum Refusal {
     )]
     Busy { device: String },
     #[error(
-        "{device} is already exported by nvmet on that host ({paths}); pgtier never exports a device another export serves"
+        "{device} is already exported by nvmet on that host ({paths}); pgtier never exports a device another export serves, nor a partition or the whole disk of one, nor a namespace of a controller a passthru subsystem exports"
     )]
     Exported { device: String, paths: String },
     #[error(
         "{device} is not the namespace pgtier exported: its wwid is {actual:?}, the export was given uuid.{expected}; another target answered at that address and subsystem NQN (nothing was written)"
     )]
     WrongNamespace { device: String, expected: String, actual: String },
+    #[error(
+        "subsystem {nqn} exposes more than one namespace ({namespaces}) and the experiment file names none; pgtier formats only the namespace it is told to, never the first listed: add nsid = <NSID> to the device (nothing was written)"
+    )]
+    NsidNeeded { nqn: String, namespaces: String },
+    #[error(
+        "{device} is not the namespace the experiment file names: uuid {expected} was given, the namespace shows {actual}; check the device's `uuid` (`nvme id-ns {device} -o json` shows its nguid, /sys/block/<dev>/wwid its identifier); nothing was written"
+    )]
+    NamespaceNotNamed { device: String, expected: String, actual: String },
     #[error("{device} is open or mapped by process(es) {pids}")]
     OpenByProcess { device: String, pids: String },
     #[error(
@@ -286,6 +294,37 @@ pub fn check_namespace_uuid(sys: &mut dyn System, dev: &Path, uuid: &str) -> Res
     } else {
         Err(Refusal::WrongNamespace { device: dev.display().to_string(), expected: uuid.to_string(), actual })
     }
+}
+
+/// Checks that NVMe namespace `dev` is the one named by `id`, a UUID or an NGUID (32 hex
+/// digits, dashes and case ignored): the kernel's `wwid` (`uuid.<uuid>`, or `eui.<nguid>`
+/// when the namespace has no UUID), `uuid` and `nguid` attributes are read, and any of them
+/// naming `id` is enough.
+pub fn check_namespace_named(sys: &mut dyn System, dev: &Path, id: &str) -> Result<(), Refusal> {
+    let real = sys.canonicalize(dev).unwrap_or_else(|_| dev.to_path_buf());
+    let class = Path::new("/sys/class/block").join(kernel_name(&real));
+    let wanted = hex_id(id);
+    let mut shown = Vec::new();
+    for attr in ["wwid", "uuid", "nguid"] {
+        let Ok(value) = sys.read_to_string(&class.join(attr)) else { continue };
+        let value = value.trim().to_string();
+        let bare = value.strip_prefix("uuid.").or_else(|| value.strip_prefix("eui.")).unwrap_or(&value);
+        if !wanted.is_empty() && hex_id(bare) == wanted {
+            return Ok(());
+        }
+        shown.push(format!("{attr} {value}"));
+    }
+    let actual = if shown.is_empty() {
+        format!("nothing readable in {}/{{wwid,uuid,nguid}}", class.display())
+    } else {
+        shown.join(", ")
+    };
+    Err(Refusal::NamespaceNotNamed { device: dev.display().to_string(), expected: id.to_string(), actual })
+}
+
+/// A UUID or NGUID as bare lower-case hex digits (`"6B2C...-..."` -> `"6b2c..."`).
+pub fn hex_id(id: &str) -> String {
+    id.trim().chars().filter(|c| *c != '-').map(|c| c.to_ascii_lowercase()).collect()
 }
 
 /// Checks that nothing uses `dev` or its partitions, and (unless `allow_wipe`) that it carries

@@ -115,8 +115,13 @@ pub struct NvmeTcpTarget {
     pub host_id: Option<String>,
     /// Where the DH-HMAC-CHAP secret comes from; the secret itself is never stored.
     pub dhchap_secret: Option<SecretSource>,
-    /// Which namespace of the subsystem to use (NSID); the first one when absent.
+    /// Which namespace of the subsystem to use (NSID). Without it the subsystem must expose
+    /// exactly one namespace: with more, pgtier refuses rather than pick one.
     pub nsid: Option<u32>,
+    /// The namespace's UUID or NGUID (as `nvme id-ns` and `/sys/block/<dev>/wwid` show it),
+    /// checked once the namespace is found: a different namespace is refused before anything
+    /// is written.
+    pub uuid: Option<String>,
 }
 
 /// A secret read at execution time; only its source is ever printed or recorded.
@@ -125,6 +130,19 @@ pub struct NvmeTcpTarget {
 pub enum SecretSource {
     Env { name: String },
     File { path: PathBuf },
+}
+
+impl SecretSource {
+    /// The secret itself, read now (the environment variable, or the file's contents trimmed).
+    pub fn read(&self) -> Result<String, String> {
+        match self {
+            SecretSource::Env { name } => std::env::var(name)
+                .map_err(|_| format!("environment variable {name} (the DH-HMAC-CHAP secret) is not set")),
+            SecretSource::File { path } => std::fs::read_to_string(path)
+                .map(|s| s.trim().to_string())
+                .map_err(|e| format!("read secret file {}: {e}", path.display())),
+        }
+    }
 }
 
 impl fmt::Display for SecretSource {

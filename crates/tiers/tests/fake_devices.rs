@@ -44,6 +44,7 @@ fn pmem_in_fsdax_mode_is_formatted_without_reflink_and_mounted_with_dax() {
             "ndctl list -N -i".to_string(),
             "blkid -p -o export /dev/pmem0".into(),
             "wipefs -J --no-act /dev/pmem0".into(),
+            "udevadm settle --timeout=60".into(),
             "mkfs.xfs -m reflink=0 -d su=2m,sw=1 -L pmem-data /dev/pmem0".into(),
             format!("mount -t xfs -o noatime,dax=always /dev/pmem0 {}", mp.display()),
             format!("xfs_info {}", mp.display()),
@@ -91,8 +92,9 @@ fn pmem_in_devdax_mode_is_reconfigured_when_allowed() {
         f.commands(),
         vec![
             "ndctl list -N -i".to_string(),
-            "ndctl create-namespace -f -e namespace0.0 -m fsdax".into(),
+            "ndctl create-namespace -f -e namespace0.0 -m fsdax --align=2M".into(),
             "ndctl list -N -i".into(),
+            "udevadm settle --timeout=60".into(),
             "mkfs.xfs -f -m reflink=0 -d su=2m,sw=1 -L pm /dev/pmem0".into(),
             format!("mount -t xfs -o noatime,dax=always /dev/pmem0 {}", mp.display()),
             format!("xfs_info {}", mp.display()),
@@ -562,7 +564,7 @@ fn dry_run_of_a_pmem_file_reads_in_order() {
         "check the device of namespace namespace0.0 (pmemN or daxN.M) is not mounted",
         "---- nothing above writes to any device; every check above passes",
         "mkdir -p -m 711 /run/pgtier-fake/work",
-        "ndctl create-namespace -f -e namespace0.0 -m fsdax",
+        "ndctl create-namespace -f -e namespace0.0 -m fsdax --align=2M",
         "ndctl list -N -i: namespace namespace0.0 -> /dev/<blockdev>",
         "mkfs.xfs -f -m reflink=0 -d su=2m,sw=1 -L pmem-data <pmem-data>",
         "mount -t xfs -o noatime,dax=always <pmem-data> /run/pgtier-fake/work/mnt/pmem-data",
@@ -653,8 +655,9 @@ fn a_disabled_pmem_namespace_is_seen_with_ndctl_list_i_and_reconfigured_when_all
         f.commands(),
         vec![
             "ndctl list -N -i".to_string(),
-            "ndctl create-namespace -f -e namespace1.0 -m fsdax".into(),
+            "ndctl create-namespace -f -e namespace1.0 -m fsdax --align=2M".into(),
             "ndctl list -N -i".into(),
+            "udevadm settle --timeout=60".into(),
             "mkfs.xfs -f -m reflink=0 -d su=2m,sw=1 -L pmem-wal /dev/pmem1".into(),
             format!("mount -t xfs -o noatime,dax=always /dev/pmem1 {}", mp.display()),
             format!("xfs_info {}", mp.display()),
@@ -879,4 +882,92 @@ fn a_room_check_on_pmem_reads_the_namespaces_size_from_ndctl() {
     let journal = journal::Journal::begin(dir.path(), "room2", "test").unwrap();
     let r = tiers::execute(&plan, &specs, &mut f, &journal, &std::sync::atomic::AtomicBool::new(false), &mut |_| {});
     r.unwrap_or_else(|e| panic!("{e}"));
+}
+
+/// The devdax namespace of pmem_in_devdax_mode_is_reconfigured_when_allowed, re-made as fsdax
+/// by an ndctl whose answer reports `align` as `align` (None: the field left out).
+fn remade_with_align(align: Option<u64>) -> (FakeSystem, std::path::PathBuf) {
+    let mut made: serde_json::Value =
+        serde_json::from_str(&fixture("vm/ndctl-create-namespace-fe-fsdax.from-disabled.json")).unwrap();
+    match align {
+        Some(a) => made["align"] = a.into(),
+        None => {
+            made.as_object_mut().unwrap().remove("align");
+        }
+    }
+    let mut f = fake_machine();
+    f.answer_once("ndctl list -N", Canned::ok(fixture("ndctl/ndctl-list-N-n.devdax.after-reconfig.json")))
+        .answer_once("ndctl list -N", Canned::ok(fixture("ndctl/ndctl-list-N-n.fsdax-enabled-named.json")))
+        .answer("ndctl create-namespace", Canned::ok(made.to_string()))
+        .answer("mkfs.xfs", Canned::ok(fixture("xfs/mkfs.xfs-m-reflink0.pmem0.pmem-kb100000005.txt")))
+        .block_device("/dev/pmem0", 259, 0)
+        .file("/proc/4242/maps", "7f0000000000-7f0000200000 rw-s 00000000 00:05 12 /dev/zero (deleted)\n");
+    let mp = mountpoint("pm");
+    mount_adds(&mut f, &dax_line("/dev/pmem0", &mp));
+    f.dax_files.push(mp.clone());
+    (f, mp)
+}
+
+#[test]
+fn a_namespace_pgtier_remakes_is_2_mib_aligned_and_checked() {
+    let pm = |dax: tiers::DaxPolicy| {
+        let mut d = pmem("pm", "namespace0.0", true);
+        d.allow_wipe = true;
+        d.dax = dax;
+        d
+    };
+    // 2 MiB reported: used, and the note says so.
+    let (mut f, _) = remade_with_align(Some(2 << 20));
+    let o = run_plan(&[pm(tiers::DaxPolicy::Required)], &fake_ctx(), &mut f);
+    o.result.as_ref().unwrap_or_else(|e| panic!("{e}"));
+    assert!(f.commands().iter().any(|c| c == "ndctl create-namespace -f -e namespace0.0 -m fsdax --align=2M"));
+    assert!(
+        o.notes.iter().any(|n| n.contains("reconfigured from devdax to fsdax")
+            && n.contains("; align 2097152 (2.0 MiB) as ndctl reports it")),
+        "{:?}",
+        o.notes
+    );
+    // 4 KiB reported although 2 MiB was asked for: DAX required is refused before mkfs.
+    let (mut f, _) = remade_with_align(Some(4096));
+    let o = run_plan(&[pm(tiers::DaxPolicy::Required)], &fake_ctx(), &mut f);
+    let e = step_error(&o);
+    assert!(e.contains("with align 4096 (4.0 KiB)") && e.contains("requires DAX"), "{e}");
+    assert!(!f.commands().iter().any(|c| c.starts_with("mkfs")), "{:?}", f.commands());
+    // The same with dax = "optional": measured as it is, and said.
+    let (mut f, _) = remade_with_align(Some(4096));
+    let o = run_plan(&[pm(tiers::DaxPolicy::Optional)], &fake_ctx(), &mut f);
+    o.result.as_ref().unwrap_or_else(|e| panic!("{e}"));
+    assert!(o.notes.iter().any(|n| n.contains("4 KiB pages only") && n.contains("measured as it is")), "{:?}", o.notes);
+    // No align reported: not passed over in silence.
+    let (mut f, _) = remade_with_align(None);
+    let o = run_plan(&[pm(tiers::DaxPolicy::Required)], &fake_ctx(), &mut f);
+    o.result.as_ref().unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        o.notes.iter().any(|n| n.contains("reports no align, so the 2 MiB alignment is not confirmed")),
+        "{:?}",
+        o.notes
+    );
+    // Without DAX nothing is asked of the alignment.
+    let (mut f, _) = remade_with_align(Some(4096));
+    let mut d = pm(tiers::DaxPolicy::Off);
+    d.mount_options = vec!["noatime".into()];
+    let o = run_plan(&[d], &fake_ctx(), &mut f);
+    assert!(
+        f.commands().iter().any(|c| c == "ndctl create-namespace -f -e namespace0.0 -m fsdax"),
+        "{:?} {:?}",
+        f.commands(),
+        o.result.as_ref().err().map(|e| e.to_string())
+    );
+}
+
+#[test]
+fn a_kept_fsdax_namespace_that_shows_no_align_is_noted() {
+    // ndctl's documentation example (ndctl/ndctl-list-N.fsdax.json) has no align field.
+    let mut f = pmem_machine("ndctl/ndctl-list-N.fsdax.json");
+    let mp = mountpoint("pmem-data");
+    mount_adds(&mut f, &dax_line("/dev/pmem0", &mp));
+    f.dax_files.push(mp.clone());
+    let o = run_plan(&[pmem("pmem-data", "namespace0.0", false)], &fake_ctx(), &mut f);
+    o.result.as_ref().unwrap_or_else(|e| panic!("{e}"));
+    assert!(o.notes.iter().any(|n| n.contains("shows no align in ndctl list -N -i")), "{:?}", o.notes);
 }

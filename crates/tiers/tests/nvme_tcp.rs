@@ -102,6 +102,7 @@ fn connect_resolve_mkfs_mount_and_the_secret_stays_out_of_every_record() {
             connect_line(&format!(" --config {CONFIG}")),
             "nvme list-subsys -o json".into(),
             "nvme list -o json".into(),
+            "udevadm settle --timeout=60".into(),
             "blkid -p -o export /dev/nvme0n1".into(),
             "wipefs -J --no-act /dev/nvme0n1".into(),
             "mkfs.xfs -L remote /dev/nvme0n1".into(),
@@ -370,6 +371,144 @@ fn two_namespaces_of_one_subsystem_share_one_connection() {
     assert_eq!(text.matches("check nvme list-subsys -o json: subsystem pgt-capture is not connected yet").count(), 1);
 }
 
+/// The guest's target with two namespaces (vm/*.tcp.json: pgt-capture, NSIDs 1 and 2 on
+/// controller nvme6, `nvme list` showing nvme6n2 first), each namespace's block device there.
+fn two_namespace_machine() -> FakeSystem {
+    two_namespace_machine_listing(fixture("vm/nvme-list-o-json.tcp.json"))
+}
+
+/// The same with `nvme list -o json` answering `listing`.
+fn two_namespace_machine_listing(listing: String) -> FakeSystem {
+    let mut f = fake_machine();
+    f.answer("nvme version", Canned::ok(fixture("vm/nvme-version.txt")))
+        .answer_once("nvme list-subsys", Canned::ok(fixture("vm/nvme-list-subsys-o-json.pcie.json")))
+        .answer("nvme list-subsys", Canned::ok(fixture("vm/nvme-list-subsys-o-json.tcp.json")))
+        .answer("nvme connect", Canned::ok(fixture("vm/nvme-connect-o-json.tcp.json")))
+        .answer("nvme list -o json", Canned::ok(listing))
+        .answer("mkfs.xfs", Canned::ok(fixture("local/mkfs.xfs.default.txt")))
+        .block_device("/dev/nvme6n1", 259, 10)
+        .block_device("/dev/nvme6n2", 259, 11);
+    f
+}
+
+/// The guest's `nvme list -o json` without namespace 2 (its block device not made yet).
+fn listing_without_ns2() -> String {
+    let all: serde_json::Value = serde_json::from_str(&fixture("vm/nvme-list-o-json.tcp.json")).unwrap();
+    let kept: Vec<serde_json::Value> =
+        all["Devices"].as_array().unwrap().iter().filter(|d| d["DevicePath"] != "/dev/nvme6n2").cloned().collect();
+    serde_json::json!({ "Devices": kept }).to_string()
+}
+
+/// Nothing was written: no wipefs (but its --no-act probe), parted, mkfs or mount ran.
+fn nothing_written(f: &FakeSystem) {
+    let commands = f.commands();
+    let writes: Vec<&String> = commands
+        .iter()
+        .filter(|c| {
+            (c.starts_with("wipefs") && !c.contains("--no-act"))
+                || c.starts_with("parted")
+                || c.starts_with("mkfs")
+                || c.starts_with("mount")
+                || c.starts_with("dd ")
+                || c.starts_with("blkdiscard")
+        })
+        .collect();
+    assert!(writes.is_empty(), "nothing may be written: {writes:?}\n{commands:#?}");
+}
+
+/// Runs a device of pgt-capture without `nsid` (and with allow_wipe) on `f`: refused as
+/// needing an NSID, naming `namespaces`, with nothing written.
+fn refused_without_nsid(f: &mut FakeSystem, namespaces: &str) -> Outcome {
+    let mut d = with_target(nvme_tcp("remote", "pgt-capture", None), |t| t.address = "127.0.0.1".into());
+    d.allow_wipe = true;
+    let o = run_plan(&[d], &fake_ctx(), f);
+    assert_eq!(refusal(&o), Refusal::NsidNeeded { nqn: "pgt-capture".into(), namespaces: namespaces.into() });
+    nothing_written(f);
+    o
+}
+
+#[test]
+fn two_namespaces_without_nsid_are_refused_and_nothing_is_written() {
+    // Even with allow_wipe: which namespace is meant, the file does not say.
+    let mut f = two_namespace_machine();
+    let o = refused_without_nsid(&mut f, "/dev/nvme6n1 (NSID 1), /dev/nvme6n2 (NSID 2)");
+    assert!(f.commands().iter().any(|c| c.starts_with("nvme connect")), "refused once connected");
+    assert!(o.journal_text.contains("\"controller\":\"nvme6\""), "teardown disconnects what it connected");
+}
+
+#[test]
+fn a_second_namespace_without_its_block_device_yet_is_seen_by_the_controller() {
+    // `nvme list` shows namespace 1 only (the kernel has not made nvme6n2 yet); the
+    // controller's active namespace list has both.
+    let mut f = two_namespace_machine_listing(listing_without_ns2());
+    f.answer("nvme list-ns", Canned::ok(fixture("vm/nvme-list-ns.tcp.txt")));
+    refused_without_nsid(&mut f, "NSID 1, NSID 2, by `nvme list-ns /dev/nvme6`");
+}
+
+#[test]
+fn the_only_namespace_is_used_once_the_controller_confirms_it() {
+    let mut f = two_namespace_machine_listing(listing_without_ns2());
+    f.answer("nvme list-ns", Canned::ok("[   0]:0x1\n"));
+    let mp = mountpoint("remote");
+    mount_adds(&mut f, &mounts_line_from("local/proc-mounts.xfs-default.txt", "/dev/nvme6n1", &mp));
+    let d = with_target(nvme_tcp("remote", "pgt-capture", None), |t| t.address = "127.0.0.1".into());
+    let o = run_plan(&[d], &fake_ctx(), &mut f);
+    let p = o.result.as_ref().unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(p.device("remote").unwrap().block_device, std::path::Path::new("/dev/nvme6n1"));
+    let commands = f.commands();
+    let at = |prefix: &str| {
+        commands.iter().position(|c| c.starts_with(prefix)).unwrap_or_else(|| panic!("{prefix}: {commands:#?}"))
+    };
+    // The controller asked, then udev settled, before the checks read the device.
+    assert!(at("nvme list-ns /dev/nvme6") < at("udevadm settle"), "{commands:#?}");
+    assert!(at("udevadm settle") < at("blkid -p"), "{commands:#?}");
+}
+
+#[test]
+fn a_namespace_named_by_uuid_is_checked_before_anything_is_written() {
+    // The kernel's identifiers of namespace 1 in the guest (vm/sysfs-nvme-ns1-ids.tcp.txt).
+    let ids = fixture("vm/sysfs-nvme-ns1-ids.tcp.txt");
+    let attr = |name: &str| -> String {
+        ids.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("{name}: {ids}"))
+            .to_string()
+    };
+    let wwid = attr("wwid");
+    let uuid = wwid.strip_prefix("uuid.").expect("nvmet gives its namespaces a UUID").to_string();
+    let machine = || {
+        let mut f = two_namespace_machine();
+        f.file("/sys/class/block/nvme6n1/wwid", format!("{wwid}\n"))
+            .file("/sys/class/block/nvme6n1/uuid", format!("{}\n", attr("uuid")));
+        f
+    };
+    let named = |id: &str| {
+        with_target(nvme_tcp("remote", "pgt-capture", None), |t| {
+            t.address = "127.0.0.1".into();
+            t.nsid = Some(1);
+            t.uuid = Some(id.into());
+        })
+    };
+    // The right one, given upper-case and without dashes: used.
+    let mut f = machine();
+    let mp = mountpoint("remote");
+    mount_adds(&mut f, &mounts_line_from("local/proc-mounts.xfs-default.txt", "/dev/nvme6n1", &mp));
+    let o = run_plan(&[named(&uuid.replace('-', "").to_uppercase())], &fake_ctx(), &mut f);
+    o.result.as_ref().unwrap_or_else(|e| panic!("{e}"));
+    assert!(o.plan.to_string().contains("(the file's uuid)"), "{}", o.plan);
+    // Another one: refused, nothing written.
+    let mut f = machine();
+    let o = run_plan(&[named("6b2c2ac2-0000-4000-8000-000000000001")], &fake_ctx(), &mut f);
+    match refusal(&o) {
+        Refusal::NamespaceNotNamed { device, expected, actual } => {
+            assert_eq!((device.as_str(), expected.as_str()), ("/dev/nvme6n1", "6b2c2ac2-0000-4000-8000-000000000001"));
+            assert!(actual.contains(&wwid), "{actual}");
+        }
+        other => panic!("{other:?}"),
+    }
+    nothing_written(&f);
+}
+
 #[test]
 fn a_device_path_without_dev_is_found_at_its_dev_path() {
     // nvme-cli 2.x prints the bare name when /dev has no node yet (nvme_dev_full_path()).
@@ -552,7 +691,9 @@ fn dry_run_of_an_nvme_tcp_file_shows_the_version_check_the_host_pair_and_the_sec
         ),
         &format!("nvme-cli 2.11 and later: nvme connect --config {CONFIG} --output-format json"),
         "teardown disconnects the controller this connect creates",
-        &format!("namespace of subsystem {NQN} -> <remote>"),
+        &format!(
+            "the only namespace of subsystem {NQN} (refused if it has more: the file names none) -> <remote>; udevadm settle"
+        ),
         "check <remote> is a block device",
         "check <remote> is not mounted",
         "---- nothing above writes to any device (nvme connect only attaches the remote subsystem",

@@ -31,6 +31,21 @@ fn shell() -> RemoteShell {
     }
 }
 
+/// The mark of configfs item `path` in the run's directory on the host.
+fn mark(path: &str) -> String {
+    format!("/tmp/pgtier-fake01-t.marks/made{}", path.replace('/', "%"))
+}
+
+/// The words of the export step that makes directory `path` (and its mark).
+fn mkdir_words(path: &str) -> Vec<String> {
+    ["sh", "-c", tiers::build::target::MKDIR_MARKED, "sh", path, &mark(path)].map(String::from).to_vec()
+}
+
+/// The words of the export step that links `to` at `at` (and its mark).
+fn link_words(to: &str, at: &str) -> Vec<String> {
+    ["sh", "-c", tiers::build::target::LINK_MARKED, "sh", to, at, &mark(at)].map(String::from).to_vec()
+}
+
 fn served(host_nqn: Option<&str>) -> DeviceSpec {
     let target = NvmeTcpTarget {
         address: "192.0.2.7".into(),
@@ -40,6 +55,7 @@ fn served(host_nqn: Option<&str>) -> DeviceSpec {
         host_id: host_nqn.map(|_| "4c4c4544-0031-3910-8034-b4c04f4a3332".to_string()),
         dhchap_secret: None,
         nsid: None,
+        uuid: None,
     };
     let mut d = DeviceSpec::new("remote", DeviceClass::NvmeTcp, RealDevice::NvmeTcp(target));
     d.target_host = Some(TargetHost {
@@ -74,15 +90,28 @@ fn write_of(words: &[String]) -> Option<(String, String)> {
 #[test]
 fn nvmet_exports_the_device_as_the_kernels_configfs_lays_it_out() {
     let plan = build_plan(&[served(None)], &fake_ctx());
-    let steps = host_steps(&plan);
+    let all = host_steps(&plan);
+    // Read first there: the modules, and what nvmet already has in the way.
+    let checks: Vec<&Vec<String>> = all.iter().filter(|(k, _, _)| *k == HostStep::Check).map(|(_, w, _)| w).collect();
+    assert_eq!(checks[0], &["modprobe", "-n", "-a", "nvmet", "nvmet-tcp"]);
+    assert_eq!(checks[1][2], tiers::build::target::NVMET_CONFLICTS);
+    assert_eq!(
+        &checks[1][3..],
+        ["sh", "/sys/kernel/config/nvmet", "192.0.2.7", "4420", tiers::build::target::THIS_HOST_NQN]
+    );
+    let steps: Vec<_> = all.into_iter().filter(|(k, _, _)| *k != HostStep::Check).collect();
     assert!(steps.iter().all(|(k, _, _)| *k == HostStep::Export), "exporting writes no device");
     let sub = format!("/sys/kernel/config/nvmet/subsystems/{NQN}");
     let port = format!("/sys/kernel/config/nvmet/ports/{}", tiers::build::target::nvmet_port_id("fake01", 0));
     // Without host_nqn, this machine's own host NQN (from /etc/nvme/hostnqn when the step runs)
     // is the one host admitted.
     let host = format!("/sys/kernel/config/nvmet/hosts/{}", tiers::build::target::THIS_HOST_NQN);
-    let mkdirs: Vec<&str> =
-        steps.iter().filter(|(_, w, _)| w[0] == "mkdir").map(|(_, w, _)| w.last().unwrap().as_str()).collect();
+    let mkdirs: Vec<&str> = steps
+        .iter()
+        .filter_map(|(_, w, _)| {
+            tiers::build::target::made_item(w).filter(|_| w[2] == tiers::build::target::MKDIR_MARKED)
+        })
+        .collect();
     assert_eq!(mkdirs, [sub.clone(), host.clone(), format!("{sub}/namespaces/1"), port.clone()]);
     let writes: Vec<(String, String)> = steps.iter().filter_map(|(_, w, _)| write_of(w)).collect();
     let want: Vec<(String, String)> = [
@@ -100,20 +129,20 @@ fn nvmet_exports_the_device_as_the_kernels_configfs_lays_it_out() {
     .collect();
     assert_eq!(writes, want);
     let (_, link, undo) = steps.last().unwrap();
-    assert_eq!(link[..3], ["ln", "-s", "--"]);
-    assert_eq!(link[3..], [sub.clone(), format!("{port}/subsystems/{NQN}")]);
-    assert_eq!(undo, &Some(RemoteOp::Unlink { path: format!("{port}/subsystems/{NQN}") }));
+    let at = format!("{port}/subsystems/{NQN}");
+    assert_eq!(link, &link_words(&sub, &at));
+    assert_eq!(undo, &Some(RemoteOp::Unlink { path: at.clone(), mark: Some(mark(&at)) }));
     // Teardown in reverse: the link, the port, the namespace, the subsystem.
     let undos: Vec<String> = steps.iter().rev().filter_map(|(_, _, u)| u.as_ref().map(|u| u.describe())).collect();
     assert_eq!(
         undos,
         [
-            format!("rm {port}/subsystems/{NQN}"),
-            format!("rmdir {port}"),
-            format!("rmdir {sub}/namespaces/1"),
-            format!("rm {sub}/allowed_hosts/{}", tiers::build::target::THIS_HOST_NQN),
-            format!("rmdir {host}"),
-            format!("rmdir {sub}"),
+            format!("rm {port}/subsystems/{NQN} (if this run made it)"),
+            format!("rmdir {port} (if this run made it)"),
+            format!("rmdir {sub}/namespaces/1 (if this run made it)"),
+            format!("rm {sub}/allowed_hosts/{} (if this run made it)", tiers::build::target::THIS_HOST_NQN),
+            format!("rmdir {host} (if this run made it)"),
+            format!("rmdir {sub} (if this run made it)"),
         ]
     );
     // The export's checks on the host come first; this machine then connects to the host's
@@ -159,11 +188,9 @@ fn a_host_nqn_admits_that_host_alone() {
     let host = format!("/sys/kernel/config/nvmet/hosts/{host_nqn}");
     let writes: Vec<(String, String)> = steps.iter().filter_map(|(_, w, _)| write_of(w)).collect();
     assert_eq!(writes[0], (format!("{sub}/attr_allow_any_host"), "0".to_string()));
-    assert!(
-        steps.iter().any(|(_, w, u)| w.last() == Some(&host) && u == &Some(RemoteOp::Rmdir { path: host.clone() }))
-    );
-    let link: Vec<String> =
-        ["ln", "-s", "--", &host, &format!("{sub}/allowed_hosts/{host_nqn}")].map(String::from).to_vec();
+    assert!(steps.iter().any(|(_, w, u)| *w == mkdir_words(&host)
+        && u == &Some(RemoteOp::Rmdir { path: host.clone(), mark: Some(mark(&host)) })));
+    let link = link_words(&host, &format!("{sub}/allowed_hosts/{host_nqn}"));
     assert!(steps.iter().any(|(_, w, _)| *w == link), "{plan}");
 }
 
@@ -199,8 +226,8 @@ fn the_stand_in_runs_nbdkit_on_the_host_with_its_undo_first() {
 
 /// `ssh <options> <destination> -- <words>` as the fake machine sees the line (stat prints
 /// major and minor in hex: `8 10` is 8:16).
-fn on_host(words: &[&str]) -> String {
-    let w: Vec<String> = words.iter().map(|s| s.to_string()).collect();
+fn on_host<S: AsRef<str>>(words: &[S]) -> String {
+    let w: Vec<String> = words.iter().map(|s| s.as_ref().to_string()).collect();
     journal::command::ssh_command(&shell().options, &shell().destination, &w).to_string()
 }
 
@@ -279,7 +306,7 @@ fn a_configfs_item_of_another_owner_in_the_way_is_never_removed() {
     ] {
         let mut f = FakeSystem::new();
         let stderr = format!("mkdir: cannot create directory '{taken}': File exists\n");
-        f.answer(&on_host(&["mkdir", "--", &taken]), Canned::fail(1, stderr));
+        f.answer(&on_host(&mkdir_words(&taken)), Canned::fail(1, stderr));
         let (r, journal) = run_host_steps(&d, &mut f);
         let Err(ProvisionError::Step { cause, .. }) = r else { panic!("{taken}: the mkdir fails the run: {r:?}") };
         assert_eq!(pending_removals(&journal), ours_before, "{taken}: teardown removes only what the run made");
@@ -287,7 +314,7 @@ fn a_configfs_item_of_another_owner_in_the_way_is_never_removed() {
     }
     // When ssh itself failed (255), the mkdir may have run there: its undo stays.
     let mut f = FakeSystem::new();
-    f.answer(&on_host(&["mkdir", "--", &sub]), Canned::fail(255, "ssh: connect to host 192.0.2.7: Connection reset\n"));
+    f.answer(&on_host(&mkdir_words(&sub)), Canned::fail(255, "ssh: connect to host 192.0.2.7: Connection reset\n"));
     let (r, journal) = run_host_steps(&d, &mut f);
     assert!(r.is_err());
     assert_eq!(pending_removals(&journal), [sub]);
@@ -332,9 +359,9 @@ fn the_mount_holds_the_targets_export_under_it() {
         .answer("mkfs.xfs", Canned::ok(fixture("local/mkfs.xfs.default.txt")))
         .block_device("/dev/nvme6n1", 259, 10)
         .block_device("/dev/nvme6n2", 259, 11)
-        // The namespace the listing resolves to carries the export's UUID.
+        // The namespace pgtier made there (NSID 1) carries the export's UUID.
         .file(
-            "/sys/class/block/nvme6n2/wwid",
+            "/sys/class/block/nvme6n1/wwid",
             format!("uuid.{}\n", tiers::build::target::namespace_uuid("fake01", "remote", "pgt-capture")),
         )
         .file("/etc/nvme/hostnqn", format!("{MACHINE_NQN}\n"));
@@ -368,9 +395,9 @@ fn the_export_admits_this_machines_host_nqn_unless_any_host_is_asked_for() {
     r.unwrap_or_else(|e| panic!("{e}"));
     let sub = format!("/sys/kernel/config/nvmet/subsystems/{NQN}");
     let host = format!("/sys/kernel/config/nvmet/hosts/{MACHINE_NQN}");
-    assert!(f.commands().contains(&on_host(&["mkdir", "--", &host])), "{:?}", f.commands());
+    assert!(f.commands().contains(&on_host(&mkdir_words(&host))), "{:?}", f.commands());
     let link = format!("{sub}/allowed_hosts/{MACHINE_NQN}");
-    assert!(f.commands().contains(&on_host(&["ln", "-s", "--", &host, &link])), "{:?}", f.commands());
+    assert!(f.commands().contains(&on_host(&link_words(&host, &link))), "{:?}", f.commands());
     let removals = pending_removals(&journal);
     assert!(removals.contains(&host) && removals.contains(&link), "{removals:?}");
     assert!(!journal.contains("<host NQN of"), "{journal}");
@@ -385,7 +412,10 @@ fn the_export_admits_this_machines_host_nqn_unless_any_host_is_asked_for() {
     let steps = host_steps(&plan);
     let writes: Vec<(String, String)> = steps.iter().filter_map(|(_, w, _)| write_of(w)).collect();
     assert_eq!(writes[0], (format!("{sub}/attr_allow_any_host"), "1".to_string()));
-    assert!(!steps.iter().any(|(_, w, _)| w.iter().any(|w| w.contains("/hosts/"))), "{plan}");
+    assert!(!steps.iter().any(|(k, w, _)| *k == HostStep::Export && w.iter().any(|w| w.contains("/hosts/"))), "{plan}");
+    let conflicts =
+        steps.iter().find(|(_, w, _)| w.get(2).map(String::as_str) == Some(tiers::build::target::NVMET_CONFLICTS));
+    assert_eq!(conflicts.unwrap().1.len(), 7, "no host NQN to look for when any host is admitted");
     assert!(plan.to_string().contains("allow_any_host = true in the experiment file"), "{plan}");
 }
 
@@ -430,7 +460,7 @@ fn a_busy_or_already_exported_device_is_refused_on_the_host() {
     let Err(ProvisionError::Refused { refusal, .. }) = r else { panic!("busy is refused: {r:?} {commands:?}") };
     assert!(refusal.to_string().contains("/dev/sdb is busy"), "{refusal}");
     let exported = "/sys/kernel/config/nvmet/subsystems/nqn.2014-08.org.example:other/namespaces/1/device_path";
-    let (r, commands) = check(&[("for f in /sys/kernel/config/nvmet/subsystems", Canned::ok(format!("{exported}\n")))]);
+    let (r, commands) = check(&[("dev=$1; nvmet=", Canned::ok(format!("{exported}\n")))]);
     let Err(ProvisionError::Refused { refusal, .. }) = r else { panic!("exported is refused: {r:?} {commands:?}") };
     assert!(refusal.to_string().contains(&format!("already exported by nvmet on that host ({exported})")), "{refusal}");
     // Without perl there, the check fails rather than passes.
@@ -457,17 +487,27 @@ fn two_devices_on_one_target_host_share_its_port_as_nvmetcli_lays_it_out() {
     let steps = host_steps(&plan);
     let ports: Vec<&String> = steps
         .iter()
-        .filter(|(_, w, _)| w[0] == "mkdir" && w.last().unwrap().contains("/ports/"))
-        .map(|(_, w, _)| w.last().unwrap())
+        .filter(|(_, w, _)| {
+            w.get(2).map(String::as_str) == Some(tiers::build::target::MKDIR_MARKED) && w[4].contains("/ports/")
+        })
+        .map(|(_, w, _)| &w[4])
         .collect();
     assert_eq!(ports.len(), 1, "one port: {plan}");
     let links: Vec<String> = steps
         .iter()
-        .filter(|(_, w, _)| w[0] == "ln" && w.last().unwrap().starts_with(ports[0].as_str()))
-        .map(|(_, w, _)| w.last().unwrap().clone())
+        .filter(|(_, w, _)| {
+            w.get(2).map(String::as_str) == Some(tiers::build::target::LINK_MARKED)
+                && w[5].starts_with(ports[0].as_str())
+        })
+        .map(|(_, w, _)| w[5].clone())
         .collect();
     assert_eq!(links, [format!("{}/subsystems/{NQN}", ports[0]), format!("{}/subsystems/{NQN}-wal", ports[0])]);
-    let hosts = steps.iter().filter(|(_, w, _)| w[0] == "mkdir" && w.last().unwrap().contains("/hosts/")).count();
+    let hosts = steps
+        .iter()
+        .filter(|(_, w, _)| {
+            w.get(2).map(String::as_str) == Some(tiers::build::target::MKDIR_MARKED) && w[4].contains("/hosts/")
+        })
+        .count();
     assert_eq!(hosts, 1, "{plan}");
 }
 
@@ -577,4 +617,87 @@ fn the_exports_model_and_serial_are_checked_on_the_host_first() {
         "{refusal}"
     );
     assert!(!f.commands().iter().any(|c| c.contains("mkdir")), "nothing exported: {:?}", f.commands());
+}
+
+/// The conflicts script, run by `sh` on a tree laid out as nvmet's configfs is.
+#[test]
+fn nvmet_configuration_in_the_way_is_found_before_anything_is_made() {
+    let root = tempfile::tempdir().unwrap();
+    let c = root.path();
+    let port = |id: &str, addr: &str, svc: &str| {
+        let p = c.join("ports").join(id);
+        std::fs::create_dir_all(&p).unwrap();
+        for (f, v) in [("addr_trtype", "tcp"), ("addr_traddr", addr), ("addr_trsvcid", svc)] {
+            std::fs::write(p.join(f), format!("{v}\n")).unwrap();
+        }
+    };
+    let run = |nqn: Option<&str>| {
+        let mut cmd = std::process::Command::new("sh");
+        cmd.args(["-c", tiers::build::target::NVMET_CONFLICTS, "sh"]).arg(c).args(["192.0.2.7", "4420"]);
+        cmd.args(nqn);
+        let out = cmd.output().unwrap();
+        (out.status.code(), String::from_utf8(out.stderr).unwrap())
+    };
+    const NQN_HERE: &str = "nqn.2014-08.org.nvmexpress:uuid:a66f1c42-4bce-a619-9c59-9ae6ac2ccb8a";
+    // Nothing there, or nothing in the way.
+    assert_eq!(run(Some(NQN_HERE)), (Some(0), String::new()));
+    port("1", "192.0.2.7", "4421");
+    port("2", "192.0.2.8", "4420");
+    assert_eq!(run(Some(NQN_HERE)), (Some(0), String::new()));
+    // A port on the same address and TCP port, and one on the wildcard address.
+    port("7", "192.0.2.7", "4420");
+    port("8", "0.0.0.0", "4420");
+    let (code, why) = run(None);
+    assert_eq!(code, Some(1), "{why}");
+    assert!(
+        why.contains("nvmet port 7 already listens on 192.0.2.7 port 4420") && why.contains("another `port`"),
+        "{why}"
+    );
+    assert!(why.contains("nvmet port 8 already listens on 0.0.0.0 port 4420"), "{why}");
+    std::fs::remove_dir_all(c.join("ports")).unwrap();
+    // A hosts/ entry for the host NQN this run admits.
+    std::fs::create_dir_all(c.join("hosts").join(NQN_HERE)).unwrap();
+    let (code, why) = run(Some(NQN_HERE));
+    assert_eq!(code, Some(1), "{why}");
+    assert!(why.contains(&format!("nvmet already has hosts/{NQN_HERE}")) && why.contains("another host_nqn"), "{why}");
+    assert_eq!(run(None).0, Some(0), "allow_any_host: no entry of its own to make");
+}
+
+#[test]
+fn a_dhchap_key_reaches_nvmets_hosts_entry_from_the_run_directory_never_a_command_line() {
+    let host_nqn = "nqn.2014-08.org.nvmexpress:uuid:4c4c4544-0031-3910-8034-b4c04f4a3332";
+    let mut d = served(Some(host_nqn));
+    if let RealDevice::NvmeTcp(t) = &mut d.real {
+        t.dhchap_secret = Some(tiers::spec::SecretSource::File { path: "/etc/pgtier/key".into() });
+    }
+    let plan = build_plan(std::slice::from_ref(&d), &fake_ctx());
+    let steps = host_steps(&plan);
+    let host = format!("/sys/kernel/config/nvmet/hosts/{host_nqn}");
+    // Checked first there: a kernel whose nvmet asks for keys.
+    let auth =
+        steps.iter().position(|(k, w, _)| *k == HostStep::Check && w[2] == tiers::build::target::NVMET_AUTH_KERNEL);
+    let made = steps.iter().position(|(_, w, _)| *w == mkdir_words(&host)).expect("the hosts/ entry");
+    let copy = steps
+        .iter()
+        .position(|(_, w, _)| {
+            w.get(2).map(String::as_str) == Some(tiers::build::target::COPY_KEY)
+                && w[4..] == [format!("{host}/dhchap_key"), "/tmp/pgtier-fake01-t/dhchap-key".to_string()]
+        })
+        .unwrap_or_else(|| panic!("the key copied into the hosts/ entry: {plan}"));
+    assert!(auth.is_some_and(|a| a < made) && made < copy, "{plan}");
+    // Only the paths are on the command line.
+    assert!(!plan.to_string().contains("DHHC-1"), "{plan}");
+    // Without a secret, no check and no copy.
+    let plain = build_plan(&[served(Some(host_nqn))], &fake_ctx());
+    assert!(!host_steps(&plain).iter().any(|(_, w, _)| w.iter().any(|w| w.contains("dhchap"))), "{plain}");
+    // The kernel check, run here as on a host: it passes, or says why not and what to do.
+    let out =
+        std::process::Command::new("sh").args(["-c", tiers::build::target::NVMET_AUTH_KERNEL, "sh"]).output().unwrap();
+    let why = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success()
+            || ((why.contains("built without") || why.contains("cannot tell"))
+                && why.contains("leave the device's dhchap_secret out")),
+        "{why}"
+    );
 }

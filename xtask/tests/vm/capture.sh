@@ -48,6 +48,16 @@ c nvme-list-subsys-o-json.tcp.json nvme list-subsys -o json
 c nvme-list-o-json.tcp.json nvme list -o json
 c nvme-list-v-o-json.tcp.json nvme list -v -o json
 ctrl=$(grep -l pgt-capture /sys/class/nvme/nvme*/subsysnqn | head -1 | cut -d/ -f5)
+# The controller's active namespaces (Identify CNS 02h), plain and JSON; and how the kernel
+# names namespace 1 (wwid, uuid, nguid: what a device's `uuid` key is checked against).
+c nvme-list-ns.tcp.txt nvme list-ns "/dev/$ctrl"
+c nvme-list-ns-o-json.tcp.json nvme list-ns "/dev/$ctrl" -o json
+ns1=$(for d in /sys/class/block/nvme*n*; do
+  case ${d##*/} in *c*) continue ;; esac  # nvmeXcYnZ: a path of a multipath namespace, hidden
+  grep -qx pgt-capture "$d/device/subsysnqn" 2>/dev/null && [ "$(cat "$d/nsid" 2>/dev/null)" = 1 ] && basename "$d"
+done | head -1)
+c nvme-id-ns-o-json.tcp-ns1.json nvme id-ns "/dev/$ns1" -o json
+for a in wwid uuid nguid nsid; do printf '%s ' "$a"; cat "/sys/class/block/$ns1/$a" 2>&1; done > "$OUT/sysfs-nvme-ns1-ids.tcp.txt"
 c nvme-disconnect-d.tcp.txt nvme disconnect -d "$ctrl"
 c nvme-disconnect-n.none.txt nvme disconnect -n pgt-capture
 c nvme-disconnect-d.unknown.txt nvme disconnect -d nvme99

@@ -62,6 +62,20 @@ echo $? > "$OUT/dry-run.rc"
 echo $? > "$OUT/run.rc"
 state > "$OUT/state-after-run.txt"
 
+# 1b. The same export with DH-HMAC-CHAP: pgtier writes the key into nvmet's hosts/ entry for
+# this machine's host NQN there, and connects with it; the key is on no command line.
+nvme gen-dhchap-key > /tmp/keys/dhchap 2> "$OUT/gen-dhchap-key.stderr"
+KEY=$(cat /tmp/keys/dhchap)
+sed "s|^export = \(.*\)$|export = \1\ndhchap_secret_file = \"/tmp/keys/dhchap\"|" /job/target.toml > /tmp/keyed.toml
+( while :; do grep -l -a -F "$KEY" /proc/[0-9]*/cmdline 2>/dev/null; sleep 0.2; done ) > "$OUT/keyed.cmdline-leaks" &
+watch=$!
+"$XTASK" compare --config /tmp/keyed.toml --out "$OUT/keyed" > "$OUT/keyed.stdout" 2> "$OUT/keyed.stderr"
+echo $? > "$OUT/keyed.rc"
+kill $watch; wait $watch 2>/dev/null
+state > "$OUT/state-after-keyed.txt"
+grep -r -l -F "$KEY" "$OUT/keyed" /var/lib/pgtier > "$OUT/keyed.file-leaks" 2>/dev/null
+dmesg | grep -i -E 'nvmet?(_auth|-auth)?:.*(auth|dhchap|authenticat)' > "$OUT/keyed.dmesg" 2>&1
+
 # 2. Another owner took the subsystem's name (an idle subsystem): the run stops at its mkdir and
 # teardown leaves that subsystem alone.
 mkdir "$C/subsystems/$OURS"
@@ -77,6 +91,55 @@ sed 's|PGT-TGT0|PGT-TGT1|' /job/target.toml > /tmp/exported.toml
 "$XTASK" compare --config /tmp/exported.toml --out "$OUT/exported" > "$OUT/exported.stdout" 2> "$OUT/exported.stderr"
 echo $? > "$OUT/exported.rc"
 state > "$OUT/state-after-exported.txt"
+
+# 3b. Another owner's subsystem with two namespaces (PGT-SPARE0 and PGT-SPARE1, each holding an
+# ext4 filesystem), reached directly (no target host), named by a device without `nsid` and with
+# allow_wipe = true: refused once connected (which namespace is meant, the file does not say),
+# nothing written on either namespace, the connection undone.
+TWO=nqn.2014-08.org.example:two-namespaces
+for serial in PGT-SPARE0 PGT-SPARE1; do mkfs.ext4 -q -F -L "$serial" "$(readlink -f "$(nvme_by_serial "$serial")")"; done
+mkdir "$C/subsystems/$TWO"
+echo 1 > "$C/subsystems/$TWO/attr_allow_any_host"
+i=1
+for serial in PGT-SPARE0 PGT-SPARE1; do
+	mkdir "$C/subsystems/$TWO/namespaces/$i"
+	readlink -f "$(nvme_by_serial "$serial")" > "$C/subsystems/$TWO/namespaces/$i/device_path"
+	echo 1 > "$C/subsystems/$TWO/namespaces/$i/enable"
+	i=$((i + 1))
+done
+ln -s "$C/subsystems/$TWO" "$C/ports/7/subsystems/$TWO"
+sed -e '/^target = /d' -e '/^export = /d' -e '/^\[\[host\]\]/,$d' \
+	-e "s|^class = \"nvme-tcp\"|class = \"nvme-tcp\"\naddress = \"127.0.0.1\"\nport = 4421\nnqn = \"$TWO\"|" \
+	/job/target.toml > /tmp/two-namespaces.toml
+for serial in PGT-SPARE0 PGT-SPARE1; do signature "$(readlink -f "$(nvme_by_serial "$serial")")"; done > "$OUT/two-namespaces.sig-before"
+state > "$OUT/state-before-two-namespaces.txt"
+"$XTASK" compare --config /tmp/two-namespaces.toml --out "$OUT/two-namespaces" > "$OUT/two-namespaces.stdout" 2> "$OUT/two-namespaces.stderr"
+echo $? > "$OUT/two-namespaces.rc"
+state > "$OUT/state-after-two-namespaces.txt"
+for serial in PGT-SPARE0 PGT-SPARE1; do signature "$(readlink -f "$(nvme_by_serial "$serial")")"; done > "$OUT/two-namespaces.sig-after"
+cp /tmp/two-namespaces.toml "$OUT/two-namespaces.toml"
+rm -f "$C/ports/7/subsystems/$TWO"
+for ns in 1 2; do echo 0 > "$C/subsystems/$TWO/namespaces/$ns/enable"; rmdir "$C/subsystems/$TWO/namespaces/$ns"; done
+rmdir "$C/subsystems/$TWO"
+for serial in PGT-SPARE0 PGT-SPARE1; do wipefs -q -a "$(readlink -f "$(nvme_by_serial "$serial")")"; done
+
+# 3c. Another owner exports a partition of the drive this file exports whole (nvmet holds it
+# without claiming it, and the exact node differs): refused on the host, nothing made.
+tgt0=$(readlink -f "$(nvme_by_serial PGT-TGT0)")
+parted -s "$tgt0" mklabel gpt mkpart primary 2048s 100% && udevadm settle
+PART=nqn.2014-08.org.example:a-partition
+mkdir "$C/subsystems/$PART"
+mkdir "$C/subsystems/$PART/namespaces/1"
+echo "${tgt0}p1" > "$C/subsystems/$PART/namespaces/1/device_path"
+echo 1 > "$C/subsystems/$PART/namespaces/1/enable"
+state > "$OUT/state-before-partition.txt"
+"$XTASK" compare --config /job/target.toml --out "$OUT/partition" > "$OUT/partition.stdout" 2> "$OUT/partition.stderr"
+echo $? > "$OUT/partition.rc"
+state > "$OUT/state-after-partition.txt"
+echo 0 > "$C/subsystems/$PART/namespaces/1/enable"
+rmdir "$C/subsystems/$PART/namespaces/1"
+rmdir "$C/subsystems/$PART"
+wipefs -q -a "${tgt0}p1" "$tgt0" && udevadm settle
 
 # 4. The filesystem cannot be unmounted at teardown (a process has its working directory
 # there): the connection and the export stay; cleanup finishes once it is free.

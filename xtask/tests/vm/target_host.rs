@@ -57,6 +57,15 @@ fn target_host_case(mode: &str, timeout: Duration) -> Guest {
         assert!(other.iter().any(|l| l == item), "the other owner's {item}: {other:?}");
     }
     assert_same_state(&before, &g.out("state-after-run.txt"), &[], "after the run");
+    // DH-HMAC-CHAP asked of a target whose kernel cannot ask for it (Debian 12's 6.1 is built
+    // without CONFIG_NVME_TARGET_AUTH): refused on the host before anything is made, and the
+    // key was on no command line and in no file of the run.
+    let keyed = g.out("keyed.stderr");
+    assert_eq!(g.out("keyed.rc").trim(), "1", "{keyed}");
+    assert!(keyed.contains("CONFIG_NVME_TARGET_AUTH is not set in /boot/config-6.1"), "{keyed}");
+    assert_eq!(g.out("keyed.cmdline-leaks"), "", "the key on a command line");
+    assert_eq!(g.out("keyed.file-leaks"), "", "the key in a file of the run");
+    assert_same_state(&before, &g.out("state-after-keyed.txt"), &[], "DH-HMAC-CHAP refused");
     // The name taken: refused at the mkdir, the other's subsystem left as it was.
     let taken = g.out("taken.stderr");
     assert_eq!(g.out("taken.rc").trim(), "1", "{taken}");
@@ -68,11 +77,46 @@ fn target_host_case(mode: &str, timeout: Duration) -> Guest {
     assert_eq!(g.out("exported.rc").trim(), "1", "{exported}");
     assert!(exported.contains("refused") && exported.contains("already exported by nvmet"), "{exported}");
     assert_same_state(&before, &g.out("state-after-exported.txt"), &[], "the exported drive refused");
+    // A partition of the drive exported by another owner's subsystem: the whole drive is refused.
+    let partition = g.out("partition.stderr");
+    assert_eq!(g.out("partition.rc").trim(), "1", "{partition}");
+    assert!(
+        partition.contains("already exported by nvmet")
+            && partition.contains("subsystems/nqn.2014-08.org.example:a-partition/namespaces/1/device_path"),
+        "{partition}"
+    );
+    assert_same_state(
+        &g.out("state-before-partition.txt"),
+        &g.out("state-after-partition.txt"),
+        &[],
+        "a partition exported elsewhere",
+    );
+    // Two namespaces of another owner's subsystem, and a device without `nsid`: refused once
+    // connected, neither namespace written, the connection undone.
+    let two = g.out("two-namespaces.stderr");
+    assert_eq!(g.out("two-namespaces.rc").trim(), "1", "{two}\n{}", g.out("two-namespaces.toml"));
+    assert!(
+        two.contains("refused") && two.contains("exposes more than one namespace") && two.contains("add nsid"),
+        "{two}"
+    );
+    assert!(!two.contains("] mkfs.xfs") && !two.contains("] wipefs") && !two.contains("] parted"), "{two}");
+    let sig = g.out("two-namespaces.sig-before");
+    assert_eq!(sig.matches("TYPE=ext4").count(), 2, "both namespaces hold their ext4: {sig}");
+    assert_eq!(sig, g.out("two-namespaces.sig-after"), "nothing written on either namespace");
+    assert_same_state(
+        &g.out("state-before-two-namespaces.txt"),
+        &g.out("state-after-two-namespaces.txt"),
+        &[],
+        "two namespaces without nsid refused",
+    );
     assert_same_state(&initial, &g.out("state-final.txt"), &[], "the other owner's configuration removed");
     g
 }
 
+/// The quick cases alone (a developer's shortcut: the full case below runs them too, and it
+/// is the one in the suite).
 #[test]
+#[ignore = "the full case (vm_target_host_keeps_the_export_under_a_busy_filesystem) runs these cases too"]
 fn vm_target_host_exports_and_leaves_configfs_as_it_found_it() {
     if !vm_or_skip() {
         return;
@@ -81,7 +125,6 @@ fn vm_target_host_exports_and_leaves_configfs_as_it_found_it() {
 }
 
 #[test]
-#[ignore = "a long VM test (10 minutes or more under TCG): not in the suite unless PGTIER_VM_TESTS=all"]
 fn vm_target_host_keeps_the_export_under_a_busy_filesystem() {
     if !vm_or_skip() {
         return;

@@ -36,7 +36,42 @@ impl Validator<'_> {
         if raw.device.is_empty() {
             self.err(span(&raw.experiment), "device", "the experiment defines no [[device]]");
         }
+        self.namespaces_of_one_connection(raw, &devices);
         devices
+    }
+
+    /// NVMe/TCP devices on one connection (same address, port, subsystem and host identity)
+    /// are namespaces of one subsystem: each names its own with a distinct `nsid`, as without
+    /// one pgtier could only take whichever namespace is listed first. A target host's devices
+    /// are each their own subsystem, with the one namespace pgtier makes (checked with hosts).
+    fn namespaces_of_one_connection(&mut self, raw: &RawFile, devices: &[DeviceSpec]) {
+        let served = |name: &str| {
+            raw.device.iter().any(|rd| rd.get_ref().name.get_ref() == name && rd.get_ref().target.is_some())
+        };
+        let devices: Vec<&DeviceSpec> = devices.iter().filter(|d| !served(&d.name)).collect();
+        for (i, d) in devices.iter().enumerate() {
+            let RealDevice::NvmeTcp(t) = &d.real else { continue };
+            let Some((first, ft)) = devices[..i].iter().find_map(|o| match &o.real {
+                RealDevice::NvmeTcp(ot) if tiers::build::same_connection(ot, t) => Some((o, ot)),
+                _ => None,
+            }) else {
+                continue;
+            };
+            let at = raw.device.iter().find(|rd| rd.get_ref().name.get_ref() == &d.name).map(span).unwrap_or(None);
+            let key = format!("device[{}].nsid", d.name);
+            let msg = match (ft.nsid, t.nsid) {
+                (Some(a), Some(b)) if a != b => continue,
+                (Some(a), Some(_)) => format!(
+                    "devices {:?} and {:?} both name namespace {a} of subsystem {} at {}:{}: give each device its own namespace (`nvme list-ns` on the connected controller lists them)",
+                    first.name, d.name, t.nqn, t.address, t.port
+                ),
+                _ => format!(
+                    "devices {:?} and {:?} share one connection to subsystem {} at {}:{}, so they are two of its namespaces: give each its `nsid` (e.g. nsid = 1 and nsid = 2); without it pgtier cannot tell which namespace a device is",
+                    first.name, d.name, t.nqn, t.address, t.port
+                ),
+            };
+            self.err(at, key, msg);
+        }
     }
 
     fn device(&mut self, d: &Spanned<RawDevice>, ov: &Overrides, opts: &LoadOptions) -> Option<DeviceSpec> {
@@ -142,6 +177,7 @@ impl Validator<'_> {
             (r.path.is_some() && class != DeviceClass::Nvme, "path"),
             (r.namespace.is_some() && class != DeviceClass::Pmem, "namespace"),
             ((r.address.is_some() || r.nqn.is_some()) && class != DeviceClass::NvmeTcp, "address/nqn"),
+            ((r.nsid.is_some() || r.uuid.is_some()) && class != DeviceClass::NvmeTcp, "nsid/uuid"),
         ] {
             if present {
                 self.err(span(d), key(what), format!("`{what}` does not apply to a {class} device"));
@@ -177,6 +213,34 @@ impl Validator<'_> {
             _ => None,
         };
         let host_id = r.host_id.as_ref().map(|s| s.get_ref().trim().to_ascii_lowercase());
+        // nvme connect's traddr, and nvmet's addr_traddr on a target host, take an IP address;
+        // a host name meets EINVAL only when the kernel parses it.
+        if let Some(a) = &r.address
+            && a.get_ref().trim().parse::<std::net::IpAddr>().is_err()
+        {
+            self.err(
+                span(a),
+                key("address"),
+                format!("address {:?} is not an IP address: NVMe/TCP connects to an IPv4 or IPv6 address (nvme connect --traddr), not a host name; give the target's address, e.g. \"192.0.2.10\" (`getent hosts <name>` resolves one)", a.get_ref()),
+            );
+        }
+        if r.nsid == Some(0) {
+            self.err(
+                span(d),
+                key("nsid"),
+                "nsid 0 is not a namespace ID: NSIDs start at 1 (`nvme list-ns /dev/nvmeX` lists them)",
+            );
+        }
+        if let Some(u) = &r.uuid {
+            let hex = tiers::safety::hex_id(u.get_ref());
+            if hex.len() != 32 || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
+                self.err(
+                    span(u),
+                    key("uuid"),
+                    format!("uuid {:?} is neither a UUID nor an NGUID: give the namespace's 128-bit identifier as 32 hex digits, with or without dashes (`nvme id-ns /dev/nvmeXnY -o json` shows its nguid, `cat /sys/block/nvmeXnY/uuid` its UUID)", u.get_ref()),
+                );
+            }
+        }
         match (&r.host_nqn, &r.host_id) {
             (_, Some(id)) if !is_uuid(id.get_ref()) => self.err(
                 span(id),
@@ -203,6 +267,7 @@ impl Validator<'_> {
             host_id,
             dhchap_secret: secret,
             nsid: r.nsid,
+            uuid: r.uuid.as_ref().map(|u| u.get_ref().clone()),
         }
     }
 

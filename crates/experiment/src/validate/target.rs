@@ -67,15 +67,18 @@ impl Validator<'_> {
                     format!("with --emulate, the stand-in on host {name:?} listens on the host's address; leave `address` out"),
                 );
             }
+            // DH-HMAC-CHAP: the key goes into nvmet's hosts/<host NQN>/dhchap_key there, which
+            // exists only for a host admitted by name.
+            let any_host = r.allow_any_host.as_ref().is_some_and(|a| *a.get_ref());
             for (k, given) in [
                 ("dhchap_secret_env", r.dhchap_secret_env.is_some()),
                 ("dhchap_secret_file", r.dhchap_secret_file.is_some()),
             ] {
-                if given {
+                if given && any_host {
                     self.err(
                         span(rd),
                         key(k),
-                        format!("DH-HMAC-CHAP on a device served by host {name:?} is not supported: pgtier does not write the key into nvmet's hosts/<host nqn>/dhchap_key there, so the target would never ask for it; leave `{k}` out (the export admits this machine's host NQN alone)"),
+                        format!("DH-HMAC-CHAP with allow_any_host = true: nvmet asks a key only of a host it admits by name (hosts/<host NQN>/dhchap_key), so any host would still connect without one; leave allow_any_host out (host {name:?} then admits this machine's host NQN alone, with this key)"),
                     );
                 }
             }
@@ -133,6 +136,26 @@ impl Validator<'_> {
                 );
             } else {
                 seen.push((t.name.clone(), nt.nqn.clone(), n.clone()));
+            }
+        }
+        // One hosts/<host NQN> entry on a target host serves every device of the run there, and
+        // it holds one key: the devices that host serves with a key share its source.
+        let mut keyed: Vec<(String, String, Option<tiers::spec::SecretSource>)> = Vec::new();
+        for rd in &raw.device {
+            let n = rd.get_ref().name.get_ref();
+            let Some(d) = devices.iter().find(|d| &d.name == n) else { continue };
+            let (Some(t), RealDevice::NvmeTcp(nt)) = (&d.target_host, &d.real) else { continue };
+            if t.allow_any_host {
+                continue;
+            }
+            match keyed.iter().find(|(h, _, _)| h == &t.name) {
+                Some((_, first, secret)) if secret != &nt.dhchap_secret => self.err(
+                    span(rd),
+                    format!("device[{n}].dhchap_secret_env"),
+                    format!("devices {first:?} and {n:?} are served by host {:?}, whose one hosts/ entry for this machine holds one DH-HMAC-CHAP key: give both the same dhchap_secret_env or dhchap_secret_file (or neither)", t.name),
+                ),
+                Some(_) => {}
+                None => keyed.push((t.name.clone(), n.clone(), nt.dhchap_secret.clone())),
             }
         }
         for h in hosts.iter().filter(|h| h.roles.contains(&HostRole::Target)) {

@@ -26,6 +26,32 @@ pub struct BuildInstall {
     pub known_settings: std::collections::BTreeSet<String>,
 }
 
+/// An NVMe/TCP device that names no host NQN connects as this machine's (nvme-cli reads
+/// `hostnqn_file`, /etc/nvme/hostnqn): without one, `nvme connect` would make one up or fail
+/// after the checks, so it is said before anything is touched.
+fn host_nqn_problems(exp: &Experiment, hostnqn_file: &Path) -> Vec<String> {
+    if exp.emulated {
+        return Vec::new();
+    }
+    let needs: Vec<&str> = exp
+        .used_devices()
+        .into_iter()
+        .filter(|d| matches!(&d.real, tiers::spec::RealDevice::NvmeTcp(t) if t.host_nqn.is_none()))
+        .map(|d| d.name.as_str())
+        .collect();
+    let has = std::fs::read_to_string(hostnqn_file).is_ok_and(|s| s.trim().starts_with("nqn."));
+    if needs.is_empty() || has {
+        return Vec::new();
+    }
+    vec![format!(
+        "device(s) {} connect as this machine's NVMe host NQN, and {} holds none: run `nvme gen-hostnqn > {}` (and `uuidgen > /etc/nvme/hostid`), or give host_nqn and host_id in the experiment file ({})",
+        needs.join(", "),
+        hostnqn_file.display(),
+        hostnqn_file.display(),
+        exp.file.display()
+    )]
+}
+
 /// Every problem found is reported at once (numbered), as validation does, so that a user
 /// fixes them all in one go; nothing is touched before all of them pass.
 pub fn preflight(exp: &Experiment, plan: &tiers::Plan, user: Result<DbUser, RunnerError>) -> Result<Preflight> {
@@ -75,8 +101,8 @@ pub fn preflight(exp: &Experiment, plan: &tiers::Plan, user: Result<DbUser, Runn
             note(&mut problems, runner::affinity::check_available(cpus, &key).map_err(Into::into));
         }
     }
-    let targets = crate::remote::target::preflight(exp, &mut missing);
-    note(&mut problems, targets);
+    crate::remote::target::preflight(exp, &mut missing, &mut problems);
+    problems.extend(host_nqn_problems(exp, Path::new("/etc/nvme/hostnqn")));
     if !exp.device_probe.is_zero() && journal::command::which("fio").is_none() {
         missing.push("fio (package fio; or set device_probe = \"0s\")".into());
     }
@@ -287,5 +313,50 @@ duration = "5s"
         );
         assert!(dax_problems(&exp, "5.8.0").is_empty());
         assert!(dax_problems(&exp, "6.1.0-57-amd64").is_empty());
+    }
+
+    #[test]
+    fn an_nvme_tcp_device_without_a_host_nqn_needs_this_machines() {
+        let text = |extra: &str| {
+            format!(
+                r#"
+[experiment]
+name = "nqn"
+baseline = "p"
+[postgres]
+profiles = ["default"]
+[[device]]
+name = "remote"
+class = "nvme-tcp"
+address = "192.0.2.7"
+nqn = "nqn.2014-08.org.example:t"
+{extra}
+[[placement]]
+name = "p"
+data = "remote"
+wal = "remote"
+[[workload]]
+name = "rw"
+kind = "pgbench"
+builtin = "tpcb-like"
+scale = 1
+clients = [1]
+duration = "5s"
+"#
+            )
+        };
+        let opts =
+            experiment::LoadOptions { emulate: false, configs_dir: crate::paths::configs_dir(), hardware_threads: 2 };
+        let dir = tempfile::tempdir().unwrap();
+        let (none, some) = (dir.path().join("absent"), dir.path().join("hostnqn"));
+        std::fs::write(&some, "nqn.2014-08.org.nvmexpress:uuid:a66f1c42-4bce-a619-9c59-9ae6ac2ccb8a\n").unwrap();
+        let exp = experiment::parse(Path::new("nqn.toml"), &text(""), &opts).unwrap();
+        let p = host_nqn_problems(&exp, &none);
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert!(p[0].contains("device(s) remote") && p[0].contains("nvme gen-hostnqn"), "{p:?}");
+        assert!(host_nqn_problems(&exp, &some).is_empty());
+        let own = text("host_nqn = \"nqn.2014-08.org.nvmexpress:uuid:a66f1c42-4bce-a619-9c59-9ae6ac2ccb8a\"");
+        let exp = experiment::parse(Path::new("nqn.toml"), &own, &opts).unwrap();
+        assert!(host_nqn_problems(&exp, &none).is_empty(), "the file names its own");
     }
 }

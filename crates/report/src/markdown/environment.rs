@@ -43,6 +43,9 @@ pub(super) fn environment(d: &mut Document, m: &Manifest) {
     row("CPU", format!("{} ({} cores, {} threads)", h.cpu_model, h.cpu_cores, h.cpu_threads));
     row("memory", gib(h.memory_bytes));
     row("OS", format!("{}, Linux {}", h.os, h.kernel));
+    if !h.kernel_version.is_empty() || !h.kernel_cmdline.is_empty() {
+        row("kernel build and command line", format!("{}; `{}`", h.kernel_version, h.kernel_cmdline));
+    }
     row("virtualisation", h.virtualization.clone());
     row("CPU governor", h.cpu_governor.clone().unwrap_or_else(|| "not exposed".into()));
     row("transparent huge pages", h.transparent_hugepages.clone().unwrap_or_else(|| "unknown".into()));
@@ -108,6 +111,12 @@ fn target(table: &mut Table, t: &results::manifest::TargetRecord) {
         format!("transport to {}", t.host),
         format!("{}; set-up {:.0} ms, a command over it {:.1} ms", t.transport, t.ssh_setup_ms, t.ssh_command_ms),
     ]);
+    if !t.access.is_empty() {
+        table.row(vec![format!("access to {}'s exports", t.host), t.access.clone()]);
+    }
+    if !t.kernel.is_empty() {
+        table.row(vec![format!("kernel of {}", t.host), format!("Linux {}; `{}`", t.kernel, t.kernel_cmdline)]);
+    }
 }
 
 /// Each device: class, block device, mount options, DAX and throttles.

@@ -14,7 +14,7 @@ pub mod target;
 
 use emulated::*;
 use real::*;
-pub use real::{host_identity, secret_config_file, uuid_of_host_nqn};
+pub use real::{host_identity, same_connection, secret_config_file, uuid_of_host_nqn};
 
 /// Where and for whom a plan provisions.
 #[derive(Clone, Debug)]

@@ -124,11 +124,20 @@ pub(super) fn nvme_tcp_checks(plan: &mut Plan, devices: &[DeviceSpec], i: usize,
             ),
         );
     }
+    // A target host's subsystem is pgtier's own, with the one namespace it made there.
+    let nsid = if d.target_host.is_some() { Some(t.nsid.unwrap_or(super::target::EXPORTED_NSID)) } else { t.nsid };
     plan.push(
         name,
-        Action::Resolve { what: Resolve::NvmeNamespace { nqn: t.nqn.clone(), nsid: t.nsid }, bind: disk_var(d) },
+        Action::Resolve { what: Resolve::NvmeNamespace { nqn: t.nqn.clone(), nsid }, bind: disk_var(d) },
         "kernel names like nvme2n1 are not stable: find the namespace by its subsystem NQN",
     );
+    if let Some(id) = &t.uuid {
+        plan.push(
+            name,
+            Action::Check(Check::NvmeNamespaceNamed { device: Value::var(disk_var(d)), id: id.clone() }),
+            "the experiment file names the namespace by its UUID/NGUID: any other namespace is refused before anything is written",
+        );
+    }
     if d.target_host.is_some() {
         plan.push(
             name,
@@ -175,7 +184,7 @@ pub fn secret_config_file(ctx: &PlanContext, device: &str) -> PathBuf {
 }
 
 /// Devices that share one NVMe/TCP connection: the same address, port, subsystem and host.
-pub(super) fn same_connection(a: &NvmeTcpTarget, b: &NvmeTcpTarget) -> bool {
+pub fn same_connection(a: &NvmeTcpTarget, b: &NvmeTcpTarget) -> bool {
     a.address == b.address && a.port == b.port && a.nqn == b.nqn && a.host_nqn == b.host_nqn && a.host_id == b.host_id
 }
 
@@ -185,7 +194,7 @@ pub(super) fn real_device(plan: &mut Plan, d: &DeviceSpec, ctx: &PlanContext) {
         if *allow_reconfigure {
             plan.push(
                 name,
-                Action::PmemReconfigure { namespace: namespace.clone() },
+                Action::PmemReconfigure { namespace: namespace.clone(), dax: d.dax },
                 "the experiment file allows reconfiguring this namespace to fsdax (destroys its data)",
             );
         }

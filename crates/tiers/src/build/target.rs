@@ -31,6 +31,93 @@ const NBD_PORT: u16 = 10809;
 /// Writes `$2` into the file `$1` (a configfs attribute), without a newline.
 const WRITE: &str = r#"printf %s "$2" > "$1""#;
 
+/// `mkdir -- $1`, then (only if it made the directory) the empty file `$2`: the mark its undo
+/// looks for before it removes anything (and removes with it).
+pub const MKDIR_MARKED: &str = r#"mkdir -- "$1" && mkdir -p -m 700 -- "${2%/*}" && : > "$2""#;
+
+/// `ln -s -- $1 $2`, then (only if it made the link) the mark `$3`.
+pub const LINK_MARKED: &str = r#"ln -s -- "$1" "$2" && mkdir -p -m 700 -- "${3%/*}" && : > "$3""#;
+
+/// Exits 1 (saying why) unless nvmet there can ask for a DH-HMAC-CHAP key: Linux 6.0 or later
+/// built with CONFIG_NVME_TARGET_AUTH (the kernel's config in /boot, else nvmet's module
+/// depending on nvme-auth). Debian 12's 6.1 kernel is built without it.
+pub const NVMET_AUTH_KERNEL: &str = r#"r=$(uname -r); major=${r%%.*}
+fix="leave the device's dhchap_secret out (the export then admits this machine's host NQN unauthenticated), or use a kernel built with it there"
+case "$major" in ''|*[!0-9]*) echo "cannot read the kernel release ($r)" >&2; exit 1 ;; esac
+[ "$major" -ge 6 ] || { echo "Linux $r: nvmet has DH-HMAC-CHAP (hosts/<host NQN>/dhchap_key) from Linux 6.0 on; $fix" >&2; exit 1; }
+cfg=/boot/config-$r
+if [ -r "$cfg" ]; then
+  grep -qx 'CONFIG_NVME_TARGET_AUTH=y' "$cfg" && exit 0
+  echo "Linux $r is built without nvmet's in-band authentication (CONFIG_NVME_TARGET_AUTH is not set in $cfg), so nvmet would never ask for the key; $fix" >&2; exit 1
+fi
+deps=$(modinfo -F depends nvmet 2>/dev/null)
+case ",$deps," in *,nvme-auth,*|*,nvme_auth,*) exit 0 ;; esac
+echo "cannot tell that nvmet on Linux $r has in-band authentication (no $cfg; modinfo nvmet depends on: ${deps:-nothing read}); $fix" >&2
+exit 1"#;
+
+/// Copies the key file `$2` (mode 0600 in the run's directory there, written from stdin when
+/// the connection opened) into nvmet's attribute `$1`: the key is on no command line.
+pub const COPY_KEY: &str = r#"cat -- "$2" > "$1""#;
+
+/// Where the DH-HMAC-CHAP key of this machine's host NQN waits in the run's directory `dir` on
+/// a target host, for [`COPY_KEY`].
+pub fn key_file(dir: &str) -> String {
+    format!("{dir}/dhchap-key")
+}
+
+/// The mark of configfs item `path`, next to the run's directory `dir` on the host (not in it:
+/// a teardown that must leave the export under a busy filesystem still removes that directory,
+/// and `cleanup` needs the marks later).
+fn mark_of(dir: &str, path: &str) -> String {
+    format!("{dir}.marks/made{}", path.replace('/', "%"))
+}
+
+/// The configfs item an export step makes (a marked `mkdir` or `ln -s`), if it is one.
+pub fn made_item(words: &[String]) -> Option<&str> {
+    match words {
+        [sh, c, script, _, path, _] if sh == "sh" && c == "-c" && script == MKDIR_MARKED => Some(path),
+        [sh, c, script, _, _, at, _] if sh == "sh" && c == "-c" && script == LINK_MARKED => Some(at),
+        _ => None,
+    }
+}
+
+/// How an export step reads in the plan: a marked `mkdir` or `ln -s` as the command it makes
+/// and its mark; anything else as its words.
+pub fn describe_words(words: &[String]) -> String {
+    let q = |w: &String| journal::command::posix_command(std::slice::from_ref(w));
+    match words {
+        [_, _, script, _, path, mark] if script == MKDIR_MARKED => format!("mkdir -- {} && : > {}", q(path), q(mark)),
+        [_, _, script, _, to, at, mark] if script == LINK_MARKED => {
+            format!("ln -s -- {} {} && : > {}", q(to), q(at), q(mark))
+        }
+        [_, _, script, _, nvmet, addr, port, admit @ ..] if script == NVMET_CONFLICTS => format!(
+            "check {nvmet}/ports/*/addr_* has no port on {addr} port {port} (nor on the wildcard address){}  # sh -c <NVMET_CONFLICTS> (crates/tiers/src/build/target.rs)",
+            admit.first().map(|n| format!(", and {nvmet}/hosts/ no entry {n}")).unwrap_or_default()
+        ),
+        _ => journal::command::posix_command(words),
+    }
+}
+
+/// Exits 1, saying why on stderr, when nvmet's configuration on the host (`$1`) is in the way
+/// of an export on TCP address `$2`, port `$3`: a port already listening there (or on the
+/// wildcard address), or, with `$4`, an entry hosts/`$4` for this machine's host NQN that
+/// another configuration made (pgtier makes and removes its own).
+pub const NVMET_CONFLICTS: &str = r#"c=$1; addr=$2; svc=$3; nqn=${4:-}; bad=
+for p in "$c"/ports/*; do
+  [ -d "$p" ] || continue
+  [ "$(cat "$p/addr_trtype" 2>/dev/null)" = tcp ] || continue
+  [ "$(cat "$p/addr_trsvcid" 2>/dev/null)" = "$svc" ] || continue
+  a=$(cat "$p/addr_traddr" 2>/dev/null)
+  case "$a" in
+    "$addr"|0.0.0.0|::) bad="$bad; nvmet port ${p##*/} already listens on $a port $svc (TCP), where pgtier's own port would fail to listen (EADDRINUSE): give the device another \`port\` (or remove that port)" ;;
+  esac
+done
+if [ -n "$nqn" ] && [ -d "$c/hosts/$nqn" ]; then
+  bad="$bad; nvmet already has hosts/$nqn (another configuration admits this machine's host NQN): pgtier makes and removes an entry of its own, so remove that one, or give the device another host_nqn and host_id for this run"
+fi
+[ -z "$bad" ] || { printf '%s\n' "${bad#; }" >&2; exit 1; }
+exit 0"#;
+
 /// Runs `$2...` with stdin from /dev/null and its output into the log `$1`; on failure prints
 /// the log on stderr. nbdkit binds its socket before it forks into the background, so it listens
 /// when this returns.
@@ -119,6 +206,9 @@ pub fn nvmet_port_id(short_id: &str, index: usize) -> u16 {
     1000 + ((h.wrapping_add(index as u32)) % 60_000) as u16
 }
 
+/// The NSID of the namespace pgtier makes in a target host's subsystem when the file gives none.
+pub(super) const EXPORTED_NSID: u32 = 1;
+
 /// The `device_uuid` the export of device `device` (subsystem `nqn`) gets in a run with token
 /// `short_id`: a UUID (version 4 layout) made from the three, so that the plan is pure and the
 /// initiator knows which namespace to expect.
@@ -170,17 +260,70 @@ pub(super) fn nvmet_export(
         Action::HostDeviceCheck { host: h.clone(), device: t.export.clone(), allow_wipe: d.allow_wipe },
         format!("never export a device of host {h} that holds data, is in use (the O_EXCL open made there by perl) or another nvmet export serves (checked there over ssh)"),
     );
+    if nt.dhchap_secret.is_some() && !t.allow_any_host {
+        on_host(
+            plan,
+            d,
+            t,
+            (HostStep::Check, words(&["sh", "-c", NVMET_AUTH_KERNEL, "sh"]), None),
+            format!("DH-HMAC-CHAP on the export: nvmet on host {h} asks for the key from Linux 6.0 on"),
+        );
+    }
+    on_host(
+        plan,
+        d,
+        t,
+        (HostStep::Check, words(&["modprobe", "-n", "-a", "nvmet", "nvmet-tcp"]), None),
+        format!(
+            "host {h} has the kernel's NVMe target and its TCP transport (modules nvmet, nvmet-tcp; a dry run of modprobe loads nothing)"
+        ),
+    );
+    let admit = (!t.allow_any_host).then(|| nt.host_nqn.as_deref().unwrap_or(THIS_HOST_NQN));
+    let mut conflicts = words(&["sh", "-c", NVMET_CONFLICTS, "sh", NVMET, &nt.address, &nt.port.to_string()]);
+    conflicts.extend(admit.map(str::to_string));
+    // Made by an earlier device of this run: its own entry, not a conflict.
+    let first_of_host = !plan.steps.iter().any(|s| {
+        matches!(&s.action, Action::OnHost { host: o, words, .. } if o == &t.name && words.get(2).map(String::as_str) == Some(NVMET_CONFLICTS))
+    });
+    if first_of_host {
+        on_host(
+            plan,
+            d,
+            t,
+            (HostStep::Check, conflicts, None),
+            format!(
+                "nvmet's configuration on host {h} leaves room for this run's: no port already on {} port {} (nor on the wildcard address), no hosts/ entry for the host NQN this run admits",
+                nt.address, nt.port
+            ),
+        );
+    }
     let export = |plan: &mut Plan, w: Vec<String>, undo: Option<RemoteOp>, why: &str| {
         on_host(plan, d, t, (HostStep::Export, w, undo), why.to_string());
     };
     let set = |plan: &mut Plan, path: &str, value: &str, why: &str| {
         export(plan, words(&["sh", "-c", WRITE, "sh", path, value]), None, why);
     };
+    // Each item made is marked in the run's directory there, and its undo removes it only when
+    // marked: an item that was in the way belongs to another owner, whatever happens between
+    // the undo's record and the step's end (SIGKILL, a lost ssh connection).
+    let dir = host_dir(t, ctx);
     let mkdir = |plan: &mut Plan, path: &str, why: &str| {
-        export(plan, words(&["mkdir", "--", path]), Some(RemoteOp::Rmdir { path: path.to_string() }), why);
+        let mark = mark_of(&dir, path);
+        export(
+            plan,
+            words(&["sh", "-c", MKDIR_MARKED, "sh", path, &mark]),
+            Some(RemoteOp::Rmdir { path: path.to_string(), mark: Some(mark.clone()) }),
+            why,
+        );
     };
     let link = |plan: &mut Plan, to: &str, at: &str, why: &str| {
-        export(plan, words(&["ln", "-s", "--", to, at]), Some(RemoteOp::Unlink { path: at.to_string() }), why);
+        let mark = mark_of(&dir, at);
+        export(
+            plan,
+            words(&["sh", "-c", LINK_MARKED, "sh", to, at, &mark]),
+            Some(RemoteOp::Unlink { path: at.to_string(), mark: Some(mark.clone()) }),
+            why,
+        );
     };
     export(
         plan,
@@ -205,7 +348,7 @@ pub(super) fn nvmet_export(
         let host = format!("{NVMET}/hosts/{host_nqn}");
         // One hosts/ entry serves every subsystem of the run on this target host.
         let made = plan.steps.iter().any(|s| {
-            matches!(&s.action, Action::OnHost { host: h, words, .. } if h == &t.name && words.first().is_some_and(|w| w == "mkdir") && words.last() == Some(&host))
+            matches!(&s.action, Action::OnHost { host: h, words, .. } if h == &t.name && made_item(words) == Some(host.as_str()))
         });
         if !made {
             mkdir(
@@ -213,10 +356,18 @@ pub(super) fn nvmet_export(
                 &host,
                 "this machine's host NQN (host_nqn, else /etc/nvme/hostnqn, as the connect uses it) as nvmet knows hosts (refused if another configuration has it)",
             );
+            if nt.dhchap_secret.is_some() {
+                export(
+                    plan,
+                    words(&["sh", "-c", COPY_KEY, "sh", &format!("{host}/dhchap_key"), &key_file(&dir)]),
+                    None,
+                    "DH-HMAC-CHAP: nvmet asks this host NQN for the key (the same secret this machine connects with), copied from the mode-0600 file written over ssh's stdin when the connection opened; removed with the run's directory and with the hosts/ entry at teardown",
+                );
+            }
         }
         link(plan, &host, &format!("{subsys}/allowed_hosts/{host_nqn}"), "admit this machine's host NQN alone");
     }
-    let ns = format!("{subsys}/namespaces/{}", nt.nsid.unwrap_or(1));
+    let ns = format!("{subsys}/namespaces/{}", nt.nsid.unwrap_or(EXPORTED_NSID));
     mkdir(plan, &ns, "the namespace");
     set(
         plan,

@@ -134,6 +134,7 @@ pub fn parse_version(stdout: &str) -> Result<NvmeCliVersion, InspectError> {
 const LIST: &str = "nvme list";
 const LIST_SUBSYS: &str = "nvme list-subsys";
 const ID_CTRL: &str = "nvme id-ctrl";
+const LIST_NS: &str = "nvme list-ns";
 
 /// Reads `nvme list -o json` (with or without `-v`).
 ///
@@ -404,12 +405,59 @@ pub enum NqnMatch {
     /// The flat `nvme list` names no subsystem, and `nvmeXnY` reads as two different devices
     /// (X as subsystem instance or as controller): these candidates, not a guess.
     Ambiguous(Vec<String>),
+    /// No NSID was asked for and the subsystem exposes more than one namespace: these, one
+    /// device per namespace, in NSID order. Which one is meant is for the experiment file to
+    /// say (`nsid`), never for list order to decide.
+    NeedsNsid(Vec<SubsystemNamespace>),
+}
+
+/// A namespace of a subsystem as `nvme list` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubsystemNamespace {
+    pub device: String,
+    pub nsid: Option<u32>,
+}
+
+impl std::fmt::Display for SubsystemNamespace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.nsid {
+            Some(n) => write!(f, "{} (NSID {n})", self.device),
+            None => write!(f, "{} (NSID not shown)", self.device),
+        }
+    }
+}
+
+/// Of `candidates` (every listed device of one subsystem that fits), one answer: the only
+/// namespace, or [`NqnMatch::NeedsNsid`] when no NSID was asked for and they are several
+/// namespaces. Several devices of one NSID are one namespace seen through several controllers
+/// (no native multipath): the first of them is as good as any.
+fn one_namespace(candidates: &[&NvmeNamespace], nsid: Option<u32>) -> Option<NqnMatch> {
+    let first = candidates.first()?;
+    if nsid.is_none() {
+        let mut distinct: Vec<SubsystemNamespace> = Vec::new();
+        for ns in candidates {
+            let same = |d: &SubsystemNamespace| match (d.nsid, ns.nsid) {
+                (Some(a), Some(b)) => a == b,
+                _ => d.device == ns.device,
+            };
+            if !distinct.iter().any(same) {
+                distinct.push(SubsystemNamespace { device: ns.device.clone(), nsid: ns.nsid });
+            }
+        }
+        if distinct.len() > 1 {
+            distinct.sort_by_key(|d| (d.nsid.is_none(), d.nsid, d.device.clone()));
+            return Some(NqnMatch::NeedsNsid(distinct));
+        }
+    }
+    Some(NqnMatch::Found(first.device.clone()))
 }
 
 /// Finds the namespace block device (e.g. `"/dev/nvme2n1"`) of the subsystem
 /// with NQN `nqn`, from `nvme list -o json` ([`parse_list`]) and
 /// `nvme list-subsys -o json` ([`parse_list_subsys`]). With `nsid`, only
-/// that namespace ID qualifies; without it, the first match in list order.
+/// that namespace ID qualifies; without it, the subsystem's only namespace: when it
+/// lists more than one, there is no answer ([`NqnMatch::NeedsNsid`]), never the first
+/// in list order (namespaces appear asynchronously, so list order is not stable).
 ///
 /// 1. A namespace whose `subsystem_nqn` is `nqn` (detailed list shape).
 /// 2. Otherwise, among namespaces without a known NQN (flat list shape),
@@ -451,8 +499,10 @@ pub fn match_namespace_for_nqn(
     let nqn = nqn.trim();
     let wanted = |ns: &NvmeNamespace| nsid.is_none_or(|n| ns.nsid == Some(n));
 
-    if let Some(ns) = list.iter().find(|ns| ns.subsystem_nqn.as_deref().map(str::trim) == Some(nqn) && wanted(ns)) {
-        return NqnMatch::Found(ns.device.clone());
+    let named: Vec<&NvmeNamespace> =
+        list.iter().filter(|ns| ns.subsystem_nqn.as_deref().map(str::trim) == Some(nqn) && wanted(ns)).collect();
+    if let Some(answer) = one_namespace(&named, nsid) {
+        return answer;
     }
 
     let targets: Vec<&NvmeSubsystem> = subsystems.iter().filter(|s| s.nqn.trim() == nqn).collect();
@@ -472,12 +522,14 @@ pub fn match_namespace_for_nqn(
     }
 
     let unattributed: Vec<&NvmeNamespace> = list.iter().filter(|ns| ns.subsystem_nqn.is_none()).collect();
-    let by_subsys = unattributed
-        .iter()
-        .find(|ns| wanted(ns) && namespace_instance(&ns.device).is_some_and(|x| target_subsys.contains(&x)));
-    let by_ctrl = unattributed
-        .iter()
-        .find(|ns| wanted(ns) && namespace_instance(&ns.device).is_some_and(|x| target_ctrls.contains(&x)));
+    let fitting = |instances: &BTreeSet<u32>| -> Vec<&NvmeNamespace> {
+        unattributed
+            .iter()
+            .copied()
+            .filter(|ns| wanted(ns) && namespace_instance(&ns.device).is_some_and(|x| instances.contains(&x)))
+            .collect()
+    };
+    let (subsys_reading, ctrl_reading) = (fitting(&target_subsys), fitting(&target_ctrls));
 
     let all_subsys: BTreeSet<u32> = subsystems.iter().filter_map(|s| subsystem_instance(&s.name)).collect();
     let all_ctrls: BTreeSet<u32> =
@@ -489,13 +541,16 @@ pub fn match_namespace_for_nqn(
         (false, false) => (true, true), // listing incomplete: nothing ruled out
         other => other,
     };
-    let by_subsys = by_subsys.filter(|_| multipath_possible);
-    let by_ctrl = by_ctrl.filter(|_| plain_possible);
+    let by_subsys = one_namespace(&subsys_reading, nsid).filter(|_| multipath_possible);
+    let by_ctrl = one_namespace(&ctrl_reading, nsid).filter(|_| plain_possible);
 
     match (by_subsys, by_ctrl) {
-        (Some(a), Some(b)) if a.device == b.device => NqnMatch::Found(a.device.clone()),
-        (Some(a), Some(b)) => NqnMatch::Ambiguous(vec![a.device.clone(), b.device.clone()]),
-        (Some(a), None) | (None, Some(a)) => NqnMatch::Found(a.device.clone()),
+        (Some(NqnMatch::Found(a)), Some(NqnMatch::Found(b))) if a == b => NqnMatch::Found(a),
+        (Some(NqnMatch::Found(a)), Some(NqnMatch::Found(b))) => NqnMatch::Ambiguous(vec![a, b]),
+        // Several namespaces under either reading: nsid is needed whichever device is meant.
+        (Some(several @ NqnMatch::NeedsNsid(_)), _) | (_, Some(several @ NqnMatch::NeedsNsid(_))) => several,
+        (Some(answer), None) | (None, Some(answer)) => answer,
+        (Some(a), Some(_)) => a,
         (None, None) => NqnMatch::NoNamespace,
     }
 }
@@ -534,6 +589,43 @@ fn namespace_instance(device: &str) -> Option<u32> {
         return None;
     }
     x.parse().ok()
+}
+
+/// Reads `nvme list-ns <controller>`: the controller's active namespace IDs (Identify, CNS
+/// 02h), which the controller reports whether or not the kernel has made their block devices
+/// yet. Takes nvme-cli's plain shape (`[   0]:0x1`, one line a namespace, 1.x and 2.x) and its
+/// JSON (`{"nsid_list":[{"nsid":1}]}`, 2.x with `-o json`).
+pub fn parse_list_ns(text: &str) -> Result<Vec<u32>, InspectError> {
+    let text = text.trim();
+    if text.starts_with('{') {
+        let root = parse_json(LIST_NS, text)?;
+        let list = root
+            .get("nsid_list")
+            .and_then(Value::as_array)
+            .ok_or_else(|| InspectError::unexpected(LIST_NS, "no \"nsid_list\" array"))?;
+        return list
+            .iter()
+            .map(|e| {
+                u64_field(e, "nsid")
+                    .and_then(|n| u32::try_from(n).ok())
+                    .ok_or_else(|| InspectError::unexpected(LIST_NS, "an entry without a numeric \"nsid\""))
+            })
+            .collect();
+    }
+    let mut ids = Vec::new();
+    for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        let value = line
+            .strip_prefix('[')
+            .and_then(|rest| rest.split_once("]:"))
+            .map(|(_, v)| v.trim())
+            .ok_or_else(|| InspectError::unexpected(LIST_NS, format!("line {line:?} is not `[index]:nsid`")))?;
+        let id = match value.strip_prefix("0x").or_else(|| value.strip_prefix("0X")) {
+            Some(hex) => u32::from_str_radix(hex, 16).ok(),
+            None => value.parse().ok(),
+        };
+        ids.push(id.ok_or_else(|| InspectError::unexpected(LIST_NS, format!("{value:?} is not an NSID")))?);
+    }
+    Ok(ids)
 }
 
 /// Reads `nvme id-ctrl -o json`: model (`mn`), serial (`sn`) and firmware

@@ -12,10 +12,12 @@ pub enum Action {
         contents: String,
         what: String,
     },
-    /// `ndctl create-namespace -f -e NS -m fsdax`, only if the namespace is not in fsdax mode
-    /// already (destroys the namespace's data).
+    /// `ndctl create-namespace -f -e NS -m fsdax` (with `--align=2M` when DAX is wanted), only
+    /// if the namespace is not in fsdax mode already (destroys the namespace's data); the
+    /// alignment ndctl reports for the new namespace is checked.
     PmemReconfigure {
         namespace: String,
+        dax: crate::DaxPolicy,
     },
     /// `nvme connect` to an NVMe/TCP subsystem, once per subsystem (its namespaces may be
     /// several devices); teardown disconnects the controller this connect created. A secret goes
@@ -185,9 +187,10 @@ impl Action {
             Action::WriteFile { path, contents, what } => {
                 format!("write {} ({what}, {} lines)", path.display(), contents.lines().count())
             }
-            Action::PmemReconfigure { namespace } => {
-                format!("ndctl create-namespace -f -e {namespace} -m fsdax  # only if not in fsdax mode already")
-            }
+            Action::PmemReconfigure { namespace, dax } => format!(
+                "ndctl create-namespace -f -e {namespace} -m fsdax{}  # only if not in fsdax mode already",
+                if *dax == crate::DaxPolicy::Off { "" } else { " --align=2M" }
+            ),
             Action::NvmeConnect { target, secret_file, .. } => describe_connect(target, secret_file.as_deref()),
             Action::LockDisk { disk } => {
                 format!("udevadm settle; flock --exclusive <{disk}>  # held until the filesystem is made")
@@ -246,7 +249,7 @@ impl Action {
                 format!("chown {uid}:{gid} {}; chmod {mode:o} {}", path.display(), path.display())
             }
             Action::OnHost { host, words, .. } => {
-                format!("[on host {host}] {}", journal::command::posix_command(words))
+                format!("[on host {host}] {}", crate::build::target::describe_words(words))
             }
             Action::HostDeviceIdentity { host, device, model, serial } => format!(
                 "[on host {host}] check {} identity: model {}, serial {}",

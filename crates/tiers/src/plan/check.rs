@@ -31,6 +31,9 @@ pub enum Check {
     /// The NVMe namespace bound to `device` is the one a target host of this run exports: its
     /// `/sys/block/<X>/wwid` is `uuid.<uuid>`, the `device_uuid` pgtier gave it there.
     NvmeNamespaceUuid { device: Value, uuid: String },
+    /// The NVMe namespace bound to `device` has the UUID or NGUID the experiment file gives
+    /// (`uuid`): its `/sys/block/<X>/{wwid,uuid,nguid}`.
+    NvmeNamespaceNamed { device: Value, id: String },
     /// The device is large enough for `bytes` (what for: `what`), before anything is written.
     Room { device: Value, bytes: u64, what: String },
     /// The same for a PMem namespace, by the size `ndctl list -N -i` gives it (its block device
@@ -89,6 +92,9 @@ impl fmt::Display for Check {
             Check::NvmeNamespaceUuid { device, uuid } => {
                 write!(f, "check /sys/block/{device}/wwid is uuid.{uuid} (the namespace the target host exports)")
             }
+            Check::NvmeNamespaceNamed { device, id } => {
+                write!(f, "check /sys/block/{device}/{{wwid,uuid,nguid}} names {id} (the file's uuid)")
+            }
             Check::Room { device, bytes, what } => {
                 write!(f, "check {device} holds {} ({what})", human_bytes(*bytes))
             }
@@ -131,10 +137,14 @@ impl Resolve {
             Resolve::PartitionStart { disk, least_sectors } => format!(
                 "read /sys/class/block/<{disk}>/{{queue/optimal_io_size,queue/minimum_io_size,queue/logical_block_size,alignment_offset}}: first sector at or after {least_sectors}s (512-byte) that parted's align-check opt accepts -> <{bind}>"
             ),
-            Resolve::NvmeNamespace { nqn, nsid } => format!(
-                "nvme list-subsys -o json; nvme list -o json: namespace{} of subsystem {nqn} -> <{bind}>",
-                nsid.map(|n| format!(" {n}")).unwrap_or_default()
-            ),
+            Resolve::NvmeNamespace { nqn, nsid } => match nsid {
+                Some(n) => format!(
+                    "nvme list-subsys -o json; nvme list -o json: namespace {n} of subsystem {nqn} -> <{bind}>; udevadm settle"
+                ),
+                None => format!(
+                    "nvme list-subsys -o json; nvme list -o json; nvme list-ns <controller>: the only namespace of subsystem {nqn} (refused if it has more: the file names none) -> <{bind}>; udevadm settle"
+                ),
+            },
             Resolve::Partition { disk, number } => {
                 format!("wait for partition {number} of <{disk}> to appear -> <{bind}>")
             }

@@ -197,6 +197,7 @@ impl Executor<'_> {
         &mut self,
         n: usize,
         namespace: &str,
+        dax: DaxPolicy,
         on_event: &mut dyn FnMut(Event),
     ) -> Result<(), StepError> {
         let list = self.ndctl_list(n)?;
@@ -211,22 +212,47 @@ impl Executor<'_> {
         }
         let before = current.mode.as_str().to_string();
         self.ndctl_cache = None;
-        let out = self.run_inner(
-            n,
-            &CommandLine::new("ndctl").args(["create-namespace", "-f", "-e", namespace, "-m", "fsdax"]),
-            &[],
-            Duration::from_secs(600),
-        )?;
+        // With DAX wanted, 2 MiB explicitly: a re-made namespace otherwise keeps the alignment
+        // it had (or ndctl's default for its kind), which may allow 4 KiB mappings only.
+        let mut args = vec!["create-namespace", "-f", "-e", namespace, "-m", "fsdax"];
+        if dax != DaxPolicy::Off {
+            args.push("--align=2M");
+        }
+        let out = self.run_inner(n, &CommandLine::new("ndctl").args(args), &[], Duration::from_secs(600))?;
         let made = ndctl::parse_create_namespace(&out.stdout).map_err(|e| e.to_string())?;
         if made.mode != ndctl::PmemMode::Fsdax {
             return Err(
                 format!("ndctl create-namespace made {} in {} mode, not fsdax", made.dev, made.mode.as_str()).into()
             );
         }
+        let align = match made.align {
+            Some(a) => format!("align {a} ({}) as ndctl reports it", crate::plan::human_bytes(a)),
+            None => "ndctl reports no align".to_string(),
+        };
         on_event(Event::Note(format!(
-            "{namespace} reconfigured from {before} to fsdax ({})",
+            "{namespace} reconfigured from {before} to fsdax ({}); {align}",
             made.blockdev.as_deref().unwrap_or("no block device reported")
         )));
+        match made.align {
+            Some(a) if dax != DaxPolicy::Off && !a.is_multiple_of(super::checks::PMD_BYTES) => {
+                let why = format!(
+                    "ndctl create-namespace --align=2M made {} with {align}: DAX can map its files with 4 KiB pages only",
+                    made.dev
+                );
+                if dax == DaxPolicy::Required {
+                    return Err(format!(
+                        "{why}; the experiment file requires DAX (set dax = \"optional\" to measure it as it is)"
+                    )
+                    .into());
+                }
+                on_event(Event::Note(format!("{why} (dax = \"optional\": measured as it is)")));
+            }
+            None if dax != DaxPolicy::Off => on_event(Event::Note(format!(
+                "ndctl create-namespace --align=2M made {} but reports no align, so the 2 MiB alignment is not confirmed",
+                made.dev
+            ))),
+            _ => {}
+        }
         Ok(())
     }
 

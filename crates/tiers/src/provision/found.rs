@@ -2,6 +2,7 @@
 //! device, and a mount verified (options, DAX in effect by statx and /proc/mounts).
 
 use super::*;
+use crate::safety::Refusal;
 
 impl Executor<'_> {
     pub(super) fn resolve(&mut self, n: usize, what: &Resolve) -> Result<String, StepError> {
@@ -32,11 +33,21 @@ impl Executor<'_> {
             matches!(s.file_kind(Path::new(&dev)), FileKind::BlockDevice { .. })
         })
         .map_err(|_| format!("{dev} (namespace {namespace}) is not a block device"))?;
+        // A namespace just made (or re-made) is new to udev, whose rules may activate an old
+        // volume group found on it: after udev is done, nothing may hold or mount it (its
+        // signatures were judged by the checks before; a re-made namespace has lost them).
+        self.settle_udev(n);
+        self.probe(n, |s| safety::check_not_in_use(s, Path::new(&dev), true)).map_err(StepError::Refused)?;
         Ok(dev)
     }
 
     /// The block device of the namespace (`nsid`, or the only one) of subsystem `nqn`; about
-    /// 30 s of retries, as the namespace appears asynchronously after nvme connect.
+    /// 30 s of retries, as the namespace appears asynchronously after nvme connect. Without
+    /// `nsid`, a subsystem with more than one namespace is refused, by what `nvme list` shows
+    /// and by the controller's own list of active namespaces (`nvme list-ns`, which does not
+    /// wait for the kernel to make block devices): never the first one listed. Then `udevadm
+    /// settle`, so that the checks that follow read holders after udev's rules ran (LVM
+    /// autoactivation of an old volume group on the namespace, for one).
     fn nvme_namespace_device(&mut self, n: usize, nqn: &str, nsid: Option<u32>) -> Result<String, StepError> {
         let wanted = nsid.map(|n| format!(" with NSID {n}")).unwrap_or_default();
         for attempt in 0.. {
@@ -48,7 +59,15 @@ impl Executor<'_> {
                 nvme::NqnMatch::Found(dev)
                     if matches!(self.sys.file_kind(Path::new(&dev)), FileKind::BlockDevice { .. }) =>
                 {
+                    if nsid.is_none() {
+                        self.only_active_namespace(n, &subsystems, nqn, &dev)?;
+                    }
+                    self.settle_udev(n);
                     return Ok(dev);
+                }
+                nvme::NqnMatch::NeedsNsid(several) => {
+                    let namespaces = several.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ");
+                    return Err(StepError::Refused(Refusal::NsidNeeded { nqn: nqn.to_string(), namespaces }));
                 }
                 nvme::NqnMatch::Found(dev) => format!("{dev} is listed but is not a block device yet"),
                 nvme::NqnMatch::Ambiguous(candidates) => return self.settle_ambiguous(&candidates, nqn, &wanted),
@@ -62,6 +81,53 @@ impl Executor<'_> {
             self.sys.sleep(Duration::from_millis(500));
         }
         unreachable!("the loop returns")
+    }
+
+    /// Without an NSID in the file: the controller's active namespace list (`nvme list-ns
+    /// /dev/<controller>`) must hold one namespace only, whatever `nvme list` showed so far
+    /// (a second namespace may not have its block device yet). A controller that cannot say
+    /// (an older nvme-cli, an empty answer) is noted, and the listing's answer stands.
+    fn only_active_namespace(
+        &mut self,
+        n: usize,
+        subsystems: &[nvme::NvmeSubsystem],
+        nqn: &str,
+        dev: &str,
+    ) -> Result<(), StepError> {
+        let controller = subsystems
+            .iter()
+            .filter(|s| s.nqn.trim() == nqn.trim())
+            .flat_map(|s| s.controllers.iter())
+            .find(|c| c.state.as_deref().is_none_or(|s| s.trim().eq_ignore_ascii_case("live")))
+            .map(|c| c.name.clone());
+        let Some(controller) = controller else {
+            self.notes.push(format!(
+                "subsystem {nqn}: no live controller named by nvme list-subsys, so its active namespaces were not asked for; {dev} is the only one nvme list shows"
+            ));
+            return Ok(());
+        };
+        let cmd = CommandLine::new("nvme").args(["list-ns".to_string(), format!("/dev/{controller}")]);
+        let out = self.probe(n, |s| s.run(&cmd, Duration::from_secs(60))).map_err(|e| e.to_string())?;
+        let ids = if out.status == 0 { nvme::parse_list_ns(&out.stdout).ok() } else { None };
+        match ids.as_deref() {
+            Some([_, _, ..]) => {
+                let namespaces =
+                    ids.unwrap_or_default().iter().map(|id| format!("NSID {id}")).collect::<Vec<_>>().join(", ");
+                Err(StepError::Refused(Refusal::NsidNeeded {
+                    nqn: nqn.to_string(),
+                    namespaces: format!("{namespaces}, by `{cmd}`"),
+                }))
+            }
+            Some([_]) => Ok(()),
+            _ => {
+                self.notes.push(format!(
+                    "subsystem {nqn}: `{cmd}` did not list the controller's active namespaces (exit {}: {}); {dev} is the only one nvme list shows",
+                    out.status,
+                    out.stderr.trim()
+                ));
+                Ok(())
+            }
+        }
     }
 
     /// Of the devices `nvme list` could mean, the one sysfs says belongs to `nqn` (each

@@ -446,6 +446,9 @@ impl Executor<'_> {
             Action::Resolve { what, bind } => {
                 let dev = self.resolve(n, what)?;
                 self.bindings.insert(bind.clone(), dev);
+                for note in std::mem::take(&mut self.notes) {
+                    on_event(Event::Note(note));
+                }
             }
             Action::Run { command, timeout_secs } => {
                 let ready = self.command(command)?;
@@ -464,7 +467,7 @@ impl Executor<'_> {
                 self.record(Undo::RemoveFile { path: path.clone() }, what)?;
                 self.sys.write(path, contents).map_err(|e| format!("write {}: {e}", path.display()))?;
             }
-            Action::PmemReconfigure { namespace } => self.pmem_reconfigure(n, namespace, on_event)?,
+            Action::PmemReconfigure { namespace, dax } => self.pmem_reconfigure(n, namespace, *dax, on_event)?,
             Action::Mount { source, target, fstype, options } => {
                 self.mount(n, step, source, target, (fstype, options))?
             }
@@ -518,14 +521,7 @@ impl Executor<'_> {
 }
 
 fn read_secret(src: &SecretSource) -> Result<String, String> {
-    match src {
-        SecretSource::Env { name } => {
-            std::env::var(name).map_err(|_| format!("environment variable {name} (the DH-HMAC-CHAP secret) is not set"))
-        }
-        SecretSource::File { path } => std::fs::read_to_string(path)
-            .map(|s| s.trim().to_string())
-            .map_err(|e| format!("read secret file {}: {e}", path.display())),
-    }
+    src.read()
 }
 
 /// Polls `ok` every 100 ms of the system's sleep, `limit` long (a fake system does not sleep).

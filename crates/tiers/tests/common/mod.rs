@@ -61,6 +61,7 @@ pub fn nvme_tcp(name: &str, nqn: &str, secret_env: Option<&str>) -> DeviceSpec {
             host_id: Some("a66f1c42-4bce-a619-9c59-9ae6ac2ccb8a".into()),
             dhchap_secret: secret_env.map(|n| SecretSource::Env { name: n.into() }),
             nsid: None,
+            uuid: None,
         }),
     )
 }

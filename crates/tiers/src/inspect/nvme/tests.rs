@@ -28,6 +28,11 @@ const SUBSYS_V1_DOC: &str = include_str!("../../../tests/fixtures/nvme/nvme-list
 const SUBSYS_V2: &str = include_str!("../../../tests/fixtures/nvme/nvme-list-subsys-o-json.v2.tcp.gonvme-test.json");
 const SUBSYS_V2_DELETING: &str =
     include_str!("../../../tests/fixtures/nvme/nvme-list-subsys-o-json.v2.tcp.state-deleting.gonvme-testdata.json");
+const VM_SUBSYS_TCP: &str = include_str!("../../../tests/fixtures/vm/nvme-list-subsys-o-json.tcp.json");
+const VM_LIST_TCP: &str = include_str!("../../../tests/fixtures/vm/nvme-list-o-json.tcp.json");
+const VM_LIST_V_TCP: &str = include_str!("../../../tests/fixtures/vm/nvme-list-v-o-json.tcp.json");
+const VM_SUBSYS_PCIE: &str = include_str!("../../../tests/fixtures/vm/nvme-list-subsys-o-json.pcie.json");
+const VM_LIST_PCIE: &str = include_str!("../../../tests/fixtures/vm/nvme-list-o-json.pcie.json");
 const ID_CTRL_WDC: &str = include_str!("../../../tests/fixtures/nvme/nvme-id-ctrl-o-json.v1.wdc-sn730.ironic.json");
 const CONNECT_27: &str = include_str!("../../../tests/fixtures/nvme/nvme-connect-t-tcp.v2.7plus.oracle-blog.txt");
 const DISCONNECT_V1: &str = include_str!("../../../tests/fixtures/nvme/nvme-disconnect-n.v1.commit-f4806f68.txt");
@@ -402,7 +407,15 @@ fn find_flat_powerstore_by_subsystem_instance_and_nsid() {
     let list = parse_list(FLAT_POWERSTORE).unwrap();
     let subs = parse_list_subsys(SUBSYS_V2).unwrap();
     let nqn = "nqn.1988-11.com.dell:mock:00:1a1111a1111aAA11111A";
-    assert_eq!(find_namespace_for_nqn(&list, &subs, nqn, None).as_deref(), Some("/dev/nvme0n1"));
+    // Two namespaces and no NSID asked for: no answer, never the first listed.
+    assert_eq!(find_namespace_for_nqn(&list, &subs, nqn, None), None);
+    assert_eq!(
+        match_namespace_for_nqn(&list, &subs, nqn, None),
+        NqnMatch::NeedsNsid(vec![
+            SubsystemNamespace { device: "/dev/nvme0n1".into(), nsid: Some(9217) },
+            SubsystemNamespace { device: "/dev/nvme0n2".into(), nsid: Some(9222) },
+        ])
+    );
     assert_eq!(find_namespace_for_nqn(&list, &subs, nqn, Some(9222)).as_deref(), Some("/dev/nvme0n2"));
     assert_eq!(find_namespace_for_nqn(&list, &subs, nqn, Some(9217)).as_deref(), Some("/dev/nvme0n1"));
     assert_eq!(find_namespace_for_nqn(&list, &subs, nqn, Some(1)), None);
@@ -511,6 +524,70 @@ fn find_flat_conflicting_readings() {
     let mut subs2 = subs.clone();
     subs2[1].controllers[0].name = "nvme0".into();
     assert_eq!(find_namespace_for_nqn(&list, &subs2, "nqn.target", None), None);
+}
+
+#[test]
+fn without_nsid_several_namespaces_are_refused_in_any_list_order() {
+    // The guest's capture: pgt-capture exports namespaces 1 and 2; `nvme list` shows nvme6n2
+    // first. Neither order gives an answer without an NSID.
+    let subs = parse_list_subsys(VM_SUBSYS_TCP).unwrap();
+    let mut list = parse_list(VM_LIST_TCP).unwrap();
+    for _ in 0..2 {
+        match match_namespace_for_nqn(&list, &subs, "pgt-capture", None) {
+            NqnMatch::NeedsNsid(several) => assert_eq!(
+                several.iter().map(ToString::to_string).collect::<Vec<_>>(),
+                ["/dev/nvme6n1 (NSID 1)", "/dev/nvme6n2 (NSID 2)"]
+            ),
+            other => panic!("{other:?}"),
+        }
+        list.reverse();
+    }
+    // The detailed shape (nvme list -v) names the subsystem: the same refusal.
+    let detailed = parse_list(VM_LIST_V_TCP).unwrap();
+    assert!(matches!(match_namespace_for_nqn(&detailed, &subs, "pgt-capture", None), NqnMatch::NeedsNsid(_)));
+    assert_eq!(find_namespace_for_nqn(&detailed, &subs, "pgt-capture", Some(2)).as_deref(), Some("/dev/nvme6n2"));
+    // The other local drives (one namespace each) still resolve without an NSID.
+    let pcie = parse_list_subsys(VM_SUBSYS_PCIE).unwrap();
+    let one = pcie.iter().find(|s| s.nqn.contains("PGT-DATA")).unwrap();
+    let local = parse_list(VM_LIST_PCIE).unwrap();
+    assert!(find_namespace_for_nqn(&local, &pcie, &one.nqn, None).is_some());
+}
+
+#[test]
+fn one_namespace_seen_through_two_controllers_is_one_namespace() {
+    // No native multipath: NSID 7 appears as nvme0n1 and nvme2n1 (controllers nvme0, nvme2).
+    let subs = vec![NvmeSubsystem {
+        name: "nvme-subsys4".into(),
+        nqn: "nqn.two-paths".into(),
+        controllers: ["nvme0", "nvme2"]
+            .iter()
+            .map(|n| NvmePath {
+                name: (*n).into(),
+                transport: "tcp".into(),
+                address: String::new(),
+                state: Some("live".into()),
+            })
+            .collect(),
+    }];
+    let list = vec![flat("/dev/nvme0n1", 7), flat("/dev/nvme2n1", 7)];
+    assert_eq!(find_namespace_for_nqn(&list, &subs, "nqn.two-paths", None).as_deref(), Some("/dev/nvme0n1"));
+    // A second NSID on either path makes it two namespaces.
+    let list = vec![flat("/dev/nvme0n1", 7), flat("/dev/nvme2n1", 7), flat("/dev/nvme2n2", 8)];
+    assert!(
+        matches!(match_namespace_for_nqn(&list, &subs, "nqn.two-paths", None), NqnMatch::NeedsNsid(v) if v.len() == 2)
+    );
+}
+
+#[test]
+fn list_ns_plain_and_json() {
+    assert_eq!(parse_list_ns("[   0]:0x1\n[   1]:0x2\n").unwrap(), vec![1, 2]);
+    assert_eq!(parse_list_ns("[   0]:0x2b").unwrap(), vec![43]);
+    assert_eq!(parse_list_ns("{\"nsid_list\":[{\"nsid\":1},{\"nsid\":2}]}").unwrap(), vec![1, 2]);
+    assert_eq!(parse_list_ns("{\"nsid_list\":[]}").unwrap(), Vec::<u32>::new());
+    assert_eq!(parse_list_ns("").unwrap(), Vec::<u32>::new());
+    assert!(parse_list_ns("NVMe status: INVALID_NS").is_err());
+    assert!(parse_list_ns("{\"nsid_list\":[{\"id\":1}]}").is_err());
+    assert_eq!(parse_list_ns("[   0]:0xzz").unwrap_err().tool(), "nvme list-ns");
 }
 
 // ---- id-ctrl, connect, disconnect ----
