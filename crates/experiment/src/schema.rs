@@ -287,6 +287,47 @@ mod tests {
         assert_eq!(edit_distance("ab", "ba"), 1);
     }
 
+    /// docs/experiment-file.md documents every key of every table: a `## [table]` heading per
+    /// table (`## [[device]]`, `## [device.emulate]`), a `### \`key\`` heading per key below it,
+    /// and nothing it documents is not a key.
+    #[test]
+    fn the_reference_documents_every_key() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/experiment-file.md");
+        let doc = std::fs::read_to_string(&path).expect("docs/experiment-file.md");
+        let mut documented: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+        let mut section = None;
+        for line in doc.lines() {
+            if let Some(h) = line.strip_prefix("## ") {
+                let table = h.split_whitespace().next().unwrap_or("").trim_matches(['[', ']', '`']).to_string();
+                documented.entry(table.clone()).or_default();
+                section = Some(table);
+            } else if let Some(k) = line.strip_prefix("### ") {
+                let table = section.clone().expect("a key heading below a table heading");
+                documented.get_mut(&table).unwrap().push(k.trim().trim_matches('`').to_string());
+            }
+        }
+        let mut missing = Vec::new();
+        let mut unknown = Vec::new();
+        for key in file().keys {
+            if !documented.contains_key(*key) {
+                missing.push(format!("the section [{key}]"));
+            }
+        }
+        for t in file().all().into_iter().skip(1) {
+            let table = t.heading.trim_matches(['[', ']']);
+            let keys = documented.get(table).cloned().unwrap_or_default();
+            missing.extend(t.keys.iter().filter(|k| !keys.iter().any(|d| d == *k)).map(|k| format!("{table}.{k}")));
+            unknown.extend(keys.iter().filter(|d| !t.keys.contains(&d.as_str())).map(|d| format!("{table}.{d}")));
+        }
+        assert!(missing.is_empty(), "{} does not document: {}", path.display(), missing.join(", "));
+        assert!(
+            unknown.is_empty(),
+            "{} documents keys the file format does not have: {}",
+            path.display(),
+            unknown.join(", ")
+        );
+    }
+
     #[test]
     fn the_schema_has_every_field_of_the_raw_structs() {
         let f = file();

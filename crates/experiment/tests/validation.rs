@@ -321,6 +321,21 @@ fn shipped_experiment_files_are_valid_both_ways() {
     assert!(n >= 1, "no experiment files found in {}", dir.display());
 }
 
+/// The commented template of docs/experiment-file.md: two NVMe drives and a PMem namespace,
+/// valid on real hardware and with --emulate.
+#[test]
+fn the_template_for_two_nvme_drives_and_pmem_is_valid() {
+    let file = repo().join("tiers/template-two-nvme-and-pmem.toml");
+    for emulate in [false, true] {
+        let e = experiment::load(&file, &opts(emulate)).unwrap_or_else(|e| panic!("emulate {emulate}:\n{e}"));
+        let classes: Vec<String> = e.devices.iter().map(|d| d.class.to_string()).collect();
+        assert_eq!(classes, ["nvme", "nvme", "pmem"]);
+        assert_eq!(e.placements.len(), 3);
+        assert_eq!(e.baseline, "nvme");
+        assert!(e.warnings.is_empty(), "emulate {emulate}: {:?}", e.warnings);
+    }
+}
+
 #[test]
 fn settings_that_pgtier_owns_or_that_run_commands_are_refused() {
     for (k, v) in [
