@@ -5,7 +5,8 @@
 //! `raw` is the file as written (enum-valued keys parsed by `keyword`), `validate` checks it one
 //! section at a time (with `[emulate]` resolved in `validate::emulate`), `policy` says what a file
 //! may not ask for, `schema` knows the keys of every table (unknown keys are found there, all of
-//! them, before serde reads the file), `spans` finds keys and lines, `model` is what validation resolves to, and
+//! them, before serde reads the file), `read` reads it past values of the wrong type (each one
+//! reported), `spans` finds keys and lines, `model` is what validation resolves to, and
 //! `golden` the room the data sets' golden copies need where the file puts them.
 
 pub mod error;
@@ -15,6 +16,7 @@ mod memory_check;
 mod model;
 mod policy;
 mod raw;
+mod read;
 mod schema;
 mod spans;
 pub mod units;
@@ -60,22 +62,19 @@ pub fn load(path: &Path, opts: &LoadOptions) -> Result<Experiment, ConfigErrors>
 }
 
 /// Parses and validates experiment text (`path` is used in messages and to find nothing else).
-/// Every problem is reported, in the order of the file: unknown keys (which serde would stop at)
-/// are found and set aside first, then the rest is read and validated.
+/// Every problem is reported, in the order of the file: unknown keys and values of the wrong
+/// type (which serde would stop at) are reported and set aside, then the rest is validated.
 pub fn parse(path: &Path, text: &str, opts: &LoadOptions) -> Result<Experiment, ConfigErrors> {
-    use serde::Deserialize;
     let src = Source { path, text };
     let mut doc = toml::de::DeTable::parse(text).map_err(|e| ConfigErrors(vec![spans::toml_error(&src, &e)]))?;
     let mut errors = schema::take_unknown_keys(doc.get_mut(), &src);
-    let raw = match raw::RawFile::deserialize(toml::de::Deserializer::from(doc)) {
-        Ok(raw) => raw,
-        Err(e) => {
-            errors.push(spans::toml_error(&src, &e));
-            return Err(in_file_order(errors));
-        }
-    };
+    let mut read = read::raw_file(doc, &src);
+    errors.append(&mut read.errors);
+    let Some(raw) = read.raw else { return Err(in_file_order(errors)) };
     let mut v = validate::Validator::new(&src);
     let exp = v.resolve(&raw, opts);
+    // What validation says about a stand-in for a value of the wrong type is already said.
+    v.errors.retain(|e| !matches!((e.line, e.column), (Some(l), Some(c)) if read.stand_ins.contains(&(l, c))));
     errors.append(&mut v.errors);
     if errors.is_empty() {
         let mut exp = exp.expect("resolved when there are no errors");

@@ -141,6 +141,27 @@ pub(crate) fn file() -> &'static Table {
     })
 }
 
+/// The unit a key's value carries, for keys that take one (a string with its unit).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Unit {
+    Duration,
+    Size,
+}
+
+/// The unit of a key, by its name (the same name means the same kind of value in every table).
+pub(crate) fn unit_of(key: &str) -> Option<Unit> {
+    const DURATIONS: [&str; 9] =
+        ["duration", "ramp_up", "slice", "warm_up", "budget", "device_probe", "watchdog_grace", "after", "latency"];
+    const SIZES: [&str; 6] = ["size", "device_size", "read_bandwidth", "write_bandwidth", "limit", "memory_limit"];
+    if DURATIONS.contains(&key) {
+        Some(Unit::Duration)
+    } else if SIZES.contains(&key) {
+        Some(Unit::Size)
+    } else {
+        None
+    }
+}
+
 /// Reports every key of `doc` that its table does not have, and removes it (so that serde, which
 /// would stop at the first, reads the rest).
 pub(crate) fn take_unknown_keys(doc: &mut toml::de::DeTable, src: &Source) -> Vec<ConfigError> {

@@ -20,6 +20,19 @@ pub(crate) fn toml_error(src: &Source, e: &toml::de::Error) -> ConfigError {
     if message.contains("untagged enum RawMemoryLimit") {
         message = "a memory limit is \"unlimited\", a size such as \"1GiB\", or a table such as { limit = \"1GiB\", settings = { shared_buffers = \"256MB\" } }".into();
     }
+    // serde names Rust's types; the file has TOML's.
+    for (rust, toml) in [
+        ("expected u16", "expected a whole number"),
+        ("expected u32", "expected a whole number"),
+        ("expected u64", "expected a whole number"),
+        ("expected i64", "expected a whole number"),
+        ("expected f64", "expected a number"),
+        ("expected a sequence", "expected a list ([...])"),
+    ] {
+        if let Some(head) = message.strip_suffix(rust) {
+            message = format!("{head}{toml}");
+        }
+    }
     if message.starts_with("unknown field") {
         message.push_str("; remove it or check its spelling");
     }

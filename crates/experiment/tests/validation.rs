@@ -131,6 +131,35 @@ fn three_mistakes_three_errors_in_file_order_each_with_its_fix() {
     );
 }
 
+/// A value of the wrong type does not hide the rest: each is reported (a number where a
+/// duration goes with the fix), and validation runs on the others.
+#[test]
+fn values_of_the_wrong_type_are_all_reported_with_the_other_problems() {
+    let text = BASE
+        .replace("baseline = \"fast\"", "baseline = \"fast\"\nrepetitions = \"three\"")
+        .replace("data = \"d2\"", "data = \"d3\"")
+        .replace("scale = 100", "scale = \"big\"")
+        .replace("duration = \"10min\"", "duration = 600")
+        .replace("device_size = \"1GiB\"", "device_size = 4");
+    let errs = errors(&text, false);
+    println!("{errs}");
+    let got: Vec<(Option<usize>, &str)> = errs.0.iter().map(|e| (e.line, e.key.as_deref().unwrap_or(""))).collect();
+    assert_eq!(
+        got,
+        vec![
+            (Some(line_of(&text, "\"three\"")), "experiment.repetitions"),
+            (Some(line_of(&text, "\"d3\"")), "placement[pm].data"),
+            (Some(line_of(&text, "\"big\"")), "workload[rw].scale"),
+            (Some(line_of(&text, "duration = 600")), "workload[rw].duration"),
+            (Some(line_of(&text, "device_size = 4")), "emulate.device_size"),
+        ],
+        "{errs}"
+    );
+    assert_eq!(errs.0[0].message, "invalid type: string \"three\", expected a whole number", "{errs}");
+    assert!(errs.0[3].message.contains("write duration = \"600s\""), "{errs}");
+    assert!(errs.0[4].message.contains("write device_size = \"4GiB\" (2^30 bytes) or \"4GB\""), "{errs}");
+}
+
 #[test]
 fn sizes_and_durations_say_their_unit_but_postgres_settings_keep_postgres_units() {
     let text = BASE
