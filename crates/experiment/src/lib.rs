@@ -74,7 +74,7 @@ pub fn parse(path: &Path, text: &str, opts: &LoadOptions) -> Result<Experiment, 
     let mut v = validate::Validator::new(&src);
     let exp = v.resolve(&raw, opts);
     // What validation says about a stand-in for a value of the wrong type is already said.
-    v.errors.retain(|e| !matches!((e.line, e.column), (Some(l), Some(c)) if read.stand_ins.contains(&(l, c))));
+    v.errors.retain(|e| !read.stand_ins.iter().any(|s| s.explains(e)));
     errors.append(&mut v.errors);
     if errors.is_empty() {
         let mut exp = exp.expect("resolved when there are no errors");

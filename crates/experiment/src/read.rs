@@ -21,32 +21,112 @@ pub(crate) struct Read {
     /// The file, when every value of the wrong type could be stood in for.
     pub raw: Option<RawFile>,
     pub errors: Vec<ConfigError>,
-    /// (line, column) of each stand-in: validation errors there are about the stand-in.
-    pub stand_ins: Vec<(usize, usize)>,
+    /// Where each stand-in is: validation errors there are about the stand-in.
+    pub stand_ins: Vec<StandIn>,
+}
+
+/// A stand-in's place (line, column), and for a missing key the key (it stands at its table's
+/// header, where other errors about the table are too).
+pub(crate) struct StandIn {
+    pub line: usize,
+    pub column: usize,
+    pub missing: Option<&'static str>,
+}
+
+impl StandIn {
+    /// Whether `e` is about this stand-in.
+    pub fn explains(&self, e: &ConfigError) -> bool {
+        (e.line, e.column) == (Some(self.line), Some(self.column))
+            && self.missing.is_none_or(|k| e.key.as_deref().is_some_and(|key| key.ends_with(&format!(".{k}"))))
+    }
 }
 
 pub(crate) fn raw_file(mut doc: Spanned<DeTable<'_>>, src: &Source) -> Read {
     let mut errors = Vec::new();
     let mut stand_ins = Vec::new();
+    // A missing key stood in for, and which of MISSING_STAND_INS it has now.
+    let mut trying: Option<(Range<usize>, &'static str, usize)> = None;
     loop {
         let e = match RawFile::deserialize(toml::de::Deserializer::from(doc.clone())) {
             Ok(raw) => return Read { raw: Some(raw), errors, stand_ins },
             Err(e) => e,
         };
+        // The stand-in for a missing key has the wrong type: try the next.
+        if let Some((at, field, n)) = trying.take()
+            && e.span().as_ref() == Some(&at)
+            && e.message().starts_with("invalid type")
+            && let Some(next) = MISSING_STAND_INS.get(n + 1)
+            && put_at(doc.get_mut(), &at, field, next)
+        {
+            trying = Some((at, field, n + 1));
+            continue;
+        }
         let mut err = toml_error(src, &e);
+        let mut missing = None;
         let stood_in = errors.len() < MAX_TYPE_ERRORS
-            && e.span()
-                .is_some_and(|at| stand_in(e.message()).is_some_and(|value| replace_at(doc.get_mut(), &at, value)));
+            && e.span().is_some_and(|at| match missing_field(e.message()) {
+                Some(field) => {
+                    let put = put_at(doc.get_mut(), &at, field, MISSING_STAND_INS[0]);
+                    if put {
+                        trying = Some((at, field, 0));
+                        missing = Some(field);
+                        err.key = Some(err.key.take().map_or(field.to_string(), |t| format!("{t}.{field}")));
+                        err.message = format!("`{field}` is missing: it is required here (docs/experiment-file.md)");
+                    }
+                    put
+                }
+                None => stand_in(e.message()).is_some_and(|value| replace_at(doc.get_mut(), &at, value)),
+            });
         if let Some(fix) = unit_fix(&err, src, e.span()) {
             err.message = fix;
         }
-        if let (true, Some(l), Some(c)) = (stood_in, err.line, err.column) {
-            stand_ins.push((l, c));
+        if let (true, Some(line), Some(column)) = (stood_in, err.line, err.column) {
+            stand_ins.push(StandIn { line, column, missing });
         }
         errors.push(err);
         if !stood_in {
             return Read { raw: None, errors, stand_ins };
         }
+    }
+}
+
+/// Stand-ins for a missing key, tried in turn until serde takes one.
+const MISSING_STAND_INS: [&str; 4] = ["\"\"", "[]", "1", "false"];
+
+/// The key serde says is missing, as one of the file format's keys.
+fn missing_field(message: &str) -> Option<&'static str> {
+    let field = message.strip_prefix("missing field `")?.split('`').next()?;
+    crate::schema::file().all().into_iter().flat_map(|t| t.keys.iter().copied()).find(|k| *k == field)
+}
+
+/// Puts `key = <text>` into the table written at `at` (with that place).
+fn put_at(t: &mut DeTable<'_>, at: &Range<usize>, key: &'static str, text: &'static str) -> bool {
+    let Some(value) = DeValue::parse(text).ok().map(Spanned::into_inner) else { return false };
+    match table_at(t, at) {
+        Some(table) => {
+            table.insert(Spanned::new(at.clone(), std::borrow::Cow::Borrowed(key)), Spanned::new(at.clone(), value));
+            true
+        }
+        None => false,
+    }
+}
+
+fn table_at<'t, 'i>(t: &'t mut DeTable<'i>, at: &Range<usize>) -> Option<&'t mut DeTable<'i>> {
+    t.iter_mut().find_map(|(_, v)| table_in(v, at))
+}
+
+fn table_in<'t, 'i>(v: &'t mut Spanned<DeValue<'i>>, at: &Range<usize>) -> Option<&'t mut DeTable<'i>> {
+    let here = v.span() == *at;
+    match v.get_mut() {
+        DeValue::Table(t) => {
+            if here {
+                Some(t)
+            } else {
+                table_at(t, at)
+            }
+        }
+        DeValue::Array(a) => a.iter_mut().find_map(|item| table_in(item, at)),
+        _ => None,
     }
 }
 

@@ -162,8 +162,9 @@ pub(crate) fn unit_of(key: &str) -> Option<Unit> {
     }
 }
 
-/// Reports every key of `doc` that its table does not have, and removes it (so that serde, which
-/// would stop at the first, reads the rest).
+/// Reports every key of `doc` that its table does not have, and takes it out (so that serde, which
+/// would stop at the first, reads the rest); a near miss of a key the table lacks is put back
+/// under that key.
 pub(crate) fn take_unknown_keys(doc: &mut toml::de::DeTable, src: &Source) -> Vec<ConfigError> {
     let mut out = Vec::new();
     walk(doc, file(), "", src, &mut out);
@@ -179,7 +180,14 @@ fn walk(t: &mut toml::de::DeTable, schema: &Table, path: &str, src: &Source, out
         .collect();
     for (k, at) in unknown {
         out.push(src.error(Some(at), Some(join(&k)), unknown_key_message(&k, schema)));
-        t.remove(k.as_str());
+        let Some((written, value)) = t.remove_entry(k.as_str()) else { continue };
+        // A near miss is read as the key it nearly is, so that what depends on it is checked
+        // too (and a required key is not reported missing as well).
+        if let Some(near) = nearest(&k, schema.keys)
+            && !t.contains_key(near)
+        {
+            t.insert(toml::Spanned::new(written.span(), std::borrow::Cow::Borrowed(near)), value);
+        }
     }
     for (k, v) in t.iter_mut() {
         let key = join(k.get_ref());

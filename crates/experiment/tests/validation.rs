@@ -1252,3 +1252,48 @@ fn nvme_tcp_uuid_and_address_are_checked_with_the_value_quoted() {
     let text = BASE.replace("namespace = \"namespace0.0\"\n", "namespace = \"namespace0.0\"\nnsid = 1\n");
     assert!(errors(&text, false).0.iter().any(|e| e.message.contains("`nsid/uuid` does not apply to a pmem device")));
 }
+
+/// A misspelt required key is read as the key it nearly is (reported once, as a near miss); a
+/// key left out is reported missing; neither hides the rest of the file.
+#[test]
+fn misspelt_or_missing_required_keys_do_not_hide_the_rest() {
+    let text = BASE
+        .replace("name = \"d1\"", "nam = \"d1\"")
+        .replace("data = \"d2\"", "data = \"d3\"")
+        .replace("duration = \"10min\"", "duraton = \"10min\"");
+    let errs = errors(&text, false);
+    let keys: Vec<&str> = errs.0.iter().filter_map(|e| e.key.as_deref()).collect();
+    assert_eq!(keys, ["device[0].nam", "placement[pm].data", "workload[rw].duraton"], "{errs}");
+    let text = BASE
+        .replace("clients = [1, 2, \"20%\", \"99.9%\"]\n", "")
+        .replace("duration = \"10min\"\n", "")
+        .replace("data = \"d2\"", "data = \"d3\"")
+        .replace("builtin = \"tpcb-like\"\n", "");
+    let errs = errors(&text, false);
+    println!("{errs}");
+    let shown: Vec<(Option<usize>, &str, &str)> =
+        errs.0.iter().map(|e| (e.line, e.key.as_deref().unwrap_or(""), e.message.as_str())).collect();
+    let workload = line_of(&text, "[[workload]]");
+    assert_eq!(
+        shown,
+        vec![
+            (Some(line_of(&text, "\"d3\"")), "placement[pm].data", "no device named \"d3\"; defined devices: d1, d2"),
+            (
+                Some(workload),
+                "workload[rw].clients",
+                "`clients` is missing: it is required here (docs/experiment-file.md)"
+            ),
+            (
+                Some(workload),
+                "workload[rw].duration",
+                "`duration` is missing: it is required here (docs/experiment-file.md)"
+            ),
+            (
+                Some(workload),
+                "workload[rw].builtin",
+                "a pgbench workload needs `builtin` (\"tpcb-like\", \"simple-update\" or \"select-only\")"
+            ),
+        ],
+        "{errs}"
+    );
+}
