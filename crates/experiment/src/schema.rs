@@ -335,6 +335,36 @@ mod tests {
                 documented.get_mut(&table).unwrap().push(k.trim().trim_matches('`').to_string());
             }
         }
+        // A key that takes a unit says so in the first line of its entry.
+        let mut entries: std::collections::BTreeMap<(String, String), String> = Default::default();
+        let mut at: Option<(String, String)> = None;
+        for line in doc.lines() {
+            if let Some(h) = line.strip_prefix("## ") {
+                let table = h.split_whitespace().next().unwrap_or("").trim_matches(['[', ']', '`']).to_string();
+                at = Some((table, String::new()));
+            } else if let Some(k) = line.strip_prefix("### ") {
+                let table = at.clone().map(|(t, _)| t).unwrap_or_default();
+                at = Some((table, k.trim().trim_matches('`').to_string()));
+            } else if let Some(place) = at.clone().filter(|(_, k)| !k.is_empty())
+                && !entries.contains_key(&place)
+                && !line.trim().is_empty()
+            {
+                entries.insert(place, line.to_string());
+            }
+        }
+        let mut unit_not_said = Vec::new();
+        for ((table, key), first) in &entries {
+            let said = match unit_of(key) {
+                _ if first.starts_with("*As [") => true,
+                Some(Unit::Duration) => first.contains("duration"),
+                Some(Unit::Size) => first.contains("size"),
+                None => true,
+            };
+            if !said {
+                unit_not_said.push(format!("{table}.{key}"));
+            }
+        }
+        assert!(unit_not_said.is_empty(), "entries that do not say their unit: {}", unit_not_said.join(", "));
         let mut missing = Vec::new();
         let mut unknown = Vec::new();
         for key in file().keys {
