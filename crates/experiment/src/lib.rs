@@ -67,10 +67,10 @@ pub fn load(path: &Path, opts: &LoadOptions) -> Result<Experiment, ConfigErrors>
 pub fn parse(path: &Path, text: &str, opts: &LoadOptions) -> Result<Experiment, ConfigErrors> {
     let src = Source { path, text };
     let mut doc = toml::de::DeTable::parse(text).map_err(|e| ConfigErrors(vec![spans::toml_error(&src, &e)]))?;
-    let mut errors = schema::take_unknown_keys(doc.get_mut(), &src);
+    let mut errors = schema::take_unknown_keys(doc.get_mut(), schema::file(), &src);
     let mut read = read::raw_file(doc, &src);
     errors.append(&mut read.errors);
-    let Some(raw) = read.raw else { return Err(in_file_order(errors)) };
+    let Some(raw) = read.raw else { return Err(in_file_order(path, errors)) };
     let mut v = validate::Validator::new(&src);
     let exp = v.resolve(&raw, opts);
     // What validation says about a stand-in for a value of the wrong type is already said.
@@ -81,19 +81,23 @@ pub fn parse(path: &Path, text: &str, opts: &LoadOptions) -> Result<Experiment, 
         exp.warnings = v.warnings;
         Ok(exp)
     } else {
-        Err(in_file_order(errors))
+        Err(in_file_order(path, errors))
     }
 }
 
-/// Errors sorted by their place in the file (those without one last), each reported once (an
-/// [emulate] value shared by several workloads or devices is found once per use).
-fn in_file_order(errors: Vec<ConfigError>) -> ConfigErrors {
+/// Errors sorted by their place in the file (those without one last; those of the profiles it
+/// names after it), each reported once (an [emulate] value shared by several workloads or devices
+/// is found once per use).
+fn in_file_order(path: &Path, errors: Vec<ConfigError>) -> ConfigErrors {
     let mut unique: Vec<ConfigError> = Vec::new();
     for e in errors {
         if !unique.contains(&e) {
             unique.push(e);
         }
     }
-    unique.sort_by_key(|e| (e.line.is_none(), e.line, e.column));
+    unique.sort_by(|a, b| {
+        let place = |e: &ConfigError| (e.file != path, e.file.clone(), e.line.is_none(), e.line, e.column);
+        place(a).cmp(&place(b))
+    });
     ConfigErrors(unique)
 }

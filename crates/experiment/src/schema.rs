@@ -165,13 +165,25 @@ pub(crate) fn unit_of(key: &str) -> Option<Unit> {
 /// Reports every key of `doc` that its table does not have, and takes it out (so that serde, which
 /// would stop at the first, reads the rest); a near miss of a key the table lacks is put back
 /// under that key.
-pub(crate) fn take_unknown_keys(doc: &mut toml::de::DeTable, src: &Source) -> Vec<ConfigError> {
+pub(crate) fn take_unknown_keys(doc: &mut toml::de::DeTable, root: &Table, src: &Source) -> Vec<ConfigError> {
     let mut out = Vec::new();
-    walk(doc, file(), "", src, &mut out);
+    walk(doc, root, root, "", src, &mut out);
     out
 }
 
-fn walk(t: &mut toml::de::DeTable, schema: &Table, path: &str, src: &Source, out: &mut Vec<ConfigError>) {
+/// A settings profile, `configs/postgres/<name>.toml`.
+pub(crate) fn profile() -> &'static Table {
+    static PROFILE: OnceLock<Table> = OnceLock::new();
+    PROFILE.get_or_init(|| {
+        Table::new(
+            "a settings profile",
+            fields::<raw::RawProfile>(),
+            vec![("settings", Child::Free), ("optional_settings", Child::Free), ("skipped", Child::Free)],
+        )
+    })
+}
+
+fn walk(t: &mut toml::de::DeTable, root: &Table, schema: &Table, path: &str, src: &Source, out: &mut Vec<ConfigError>) {
     let join = |k: &str| if path.is_empty() { k.to_string() } else { format!("{path}.{k}") };
     let unknown: Vec<(String, std::ops::Range<usize>)> = t
         .iter()
@@ -179,7 +191,7 @@ fn walk(t: &mut toml::de::DeTable, schema: &Table, path: &str, src: &Source, out
         .map(|(k, _)| (k.get_ref().to_string(), k.span()))
         .collect();
     for (k, at) in unknown {
-        out.push(src.error(Some(at), Some(join(&k)), unknown_key_message(&k, schema)));
+        out.push(src.error(Some(at), Some(join(&k)), unknown_key_message(&k, root, schema)));
         let Some((written, value)) = t.remove_entry(k.as_str()) else { continue };
         // A near miss is read as the key it nearly is, so that what depends on it is checked
         // too (and a required key is not reported missing as well).
@@ -192,7 +204,7 @@ fn walk(t: &mut toml::de::DeTable, schema: &Table, path: &str, src: &Source, out
     for (k, v) in t.iter_mut() {
         let key = join(k.get_ref());
         match (schema.child(k.get_ref()), v.get_mut()) {
-            (Some(Child::Table(s)), toml::de::DeValue::Table(inner)) => walk(inner, s, &key, src, out),
+            (Some(Child::Table(s)), toml::de::DeValue::Table(inner)) => walk(inner, root, s, &key, src, out),
             (Some(Child::Items(s)), toml::de::DeValue::Array(items)) => {
                 for (i, item) in items.iter_mut().enumerate() {
                     if let toml::de::DeValue::Table(inner) = item.get_mut() {
@@ -200,7 +212,7 @@ fn walk(t: &mut toml::de::DeTable, schema: &Table, path: &str, src: &Source, out
                             .get("name")
                             .and_then(|n| n.get_ref().as_str().map(str::to_string))
                             .unwrap_or_else(|| i.to_string());
-                        walk(inner, s, &format!("{key}[{label}]"), src, out);
+                        walk(inner, root, s, &format!("{key}[{label}]"), src, out);
                     }
                 }
             }
@@ -211,11 +223,11 @@ fn walk(t: &mut toml::de::DeTable, schema: &Table, path: &str, src: &Source, out
 
 /// "did you mean" for a near miss among the table's keys; else where the key belongs, if it is
 /// a key of another table; else the keys the table has.
-fn unknown_key_message(key: &str, schema: &Table) -> String {
+fn unknown_key_message(key: &str, root: &Table, schema: &Table) -> String {
     if let Some(near) = nearest(key, schema.keys) {
         return format!("unknown key `{key}` in {}; did you mean `{near}`?", schema.heading);
     }
-    let elsewhere: Vec<&str> = file().all().into_iter().filter(|t| t.keys.contains(&key)).map(|t| t.heading).collect();
+    let elsewhere: Vec<&str> = root.all().into_iter().filter(|t| t.keys.contains(&key)).map(|t| t.heading).collect();
     if !elsewhere.is_empty() {
         return format!(
             "unknown key `{key}` in {}: it is a key of {}; move it there",

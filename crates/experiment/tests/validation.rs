@@ -1297,3 +1297,33 @@ fn misspelt_or_missing_required_keys_do_not_hide_the_rest() {
         "{errs}"
     );
 }
+
+/// A settings profile's unknown keys are all reported too, with its own file and lines.
+#[test]
+fn every_unknown_key_of_a_profile_is_reported() {
+    let configs = tempfile::tempdir().unwrap();
+    std::fs::create_dir(configs.path().join("postgres")).unwrap();
+    let profile = "descripton = \"x\"\n[setings]\nshared_buffers = \"1GB\"\n";
+    std::fs::write(configs.path().join("postgres/mine.toml"), profile).unwrap();
+    let text =
+        BASE.replace("profiles = [\"default\"]", "profiles = [\"mine\"]").replace("data = \"d2\"", "data = \"d3\"");
+    let o = LoadOptions { emulate: false, configs_dir: configs.path().to_path_buf(), hardware_threads: 40 };
+    let errs = parse(Path::new("exp.toml"), &text, &o).expect_err("should be rejected");
+    let shown: Vec<String> =
+        errs.0.iter().map(|e| format!("{}:{:?}: {}", e.file.display(), e.line, e.message)).collect();
+    let file = configs.path().join("postgres/mine.toml");
+    assert_eq!(
+        shown,
+        vec![
+            format!("exp.toml:Some({}): no device named \"d3\"; defined devices: d1, d2", line_of(&text, "\"d3\"")),
+            format!(
+                "{}:Some(1): unknown key `descripton` in a settings profile; did you mean `description`?",
+                file.display()
+            ),
+            format!(
+                "{}:Some(2): unknown key `setings` in a settings profile; did you mean `settings`?",
+                file.display()
+            ),
+        ]
+    );
+}

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use runner::matrix::{MemoryLimit, Profile};
+use serde::Deserialize;
 use toml::Spanned;
 
 use super::Validator;
@@ -247,7 +248,16 @@ impl Validator<'_> {
             return None;
         };
         let psrc = Source { path: &file, text: &text };
-        let raw: RawProfile = match toml::from_str(&text) {
+        // Every unknown key is reported (serde would stop at the first); the rest is read.
+        let mut doc = match toml::de::DeTable::parse(&text) {
+            Ok(doc) => doc,
+            Err(e) => {
+                self.errors.push(toml_error(&psrc, &e));
+                return None;
+            }
+        };
+        self.errors.extend(crate::schema::take_unknown_keys(doc.get_mut(), crate::schema::profile(), &psrc));
+        let raw = match RawProfile::deserialize(toml::de::Deserializer::from(doc)) {
             Ok(r) => r,
             Err(e) => {
                 self.errors.push(toml_error(&psrc, &e));
