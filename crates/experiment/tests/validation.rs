@@ -120,7 +120,7 @@ fn three_mistakes_three_errors_in_file_order_each_with_its_fix() {
                 line_of(&text, "repetitons")
             ),
             format!(
-                "exp.toml:{}:8: key `device[d1].path`: \"/srv/not-a-device\": the real device is a path under /dev (best a stable /dev/disk/by-id/... name)",
+                "exp.toml:{}:8: key `device[d1].path`: path = \"/srv/not-a-device\": the real device is a path under /dev (best a stable /dev/disk/by-id/... name)",
                 line_of(&text, "not-a-device")
             ),
             format!(

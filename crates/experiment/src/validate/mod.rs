@@ -122,11 +122,19 @@ impl<'a> Validator<'a> {
     /// An error at `at`; a value there that the message does not repeat is quoted before it (the
     /// reader sees what was refused without opening the file).
     pub fn err(&mut self, at: Option<Range<usize>>, key: impl Into<String>, msg: impl Into<String>) {
-        let mut msg = msg.into();
-        if let Some(written) = at.as_ref().and_then(|s| self.src.text.get(s.clone())).and_then(|w| quotable(w, &msg)) {
-            msg = format!("{written}: {msg}");
+        let (key, mut msg) = (key.into(), msg.into());
+        if let Some(at) = &at
+            && let Some(written) = self.src.text.get(at.clone()).and_then(|w| quotable(w, &msg))
+        {
+            // `key = value` when the value is the key's own (not an item of a list).
+            let name = key.rsplit('.').next().filter(|n| n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'));
+            let after_equals = self.src.text[..at.start].trim_end().ends_with('=');
+            msg = match name {
+                Some(name) if after_equals => format!("{name} = {written}: {msg}"),
+                _ => format!("{written}: {msg}"),
+            };
         }
-        let e = self.src.error(at, Some(key.into()), msg);
+        let e = self.src.error(at, Some(key), msg);
         self.errors.push(e);
     }
 
