@@ -299,7 +299,7 @@ fn dry_runs_show_every_step_on_the_target_host() {
         "addr_adrfam ipv4",
         "addr_traddr 192.0.2.7",
         "addr_trsvcid 4420",
-        "ln -s -- /sys/kernel/config/nvmet/subsystems/nqn.2026-12.io.pgtier:storage:remote /sys/kernel/config/nvmet/ports/",
+        "ln -s -T -- /sys/kernel/config/nvmet/subsystems/nqn.2026-12.io.pgtier:storage:remote /sys/kernel/config/nvmet/ports/",
         "nvme connect --transport tcp --traddr 192.0.2.7 --trsvcid 4420 --nqn nqn.2026-12.io.pgtier:storage:remote",
         "[remote] check /sys/block/<remote>/wwid is uuid.",
         "mkfs.xfs",

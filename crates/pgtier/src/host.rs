@@ -82,7 +82,7 @@ pub fn collect() -> HostFacts {
         hostname: nix::unistd::gethostname().map(|h| h.to_string_lossy().into_owned()).unwrap_or_default(),
         kernel: uts.as_ref().map(|u| u.release().to_string_lossy().into_owned()).unwrap_or_default(),
         kernel_version: uts.as_ref().map(|u| u.version().to_string_lossy().into_owned()).unwrap_or_default(),
-        kernel_cmdline: read("/proc/cmdline").unwrap_or_default(),
+        kernel_cmdline: redact_cmdline(&read("/proc/cmdline").unwrap_or_default()),
         os,
         cpu_model: field("model name").unwrap_or_default(),
         cpu_cores: if cores.is_empty() { threads } else { cores.len() },
@@ -94,6 +94,25 @@ pub fn collect() -> HostFacts {
         sysctls,
         load_average: read("/proc/loadavg"),
     }
+}
+
+/// A kernel command line fit for a manifest: the value of a parameter that may carry a
+/// credential (a password, key, secret or token; a URL-like value with user info, as dracut's
+/// `netroot=iscsi:user:password@...`) is replaced by `<redacted>`.
+pub fn redact_cmdline(cmdline: &str) -> String {
+    cmdline
+        .split_whitespace()
+        .map(|word| match word.split_once('=') {
+            Some((k, v)) => {
+                let key = k.to_ascii_lowercase();
+                let sensitive =
+                    ["pass", "key", "secret", "token", "auth"].iter().any(|s| key.contains(s)) || v.contains('@');
+                if sensitive { format!("{k}=<redacted>") } else { word.to_string() }
+            }
+            None => word.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// The version line of each tool the run uses.
@@ -133,4 +152,16 @@ pub fn memory_bytes() -> u64 {
         })
         .map(|kb| kb * 1024)
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn credentials_on_the_kernel_command_line_are_redacted() {
+        let line = "BOOT_IMAGE=/vmlinuz-6.1.0 root=UUID=ab ro netroot=iscsi:u:pw@192.0.2.1::3260::iqn.x rd.iscsi.password=pw hardened_usercopy=off quiet";
+        assert_eq!(
+            super::redact_cmdline(line),
+            "BOOT_IMAGE=/vmlinuz-6.1.0 root=UUID=ab ro netroot=<redacted> rd.iscsi.password=<redacted> hardened_usercopy=off quiet"
+        );
+    }
 }

@@ -58,6 +58,10 @@ pub enum Refusal {
     )]
     NsidNeeded { nqn: String, namespaces: String },
     #[error(
+        "subsystem {nqn}: {device} is the only namespace `nvme list` shows, but the controller did not confirm it is its only one ({why}), and the experiment file names none; add nsid = <NSID> (and uuid) to the device (nothing was written)"
+    )]
+    NsidUnconfirmed { nqn: String, device: String, why: String },
+    #[error(
         "{device} is not the namespace the experiment file names: uuid {expected} was given, the namespace shows {actual}; check the device's `uuid` (`nvme id-ns {device} -o json` shows its nguid, /sys/block/<dev>/wwid its identifier); nothing was written"
     )]
     NamespaceNotNamed { device: String, expected: String, actual: String },

@@ -78,6 +78,12 @@ fn connect_line(extra: &str) -> String {
     )
 }
 
+/// Device "remote" on the PowerStore subsystem NQN, namespace 293 (the fixture's): the file
+/// names it, so the listing's answer needs no word from the controller.
+fn remote_293(secret_env: Option<&str>) -> tiers::DeviceSpec {
+    with_target(nvme_tcp("remote", NQN, secret_env), |t| t.nsid = Some(293))
+}
+
 fn with_target(mut d: tiers::DeviceSpec, f: impl FnOnce(&mut tiers::spec::NvmeTcpTarget)) -> tiers::DeviceSpec {
     if let RealDevice::NvmeTcp(t) = &mut d.real {
         f(t);
@@ -91,7 +97,7 @@ fn connect_resolve_mkfs_mount_and_the_secret_stays_out_of_every_record() {
     let mut f = tcp_machine();
     let mp = mountpoint("remote");
     mount_adds(&mut f, &mounts_line_from("local/proc-mounts.xfs-default.txt", "/dev/nvme0n1", &mp));
-    let specs = [nvme_tcp("remote", NQN, Some(SECRET_ENV))];
+    let specs = [remote_293(Some(SECRET_ENV))];
     let o = run_plan(&specs, &fake_ctx(), &mut f);
     let p = o.result.as_ref().unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(
@@ -158,7 +164,7 @@ fn the_connection_settings_asked_for_and_in_force_are_recorded() {
         .file("/sys/class/nvme/nvme6/reconnect_delay", "2\n")
         .file("/sys/class/nvme/nvme6/queue_count", "3\n")
         .file("/sys/class/nvme/nvme6/sqsize", "127\n");
-    let o = run_plan(&[nvme_tcp("remote", NQN, None)], &fake_ctx(), &mut f);
+    let o = run_plan(&[remote_293(None)], &fake_ctx(), &mut f);
     let p = o.result.as_ref().unwrap_or_else(|e| panic!("{e}"));
     let c = p.device("remote").unwrap().nvme_tcp.as_ref().expect("a connection record");
     assert_eq!(c.controller.as_deref(), Some("nvme6"));
@@ -198,7 +204,7 @@ fn teardown_disconnects_the_controller_it_created_and_only_after_the_unmount() {
     let mut f = tcp_machine();
     let mp = mountpoint("remote");
     mount_adds(&mut f, &mounts_line_from("local/proc-mounts.xfs-default.txt", "/dev/nvme0n1", &mp));
-    let o = run_plan(&[nvme_tcp("remote", NQN, None)], &fake_ctx(), &mut f);
+    let o = run_plan(&[remote_293(None)], &fake_ctx(), &mut f);
     o.result.as_ref().unwrap_or_else(|e| panic!("{e}"));
     let recs = records(&o.journal_text);
     // Before the connect: disconnect by NQN (nothing else is known yet); after it, the
@@ -220,7 +226,7 @@ fn nvme_cli_1_16_with_a_secret_is_refused_before_anything_runs() {
     set_env();
     let mut f = tcp_machine();
     f.answer_once("nvme version", Canned::ok(fixture("nvme/nvme-version.v1.16.txt")));
-    let o = run_plan(&[nvme_tcp("remote", NQN, Some(SECRET_ENV))], &fake_ctx(), &mut f);
+    let o = run_plan(&[remote_293(Some(SECRET_ENV))], &fake_ctx(), &mut f);
     let e = step_error(&o);
     assert!(e.contains("nvme-cli 1.16 cannot authenticate with DH-HMAC-CHAP"), "{e}");
     assert!(e.contains("nvme-cli 2.0 or later"), "{e}");
@@ -245,7 +251,7 @@ fn nvme_cli_1_16_without_subsystems_prints_an_empty_object_and_connects() {
         .block_device("/dev/nvme0n1", 259, 3);
     let mp = mountpoint("remote");
     mount_adds(&mut f, &mounts_line_from("local/proc-mounts.xfs-default.txt", "/dev/nvme0n1", &mp));
-    let o = run_plan(&[nvme_tcp("remote", NQN, None)], &fake_ctx(), &mut f);
+    let o = run_plan(&[remote_293(None)], &fake_ctx(), &mut f);
     o.result.as_ref().unwrap_or_else(|e| panic!("`{{}}` means nothing is connected: {e}"));
     assert_eq!(f.commands()[2], connect_line(""));
     assert!(o.journal_text.contains("\"controller\":\"nvme3\""), "{}", o.journal_text);
@@ -269,7 +275,7 @@ fn nvme_cli_1_14_connects_without_output_format() {
         .block_device("/dev/nvme0n1", 259, 3);
     let mp = mountpoint("remote");
     mount_adds(&mut f, &mounts_line_from("local/proc-mounts.xfs-default.txt", "/dev/nvme0n1", &mp));
-    let o = run_plan(&[nvme_tcp("remote", NQN, None)], &fake_ctx(), &mut f);
+    let o = run_plan(&[remote_293(None)], &fake_ctx(), &mut f);
     o.result.as_ref().unwrap_or_else(|e| panic!("{e}"));
     let connect = connect_line("");
     assert_eq!(f.commands()[2], connect.strip_suffix(" --output-format json").unwrap(), "{:?}", f.commands());
@@ -278,7 +284,7 @@ fn nvme_cli_1_14_connects_without_output_format() {
 #[test]
 fn a_host_nqn_without_its_host_id_is_refused_before_connecting() {
     let mut f = tcp_machine();
-    let d = with_target(nvme_tcp("remote", NQN, None), |t| {
+    let d = with_target(remote_293(None), |t| {
         t.host_nqn = Some("nqn.2014-08.org.example:db-host-1".into());
         t.host_id = None;
     });
@@ -287,7 +293,7 @@ fn a_host_nqn_without_its_host_id_is_refused_before_connecting() {
     assert!(e.contains("host_nqn nqn.2014-08.org.example:db-host-1 is given without host_id"), "{e}");
     assert!(e.contains("EINVAL"), "{e}");
     assert_eq!(f.commands(), vec!["nvme version"]);
-    let d = with_target(nvme_tcp("remote", NQN, None), |t| t.host_nqn = None);
+    let d = with_target(remote_293(None), |t| t.host_nqn = None);
     let o = run_plan(&[d], &fake_ctx(), &mut tcp_machine());
     assert!(step_error(&o).contains("is given without host_nqn"));
 }
@@ -297,7 +303,7 @@ fn a_uuid_host_nqn_implies_its_host_id() {
     let mut f = tcp_machine();
     let mp = mountpoint("remote");
     mount_adds(&mut f, &mounts_line_from("local/proc-mounts.xfs-default.txt", "/dev/nvme0n1", &mp));
-    let d = with_target(nvme_tcp("remote", NQN, None), |t| t.host_id = None);
+    let d = with_target(remote_293(None), |t| t.host_id = None);
     let o = run_plan(&[d], &fake_ctx(), &mut f);
     o.result.as_ref().unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(f.commands()[2], connect_line(""));
@@ -310,7 +316,7 @@ fn without_a_host_identity_the_machines_pair_is_passed_together() {
         .file("/etc/nvme/hostid", "67cb4491-0010-4483-ac23-4c8c2f9b80c2\n");
     let mp = mountpoint("remote");
     mount_adds(&mut f, &mounts_line_from("local/proc-mounts.xfs-default.txt", "/dev/nvme0n1", &mp));
-    let d = with_target(nvme_tcp("remote", NQN, None), |t| {
+    let d = with_target(remote_293(None), |t| {
         t.host_nqn = None;
         t.host_id = None;
     });
@@ -533,7 +539,7 @@ fn a_secret_echoed_by_nvme_cli_is_redacted_in_errors_and_records() {
     set_env();
     let mut f = tcp_machine();
     f.answer_once("nvme connect", Canned::fail(1, format!("nvme connect: invalid dhchap secret {SECRET}")));
-    let o = run_plan(&[nvme_tcp("remote", NQN, Some(SECRET_ENV))], &fake_ctx(), &mut f);
+    let o = run_plan(&[remote_293(Some(SECRET_ENV))], &fake_ctx(), &mut f);
     let e = step_error(&o);
     assert!(e.contains("invalid dhchap secret <redacted>"), "{e}");
     assert!(!e.contains(SECRET));
@@ -549,7 +555,7 @@ fn a_secret_echoed_by_nvme_cli_is_redacted_in_errors_and_records() {
 #[test]
 fn a_missing_secret_variable_fails_before_connecting() {
     let mut f = tcp_machine();
-    let o = run_plan(&[nvme_tcp("remote", NQN, Some("PGTIER_TEST_NO_SUCH_VARIABLE"))], &fake_ctx(), &mut f);
+    let o = run_plan(&[remote_293(Some("PGTIER_TEST_NO_SUCH_VARIABLE"))], &fake_ctx(), &mut f);
     let e = step_error(&o);
     assert!(e.contains("environment variable PGTIER_TEST_NO_SUCH_VARIABLE"), "{e}");
     assert_eq!(f.commands(), vec!["nvme version", "nvme list-subsys -o json"]);
@@ -563,7 +569,7 @@ fn a_secret_from_a_file_is_trimmed_and_not_recorded() {
     let mut f = tcp_machine();
     let mp = mountpoint("remote");
     mount_adds(&mut f, &mounts_line_from("local/proc-mounts.xfs-default.txt", "/dev/nvme0n1", &mp));
-    let d = with_target(nvme_tcp("remote", NQN, None), |t| {
+    let d = with_target(remote_293(None), |t| {
         t.dhchap_secret = Some(tiers::spec::SecretSource::File { path: file.clone() })
     });
     let o = run_plan(&[d], &fake_ctx(), &mut f);
@@ -665,6 +671,7 @@ fn sysfs_settles_an_ambiguous_listing() {
         .answer("nvme list -o json", Canned::ok(flat_list()))
         .file("/sys/class/block/nvme2n1/device/subsysnqn", format!("{OTHER_NQN}\n"))
         .file("/sys/class/block/nvme0n1/device/subsysnqn", "nqn.2014-08.org.example:someone-else\n")
+        .answer("nvme list-ns", Canned::ok("[   0]:0x1\n"))
         .block_device("/dev/nvme2n1", 259, 7)
         .answer("mkfs.xfs", Canned::ok(fixture("local/mkfs.xfs.default.txt")));
     let mp = mountpoint("remote");
@@ -672,6 +679,23 @@ fn sysfs_settles_an_ambiguous_listing() {
     let o = run_plan(&[nvme_tcp("remote", OTHER_NQN, None)], &fake_ctx(), &mut f);
     let p = o.result.as_ref().unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(p.device("remote").unwrap().block_device, std::path::Path::new("/dev/nvme2n1"));
+    // Settled by sysfs, then the same checks as a device found outright: without nsid, the
+    // controller confirmed it has one namespace, and udev settled.
+    let commands = f.commands();
+    let at = |c: &str| commands.iter().position(|x| x.starts_with(c)).unwrap_or_else(|| panic!("{c}: {commands:#?}"));
+    assert!(at("nvme list-ns /dev/nvme") < at("udevadm settle") && at("udevadm settle") < at("blkid -p"));
+    // A controller that cannot say is a refusal, not a guess.
+    let mut f = FakeSystem::new();
+    f.answer("nvme version", Canned::ok(fixture("vm/nvme-version.txt")))
+        .answer_once("nvme list-subsys", Canned::ok("[]"))
+        .answer("nvme list-subsys", Canned::ok(fixture("nvme/nvme-list-subsys-o-json.v2.tcp.gonvme-test.json")))
+        .answer("nvme list -o json", Canned::ok(flat_list()))
+        .file("/sys/class/block/nvme2n1/device/subsysnqn", format!("{OTHER_NQN}\n"))
+        .answer("nvme list-ns", Canned::fail(1, "NVMe status: Invalid Field in Command\n"))
+        .block_device("/dev/nvme2n1", 259, 7);
+    let o = run_plan(&[nvme_tcp("remote", OTHER_NQN, None)], &fake_ctx(), &mut f);
+    assert!(matches!(refusal(&o), Refusal::NsidUnconfirmed { .. }), "{:?}", o.result.err());
+    nothing_written(&f);
 }
 
 #[test]

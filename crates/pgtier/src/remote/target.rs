@@ -48,7 +48,8 @@ pub fn open_targets(exp: &Experiment, token: &str, journal: &Journal) -> Result<
             let w: Vec<String> = words.iter().map(|s| s.to_string()).collect();
             ssh.run(&w).map(|o| o.stdout.trim().to_string()).unwrap_or_default()
         };
-        let (kernel, kernel_cmdline) = (read(&["uname", "-r"]), read(&["cat", "/proc/cmdline"]));
+        let (kernel, kernel_cmdline) =
+            (read(&["uname", "-r"]), crate::host::redact_cmdline(&read(&["cat", "/proc/cmdline"])));
         let access = export_access(exp, host);
         // The DH-HMAC-CHAP key the export asks for: into a mode-0600 file of the run's
         // directory there, over ssh's stdin (on no command line); the plan copies it into nvmet.

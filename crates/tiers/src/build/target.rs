@@ -36,7 +36,7 @@ const WRITE: &str = r#"printf %s "$2" > "$1""#;
 pub const MKDIR_MARKED: &str = r#"mkdir -- "$1" && mkdir -p -m 700 -- "${2%/*}" && : > "$2""#;
 
 /// `ln -s -- $1 $2`, then (only if it made the link) the mark `$3`.
-pub const LINK_MARKED: &str = r#"ln -s -- "$1" "$2" && mkdir -p -m 700 -- "${3%/*}" && : > "$3""#;
+pub const LINK_MARKED: &str = r#"ln -s -T -- "$1" "$2" && mkdir -p -m 700 -- "${3%/*}" && : > "$3""#;
 
 /// Exits 1 (saying why) unless nvmet there can ask for a DH-HMAC-CHAP key: Linux 6.0 or later
 /// built with CONFIG_NVME_TARGET_AUTH (the kernel's config in /boot, else nvmet's module
@@ -56,8 +56,10 @@ echo "cannot tell that nvmet on Linux $r has in-band authentication (no $cfg; mo
 exit 1"#;
 
 /// Copies the key file `$2` (mode 0600 in the run's directory there, written from stdin when
-/// the connection opened) into nvmet's attribute `$1`: the key is on no command line.
-pub const COPY_KEY: &str = r#"cat -- "$2" > "$1""#;
+/// the connection opened) into nvmet's attribute `$1`, makes that attribute readable by root
+/// alone (configfs shows it 0644, and reading it prints the key), and removes the file: the
+/// key is on no command line and stays on the host only where nvmet needs it.
+pub const COPY_KEY: &str = r#"cat -- "$2" > "$1" && chmod 600 -- "$1" && rm -f -- "$2""#;
 
 /// Where the DH-HMAC-CHAP key of this machine's host NQN waits in the run's directory `dir` on
 /// a target host, for [`COPY_KEY`].
@@ -88,7 +90,7 @@ pub fn describe_words(words: &[String]) -> String {
     match words {
         [_, _, script, _, path, mark] if script == MKDIR_MARKED => format!("mkdir -- {} && : > {}", q(path), q(mark)),
         [_, _, script, _, to, at, mark] if script == LINK_MARKED => {
-            format!("ln -s -- {} {} && : > {}", q(to), q(at), q(mark))
+            format!("ln -s -T -- {} {} && : > {}", q(to), q(at), q(mark))
         }
         [_, _, script, _, nvmet, addr, port, admit @ ..] if script == NVMET_CONFLICTS => format!(
             "check {nvmet}/ports/*/addr_* has no port on {addr} port {port} (nor on the wildcard address){}  # sh -c <NVMET_CONFLICTS> (crates/tiers/src/build/target.rs)",
@@ -281,11 +283,13 @@ pub(super) fn nvmet_export(
     let admit = (!t.allow_any_host).then(|| nt.host_nqn.as_deref().unwrap_or(THIS_HOST_NQN));
     let mut conflicts = words(&["sh", "-c", NVMET_CONFLICTS, "sh", NVMET, &nt.address, &nt.port.to_string()]);
     conflicts.extend(admit.map(str::to_string));
-    // Made by an earlier device of this run: its own entry, not a conflict.
-    let first_of_host = !plan.steps.iter().any(|s| {
-        matches!(&s.action, Action::OnHost { host: o, words, .. } if o == &t.name && words.get(2).map(String::as_str) == Some(NVMET_CONFLICTS))
-    });
-    if first_of_host {
+    // Every device's address, port and admitted host NQN are checked (all checks run before
+    // the run makes anything, so its own items are never in the way); the same check once.
+    let planned = plan
+        .steps
+        .iter()
+        .any(|s| matches!(&s.action, Action::OnHost { host: o, words, .. } if o == &t.name && *words == conflicts));
+    if !planned {
         on_host(
             plan,
             d,

@@ -54,26 +54,31 @@ impl Executor<'_> {
             let subsystems = self.nvme_subsystems(n)?;
             let list = self.run_plain(n, CommandLine::new("nvme").args(["list", "-o", "json"]))?;
             let namespaces = nvme::parse_list(&list.stdout).map_err(|e| e.to_string())?;
-            let why = match nvme::match_namespace_for_nqn(&namespaces, &subsystems, nqn, nsid) {
+            let found = match nvme::match_namespace_for_nqn(&namespaces, &subsystems, nqn, nsid) {
+                nvme::NqnMatch::Found(dev) => Ok(dev),
+                // Settled by sysfs, then the same checks as a device found outright.
+                nvme::NqnMatch::Ambiguous(candidates) => Ok(self.settle_ambiguous(&candidates, nqn, &wanted)?),
+                nvme::NqnMatch::NeedsNsid(several) => {
+                    let namespaces = several.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ");
+                    return Err(StepError::Refused(Refusal::NsidNeeded { nqn: nqn.to_string(), namespaces }));
+                }
+                nvme::NqnMatch::NotListed => Err("nvme list-subsys does not list it".to_string()),
+                nvme::NqnMatch::NoLiveController => {
+                    Err("it is listed, but none of its controllers is live".to_string())
+                }
+                nvme::NqnMatch::NoNamespace => Err(format!("it is listed, but no namespace{wanted} belongs to it")),
+            };
+            let why = match found {
                 // nvme-cli 2.x may list the namespace before udev made its node.
-                nvme::NqnMatch::Found(dev)
-                    if matches!(self.sys.file_kind(Path::new(&dev)), FileKind::BlockDevice { .. }) =>
-                {
+                Ok(dev) if matches!(self.sys.file_kind(Path::new(&dev)), FileKind::BlockDevice { .. }) => {
                     if nsid.is_none() {
                         self.only_active_namespace(n, &subsystems, nqn, &dev)?;
                     }
                     self.settle_udev(n);
                     return Ok(dev);
                 }
-                nvme::NqnMatch::NeedsNsid(several) => {
-                    let namespaces = several.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ");
-                    return Err(StepError::Refused(Refusal::NsidNeeded { nqn: nqn.to_string(), namespaces }));
-                }
-                nvme::NqnMatch::Found(dev) => format!("{dev} is listed but is not a block device yet"),
-                nvme::NqnMatch::Ambiguous(candidates) => return self.settle_ambiguous(&candidates, nqn, &wanted),
-                nvme::NqnMatch::NotListed => "nvme list-subsys does not list it".to_string(),
-                nvme::NqnMatch::NoLiveController => "it is listed, but none of its controllers is live".to_string(),
-                nvme::NqnMatch::NoNamespace => format!("it is listed, but no namespace{wanted} belongs to it"),
+                Ok(dev) => format!("{dev} is listed but is not a block device yet"),
+                Err(why) => why,
             };
             if attempt >= 60 {
                 return Err(format!("subsystem {nqn}: no namespace{wanted} after 30 s ({why})").into());
@@ -86,7 +91,8 @@ impl Executor<'_> {
     /// Without an NSID in the file: the controller's active namespace list (`nvme list-ns
     /// /dev/<controller>`) must hold one namespace only, whatever `nvme list` showed so far
     /// (a second namespace may not have its block device yet). A controller that cannot say
-    /// (an older nvme-cli, an empty answer) is noted, and the listing's answer stands.
+    /// (no live controller, a failed or empty answer) is a refusal too: without `nsid` only
+    /// the controller's own word that there is one namespace lets pgtier format it.
     fn only_active_namespace(
         &mut self,
         n: usize,
@@ -100,33 +106,28 @@ impl Executor<'_> {
             .flat_map(|s| s.controllers.iter())
             .find(|c| c.state.as_deref().is_none_or(|s| s.trim().eq_ignore_ascii_case("live")))
             .map(|c| c.name.clone());
+        let unconfirmed = |why: String| {
+            Err(StepError::Refused(Refusal::NsidUnconfirmed { nqn: nqn.to_string(), device: dev.to_string(), why }))
+        };
         let Some(controller) = controller else {
-            self.notes.push(format!(
-                "subsystem {nqn}: no live controller named by nvme list-subsys, so its active namespaces were not asked for; {dev} is the only one nvme list shows"
-            ));
-            return Ok(());
+            return unconfirmed("nvme list-subsys names no live controller of it to ask".into());
         };
         let cmd = CommandLine::new("nvme").args(["list-ns".to_string(), format!("/dev/{controller}")]);
         let out = self.probe(n, |s| s.run(&cmd, Duration::from_secs(60))).map_err(|e| e.to_string())?;
-        let ids = if out.status == 0 { nvme::parse_list_ns(&out.stdout).ok() } else { None };
-        match ids.as_deref() {
-            Some([_, _, ..]) => {
-                let namespaces =
-                    ids.unwrap_or_default().iter().map(|id| format!("NSID {id}")).collect::<Vec<_>>().join(", ");
+        if out.status != 0 {
+            return unconfirmed(format!("`{cmd}` exited with status {}: {}", out.status, out.stderr.trim()));
+        }
+        match nvme::parse_list_ns(&out.stdout) {
+            Ok(ids) if ids.len() == 1 => Ok(()),
+            Ok(ids) if ids.len() > 1 => {
+                let namespaces = ids.iter().map(|id| format!("NSID {id}")).collect::<Vec<_>>().join(", ");
                 Err(StepError::Refused(Refusal::NsidNeeded {
                     nqn: nqn.to_string(),
                     namespaces: format!("{namespaces}, by `{cmd}`"),
                 }))
             }
-            Some([_]) => Ok(()),
-            _ => {
-                self.notes.push(format!(
-                    "subsystem {nqn}: `{cmd}` did not list the controller's active namespaces (exit {}: {}); {dev} is the only one nvme list shows",
-                    out.status,
-                    out.stderr.trim()
-                ));
-                Ok(())
-            }
+            Ok(_) => unconfirmed(format!("`{cmd}` lists no active namespace")),
+            Err(e) => unconfirmed(format!("`{cmd}`: {e}")),
         }
     }
 
