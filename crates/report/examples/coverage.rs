@@ -2,7 +2,7 @@
 //! series kind of the coverage gate (docs/benchmarks.md, "Coverage"):
 //! `cargo run --release -p report --example coverage [CONTESTS] [MAX_ROUNDS] [DESIGN...]`
 //! (MAX_ROUNDS: the rounds the budget allows, the main job's 16 unless given; DESIGN: shipped,
-//! stein, full, batch, mser5, plain; all unless given).
+//! pooled, pooledfull, fixed03, fixed0, stein, full, batch, mser5, plain; all unless given).
 
 use report::rounds::simulate::{Design, coverage_of_every_kind};
 use report::rounds::{Final, Rule};
@@ -12,10 +12,25 @@ fn main() {
     let n: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(4000);
     let max_rounds: Option<u32> = args.get(1).and_then(|a| a.parse().ok());
     let chosen: Vec<&str> = args.iter().skip(2).map(String::as_str).collect();
-    let shipped =
-        Rule { discard: 2, pilot: 6, target: Some(0.05), trend_alpha: 0.05, cut_alpha: 0.2, interval: Final::Wider };
+    let shipped = Rule {
+        discard: 2,
+        pilot: 6,
+        target: Some(0.05),
+        trend_alpha: 0.05,
+        cut_alpha: 0.2,
+        interval: Final::Wider,
+        rho_prior: None,
+    };
     let designs = [
-        ("shipped", "shipped", Design::Shipped(shipped)),
+        ("shipped", "shipped (per-contest lag-1, issue 24)", Design::Shipped(shipped)),
+        ("pooled", "prior pooled from 18 series", Design::Pooled { rule: shipped, series: 18 }),
+        (
+            "pooledfull",
+            "prior pooled from 18 series, corrected interval only",
+            Design::Pooled { rule: Rule { interval: Final::Full, ..shipped }, series: 18 },
+        ),
+        ("fixed03", "fixed rho 0.3", Design::Shipped(Rule { rho_prior: Some(0.3), ..shipped })),
+        ("fixed0", "fixed rho 0", Design::Shipped(Rule { rho_prior: Some(0.0), ..shipped })),
         ("stein", "Stein only", Design::Shipped(Rule { interval: Final::Stein, ..shipped })),
         ("full", "full only", Design::Shipped(Rule { interval: Final::Full, ..shipped })),
         ("batch", "batch means (4 batches)", Design::Shipped(Rule { interval: Final::WiderBatch(4), ..shipped })),

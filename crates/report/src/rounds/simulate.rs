@@ -8,7 +8,7 @@
 //! `cargo run --release -p report --example coverage` prints the table behind
 //! docs/benchmarks.md ("Coverage").
 
-use super::{Round, Rule, progress};
+use super::{Round, Rule, lag1, prior, progress};
 use crate::stats::{mean_sd, mser5, t975};
 
 /// Contenders of a simulated contest (the main job's: two placements under test and the
@@ -69,6 +69,11 @@ pub enum Design {
     /// contender's series, the largest cut applied to all, a paired t interval, stopping as
     /// soon as the widest half-width reaches the target after `min_rounds`.
     Mser5FirstReach { min_rounds: u32, target: f64 },
+    /// As [`Design::Shipped`], the rule's prior correlation pooled ([`prior::pool`]) for each
+    /// contest afresh from `series` contender series of a simulated A/A campaign of the
+    /// contest's noise (its correlation, none of its warm-up, drift, position or revisit; true
+    /// ratios 0; the rounds after the rule's fixed cut): the prior's own error counts.
+    Pooled { rule: Rule, series: usize },
     /// The negative control of the gate: a plain paired t over the rounds after a fixed cut of
     /// `discard`, run to the budget, every contest called steady.
     PlainT { discard: u32 },
@@ -208,6 +213,13 @@ const NO_INTERVAL: Outcome = Outcome { covered: false, steady: true, half_width:
 
 /// Runs one contest to its stop under `design`; an outcome per contender.
 pub fn run_contest(design: Design, contest: Contest, rng: &mut Rng) -> [Outcome; CONTENDERS] {
+    let design = match design {
+        Design::Pooled { rule, series } => Design::Shipped(Rule {
+            rho_prior: Some(simulated_prior(contest, series, rule.discard as usize, rng)),
+            ..rule
+        }),
+        d => d,
+    };
     let mut g = Generator::new(contest);
     let mut rounds: [Vec<Round>; CONTENDERS] = std::array::from_fn(|_| vec![]);
     loop {
@@ -243,6 +255,7 @@ pub fn run_contest(design: Design, contest: Contest, rng: &mut Rng) -> [Outcome;
                     });
                 }
             }
+            Design::Pooled { .. } => unreachable!("made a Shipped design above"),
             Design::PlainT { discard } => {
                 if last {
                     return std::array::from_fn(|c| {
@@ -255,6 +268,30 @@ pub fn run_contest(design: Design, contest: Contest, rng: &mut Rng) -> [Outcome;
             }
         }
     }
+}
+
+/// The prior an A/A campaign of `series` contender series of the contest's noise would give.
+fn simulated_prior(contest: Contest, series: usize, discard: usize, rng: &mut Rng) -> f64 {
+    let noise = match contest.series {
+        Series::Ar1(rho) => Series::Ar1(rho),
+        _ => Series::Iid,
+    };
+    let aa = Contest { series: noise, true_log_ratio: [0.0; 3], ..contest };
+    let mut pooled = Vec::with_capacity(series);
+    while pooled.len() < series {
+        let mut g = Generator::new(aa);
+        let mut x: [Vec<f64>; CONTENDERS] = std::array::from_fn(|_| vec![]);
+        for _ in 0..aa.max_rounds {
+            for (c, r) in g.next(rng).into_iter().enumerate() {
+                x[c].push(r.log_ratio);
+            }
+        }
+        for x in x.iter().take(series - pooled.len()) {
+            let kept = &x[discard.min(x.len())..];
+            pooled.push((lag1(kept, &vec![1; kept.len()]), kept.len()));
+        }
+    }
+    prior::pool(&pooled)
 }
 
 /// The plain paired t half-width and standard error (log scale).
@@ -420,7 +457,15 @@ mod tests {
     ];
 
     fn shipped() -> Rule {
-        Rule { discard: 2, pilot: 6, target: Some(0.05), trend_alpha: 0.05, cut_alpha: 0.2, interval: Final::Wider }
+        Rule {
+            discard: 2,
+            pilot: 6,
+            target: Some(0.05),
+            trend_alpha: 0.05,
+            cut_alpha: 0.2,
+            interval: Final::Wider,
+            rho_prior: None,
+        }
     }
 
     #[test]
