@@ -20,6 +20,7 @@ fn main() {
         cut_alpha: 0.2,
         interval: Final::Wider,
         rho_prior: None,
+        warm_up_check: false,
     };
     let designs = [
         ("shipped", "shipped (per-contest lag-1, issue 24)", Design::Shipped(shipped)),
@@ -29,6 +30,12 @@ fn main() {
             "prior pooled from 18 series, corrected interval only",
             Design::Pooled { rule: Rule { interval: Final::Full, ..shipped }, series: 18 },
         ),
+        (
+            "pooledcheck",
+            "prior, corrected interval only, warm-up check",
+            Design::Pooled { rule: Rule { interval: Final::Full, warm_up_check: true, ..shipped }, series: 18 },
+        ),
+        ("issue24check", "issue 24 with the warm-up check", Design::Shipped(Rule { warm_up_check: true, ..shipped })),
         ("fixed03", "fixed rho 0.3", Design::Shipped(Rule { rho_prior: Some(0.3), ..shipped })),
         ("fixed0", "fixed rho 0", Design::Shipped(Rule { rho_prior: Some(0.0), ..shipped })),
         ("stein", "Stein only", Design::Shipped(Rule { interval: Final::Stein, ..shipped })),

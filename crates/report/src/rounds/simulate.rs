@@ -465,6 +465,7 @@ mod tests {
             cut_alpha: 0.2,
             interval: Final::Wider,
             rho_prior: None,
+            warm_up_check: false,
         }
     }
 
