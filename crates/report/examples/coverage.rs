@@ -1,43 +1,73 @@
-//! Prints the coverage of the shipped estimator and of the one before it on every series kind
-//! of the coverage test (docs/benchmarks.md, "Coverage"):
-//! `cargo run --release -p report --example coverage [REPLICATIONS] [MAX_ROUNDS]` (MAX_ROUNDS:
-//! the rounds the budget allows, 30 unless given; the main job keeps 12-18).
+//! Prints the coverage of the shipped estimator and of the designs tried against it on every
+//! series kind of the coverage gate (docs/benchmarks.md, "Coverage"):
+//! `cargo run --release -p report --example coverage [CONTESTS] [MAX_ROUNDS] [DESIGN...]`
+//! (MAX_ROUNDS: the rounds the budget allows, the main job's 16 unless given; DESIGN: shipped,
+//! pooled, pooledfull, fixed03, fixed0, stein, full, batch, mser5, plain; all unless given).
 
-use report::rounds::simulate::{Contest, Design, coverage, standard_contests};
+use report::rounds::simulate::{Design, coverage_of_every_kind};
 use report::rounds::{Final, Rule};
 
 fn main() {
-    let n: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(4000);
-    let max_rounds: Option<u32> = std::env::args().nth(2).and_then(|a| a.parse().ok());
-    let shipped =
-        Rule { discard: 2, pilot: 6, target: Some(0.05), trend_alpha: 0.05, cut_alpha: 0.2, interval: Final::Wider };
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let n: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(4000);
+    let max_rounds: Option<u32> = args.get(1).and_then(|a| a.parse().ok());
+    let chosen: Vec<&str> = args.iter().skip(2).map(String::as_str).collect();
+    let shipped = Rule {
+        discard: 2,
+        pilot: 6,
+        target: Some(0.05),
+        trend_alpha: 0.05,
+        cut_alpha: 0.2,
+        interval: Final::Wider,
+        rho_prior: None,
+        warm_up_check: false,
+    };
     let designs = [
-        ("shipped", Design::Shipped(shipped)),
-        ("Stein only", Design::Shipped(Rule { interval: Final::Stein, ..shipped })),
-        ("full only", Design::Shipped(Rule { interval: Final::Full, ..shipped })),
-        ("batch means (4 batches), not shipped", Design::Shipped(Rule { interval: Final::WiderBatch(4), ..shipped })),
-        ("MSER-5 + first reach", Design::Mser5FirstReach { min_rounds: 6, target: 0.05 }),
+        ("shipped", "shipped (per-contest lag-1, issue 24)", Design::Shipped(shipped)),
+        ("pooled", "prior pooled from 18 series", Design::Pooled { rule: shipped, series: 18 }),
+        (
+            "pooledfull",
+            "prior pooled from 18 series, corrected interval only",
+            Design::Pooled { rule: Rule { interval: Final::Full, ..shipped }, series: 18 },
+        ),
+        (
+            "pooledcheck",
+            "prior, corrected interval only, warm-up check",
+            Design::Pooled { rule: Rule { interval: Final::Full, warm_up_check: true, ..shipped }, series: 18 },
+        ),
+        ("issue24check", "issue 24 with the warm-up check", Design::Shipped(Rule { warm_up_check: true, ..shipped })),
+        ("fixed03", "fixed rho 0.3", Design::Shipped(Rule { rho_prior: Some(0.3), ..shipped })),
+        ("fixed0", "fixed rho 0", Design::Shipped(Rule { rho_prior: Some(0.0), ..shipped })),
+        ("stein", "Stein only", Design::Shipped(Rule { interval: Final::Stein, ..shipped })),
+        ("full", "full only", Design::Shipped(Rule { interval: Final::Full, ..shipped })),
+        ("batch", "batch means (4 batches)", Design::Shipped(Rule { interval: Final::WiderBatch(4), ..shipped })),
+        ("mser5", "MSER-5 + first reach", Design::Mser5FirstReach { min_rounds: 6, target: 0.05 }),
+        ("plain", "plain paired t, cut 2", Design::PlainT { discard: 2 }),
     ];
     println!(
-        "{n} contests of two contenders each, fixed seed{}",
-        max_rounds.map(|m| format!(", at most {m} rounds")).unwrap_or_default()
+        "{n} contests of three contenders each, fixed seed, at most {} rounds",
+        max_rounds.map_or("16".to_string(), |m| m.to_string())
     );
     println!(
-        "| series | design | covered or not steady | covered | not steady | mean half-width | median half-width | mean rounds |"
+        "| series | design | covered or not steady | covered | not steady | median / 90th pct / mean half-width | mean z^2 | mean rounds |"
     );
-    println!("|---|---|---|---|---|---|---|---|");
-    for (name, contest) in standard_contests() {
-        let contest = Contest { max_rounds: max_rounds.unwrap_or(contest.max_rounds), ..contest };
-        for (dname, d) in designs {
-            let c = coverage(d, contest, n, 0x5eed);
+    println!("|---|---|---|---|---|---|---:|---:|");
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    for (key, dname, d) in designs {
+        if !chosen.is_empty() && !chosen.contains(&key) {
+            continue;
+        }
+        for (name, c) in coverage_of_every_kind(d, n, max_rounds, threads) {
             println!(
-                "| {name} | {dname} | {:.1}% ± {:.1} | {:.1}% | {:.1}% | ±{:.1}% | ±{:.1}% | {:.1} |",
+                "| {name} | {dname} | {:.1}% ± {:.1} | {:.1}% | {:.1}% | ±{:.1}% / ±{:.1}% / ±{:.1}% | {:.2} | {:.1} |",
                 c.honest * 100.0,
                 c.mc_error * 100.0,
                 c.covered * 100.0,
                 c.not_steady * 100.0,
-                c.mean_half_width * 100.0,
                 c.median_half_width * 100.0,
+                c.p90_half_width * 100.0,
+                c.mean_half_width * 100.0,
+                c.mean_z2,
                 c.mean_rounds
             );
         }

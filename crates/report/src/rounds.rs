@@ -8,6 +8,7 @@
 //! measures, the report estimates with them afterwards, and the coverage test
 //! ([`simulate`]) proves them on series with a known answer.
 
+pub mod prior;
 pub mod simulate;
 
 use std::collections::BTreeMap;
@@ -46,6 +47,15 @@ pub struct Rule {
     pub cut_alpha: f64,
     /// Which interval a contest with a target ends with.
     pub interval: Final,
+    /// The round-to-round correlation the interval and the trend tests assume: a workload's
+    /// prior ([`prior::of`], set by [`Rule::for_workload`]). None (what [`Rule::of`] gives)
+    /// estimates it per contest from the kept rounds' own lag-1, as issue 24 shipped.
+    #[serde(skip)]
+    pub rho_prior: Option<f64>,
+    /// The steady check also fits a warm-up curve to the rounds from the fixed cut on
+    /// ([`leftover_warm_up`]): evidence the adaptive cut did not choose.
+    #[serde(skip)]
+    pub warm_up_check: bool,
 }
 
 /// The interval a contest sized by Stein's rule ends with.
@@ -73,7 +83,16 @@ impl Rule {
             trend_alpha: TREND_ALPHA,
             cut_alpha: CUT_ALPHA,
             interval: Final::Wider,
+            // Not yet the workload's prior: alone it loses the warm-up transient of the
+            // coverage gate (docs/benchmarks.md, "A prior for the correlation").
+            rho_prior: None,
+            warm_up_check: false,
         }
+    }
+
+    /// The rule with the prior correlation of `workload`.
+    pub fn for_workload(self, workload: &str) -> Rule {
+        Rule { rho_prior: Some(prior::of(workload).rho), ..self }
     }
 }
 
@@ -138,7 +157,15 @@ pub fn warm_up_cut(rule: &Rule, contenders: &[Vec<Round>]) -> Cut {
                 let kept: Vec<&Round> = rounds.iter().filter(|r| r.segment == seg && r.round >= start).collect();
                 let x: Vec<f64> = kept.iter().map(|r| r.log_ratio).collect();
                 let t: Vec<u32> = kept.iter().map(|r| r.round).collect();
-                still_moving(&x, &t, &vec![seg; x.len()], alpha)
+                let left = WARM_UP_IN_CUT && rule.warm_up_check && {
+                    let at = Cut {
+                        first_kept: BTreeMap::from([(seg, start)]),
+                        dropped: BTreeMap::from([(seg, start - first)]),
+                        unsettled: vec![],
+                    };
+                    leftover_warm_up(rule, rounds, &at, alpha)
+                };
+                left || still_moving(&x, &t, &vec![seg; x.len()], alpha, rule.rho_prior)
             });
             if !trending {
                 break;
@@ -239,19 +266,43 @@ pub fn log_interval(x: &[f64], segments: &[u32]) -> Option<LogInterval> {
     if n < 2 || x.iter().any(|v| !v.is_finite()) {
         return None;
     }
-    let (mean, sd) = mean_sd(x);
     let r = lag1(x, segments);
     // An 80% upper confidence bound (z = 0.84, se about 1 / sqrt(n)): the point estimate alone
     // left AR(1) rounds with rho 0.3 at 92% coverage when the target stops the contest early.
     let rho = if r.is_finite() {
-        ((n as f64 * r + 1.0) / (n as f64 - 3.0) + RHO_UPPER_Z / (n as f64).sqrt()).clamp(0.0, MAX_RHO)
+        (prior::corrected(r, n) + RHO_UPPER_Z / (n as f64).sqrt()).clamp(0.0, MAX_RHO)
     } else {
         0.0
     };
+    ar1_interval(x, rho, r)
+}
+
+/// The interval on the mean of a kept series whose rounds have the lag-1 correlation `rho`
+/// (a workload's prior, [`prior`]): the variance and degrees of freedom as in
+/// [`log_interval`], with `rho` given instead of estimated from the series.
+pub fn prior_interval(x: &[f64], segments: &[u32], rho: f64) -> Option<LogInterval> {
+    if x.len() < 2 || x.iter().any(|v| !v.is_finite()) {
+        return None;
+    }
+    ar1_interval(x, rho.clamp(0.0, MAX_RHO), lag1(x, segments))
+}
+
+/// The interval of a kept series under the rule's correlation: the prior's when it has one,
+/// else the series' own ([`log_interval`]).
+pub fn corrected_interval(rule: &Rule, x: &[f64], segments: &[u32]) -> Option<LogInterval> {
+    match rule.rho_prior {
+        Some(rho) => prior_interval(x, segments, rho),
+        None => log_interval(x, segments),
+    }
+}
+
+fn ar1_interval(x: &[f64], rho: f64, lag1: f64) -> Option<LogInterval> {
+    let n = x.len();
+    let (mean, sd) = mean_sd(x);
     let f = ar1_factor(n, rho).min(n as f64 - 1.0);
     let var = sd * sd * f * (n as f64 - 1.0) / (n as f64 * (n as f64 - f));
     let df = (n as f64 / f - 1.0).max(MIN_CORRECTED_DF.min(n as f64 - 1.0)).max(1.0);
-    Some(LogInterval { n, mean, se: var.sqrt(), df, lag1: r, rho, sd })
+    Some(LogInterval { n, mean, se: var.sqrt(), df, lag1, rho, sd })
 }
 
 /// The batch-means interval on the mean of a kept series: the rounds, in order, split into
@@ -296,8 +347,11 @@ pub struct Trend {
     pub p_value: f64,
 }
 
-/// The trend test of the steady-state check; None for fewer than 4 rounds.
-pub fn trend(x: &[f64], rounds: &[u32], segments: &[u32]) -> Option<Trend> {
+/// The trend test of the steady-state check; None for fewer than 4 rounds. `rho`: the
+/// correlation of the rounds (a workload's prior); None estimates it from the residuals, which
+/// reads the curvature of a warm-up that is still under way as correlated rounds and swallows
+/// the trend (docs/benchmarks.md, "The gate on the main job's regimes").
+pub fn trend(x: &[f64], rounds: &[u32], segments: &[u32], rho: Option<f64>) -> Option<Trend> {
     let n = x.len();
     if n < 4 {
         return None;
@@ -312,8 +366,7 @@ pub fn trend(x: &[f64], rounds: &[u32], segments: &[u32]) -> Option<Trend> {
     let slope = t.iter().zip(x).map(|(a, b)| (a - mt) * (b - mx)).sum::<f64>() / stt;
     let resid: Vec<f64> = t.iter().zip(x).map(|(a, b)| b - mx - slope * (a - mt)).collect();
     let s2 = resid.iter().map(|e| e * e).sum::<f64>() / (n as f64 - 2.0);
-    let r = lag1(&resid, segments);
-    let rho = if r.is_finite() { ((n as f64 * r + 1.0) / (n as f64 - 3.0)).clamp(0.0, MAX_RHO) } else { 0.0 };
+    let rho = rho.map_or_else(|| plug_in_rho(&resid, segments), |r| r.clamp(0.0, MAX_RHO));
     // A slope's variance under AR(1) errors grows by about (1 + rho) / (1 - rho).
     let infl = (1.0 + rho) / (1.0 - rho);
     let se = (s2 * infl / stt).sqrt();
@@ -326,8 +379,8 @@ pub fn trend(x: &[f64], rounds: &[u32], segments: &[u32]) -> Option<Trend> {
 /// The leading-rounds test: the mean of the first third of the rounds (at least 2) against the
 /// mean of the rest, a two-sample t on their pooled spread with the lag-1 correction; the
 /// two-sided p-value, None for fewer than 6 rounds. More sensitive than the slope to a
-/// transient that has mostly decayed.
-pub fn leading_rounds_p(x: &[f64], segments: &[u32]) -> Option<f64> {
+/// transient that has mostly decayed. `rho` as in [`trend`].
+pub fn leading_rounds_p(x: &[f64], segments: &[u32], rho: Option<f64>) -> Option<f64> {
     let n = x.len();
     if n < 6 {
         return None;
@@ -337,19 +390,24 @@ pub fn leading_rounds_p(x: &[f64], segments: &[u32]) -> Option<f64> {
     let (ma, sa) = mean_sd(a);
     let (mb, sb) = mean_sd(b);
     let pooled = (((k - 1) as f64 * sa * sa + (n - k - 1) as f64 * sb * sb) / (n - 2) as f64).max(0.0);
-    let r = lag1(x, segments);
-    let rho = if r.is_finite() { ((n as f64 * r + 1.0) / (n as f64 - 3.0)).clamp(0.0, MAX_RHO) } else { 0.0 };
+    let rho = rho.map_or_else(|| plug_in_rho(x, segments), |r| r.clamp(0.0, MAX_RHO));
     let infl = (1.0 + rho) / (1.0 - rho);
     let se = (pooled * infl * (1.0 / k as f64 + 1.0 / (n - k) as f64)).sqrt();
     let df = ((n as f64 - 2.0) / infl).max(1.0);
     Some(if se > 0.0 { t_p_value((ma - mb) / se, df) } else { 1.0 })
 }
 
+/// A series' own bias-corrected lag-1 within [0, 0.9] (0 when it cannot be computed).
+fn plug_in_rho(x: &[f64], segments: &[u32]) -> f64 {
+    let r = lag1(x, segments);
+    if r.is_finite() { prior::corrected(r, x.len()).clamp(0.0, MAX_RHO) } else { 0.0 }
+}
+
 /// Whether a series still moves: the slope test or the leading-rounds test (each at half of
-/// `alpha`) rejects.
-pub fn still_moving(x: &[f64], rounds: &[u32], segments: &[u32], alpha: f64) -> bool {
-    let slope = trend(x, rounds, segments).is_some_and(|t| t.p_value < alpha / 2.0);
-    slope || leading_rounds_p(x, segments).is_some_and(|p| p < alpha / 2.0)
+/// `alpha`) rejects. `rho` as in [`trend`].
+pub fn still_moving(x: &[f64], rounds: &[u32], segments: &[u32], alpha: f64, rho: Option<f64>) -> bool {
+    let slope = trend(x, rounds, segments, rho).is_some_and(|t| t.p_value < alpha / 2.0);
+    slope || leading_rounds_p(x, segments, rho).is_some_and(|p| p < alpha / 2.0)
 }
 
 /// What a contender's kept rounds say.
@@ -372,11 +430,72 @@ pub fn assess(rule: &Rule, rounds: &[Round], cut: &Cut, contenders: usize) -> As
     let x: Vec<f64> = kept_rounds.iter().map(|r| r.log_ratio).collect();
     let seg: Vec<u32> = kept_rounds.iter().map(|r| r.segment).collect();
     let num: Vec<u32> = kept_rounds.iter().map(|r| r.round).collect();
-    let interval = log_interval(&x, &seg);
-    let trend = trend(&x, &num, &seg);
+    let interval = corrected_interval(rule, &x, &seg);
+    let trend = trend(&x, &num, &seg, rule.rho_prior);
+    let alpha = rule.trend_alpha / contenders.max(1) as f64;
     let steady = cut.unsettled.is_empty()
-        && trend.is_none_or(|t| t.p_value.is_nan() || t.p_value >= rule.trend_alpha / contenders.max(1) as f64);
+        && trend.is_none_or(|t| t.p_value.is_nan() || t.p_value >= alpha)
+        && !(rule.warm_up_check && leftover_warm_up(rule, rounds, cut, alpha));
     Assessment { kept: x.len(), cut: rounds.len() - x.len(), interval, trend, steady }
+}
+
+/// The time constants (in rounds) of the warm-up curves [`leftover_warm_up`] fits.
+/// Whether the warm-up cut also moves on while [`leftover_warm_up`] finds a warm-up left (at
+/// the cut's level): measured, not used (12% of stationary contests then end unsettled).
+const WARM_UP_IN_CUT: bool = false;
+/// The share of the kept mean's standard error a fitted leftover warm-up must exceed.
+const WARM_UP_BIAS_SE: f64 = 0.25;
+
+/// The time constants (in rounds) of the warm-up curves [`leftover_warm_up`] fits.
+const WARM_UP_TAUS: [f64; 11] = [1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 10.0, 15.0, 20.0, 30.0];
+
+/// Whether what is left of a warm-up biases the kept rounds of a contender, on evidence the
+/// adaptive cut did not choose: in each segment, the rounds from the fixed cut
+/// (`rule.discard`) on are fitted with a level plus an exponential approach, x = mu + a
+/// e^(-t / tau) (tau the best of [`WARM_UP_TAUS`] by least squares); the warm-up is left when
+/// `a` is significant at `alpha` (its variance inflated for the rule's correlation) and its
+/// fitted mean over the kept rounds exceeds [`WARM_UP_BIAS_SE`] of the kept mean's standard
+/// error. A warm-up the
+/// cut removed leaves a significant `a` but no bias in the kept rounds.
+pub fn leftover_warm_up(rule: &Rule, rounds: &[Round], cut: &Cut, alpha: f64) -> bool {
+    let rho = rule.rho_prior.unwrap_or(0.0).clamp(0.0, MAX_RHO);
+    let infl = (1.0 + rho) / (1.0 - rho);
+    cut.first_kept.iter().any(|(&seg, &first_kept)| {
+        let first = first_kept - cut.dropped.get(&seg).copied().unwrap_or(0);
+        let from = first + rule.discard;
+        let r: Vec<&Round> = rounds.iter().filter(|r| r.segment == seg && r.round >= from).collect();
+        let n = r.len();
+        if n < 6 || !r.iter().any(|r| r.round >= first_kept) {
+            return false;
+        }
+        let x: Vec<f64> = r.iter().map(|r| r.log_ratio).collect();
+        let (mx, _) = mean_sd(&x);
+        let mut best: Option<(f64, f64, f64, Vec<f64>)> = None; // (rss, a, see, e)
+        for tau in WARM_UP_TAUS {
+            let e: Vec<f64> = r.iter().map(|r| (-((r.round - from) as f64) / tau).exp()).collect();
+            let (me, _) = mean_sd(&e);
+            let see: f64 = e.iter().map(|v| (v - me).powi(2)).sum();
+            if see < 1e-12 {
+                continue;
+            }
+            let a = e.iter().zip(&x).map(|(u, v)| (u - me) * (v - mx)).sum::<f64>() / see;
+            let rss: f64 = e.iter().zip(&x).map(|(u, v)| (v - mx - a * (u - me)).powi(2)).sum();
+            if best.as_ref().is_none_or(|b| rss < b.0) {
+                best = Some((rss, a, see, e));
+            }
+        }
+        let Some((rss, a, see, e)) = best else { return false };
+        let s2 = rss / (n as f64 - 2.0);
+        let se_a = (s2 * infl / see).sqrt();
+        let df = ((n as f64 - 2.0) / infl).max(1.0);
+        if se_a <= 0.0 || t_p_value(a / se_a, df) >= alpha {
+            return false;
+        }
+        let kept: Vec<f64> = r.iter().zip(&e).filter(|(r, _)| r.round >= first_kept).map(|(_, e)| *e).collect();
+        let bias = a * kept.iter().sum::<f64>() / kept.len() as f64;
+        let se_mean = (s2 * ar1_factor(kept.len(), rho) / kept.len() as f64).sqrt();
+        bias.abs() > WARM_UP_BIAS_SE * se_mean
+    })
 }
 
 /// The interval of a kept series as the report gives it: with a target and a complete pilot,
@@ -386,7 +505,7 @@ pub fn assess(rule: &Rule, rounds: &[Round], cut: &Cut, contenders: usize) -> As
 pub fn estimate(rule: &Rule, x: &[f64], segments: &[u32]) -> Option<LogInterval> {
     let all = match rule.interval {
         Final::WiderBatch(b) => batch_interval(x, segments, b as usize)?,
-        _ => log_interval(x, segments)?,
+        _ => corrected_interval(rule, x, segments)?,
     };
     let pilot = (rule.target.is_some() && x.len() >= rule.pilot).then(|| plain_interval(&x[..rule.pilot])).flatten();
     let Some(p) = pilot else { return Some(all) };
@@ -549,8 +668,16 @@ mod tests {
     #[test]
     fn the_warm_up_cut_falls_by_round_within_each_segment() {
         let r = |segment, round, log_ratio| Round { segment, round, log_ratio };
-        let rule =
-            Rule { discard: 2, pilot: 4, target: None, trend_alpha: 0.05, cut_alpha: 0.2, interval: Final::Wider };
+        let rule = Rule {
+            discard: 2,
+            pilot: 4,
+            target: None,
+            trend_alpha: 0.05,
+            cut_alpha: 0.2,
+            interval: Final::Wider,
+            rho_prior: None,
+            warm_up_check: false,
+        };
         // Flat rounds; segment 1 from round 1 (the first contender's round 2 failed), segment 2
         // from round 9.
         let flat = |t: u32| 0.02 * ((t * 7919 % 13) as f64 / 6.0 - 1.0);
@@ -581,11 +708,40 @@ mod tests {
         let seg = vec![1; 20];
         let noise = |t: u32| 0.01 * ((t * 7919 % 13) as f64 / 6.0 - 1.0);
         let rising: Vec<f64> = rounds.iter().map(|&t| 0.01 * t as f64 + noise(t)).collect();
-        let tr = trend(&rising, &rounds, &seg).unwrap();
+        let tr = trend(&rising, &rounds, &seg, None).unwrap();
         assert!(tr.p_value < 0.001 && close(tr.slope, 0.01, 0.002), "{tr:?}");
         assert!(close(tr.change_over_span, (0.19f64).exp() - 1.0, 0.05));
         let flat: Vec<f64> = rounds.iter().map(|&t| 0.05 + noise(t)).collect();
-        assert!(trend(&flat, &rounds, &seg).unwrap().p_value > 0.05);
+        assert!(trend(&flat, &rounds, &seg, None).unwrap().p_value > 0.05);
+    }
+
+    #[test]
+    fn a_warm_up_left_in_the_kept_rounds_is_found() {
+        let r = |round, log_ratio| Round { segment: 1, round, log_ratio };
+        let noise = |t: u32| 0.03 * ((t * 7919 % 13) as f64 / 6.0 - 1.0);
+        let rule = Rule {
+            discard: 2,
+            pilot: 6,
+            target: None,
+            trend_alpha: 0.05,
+            cut_alpha: 0.2,
+            interval: Final::Full,
+            rho_prior: Some(0.1),
+            warm_up_check: true,
+        };
+        // The cut kept rounds 11-16 of a warm-up with a time constant of 10 rounds: its last
+        // rounds alone look flat, the rounds from the fixed cut on show the curve.
+        let slow: Vec<Round> = (1..=16).map(|t| r(t, 0.5 * (-((t - 1) as f64) / 10.0).exp() + noise(t))).collect();
+        let late = Cut { first_kept: BTreeMap::from([(1, 11)]), dropped: BTreeMap::from([(1, 10)]), unsettled: vec![] };
+        assert!(leftover_warm_up(&rule, &slow, &late, 0.05 / 3.0));
+        assert!(!assess(&rule, &slow, &late, 3).steady);
+        // A fast transient the cut removed, and flat rounds: nothing left.
+        let fast: Vec<Round> = (1..=16).map(|t| r(t, 0.5 * (-((t - 1) as f64) / 1.0).exp() + noise(t))).collect();
+        let cut = Cut { first_kept: BTreeMap::from([(1, 10)]), dropped: BTreeMap::from([(1, 9)]), unsettled: vec![] };
+        assert!(!leftover_warm_up(&rule, &fast, &cut, 0.05 / 3.0));
+        let flat: Vec<Round> = (1..=16).map(|t| r(t, noise(t))).collect();
+        let fixed = Cut { first_kept: BTreeMap::from([(1, 3)]), dropped: BTreeMap::from([(1, 2)]), unsettled: vec![] };
+        assert!(!leftover_warm_up(&rule, &flat, &fixed, 0.05 / 3.0));
     }
 
     #[test]
@@ -600,6 +756,8 @@ mod tests {
             trend_alpha: 0.05,
             cut_alpha: 0.2,
             interval: Final::Stein,
+            rho_prior: None,
+            warm_up_check: false,
         };
         assert_eq!(rounds_needed(&rule, &pilot), Some(28));
         let small = LogInterval { se: 0.01 / 6f64.sqrt(), sd: 0.01, ..pilot };

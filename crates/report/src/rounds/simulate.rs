@@ -1,12 +1,23 @@
-//! The coverage check of the whole estimator: synthetic contests with a known ratio, measured
+//! The coverage gate of the whole estimator: synthetic contests with a known ratio, measured
 //! round by round under a stopping rule exactly as the scheduler measures them (the warm-up
 //! cut, the stopping rule, the interval and the steady-state check all as shipped), counting
 //! how often a contender's 95% interval misses the truth while the contest is called steady.
-//! `cargo xtask test` runs it with a fixed seed; `cargo run --release -p report --example
-//! coverage` prints the table behind docs/benchmarks.md ("Coverage").
+//! A contest has three contenders against its baseline, as the main job has (a real change, a
+//! null cell, and a control that is the baseline's twin and warms up with it), and the budget
+//! the main job's share gives (16 rounds). `cargo xtask test` runs the gate with a fixed seed;
+//! `cargo run --release -p report --example coverage` prints the table behind
+//! docs/benchmarks.md ("Coverage").
 
-use super::{Round, Rule, progress};
+use super::{Round, Rule, lag1, prior, progress};
 use crate::stats::{mean_sd, mser5, t975};
+
+/// Contenders of a simulated contest (the main job's: two placements under test and the
+/// control); placement 0 is the baseline, the last contender the control.
+pub const CONTENDERS: usize = 3;
+// The types below spell 3 and 4 out: an array length of a const in a struct field, built in a
+// closure, gave rustc 1.95 an internal compiler error.
+const PLACEMENTS: usize = CONTENDERS + 1;
+const CONTROL: usize = CONTENDERS;
 
 /// What the synthetic rounds do besides the known change.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -16,25 +27,28 @@ pub enum Series {
     /// Each placement's noise is AR(1) over rounds with this lag-1 correlation.
     Ar1(f64),
     /// The baseline starts slow and warms up: its log throughput is `-amplitude e^(-(t-1)/tau)`
-    /// in round t (the contenders' ratios start high).
+    /// in round t (the contenders' ratios start high). The control, the baseline's twin on the
+    /// same kind of device, warms up alike (so its ratio cannot show it).
     WarmUp { amplitude: f64, tau: f64 },
-    /// The first contender's log ratio drifts by `per_round` each round (the truth is its mean
-    /// over the rounds kept).
-    Drift { per_round: f64 },
+    /// The first contender's log ratio approaches its steady state by `per_round` a round
+    /// until round `settles`, flat after; the truth is the steady-state value.
+    Drift { per_round: f64, settles: u32 },
     /// The slice in position k of a round gets `offsets[k]` on its log throughput; the order of
     /// the placements is drawn at random each round, which must cancel it.
-    Position { offsets: [f64; 3] },
-    /// A server restart at round `at`: a new segment whose rounds start with the baseline's
-    /// warm-up transient again.
-    Restart { at: u32, amplitude: f64, tau: f64 },
+    Position { offsets: [f64; 4] },
+    /// A revisit: every server restarts at round `at`, a new segment. Each server start (both
+    /// segments) shifts each placement's level by a normal offset with sd `shift_sd` (the truth
+    /// is the ratio without them), and the baseline and the control warm up again
+    /// (`amplitude`, `tau` as in [`Series::WarmUp`]).
+    Revisit { at: u32, shift_sd: f64, amplitude: f64, tau: f64 },
 }
 
 /// The contest the rounds come from.
 #[derive(Clone, Copy, Debug)]
 pub struct Contest {
     pub series: Series,
-    /// The contenders' true ratios against the baseline (ln).
-    pub true_log_ratio: [f64; 2],
+    /// The contenders' true ratios against the baseline (ln); the last is the control's.
+    pub true_log_ratio: [f64; 3],
     /// Standard deviation of one placement's log throughput in one slice, beyond what all
     /// placements of a round share.
     pub sd: f64,
@@ -55,6 +69,14 @@ pub enum Design {
     /// contender's series, the largest cut applied to all, a paired t interval, stopping as
     /// soon as the widest half-width reaches the target after `min_rounds`.
     Mser5FirstReach { min_rounds: u32, target: f64 },
+    /// As [`Design::Shipped`], the rule's prior correlation pooled ([`prior::pool`]) for each
+    /// contest afresh from `series` contender series of a simulated A/A campaign of the
+    /// contest's noise (its correlation, none of its warm-up, drift, position or revisit; true
+    /// ratios 0; the rounds after the rule's fixed cut): the prior's own error counts.
+    Pooled { rule: Rule, series: usize },
+    /// The negative control of the gate: a plain paired t over the rounds after a fixed cut of
+    /// `discard`, run to the budget, every contest called steady.
+    PlainT { discard: u32 },
 }
 
 /// What one contender's estimate came to.
@@ -64,6 +86,8 @@ pub struct Outcome {
     pub steady: bool,
     /// Half-width of the 95% interval on the ratio (fraction), NaN without an interval.
     pub half_width: f64,
+    /// (estimate - truth) / standard error, on the log scale; NaN without an interval.
+    pub z: f64,
     pub rounds: u32,
 }
 
@@ -104,30 +128,37 @@ impl Rng {
 /// Rounds of one contest as they come: per round, each contender's (segment, log ratio).
 struct Generator {
     c: Contest,
-    noise: [f64; 3],
+    noise: [f64; PLACEMENTS],
+    /// Each placement's level offset in the current segment (server start).
+    shift: [f64; PLACEMENTS],
     round: u32,
 }
 
 impl Generator {
     fn new(c: Contest) -> Generator {
-        Generator { c, noise: [f64::NAN; 3], round: 0 }
+        Generator { c, noise: [f64::NAN; PLACEMENTS], shift: [0.0; PLACEMENTS], round: 0 }
     }
 
     fn segment(&self) -> u32 {
         match self.c.series {
-            Series::Restart { at, .. } if self.round >= at => 2,
+            Series::Revisit { at, .. } if self.round >= at => 2,
             _ => 1,
         }
     }
 
-    fn next(&mut self, rng: &mut Rng) -> [Round; 2] {
+    fn next(&mut self, rng: &mut Rng) -> [Round; CONTENDERS] {
         self.round += 1;
         let t = self.round;
         let c = self.c;
+        if let Series::Revisit { at, shift_sd, .. } = c.series
+            && (t == 1 || t == at)
+        {
+            self.shift = [(); PLACEMENTS].map(|_| shift_sd * rng.normal());
+        }
         let common = c.common_sd * rng.normal();
-        let mut order = [0usize, 1, 2];
+        let mut order: [usize; PLACEMENTS] = std::array::from_fn(|i| i);
         rng.shuffle(&mut order);
-        let mut log_y = [0.0; 3];
+        let mut log_y = [0.0; PLACEMENTS];
         for (p, y) in log_y.iter_mut().enumerate() {
             let z = rng.normal() * c.sd;
             self.noise[p] = match c.series {
@@ -135,15 +166,22 @@ impl Generator {
                 _ => z,
             };
             let truth = if p == 0 { 0.0 } else { c.true_log_ratio[p - 1] };
-            *y = truth + common + self.noise[p];
+            *y = truth + common + self.noise[p] + self.shift[p];
         }
+        let warm = |since: u32, amplitude: f64, tau: f64| amplitude * (-(since as f64) / tau).exp();
         match c.series {
-            Series::WarmUp { amplitude, tau } => log_y[0] -= amplitude * (-((t - 1) as f64) / tau).exp(),
-            Series::Restart { at, amplitude, tau } => {
-                let since = if t >= at { t - at } else { t - 1 };
-                log_y[0] -= amplitude * (-(since as f64) / tau).exp();
+            Series::WarmUp { amplitude, tau } => {
+                for p in [0, CONTROL] {
+                    log_y[p] -= warm(t - 1, amplitude, tau);
+                }
             }
-            Series::Drift { per_round } => log_y[1] += per_round * t as f64,
+            Series::Revisit { at, amplitude, tau, .. } => {
+                let since = if t >= at { t - at } else { t - 1 };
+                for p in [0, CONTROL] {
+                    log_y[p] -= warm(since, amplitude, tau);
+                }
+            }
+            Series::Drift { per_round, settles } => log_y[1] -= per_round * settles.saturating_sub(t) as f64,
             Series::Position { offsets } => {
                 for (slot, &p) in order.iter().enumerate() {
                     log_y[p] += offsets[slot];
@@ -152,42 +190,55 @@ impl Generator {
             Series::Iid | Series::Ar1(_) => {}
         }
         let seg = self.segment();
-        [1, 2].map(|p| Round { segment: seg, round: t, log_ratio: log_y[p] - log_y[0] })
+        std::array::from_fn(|c| Round { segment: seg, round: t, log_ratio: log_y[c + 1] - log_y[0] })
     }
 
-    /// The truth a contender's estimate should cover, given the rounds it kept.
-    fn truth(&self, contender: usize, kept_rounds: &[u32]) -> f64 {
-        let base = self.c.true_log_ratio[contender];
-        match self.c.series {
-            Series::Drift { per_round } if contender == 0 && !kept_rounds.is_empty() => {
-                base + per_round * kept_rounds.iter().map(|&r| r as f64).sum::<f64>() / kept_rounds.len() as f64
-            }
-            _ => base,
-        }
+    /// The truth a contender's estimate should cover: its steady-state ratio.
+    fn truth(&self, contender: usize) -> f64 {
+        self.c.true_log_ratio[contender]
     }
 }
 
+fn outcome(mean: f64, se: f64, half_width: f64, truth: f64, steady: bool, rounds: u32) -> Outcome {
+    Outcome {
+        covered: (mean - truth).abs() <= half_width,
+        steady,
+        half_width: half_width.exp() - 1.0,
+        z: if se > 0.0 { (mean - truth) / se } else { f64::NAN },
+        rounds,
+    }
+}
+
+const NO_INTERVAL: Outcome = Outcome { covered: false, steady: true, half_width: f64::NAN, z: f64::NAN, rounds: 0 };
+
 /// Runs one contest to its stop under `design`; an outcome per contender.
-pub fn run_contest(design: Design, contest: Contest, rng: &mut Rng) -> [Outcome; 2] {
+pub fn run_contest(design: Design, contest: Contest, rng: &mut Rng) -> [Outcome; CONTENDERS] {
+    let design = match design {
+        Design::Pooled { rule, series } => Design::Shipped(Rule {
+            rho_prior: Some(simulated_prior(contest, series, rule.discard as usize, rng)),
+            ..rule
+        }),
+        d => d,
+    };
     let mut g = Generator::new(contest);
-    let mut rounds: [Vec<Round>; 2] = [vec![], vec![]];
+    let mut rounds: [Vec<Round>; CONTENDERS] = std::array::from_fn(|_| vec![]);
     loop {
         let r = g.next(rng);
-        rounds[0].push(r[0]);
-        rounds[1].push(r[1]);
+        for (c, r) in r.into_iter().enumerate() {
+            rounds[c].push(r);
+        }
         let last = g.round >= contest.max_rounds;
         match design {
             Design::Shipped(rule) => {
+                // Before the pilot is complete the contest cannot stop (Stein's rule needs it).
+                if !last && g.round < rule.discard + rule.pilot as u32 {
+                    continue;
+                }
                 let p = progress(&rule, &rounds);
                 if p.done(rule.target.unwrap_or(f64::INFINITY)) || last {
-                    return [0, 1].map(|c| {
-                        let i = p.intervals[c];
-                        let truth = g.truth(c, &p.kept_rounds[c]);
-                        let (covered, hw) = match i {
-                            Some(i) => ((i.mean - truth).abs() <= i.half_width(), i.half_width().exp() - 1.0),
-                            None => (false, f64::NAN),
-                        };
-                        Outcome { covered, steady: p.steady[c], half_width: hw, rounds: g.round }
+                    return std::array::from_fn(|c| match p.intervals[c] {
+                        Some(i) => outcome(i.mean, i.se, i.half_width(), g.truth(c), p.steady[c], g.round),
+                        None => Outcome { steady: p.steady[c], rounds: g.round, ..NO_INTERVAL },
                     });
                 }
             }
@@ -195,19 +246,23 @@ pub fn run_contest(design: Design, contest: Contest, rng: &mut Rng) -> [Outcome;
                 let series: Vec<Vec<f64>> = rounds.iter().map(|r| r.iter().map(|x| x.log_ratio).collect()).collect();
                 let cut = series.iter().map(|s| mser5(s)).max().unwrap_or(0);
                 let kept: Vec<&[f64]> = series.iter().map(|s| if cut < s.len() { &s[cut..] } else { &s[..] }).collect();
-                let hw: Vec<f64> = kept.iter().map(|x| paired_half_width(x)).collect();
-                let widest = hw.iter().cloned().fold(0.0, f64::max);
+                let hw: Vec<(f64, f64)> = kept.iter().map(|x| paired_half_width(x)).collect();
+                let widest = hw.iter().map(|h| h.0).fold(0.0, f64::max);
                 if (g.round >= min_rounds && widest.exp() - 1.0 <= target) || last {
-                    return [0, 1].map(|c| {
+                    return std::array::from_fn(|c| {
                         let (m, _) = mean_sd(kept[c]);
-                        let kept_rounds: Vec<u32> = (cut as u32 + 1..=g.round).collect();
-                        let truth = g.truth(c, &kept_rounds);
-                        Outcome {
-                            covered: (m - truth).abs() <= hw[c],
-                            steady: true,
-                            half_width: hw[c].exp() - 1.0,
-                            rounds: g.round,
-                        }
+                        outcome(m, hw[c].1, hw[c].0, g.truth(c), true, g.round)
+                    });
+                }
+            }
+            Design::Pooled { .. } => unreachable!("made a Shipped design above"),
+            Design::PlainT { discard } => {
+                if last {
+                    return std::array::from_fn(|c| {
+                        let x: Vec<f64> = rounds[c].iter().skip(discard as usize).map(|r| r.log_ratio).collect();
+                        let (m, _) = mean_sd(&x);
+                        let (hw, se) = paired_half_width(&x);
+                        outcome(m, se, hw, g.truth(c), true, g.round)
                     });
                 }
             }
@@ -215,12 +270,38 @@ pub fn run_contest(design: Design, contest: Contest, rng: &mut Rng) -> [Outcome;
     }
 }
 
-fn paired_half_width(x: &[f64]) -> f64 {
+/// The prior an A/A campaign of `series` contender series of the contest's noise would give.
+fn simulated_prior(contest: Contest, series: usize, discard: usize, rng: &mut Rng) -> f64 {
+    let noise = match contest.series {
+        Series::Ar1(rho) => Series::Ar1(rho),
+        _ => Series::Iid,
+    };
+    let aa = Contest { series: noise, true_log_ratio: [0.0; 3], ..contest };
+    let mut pooled = Vec::with_capacity(series);
+    while pooled.len() < series {
+        let mut g = Generator::new(aa);
+        let mut x: [Vec<f64>; CONTENDERS] = std::array::from_fn(|_| vec![]);
+        for _ in 0..aa.max_rounds {
+            for (c, r) in g.next(rng).into_iter().enumerate() {
+                x[c].push(r.log_ratio);
+            }
+        }
+        for x in x.iter().take(series - pooled.len()) {
+            let kept = &x[discard.min(x.len())..];
+            pooled.push((lag1(kept, &vec![1; kept.len()]), kept.len()));
+        }
+    }
+    prior::pool(&pooled)
+}
+
+/// The plain paired t half-width and standard error (log scale).
+fn paired_half_width(x: &[f64]) -> (f64, f64) {
     if x.len() < 2 {
-        return f64::INFINITY;
+        return (f64::INFINITY, f64::INFINITY);
     }
     let (_, sd) = mean_sd(x);
-    t975((x.len() - 1) as f64) * sd / (x.len() as f64).sqrt()
+    let se = sd / (x.len() as f64).sqrt();
+    (t975((x.len() - 1) as f64) * se, se)
 }
 
 /// Coverage of a design on a kind of contest over `n` replications.
@@ -240,6 +321,11 @@ pub struct Coverage {
     /// The median half-width (the mean is dominated by a few contests with almost no degrees
     /// of freedom).
     pub median_half_width: f64,
+    /// The 90th percentile of the half-widths: the tail.
+    pub p90_half_width: f64,
+    /// The mean of z^2 over the estimates (1 for a standard error that is right on average;
+    /// a t with few degrees of freedom gives a little more).
+    pub mean_z2: f64,
     pub mean_rounds: f64,
 }
 
@@ -247,7 +333,8 @@ pub struct Coverage {
 pub fn coverage(design: Design, contest: Contest, n: usize, seed: u64) -> Coverage {
     let mut rng = Rng(seed);
     let (mut honest, mut covered, mut unsteady, mut hw, mut rounds, mut with_hw) = (0, 0, 0, 0.0, 0.0, 0);
-    let mut widths = Vec::with_capacity(2 * n);
+    let (mut z2, mut with_z) = (0.0, 0);
+    let mut widths = Vec::with_capacity(CONTENDERS * n);
     for _ in 0..n {
         for o in run_contest(design, contest, &mut rng) {
             honest += !o.misleads() as usize;
@@ -258,37 +345,49 @@ pub fn coverage(design: Design, contest: Contest, n: usize, seed: u64) -> Covera
                 with_hw += 1;
                 widths.push(o.half_width);
             }
+            if o.z.is_finite() {
+                z2 += o.z * o.z;
+                with_z += 1;
+            }
             rounds += o.rounds as f64;
         }
     }
-    let m = (2 * n) as f64;
+    let m = (CONTENDERS * n) as f64;
     let h = honest as f64 / m;
+    widths.sort_by(f64::total_cmp);
     Coverage {
         replications: n,
         honest: h,
         covered: covered as f64 / m,
         not_steady: unsteady as f64 / m,
-        // Two contenders of a contest share the baseline: count contests, not estimates.
+        // The contenders of a contest share the baseline: count contests, not estimates.
         mc_error: (h * (1.0 - h) / n as f64).sqrt(),
         mean_half_width: hw / with_hw.max(1) as f64,
         median_half_width: crate::stats::median(&widths),
+        p90_half_width: widths.get(widths.len() * 9 / 10).copied().unwrap_or(f64::NAN),
+        mean_z2: z2 / with_z.max(1) as f64,
         mean_rounds: rounds / m,
     }
 }
 
-/// The series kinds the coverage test runs, with the main job's noise: per-placement sd 0.08
-/// per slice (per-round log ratio sd about 0.11: the target then needs more rounds than the 30
-/// the budget allows), machine noise 0.3 shared by the round, true changes +5% and 0; and two
-/// with half the noise, where Stein's rule stops the contest before the budget.
+/// The budget of the main job's share per contest: 12-18 rounds kept, 16 made.
+pub const MAIN_JOB_ROUNDS: u32 = 16;
+
+/// The series kinds the coverage gate runs, with the main job's noise: per-placement sd 0.08
+/// per slice (per-round log ratio sd about 0.11: the target then needs more rounds than the
+/// budget allows), machine noise 0.3 shared by the round, true changes +5%, 0 and 0 (the
+/// control), the main job's 16 rounds; two with half the noise, where Stein's rule stops the
+/// contest before the budget.
 pub fn standard_contests() -> Vec<(&'static str, Contest)> {
     let base = Contest {
         series: Series::Iid,
-        true_log_ratio: [(1.05f64).ln(), 0.0],
+        true_log_ratio: [(1.05f64).ln(), 0.0, 0.0],
         sd: 0.08,
         common_sd: 0.3,
-        max_rounds: 30,
+        max_rounds: MAIN_JOB_ROUNDS,
     };
     let with = |series| Contest { series, ..base };
+    let slow = |factor: f64, tau| with(Series::WarmUp { amplitude: factor.ln(), tau });
     vec![
         ("i.i.d.", base),
         ("i.i.d., target within reach", Contest { sd: 0.04, ..base }),
@@ -296,11 +395,46 @@ pub fn standard_contests() -> Vec<(&'static str, Contest)> {
         ("AR(1) rho 0.1", with(Series::Ar1(0.1))),
         ("AR(1) rho 0.2", with(Series::Ar1(0.2))),
         ("AR(1) rho 0.3", with(Series::Ar1(0.3))),
+        ("AR(1) rho 0.5", with(Series::Ar1(0.5))),
         ("warm-up transient", with(Series::WarmUp { amplitude: 0.5, tau: 3.0 })),
-        ("slow drift", with(Series::Drift { per_round: 0.004 })),
-        ("position effect", with(Series::Position { offsets: [0.06, 0.0, -0.06] })),
-        ("restart mid-contest", with(Series::Restart { at: 12, amplitude: 0.5, tau: 3.0 })),
+        ("slow warm-up x3 over 6 rounds", slow(3.0, 6.0)),
+        ("slow warm-up x3 over 10 rounds", slow(3.0, 10.0)),
+        ("slow warm-up x1.65 over 10 rounds", slow(1.65, 10.0)),
+        ("drift to a steady state", with(Series::Drift { per_round: 0.004, settles: 10 })),
+        ("position effect", with(Series::Position { offsets: [0.06, 0.02, -0.02, -0.06] })),
+        ("revisit (two segments)", with(Series::Revisit { at: 9, shift_sd: 0.02, amplitude: 0.5, tau: 3.0 })),
     ]
+}
+
+/// Runs every kind of [`standard_contests`] under `design` on `threads` threads (each kind with
+/// the same fixed seed, so the figures do not depend on the threads); `max_rounds` overrides
+/// the budget.
+pub fn coverage_of_every_kind(
+    design: Design,
+    n: usize,
+    max_rounds: Option<u32>,
+    threads: usize,
+) -> Vec<(&'static str, Coverage)> {
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let kinds = standard_contests();
+    let next = AtomicUsize::new(0);
+    let out: Mutex<Vec<Option<Coverage>>> = Mutex::new(vec![None; kinds.len()]);
+    std::thread::scope(|s| {
+        for _ in 0..threads.max(1) {
+            s.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(&(_, contest)) = kinds.get(i) else { break };
+                    let contest = Contest { max_rounds: max_rounds.unwrap_or(contest.max_rounds), ..contest };
+                    let c = coverage(design, contest, n, 0x5eed);
+                    out.lock().expect("no thread panicked holding it")[i] = Some(c);
+                }
+            });
+        }
+    });
+    let out = out.into_inner().expect("no thread panicked holding it");
+    kinds.iter().zip(out).map(|((name, _), c)| (*name, c.expect("every kind ran"))).collect()
 }
 
 #[cfg(test)]
@@ -309,40 +443,62 @@ mod tests {
     use crate::rounds::Final;
 
     /// Contests per series kind: the Monte Carlo standard error of a coverage near 95% is then
-    /// about 0.55 percentage points (two contenders per contest, counted once).
-    const CONTESTS: usize = 1500;
+    /// about 0.35 percentage points (three contenders per contest, counted once).
+    const CONTESTS: usize = 4000;
+
+    /// Kinds on which the shipped estimator is known to fall short of 94% (docs/benchmarks.md,
+    /// "Coverage"): the gate asserts that they still do, so that a change that fixes one must
+    /// move it into the gate.
+    const KNOWN_SHORT: &[&str] = &[
+        "slow warm-up x3 over 6 rounds",
+        "slow warm-up x3 over 10 rounds",
+        "slow warm-up x1.65 over 10 rounds",
+        "revisit (two segments)",
+    ];
 
     fn shipped() -> Rule {
-        Rule { discard: 2, pilot: 6, target: Some(0.05), trend_alpha: 0.05, cut_alpha: 0.2, interval: Final::Wider }
+        Rule {
+            discard: 2,
+            pilot: 6,
+            target: Some(0.05),
+            trend_alpha: 0.05,
+            cut_alpha: 0.2,
+            interval: Final::Wider,
+            rho_prior: None,
+            warm_up_check: false,
+        }
     }
 
     #[test]
-    fn the_shipped_estimator_holds_its_95_percent_on_every_series_kind() {
-        for (name, contest) in standard_contests() {
-            if name.starts_with("restart") {
-                continue; // a known limit, in docs/benchmarks.md ("Coverage")
-            }
-            let c = coverage(Design::Shipped(shipped()), contest, CONTESTS, 0x5eed);
-            assert!(
-                c.honest >= 0.94,
-                "{name}: {:.1}% ± {:.1} of the estimates cover the truth or are called not steady",
+    fn the_coverage_gate_at_the_main_jobs_round_counts() {
+        let mut short = vec![];
+        let mut table = String::new();
+        for (name, c) in coverage_of_every_kind(Design::Shipped(shipped()), CONTESTS, None, 2) {
+            table.push_str(&format!(
+                "{name}: {:.1}% ± {:.1} covered or not steady, median ±{:.1}%\n",
                 c.honest * 100.0,
-                c.mc_error * 100.0
-            );
+                c.mc_error * 100.0,
+                c.median_half_width * 100.0
+            ));
+            if c.honest < 0.94 {
+                short.push(name);
+            }
         }
+        assert_eq!(short, KNOWN_SHORT, "kinds below 94%:\n{table}");
     }
 
     #[test]
-    fn the_shipped_estimator_holds_its_95_percent_at_the_main_jobs_round_counts() {
-        // The main job's 3-minute share per contest keeps 12-18 rounds: the same kinds with a
-        // budget of 16 rounds (1000 contests each: Monte Carlo error about 0.7 points).
-        for (name, contest) in standard_contests() {
-            if name.starts_with("restart") {
-                continue;
-            }
-            let c = coverage(Design::Shipped(shipped()), Contest { max_rounds: 16, ..contest }, 1000, 0x5eed);
-            assert!(c.honest >= 0.94, "{name} at 16 rounds: {:.1}% ± {:.1}", c.honest * 100.0, c.mc_error * 100.0);
-        }
+    fn a_plain_paired_t_fails_the_gate() {
+        // The negative test at the main job's 16 rounds: a fixed cut of 2 rounds and a plain
+        // paired t, without the correction for correlated rounds or the trend tests.
+        let plain = Design::PlainT { discard: 2 };
+        let kinds = standard_contests();
+        let (_, ar) = kinds.iter().find(|(n, _)| *n == "AR(1) rho 0.3").unwrap();
+        let c = coverage(plain, *ar, CONTESTS, 0x5eed);
+        assert!(c.honest < 0.92, "AR(1) 0.3: {:.1}%", c.honest * 100.0);
+        let (_, warm) = kinds.iter().find(|(n, _)| *n == "warm-up transient").unwrap();
+        let c = coverage(plain, *warm, CONTESTS, 0x5eed);
+        assert!(c.honest < 0.94, "warm-up transient: {:.1}%", c.honest * 100.0);
     }
 
     #[test]
@@ -351,18 +507,26 @@ mod tests {
         // the half-width first reaches the target: below 94% on correlated rounds.
         let before = Design::Mser5FirstReach { min_rounds: 6, target: 0.05 };
         let (_, ar) = standard_contests().into_iter().find(|(n, _)| *n == "AR(1) rho 0.3").unwrap();
-        let c = coverage(before, ar, CONTESTS, 0x5eed);
+        let c = coverage(before, Contest { max_rounds: 30, ..ar }, 1500, 0x5eed);
         assert!(c.honest < 0.90, "{:.1}%", c.honest * 100.0);
-        let (_, iid) = standard_contests()[0];
-        assert!(coverage(before, iid, CONTESTS, 0x5eed).honest < 0.94, "stopping at the first reach costs coverage");
     }
 
     #[test]
     fn stein_sizes_a_contest_that_reaches_its_target() {
         // Little noise: the pilot asks for few rounds and the contest stops there, covered.
-        let quiet = Contest { sd: 0.01, ..standard_contests()[0].1 };
+        let quiet = Contest { sd: 0.01, max_rounds: 30, ..standard_contests()[0].1 };
         let mut rng = Rng(1);
         let o = run_contest(Design::Shipped(shipped()), quiet, &mut rng);
         assert!(o.iter().all(|o| o.rounds < 12 && o.half_width <= 0.05), "{o:?}");
+    }
+
+    #[test]
+    fn the_control_warms_up_with_the_baseline() {
+        // A warm-up of the baseline alone: the control's ratio does not show it, the others do.
+        let c = Contest { sd: 0.0, common_sd: 0.0, ..standard_contests()[8].1 };
+        let mut g = Generator::new(c);
+        let first = g.next(&mut Rng(3));
+        assert!(first[0].log_ratio > 1.0 && first[1].log_ratio > 1.0, "{first:?}");
+        assert!(first[2].log_ratio.abs() < 1e-12, "{first:?}");
     }
 }
