@@ -20,7 +20,14 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Provision the tiers, run the workload matrix, report, tear down.
+    /// Provision the tiers, run the workload matrix, report, tear down. Without --emulate it
+    /// partitions and formats the devices the experiment file names: run --dry-run first.
+    ///
+    /// Without --emulate, every device the experiment file names is partitioned (where the file
+    /// says so) and formatted with XFS, and everything on it is lost; a device that is mounted,
+    /// in use, or carries a filesystem, partition table, LVM or RAID signature is refused unless
+    /// the file sets allow_wipe = true for it. --dry-run prints what would be done, touching
+    /// nothing, and exits 1 when the real run would refuse (a device not here, no room).
     Compare(cli::CompareArgs),
     /// Undo what a killed run left behind, from its run record.
     Cleanup(cli::CleanupArgs),
@@ -39,12 +46,12 @@ enum Command {
         which: BenchCommand,
     },
     /// A Debian 12 guest under qemu with real NVMe, PMem (NVDIMM) and NVMe/TCP: build it, run a
-    /// command in it (see README, "The VM").
+    /// command in it (see docs/testing.md, "The VM").
     Vm {
         #[command(subcommand)]
         what: vm::VmCommand,
     },
-    /// Run the test suite (integration tests need root; see README); ends with
+    /// Run the test suite (integration tests need root; see docs/testing.md); ends with
     /// `N passed, N failed, N skipped` and lists every skip with its reason.
     Test {
         /// Fail every test that would skip (naming what it misses); CI=true does the same.

@@ -14,7 +14,14 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Provision the tiers, run the workload matrix, report, tear down.
+    /// Provision the tiers, run the workload matrix, report, tear down. Without --emulate it
+    /// partitions and formats the devices the experiment file names: run --dry-run first.
+    ///
+    /// Without --emulate, every device the experiment file names is partitioned (where the file
+    /// says so) and formatted with XFS, and everything on it is lost; a device that is mounted,
+    /// in use, or carries a filesystem, partition table, LVM or RAID signature is refused unless
+    /// the file sets allow_wipe = true for it. --dry-run prints what would be done, touching
+    /// nothing, and exits 1 when the real run would refuse (a device not here, no room).
     Compare(cli::CompareArgs),
     /// Undo what a killed run left behind, from its run record.
     Cleanup(cli::CleanupArgs),
