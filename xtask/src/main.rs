@@ -39,6 +39,10 @@ enum Command {
         /// Only check; install nothing.
         #[arg(long)]
         check: bool,
+        /// Also what the test suite needs (chromium, poppler-utils, npm, openssh-server);
+        /// `cargo xtask test` installs them itself.
+        #[arg(long)]
+        tests: bool,
     },
     /// Benchmarks (results go to results/bench-*/ and are quoted in docs/benchmarks.md).
     Bench {
@@ -51,7 +55,8 @@ enum Command {
         #[command(subcommand)]
         what: vm::VmCommand,
     },
-    /// Run the test suite (integration tests need root; see docs/testing.md); ends with
+    /// Install what the tests need (as root), then run the test suite (integration tests need
+    /// root; see docs/testing.md); ends with
     /// `N passed, N failed, N skipped` and lists every skip with its reason.
     Test {
         /// Fail every test that would skip (naming what it misses); CI=true does the same.
@@ -116,7 +121,9 @@ fn main() -> ExitCode {
         }
         Command::Cleanup(args) => cli::cleanup(args),
         Command::Report(args) => cli::report(args),
-        Command::Setup { check } => setup::run(check),
+        Command::Setup { check, tests } => {
+            setup::run(check, if tests { setup::For::Tests } else { setup::For::Pgtier })
+        }
         Command::Test { require_all, args } => setup::test(require_all, &args),
         Command::Vm { what } => vm::command(what),
         Command::TpccClient => pgtier::tpcc_client::serve(),
