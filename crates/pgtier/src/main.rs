@@ -6,7 +6,7 @@ use clap::{Parser, Subcommand};
 use pgtier::cli;
 
 #[derive(Parser)]
-#[command(name = "pgtier", about = "pgtier: what does this storage tier do for PostgreSQL?", version)]
+#[command(name = "pgtier", about = "pgtier: what does this storage tier do for PostgreSQL?", version = pgtier::VERSION)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -81,6 +81,18 @@ fn dry_run_here(setup: &Setup) -> Result<(), CompareError> {
     Err(CompareError::WouldRefuse(refusals))
 }
 
+/// The matrix in the header's words: design `runs` plans runs; design `slices` plans one entry
+/// per cell, whose rounds of slices are decided as the run goes.
+fn matrix_size(exp: &experiment::Experiment, planned: usize) -> String {
+    match exp.measurement.design {
+        experiment::Design::Runs => format!("{planned} runs"),
+        experiment::Design::Slices => {
+            let placements = exp.placements.len().max(1);
+            format!("{planned} cells, {} contests measured in rounds of slices", planned.div_ceil(placements))
+        }
+    }
+}
+
 /// The run on this machine, with a resolved command line. Every error is printed where it
 /// happens, by [`CompareError::print`].
 pub async fn run(setup: Setup, args: &Args) -> Result<(), CompareError> {
@@ -110,11 +122,12 @@ pub async fn run(setup: Setup, args: &Args) -> Result<(), CompareError> {
     let journal =
         crate::record::begin_record(&run_id, &exp).map_err(CompareError::State).inspect_err(CompareError::print)?;
     eprintln!(
-        "pgtier: {} ({} placements, {} workloads, {} runs){}",
+        "pgtier {}: {} ({} placements, {} workloads, {}){}",
+        crate::VERSION,
         exp.name,
         exp.placements.len(),
         exp.workloads.len(),
-        runs.len(),
+        matrix_size(&exp, runs.len()),
         if exp.emulated { ", emulated tiers" } else { "" }
     );
     eprintln!("results: {}", results_dir.display());
