@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use pgtier::cli;
 
 #[derive(Parser)]
@@ -28,6 +28,11 @@ enum Command {
     /// Re-render CSV, charts and report.md from a results directory, without running anything;
     /// or compare two result sets (--baseline A --contender B).
     Report(cli::ReportArgs),
+    /// Print a shell completion script for SHELL (bash, zsh, fish, elvish, powershell), e.g.
+    /// `pgtier completions bash > /etc/bash_completion.d/pgtier`.
+    Completions { shell: clap_complete::Shell },
+    /// Print pgtier's manual page (roff), e.g. `pgtier man > /usr/local/share/man/man1/pgtier.1`.
+    Man,
     /// TPC-C drives on this machine, the client host of a run: pgtier runs it there over ssh
     /// and asks for drives on its stdin, one JSON line each; the reports come back on stdout.
     /// Not for direct use.
@@ -40,6 +45,17 @@ fn main() -> ExitCode {
         Command::Compare(args) => cli::compare(args),
         Command::Cleanup(args) => cli::cleanup(args),
         Command::Report(args) => cli::report(args),
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "pgtier", &mut std::io::stdout());
+            ExitCode::SUCCESS
+        }
+        Command::Man => match clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout()) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::FAILURE
+            }
+        },
         Command::TpccClient => pgtier::tpcc_client::serve(),
     }
 }

@@ -41,3 +41,21 @@ fn a_copied_binary_runs_the_emulated_dry_run_from_elsewhere() {
     assert!(!stdout.contains(&checkout.join("configs").display().to_string()), "nothing from the checkout: {stdout}");
     assert!(!root.path().join("state").exists(), "a dry run creates no state");
 }
+
+/// Shell completions and the manual page come from the same command-line definitions
+/// (issue 39 item 10).
+#[test]
+fn completions_and_the_manual_page_know_the_commands() {
+    let run = |args: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_pgtier")).args(args).output().unwrap();
+        assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    for shell in ["bash", "zsh", "fish"] {
+        let script = run(&["completions", shell]);
+        assert!(script.contains("compare") && script.contains("--dry-run"), "{shell}: {script}");
+    }
+    let man = run(&["man"]);
+    assert!(man.contains(".TH pgtier 1"), "{man}");
+    assert!(man.contains("pgtier\\-compare(1)") || man.contains("compare"), "{man}");
+}
