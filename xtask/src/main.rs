@@ -12,7 +12,7 @@ use clap::{Parser, Subcommand};
 use pgtier::cli;
 
 #[derive(Parser)]
-#[command(name = "cargo xtask", about = "pgtier: what does this storage tier do for PostgreSQL?", version)]
+#[command(name = "cargo xtask", about = "pgtier: what does this storage tier do for PostgreSQL?", version = pgtier::VERSION)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -20,7 +20,14 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Provision the tiers, run the workload matrix, report, tear down.
+    /// Provision the tiers, run the workload matrix, report, tear down. Without --emulate it
+    /// partitions and formats the devices the experiment file names: run --dry-run first.
+    ///
+    /// Without --emulate, every device the experiment file names is partitioned (where the file
+    /// says so) and formatted with XFS, and everything on it is lost; a device that is mounted,
+    /// in use, or carries a filesystem, partition table, LVM or RAID signature is refused unless
+    /// the file sets allow_wipe = true for it. --dry-run prints what would be done, touching
+    /// nothing, and exits 1 when the real run would refuse (a device not here, no room).
     Compare(cli::CompareArgs),
     /// Undo what a killed run left behind, from its run record.
     Cleanup(cli::CleanupArgs),
@@ -32,6 +39,10 @@ enum Command {
         /// Only check; install nothing.
         #[arg(long)]
         check: bool,
+        /// Also what the test suite needs (chromium, poppler-utils, npm, openssh-server);
+        /// `cargo xtask test` installs them itself.
+        #[arg(long)]
+        tests: bool,
     },
     /// Benchmarks (results go to results/bench-*/ and are quoted in docs/benchmarks.md).
     Bench {
@@ -39,12 +50,13 @@ enum Command {
         which: BenchCommand,
     },
     /// A Debian 12 guest under qemu with real NVMe, PMem (NVDIMM) and NVMe/TCP: build it, run a
-    /// command in it (see README, "The VM").
+    /// command in it (see docs/testing.md, "The VM").
     Vm {
         #[command(subcommand)]
         what: vm::VmCommand,
     },
-    /// Run the test suite (integration tests need root; see README); ends with
+    /// Install what the tests need (as root), then run the test suite (integration tests need
+    /// root; see docs/testing.md); ends with
     /// `N passed, N failed, N skipped` and lists every skip with its reason.
     Test {
         /// Fail every test that would skip (naming what it misses); CI=true does the same.
@@ -109,7 +121,9 @@ fn main() -> ExitCode {
         }
         Command::Cleanup(args) => cli::cleanup(args),
         Command::Report(args) => cli::report(args),
-        Command::Setup { check } => setup::run(check),
+        Command::Setup { check, tests } => {
+            setup::run(check, if tests { setup::For::Tests } else { setup::For::Pgtier })
+        }
         Command::Test { require_all, args } => setup::test(require_all, &args),
         Command::Vm { what } => vm::command(what),
         Command::TpccClient => pgtier::tpcc_client::serve(),

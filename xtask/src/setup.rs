@@ -1,10 +1,10 @@
 //! `cargo xtask setup`: installs what pgtier needs from Debian's packages, or says what is
-//! missing; `cargo xtask test`: the test suite.
+//! missing; `cargo xtask test`: installs what the tests need besides, then runs the test suite.
 
 use std::process::{Command, ExitCode};
 
 /// The Debian packages pgtier uses (checked with dpkg-query): PostgreSQL and pgbench, and every
-/// tool the plans name (`tiers::build::package_of`).
+/// tool the plans name (`tiers::build::package_of`), emulated and real. Nothing only the tests use.
 const PACKAGES: &[&str] = &[
     "postgresql",
     "postgresql-contrib",
@@ -21,8 +21,11 @@ const PACKAGES: &[&str] = &[
     "ndctl",
     "gcc",
     "openssh-client",
-    "openssh-server",
 ];
+
+/// The Debian packages only the tests use: `openssh-server`, whose sshd the tests' hosts run in
+/// network namespaces (`xtask/tests/hosts.rs`, `tpcc_hosts.rs`, `targets.rs`, `fleet.rs`).
+const TEST_PACKAGES: &[&str] = &["openssh-server"];
 
 /// What the tests need besides, as (command, the Debian package that provides it): present when
 /// the command is on PATH, whichever package put it there (NodeSource's `nodejs`, for one,
@@ -30,6 +33,15 @@ const PACKAGES: &[&str] = &[
 /// from the npm registry with `npm pack`; `xtask/tests/browser.rs` opens report.html in headless
 /// Chromium and reads its printed PDF with poppler's pdfinfo and pdftotext.
 const TEST_COMMANDS: &[(&str, &str)] = &[("npm", "npm"), ("chromium", "chromium"), ("pdftotext", "poppler-utils")];
+
+/// Whose needs an install covers.
+#[derive(Clone, Copy, PartialEq)]
+pub enum For {
+    /// pgtier itself: `cargo xtask setup`.
+    Pgtier,
+    /// pgtier and its tests: `cargo xtask setup --tests`, and `cargo xtask test` first.
+    Tests,
+}
 
 /// True when `cmd` is an executable file in a directory of PATH.
 fn on_path(cmd: &str) -> bool {
@@ -88,31 +100,61 @@ fn postgres_majors_note() {
     );
 }
 
-pub fn run(check_only: bool) -> ExitCode {
-    let mut missing: Vec<&str> = PACKAGES.iter().copied().filter(|p| !installed(p)).collect();
-    for (cmd, pkg) in TEST_COMMANDS {
-        if !on_path(cmd) {
-            eprintln!("setup: `{cmd}` is not on PATH (the tests need it): package {pkg}");
-            missing.push(pkg);
-        }
-    }
+pub fn run(check_only: bool, scope: For) -> ExitCode {
+    let (packages, ok) = missing(scope);
     let kernel = kernel_checks();
     for k in &kernel {
         eprintln!("kernel: missing {k}");
     }
     postgres_majors_note();
-    if missing.is_empty() {
-        let cmds: Vec<&str> = TEST_COMMANDS.iter().map(|(c, _)| *c).collect();
-        eprintln!("setup: all packages present ({}; for the tests: {})", PACKAGES.join(", "), cmds.join(", "));
-        return if kernel.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE };
+    let installed = if packages.is_empty() { ok } else { install(&packages, check_only) };
+    if installed && kernel.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+}
+
+/// The packages `scope` needs that are missing, said as they are found; the bool is true
+/// when none is.
+fn missing(scope: For) -> (Vec<&'static str>, bool) {
+    let test_packages: &[&str] = if scope == For::Tests { TEST_PACKAGES } else { &[] };
+    let commands: &[(&str, &str)] = if scope == For::Tests { TEST_COMMANDS } else { &[] };
+    eprintln!(
+        "setup: checking {} Debian package(s){} (dpkg-query)",
+        PACKAGES.len() + test_packages.len(),
+        if commands.is_empty() { String::new() } else { format!(" and {} command(s) the tests use", commands.len()) }
+    );
+    let mut missing: Vec<&str> = PACKAGES.iter().chain(test_packages).copied().filter(|p| !installed(p)).collect();
+    for (cmd, pkg) in commands {
+        if !on_path(cmd) {
+            eprintln!("setup: `{cmd}` is not on PATH (the tests need it): package {pkg}");
+            missing.push(pkg);
+        }
     }
+    if missing.is_empty() {
+        let cmds: Vec<&str> = commands.iter().map(|(c, _)| *c).collect();
+        let tests = if scope == For::Tests {
+            format!("; for the tests: {}, {}", test_packages.join(", "), cmds.join(", "))
+        } else {
+            String::new()
+        };
+        eprintln!("setup: all packages present ({}{tests})", PACKAGES.join(", "));
+    }
+    let none = missing.is_empty();
+    (missing, none)
+}
+
+/// Installs `missing` with apt-get (as root, unless `check_only`), its output on the terminal.
+/// True when everything is there afterwards.
+fn install(missing: &[&str], check_only: bool) -> bool {
     let cmd = format!("apt-get install -y --no-install-recommends {}", missing.join(" "));
     if check_only || !nix::unistd::geteuid().is_root() {
         eprintln!("setup: missing packages: {}", missing.join(", "));
         eprintln!("install them as root with: apt-get update && {cmd}");
-        return ExitCode::FAILURE;
+        return false;
     }
-    eprintln!("setup: installing {}", missing.join(", "));
+    eprintln!(
+        "setup: installing {} package(s) with their dependencies from Debian's archive: {} (apt-get update, then apt-get install; a few minutes on a fresh machine)",
+        missing.len(),
+        missing.join(", ")
+    );
     let apt = |args: &[&str]| {
         Command::new("apt-get")
             .args(args)
@@ -121,15 +163,15 @@ pub fn run(check_only: bool) -> ExitCode {
             .map(|s| s.success())
             .unwrap_or(false)
     };
-    if !apt(&["update", "-q"]) {
+    if !apt(&["update"]) {
         eprintln!("setup: apt-get update failed");
-        return ExitCode::FAILURE;
+        return false;
     }
-    let mut args = vec!["install", "-y", "-q", "--no-install-recommends"];
+    let mut args = vec!["install", "-y", "--no-install-recommends"];
     args.extend(missing.iter().copied());
     if !apt(&args) {
         eprintln!("setup: `{cmd}` failed");
-        return ExitCode::FAILURE;
+        return false;
     }
     let still: Vec<&str> = missing
         .iter()
@@ -141,10 +183,10 @@ pub fn run(check_only: bool) -> ExitCode {
         .collect();
     if !still.is_empty() {
         eprintln!("setup: still missing after install: {}", still.join(", "));
-        return ExitCode::FAILURE;
+        return false;
     }
     eprintln!("setup: done");
-    if kernel.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+    true
 }
 
 /// libtest's counts, summed over every "test result:" line.
@@ -248,12 +290,18 @@ fn run_counted(mut cmd: Command, counts: &mut Counts) -> std::io::Result<bool> {
     Ok(child.wait()?.success())
 }
 
-/// Runs the workspace's tests. Integration tests that provision devices need root; without it
+/// Installs what the tests need (see [`For::Tests`]) and runs the workspace's tests. Integration tests that provision devices need root; without it
 /// they fail and say so, unless PGTIER_SKIP_ROOT_TESTS=1 skips them explicitly. Every skip is
 /// recorded (the tests' `skip` helper writes to the file `PGTIER_SKIP_LOG` names) and listed at
 /// the end; with `require_all` (or CI=true, which the tests read themselves) a test that would
 /// skip fails instead. `PGTIER_VM_TESTS=all` also runs the long VM tests (`#[ignore]`d).
 pub fn test(require_all: bool, extra: &[String]) -> ExitCode {
+    // What the tests need besides pgtier's own packages (as root; otherwise the tests that
+    // need it skip, or fail under --require-all, and say what is missing).
+    let (packages, _) = missing(For::Tests);
+    if !packages.is_empty() && !install(&packages, false) {
+        eprintln!("setup: continuing without them: the tests that need them skip and say why");
+    }
     let root = pgtier::paths::repo_root();
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let log = std::env::temp_dir().join(format!("pgtier-test-skips-{}.tsv", std::process::id()));

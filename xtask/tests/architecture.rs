@@ -202,8 +202,6 @@ fn only_these_modules_build_or_run_commands() {
             "runner::dataset",
             "pgtier::host",
             "xtask::bench::fidelity",
-            // git rev-parse, the commit a run records.
-            "pgtier::record",
             // ssh commands to the experiment's other hosts (`[[host]]`), run as CommandLines.
             "pgtier::remote",
             "pgtier::fleet::host",

@@ -207,11 +207,13 @@ fn printed(profile: &Path, page: &Path, html: &str, ids: &[&str], pdf: &Path) ->
 #[test]
 fn report_html_in_a_browser_and_printed() {
     if !on_path("chromium") {
-        skip("chromium is not installed (cargo xtask setup installs Debian's chromium for the tests)");
+        skip("chromium is not installed (cargo xtask test, or cargo xtask setup --tests, installs Debian's chromium)");
         return;
     }
     if !on_path("pdftotext") || !on_path("pdfinfo") {
-        skip("pdftotext/pdfinfo are not installed (cargo xtask setup installs poppler-utils for the tests)");
+        skip(
+            "pdftotext/pdfinfo are not installed (cargo xtask test, or cargo xtask setup --tests, installs poppler-utils)",
+        );
         return;
     }
     let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("browser");

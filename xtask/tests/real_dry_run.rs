@@ -13,9 +13,50 @@ fn dry_run(file: &str) -> String {
     let cfg = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(file);
     let o = env.xtask(&["compare", "--config", cfg.to_str().unwrap(), "--dry-run"]).output().unwrap();
     let (stdout, stderr) = text(&o);
-    assert!(o.status.success(), "{stderr}");
+    // The studies' devices are not on this machine: the dry run says so at its end and exits 1.
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    assert!(stdout.contains("\nwould refuse: device "), "{stdout}");
     assert!(!env.state().exists(), "a dry run creates nothing");
     stdout
+}
+
+/// The shipped file's dry run on a machine without its devices (issue 39): the first screen
+/// names the devices it formats and the expected time; the end names every device that is not
+/// here; the exit status is 1, and stderr says why.
+#[test]
+fn the_dry_run_says_what_it_formats_and_what_the_real_run_would_refuse() {
+    let env = Env::new();
+    let cfg = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tiers/pmem-vs-nvme.toml");
+    let o = env.xtask(&["compare", "--config", cfg.to_str().unwrap(), "--dry-run"]).output().unwrap();
+    let (text, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    let first_screen: Vec<&str> = text.lines().take(12).collect();
+    let first_screen = first_screen.join("\n");
+    for needle in [
+        "# FORMATS 4 device(s): everything on them is lost",
+        "#   nvme-data: /dev/disk/by-id/nvme-HPE_MO001600KXPTR_SERIAL-DATA",
+        "#   pmem-wal: PMem namespace namespace1.0",
+        "# Expected time: about 8 h 9 min after the data sets' builds",
+    ] {
+        assert!(first_screen.contains(needle), "the first screen shows {needle:?}:\n{first_screen}");
+    }
+    let tail = &text[text.find("## What the real run would refuse").expect("the refusals, last")..];
+    for needle in [
+        "would refuse: device nvme-data: /dev/disk/by-id/nvme-HPE_MO001600KXPTR_SERIAL-DATA does not exist on this machine",
+        "would refuse: device nvme-wal: /dev/disk/by-id/nvme-SAMSUNG_MZPLL1T6HAJQ_SERIAL-WAL does not exist on this machine",
+        "would refuse: device pmem-data: PMem namespace namespace0.0 does not exist on this machine",
+        "would refuse: device pmem-wal: PMem namespace namespace1.0 does not exist on this machine",
+    ] {
+        assert!(tail.contains(needle), "{needle:?}:\n{tail}");
+    }
+    assert!(stderr.contains("dry run: the real run would refuse"), "{stderr}");
+    assert!(stderr.contains("nothing was touched"), "{stderr}");
+    // Emulated, the same file formats no disk of this machine and nothing is refused.
+    let o = env.xtask(&["compare", "--config", cfg.to_str().unwrap(), "--dry-run", "--emulate"]).output().unwrap();
+    let (text, stderr) = common::text(&o);
+    assert!(o.status.success(), "{stderr}");
+    assert!(text.contains("no disk of this machine is formatted"), "{text}");
+    assert!(text.contains("## What the real run would refuse\n\nNothing that a dry run can see"), "{text}");
 }
 
 #[test]
@@ -64,7 +105,7 @@ fn re_partitioning_with_allow_wipe_erases_old_signatures_first() {
     let cfg = env.write("wipe.toml", &file);
     let o = env.xtask(&["compare", "--config", cfg.to_str().unwrap(), "--dry-run"]).output().unwrap();
     let (text, stderr) = text(&o);
-    assert!(o.status.success(), "{stderr}");
+    assert_eq!(o.status.code(), Some(1), "the devices are not here: {stderr}");
     let order = [
         "[das-data] wipefs --all <each partition of <das-data.disk> now, from sysfs>; wipefs --all <das-data.disk>",
         "an old LVM PV or md member at the new partition's start",

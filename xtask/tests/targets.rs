@@ -14,7 +14,7 @@
 //! machine lacks: its steps are checked in the dry run below, by tiers' unit tests, and for
 //! real in the VM (tests/vm/target_host.rs).
 //!
-//! Needs root and openssh-server (`cargo xtask setup`); PGTIER_SKIP_ROOT_TESTS=1 skips it.
+//! Needs root and openssh-server (`cargo xtask test` installs it); PGTIER_SKIP_ROOT_TESTS=1 skips it.
 
 mod common;
 
@@ -249,6 +249,7 @@ fn dry_run(env: &Env, emulate: bool) -> String {
     }
     let o = env.xtask(&args).output().unwrap();
     let (stdout, stderr) = text(&o);
+    // A device served by a target host is not looked for here; nothing else is missing.
     assert!(o.status.success(), "{stdout}\n{stderr}");
     stdout
 }

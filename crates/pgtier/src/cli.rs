@@ -13,7 +13,8 @@ use crate::measurement::MeasurementArgs;
 /// `compare`'s command line.
 #[derive(Args, Debug)]
 pub struct CompareArgs {
-    /// The experiment file (tiers/*.toml).
+    /// The experiment file (tiers/*.toml). Without --emulate, the devices it names are
+    /// partitioned and formatted: everything on them is lost.
     #[arg(long, required_unless_present = "resume")]
     config: Option<PathBuf>,
     /// Continue an interrupted matrix in this results directory: finished runs are kept, the
@@ -24,8 +25,9 @@ pub struct CompareArgs {
     /// file's [emulate] overrides.
     #[arg(long)]
     emulate: bool,
-    /// Print the plan (every command, in order, with its reason) and the run matrix; touch
-    /// nothing. Needs no root.
+    /// Print the plan (the devices formatted, the expected time, every command in order with its
+    /// reason) and the run matrix; touch nothing. Needs no root. Exits 1 when the real run would
+    /// refuse (a device that is not here, no room for the data set).
     #[arg(long)]
     dry_run: bool,
     /// Results directory, new or empty (default: results/<experiment>/<UTC timestamp>-<token>).

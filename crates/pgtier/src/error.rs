@@ -47,6 +47,10 @@ pub enum CompareError {
     /// The matrix finished, but its report could not be rendered.
     #[error("report: {0}")]
     Report(anyhow::Error),
+    /// A dry run saw what the real run would refuse (a device that is not here, no room for the
+    /// golden copy); nothing was touched.
+    #[error("the real run would refuse: {}", .0.join("; "))]
+    WouldRefuse(Vec<String>),
     /// Teardown could not undo everything; the run record stays open for `cargo xtask cleanup`.
     #[error("teardown left {} thing(s) in place: {}", failed.len(), failed.join("; "))]
     Teardown { failed: Vec<String>, record: PathBuf },
@@ -66,6 +70,7 @@ impl CompareError {
             | CompareError::State(_)
             | CompareError::Run(_)
             | CompareError::Report(_)
+            | CompareError::WouldRefuse(_)
             | CompareError::Teardown { .. } => 1,
         }
     }
@@ -130,6 +135,7 @@ mod tests {
             CompareError::State(anyhow::anyhow!("journal")),
             CompareError::Run(anyhow::anyhow!("interrupted")),
             CompareError::Report(anyhow::anyhow!("disk full")),
+            CompareError::WouldRefuse(vec!["device d: /dev/x does not exist on this machine".into()]),
             CompareError::Teardown { failed: vec!["umount /x".into()], record: "/j".into() },
         ];
         for e in one {

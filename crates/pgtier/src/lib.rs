@@ -2,6 +2,10 @@
 //! (`pgtier compare | report | cleanup`) and `cargo xtask`, which forwards the same commands
 //! here, both run [`cli`]'s commands.
 
+/// `--version`: the package version and the commit this binary was built from, `-dirty` when
+/// its sources differed from that commit ("unknown" outside a git checkout).
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("PGTIER_BUILD_REVISION"), ")");
+
 pub mod cleanup;
 pub mod cli;
 pub mod compare;

@@ -2,11 +2,11 @@
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use pgtier::cli;
 
 #[derive(Parser)]
-#[command(name = "pgtier", about = "pgtier: what does this storage tier do for PostgreSQL?", version)]
+#[command(name = "pgtier", about = "pgtier: what does this storage tier do for PostgreSQL?", version = pgtier::VERSION)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -14,13 +14,25 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Provision the tiers, run the workload matrix, report, tear down.
+    /// Provision the tiers, run the workload matrix, report, tear down. Without --emulate it
+    /// partitions and formats the devices the experiment file names: run --dry-run first.
+    ///
+    /// Without --emulate, every device the experiment file names is partitioned (where the file
+    /// says so) and formatted with XFS, and everything on it is lost; a device that is mounted,
+    /// in use, or carries a filesystem, partition table, LVM or RAID signature is refused unless
+    /// the file sets allow_wipe = true for it. --dry-run prints what would be done, touching
+    /// nothing, and exits 1 when the real run would refuse (a device not here, no room).
     Compare(cli::CompareArgs),
     /// Undo what a killed run left behind, from its run record.
     Cleanup(cli::CleanupArgs),
     /// Re-render CSV, charts and report.md from a results directory, without running anything;
     /// or compare two result sets (--baseline A --contender B).
     Report(cli::ReportArgs),
+    /// Print a shell completion script for SHELL (bash, zsh, fish, elvish, powershell), e.g.
+    /// `pgtier completions bash > /etc/bash_completion.d/pgtier`.
+    Completions { shell: clap_complete::Shell },
+    /// Print pgtier's manual page (roff), e.g. `pgtier man > /usr/local/share/man/man1/pgtier.1`.
+    Man,
     /// TPC-C drives on this machine, the client host of a run: pgtier runs it there over ssh
     /// and asks for drives on its stdin, one JSON line each; the reports come back on stdout.
     /// Not for direct use.
@@ -33,6 +45,17 @@ fn main() -> ExitCode {
         Command::Compare(args) => cli::compare(args),
         Command::Cleanup(args) => cli::cleanup(args),
         Command::Report(args) => cli::report(args),
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "pgtier", &mut std::io::stdout());
+            ExitCode::SUCCESS
+        }
+        Command::Man => match clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout()) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::FAILURE
+            }
+        },
         Command::TpccClient => pgtier::tpcc_client::serve(),
     }
 }

@@ -37,18 +37,14 @@ fn command_for(argv0: &std::path::Path) -> String {
     }
 }
 
-/// The repository's commit; on another host, the controller's (`$PGTIER_REVISION`, set when it
-/// runs its shipped binary there, which has no repository).
+/// The commit this binary was built from (`-dirty` when its sources differed from it;
+/// "unknown" outside a git checkout: `build.rs`); on another host, the controller's
+/// (`$PGTIER_REVISION`, set when it runs its shipped binary there).
 pub fn git_commit() -> Option<String> {
     if let Ok(r) = std::env::var("PGTIER_REVISION") {
         return Some(r);
     }
-    journal::CommandLine::new("git")
-        .args(["-C", &paths::repo_root().display().to_string(), "rev-parse", "--short", "HEAD"])
-        .output(Some(std::time::Duration::from_secs(5)))
-        .ok()
-        .filter(|o| o.status == 0)
-        .map(|o| o.stdout.trim().to_string())
+    Some(env!("PGTIER_BUILD_REVISION").to_string()).filter(|r| r != "unknown")
 }
 
 #[cfg(test)]

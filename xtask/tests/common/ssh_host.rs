@@ -219,7 +219,10 @@ pub fn ssh_test_env() -> Option<super::Env> {
     if !super::root_or_skip() {
         return None;
     }
-    assert!(Path::new("/usr/sbin/sshd").exists(), "needs openssh-server: run `cargo xtask setup`");
+    assert!(
+        Path::new("/usr/sbin/sshd").exists(),
+        "needs openssh-server: `cargo xtask test` (or `cargo xtask setup --tests`) installs it"
+    );
     Some(super::Env::new())
 }
 

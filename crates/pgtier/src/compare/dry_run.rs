@@ -15,6 +15,7 @@ pub fn print(s: &Setup) {
     let (exp, plan) = (&s.exp, &s.plan);
     println!("# pgtier dry run: {} ({})", exp.name, exp.file.display());
     println!("# {} tiers; nothing below has been executed.", if exp.emulated { "emulated" } else { "REAL" });
+    first_screen(s);
     if let Err(e) = &s.user {
         println!("# note: {e} (uid 0 is shown in chown steps)");
     }
@@ -123,8 +124,14 @@ fn slices(exp: &experiment::Experiment, matrix: &MatrixSpec, cells: &[PlannedRun
 /// cache drop, stop (about 10 s here, more with large shared_buffers).
 const RUN_OVERHEAD_S: f64 = 15.0;
 
-/// How long the copies and the matrix will take, so that a six-hour study is not a surprise.
-fn expected_time(s: &Setup) {
+/// What the run would take, in seconds after the data sets' builds: the copies onto the
+/// placements and the matrix.
+struct Estimate {
+    copy_s: f64,
+    matrix_s: f64,
+}
+
+fn estimate(s: &Setup) -> Estimate {
     let m = &s.exp.measurement;
     let matrix_s: f64 = match m.design {
         experiment::Design::Runs => s
@@ -143,8 +150,80 @@ fn expected_time(s: &Setup) {
         }
     };
     let planned = golden::planned_copies(&s.exp, &s.matrix, &s.runs);
-    let copies: u64 = planned.iter().map(|c| c.bytes * u64::from(c.times)).sum();
     let copy_s: f64 = planned.iter().map(|c| c.seconds * f64::from(c.times)).sum();
+    Estimate { copy_s, matrix_s }
+}
+
+/// The first lines of a dry run, before the plan: what gets formatted, how long it takes, where
+/// the results go, and that the end says what the real run would refuse.
+fn first_screen(s: &Setup) {
+    let exp = &s.exp;
+    let devices = exp.used_devices();
+    if exp.emulated {
+        println!(
+            "# Devices: {} emulated (files, zram and nbdkit below {}); no disk of this machine is formatted.",
+            devices.len(),
+            paths::work_root().display()
+        );
+    } else {
+        println!(
+            "# FORMATS {} device(s): everything on them is lost (partitioned where the file says so, then mkfs.xfs):",
+            devices.len()
+        );
+        for d in &devices {
+            println!(
+                "#   {}: {}{}",
+                d.name,
+                real_name(d),
+                if d.allow_wipe { " (allow_wipe: its old signatures are erased first)" } else { "" }
+            );
+        }
+    }
+    let e = estimate(s);
+    println!(
+        "# Expected time: about {} after the data sets' builds ({} for the copies onto the placements, {} for the matrix; see \"Expected time\").",
+        human_duration(e.copy_s + e.matrix_s),
+        human_duration(e.copy_s),
+        human_duration(e.matrix_s)
+    );
+    println!("# Results: {}", s.results_dir.display());
+    if exp.server_hosts().is_empty() {
+        println!(
+            "# The end of this dry run lists what the real run would refuse (a device not here, no room); it then exits 1."
+        );
+    }
+}
+
+/// How the file names a real device.
+fn real_name(d: &tiers::spec::DeviceSpec) -> String {
+    use tiers::spec::RealDevice;
+    match (&d.real, &d.target_host) {
+        (_, Some(t)) => format!("{} on target host {}", t.export.display(), t.name),
+        (RealDevice::Local { path, .. }, None) => path.display().to_string(),
+        (RealDevice::Pmem { namespace, .. }, None) => format!("PMem namespace {namespace}"),
+        (RealDevice::NvmeTcp(t), None) => format!("NVMe/TCP {} at {}:{}", t.nqn, t.address, t.port),
+    }
+}
+
+/// The dry run's last section: what the real run would refuse, or that nothing was seen.
+pub fn print_refusals(refusals: &[String]) {
+    println!("\n## What the real run would refuse\n");
+    if refusals.is_empty() {
+        println!(
+            "Nothing that a dry run can see (it looks for the devices and the golden copy's room; the real run checks every device again, and more, before anything is written)."
+        );
+    }
+    for r in refusals {
+        println!("would refuse: {r}");
+    }
+}
+
+/// How long the copies and the matrix will take, so that a six-hour study is not a surprise.
+fn expected_time(s: &Setup) {
+    let m = &s.exp.measurement;
+    let Estimate { copy_s, matrix_s } = estimate(s);
+    let planned = golden::planned_copies(&s.exp, &s.matrix, &s.runs);
+    let copies: u64 = planned.iter().map(|c| c.bytes * u64::from(c.times)).sum();
     println!("\n## Expected time\n");
     println!(
         "- the data sets' builds first: not estimated (pgbench -i and the TPC-C loader go at the speed of the CPU as much as of the golden copy's place; the manifest records each build's time)"

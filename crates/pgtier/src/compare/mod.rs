@@ -13,6 +13,7 @@
 //!   `slices/resumed`: stopped contests kept on `--resume`);
 //! - `manifest`: the manifest and the device, probe and data set records, `provision.log`;
 //! - `faults`: `[[fault]]`s made concrete, and I/O throttles;
+//! - `would_refuse`: what a dry run can see that the real run would refuse;
 //! - `golden`: where the golden copies of the data sets are built, the room there, the copies'
 //!   expected times.
 //!
@@ -28,6 +29,7 @@ mod resume;
 mod session;
 mod setup;
 mod slices;
+mod would_refuse;
 
 use std::path::PathBuf;
 
@@ -63,12 +65,39 @@ pub fn print_dry_run(setup: &Setup) {
     dry_run::print(setup);
 }
 
+/// `--dry-run` on this machine: the printout, ending with what the real run would refuse; an
+/// error (exit 1) when there is anything.
+fn dry_run_here(setup: &Setup) -> Result<(), CompareError> {
+    dry_run::print(setup);
+    let refusals = would_refuse::refusals(setup);
+    dry_run::print_refusals(&refusals);
+    if refusals.is_empty() {
+        return Ok(());
+    }
+    eprintln!(
+        "dry run: the real run would refuse {} thing(s) (listed at the end of the dry run); nothing was touched",
+        refusals.len()
+    );
+    Err(CompareError::WouldRefuse(refusals))
+}
+
+/// The matrix in the header's words: design `runs` plans runs; design `slices` plans one entry
+/// per cell, whose rounds of slices are decided as the run goes.
+fn matrix_size(exp: &experiment::Experiment, planned: usize) -> String {
+    match exp.measurement.design {
+        experiment::Design::Runs => format!("{planned} runs"),
+        experiment::Design::Slices => {
+            let placements = exp.placements.len().max(1);
+            format!("{planned} cells, {} contests measured in rounds of slices", planned.div_ceil(placements))
+        }
+    }
+}
+
 /// The run on this machine, with a resolved command line. Every error is printed where it
 /// happens, by [`CompareError::print`].
 pub async fn run(setup: Setup, args: &Args) -> Result<(), CompareError> {
     if args.dry_run {
-        dry_run::print(&setup);
-        return Ok(());
+        return dry_run_here(&setup);
     }
     let Setup { exp, previous, started, run_id, results_dir, user, ctx, plan, runs, seed, golden, .. } = setup;
     if let Some(prev) = &previous {
@@ -93,11 +122,12 @@ pub async fn run(setup: Setup, args: &Args) -> Result<(), CompareError> {
     let journal =
         crate::record::begin_record(&run_id, &exp).map_err(CompareError::State).inspect_err(CompareError::print)?;
     eprintln!(
-        "pgtier: {} ({} placements, {} workloads, {} runs){}",
+        "pgtier {}: {} ({} placements, {} workloads, {}){}",
+        crate::VERSION,
         exp.name,
         exp.placements.len(),
         exp.workloads.len(),
-        runs.len(),
+        matrix_size(&exp, runs.len()),
         if exp.emulated { ", emulated tiers" } else { "" }
     );
     eprintln!("results: {}", results_dir.display());

@@ -536,12 +536,64 @@ impl<'a> Session<'a> {
             })
             .await?;
         let mut text = report::text::summary_table(&summary);
-        let warnings = self.manifest.warnings.iter().map(ToString::to_string);
-        for w in warnings.chain(summary.warnings.iter().map(ToString::to_string)) {
-            text.push_str(&format!("warning: {w}\n"));
-        }
+        let warnings: Vec<String> = self
+            .manifest
+            .warnings
+            .iter()
+            .map(ToString::to_string)
+            .chain(summary.warnings.iter().map(ToString::to_string))
+            .collect();
+        text.push_str(&folded_warnings(&warnings, &self.results.report_md()));
         text.push_str(&format!("{} files written; report: {}\n", files.len(), self.results.report_md().display()));
         Ok(text)
+    }
+}
+
+/// The warnings at the end of the terminal's output: how many, the first few shortened to a
+/// line, and where all of them are (report.md, Warnings).
+const SHOWN_WARNINGS: usize = 5;
+const WARNING_WIDTH: usize = 200;
+
+fn folded_warnings(warnings: &[String], report_md: &std::path::Path) -> String {
+    if warnings.is_empty() {
+        return String::new();
+    }
+    let mut text = String::new();
+    for w in warnings.iter().take(SHOWN_WARNINGS) {
+        let line = match w.char_indices().nth(WARNING_WIDTH) {
+            Some((i, _)) => format!("{} ...", &w[..i]),
+            None => w.clone(),
+        };
+        text.push_str(&format!("warning: {line}\n"));
+    }
+    let more = warnings.len().saturating_sub(SHOWN_WARNINGS);
+    text.push_str(&format!(
+        "{} warning(s){}; all of them in full: {}, \"Warnings\"\n",
+        warnings.len(),
+        if more > 0 { format!(", {more} not shown") } else { String::new() },
+        report_md.display()
+    ));
+    text
+}
+
+#[cfg(test)]
+mod folded_warnings_tests {
+    use super::*;
+
+    #[test]
+    fn warnings_are_counted_shortened_and_pointed_at() {
+        let long = format!("cell x: runs {}", "0001-a, ".repeat(700));
+        let mut ws = vec![long.clone()];
+        ws.extend((0..17).map(|i| format!("warning number {i}")));
+        let text = folded_warnings(&ws, std::path::Path::new("/r/report.md"));
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), SHOWN_WARNINGS + 1, "{text}");
+        assert!(lines[0].len() < 250 && lines[0].ends_with(" ..."), "{}", lines[0]);
+        assert_eq!(
+            lines[SHOWN_WARNINGS],
+            "18 warning(s), 13 not shown; all of them in full: /r/report.md, \"Warnings\""
+        );
+        assert_eq!(folded_warnings(&[], std::path::Path::new("/r")), "");
     }
 }
 

@@ -62,10 +62,9 @@ impl Setup {
         let results_dir = match (&args.resume, &args.out) {
             (Some(r), _) => r.clone(),
             (None, Some(o)) => o.clone(),
-            (None, None) => paths::repo_root()
-                .join("results")
-                .join(&exp.name)
-                .join(format!("{}-{short_id}", timestamp::compact(started))),
+            (None, None) => {
+                paths::results_root().join(&exp.name).join(format!("{}-{short_id}", timestamp::compact(started)))
+            }
         };
         // A new result set never mixes with an old one: only --resume continues a directory.
         if args.resume.is_none()
@@ -108,7 +107,6 @@ impl Setup {
 /// The experiment, and with --resume the manifest of the result set it continues (whose
 /// experiment file is the default).
 fn load(args: &Args, threads: u32) -> Result<(Experiment, Option<Manifest>), CompareError> {
-    let opts = LoadOptions { emulate: args.emulate, configs_dir: paths::configs_dir(), hardware_threads: threads };
     let previous = match &args.resume {
         None => None,
         Some(dir) => Some(
@@ -122,6 +120,8 @@ fn load(args: &Args, threads: u32) -> Result<(Experiment, Option<Manifest>), Com
         (None, Some(m)) => PathBuf::from(&m.experiment_file),
         (None, None) => return Err(CompareError::NoConfig),
     };
+    paths::use_experiment_file(&config);
+    let opts = LoadOptions { emulate: args.emulate, configs_dir: paths::configs_dir(), hardware_threads: threads };
     let mut exp = experiment::load(&config, &opts).map_err(CompareError::Config)?;
     if let Some(name) = &args.as_host {
         if !exp.server_hosts().iter().any(|h| &h.name == name) {

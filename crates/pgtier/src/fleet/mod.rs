@@ -77,6 +77,7 @@ pub fn resume(dir: &Path, config: Option<&Path>) -> Result<(), CompareError> {
         .expect("called for a fleet")
         .map_err(|e| CompareError::BadArgument(format!("--resume {}: fleet.json: {e}", dir.display())))?;
     let file = config.map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from(&record.experiment_file));
+    crate::paths::use_experiment_file(&file);
     let opts = experiment::LoadOptions {
         emulate: record.emulated,
         configs_dir: crate::paths::configs_dir(),
