@@ -10,8 +10,8 @@ use std::collections::BTreeMap;
 use results::record::{CellKey, RunRecord};
 use serde::Serialize;
 
-use crate::rounds::{self, Cut, Progress, Round, Rule, Trend};
-use crate::stats::{Delta, Estimate, Method, Verdict, holm};
+use stats::rounds::{self, Cut, Progress, Round, Rule, Trend};
+use stats::{Delta, Estimate, Method, Verdict, holm};
 
 /// A figure of a run that deltas are computed for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -241,8 +241,7 @@ pub fn adjust_and_classify(deltas: &mut [(Figure, &mut Delta)], margin_pct: f64)
         }
         for (j, &i) in idx.iter().enumerate() {
             let d = &mut *deltas[i].1;
-            d.p_adjusted = adjusted[j];
-            *d = d.classified(margin_pct);
+            *d = d.adjusted(adjusted[j], n).classified(margin_pct);
         }
     }
     tests

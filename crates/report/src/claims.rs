@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::evidence::Study;
 use crate::model::{CellSummary, ResultSet, Summary, statement_label};
-use crate::stats::{Delta, Estimate, Verdict};
+use stats::{Delta, Estimate, Verdict};
 
 /// What the measurement says about a published figure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -392,7 +392,7 @@ fn describe_cell(c: &ClaimRecord, clients: Option<(u32, u32)>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::Method;
+    use stats::Method;
 
     /// A measured change with an interval and the verdict it would get.
     fn d(pct: f64, lo: f64, hi: f64, verdict: Verdict) -> Delta {
@@ -403,6 +403,9 @@ mod tests {
             pct_high: hi,
             p_value: 0.01,
             p_adjusted: 0.01,
+            holm_low: lo,
+            holm_high: hi,
+            se: f64::NAN,
             df: 4.0,
             method: Method::WelchLog,
             within_noise: lo <= 0.0 && hi >= 0.0,

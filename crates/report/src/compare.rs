@@ -14,7 +14,7 @@ use crate::charts::{self, Bar, BarChart, BarGroup, Chart};
 use crate::export::tables::Fixed;
 use crate::export::{ExportError, Output, csv_bytes, write_outputs};
 use crate::model::{ResultSet, describe, summarize};
-use crate::stats::Delta;
+use stats::Delta;
 
 /// One difference between the two environments or configurations.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -341,7 +341,7 @@ fn claims_section(md: &mut String, cmp: &Comparison, emulated: bool) {
                 c.claim.placement,
                 c.claim.figure,
                 c.claim.text.replace('|', "/"),
-                c.measured.as_ref().map(|d| format!("{} ", d.text(""))).unwrap_or_default(),
+                c.measured.as_ref().map(|d| format!("{} ", d.text_with_holm(""))).unwrap_or_default(),
                 c.cell,
                 c.verdict.as_str(),
                 c.why
@@ -364,7 +364,7 @@ fn deltas_section(md: &mut String, cmp: &Comparison) {
     );
     let fmt = |d: &Option<Delta>| {
         d.as_ref().map_or("n/a".to_string(), |d| {
-            if d.has_interval() { format!("{} **{}**", d.text(""), d.verdict.as_str()) } else { d.text("") }
+            if d.has_interval() { format!("{} **{}**", d.text_with_holm(""), d.verdict.as_str()) } else { d.text("") }
         })
     };
     for c in &cmp.cells {
@@ -411,11 +411,11 @@ fn ratio_chart(cmp: &Comparison, baseline: &Path, contender: &Path) -> BarChart 
                     range: d.has_interval().then(|| (1.0 + d.pct_low / 100.0, 1.0 + d.pct_high / 100.0)),
                     color: charts::placement_color(1),
                     annotation: match d.verdict {
-                        crate::stats::Verdict::RealChange => format!("{:+.1}%", d.pct),
+                        stats::Verdict::RealChange => format!("{:+.1}%", d.pct),
                         _ if many => format!("{:+.1}%", d.pct),
                         v => format!("{:+.1}% ({})", d.pct, v.as_str()),
                     },
-                    within_noise: d.verdict != crate::stats::Verdict::RealChange,
+                    within_noise: d.verdict != stats::Verdict::RealChange,
                 }],
             })
         })

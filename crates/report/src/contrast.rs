@@ -17,7 +17,7 @@ use serde::Serialize;
 
 use crate::analysis::{self, Figure};
 use crate::model::CellSummary;
-use crate::stats::{Delta, Estimate};
+use stats::{Delta, Estimate};
 
 /// What a study varies besides the placement.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -224,8 +224,8 @@ fn values_of(cells: &[CellSummary], d: Dimension) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::Verdict;
     use results::record::MemoryLabel;
+    use stats::Verdict;
 
     fn cell(profile: &str, clients: u32, tps: &[f64]) -> CellSummary {
         let e = Estimate::of(tps).unwrap();

@@ -8,8 +8,8 @@ use serde::Serialize;
 
 use crate::analysis;
 use crate::model::CellSummary;
-use crate::stats::{Delta, Verdict};
 use results::record::CellKey;
+use stats::{Delta, Verdict};
 
 /// What the control showed in one contest.
 #[derive(Clone, Debug, Serialize)]
@@ -123,8 +123,8 @@ pub fn of<'a>(checks: &'a [ControlCheck], key: &CellKey) -> Option<&'a ControlCh
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::Method;
     use results::record::MemoryLabel;
+    use stats::Method;
 
     fn delta(pct: f64, low: f64, high: f64) -> Delta {
         Delta {
@@ -134,6 +134,9 @@ mod tests {
             pct_high: high,
             p_value: 0.5,
             p_adjusted: 0.5,
+            holm_low: low,
+            holm_high: high,
+            se: f64::NAN,
             df: 10.0,
             method: Method::PairedLog,
             within_noise: low <= 0.0 && high >= 0.0,

@@ -272,18 +272,18 @@ fn is_shipped_copy(what: &str) -> bool {
 /// that cell, exact for Welch's df when both hosts have n runs of equal spread), and the advice
 /// is [`repetitions_needed`] for the median cell: 80% power to call a true change of the margin.
 fn precision_advice(cmp: &Comparison, reference: &ResultSet) -> Option<String> {
-    use crate::stats::{Verdict, t_quantile};
-    let deltas: Vec<&crate::stats::Delta> = cmp.cells.iter().filter_map(|c| c.tps.as_ref()).collect();
+    use stats::{Verdict, t_quantile};
+    let deltas: Vec<&stats::Delta> = cmp.cells.iter().filter_map(|c| c.tps.as_ref()).collect();
     if deltas.is_empty() || deltas.iter().any(|d| d.verdict != Verdict::Inconclusive) {
         return None;
     }
-    let with: Vec<&&crate::stats::Delta> = deltas.iter().filter(|d| d.has_interval() && d.df >= 1.0).collect();
+    let with: Vec<&&stats::Delta> = deltas.iter().filter(|d| d.has_interval() && d.df >= 1.0).collect();
     if with.is_empty() {
         return Some("**Unreliable:** one run a cell on a host gives no interval: repeat the runs (`repetitions` of at least 3) to compare hosts.".into());
     }
     // The runs a host has in a cell, from its Welch df (2n - 2 for n runs each of equal spread),
     // and the spread of log TPS within a host, from the cell's own interval.
-    let runs_of = |d: &crate::stats::Delta| (d.df / 2.0 + 1.0).max(2.0);
+    let runs_of = |d: &stats::Delta| (d.df / 2.0 + 1.0).max(2.0);
     let mut sds: Vec<f64> = with
         .iter()
         .map(|d| {
@@ -313,7 +313,7 @@ fn precision_advice(cmp: &Comparison, reference: &ResultSet) -> Option<String> {
 /// n = 2 (z(0.975) + z(0.80))² sd² / δ². The n at which the expected half-width alone reaches
 /// the margin is too few: there a true change of the margin is detected about half the time.
 fn repetitions_needed(sd: f64, margin_pct: f64) -> Option<u32> {
-    use crate::stats::t_quantile;
+    use stats::t_quantile;
     let target = (1.0 + margin_pct / 100.0).ln();
     (2..=10_000u32).find(|n| {
         let (n, df) = (f64::from(*n), 2.0 * f64::from(*n) - 2.0);

@@ -18,8 +18,6 @@ pub mod idle_io;
 pub mod markdown;
 pub mod model;
 pub mod publication;
-pub mod rounds;
-pub mod stats;
 pub mod text;
 pub mod views;
 pub mod warnings;
@@ -28,7 +26,7 @@ use std::path::{Path, PathBuf};
 
 pub use export::{CsvExporter, ExportError, Exporter, JsonExporter, Output, write_outputs};
 pub use markdown::{HtmlExporter, MarkdownExporter};
-pub use model::{ResultSet, Summary, summarize};
+pub use model::{ResultSet, Summary, rule_of, summarize};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {

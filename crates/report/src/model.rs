@@ -11,8 +11,8 @@ use results::{Manifest, ResultsDir};
 use serde::Serialize;
 
 use crate::analysis::{self, Analysis, Figure};
-use crate::stats::{Delta, Estimate, Method};
 use crate::warnings::{SummaryWarning, run_warnings};
+use stats::{Delta, Estimate, Method};
 
 /// A results directory, read back.
 #[derive(Clone, Debug)]
@@ -175,12 +175,18 @@ fn cell_order(set: &ResultSet) -> Vec<CellKey> {
     out
 }
 
+/// The estimator's rule for a result set's measurement section: what the scheduler decided with
+/// while it measured, and what the report estimates with afterwards.
+pub fn rule_of(m: &results::manifest::MeasurementRecord) -> stats::rounds::Rule {
+    stats::rounds::Rule::new(m.warm_up_rounds, m.min_rounds, m.target_halfwidth_pct)
+}
+
 /// Summarises a result set.
 pub fn summarize(set: &ResultSet) -> Summary {
     let baseline = set.manifest.baseline.clone();
     let measurement = &set.manifest.measurement;
     let paired = measurement.design == Design::Slices;
-    let rule = paired.then(|| crate::rounds::Rule::of(measurement));
+    let rule = paired.then(|| rule_of(measurement));
     let mut by_cell: BTreeMap<CellKey, Vec<&RunRecord>> = BTreeMap::new();
     for r in &set.runs {
         by_cell.entry(r.cell.clone()).or_default().push(r);
@@ -282,7 +288,7 @@ fn not_steady_detail(c: &analysis::ContestAnalysis) -> String {
         parts.push(format!("segment {} still trending with 4 rounds left", segs.join(", ")));
     }
     for (p, t) in &c.trend {
-        if t.p_value < crate::rounds::TREND_ALPHA / c.trend.len().max(1) as f64 {
+        if t.p_value < stats::rounds::TREND_ALPHA / c.trend.len().max(1) as f64 {
             parts.push(format!(
                 "{p}'s ratio moved {:+.1}% over the kept rounds (p = {:.3})",
                 t.change_over_span * 100.0,
@@ -398,7 +404,7 @@ fn cell_warnings(c: &CellSummary, runs: &[&RunRecord], paired: bool) -> Vec<Summ
     let (mut outliers, mut seconds) = (0usize, 0usize);
     for r in runs {
         let tps: Vec<f64> = r.series.iter().map(|s| s.tps).collect();
-        outliers += crate::stats::outliers_mad(&tps, 3.5).len();
+        outliers += stats::outliers_mad(&tps, 3.5).len();
         seconds += tps.len();
     }
     if outliers > 0 {

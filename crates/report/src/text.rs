@@ -3,7 +3,9 @@
 use crate::model::{CellSummary, Summary};
 
 /// One line per cell: the headline figure (TPS, or NOPM for TPC-C), its coefficient of variation,
-/// the change against the baseline with its 95% interval and verdict, and the mean latency. Memory limit and profile get a column when the matrix varies them.
+/// the change against the baseline with its 95% interval, the interval after Holm's correction
+/// (the one that goes with the verdict; blank when the correction did not widen it), the verdict,
+/// and the mean latency. Memory limit and profile get a column when the matrix varies them.
 pub fn summary_table(summary: &Summary) -> String {
     let mut text = String::new();
     let varies = |f: &dyn Fn(&CellSummary) -> &str| {
@@ -23,7 +25,7 @@ pub fn summary_table(summary: &Summary) -> String {
         e
     };
     text.push_str(&format!(
-        "{:<16} {:<14}{} {:>7} {:>12} {:>8} {:>28} {:<13} {:>11}\n",
+        "{:<16} {:<14}{} {:>7} {:>12} {:>8} {:>28} {:>20} {:<13} {:>11}\n",
         "placement",
         "workload",
         extra("memory", "profile"),
@@ -31,19 +33,22 @@ pub fn summary_table(summary: &Summary) -> String {
         "tps|NOPM",
         "cv%",
         "change [95% CI]",
+        "after Holm",
         "verdict",
         "latency ms"
     ));
     for c in &summary.cells {
         let (head, head_delta, _) = c.headline();
-        let (delta, verdict) = match (&head_delta, c.is_baseline) {
-            (_, true) => ("baseline".to_string(), ""),
-            (Some(d), _) => (d.text(""), d.verdict.as_str()),
-            (None, _) => ("n/a".into(), ""),
+        let (delta, holm, verdict) = match (&head_delta, c.is_baseline) {
+            (_, true) => ("baseline".to_string(), String::new(), ""),
+            (Some(d), _) => {
+                (d.text(""), if d.holm_widened() { d.holm_text() } else { String::new() }, d.verdict.as_str())
+            }
+            (None, _) => ("n/a".into(), String::new(), ""),
         };
         let cv = if head.cv_pct.is_finite() { format!("{:.1}", head.cv_pct) } else { "n/a".into() };
         text.push_str(&format!(
-            "{:<16} {:<14}{} {:>7} {:>12.1} {:>8} {:>28} {:<13} {:>11.3}\n",
+            "{:<16} {:<14}{} {:>7} {:>12.1} {:>8} {:>28} {:>20} {:<13} {:>11.3}\n",
             c.key.placement,
             c.key.workload,
             extra(
@@ -58,13 +63,14 @@ pub fn summary_table(summary: &Summary) -> String {
             head.mean,
             cv,
             delta,
+            holm,
             verdict,
             c.latency_ms.mean
         ));
     }
     let a = &summary.analysis;
     text.push_str(&format!(
-        "(design {}; real change: the interval excludes 0 after Holm's correction; equivalent: inside ±{:.1}%; inconclusive: neither)\n",
+        "(design {}; real change: the interval after Holm's correction excludes 0; equivalent: the 95% interval inside ±{:.1}%; inconclusive: neither)\n",
         a.design, a.equivalence_margin_pct
     ));
     text

@@ -23,7 +23,7 @@ use runner::server::{self, Server, ServerLaunch};
 use runner::{DATABASE, DbUser, PgInstall, RunnerEnv};
 use tiers::spec::{Backing, DeviceClass, DeviceSpec, RealDevice};
 
-use report::stats::median;
+use stats::median;
 
 use pgtier::paths;
 use pgtier::signals::Interrupts;
@@ -270,7 +270,7 @@ fn summary(args: &FidelityArgs, threads: u32, pairs: &Pairs) -> String {
     // The pairs ran back to back: their ratio's geometric mean with a paired t interval on the
     // logs, and whether that shows "within 2%", refutes it, or cannot tell.
     let pairs_tps: Vec<(f64, f64)> = pairs.hand_tps.iter().copied().zip(pairs.pgtier_tps.iter().copied()).collect();
-    if let Some(d) = report::stats::Delta::paired(&pairs_tps) {
+    if let Some(d) = stats::Delta::paired(&pairs_tps) {
         text.push_str(&format!(
             "pgtier / hand over the {} pairs: geometric mean {:.4} ({}), paired 95% interval on the logs; {}\n",
             pairs_tps.len(),
@@ -295,7 +295,7 @@ fn summary(args: &FidelityArgs, threads: u32, pairs: &Pairs) -> String {
 /// "Within 2%" against the paired interval: shown when the whole interval lies inside ±2%,
 /// refuted when it lies outside ±2% entirely (a difference beyond 2% is shown), else unresolved.
 /// An interval that excludes 0 but stays inside ±2% shows the 2%, it does not refute it.
-fn within_2pct(d: &report::stats::Delta) -> &'static str {
+fn within_2pct(d: &stats::Delta) -> &'static str {
     if !d.has_interval() {
         "within 2%: no interval (one pair)"
     } else if d.pct_low >= -2.0 && d.pct_high <= 2.0 {
@@ -355,7 +355,7 @@ async fn by_hand(
 #[cfg(test)]
 mod tests {
     use super::within_2pct;
-    use report::stats::Delta;
+    use stats::Delta;
 
     #[test]
     fn within_two_percent_is_judged_on_the_paired_interval() {

@@ -12,8 +12,8 @@ use std::process::ExitCode;
 use std::time::{Instant, SystemTime};
 
 use anyhow::{Context, Result, bail};
-use report::stats::Verdict;
 use results::timestamp;
+use stats::Verdict;
 
 use pgtier::paths;
 
@@ -550,9 +550,9 @@ fn render(args: &PrecisionArgs, rows: &[Row], profiles: &[SliceProfile], failed:
             // As the stopping rule compares an interval with its ±5% target (the log scale).
             let hw: Vec<f64> = r.iter().map(|r| log_half_width(r.low, r.high)).filter(|h| h.is_finite()).collect();
             let mean_hw = hw.iter().sum::<f64>() / hw.len().max(1) as f64;
-            let median_hw = report::stats::median(&hw);
+            let median_hw = stats::median(&hw);
             let walls: Vec<f64> = r.iter().map(|r| r.wall_s).collect();
-            let wall = report::stats::median(&walls);
+            let wall = stats::median(&walls);
             let count = |v: Verdict| r.iter().filter(|r| r.verdict == v).count();
             s.push_str(&format!(
                 "| {experiment} | {design} | {} | ±{mean_hw:.1}% / ±{median_hw:.1}% | {wall:.0} s | {:.1} | {} / {} / {} |\n",

@@ -35,7 +35,8 @@ pub(super) fn draw_forest_chart<DB: DrawingBackend>(
     let mut lo = axis(-c.margin_pct.max(1.0) * 1.5);
     let mut hi = axis(c.margin_pct.max(1.0) * 1.5);
     for r in &c.rows {
-        for v in [r.point, r.low, r.high].into_iter().chain(r.published.iter().flat_map(|(a, b)| [*a, *b])) {
+        let extra = r.published.iter().chain(r.holm.iter()).flat_map(|(a, b)| [*a, *b]);
+        for v in [r.point, r.low, r.high].into_iter().chain(extra) {
             if v.is_finite() {
                 lo = lo.min(axis(v));
                 hi = hi.max(axis(v));
@@ -110,6 +111,17 @@ pub(super) fn draw_forest_chart<DB: DrawingBackend>(
                 let diamond = vec![(px, py - d), (px + d, py), (px, py + d), (px - d, py), (px, py - d)];
                 root.draw(&PathElement::new(diamond, BLACK.stroke_width(2))).map_err(s)?;
             }
+        }
+        if let Some((hl, hh)) = r.holm.filter(|(a, b)| a.is_finite() && b.is_finite()) {
+            let (a, b) = (axis(hl), axis(hh));
+            let style = r.color.stroke_width(1);
+            chart
+                .draw_series([
+                    PathElement::new(vec![(a, y), (b, y)], style),
+                    PathElement::new(vec![(a, y - 0.12), (a, y + 0.12)], style),
+                    PathElement::new(vec![(b, y - 0.12), (b, y + 0.12)], style),
+                ])
+                .map_err(s)?;
         }
         if r.low.is_finite() && r.high.is_finite() {
             let (a, b) = (axis(r.low), axis(r.high));

@@ -188,6 +188,9 @@ pub struct ForestRow {
     pub point: f64,
     pub low: f64,
     pub high: f64,
+    /// The interval after Holm's correction when it is wider (drawn as a thin line beyond the
+    /// 95% one): the interval that goes with the verdict.
+    pub holm: Option<(f64, f64)>,
     pub mark: Mark,
     pub color: RGBColor,
     /// A published figure to hold the interval against: a point (low = high) or a range, in %.

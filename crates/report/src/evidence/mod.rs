@@ -9,7 +9,7 @@ use results::record::{CellKey, RunRecord, RunStatus};
 use serde::Serialize;
 
 use crate::model::{ResultSet, Summary};
-use crate::stats::Delta;
+use stats::Delta;
 
 mod cause;
 mod columns;

@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use super::tables::Fixed;
 use crate::contrast::{Change, Contrast};
-use crate::stats::Delta;
+use stats::Delta;
 
 /// One row of contrast.csv (field order = column order).
 #[derive(Serialize, Default)]

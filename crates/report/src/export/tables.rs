@@ -7,7 +7,7 @@ use serde::{Serialize, Serializer};
 use super::{ExportError, Exporter, Output, layout};
 use crate::evidence::{self, EvidenceColumns, Study};
 use crate::model::{CellSummary, ResultSet, Summary};
-use crate::stats::Delta;
+use stats::Delta;
 
 /// A CSV file of `rows`, its header taken from the row struct (also when there are no rows).
 pub(crate) fn csv_bytes<R: Serialize + Default>(rows: impl IntoIterator<Item = R>) -> Vec<u8> {
@@ -56,11 +56,20 @@ struct DeltaColumns {
     pct: Option<Fixed<2>>,
     low: Option<Fixed<2>>,
     high: Option<Fixed<2>>,
+    /// The interval after Holm's correction (the one that goes with the verdict).
+    holm_low: Option<Fixed<2>>,
+    holm_high: Option<Fixed<2>>,
 }
 
 fn delta_columns(d: Option<&Delta>, baseline: bool) -> DeltaColumns {
     match d {
-        Some(d) => DeltaColumns { pct: Some(Fixed(d.pct)), low: Some(Fixed(d.pct_low)), high: Some(Fixed(d.pct_high)) },
+        Some(d) => DeltaColumns {
+            pct: Some(Fixed(d.pct)),
+            low: Some(Fixed(d.pct_low)),
+            high: Some(Fixed(d.pct_high)),
+            holm_low: Some(Fixed(d.holm_low)),
+            holm_high: Some(Fixed(d.holm_high)),
+        },
         None if baseline => DeltaColumns { pct: Some(Fixed(0.0)), ..Default::default() },
         None => DeltaColumns::default(),
     }
@@ -217,6 +226,17 @@ struct SummaryRow<'a> {
     /// With a negative control: `held` or `moved` (its interval excluded 0 in this contest, so
     /// the contest's verdicts are untrustworthy); empty without one.
     control: &'static str,
+    /// Each change's interval after Holm's correction over the changes of its figure: the same
+    /// estimate at level 1 - 0.05/m (m its Holm multiplier), excluding 0 exactly when the
+    /// verdict is a real change; equal to the 95% interval for a family of one.
+    tps_delta_holm_low_pct: Option<Fixed<2>>,
+    tps_delta_holm_high_pct: Option<Fixed<2>>,
+    latency_delta_holm_low_pct: Option<Fixed<2>>,
+    latency_delta_holm_high_pct: Option<Fixed<2>>,
+    latency_p99_delta_holm_low_pct: Option<Fixed<2>>,
+    latency_p99_delta_holm_high_pct: Option<Fixed<2>>,
+    nopm_delta_holm_low_pct: Option<Fixed<2>>,
+    nopm_delta_holm_high_pct: Option<Fixed<2>>,
 }
 
 fn verdict_of(d: Option<&Delta>, baseline: bool) -> &'static str {
@@ -314,6 +334,14 @@ fn summary_row<'a>(c: &'a CellSummary, summary: &'a Summary) -> SummaryRow<'a> {
             Some(_) => "held",
             None => "",
         },
+        tps_delta_holm_low_pct: td.holm_low,
+        tps_delta_holm_high_pct: td.holm_high,
+        latency_delta_holm_low_pct: ld.holm_low,
+        latency_delta_holm_high_pct: ld.holm_high,
+        latency_p99_delta_holm_low_pct: pd.holm_low,
+        latency_p99_delta_holm_high_pct: pd.holm_high,
+        nopm_delta_holm_low_pct: nd.holm_low,
+        nopm_delta_holm_high_pct: nd.holm_high,
     }
 }
 
@@ -514,10 +542,10 @@ mod tests {
         assert_eq!(runs.matches(',').count(), 33, "34 columns in runs.csv");
         assert!(runs.trim_end().ends_with("failure,failure_kind,build,segment,kept"), "new columns at the end");
         let summary = header::<SummaryRow>();
-        assert_eq!(summary.matches(',').count(), 47, "48 columns in summary.csv");
+        assert_eq!(summary.matches(',').count(), 55, "56 columns in summary.csv");
         assert!(
             summary.trim_end().ends_with(
-                "nopm_p_holm,build,steady,lag1_autocorrelation,trend_pct_over_kept,trend_p_value,kept_rounds,rounds_cut,rounds_needed,control"
+                "rounds_needed,control,tps_delta_holm_low_pct,tps_delta_holm_high_pct,latency_delta_holm_low_pct,latency_delta_holm_high_pct,latency_p99_delta_holm_low_pct,latency_p99_delta_holm_high_pct,nopm_delta_holm_low_pct,nopm_delta_holm_high_pct"
             ),
             "new columns at the end"
         );

@@ -28,7 +28,7 @@ pub(super) fn published_vs_measured(d: &mut Document, m: &Manifest, checks: &[Cl
             "device-mb-s" => "device read+write MB/s",
             other => other,
         };
-        let measured = c.measured.as_ref().map(|d| format!("{} ", d.text(""))).unwrap_or_default();
+        let measured = c.measured.as_ref().map(|d| format!("{} ", d.text_with_holm(""))).unwrap_or_default();
         let mut why = c.why.clone();
         if let Some(n) = &r.emulation_note {
             why.push_str(&format!("; emulated cell: {n}"));
@@ -54,7 +54,7 @@ pub(super) fn published_vs_measured(d: &mut Document, m: &Manifest, checks: &[Cl
         ]);
     }
     d.table(t.caption(
-        "Published vs measured: each claim's published figure against the measured change of its cell, with the change's 95% interval (before Holm's correction) and the verdict.",
+        "Published vs measured: each claim's published figure against the measured change of its cell, with the change's 95% interval, the interval after Holm's correction where it is wider, and the verdict.",
     ));
     d.para(format!(
         "Verdicts: {} Claims are not corrected for their number; a claim on a cell of the results table uses that table's change.",
@@ -134,7 +134,7 @@ fn group_finding(g: &[&CellSummary], baseline: &str, study: &Study) -> Option<St
         Some((c, d)) => format!(
             "{context}: the baseline {baseline} is {bottleneck}; the largest real change is {} {} {}: {}.",
             c.key.placement,
-            d.text(""),
+            d.text_with_holm(""),
             if c.nopm.is_some() { "NOPM" } else { "TPS" },
             study.cause(&c.key, baseline, Some(d)).unwrap_or_default()
         ),
@@ -188,13 +188,13 @@ fn contrast_findings(x: &crate::contrast::Contrast, study: &Study) -> Vec<String
                 let d = d?;
                 let latency = c
                     .latency
-                    .map(|l| format!(" (average latency {} {})", l.text(""), l.verdict.as_str()))
+                    .map(|l| format!(" (average latency {} {})", l.text_with_holm(""), l.verdict.as_str()))
                     .unwrap_or_default();
                 Some(format!(
                     "{} against {}: {} {figure}, **{}**{latency}",
                     dim.describe(&dim.value(&c.cell)),
                     x.reference,
-                    d.text(""),
+                    d.text_with_holm(""),
                     d.verdict.as_str()
                 ))
             })

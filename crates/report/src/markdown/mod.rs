@@ -6,10 +6,10 @@ use crate::document::{Document, Figure, Item, Table};
 use crate::evidence::{self, Study};
 use crate::export::{ExportError, Exporter, Output, layout};
 use crate::model::{ResultSet, Summary, describe, statement_label};
-use crate::stats::{Delta, Verdict};
 use crate::views::{self, ChartFile};
 use results::Manifest;
 use results::manifest::DaxRequest;
+use stats::{Delta, Verdict};
 
 mod environment;
 mod findings;
@@ -26,7 +26,7 @@ fn fmt_delta(d: Option<&Delta>, baseline: bool) -> String {
     match d {
         _ if baseline => "baseline".into(),
         None => "n/a".into(),
-        Some(d) if d.has_interval() => format!("{} **{}**", d.text(""), d.verdict.as_str()),
+        Some(d) if d.has_interval() => format!("{} **{}**", d.text_with_holm(""), d.verdict.as_str()),
         Some(d) => d.text(""),
     }
 }

@@ -4,7 +4,7 @@ use plotters::style::RGBColor;
 
 use super::{Ctx, describe_group, file_stem, footnote, groups};
 use crate::charts::{self, Bar, BarChart, BarGroup};
-use crate::stats::Estimate;
+use stats::Estimate;
 
 /// Read and write IOPS and bandwidth per device of each placement (mean over the runs).
 pub(super) fn device_io(cx: &mut Ctx) {

@@ -7,7 +7,7 @@ use super::Ctx;
 use crate::charts::{ForestChart, ForestRow, Mark};
 use crate::claims::{self, ClaimVerdict};
 use crate::evidence::Study;
-use crate::stats::Verdict;
+use stats::Verdict;
 
 /// The report section of the forest plot (shown under Findings).
 pub const FOREST_SECTION: &str = "Findings";
@@ -58,7 +58,7 @@ pub(super) fn study_forest(cx: &mut Ctx) {
     let contrast = cx.summary.contrast.as_ref();
     // The study's contrast when it has one (a cell against the same cell under the reference
     // value), else every contender placement against the baseline.
-    let changes: Vec<(String, crate::stats::Delta, &str)> = match contrast {
+    let changes: Vec<(String, stats::Delta, &str)> = match contrast {
         Some(x) => x
             .changes
             .iter()
@@ -89,6 +89,7 @@ pub(super) fn study_forest(cx: &mut Ctx) {
             point: d.pct,
             low: d.pct_low,
             high: d.pct_high,
+            holm: d.holm_widened().then_some((d.holm_low, d.holm_high)),
             mark,
             color,
             published: None,
@@ -118,7 +119,7 @@ pub(super) fn study_forest(cx: &mut Ctx) {
     let chart = ForestChart {
         title: format!("{}: every change against {against}", m.experiment_name),
         subtitle: format!(
-            "throughput (NOPM for TPC-C) of {of_what}; 95% intervals before Holm's correction; shaded: the equivalence margin ±{margin:.1}%"
+            "throughput (NOPM for TPC-C) of {of_what}; thick: 95% intervals, thin: after Holm's correction (the verdict's); shaded: the equivalence margin ±{margin:.1}%"
         ),
         x_label: format!("change against {against} (log scale)"),
         rows,
@@ -152,6 +153,7 @@ pub(super) fn published_vs_measured(cx: &mut Ctx) {
             point: d.pct,
             low: d.pct_low,
             high: d.pct_high,
+            holm: None,
             mark,
             color,
             published: Some((c.claim.low_pct, c.claim.high_pct)),

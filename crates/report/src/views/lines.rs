@@ -6,7 +6,7 @@ use results::record::RunStatus;
 use super::{Ctx, SHADES, clean, context_suffix, describe_group, file_stem, footnote, group_by, groups};
 use crate::charts::{self, Line, LineChart};
 use crate::model::CellSummary;
-use crate::stats::{Delta, Estimate};
+use stats::{Delta, Estimate};
 
 /// TPS against clients per placement, the peak of each marked and the delta at peak stated.
 pub(super) fn scaling(cx: &mut Ctx) {
@@ -150,7 +150,7 @@ pub(super) fn stability(cx: &mut Ctx) {
             }
             // Counted on the run that is drawn.
             let tps: Vec<f64> = run.series.iter().map(|s| s.tps).collect();
-            outliers += crate::stats::outliers_mad(&tps, 3.5).len();
+            outliers += stats::outliers_mad(&tps, 3.5).len();
             series.push(Line {
                 name: format!("{} (run {})", c.key.placement, run.repetition),
                 color: cx.color(&c.key.placement),

@@ -15,7 +15,7 @@ use plotters::style::RGBColor;
 use crate::charts::{self, BarChart, Chart, LineChart};
 use crate::export::{ExportError, Output, layout};
 use crate::model::{CellSummary, ResultSet, Summary};
-use crate::stats::{Delta, Verdict};
+use stats::{Delta, Verdict};
 
 /// A chart written, for the report: its file (relative to the results directory) and a caption.
 #[derive(Clone, Debug)]
@@ -314,8 +314,8 @@ mod tests {
         crate::export::remove_stale(dir.path(), Path::new(""), std::slice::from_ref(&keep), is_chart).unwrap();
         assert!(keep.exists() && other.exists() && !stale.exists());
     }
-    use crate::stats::Estimate;
     use results::record::CellKey;
+    use stats::Estimate;
 
     fn cell(placement: &str, workload: &str, clients: u32, memory: &str, profile: &str) -> CellSummary {
         let e = Estimate::of(&[99.0, 101.0]).unwrap();
@@ -404,7 +404,7 @@ mod tests {
             warnings: vec![],
             analysis: crate::analysis::Analysis {
                 design: Design::Runs,
-                method: crate::stats::Method::WelchLog,
+                method: stats::Method::WelchLog,
                 equivalence_margin_pct: 2.0,
                 tests: Default::default(),
                 dropped_rounds: Default::default(),

@@ -6,7 +6,7 @@ use super::{
 };
 use crate::charts::{Bar, BarChart, BarGroup};
 use crate::model::CellSummary;
-use crate::stats::{Delta, Estimate, Verdict};
+use stats::{Delta, Estimate, Verdict};
 
 /// Throughput, average latency and p99 latency per placement, for each cell group.
 pub(super) fn per_cell_bars(cx: &mut Ctx) {

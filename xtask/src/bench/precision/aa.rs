@@ -25,8 +25,8 @@ pub(super) fn aa_rates(s: &mut String, args: &PrecisionArgs, rows: &[Row]) {
             with_interval.iter().filter(|r| r.verdict != Verdict::NotSteady && (r.low > 0.0 || r.high < 0.0)).count();
         let loads: Vec<f64> = r.iter().filter_map(|r| r.load).collect();
         let (lo, hi) = loads.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| (a.min(x), b.max(x)));
-        let (cl, ch) = report::stats::clopper_pearson(excl, n);
-        let (el, eh) = report::stats::clopper_pearson(bad as u64, trials.len() as u64);
+        let (cl, ch) = stats::clopper_pearson(excl, n);
+        let (el, eh) = stats::clopper_pearson(bad as u64, trials.len() as u64);
         s.push_str(&format!(
             "\nA/A, design {design}: {excl} of {n} intervals exclude 0 before any correction ({:.1}%, Clopper-Pearson 95% [{:.1}, {:.1}]); {bad} of {} experiments call a change real after Holm ({:.1}% [{:.1}, {:.1}]).\n\n",
             pct(excl, n),
@@ -48,7 +48,7 @@ pub(super) fn aa_rates(s: &mut String, args: &PrecisionArgs, rows: &[Row]) {
         placements.dedup();
         for p in placements {
             let v: Vec<f64> = r.iter().filter(|r| r.placement == p).map(|r| r.pct).collect();
-            match report::stats::Estimate::of(&v) {
+            match stats::Estimate::of(&v) {
                 Some(e) if e.has_interval() => s.push_str(&format!(
                     "| {p} | {} | {:+.2}% [{:+.2}, {:+.2}] |\n",
                     e.n,
@@ -69,7 +69,7 @@ pub(super) fn aa_rates(s: &mut String, args: &PrecisionArgs, rows: &[Row]) {
 /// the mean of each experiment's changes: something that favours the baseline itself (not drawn
 /// at random) shows as a mean away from 0.
 fn positions(s: &mut String, r: &[&Row]) {
-    let interval = |v: &[f64]| match report::stats::Estimate::of(v) {
+    let interval = |v: &[f64]| match stats::Estimate::of(v) {
         Some(e) if e.has_interval() => {
             format!("{:+.2}% [{:+.2}, {:+.2}] ({})", e.mean, e.mean - e.ci95, e.mean + e.ci95, e.n)
         }

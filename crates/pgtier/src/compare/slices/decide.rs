@@ -30,7 +30,7 @@ pub(super) struct Contest {
     /// The widest half-width of its changes after the last round (percentage points).
     pub(super) widest: Option<f64>,
     /// The estimator's view after the last round.
-    pub(super) progress: Option<report::rounds::Progress>,
+    pub(super) progress: Option<stats::rounds::Progress>,
     pub(super) stopped: Option<String>,
     /// It failed (a placement's server failed twice, or the baseline was dropped).
     pub(super) failed: bool,
@@ -59,13 +59,13 @@ impl Contest {
     /// Where the contest stands by the report's own estimator (the warm-up cut, Stein's rule,
     /// the corrected intervals, the steady-state check); None until the baseline and a
     /// contender have a round.
-    pub(super) fn progress(&self, baseline: &str, rule: &report::rounds::Rule) -> Option<report::rounds::Progress> {
+    pub(super) fn progress(&self, baseline: &str, rule: &stats::rounds::Rule) -> Option<stats::rounds::Progress> {
         let ok: Vec<&RunRecord> = self.records.iter().filter(|r| r.status == RunStatus::Ok).collect();
         analysis::contest_progress(&ok, baseline, rule)
     }
 
     /// Sets `progress` and `widest` from the records so far.
-    pub(super) fn reassess(&mut self, baseline: &str, rule: &report::rounds::Rule) {
+    pub(super) fn reassess(&mut self, baseline: &str, rule: &stats::rounds::Rule) {
         self.progress = self.progress(baseline, rule);
         self.widest = self.progress.as_ref().and_then(|p| p.widest()).map(|w| w * 100.0);
     }
@@ -110,7 +110,7 @@ pub(super) fn contests(spec: &MatrixSpec, baseline: &str) -> Vec<Contest> {
 
 /// What the estimator says after a round: kept rounds against what Stein's rule asks for,
 /// rounds cut, and whether the kept rounds are steady.
-pub(super) fn progress_note(p: &report::rounds::Progress) -> String {
+pub(super) fn progress_note(p: &stats::rounds::Progress) -> String {
     let mut note = format!("; kept {}", p.kept);
     if let Some(n) = p.needed {
         note.push_str(&format!(" of {n} needed"));
@@ -238,11 +238,11 @@ mod tests {
 
     /// The estimator's view: `kept` rounds, Stein's rule asking for `needed`, one contender
     /// whose interval is ±`widest_pct`.
-    fn progress(kept: usize, needed: Option<usize>, widest_pct: f64, steady: bool) -> report::rounds::Progress {
+    fn progress(kept: usize, needed: Option<usize>, widest_pct: f64, steady: bool) -> stats::rounds::Progress {
         let df = kept.max(2) as f64 - 1.0;
-        let se = (1.0 + widest_pct / 100.0).ln() / report::stats::t975(df);
-        let interval = report::rounds::LogInterval { n: kept, mean: 0.0, se, df, lag1: 0.0, rho: 0.0, sd: se };
-        report::rounds::Progress {
+        let se = (1.0 + widest_pct / 100.0).ln() / stats::t975(df);
+        let interval = stats::rounds::LogInterval { n: kept, mean: 0.0, se, df, lag1: 0.0, rho: 0.0, sd: se };
+        stats::rounds::Progress {
             kept,
             needed,
             intervals: vec![Some(interval)],

@@ -446,8 +446,8 @@ impl Session<'_> {
     }
 
     /// The estimator's rule, as the report will apply it.
-    fn rule(&self) -> report::rounds::Rule {
-        report::rounds::Rule::of(&self.manifest.measurement)
+    fn rule(&self) -> stats::rounds::Rule {
+        report::rule_of(&self.manifest.measurement)
     }
 
     /// The seconds a contest may take: what is left of the budget over the `remaining` contests

@@ -5,11 +5,11 @@
 //! A contest has three contenders against its baseline, as the main job has (a real change, a
 //! null cell, and a control that is the baseline's twin and warms up with it), and the budget
 //! the main job's share gives (16 rounds). `cargo xtask test` runs the gate with a fixed seed;
-//! `cargo run --release -p report --example coverage` prints the table behind
+//! `cargo run --release -p stats --example coverage` prints the table behind
 //! docs/benchmarks.md ("Coverage").
 
 use super::{Round, Rule, lag1, prior, progress};
-use crate::stats::{mean_sd, mser5, t975};
+use crate::{mean_sd, mser5, t975};
 
 /// Contenders of a simulated contest (the main job's: two placements under test and the
 /// control); placement 0 is the baseline, the last contender the control.
@@ -363,7 +363,7 @@ pub fn coverage(design: Design, contest: Contest, n: usize, seed: u64) -> Covera
         // The contenders of a contest share the baseline: count contests, not estimates.
         mc_error: (h * (1.0 - h) / n as f64).sqrt(),
         mean_half_width: hw / with_hw.max(1) as f64,
-        median_half_width: crate::stats::median(&widths),
+        median_half_width: crate::median(&widths),
         p90_half_width: widths.get(widths.len() * 9 / 10).copied().unwrap_or(f64::NAN),
         mean_z2: z2 / with_z.max(1) as f64,
         mean_rounds: rounds / m,

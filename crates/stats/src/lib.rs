@@ -1,8 +1,14 @@
+//! pgtier's estimator: numerics alone, with no knowledge of PostgreSQL, results files or charts.
+//! The scheduler decides with it while it measures and the report estimates with it afterwards;
+//! [`rounds::simulate`] proves it on series with a known answer (the coverage gate).
+//!
 //! Statistics across repetitions: mean, standard deviation, coefficient of variation, 95%
 //! confidence intervals (Student's t, exact for fractional degrees of freedom), and the change of
 //! a contender against a baseline as a ratio with an interval that is not forced symmetric
 //! (Welch's t on log values, or a paired t on per-block log ratios), its p-value, a family-wise
 //! correction (Holm) and a three-way verdict: a real change, an equivalence, or inconclusive.
+
+pub mod rounds;
 
 use serde::Serialize;
 use statrs::distribution::{Beta, ContinuousCDF, StudentsT};
@@ -162,6 +168,15 @@ pub struct Delta {
     /// After the family-wise correction (Holm) over the deltas of the same figure in the study;
     /// equal to `p_value` until [`holm`] is applied.
     pub p_adjusted: f64,
+    /// The interval that goes with the verdict: the same estimate at level 1 - 0.05 / m, where m
+    /// is this change's Holm multiplier (`p_adjusted / p_value`, at most the family's size), so
+    /// it excludes 0 exactly when `p_adjusted` < 0.05. Equal to the 95% interval until
+    /// [`Delta::adjusted`] is applied (a family of one); NaN without an interval.
+    pub holm_low: f64,
+    pub holm_high: f64,
+    /// Standard error of the estimate: of the mean log ratio for the log methods, of the ratio
+    /// for the delta method (NaN without an interval).
+    pub se: f64,
     pub df: f64,
     pub method: Method,
     /// The interval contains 0 (unadjusted).
@@ -225,6 +240,9 @@ impl Delta {
             pct_high: hi,
             p_value: p,
             p_adjusted: p,
+            holm_low: lo,
+            holm_high: hi,
+            se,
             df,
             method,
             within_noise: lo <= 0.0 && hi >= 0.0,
@@ -246,6 +264,9 @@ impl Delta {
             pct_high: f64::NAN,
             p_value: f64::NAN,
             p_adjusted: f64::NAN,
+            holm_low: f64::NAN,
+            holm_high: f64::NAN,
+            se: f64::NAN,
             df: f64::NAN,
             method,
             within_noise: false,
@@ -283,12 +304,62 @@ impl Delta {
             pct_high: pct + half,
             p_value: p,
             p_adjusted: p,
+            holm_low: pct - half,
+            holm_high: pct + half,
+            se,
             df,
             method: Method::DeltaMethod,
             within_noise: pct - half <= 0.0 && pct + half >= 0.0,
             verdict: Verdict::Inconclusive,
         }
         .classified(DEFAULT_EQUIVALENCE_PCT)
+    }
+
+    /// The change after Holm's correction over a family of `family` changes of one figure:
+    /// `p_adjusted` from [`holm`], and the interval at the level that goes with it
+    /// ([`Delta::holm_low`]). Call [`Delta::classified`] after it.
+    pub fn adjusted(mut self, p_adjusted: f64, family: usize) -> Delta {
+        self.p_adjusted = p_adjusted;
+        if !(self.has_interval() && self.se.is_finite() && self.se > 0.0) {
+            return self;
+        }
+        let m = self.holm_multiplier(family);
+        let q = t_quantile(1.0 - 0.025 / m, self.df.max(1.0));
+        let half = q * self.se;
+        (self.holm_low, self.holm_high) = match self.method {
+            Method::DeltaMethod => (self.pct - half * 100.0, self.pct + half * 100.0),
+            _ => {
+                let d = self.ratio.ln();
+                (((d - half).exp() - 1.0) * 100.0, ((d + half).exp() - 1.0) * 100.0)
+            }
+        };
+        self
+    }
+
+    /// Holm's multiplier of this change: how much its p-value was raised (1 for the last of a
+    /// step-down that stopped late, the family's size for the smallest), between 1 and `family`.
+    /// A p-value of 0 (or underflowed) takes the family's size: Bonferroni's, the widest.
+    fn holm_multiplier(&self, family: usize) -> f64 {
+        let k = family.max(1) as f64;
+        if self.p_value > 0.0 && self.p_adjusted.is_finite() {
+            (self.p_adjusted / self.p_value).clamp(1.0, k)
+        } else {
+            k
+        }
+    }
+
+    /// Whether Holm's correction widened the interval (a family of more than one).
+    pub fn holm_widened(&self) -> bool {
+        self.holm_low.is_finite() && (self.holm_low < self.pct_low || self.holm_high > self.pct_high)
+    }
+
+    /// `[+1.2, +30.4]`: the interval that goes with the verdict ([`Delta::holm_low`]).
+    pub fn holm_text(&self) -> String {
+        if self.holm_low.is_finite() {
+            format!("[{:+.1}, {:+.1}]", self.holm_low, self.holm_high)
+        } else {
+            String::new()
+        }
     }
 
     /// The verdict against an equivalence margin of ±`margin_pct`: *equivalent* when the whole
@@ -320,6 +391,16 @@ impl Delta {
             )
         } else {
             format!("{:+.1}% (no interval: 1 run)", self.pct)
+        }
+    }
+
+    /// [`Delta::text`], then `, after Holm [-4.2, +498.0]` when Holm's correction widened the
+    /// interval: the one that goes with the verdict.
+    pub fn text_with_holm(&self, noise_mark: &str) -> String {
+        if self.holm_widened() {
+            format!("{}, after Holm {}", self.text(noise_mark), self.holm_text())
+        } else {
+            self.text(noise_mark)
         }
     }
 
@@ -513,6 +594,9 @@ mod tests {
                 pct_high: hi,
                 p_value: p,
                 p_adjusted: p,
+                holm_low: lo,
+                holm_high: hi,
+                se: f64::NAN,
                 df: 10.0,
                 method: Method::PairedLog,
                 within_noise: lo <= 0.0 && hi >= 0.0,
@@ -561,6 +645,41 @@ mod tests {
         // NaN stays out of the family: p.adjust(c(0.02, NA, 0.04), "holm") = 0.04 NA 0.04
         let b = holm(&[0.02, f64::NAN, 0.04]);
         assert!(close(b[0], 0.04, 1e-12) && b[1].is_nan() && close(b[2], 0.04, 1e-12), "{b:?}");
+    }
+
+    #[test]
+    fn holm_intervals_go_with_holm_verdicts() {
+        // Four changes of one figure, each a mean log ratio with se 0.05 on 10 df.
+        let raw: Vec<Delta> =
+            [0.16, 0.14, 0.12, 0.02].iter().map(|&d| Delta::from_log(d, 0.05, 10.0, Method::PairedLog)).collect();
+        let p: Vec<f64> = raw.iter().map(|d| d.p_value).collect();
+        let adj = holm(&p);
+        for (d, a) in raw.iter().zip(&adj) {
+            let h = d.adjusted(*a, 4).classified(2.0);
+            // The interval that goes with the verdict excludes 0 exactly when Holm's p is below 5%.
+            assert_eq!(h.holm_low > 0.0 || h.holm_high < 0.0, *a < 0.05, "{h:?}");
+            assert_eq!(h.verdict == Verdict::RealChange, *a < 0.05, "{h:?}");
+            // Never narrower than the 95% interval, never wider than Bonferroni's over 4.
+            assert!(h.holm_low <= h.pct_low + 1e-9 && h.holm_high >= h.pct_high - 1e-9, "{h:?}");
+            let bonf = crate::t_quantile(1.0 - 0.025 / 4.0, 10.0) * 0.05;
+            assert!(h.holm_low >= ((d.ratio.ln() - bonf).exp() - 1.0) * 100.0 - 1e-9, "{h:?}");
+        }
+        // The smallest p-value's multiplier is the family's size: Bonferroni's level, whose t
+        // quantile Dunn's table (1961; Bonferroni t, 4 comparisons, 10 df, 5%) gives as 3.038.
+        let first = raw[0].adjusted(adj[0], 4);
+        let half = 3.038 * 0.05;
+        assert!(close(first.holm_low, ((0.16f64 - half).exp() - 1.0) * 100.0, 1e-2), "{first:?}");
+        assert!(close(first.holm_high, ((0.16f64 + half).exp() - 1.0) * 100.0, 1e-2), "{first:?}");
+        // A family of one: the 95% interval itself.
+        let alone = raw[3].adjusted(raw[3].p_value, 1);
+        assert!(close(alone.holm_low, alone.pct_low, 1e-9) && close(alone.holm_high, alone.pct_high, 1e-9));
+        assert!(!alone.holm_widened() && first.holm_widened());
+        // The delta method widens around the ratio, symmetric in percent.
+        let b = Estimate::of(&[0.0, 10.0, 20.0]).unwrap();
+        let c = Estimate::of(&[5.0, 15.0, 25.0]).unwrap();
+        let dm = Delta::between(&b, &c).unwrap();
+        let wide = dm.adjusted(1.0, 3);
+        assert!(close(wide.holm_high - wide.pct, wide.pct - wide.holm_low, 1e-9) && wide.holm_widened(), "{wide:?}");
     }
 
     #[test]

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::stats::{mean_sd, t_p_value, t975};
+use crate::{mean_sd, t_p_value, t975};
 
 /// One round of a contender: its log ratio against the baseline in that round.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -48,7 +48,7 @@ pub struct Rule {
     /// Which interval a contest with a target ends with.
     pub interval: Final,
     /// The round-to-round correlation the interval and the trend tests assume: a workload's
-    /// prior ([`prior::of`], set by [`Rule::for_workload`]). None (what [`Rule::of`] gives)
+    /// prior ([`prior::of`], set by [`Rule::for_workload`]). None (what [`Rule::new`] gives)
     /// estimates it per contest from the kept rounds' own lag-1, as issue 24 shipped.
     #[serde(skip)]
     pub rho_prior: Option<f64>,
@@ -74,12 +74,14 @@ pub enum Final {
 }
 
 impl Rule {
-    /// The rule of a result set's measurement section.
-    pub fn of(m: &results::manifest::MeasurementRecord) -> Rule {
+    /// The shipped rule for a measurement with `warm_up_rounds` cut per segment, at least
+    /// `min_rounds` kept, and a target 95% half-width in percent (report's `rule_of` reads them
+    /// from a result set's measurement section).
+    pub fn new(warm_up_rounds: u32, min_rounds: u32, target_halfwidth_pct: Option<f64>) -> Rule {
         Rule {
-            discard: m.warm_up_rounds,
-            pilot: (m.min_rounds as usize).max(MIN_PILOT),
-            target: m.target_halfwidth_pct.map(|t| t / 100.0),
+            discard: warm_up_rounds,
+            pilot: (min_rounds as usize).max(MIN_PILOT),
+            target: target_halfwidth_pct.map(|t| t / 100.0),
             trend_alpha: TREND_ALPHA,
             cut_alpha: CUT_ALPHA,
             interval: Final::Wider,

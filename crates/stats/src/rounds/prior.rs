@@ -50,7 +50,7 @@ pub fn pool(series: &[(f64, usize)]) -> f64 {
     if c.len() < 2 {
         return f64::NAN;
     }
-    let (m, sd) = crate::stats::mean_sd(&c);
+    let (m, sd) = crate::mean_sd(&c);
     (m + UPPER_Z * sd / (c.len() as f64).sqrt()).clamp(0.0, 0.9)
 }
 

@@ -1,11 +1,11 @@
 //! Prints the coverage of the shipped estimator and of the designs tried against it on every
 //! series kind of the coverage gate (docs/benchmarks.md, "Coverage"):
-//! `cargo run --release -p report --example coverage [CONTESTS] [MAX_ROUNDS] [DESIGN...]`
+//! `cargo run --release -p stats --example coverage [CONTESTS] [MAX_ROUNDS] [DESIGN...]`
 //! (MAX_ROUNDS: the rounds the budget allows, the main job's 16 unless given; DESIGN: shipped,
 //! pooled, pooledfull, fixed03, fixed0, stein, full, batch, mser5, plain; all unless given).
 
-use report::rounds::simulate::{Design, coverage_of_every_kind};
-use report::rounds::{Final, Rule};
+use stats::rounds::simulate::{Design, coverage_of_every_kind};
+use stats::rounds::{Final, Rule};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
