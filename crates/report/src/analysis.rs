@@ -21,17 +21,23 @@ pub enum Figure {
     Latency,
     LatencyP99,
     Nopm,
+    /// The average latency of one statement of the script (pgbench `-r`): every statement of
+    /// every cell is one family.
+    StatementLatency,
 }
 
 impl Figure {
-    pub const ALL: [Figure; 4] = [Figure::Tps, Figure::Latency, Figure::LatencyP99, Figure::Nopm];
+    pub const ALL: [Figure; 5] =
+        [Figure::Tps, Figure::Latency, Figure::LatencyP99, Figure::Nopm, Figure::StatementLatency];
 
+    /// The figure of a run; a statement's latency needs its statement ([`statement_latency`]).
     pub fn of(self, r: &RunRecord) -> Option<f64> {
         match self {
             Figure::Tps => Some(r.metrics.tps),
             Figure::Latency => Some(r.metrics.latency_ms_avg),
             Figure::LatencyP99 => r.metrics.latency_ms_p99,
             Figure::Nopm => r.metrics.nopm,
+            Figure::StatementLatency => None,
         }
     }
 
@@ -41,8 +47,14 @@ impl Figure {
             Figure::Latency => "average latency",
             Figure::LatencyP99 => "p99 latency",
             Figure::Nopm => "NOPM",
+            Figure::StatementLatency => "statement latency",
         }
     }
+}
+
+/// A statement's average latency in a run (pgbench `-r`), by its text.
+pub fn statement_latency(r: &RunRecord, statement: &str) -> Option<f64> {
+    r.statements.iter().find(|x| x.statement == statement).map(|x| x.latency_ms)
 }
 
 /// How a result set's deltas were computed, said in the report.
@@ -152,10 +164,15 @@ pub fn usable_runs<'a>(
 
 /// The per-round log ratios of a contender against the baseline, in round order.
 fn ratio_rounds(base: &[&RunRecord], cont: &[&RunRecord], f: Figure) -> Vec<Round> {
+    ratio_rounds_of(base, cont, &|r| f.of(r))
+}
+
+/// [`ratio_rounds`] of any figure of a run.
+fn ratio_rounds_of(base: &[&RunRecord], cont: &[&RunRecord], value: &dyn Fn(&RunRecord) -> Option<f64>) -> Vec<Round> {
     cont.iter()
         .filter_map(|c| {
             let b = base.iter().find(|b| b.repetition == c.repetition && b.segment == c.segment)?;
-            let (b, v) = (f.of(b)?, f.of(c)?);
+            let (b, v) = (value(b)?, value(c)?);
             (b > 0.0 && v > 0.0).then(|| Round { segment: c.segment, round: c.repetition, log_ratio: (v / b).ln() })
         })
         .collect()
@@ -183,8 +200,19 @@ pub fn estimate(runs: &[&RunRecord], f: Figure) -> Option<Estimate> {
 /// pilot and the correction for correlated rounds) when at least two rounds pair up; else from
 /// the two samples (Welch on the logs).
 pub fn delta(base: &[&RunRecord], cont: &[&RunRecord], f: Figure, rule: Option<&Rule>) -> Option<Delta> {
+    delta_of(base, cont, &|r| f.of(r), rule)
+}
+
+/// [`delta`] of any figure of a run (a statement's latency): every figure of a study goes
+/// through the same rounds, cut, correlation correction and interval.
+pub fn delta_of(
+    base: &[&RunRecord],
+    cont: &[&RunRecord],
+    value: &dyn Fn(&RunRecord) -> Option<f64>,
+    rule: Option<&Rule>,
+) -> Option<Delta> {
     if let Some(rule) = rule {
-        let r = ratio_rounds(base, cont, f);
+        let r = ratio_rounds_of(base, cont, value);
         if r.len() >= 2 {
             let x: Vec<f64> = r.iter().map(|r| r.log_ratio).collect();
             let seg: Vec<u32> = r.iter().map(|r| r.segment).collect();
@@ -192,7 +220,11 @@ pub fn delta(base: &[&RunRecord], cont: &[&RunRecord], f: Figure, rule: Option<&
             return Some(Delta::from_log(i.mean, i.se, i.df, Method::PairedLog));
         }
     }
-    Delta::between(&estimate(base, f)?, &estimate(cont, f)?)
+    let estimate = |runs: &[&RunRecord]| {
+        let v: Vec<f64> = runs.iter().filter_map(|r| value(r)).collect();
+        if v.len() == runs.len() { Estimate::of(&v) } else { None }
+    };
+    Delta::between(&estimate(base)?, &estimate(cont)?)
 }
 
 /// The slices contests' progress as the scheduler sees it after a round: the cut, the kept

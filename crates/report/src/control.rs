@@ -21,21 +21,36 @@ pub struct ControlCheck {
     /// Its headline change (TPS, or NOPM for TPC-C) and its latency change against the baseline.
     pub headline: Option<Delta>,
     pub latency: Option<Delta>,
-    /// An interval of the control excludes 0: the contest's verdicts are untrustworthy.
+    /// Every other figure it was checked on: p99 latency and each statement's latency, named.
+    pub others: Vec<(String, Delta)>,
+    /// Figures the control was checked on (its Holm family).
+    pub figures: usize,
+    /// An interval of the control excludes 0 after Holm's correction over its own figures: the
+    /// contest's verdicts are untrustworthy.
     pub moved: bool,
 }
 
 impl ControlCheck {
+    /// The figures that moved, each as `-6.0% [-11.0, -1.2] latency`.
+    fn moved_figures(&self) -> Vec<String> {
+        [(self.headline.as_ref(), "throughput"), (self.latency.as_ref(), "latency")]
+            .into_iter()
+            .filter_map(|(d, what)| d.map(|d| (d, what.to_string())))
+            .chain(self.others.iter().map(|(what, d)| (d, what.clone())))
+            .filter(|(d, _)| excludes_zero(d))
+            .map(|(d, what)| format!("{} {what}", d.text_with_holm("")))
+            .collect()
+    }
+
     /// `untrustworthy: the control (a twin of the baseline) moved +6.1% [+1.2, +11.3] TPS`.
     pub fn warning(&self) -> Option<String> {
         if !self.moved {
             return None;
         }
-        let moved: Vec<String> = [(self.headline.as_ref(), "throughput"), (self.latency.as_ref(), "latency")]
-            .into_iter()
-            .filter_map(|(d, what)| d.filter(|d| excludes_zero(d)).map(|d| format!("{} {what}", d.text(""))))
-            .collect();
-        Some(format!("untrustworthy: the control (a twin of the baseline) moved {}", moved.join(" and ")))
+        Some(format!(
+            "untrustworthy: the control (a twin of the baseline) moved {}",
+            self.moved_figures().join(" and ")
+        ))
     }
 
     /// `steady (+0.4% [-3.1, +4.0])`, `moved (...)` or `no interval`.
@@ -49,8 +64,10 @@ impl ControlCheck {
     }
 }
 
+/// The control's figure moved: its interval after Holm's correction over the control's own
+/// figures (equal to the 95% one for a family of one) excludes 0.
 fn excludes_zero(d: &Delta) -> bool {
-    d.has_interval() && (d.pct_low > 0.0 || d.pct_high < 0.0) && d.verdict != Verdict::NoInterval
+    d.has_interval() && (d.holm_low > 0.0 || d.holm_high < 0.0) && d.verdict != Verdict::NoInterval
 }
 
 /// One check per contest that measured the control placement `control`.
@@ -61,12 +78,29 @@ pub fn checks(cells: &[CellSummary], control: &str) -> Vec<ControlCheck> {
         .map(|c| {
             let headline = c.headline().1;
             let latency = c.latency_delta;
+            let mut others: Vec<(String, Delta)> = Vec::new();
+            if let Some(d) = c.latency_p99_delta.filter(|_| c.latency_p99_ms.is_some()) {
+                others.push(("p99 latency".into(), d));
+            }
+            if c.nopm.is_some()
+                && let Some(d) = c.tps_delta
+            {
+                others.push(("TPS".into(), d));
+            }
+            for st in &c.statements {
+                if let Some(d) = st.delta {
+                    others.push((format!("{} latency", crate::model::statement_label(&st.statement)), d));
+                }
+            }
+            let all = || headline.iter().chain(latency.iter()).chain(others.iter().map(|(_, d)| d));
             ControlCheck {
                 contest: analysis::contest_of(&c.key),
                 key: c.key.clone(),
-                moved: headline.iter().chain(latency.iter()).any(excludes_zero),
+                moved: all().any(excludes_zero),
+                figures: all().filter(|d| d.has_interval()).count(),
                 headline,
                 latency,
+                others,
             }
         })
         .collect()
@@ -85,7 +119,11 @@ pub fn section(d: &mut crate::document::Document, checks: &[ControlCheck], basel
         "The placement `{}` is a twin of the baseline {baseline} (identical devices of its class), measured as one more contender of every contest: nothing can differ, so its change is the method's own error. {}",
         checks[0].key.placement,
         if moved == 0 {
-            format!("It held in all {} contests: no interval of it excludes 0.", checks.len())
+            format!(
+                "It held in all {} contests on all {} figures checked: no interval of it excludes 0 after Holm's correction over its own figures.",
+                checks.len(),
+                checks.iter().map(|c| c.figures).sum::<usize>()
+            )
         } else {
             format!(
                 "It **moved in {moved} of {} contests**: those contests' verdicts are marked untrustworthy below.",
@@ -97,17 +135,29 @@ pub fn section(d: &mut crate::document::Document, checks: &[ControlCheck], basel
         "contest",
         "control's throughput change [95% CI]",
         "latency change [95% CI]",
+        "other figures checked",
         "the contest's verdicts",
     ])
     .caption(
-        "The negative control against the baseline per contest; intervals are 95% (paired by round), uncorrected.",
+        "The negative control against the baseline per contest, on every figure with an interval (throughput, average and p99 latency, each statement's latency; the estimator of the study's own changes); intervals are 95% (paired by round), and after Holm's correction over the control's own figures of the contest where that is wider: the control moved when one of those excludes 0 (a family-wise 5% false-alarm rate when the method is right).",
     );
     for c in checks {
-        let text = |x: Option<&Delta>| x.map(|x| x.text("")).unwrap_or_else(|| "n/a".into());
+        let text = |x: Option<&Delta>| x.map(|x| x.text_with_holm("")).unwrap_or_else(|| "n/a".into());
+        let moved_others: Vec<String> = c
+            .others
+            .iter()
+            .filter(|(_, d)| excludes_zero(d))
+            .map(|(what, d)| format!("{what} {}", d.text_with_holm("")))
+            .collect();
         t.row(vec![
             c.contest.clone(),
             text(c.headline.as_ref()),
             text(c.latency.as_ref()),
+            if moved_others.is_empty() {
+                format!("{} held", c.others.len())
+            } else {
+                format!("moved: {}", moved_others.join("; "))
+            },
             if c.moved { "**untrustworthy**".into() } else { "stand".into() },
         ]);
     }
@@ -158,7 +208,32 @@ mod tests {
             moved: [headline, latency].iter().any(excludes_zero),
             headline: Some(headline),
             latency: Some(latency),
+            others: vec![],
+            figures: 2,
         }
+    }
+
+    #[test]
+    fn the_control_is_judged_on_every_figure_after_holm_over_its_own() {
+        // Seventeen figures of one control, as judge() leaves them: one statement's 95%
+        // interval excludes 0 (p 0.01) but not after Holm over the 17 (p 0.17): it held.
+        let mut stmt = delta(-4.0, -7.0, -1.0);
+        stmt.p_value = 0.01;
+        (stmt.holm_low, stmt.holm_high, stmt.p_adjusted) = (-9.0, 1.5, 0.17);
+        let mut c = check(delta(0.4, -3.1, 4.0), delta(-0.3, -3.8, 3.3));
+        c.others = (0..15).map(|i| (format!("statement {i} latency"), delta(0.1, -2.0, 2.2))).collect();
+        c.others.push(("UPDATE pgbench_accounts latency".into(), stmt));
+        let all = c.headline.iter().chain(c.latency.iter()).chain(c.others.iter().map(|(_, d)| d));
+        c.moved = all.clone().any(excludes_zero);
+        assert!(!c.moved, "raw -4.0% [-7.0, -1.0] but [-9.0, +1.5] after Holm");
+        // The same statement still outside 0 after Holm: the control moved, and says on what.
+        let mut moved_stmt = stmt;
+        (moved_stmt.holm_low, moved_stmt.holm_high) = (-8.0, -0.4);
+        c.others.push(("INSERT INTO pgbench_history latency".into(), moved_stmt));
+        c.moved = c.headline.iter().chain(c.latency.iter()).chain(c.others.iter().map(|(_, d)| d)).any(excludes_zero);
+        assert!(c.moved);
+        let w = c.warning().unwrap();
+        assert!(w.contains("INSERT INTO pgbench_history latency") && !w.contains("UPDATE"), "{w}");
     }
 
     #[test]

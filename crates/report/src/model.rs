@@ -211,7 +211,7 @@ pub fn summarize(set: &ResultSet) -> Summary {
         let d = |f: Figure| base.and_then(|b| analysis::delta(b, runs, f, rule.as_ref()));
         let nopm = analysis::estimate(runs, Figure::Nopm);
         let cell = CellSummary {
-            statements: statement_summaries(runs, base.map(Vec::as_slice), paired),
+            statements: statement_summaries(runs, base.map(Vec::as_slice), rule.as_ref()),
             runs: tps.n,
             failed_runs: failed,
             is_baseline,
@@ -302,14 +302,18 @@ fn not_steady_detail(c: &analysis::ContestAnalysis) -> String {
     parts.join("; ")
 }
 
-/// Holm's correction over every delta of each figure in the study, then the verdicts against
-/// the margin (statement latencies: the verdict alone); returns the size of each family. The
-/// negative control is no hypothesis of the study: its deltas are judged apart, uncorrected.
+/// Holm's correction over every delta of each figure in the study (each statement's latency
+/// included: all of them one family), then the verdicts against the margin; returns the size of
+/// each family. The negative control is no hypothesis of the study: each control cell's figures
+/// (throughput, latencies, NOPM, every statement) are their own family, so that "the control
+/// moved" (any of them a real change after Holm) has a family-wise 5% false-alarm rate when the
+/// method is right.
 fn judge(cells: &mut [CellSummary], margin: f64, control: Option<&str>) -> BTreeMap<Figure, usize> {
     let mut family: Vec<(Figure, &mut Delta)> = Vec::new();
-    let mut own: Vec<(Figure, &mut Delta)> = Vec::new();
+    let mut controls: Vec<Vec<(Figure, &mut Delta)>> = Vec::new();
     for c in cells.iter_mut() {
-        let family = if Some(c.key.placement.as_str()) == control { &mut own } else { &mut family };
+        let is_control = Some(c.key.placement.as_str()) == control;
+        let mut mine: Vec<(Figure, &mut Delta)> = Vec::new();
         for (f, d) in [
             (Figure::Tps, &mut c.tps_delta),
             (Figure::Latency, &mut c.latency_delta),
@@ -317,19 +321,27 @@ fn judge(cells: &mut [CellSummary], margin: f64, control: Option<&str>) -> BTree
             (Figure::Nopm, &mut c.nopm_delta),
         ] {
             if let Some(d) = d.as_mut() {
-                family.push((f, d));
+                mine.push((f, d));
             }
+        }
+        for st in c.statements.iter_mut() {
+            if let Some(d) = st.delta.as_mut() {
+                mine.push((Figure::StatementLatency, d));
+            }
+        }
+        if is_control {
+            controls.push(mine);
+        } else {
+            family.extend(mine);
         }
     }
     let tests = analysis::adjust_and_classify(&mut family, margin);
-    for (_, d) in own {
-        *d = d.classified(margin);
-    }
-    for c in cells.iter_mut() {
-        for st in c.statements.iter_mut() {
-            if let Some(d) = st.delta.as_mut() {
-                *d = d.classified(margin);
-            }
+    for mut own in controls {
+        let p: Vec<f64> = own.iter().map(|(_, d)| d.p_value).collect();
+        let adjusted = stats::holm(&p);
+        let n = p.iter().filter(|p| p.is_finite()).count();
+        for ((_, d), a) in own.iter_mut().zip(adjusted) {
+            **d = d.adjusted(a, n).classified(margin);
         }
     }
     tests
@@ -361,30 +373,23 @@ fn wide_intervals(
 }
 
 /// Each statement's average latency (pgbench -r) over the runs that report every statement, in
-/// script order, with its change against the baseline's same statement.
-fn statement_summaries(runs: &[&RunRecord], base: Option<&[&RunRecord]>, paired: bool) -> Vec<StatementSummary> {
+/// script order, with its change against the baseline's same statement: with a slices `rule`,
+/// the estimator of every other figure (kept rounds paired by round, the correlation-corrected
+/// interval); else Welch on the logs.
+fn statement_summaries(
+    runs: &[&RunRecord],
+    base: Option<&[&RunRecord]>,
+    rule: Option<&stats::rounds::Rule>,
+) -> Vec<StatementSummary> {
     let Some(first) = runs.iter().find(|r| !r.statements.is_empty()) else { return Vec::new() };
-    let value = |r: &RunRecord, text: &str| r.statements.iter().find(|x| x.statement == text).map(|x| x.latency_ms);
     first
         .statements
         .iter()
         .filter_map(|st| {
-            let values: Vec<f64> = runs.iter().filter_map(|r| value(r, &st.statement)).collect();
+            let value = |r: &RunRecord| analysis::statement_latency(r, &st.statement);
+            let values: Vec<f64> = runs.iter().filter_map(|r| value(r)).collect();
             let latency_ms = (values.len() == runs.len()).then(|| Estimate::of(&values)).flatten()?;
-            let delta = base.and_then(|base| {
-                let pairs: Vec<(f64, f64)> = runs
-                    .iter()
-                    .filter_map(|c| {
-                        let b = base.iter().find(|b| b.repetition == c.repetition)?;
-                        Some((value(b, &st.statement)?, value(c, &st.statement)?))
-                    })
-                    .collect();
-                if paired && pairs.len() >= 2 {
-                    return Delta::paired(&pairs);
-                }
-                let bv: Vec<f64> = base.iter().filter_map(|r| value(r, &st.statement)).collect();
-                Delta::between(&Estimate::of(&bv)?, &latency_ms)
-            });
+            let delta = base.and_then(|base| analysis::delta_of(base, runs, &value, rule));
             Some(StatementSummary { statement: st.statement.clone(), latency_ms, delta })
         })
         .collect()

@@ -4,7 +4,8 @@ use crate::model::{CellSummary, Summary};
 
 /// One line per cell: the headline figure (TPS, or NOPM for TPC-C), its coefficient of variation,
 /// the change against the baseline with its 95% interval, the interval after Holm's correction
-/// (the one that goes with the verdict; blank when the correction did not widen it), the verdict,
+/// (the one that goes with the verdict; blank when the correction did not widen it or the 95%
+/// interval already holds 0), the verdict,
 /// and the mean latency. Memory limit and profile get a column when the matrix varies them.
 pub fn summary_table(summary: &Summary) -> String {
     let mut text = String::new();
@@ -42,7 +43,7 @@ pub fn summary_table(summary: &Summary) -> String {
         let (delta, holm, verdict) = match (&head_delta, c.is_baseline) {
             (_, true) => ("baseline".to_string(), String::new(), ""),
             (Some(d), _) => {
-                (d.text(""), if d.holm_widened() { d.holm_text() } else { String::new() }, d.verdict.as_str())
+                (d.text(""), if d.holm_matters() { d.holm_text() } else { String::new() }, d.verdict.as_str())
             }
             (None, _) => ("n/a".into(), String::new(), ""),
         };

@@ -350,7 +350,9 @@ impl Delta {
 
     /// Whether Holm's correction widened the interval (a family of more than one).
     pub fn holm_widened(&self) -> bool {
-        self.holm_low.is_finite() && (self.holm_low < self.pct_low || self.holm_high > self.pct_high)
+        // A tolerance: at m = 1 the two intervals are the same up to rounding.
+        let eps = 1e-9 * (1.0 + self.pct_high.abs().max(self.pct_low.abs()));
+        self.holm_low.is_finite() && (self.holm_low < self.pct_low - eps || self.holm_high > self.pct_high + eps)
     }
 
     /// `[+1.2, +30.4]`: the interval that goes with the verdict ([`Delta::holm_low`]).
@@ -394,10 +396,17 @@ impl Delta {
         }
     }
 
-    /// [`Delta::text`], then `, after Holm [-4.2, +498.0]` when Holm's correction widened the
-    /// interval: the one that goes with the verdict.
+    /// Whether the interval after Holm is worth printing beside the 95% one: wider, and the 95%
+    /// one excludes 0 (the verdict may then differ from what the 95% interval suggests; one that
+    /// holds 0 still does after the correction).
+    pub fn holm_matters(&self) -> bool {
+        self.holm_widened() && !self.within_noise
+    }
+
+    /// [`Delta::text`], then `, after Holm [-4.2, +498.0]` when [`Delta::holm_matters`]: the
+    /// interval that goes with the verdict.
     pub fn text_with_holm(&self, noise_mark: &str) -> String {
-        if self.holm_widened() {
+        if self.holm_matters() {
             format!("{}, after Holm {}", self.text(noise_mark), self.holm_text())
         } else {
             self.text(noise_mark)
@@ -674,6 +683,10 @@ mod tests {
         let alone = raw[3].adjusted(raw[3].p_value, 1);
         assert!(close(alone.holm_low, alone.pct_low, 1e-9) && close(alone.holm_high, alone.pct_high, 1e-9));
         assert!(!alone.holm_widened() && first.holm_widened());
+        assert!(first.holm_matters() && first.text_with_holm("").contains(", after Holm ["), "{first:?}");
+        let null = raw[3].adjusted(1.0, 4);
+        assert!(null.within_noise && null.holm_widened() && !null.holm_matters(), "{null:?}");
+        assert_eq!(null.text_with_holm(" ~"), null.text(" ~"));
         // The delta method widens around the ratio, symmetric in percent.
         let b = Estimate::of(&[0.0, 10.0, 20.0]).unwrap();
         let c = Estimate::of(&[5.0, 15.0, 25.0]).unwrap();

@@ -54,7 +54,7 @@ pub(super) fn published_vs_measured(d: &mut Document, m: &Manifest, checks: &[Cl
         ]);
     }
     d.table(t.caption(
-        "Published vs measured: each claim's published figure against the measured change of its cell, with the change's 95% interval, the interval after Holm's correction where it is wider, and the verdict.",
+        "Published vs measured: each claim's published figure against the measured change of its cell, with the change's 95% interval, the interval after Holm's correction where it matters (wider, and the 95% one excludes 0), and the verdict.",
     ));
     d.para(format!(
         "Verdicts: {} Claims are not corrected for their number; a claim on a cell of the results table uses that table's change.",
