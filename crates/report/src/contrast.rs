@@ -178,20 +178,34 @@ pub fn of(cells: &[CellSummary], margin_pct: f64) -> Option<Contrast> {
 
 /// In a contrast study, each statement's change is against the same statement of the cell's
 /// reference cell (as the cell's figures are), not against the baseline placement, which is the
-/// only placement.
+/// only placement. All of them are one Holm family, as the study's statements are.
 pub(crate) fn fill_statement_deltas(cells: &mut [CellSummary], contrast: &Contrast, margin_pct: f64) {
+    let mut found: Vec<(usize, usize, Delta)> = Vec::new();
     for ch in &contrast.changes {
-        let Some(reference) = cells.iter().find(|c| c.key == ch.reference).map(|c| c.statements.clone()) else {
-            continue;
-        };
-        let Some(cell) = cells.iter_mut().find(|c| c.key == ch.cell) else { continue };
-        for st in &mut cell.statements {
-            st.delta = reference
+        let Some(reference) = cells.iter().find(|c| c.key == ch.reference) else { continue };
+        let Some(i) = cells.iter().position(|c| c.key == ch.cell) else { continue };
+        for (j, st) in cells[i].statements.iter().enumerate() {
+            let d = reference
+                .statements
                 .iter()
                 .find(|r| r.statement == st.statement)
-                .and_then(|r| Delta::between(&r.latency_ms, &st.latency_ms))
-                .map(|d| d.classified(margin_pct));
+                .and_then(|r| Delta::between(&r.latency_ms, &st.latency_ms));
+            if let Some(d) = d {
+                found.push((i, j, d));
+            }
         }
+    }
+    // Every statement's change of the contrast is one family, as the study's are.
+    let p: Vec<f64> = found.iter().map(|(_, _, d)| d.p_value).collect();
+    let adjusted = stats::holm(&p);
+    let n = p.iter().filter(|p| p.is_finite()).count();
+    for c in cells.iter_mut().filter(|c| contrast.changes.iter().any(|ch| ch.cell == c.key)) {
+        for st in &mut c.statements {
+            st.delta = None;
+        }
+    }
+    for ((i, j, d), a) in found.into_iter().zip(adjusted) {
+        cells[i].statements[j].delta = Some(d.adjusted(a, n).classified(margin_pct));
     }
 }
 
