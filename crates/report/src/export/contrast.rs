@@ -35,6 +35,21 @@ pub(crate) struct ContrastRow {
     nopm_verdict: &'static str,
     /// `welch-log`: the two cells' runs taken as independent samples.
     method: &'static str,
+    /// Each change's interval after Holm's correction over the contrast's changes of its figure
+    /// (the one that goes with the verdict; equal to the 95% one for a family of one).
+    tps_delta_holm_low_pct: Option<Fixed<2>>,
+    tps_delta_holm_high_pct: Option<Fixed<2>>,
+    latency_delta_holm_low_pct: Option<Fixed<2>>,
+    latency_delta_holm_high_pct: Option<Fixed<2>>,
+    nopm_delta_holm_low_pct: Option<Fixed<2>>,
+    nopm_delta_holm_high_pct: Option<Fixed<2>>,
+}
+
+fn holm(d: Option<&Delta>) -> (Option<Fixed<2>>, Option<Fixed<2>>) {
+    match d {
+        Some(d) => (Some(Fixed(d.holm_low)), Some(Fixed(d.holm_high))),
+        None => (None, None),
+    }
 }
 
 fn cols(d: Option<&Delta>) -> (Option<Fixed<2>>, Option<Fixed<2>>, Option<Fixed<2>>, &'static str) {
@@ -72,6 +87,12 @@ fn row(x: &Contrast, c: &Change) -> ContrastRow {
         nopm_delta_ci95_high_pct: nopm_high,
         nopm_verdict,
         method: c.headline().0.map_or("", |d| d.method.as_str()),
+        tps_delta_holm_low_pct: holm(c.tps.as_ref()).0,
+        tps_delta_holm_high_pct: holm(c.tps.as_ref()).1,
+        latency_delta_holm_low_pct: holm(c.latency.as_ref()).0,
+        latency_delta_holm_high_pct: holm(c.latency.as_ref()).1,
+        nopm_delta_holm_low_pct: holm(c.nopm.as_ref()).0,
+        nopm_delta_holm_high_pct: holm(c.nopm.as_ref()).1,
     }
 }
 
