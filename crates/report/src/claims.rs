@@ -43,7 +43,7 @@ impl ClaimVerdict {
 }
 
 /// The verdict rule, as report.md states it.
-pub const RULE: &str = "**reproduced**: the published figure (or range) lies in the measured change's 95% interval and the change is a real change (for a published figure inside the equivalence margin: the change is equivalent); **same direction, different size**: the change is real and goes the published way, but its interval excludes the figure; **contradicted**: the interval excludes the published figure and shows no real change in its direction (a real change the other way, an equivalence, or no change at all); **inconclusive**: the interval holds both the published figure and no change, or there is no interval.";
+pub const RULE: &str = "**reproduced**: the published figure (or range) lies in the measured change's 95% interval and the change is a real change (for a published figure inside the equivalence margin: the change is equivalent); **same direction, different size**: the change is real and goes the published way, but its interval excludes the figure; **contradicted**: the interval excludes the published figure and shows no real change in its direction (a real change the other way, an equivalence, or no change at all); **inconclusive**: the interval (or, for a change that is not a real one, its interval after Holm's correction) holds both the published figure and no change, or there is no interval.";
 
 /// The verdict of a published change `low..high` (%, a point when equal) against a measured
 /// change, by [`RULE`]; with a sentence on why.
@@ -75,6 +75,15 @@ pub fn judge(low: f64, high: f64, d: &Delta, margin_pct: f64) -> (ClaimVerdict, 
                 "the interval holds the published figure, but the change is not a real change after the correction for the number of changes".into(),
             ),
         };
+    }
+    // Not a real change: the interval that goes with that verdict is the one after Holm's
+    // correction, and where it holds the published figure (and so no change as well) the claim
+    // is not contradicted.
+    if d.verdict == Verdict::Inconclusive && low <= d.holm_high && high >= d.holm_low {
+        return (
+            ClaimVerdict::Inconclusive,
+            "the interval after Holm's correction holds the published figure, and no change as well".into(),
+        );
     }
     let size = if d.pct.abs() < mid.abs() { "smaller" } else { "larger" };
     if low == 0.0 && high == 0.0 {
@@ -411,6 +420,21 @@ mod tests {
             within_noise: lo <= 0.0 && hi >= 0.0,
             verdict,
         }
+    }
+
+    #[test]
+    fn a_change_that_is_not_real_is_judged_on_its_interval_after_holm() {
+        // +12% [+3, +21] alone, but [-1, +50] after Holm: inconclusive after the correction.
+        let mut x = d(12.0, 3.0, 21.0, Verdict::Inconclusive);
+        (x.holm_low, x.holm_high, x.within_noise) = (-1.0, 50.0, false);
+        let (v, why) = judge(44.6, 44.6, &x, 2.0);
+        assert_eq!(v, ClaimVerdict::Inconclusive, "{why}");
+        assert!(why.contains("after Holm"), "{why}");
+        // The same change against a negative-control claim (no change published): inconclusive too.
+        assert_eq!(judge(0.0, 0.0, &x, 2.0).0, ClaimVerdict::Inconclusive);
+        // Without the correction widening it, the published figure outside is a contradiction.
+        let alone = d(12.0, 3.0, 21.0, Verdict::Inconclusive);
+        assert_eq!(judge(44.6, 44.6, &alone, 2.0).0, ClaimVerdict::Contradicted);
     }
 
     #[test]

@@ -179,7 +179,7 @@ pub fn of(cells: &[CellSummary], margin_pct: f64) -> Option<Contrast> {
 /// In a contrast study, each statement's change is against the same statement of the cell's
 /// reference cell (as the cell's figures are), not against the baseline placement, which is the
 /// only placement. All of them are one Holm family, as the study's statements are.
-pub(crate) fn fill_statement_deltas(cells: &mut [CellSummary], contrast: &Contrast, margin_pct: f64) {
+pub(crate) fn fill_statement_deltas(cells: &mut [CellSummary], contrast: &mut Contrast, margin_pct: f64) {
     let mut found: Vec<(usize, usize, Delta)> = Vec::new();
     for ch in &contrast.changes {
         let Some(reference) = cells.iter().find(|c| c.key == ch.reference) else { continue };
@@ -199,6 +199,9 @@ pub(crate) fn fill_statement_deltas(cells: &mut [CellSummary], contrast: &Contra
     let p: Vec<f64> = found.iter().map(|(_, _, d)| d.p_value).collect();
     let adjusted = stats::holm(&p);
     let n = p.iter().filter(|p| p.is_finite()).count();
+    if n > 0 {
+        contrast.tests.insert(Figure::StatementLatency, n);
+    }
     for c in cells.iter_mut().filter(|c| contrast.changes.iter().any(|ch| ch.cell == c.key)) {
         for st in &mut c.statements {
             st.delta = None;
@@ -282,11 +285,12 @@ mod tests {
         cells[0].statements =
             vec![statement("UPDATE", &[e(-0.1), e(0.0), e(0.1)]), statement("END;", &[1.0, 1.0, 1.0])];
         cells[1].statements = vec![statement("UPDATE", &[e(0.1), e(0.2), e(0.3)])];
-        let c = of(&cells, 2.0).unwrap();
-        fill_statement_deltas(&mut cells, &c, 2.0);
+        let mut c = of(&cells, 2.0).unwrap();
+        fill_statement_deltas(&mut cells, &mut c, 2.0);
         assert!(cells[0].statements.iter().all(|s| s.delta.is_none()), "the reference has no change");
         let d = cells[1].statements[0].delta.expect("against default's UPDATE");
         assert!((d.pct - 22.140).abs() < 1e-3 && (d.pct_low + 2.634).abs() < 1e-3, "{d:?}");
+        assert_eq!(c.tests.get(&Figure::StatementLatency), Some(&1), "the statements are a family of their own");
     }
 
     #[test]

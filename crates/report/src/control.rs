@@ -25,8 +25,9 @@ pub struct ControlCheck {
     pub others: Vec<(String, Delta)>,
     /// Figures the control was checked on (its Holm family).
     pub figures: usize,
-    /// An interval of the control excludes 0 after Holm's correction over its own figures: the
-    /// contest's verdicts are untrustworthy.
+    /// An interval of the control excludes 0 after Holm's correction over its own figures (two
+    /// families: throughput and latencies, the statements): the contest's verdicts are
+    /// untrustworthy.
     pub moved: bool,
 }
 
@@ -118,7 +119,9 @@ pub fn section(d: &mut crate::document::Document, checks: &[ControlCheck], basel
     d.para(format!(
         "The placement `{}` is a twin of the baseline {baseline} (identical devices of its class), measured as one more contender of every contest: nothing can differ, so its change is the method's own error. {}",
         checks[0].key.placement,
-        if moved == 0 {
+        if moved == 0 && checks.iter().all(|c| c.figures == 0) {
+            "It has no interval in any contest (a side with a single run): it checks nothing here.".to_string()
+        } else if moved == 0 {
             format!(
                 "It held in all {} contests on all {} figures checked: no interval of it excludes 0 after Holm's correction over its own figures.",
                 checks.len(),
@@ -139,7 +142,7 @@ pub fn section(d: &mut crate::document::Document, checks: &[ControlCheck], basel
         "the contest's verdicts",
     ])
     .caption(
-        "The negative control against the baseline per contest, on every figure with an interval (throughput, average and p99 latency, each statement's latency; the estimator of the study's own changes); intervals are 95% (paired by round), and after Holm's correction over the control's own figures of the contest where that is wider: the control moved when one of those excludes 0 (a family-wise 5% false-alarm rate when the method is right).",
+        "The negative control against the baseline per contest, on every figure with an interval (throughput, average and p99 latency, each statement's latency; the estimator of the study's own changes); intervals are 95% (paired by round), and after Holm's correction where that is wider, over the control's own figures of the contest in two families (throughput and latencies; the statements): the control moved when one of those excludes 0 (at most a 5% false alarm per family when the method is right).",
     );
     for c in checks {
         let text = |x: Option<&Delta>| x.map(|x| x.text_with_holm("")).unwrap_or_else(|| "n/a".into());
@@ -154,7 +157,10 @@ pub fn section(d: &mut crate::document::Document, checks: &[ControlCheck], basel
             text(c.headline.as_ref()),
             text(c.latency.as_ref()),
             if moved_others.is_empty() {
-                format!("{} held", c.others.len())
+                match c.others.iter().filter(|(_, d)| d.has_interval()).count() {
+                    0 => "none with an interval".to_string(),
+                    n => format!("{n} held"),
+                }
             } else {
                 format!("moved: {}", moved_others.join("; "))
             },

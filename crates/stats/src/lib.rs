@@ -168,9 +168,11 @@ pub struct Delta {
     /// After the family-wise correction (Holm) over the deltas of the same figure in the study;
     /// equal to `p_value` until [`holm`] is applied.
     pub p_adjusted: f64,
-    /// The interval that goes with the verdict: the same estimate at level 1 - 0.05 / m, where m
-    /// is this change's Holm multiplier (`p_adjusted / p_value`, at most the family's size), so
-    /// it excludes 0 exactly when `p_adjusted` < 0.05. Equal to the 95% interval until
+    /// The interval after Holm's correction: the same estimate at level 1 - 0.05 / m, where m is
+    /// this change's Holm multiplier (`p_adjusted / p_value`, at most the family's size), so it
+    /// excludes 0 exactly when `p_adjusted` < 0.05 (a real change also needs not to be an
+    /// equivalence and its contest to be steady). Not a simultaneous interval: m depends on the
+    /// data. Equal to the 95% interval until
     /// [`Delta::adjusted`] is applied (a family of one); NaN without an interval.
     pub holm_low: f64,
     pub holm_high: f64,
@@ -226,7 +228,9 @@ impl Delta {
     pub fn from_log(d: f64, se: f64, df: f64, method: Method) -> Delta {
         let half = t975(df.max(1.0)) * se;
         let (lo, hi) = (((d - half).exp() - 1.0) * 100.0, ((d + half).exp() - 1.0) * 100.0);
-        let p = if se > 0.0 {
+        let p = if !se.is_finite() {
+            f64::NAN
+        } else if se > 0.0 {
             t_p_value(d / se, df)
         } else if d == 0.0 {
             1.0
@@ -290,7 +294,9 @@ impl Delta {
         };
         let half = t975(df.max(1.0)) * se * 100.0;
         let pct = (ratio - 1.0) * 100.0;
-        let p = if se > 0.0 {
+        let p = if !se.is_finite() {
+            f64::NAN
+        } else if se > 0.0 {
             t_p_value((ratio - 1.0) / se, df)
         } else if ratio == 1.0 {
             1.0
@@ -396,11 +402,12 @@ impl Delta {
         }
     }
 
-    /// Whether the interval after Holm is worth printing beside the 95% one: wider, and the 95%
-    /// one excludes 0 (the verdict may then differ from what the 95% interval suggests; one that
-    /// holds 0 still does after the correction).
+    /// Whether the interval after Holm is worth printing beside the 95% one: wider, the 95% one
+    /// excludes 0 (the verdict may then differ from what the 95% interval suggests; one that
+    /// holds 0 still does after the correction), and the verdict is not an equivalence (judged
+    /// on the 95% interval against the margin, as the two one-sided tests are).
     pub fn holm_matters(&self) -> bool {
-        self.holm_widened() && !self.within_noise
+        self.holm_widened() && !self.within_noise && self.verdict != Verdict::Equivalent
     }
 
     /// [`Delta::text`], then `, after Holm [-4.2, +498.0]` when [`Delta::holm_matters`]: the

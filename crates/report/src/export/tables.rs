@@ -223,12 +223,13 @@ struct SummaryRow<'a> {
     kept_rounds: Option<usize>,
     rounds_cut: Option<u32>,
     rounds_needed: Option<usize>,
-    /// With a negative control: `held` or `moved` (its interval excluded 0 in this contest, so
-    /// the contest's verdicts are untrustworthy); empty without one.
+    /// With a negative control: `held` or `moved` (one of its figures' intervals excluded 0 after
+    /// Holm's correction over the control's own figures in this contest, so the contest's
+    /// verdicts are untrustworthy); empty without one.
     control: &'static str,
     /// Each change's interval after Holm's correction over the changes of its figure: the same
     /// estimate at level 1 - 0.05/m (m its Holm multiplier), excluding 0 exactly when the
-    /// verdict is a real change; equal to the 95% interval for a family of one.
+    /// change is significant after the correction; equal to the 95% interval for a family of one.
     tps_delta_holm_low_pct: Option<Fixed<2>>,
     tps_delta_holm_high_pct: Option<Fixed<2>>,
     latency_delta_holm_low_pct: Option<Fixed<2>>,
@@ -397,6 +398,13 @@ struct StatementRow<'a> {
     latency_delta_pct: Option<Fixed<2>>,
     latency_delta_ci95_low_pct: Option<Fixed<2>>,
     latency_delta_ci95_high_pct: Option<Fixed<2>>,
+    /// The change's p-value before and after Holm's correction over every statement's change in
+    /// the study, its interval after the correction, and its verdict (blank on baseline rows).
+    latency_p_value: Option<Fixed<5>>,
+    latency_p_holm: Option<Fixed<5>>,
+    latency_delta_holm_low_pct: Option<Fixed<2>>,
+    latency_delta_holm_high_pct: Option<Fixed<2>>,
+    latency_verdict: &'static str,
 }
 
 fn statement_rows(summary: &Summary) -> impl Iterator<Item = StatementRow<'_>> {
@@ -417,6 +425,11 @@ fn statement_rows(summary: &Summary) -> impl Iterator<Item = StatementRow<'_>> {
                 latency_delta_pct: d.pct,
                 latency_delta_ci95_low_pct: d.low,
                 latency_delta_ci95_high_pct: d.high,
+                latency_p_value: p_of(st.delta.map(|d| d.p_value)),
+                latency_p_holm: p_of(st.delta.map(|d| d.p_adjusted)),
+                latency_delta_holm_low_pct: d.holm_low,
+                latency_delta_holm_high_pct: d.holm_high,
+                latency_verdict: verdict_of(st.delta.as_ref(), c.is_baseline),
             }
         })
     })

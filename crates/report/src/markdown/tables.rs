@@ -95,7 +95,7 @@ pub(super) fn statistics_note(d: &mut Document, summary: &Summary) {
     let family = summary.contrast.as_ref().map_or(&a.tests, |x| &x.tests);
     let tests: Vec<String> = family.iter().map(|(f, n)| format!("{n} {} change(s)", f.name())).collect();
     d.para(format!(
-        "Design **{}**: {how}. Verdicts: **real change** when the interval excludes 0 after Holm's correction for the number of changes of the same figure ({}), **equivalent** when the whole 95% interval lies inside ±{:.1}% (the experiment's equivalence margin), **inconclusive** otherwise. Each change shows its own 95% interval and, where that excludes 0 and the correction widened it, the interval after Holm (the same estimate at level 1 − 0.05/m, m the change's Holm multiplier, at most the family's size), which excludes 0 exactly when the verdict is a real change; p-values and both intervals are in summary.csv.",
+        "Design **{}**: {how}. Verdicts: **real change** when the interval excludes 0 after Holm's correction for the number of changes of the same figure ({}), **equivalent** when the whole 95% interval lies inside ±{:.1}% (the experiment's equivalence margin), **inconclusive** otherwise. Each change shows its own 95% interval and, where that excludes 0 and the correction widened it, the interval after Holm (the same estimate at level 1 − 0.05/m, m the change's Holm multiplier, at most the family's size), which excludes 0 exactly when the change is significant after the correction (a real change, unless it is an equivalence or its contest is not steady); p-values and both intervals are in summary.csv.",
         a.design,
         if tests.is_empty() { "none with an interval".to_string() } else { tests.join(", ") },
         a.equivalence_margin_pct,
