@@ -493,6 +493,7 @@ mod tests {
             io_series: vec![],
             sampler_cpu_s: 0.0,
             cpu: None,
+            machine: None,
             postgres: None,
             wait_events: None,
             memory: None,
