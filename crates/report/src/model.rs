@@ -267,6 +267,7 @@ pub fn summarize(set: &ResultSet) -> Summary {
     if let Some(k) = &contrast {
         crate::contrast::fill_statement_deltas(&mut cells, k, margin);
     }
+    warnings.extend(crate::warnings::machine_moved(set, &analysis));
     let mut summary = Summary { cells, missing, warnings, analysis, controls, contrast };
     if let Some(w) = crate::warnings::pinned_client_ceiling(set, &summary) {
         summary.warnings.push(w);
