@@ -90,6 +90,14 @@ fn a_moving_machine_is_warned_of_naming_the_contest_the_placement_and_the_range(
         "{w}"
     );
     assert!(w.contains("nvme: "), "every placement whose rounds saw it: {w}");
+    let summary = summarize(&set);
+    let md = text(MarkdownExporter { charts: vec![] }.export(&set, &summary).unwrap(), "report.md");
+    assert!(
+        md.contains("the machine's state moved between its rounds (all-on-pmem: "),
+        "report.md's warnings say it too"
+    );
+    let json = text(report::JsonExporter.export(&set, &summary).unwrap(), "summary.json");
+    assert!(json.contains("all-on-pmem: CPU used outside the study 5-60%"), "and summary.json");
 
     // Steal alone moving is warned of too; a moving load of less than 2 tasks per CPU is not.
     for r in set.runs.iter_mut() {
