@@ -121,6 +121,29 @@ fn a_sliced_comparison_pairs_rounds_and_records_why_it_stopped() {
         assert!(std::fs::read_to_string(dir.join("pgbench.stdout")).unwrap().contains("tps = "), "raw output kept");
         assert!(dir.join("postgres.log").exists(), "the server log of the slice");
     }
+    // The machine's state per slice: load at both ends, steal and the CPU used outside the
+    // study, with the raw /proc lines and the study's CPU counters beside them.
+    for r in &runs {
+        let dir = out.join("runs").join(&r["run_id"]);
+        let num = |c: &str| r[c].parse::<f64>().unwrap_or_else(|_| panic!("{c} = {:?} in {r:?}", r[c]));
+        assert!(num("load1_start") >= 0.0 && num("load1_end") >= 0.0, "{r:?}");
+        assert!((0.0..=100.0).contains(&num("steal_pct")), "{r:?}");
+        assert!((0.0..=100.0).contains(&num("outside_cpu_pct")), "{r:?}");
+        let load = std::fs::read_to_string(dir.join("loadavg.begin.txt")).unwrap();
+        assert_eq!(load.split_whitespace().next().map(|l| l.parse::<f64>().unwrap()), Some(num("load1_start")));
+        let study = std::fs::read_to_string(dir.join("study-cpu.txt")).unwrap();
+        assert!(!study.contains("unknown"), "the servers' cgroup was read: {study}");
+        let record: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join("result.json")).unwrap()).unwrap();
+        let m = &record["machine"];
+        let (study_s, busy_s) = (m["study_cpu_s"].as_f64().unwrap(), m["busy_cpu_s"].as_f64().unwrap());
+        // A 2 s slice of pgbench at 2 clients: the servers and the client use CPU.
+        assert!(study_s > 0.1 && busy_s > 0.0 && m["cpus"].as_u64() >= Some(1), "{m}");
+        eprintln!(
+            "{}: load {}-{}, steal {}%, outside {}% (study {study_s:.2} of busy {busy_s:.2} CPU-s)",
+            r["run_id"], r["load1_start"], r["load1_end"], r["steal_pct"], r["outside_cpu_pct"]
+        );
+    }
     let session = out.join("sessions").join("s1");
     assert!(session.join("a-postgres.log").exists() && session.join("warmup-b-rw-c2").is_dir(), "session files");
 
@@ -143,6 +166,7 @@ fn a_sliced_comparison_pairs_rounds_and_records_why_it_stopped() {
     eprintln!("b against a: {delta:+.1}% (interval up to {high:+.1}%); stopped: {why}");
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(report.contains("Design **slices**") && report.contains(why), "report.md says how and why");
+    assert!(report.contains("The figures hold under this machine state"), "the method says under which load");
     if pinned {
         assert_eq!(m["pinning"], serde_json::json!({"client": "0", "servers": "1"}), "{m}");
         assert!(report.contains("CPU pinning: pgbench ran on CPU 0 and every server (its backends too) on CPU 1"));

@@ -276,6 +276,7 @@ pub fn summarize(set: &ResultSet) -> Summary {
     if let Some(k) = contrast.as_mut() {
         crate::contrast::fill_statement_deltas(&mut cells, k, margin);
     }
+    warnings.extend(crate::warnings::machine_moved(set, &analysis));
     let mut summary = Summary { cells, missing, warnings, analysis, controls, contrast };
     if let Some(w) = crate::warnings::pinned_client_ceiling(set, &summary) {
         summary.warnings.push(w);
@@ -507,6 +508,7 @@ mod tests {
             io_series: vec![],
             sampler_cpu_s: 0.0,
             cpu: None,
+            machine: None,
             postgres: None,
             wait_events: None,
             memory: None,

@@ -28,6 +28,9 @@ pub enum SummaryWarning {
     /// pgbench was pinned and these cells are client-bound: the pinned client may be their
     /// ceiling (docs/benchmarks.md, "Precision per minute": on 2 cores it cut the gains 3-6 fold).
     PinnedClientCeiling { pin_client: String, bound: Vec<String>, cells: usize },
+    /// The machine's state moved between the rounds (runs) of a contest's cells: in `cells`,
+    /// per cell, the ranges that crossed a threshold of [`machine_moved`].
+    MachineMoved { contest: String, cells: Vec<String> },
     /// Some cells have a single successful run.
     SingleRunCells,
     /// One run's own warning.
@@ -70,6 +73,11 @@ impl fmt::Display for SummaryWarning {
                 "pgbench was pinned (`pin_client = \"{pin_client}\"`) and {} of {cells} cells are client-bound ({}): the pinned client may be their ceiling, which makes the placements alike and their intervals narrow; give `pin_client` more CPUs, or measure without pinning, before reading their changes as the storage's",
                 bound.len(),
                 bound.join("; ")
+            ),
+            SummaryWarning::MachineMoved { contest, cells } => write!(
+                f,
+                "contest {contest}: the machine's state moved between its rounds ({}); the paired rounds cancel only what stays steady, so part of its changes may be the machine's: measure it again on a quieter machine",
+                cells.join("; ")
             ),
             SummaryWarning::SingleRunCells => f.write_str(
                 "some cells have a single successful run: no confidence interval, so no delta can be called a real change",
@@ -129,6 +137,93 @@ pub(crate) fn run_warnings(set: &ResultSet) -> Vec<SummaryWarning> {
         }
     }
     out
+}
+
+/// [`machine_moved`]'s thresholds on the range of a cell's counted rounds. CPU used outside
+/// the study: 20 points of the machine's CPU time, more than the ±8-10% half-widths the design
+/// aims at, so that a CPU-bound cell's rounds with that much more outside load lose more than
+/// its interval allows (slices pair rounds, which cancels outside load steady within a round,
+/// not load that comes and goes). Steal: 10 points, half that, as the hypervisor takes the CPU
+/// from the whole machine. The 1-minute load: 2 more runnable tasks per CPU, a doubling of
+/// the work waiting for each CPU at the study's own load; wide, because the load average lags a
+/// minute (a contest after one with more clients starts with its predecessor's load) and counts
+/// the study's own processes (steady across a cell's rounds: the same clients).
+pub const OUTSIDE_RANGE_PCT: f64 = 20.0;
+pub const STEAL_RANGE_PCT: f64 = 10.0;
+pub const LOAD_RANGE_PER_CPU: f64 = 2.0;
+
+/// The lowest and highest of `v` (None when empty).
+fn range(v: impl IntoIterator<Item = f64>) -> Option<(f64, f64)> {
+    v.into_iter().filter(|x| x.is_finite()).fold(None, |r, x| match r {
+        None => Some((x, x)),
+        Some((lo, hi)) => Some((lo.min(x), hi.max(x))),
+    })
+}
+
+/// The machine's state over a cell's rounds: the ranges of the 1-minute load (both ends of
+/// every round), of the CPU used outside the study (% of the machine) and of steal.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct MachineRanges {
+    pub rounds: usize,
+    pub cpus: u32,
+    pub load: Option<(f64, f64)>,
+    pub outside_pct: Option<(f64, f64)>,
+    pub steal_pct: Option<(f64, f64)>,
+}
+
+impl MachineRanges {
+    /// Over the runs that recorded the machine's state (None when none did).
+    pub fn of<'a>(runs: impl IntoIterator<Item = &'a results::RunRecord>) -> Option<MachineRanges> {
+        let states: Vec<&results::record::MachineState> = runs.into_iter().filter_map(|r| r.machine.as_ref()).collect();
+        (!states.is_empty()).then(|| MachineRanges {
+            rounds: states.len(),
+            cpus: states.iter().map(|m| m.cpus).max().unwrap_or(0),
+            load: range(states.iter().flat_map(|m| [m.load1_start, m.load1_end]).flatten()),
+            outside_pct: range(states.iter().filter_map(|m| m.outside_pct)),
+            steal_pct: range(states.iter().map(|m| m.steal_pct)),
+        })
+    }
+
+    /// The ranges that cross a threshold, as phrases ("CPU used outside the study 3-61% of
+    /// the machine").
+    pub fn moved(&self) -> Vec<String> {
+        let wide = |r: Option<(f64, f64)>, limit: f64| r.filter(|(lo, hi)| hi - lo > limit);
+        let mut out = Vec::new();
+        if let Some((lo, hi)) = wide(self.outside_pct, OUTSIDE_RANGE_PCT) {
+            out.push(format!("CPU used outside the study {lo:.0}-{hi:.0}% of the machine"));
+        }
+        if let Some((lo, hi)) = wide(self.steal_pct, STEAL_RANGE_PCT) {
+            out.push(format!("steal {lo:.0}-{hi:.0}%"));
+        }
+        if let Some((lo, hi)) = wide(self.load, LOAD_RANGE_PER_CPU * self.cpus.max(1) as f64) {
+            out.push(format!("1-minute load {lo:.1}-{hi:.1} on {} CPUs", self.cpus));
+        }
+        out
+    }
+}
+
+/// Contests during which the machine's state moved: a cell whose counted rounds (its runs, in
+/// the runs design) saw the CPU used outside the study, steal or the load vary by more than the
+/// thresholds above. Per cell, not over the contest: what a placement's own device costs in
+/// kernel threads and helpers (counted outside the study) differs between placements, steadily.
+pub(crate) fn machine_moved(set: &ResultSet, analysis: &crate::analysis::Analysis) -> Vec<SummaryWarning> {
+    let mut cells: std::collections::BTreeMap<&CellKey, Vec<&results::RunRecord>> = Default::default();
+    for r in set.runs.iter().filter(|r| r.status == results::RunStatus::Ok && analysis.counts(r)) {
+        cells.entry(&r.cell).or_default().push(r);
+    }
+    let mut contests: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for (cell, runs) in cells {
+        let Some(ranges) = MachineRanges::of(runs.iter().copied()) else { continue };
+        let moved = ranges.moved();
+        if ranges.rounds >= 2 && !moved.is_empty() {
+            contests.entry(crate::analysis::contest_of(cell)).or_default().push(format!(
+                "{}: {}",
+                cell.placement,
+                moved.join(", ")
+            ));
+        }
+    }
+    contests.into_iter().map(|(contest, cells)| SummaryWarning::MachineMoved { contest, cells }).collect()
 }
 
 /// With pgbench pinned, the cells whose backends mostly waited for it: the pinned client may be

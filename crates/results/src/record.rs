@@ -262,6 +262,38 @@ pub struct CpuSplit {
     pub client_core_pct: f64,
 }
 
+/// The machine's state over one measured run (in design `slices`, one round's slice): how loaded
+/// the machine was and by whom. Absent in result sets of older versions.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MachineState {
+    /// The 1-minute load average (/proc/loadavg) at the start and at the end of the interval.
+    /// It counts the study's own runnable processes too (the client and each connection's
+    /// backend), and lags: it is the last minute's, not the interval's alone.
+    pub load1_start: Option<f64>,
+    pub load1_end: Option<f64>,
+    /// Logical CPUs (the `cpuN` lines of /proc/stat).
+    pub cpus: u32,
+    /// All CPUs' time over the interval (the growth of /proc/stat's `cpu` line), CPU-seconds.
+    pub cpu_time_s: f64,
+    /// Time the hypervisor ran something else while this machine's CPUs wanted to run (steal),
+    /// % of all CPUs' time over the interval.
+    pub steal_pct: f64,
+    /// Busy CPU of the whole machine (user, nice, system, irq, softirq: not idle, iowait or
+    /// steal; guest time is inside user), CPU-seconds.
+    pub busy_cpu_s: f64,
+    /// CPU of the study's own processes over the interval, CPU-seconds: every PostgreSQL
+    /// server of the run (the run's parent cgroup, which holds each server's cgroup), and
+    /// pgtier's own process and its children reaped in the interval (getrusage: the pgbench
+    /// client, the in-process TPC-C driver, the samplers). None without a server cgroup.
+    pub study_cpu_s: Option<f64>,
+    /// `busy_cpu_s - study_cpu_s` (at least 0), CPU-seconds and % of all CPUs' time: other
+    /// users' processes, and kernel work no study process is charged for (kernel threads such
+    /// as the loop devices' and write-back's, helpers of emulated tiers such as nbdkit).
+    pub outside_cpu_s: Option<f64>,
+    pub outside_pct: Option<f64>,
+}
+
 /// PostgreSQL's own counters as deltas over the run.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -386,6 +418,9 @@ pub struct RunRecord {
     pub sampler_cpu_s: f64,
     #[serde(default)]
     pub cpu: Option<CpuSplit>,
+    /// The machine's load, steal and CPU used outside the study over the measured interval.
+    #[serde(default)]
+    pub machine: Option<MachineState>,
     #[serde(default)]
     pub postgres: Option<PgCounters>,
     /// Wait events sampled during the measured interval (absent in result sets of older

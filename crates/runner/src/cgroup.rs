@@ -312,17 +312,38 @@ impl ServerCgroup {
     /// CPU time of all processes in the cgroup so far, in seconds.
     pub fn cpu_seconds(&self) -> Option<f64> {
         match (&self.hierarchy, &self.cpu_dir) {
-            (Hierarchy::V1 { .. }, Some(c)) => std::fs::read_to_string(c.join("cpuacct.usage"))
-                .ok()
-                .and_then(|s| s.trim().parse::<u64>().ok())
-                .map(|ns| ns as f64 / 1e9),
-            (Hierarchy::V2 { .. }, _) => std::fs::read_to_string(self.dir.join("cpu.stat")).ok().and_then(|s| {
-                s.lines()
-                    .find_map(|l| l.strip_prefix("usage_usec ").and_then(|v| v.trim().parse::<u64>().ok()))
-                    .map(|us| us as f64 / 1e6)
-            }),
+            (Hierarchy::V1 { .. }, Some(c)) => cpu_seconds_in(&self.hierarchy, c),
+            (Hierarchy::V2 { .. }, _) => cpu_seconds_in(&self.hierarchy, &self.dir),
             _ => None,
         }
+    }
+
+    /// CPU time so far of every server of the run, in seconds: the run's cgroup
+    /// (`pgtier/<run>`), the parent of each server's, counts its descendants' time (cpuacct on
+    /// v1, `cpu.stat` on v2, both hierarchical), servers already stopped included.
+    pub fn run_cpu_seconds(&self) -> Option<f64> {
+        let dir = match (&self.hierarchy, &self.cpu_dir) {
+            (Hierarchy::V1 { .. }, Some(c)) => c,
+            (Hierarchy::V2 { .. }, _) => &self.dir,
+            _ => return None,
+        };
+        cpu_seconds_in(&self.hierarchy, dir.parent()?)
+    }
+}
+
+/// CPU time of a cgroup directory so far (`cpuacct.usage` on v1, `usage_usec` of `cpu.stat` on
+/// v2), in seconds.
+fn cpu_seconds_in(hierarchy: &Hierarchy, dir: &Path) -> Option<f64> {
+    match hierarchy {
+        Hierarchy::V1 { .. } => std::fs::read_to_string(dir.join("cpuacct.usage"))
+            .ok()
+            .and_then(|s| s.trim().parse::<u64>().ok())
+            .map(|ns| ns as f64 / 1e9),
+        Hierarchy::V2 { .. } => std::fs::read_to_string(dir.join("cpu.stat")).ok().and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("usage_usec ").and_then(|v| v.trim().parse::<u64>().ok()))
+                .map(|us| us as f64 / 1e6)
+        }),
     }
 }
 

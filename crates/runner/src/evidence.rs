@@ -22,6 +22,8 @@ pub(crate) struct Evidence {
     before: pgstats::Snapshot,
     server_cpu0: Option<f64>,
     client_cpu0: f64,
+    /// The study's own CPU at the start (for the CPU used outside it).
+    study0: StudyCpu,
     wall0: std::time::Instant,
     started: SystemTime,
     sampler: Sampler,
@@ -29,6 +31,52 @@ pub(crate) struct Evidence {
     waits: WaitSampler,
     /// The run's directory: the raw counters behind the figures are written there.
     run_dir: PathBuf,
+}
+
+/// The raw figures behind [`results::record::MachineState::study_cpu_s`], in the run's directory.
+pub const STUDY_CPU_FILE: &str = "study-cpu.txt";
+
+/// CPU-seconds the study's own processes have used so far: every PostgreSQL server of the run
+/// (the run's cgroup, parent of each server's), and pgtier's process (every thread: the
+/// samplers, an in-process TPC-C driver) with its reaped children (pgbench, reaped at the end
+/// of its run; with a client host, the local ssh). Cheap: one cgroup file and two getrusage.
+struct StudyCpu {
+    servers_s: Option<f64>,
+    pgtier_s: f64,
+    children_s: f64,
+}
+
+impl StudyCpu {
+    fn now(srv: &Server) -> StudyCpu {
+        StudyCpu {
+            servers_s: srv.cgroup.as_ref().and_then(|c| c.run_cpu_seconds()),
+            pgtier_s: sampler::process_cpu_seconds(),
+            children_s: sampler::children_cpu_seconds(),
+        }
+    }
+
+    /// The study's CPU-seconds between `start` and now; None without the servers' cgroup.
+    fn since(&self, start: &StudyCpu) -> Option<f64> {
+        let servers = self.servers_s? - start.servers_s?;
+        Some(servers + (self.pgtier_s - start.pgtier_s) + (self.children_s - start.children_s))
+    }
+}
+
+fn study_cpu_text(a: &StudyCpu, b: &StudyCpu, study: Option<f64>) -> String {
+    let line = |at: &str, c: &StudyCpu| {
+        format!(
+            "{at} servers_cgroup_s={} pgtier_s={:.6} children_s={:.6}\n",
+            c.servers_s.map(|s| format!("{s:.6}")).unwrap_or_else(|| "unknown".into()),
+            c.pgtier_s,
+            c.children_s
+        )
+    };
+    format!(
+        "# CPU-seconds of the study's processes so far: the run's server cgroup, pgtier (getrusage self), its reaped children\n{}{}study_cpu_s={}\n",
+        line("begin", a),
+        line("end", b),
+        study.map(|s| format!("{s:.6}")).unwrap_or_else(|| "unknown".into())
+    )
 }
 
 impl Evidence {
@@ -44,6 +92,7 @@ impl Evidence {
             before,
             server_cpu0: srv.cgroup.as_ref().and_then(|c| c.cpu_seconds()),
             client_cpu0: sampler::children_cpu_seconds(),
+            study0: StudyCpu::now(srv),
             wall0: std::time::Instant::now(),
             started: SystemTime::now(),
             sampler: Sampler::start(placement.devices.clone(), Duration::from_secs(1)),
@@ -64,6 +113,7 @@ impl Evidence {
     /// client such as the TPC-C driver).
     pub(crate) async fn end(self, srv: &Server, record: &mut RunRecord, client_cpu: Option<f64>, client_name: &str) {
         let sampled = self.sampler.finish();
+        let study1 = StudyCpu::now(srv);
         let (mut wait_events, wait_text) = self.waits.finish();
         let ended = SystemTime::now();
         let wall = self.wall0.elapsed().as_secs_f64();
@@ -112,6 +162,10 @@ impl Evidence {
             record.warnings.push(Warning::MachineCpuBound { machine_pct, hardware_threads: hardware as u32 });
         }
         record.cpu = Some(cpu);
+        let (c0, c1) = sampled.cpu_ends;
+        let study_cpu = study1.since(&self.study0);
+        record.machine = Some(sampler::machine_state(&c0, &c1, sampler::clock_ticks(), sampled.load1, study_cpu));
+        let _ = std::fs::write(self.run_dir.join(STUDY_CPU_FILE), study_cpu_text(&self.study0, &study1, study_cpu));
         let log = std::fs::read_to_string(&srv.log).unwrap_or_default();
         record.checkpoints_at_s = pgstats::checkpoints_between(&log, self.started, ended);
         if !record.checkpoints_at_s.is_empty() {

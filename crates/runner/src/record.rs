@@ -34,6 +34,7 @@ pub fn new_record(planned: &PlannedRun, workload: &WorkloadSpec, started_at: Str
         series: vec![],
         devices: vec![],
         cpu: None,
+        machine: None,
         postgres: None,
         wait_events: None,
         memory: None,

@@ -1,13 +1,15 @@
 //! During a measured run: I/O of each device of the placement once a second (/proc/diskstats),
-//! and the CPU split of the whole machine over the interval (/proc/stat at its start and end).
-//! Cheap: one small file read per second. The raw counter lines are kept for the run's directory.
+//! and the CPU split of the whole machine over the interval (/proc/stat at its start and end,
+//! steal included), with the 1-minute load average at each end (/proc/loadavg): the machine's
+//! state, [`machine_state`]. Cheap: one small file read per second. The raw counter lines are
+//! kept for the run's directory.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use results::diskstats::parse_diskstats_line;
 pub use results::diskstats::{DiskCounters, parse_diskstats};
-use results::record::{CpuSplit, DeviceIo, IoSample};
+use results::record::{CpuSplit, DeviceIo, IoSample, MachineState};
 
 use crate::matrix::DeviceRole;
 
@@ -22,27 +24,89 @@ pub fn parse_io_ticks(text: &str) -> BTreeMap<String, u64> {
         .collect()
 }
 
-/// CPU jiffies of the machine (first line of /proc/stat).
+/// CPU jiffies of the machine (first line of /proc/stat), and how many CPUs it lists.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct CpuCounters {
     pub user: u64,
     pub system: u64,
     pub iowait: u64,
     pub idle: u64,
+    /// Time the hypervisor ran something else while a CPU of this machine wanted to run.
+    pub steal: u64,
     pub total: u64,
+    /// The `cpuN` lines (logical CPUs online).
+    pub cpus: u32,
+}
+
+impl CpuCounters {
+    /// Busy jiffies: user (guest time is inside it), nice, system, irq, softirq; not idle,
+    /// iowait or steal.
+    pub fn busy(&self) -> u64 {
+        self.user + self.system
+    }
 }
 
 pub fn parse_proc_stat(text: &str) -> CpuCounters {
     let Some(line) = text.lines().find(|l| l.starts_with("cpu ")) else { return CpuCounters::default() };
     let v: Vec<u64> = line.split_whitespace().skip(1).filter_map(|x| x.parse().ok()).collect();
     let g = |i: usize| v.get(i).copied().unwrap_or(0);
+    let cpus = text
+        .lines()
+        .filter(|l| l.strip_prefix("cpu").and_then(|r| r.chars().next()).is_some_and(|c| c.is_ascii_digit()))
+        .count() as u32;
     // user nice system idle iowait irq softirq steal guest guest_nice (guest is inside user)
     CpuCounters {
         user: g(0) + g(1),
         system: g(2) + g(5) + g(6),
         idle: g(3),
         iowait: g(4),
+        steal: g(7),
         total: g(0) + g(1) + g(2) + g(3) + g(4) + g(5) + g(6) + g(7),
+        cpus,
+    }
+}
+
+/// The 1-minute load average, the first field of /proc/loadavg.
+pub fn parse_loadavg(text: &str) -> Option<f64> {
+    text.split_whitespace().next()?.parse().ok()
+}
+
+/// Jiffies per second of /proc/stat's counters (USER_HZ, 100 on Linux).
+pub fn clock_ticks() -> f64 {
+    // SAFETY: sysconf reads a constant.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if t > 0 { t as f64 } else { 100.0 }
+}
+
+/// The machine's state over an interval from /proc/stat at its two ends (`c0`, `c1`, in jiffies
+/// of `ticks` per second), the load average at each end, and the CPU-seconds the study's own
+/// processes used meanwhile (`study_cpu_s`, see [`MachineState::study_cpu_s`]). The CPU used
+/// outside the study is the machine's busy time less the study's: a subtraction, so that
+/// processes that start and end inside the interval (a compiler run by someone else) count
+/// too. Precision: /proc/stat counts in jiffies (10 ms per CPU); the cgroup and getrusage
+/// figures are finer, so a small negative difference is read as 0.
+pub fn machine_state(
+    c0: &CpuCounters,
+    c1: &CpuCounters,
+    ticks: f64,
+    load1: (Option<f64>, Option<f64>),
+    study_cpu_s: Option<f64>,
+) -> MachineState {
+    let total = c1.total.saturating_sub(c0.total);
+    let cpu_time_s = total as f64 / ticks;
+    let busy_cpu_s = c1.busy().saturating_sub(c0.busy()) as f64 / ticks;
+    let share = |s: f64| if cpu_time_s > 0.0 { s / cpu_time_s * 100.0 } else { 0.0 };
+    let outside_cpu_s = study_cpu_s.map(|study| (busy_cpu_s - study).max(0.0));
+    MachineState {
+        load1_start: load1.0,
+        load1_end: load1.1,
+        cpus: c1.cpus,
+        cpu_time_s,
+        steal_pct: share(c1.steal.saturating_sub(c0.steal) as f64 / ticks),
+        busy_cpu_s,
+        study_cpu_s,
+        outside_cpu_s,
+        outside_pct: outside_cpu_s.map(share),
     }
 }
 
@@ -63,17 +127,20 @@ struct Snapshot {
     cpu: CpuCounters,
     diskstats_text: String,
     stat_text: String,
+    loadavg_text: String,
 }
 
 fn snapshot() -> Snapshot {
     let diskstats_text = std::fs::read_to_string("/proc/diskstats").unwrap_or_default();
     let stat_text = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let loadavg_text = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     Snapshot {
         at: Instant::now(),
         disks: parse_diskstats(&diskstats_text),
         cpu: parse_proc_stat(&stat_text),
         diskstats_text,
         stat_text,
+        loadavg_text,
     }
 }
 
@@ -99,6 +166,10 @@ pub struct Sampled {
     pub devices: Vec<DeviceIo>,
     pub cpu: CpuSplit,
     pub series: Vec<IoSample>,
+    /// /proc/stat at the interval's start and end, and the 1-minute load average at each
+    /// (for [`machine_state`]).
+    pub cpu_ends: (CpuCounters, CpuCounters),
+    pub load1: (Option<f64>, Option<f64>),
     /// CPU seconds the sampler's thread used (its own cost, for the monitoring-cost benchmark).
     pub seconds: f64,
     /// The raw counters every figure above was computed from, as files for the run's directory:
@@ -190,6 +261,7 @@ impl Sampler {
             })
             .collect();
         let (c0, c1) = (self.first.cpu, last.cpu);
+        let load1 = (parse_loadavg(&self.first.loadavg_text), parse_loadavg(&last.loadavg_text));
         let total = (c1.total.saturating_sub(c0.total)).max(1) as f64;
         let pct = |a: u64, b: u64| (b.saturating_sub(a)) as f64 / total * 100.0;
         let cpu = CpuSplit {
@@ -205,8 +277,10 @@ impl Sampler {
             ("diskstats.per-second.txt", raw),
             ("stat.begin.txt", self.first.stat_text),
             ("stat.end.txt", last.stat_text),
+            ("loadavg.begin.txt", self.first.loadavg_text),
+            ("loadavg.end.txt", last.loadavg_text),
         ];
-        Sampled { devices, cpu, series, seconds: sampler_cpu, raw }
+        Sampled { devices, cpu, series, cpu_ends: (c0, c1), load1, seconds: sampler_cpu, raw }
     }
 }
 
@@ -215,6 +289,17 @@ pub fn children_cpu_seconds() -> f64 {
     // SAFETY: getrusage fills the struct it is given.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) } != 0 {
+        return 0.0;
+    }
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+/// CPU seconds (user + system) of this process so far, every thread.
+pub fn process_cpu_seconds() -> f64 {
+    // SAFETY: getrusage fills the struct it is given.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
         return 0.0;
     }
     let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
@@ -270,7 +355,42 @@ mod tests {
     #[test]
     fn proc_stat_split() {
         let c = parse_proc_stat("cpu  100 5 50 800 40 3 2 0 0 0\ncpu0 1 2 3\n");
-        assert_eq!(c, CpuCounters { user: 105, system: 55, idle: 800, iowait: 40, total: 1000 });
+        assert_eq!(c, CpuCounters { user: 105, system: 55, idle: 800, iowait: 40, steal: 0, total: 1000, cpus: 1 });
+    }
+
+    /// /proc/stat of the 2-CPU test VM (kernel 6.18) five seconds apart while another build ran
+    /// (its first lines; `intr` and below cut).
+    const STAT_BEGIN: &str = "cpu  21891 0 2800 17868 158 0 33 79 0 0\ncpu0 10791 0 1294 9262 27 0 10 37 0 0\ncpu1 11100 0 1506 8606 130 0 22 41 0 0\nctxt 2631730\n";
+    const STAT_END: &str = "cpu  22825 0 2850 17877 159 0 33 84 0 0\ncpu0 11252 0 1324 9267 28 0 10 40 0 0\ncpu1 11573 0 1525 8610 130 0 23 44 0 0\nctxt 2689977\n";
+
+    #[test]
+    fn steal_and_cpus_of_a_real_proc_stat() {
+        let (a, b) = (parse_proc_stat(STAT_BEGIN), parse_proc_stat(STAT_END));
+        assert_eq!((a.steal, b.steal, a.cpus), (79, 84, 2));
+        assert_eq!(a.total, 21891 + 2800 + 17868 + 158 + 33 + 79);
+        assert_eq!(a.busy(), 21891 + 2800 + 33, "user, nice, system, irq, softirq");
+        assert_eq!(parse_loadavg("1.96 0.77 0.29 3/135 6809\n"), Some(1.96));
+        assert_eq!(parse_loadavg(""), None);
+    }
+
+    #[test]
+    fn outside_cpu_is_the_machine_s_busy_time_less_the_study_s() {
+        let (a, b) = (parse_proc_stat(STAT_BEGIN), parse_proc_stat(STAT_END));
+        // 999 jiffies in all (2 CPUs x 5 s): 934 user, 50 system, 9 idle, 1 iowait, 5 steal.
+        let m = machine_state(&a, &b, 100.0, (Some(1.96), Some(1.88)), Some(3.0));
+        assert_eq!(m.cpus, 2);
+        assert!((m.cpu_time_s - 9.99).abs() < 1e-9, "{m:?}");
+        assert!((m.busy_cpu_s - 9.84).abs() < 1e-9, "{m:?}");
+        assert!((m.steal_pct - 5.0 / 999.0 * 100.0).abs() < 1e-9, "5 of 999 jiffies: {m:?}");
+        assert!((m.outside_cpu_s.unwrap() - 6.84).abs() < 1e-9, "{m:?}");
+        assert!((m.outside_pct.unwrap() - 6.84 / 9.99 * 100.0).abs() < 1e-9, "{m:?}");
+        assert_eq!((m.load1_start, m.load1_end), (Some(1.96), Some(1.88)));
+        // The study's finer counters may exceed the jiffies a little: outside is then 0, not less.
+        let busy_study = machine_state(&a, &b, 100.0, (None, None), Some(9.9));
+        assert_eq!((busy_study.outside_cpu_s, busy_study.outside_pct), (Some(0.0), Some(0.0)));
+        // Without the study's CPU, no outside figure.
+        let unknown = machine_state(&a, &b, 100.0, (None, None), None);
+        assert_eq!((unknown.outside_cpu_s, unknown.outside_pct), (None, None));
     }
 
     #[test]
@@ -295,5 +415,7 @@ mod tests {
             times.len()
         );
         assert!(raw("diskstats.begin.txt").contains(&name) && raw("stat.end.txt").starts_with("cpu "));
+        assert_eq!(parse_loadavg(&raw("loadavg.end.txt")), out.load1.1);
+        assert!(out.load1.0.is_some() && out.cpu_ends.1.cpus >= 1, "{:?}", out.cpu_ends);
     }
 }

@@ -346,6 +346,28 @@ fn summary_row<'a>(c: &'a CellSummary, summary: &'a Summary) -> SummaryRow<'a> {
     }
 }
 
+/// The machine's state over a run (after the evidence columns): the 1-minute load at its start
+/// and end, steal and the CPU used outside the study, % of all CPUs' time. Kept for a failed
+/// run too (the machine's, not the run's figures: a busy machine may be why it failed); blank
+/// in result sets of older versions and for what a run could not read.
+#[derive(Serialize, Default)]
+struct MachineColumns {
+    load1_start: Option<Fixed<2>>,
+    load1_end: Option<Fixed<2>>,
+    steal_pct: Option<Fixed<2>>,
+    outside_cpu_pct: Option<Fixed<2>>,
+}
+
+fn machine_columns(r: &results::RunRecord) -> MachineColumns {
+    let Some(m) = &r.machine else { return MachineColumns::default() };
+    MachineColumns {
+        load1_start: fixed(m.load1_start),
+        load1_end: fixed(m.load1_end),
+        steal_pct: Some(Fixed(m.steal_pct)),
+        outside_cpu_pct: fixed(m.outside_pct),
+    }
+}
+
 /// A run's evidence columns (blank for a failed run, like its figures).
 fn run_evidence(study: &Study, r: &results::RunRecord) -> EvidenceColumns {
     study.runs.get(&r.run_id).map(|e| EvidenceColumns(evidence::columns(e))).unwrap_or_default()
@@ -515,10 +537,12 @@ pub struct CsvExporter;
 impl Exporter for CsvExporter {
     fn export(&self, set: &ResultSet, summary: &Summary) -> Result<Vec<Output>, ExportError> {
         let l = layout();
-        // The evidence (and, per cell, the cause of its change) is appended after the columns
-        // older readers know.
+        // The evidence (and, per cell, the cause of its change; per run, the machine's state) is
+        // appended after the columns older readers know.
         let study = Study::of(set, summary);
-        let runs = run_rows(set, summary).zip(set.runs.iter()).map(|(row, r)| (row, run_evidence(&study, r)));
+        let runs = run_rows(set, summary)
+            .zip(set.runs.iter())
+            .map(|(row, r)| (row, run_evidence(&study, r), machine_columns(r)));
         let cells = summary
             .cells
             .iter()

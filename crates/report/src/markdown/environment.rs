@@ -270,6 +270,9 @@ pub(super) fn method(d: &mut Document, set: &ResultSet) {
         ),
         None => "No CPU pinning: the kernel's scheduler placed the workload client and the servers on any CPU.".into(),
     }));
+    if let Some(text) = machine_state(set) {
+        items.push(item(text));
+    }
     d.items(items);
     let mut order = Document::default();
     order.list(set.runs.iter().map(|r| {
@@ -290,6 +293,27 @@ pub(super) fn method(d: &mut Document, set: &ResultSet) {
     d.para(
         "Raw output of every run (pgbench stdout/stderr, server log) is in `runs/<run id>/`; figures per run in `runs.csv`, per cell in `summary.csv`, per second in `series.csv`; `manifest.json` holds the resolved configuration and environment.",
     );
+}
+
+/// Under which load the figures hold: the ranges of the machine's state over the successful
+/// runs (slices) that recorded it; None for result sets of older versions.
+fn machine_state(set: &ResultSet) -> Option<String> {
+    let ok = set.runs.iter().filter(|r| r.status == results::RunStatus::Ok);
+    let r = crate::warnings::MachineRanges::of(ok)?;
+    let span = |v: Option<(f64, f64)>, decimals: usize, unit: &str| match v {
+        Some((lo, hi)) => format!("{lo:.decimals$}-{hi:.decimals$}{unit}"),
+        None => "not known".into(),
+    };
+    let runs = if set.manifest.measurement.design == Design::Slices { "slices" } else { "runs" };
+    Some(format!(
+        "The figures hold under this machine state, over the {} measured {runs} ({} CPUs): 1-minute load {} (at each {}'s start and end; it counts the study's own client and backends), CPU used outside the study {} of the machine (its busy time less the servers' cgroups and pgtier with its client), steal {}. Per run in `runs.csv` (`load1_start`, `load1_end`, `steal_pct`, `outside_cpu_pct`).",
+        r.rounds,
+        r.cpus,
+        span(r.load, 1, ""),
+        &runs[..runs.len() - 1],
+        span(r.outside_pct, 0, "%"),
+        span(r.steal_pct, 1, "%"),
+    ))
 }
 
 fn item(text: impl Into<String>) -> Item {
