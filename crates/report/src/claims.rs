@@ -215,10 +215,12 @@ fn contrast_delta(c: &ClaimRecord, ch: &crate::contrast::Change) -> Option<Optio
     })
 }
 
-/// The change of the claim's metric from the runs of two cells: paired by round for the slices
-/// design, else Welch on the logs; not corrected for the number of claims.
+/// The change of the claim's metric from the runs of two cells: within one slices contest, the
+/// study's estimator on its kept rounds (paired by round, the correlation correction), else
+/// Welch on the logs; not corrected for the number of claims.
 fn runs_delta(
     set: &ResultSet,
+    summary: &Summary,
     c: &ClaimRecord,
     study: &Study,
     base: &CellKey,
@@ -233,12 +235,24 @@ fn runs_delta(
             .collect()
     };
     let (b, x) = (values(base), values(cont));
-    // Slices are side by side only within a contest: never across profiles (separate sessions).
-    if set.manifest.measurement.design == Design::Slices && base.profile == cont.profile {
-        let pairs: Vec<(f64, f64)> =
-            x.iter().filter_map(|(rep, v)| b.iter().find(|(r, _)| r == rep).map(|(_, bv)| (*bv, *v))).collect();
-        if pairs.len() >= 2 {
-            return Delta::paired(&pairs).map(|d| d.classified(margin));
+    // Slices are side by side only within a contest (never across profiles or client counts:
+    // separate sessions or contests): there, the study's own estimator on the rounds it kept.
+    if set.manifest.measurement.design == Design::Slices
+        && crate::analysis::contest_of(base) == crate::analysis::contest_of(cont)
+        && let Some(rule) = summary.analysis.rule.as_ref()
+    {
+        let kept = |k: &CellKey| -> Vec<&results::RunRecord> {
+            let mut v: Vec<&results::RunRecord> = set
+                .runs
+                .iter()
+                .filter(|r| &r.cell == k && r.status == RunStatus::Ok && summary.analysis.counts(r))
+                .collect();
+            v.sort_by_key(|r| (r.repetition, r.sequence));
+            v
+        };
+        let (kb, kx) = (kept(base), kept(cont));
+        if let Some(d) = crate::analysis::delta_of(&kb, &kx, &|r| value(c, r, study), Some(rule)) {
+            return Some(d.classified(margin));
         }
     }
     let est = |v: &[(u32, f64)]| Estimate::of(&v.iter().map(|(_, x)| *x).collect::<Vec<_>>());
@@ -310,7 +324,7 @@ pub fn check_all(set: &ResultSet, summary: &Summary, study: &Study) -> Vec<Claim
             };
             let measured = match own {
                 Some(d) => d,
-                None => runs_delta(set, c, study, &base, &cont, margin),
+                None => runs_delta(set, summary, c, study, &base, &cont, margin),
             };
             match measured {
                 None => {
