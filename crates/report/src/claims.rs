@@ -225,8 +225,8 @@ fn runs_delta(
     study: &Study,
     base: &CellKey,
     cont: &CellKey,
-    margin: f64,
 ) -> Option<Delta> {
+    let margin = summary.analysis.equivalence_margin_pct;
     let values = |k: &CellKey| -> Vec<(u32, f64)> {
         set.runs
             .iter()
@@ -324,7 +324,7 @@ pub fn check_all(set: &ResultSet, summary: &Summary, study: &Study) -> Vec<Claim
             };
             let measured = match own {
                 Some(d) => d,
-                None => runs_delta(set, summary, c, study, &base, &cont, margin),
+                None => runs_delta(set, summary, c, study, &base, &cont),
             };
             match measured {
                 None => {
