@@ -112,25 +112,18 @@ pub(super) fn draw_forest_chart<DB: DrawingBackend>(
                 root.draw(&PathElement::new(diamond, BLACK.stroke_width(2))).map_err(s)?;
             }
         }
-        if let Some((hl, hh)) = r.holm.filter(|(a, b)| a.is_finite() && b.is_finite()) {
-            let (a, b) = (axis(hl), axis(hh));
-            let style = r.color.stroke_width(1);
+        // The interval after Holm thin, then the 95% one thick over it: a bar with end ticks.
+        for ((lo, hi), width, tick) in [(r.holm, 1, 0.12), (Some((r.low, r.high)), 3, 0.18)]
+            .into_iter()
+            .filter_map(|(ends, w, t)| ends.filter(|(a, b)| a.is_finite() && b.is_finite()).map(|e| (e, w, t)))
+        {
+            let (a, b) = (axis(lo), axis(hi));
+            let style = r.color.stroke_width(width);
             chart
                 .draw_series([
                     PathElement::new(vec![(a, y), (b, y)], style),
-                    PathElement::new(vec![(a, y - 0.12), (a, y + 0.12)], style),
-                    PathElement::new(vec![(b, y - 0.12), (b, y + 0.12)], style),
-                ])
-                .map_err(s)?;
-        }
-        if r.low.is_finite() && r.high.is_finite() {
-            let (a, b) = (axis(r.low), axis(r.high));
-            let style = r.color.stroke_width(3);
-            chart
-                .draw_series([
-                    PathElement::new(vec![(a, y), (b, y)], style),
-                    PathElement::new(vec![(a, y - 0.18), (a, y + 0.18)], style),
-                    PathElement::new(vec![(b, y - 0.18), (b, y + 0.18)], style),
+                    PathElement::new(vec![(a, y - tick), (a, y + tick)], style),
+                    PathElement::new(vec![(b, y - tick), (b, y + tick)], style),
                 ])
                 .map_err(s)?;
         }
