@@ -71,7 +71,7 @@ const RELATIONS: &str = "SELECT c.oid::regclass::text \
 
 /// Reads every relation of the connected database into the server's shared_buffers (mode
 /// `buffer`, which goes through the page cache), creating the extension first when the database
-/// lacks it. `cancelled` is asked before each relation (Err(Cancelled) once it says yes): the
+/// lacks it (Err(Setup) when the build has no such extension). `cancelled` is asked before each relation (Err(Cancelled) once it says yes): the
 /// whole data set is read, which on a large one takes its read time.
 pub async fn prewarm(client: &Client, cancelled: &dyn Fn() -> bool) -> Result<Prewarmed, RunnerError> {
     let started = Instant::now();
@@ -80,6 +80,15 @@ pub async fn prewarm(client: &Client, cancelled: &dyn Fn() -> bool) -> Result<Pr
         .await
         .map_err(RunnerError::query("look up pg_prewarm"))?;
     if have.is_none() {
+        let available = client
+            .query_opt("SELECT 1 FROM pg_available_extensions WHERE name = $1", &[&EXTENSION])
+            .await
+            .map_err(RunnerError::query("look up pg_prewarm"))?;
+        if available.is_none() {
+            return Err(RunnerError::Setup(format!(
+                "this PostgreSQL build has no {EXTENSION} extension (PostgreSQL's contrib); install it, or set [measurement] prewarm = false"
+            )));
+        }
         create_extension(client).await?;
     }
     let block_size: i32 = client

@@ -415,9 +415,9 @@ impl Session<'_> {
 
     /// Placement `p`'s data set read into its server (`[measurement] prewarm`), said on the
     /// terminal and recorded in the manifest (`measurement.prewarms`, the per-relation output in
-    /// the session's directory). Err(what failed) when its server failed during it (the warm-up's
-    /// recovery then handles it); a build without pg_prewarm is a warning, and the contest goes on
-    /// without.
+    /// the session's directory). Err(what failed) when its server failed during it, or a query of
+    /// it failed (the warm-up's recovery then handles it); a build without pg_prewarm is a
+    /// warning, and the contest goes on without.
     async fn prewarm(
         &mut self,
         s: &mut Sliced<'_, '_>,
@@ -460,8 +460,8 @@ impl Session<'_> {
                 Ok(())
             }
             Err(runner::RunnerError::Cancelled) => bail!("interrupted during the prewarm of {place}"),
-            Err(e) if servers.is_running(&place) && matches!(e, runner::RunnerError::Query { .. }) => {
-                // The server is up: the prewarm itself failed (no pg_prewarm in this build).
+            Err(e @ runner::RunnerError::Setup(_)) => {
+                // No pg_prewarm in this build: measured without, and said so.
                 let why =
                     format!("prewarm of placement {place} before contest {contest} failed, measured without: {e}");
                 eprintln!("  warning: {why}");
