@@ -147,6 +147,38 @@ fn a_sliced_comparison_pairs_rounds_and_records_why_it_stopped() {
     let session = out.join("sessions").join("s1");
     assert!(session.join("a-postgres.log").exists() && session.join("warmup-b-rw-c2").is_dir(), "session files");
 
+    // The prewarm (on by default): before the contest's warm-up, every placement's server read
+    // its data set with pg_prewarm: the blocks the server says it read, per relation, kept raw.
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["measurement"]["prewarm"], true);
+    let prewarms = manifest["measurement"]["prewarms"].as_array().expect("the prewarms recorded");
+    let mut warmed: Vec<&str> = prewarms.iter().map(|p| p["placement"].as_str().unwrap()).collect();
+    warmed.sort();
+    assert_eq!(warmed, ["a", "b", "control"], "one prewarm per placement: {prewarms:?}");
+    for p in prewarms {
+        let place = p["placement"].as_str().unwrap();
+        assert!(p.get("error").is_none(), "{p}");
+        assert_eq!((p["session"].as_str(), p["segment"].as_u64()), (Some("s1"), Some(1)), "{p}");
+        // Scale 2: pgbench_accounts alone is 200,000 rows, over 3,000 blocks of 8 kB; with
+        // branches, tellers and the three primary keys at least 6 relations.
+        let blocks = p["blocks"].as_u64().unwrap();
+        assert!(blocks > 3000 && p["relations"].as_u64().unwrap() >= 6, "{p}");
+        assert!(p["mib"].as_f64().unwrap() > 20.0, "{p}");
+        assert!(p["page_cache_mib"].as_f64().is_some_and(|m| m > 0.0), "its cgroup's page cache: {p}");
+        assert_eq!(p["memory_limit_mib"].as_f64(), Some(256.0), "{p}");
+        let raw = std::fs::read_to_string(session.join(p["raw"].as_str().unwrap())).unwrap();
+        let rows: Vec<(u64, &str)> = raw
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(|l| l.split_once('\t').map(|(b, r)| (b.parse().unwrap(), r)).unwrap())
+            .collect();
+        assert_eq!(rows.iter().map(|(b, _)| b).sum::<u64>(), blocks, "the raw record sums to the figure: {raw}");
+        assert!(rows.iter().any(|(b, r)| *r == "pgbench_accounts" && *b > 3000), "{raw}");
+        assert!(rows.iter().any(|(b, r)| *r == "pgbench_accounts_pkey" && *b > 0), "{raw}");
+        assert!(stderr.contains(&format!("prewarmed {place}: {} relations", p["relations"])), "{stderr}");
+    }
+
     let summary = csv_rows(&out.join("summary.csv"));
     let b = summary.iter().find(|r| r["placement"] == "b").unwrap();
     assert_eq!(b["delta_method"], "paired-log", "{b:?}");
@@ -155,8 +187,6 @@ fn a_sliced_comparison_pairs_rounds_and_records_why_it_stopped() {
     let delta: f64 = b["tps_delta_pct"].parse().unwrap();
     let high: f64 = b["tps_delta_ci95_high_pct"].parse().unwrap();
     assert!(delta < -50.0 && high < 0.0, "b far slower than a, interval below 0: {delta}% (high {high}%)\n{b:?}");
-    let manifest: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.join("manifest.json")).unwrap()).unwrap();
     let m = &manifest["measurement"];
     assert_eq!((m["design"].as_str(), m["seed"].as_u64()), (Some("slices"), Some(7)));
     let why = m["stopped"]["rw c2 mem 256MiB default"].as_str().unwrap();
@@ -211,6 +241,10 @@ fn the_dry_run_describes_the_sliced_design() {
         ),
         "{stdout}"
     );
+    assert!(stdout.contains("a prewarm per placement (every table and index of its data set read"), "{stdout}");
+    let cold = env.write("cold.toml", &SLICED.replace("control = true\n", "control = true\nprewarm = false\n"));
+    let o = env.xtask(&["compare", "--config", cold.to_str().unwrap(), "--emulate", "--dry-run"]).output().unwrap();
+    assert!(text(&o).0.contains("no prewarm (prewarm = false: cold caches)"), "{}", text(&o).0);
     // --budget and --design override the file.
     let o = env
         .xtask(&["compare", "--config", cfg.to_str().unwrap(), "--emulate", "--dry-run", "--design", "runs"])

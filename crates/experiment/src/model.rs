@@ -279,6 +279,12 @@ pub struct Measurement {
     /// Slices: leading rounds of every segment (a session, or a server life) that do not count:
     /// the fixed part of the warm-up cut (the report's trend tests may cut more).
     pub warm_up_rounds: u32,
+    /// Slices: before every contest's warm-up (so after every server start and restart too),
+    /// every relation and index of the data set is read into each placement's server
+    /// (`pg_prewarm`: shared_buffers, and the page cache inside the server's memory limit), so a
+    /// memory-limited cell does not spend its first rounds filling its cache. False: cold-cache
+    /// figures (the page cache is dropped once per session, then only the warm-up load warms).
+    pub prewarm: bool,
     /// A negative control: the placement [`CONTROL_PLACEMENT`], a twin of the baseline (on
     /// identical emulated devices of its own when emulating, on the baseline's own devices on
     /// real hardware), is measured as one more contender; nothing can differ, so a change it
@@ -314,6 +320,7 @@ impl Default for Measurement {
             equivalence_margin_pct: 2.0,
             min_rounds: 6,
             warm_up_rounds: 2,
+            prewarm: true,
             control: false,
             pinning: None,
         }

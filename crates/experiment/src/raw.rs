@@ -148,6 +148,10 @@ pub struct RawMeasurement {
     /// Slices: leading rounds of every segment that do not count (the warm-up cut).
     #[serde(default)]
     pub warm_up_rounds: Option<Spanned<u32>>,
+    /// Slices: read every relation of the data set into each server's caches (pg_prewarm)
+    /// before every contest's warm-up (default true; false for cold-cache figures).
+    #[serde(default)]
+    pub prewarm: Option<Spanned<bool>>,
     /// A negative control: a twin of the baseline placement measured as one more contender.
     #[serde(default)]
     pub control: Option<Spanned<bool>>,

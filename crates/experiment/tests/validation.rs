@@ -678,6 +678,33 @@ fn measurement_section_and_its_emulate_overrides() {
 }
 
 #[test]
+fn prewarm_is_on_by_default_off_by_key_and_a_boolean() {
+    let slices =
+        |extra: &str| BASE.replace("[emulate]\n", &format!("[measurement]\ndesign = \"slices\"\n{extra}\n[emulate]\n"));
+    let on = parse(Path::new("exp.toml"), &slices(""), &opts(true)).unwrap();
+    assert!(on.measurement.prewarm, "prewarm is on unless the file turns it off");
+    let off = parse(Path::new("exp.toml"), &slices("prewarm = false\n"), &opts(true)).unwrap();
+    assert!(!off.measurement.prewarm);
+    // [emulate.measurement] replaces it when emulating only.
+    let text = slices("") + "[emulate.measurement]\nprewarm = false\n";
+    assert!(!parse(Path::new("exp.toml"), &text, &opts(true)).unwrap().measurement.prewarm);
+    assert!(parse(Path::new("exp.toml"), &text, &opts(false)).unwrap().measurement.prewarm);
+    // Not a boolean: an error naming the key and its line.
+    let bad = slices("prewarm = \"no\"\n");
+    let e = errors(&bad, true);
+    let err = e.0.iter().find(|e| e.key.as_deref() == Some("measurement.prewarm")).unwrap_or_else(|| panic!("{e}"));
+    assert_eq!(err.line, Some(line_of(&bad, "prewarm = \"no\"")));
+    // The runs design ignores it, and says so.
+    let runs = BASE.replace("[emulate]\n", "[measurement]\nprewarm = false\n\n[emulate]\n");
+    let e = parse(Path::new("exp.toml"), &runs, &opts(false)).unwrap();
+    assert!(
+        e.warnings.iter().any(|w| w.contains("measurement.prewarm applies to design = \"slices\" only")),
+        "{:?}",
+        e.warnings
+    );
+}
+
+#[test]
 fn builds_are_named_and_checked() {
     let pg = repo().join("target"); // a directory without postgres in it
     let text = BASE.replace(

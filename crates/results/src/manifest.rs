@@ -470,6 +470,37 @@ pub struct MeasurementRecord {
     /// servers were confined to, as the kernel reported them back; None: the scheduler's choice.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pinning: Option<PinningRecord>,
+    /// Slices: whether every placement's data set was read into its server (pg_prewarm) before
+    /// every contest's warm-up (`[measurement] prewarm`); false in result sets of older versions.
+    #[serde(default)]
+    pub prewarm: bool,
+    /// Slices: each prewarm, in the order made.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub prewarms: Vec<PrewarmRecord>,
+}
+
+/// One placement's prewarm before a contest's warm-up (a new segment: after a session start or a
+/// restart too). Its per-relation output is `sessions/<session>/<raw>`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PrewarmRecord {
+    pub session: String,
+    pub contest: String,
+    /// The contest's segment the prewarm opened (1 = its first).
+    pub segment: u32,
+    pub placement: String,
+    /// Relations read, blocks `pg_prewarm` returned over all of them, and their size.
+    pub relations: u32,
+    pub blocks: u64,
+    pub mib: f64,
+    pub seconds: f64,
+    /// The server cgroup's page cache right after, and its memory limit (MiB), when it has a cgroup.
+    pub page_cache_mib: Option<f64>,
+    pub memory_limit_mib: Option<f64>,
+    /// The per-relation record, relative to the session's directory.
+    pub raw: String,
+    /// Why it failed (the contest then went on without it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// CPU lists in the kernel's form (`0`, `1-3`).
@@ -498,6 +529,8 @@ impl Default for MeasurementRecord {
             control: None,
             min_rounds: default_min_rounds(),
             pinning: None,
+            prewarm: false,
+            prewarms: Vec::new(),
         }
     }
 }

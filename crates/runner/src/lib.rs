@@ -19,6 +19,7 @@ pub mod memory;
 pub mod pgbench;
 mod pgbench_run;
 pub mod pgstats;
+pub mod prewarm;
 pub mod record;
 mod run_inputs;
 pub mod sampler;

@@ -54,6 +54,16 @@ pub struct Session<'e> {
     members: Vec<Member<'e>>,
 }
 
+/// One placement's prewarm: what was read, and the page cache its server's cgroup held after it.
+#[derive(Clone, Debug)]
+pub struct Prewarm {
+    pub read: crate::prewarm::Prewarmed,
+    /// The server cgroup's page cache right after the prewarm (None without a cgroup).
+    pub page_cache_bytes: Option<u64>,
+    /// The server cgroup's memory limit, when it has one.
+    pub limit_bytes: Option<u64>,
+}
+
 /// A session that could not start: which placement's server failed, and why. The servers that
 /// had started are stopped again.
 #[derive(Debug)]
@@ -141,6 +151,27 @@ impl<'e> Session<'e> {
             .iter_mut()
             .find(|m| m.placement == placement)
             .ok_or_else(|| RunnerError::Setup(format!("placement {placement} has no server in this session")))
+    }
+
+    /// Reads every table and index of the placement's database into its server
+    /// ([`prewarm`](crate::prewarm)): shared_buffers and the page cache inside the server's
+    /// memory limit. The per-relation record goes to `raw` (`<blocks>\t<relation>` lines).
+    pub async fn prewarm(&mut self, placement: &str, raw: &Path) -> Result<Prewarm, RunnerError> {
+        let m = self.member(placement)?;
+        let srv = m.server.as_ref().ok_or_else(|| RunnerError::Server("the server is not running".into()))?;
+        let client = srv.connect(DATABASE).await?;
+        let env = &m.env;
+        let read = crate::prewarm::prewarm(&client, &|| env.cancelled()).await?;
+        if let Some(dir) = raw.parent() {
+            std::fs::create_dir_all(dir).io_context(|| format!("mkdir {}", dir.display()))?;
+        }
+        std::fs::write(raw, read.raw()).io_context(|| format!("write {}", raw.display()))?;
+        let cgroup = srv.cgroup.as_ref();
+        Ok(Prewarm {
+            page_cache_bytes: cgroup.and_then(|c| c.memory().page_cache),
+            limit_bytes: cgroup.and_then(|c| c.limit_bytes),
+            read,
+        })
     }
 
     /// Discarded load on one server (`inp.workload.ramp_up` long), its output kept below the

@@ -87,6 +87,9 @@ impl Validator<'_> {
             }
             m.warm_up_rounds = (*n.get_ref()).min(20);
         }
+        if let Some((b, _)) = pick!(prewarm) {
+            m.prewarm = *b.get_ref();
+        }
         if let Some((b, _)) = pick!(control) {
             m.control = *b.get_ref();
         }
@@ -99,6 +102,7 @@ impl Validator<'_> {
                 (pick!(target_halfwidth).is_some(), "target_halfwidth"),
                 (pick!(min_rounds).is_some(), "min_rounds"),
                 (pick!(warm_up_rounds).is_some(), "warm_up_rounds"),
+                (pick!(prewarm).is_some(), "prewarm"),
             ] {
                 if present {
                     self.warnings.push(format!(

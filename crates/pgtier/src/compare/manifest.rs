@@ -80,6 +80,7 @@ pub fn begin(
             budget_s: exp.measurement.budget.map(|b| b.as_secs_f64()),
             warm_up_rounds: exp.measurement.warm_up_rounds,
             min_rounds: exp.measurement.min_rounds,
+            prewarm: exp.measurement.prewarm && exp.measurement.design == experiment::Design::Slices,
             control: exp.measurement.control.then(|| experiment::CONTROL_PLACEMENT.to_string()),
             pinning: exp.measurement.pinning.as_ref().map(|p| results::manifest::PinningRecord {
                 client: runner::affinity::format_cpu_list(&p.client),
@@ -97,6 +98,7 @@ pub fn begin(
         m.resumed_at = prev.resumed_at.clone();
         m.resumed_at.push(timestamp::rfc3339(started));
         m.device_probes = prev.device_probes.clone();
+        m.measurement.prewarms = prev.measurement.prewarms.clone();
         m.warnings.push(Warning::Resumed { at: m.resumed_at.clone() });
     }
     m

@@ -17,7 +17,7 @@ use runner::RunnerEnv;
 use runner::dataset::{self, Golden};
 use runner::execute::{Observer, RunInputs};
 use runner::matrix::{MatrixSpec, PlannedRun, SplitMix64, WorkloadSpec, run_id};
-use runner::slices::Session as Servers;
+use runner::slices::{Session as Servers, session_dir};
 use tiers::Provisioned;
 
 mod decide;
@@ -374,8 +374,19 @@ impl Session<'_> {
         let workload = &s.spec.workloads[c.workload];
         let t0 = Instant::now();
         let warm = m.warm_up.unwrap_or(if workload.ramp_up.is_zero() { m.slice * 2 } else { workload.ramp_up });
+        let prewarm = m.prewarm;
         let mut order = c.placements.clone();
         s.rng.shuffle(&mut order);
+        if prewarm {
+            let t1 = Instant::now();
+            for &p in &order {
+                if let Err(error) = self.prewarm(s, servers, c, p).await? {
+                    add(&mut s.seconds, "prewarm", t1.elapsed().as_secs_f64());
+                    return Ok(Err((p, error)));
+                }
+            }
+            add(&mut s.seconds, "prewarm", t1.elapsed().as_secs_f64());
+        }
         for &p in &order {
             let w = WorkloadSpec { ramp_up: warm, ..workload.clone() };
             let planned = self.planned(s, c, p, 0);
@@ -400,6 +411,76 @@ impl Session<'_> {
         }
         add(&mut s.seconds, "warm_up", t0.elapsed().as_secs_f64());
         Ok(Ok(()))
+    }
+
+    /// Placement `p`'s data set read into its server (`[measurement] prewarm`), said on the
+    /// terminal and recorded in the manifest (`measurement.prewarms`, the per-relation output in
+    /// the session's directory). Err(what failed) when its server failed during it, or a query of
+    /// it failed (the warm-up's recovery then handles it); a build without pg_prewarm is a
+    /// warning, and the contest goes on without.
+    async fn prewarm(
+        &mut self,
+        s: &mut Sliced<'_, '_>,
+        servers: &mut Servers<'_>,
+        c: &Contest,
+        p: usize,
+    ) -> Result<std::result::Result<(), String>> {
+        let place = s.spec.placements[p].name.clone();
+        let contest = c.name(s.spec);
+        let file = format!("prewarm-{place}-{}-c{}-seg{}.txt", s.spec.workloads[c.workload].name, c.clients, c.segment);
+        let raw = session_dir(&self.results.root, &servers.id).join(&file);
+        let mut rec = results::manifest::PrewarmRecord {
+            session: servers.id.clone(),
+            contest: contest.clone(),
+            segment: c.segment,
+            placement: place.clone(),
+            raw: file,
+            ..Default::default()
+        };
+        let mib = |b: u64| b as f64 / 1048576.0;
+        let outcome = match servers.prewarm(&place, &raw).await {
+            Ok(w) => {
+                rec.relations = w.read.relations.len() as u32;
+                rec.blocks = w.read.blocks();
+                rec.mib = w.read.mib();
+                rec.seconds = w.read.seconds;
+                rec.page_cache_mib = w.page_cache_bytes.map(mib);
+                rec.memory_limit_mib = w.limit_bytes.map(mib);
+                let cache = match (w.page_cache_bytes, w.limit_bytes) {
+                    (Some(c), Some(l)) => {
+                        format!("; page cache in its cgroup {:.0} MiB of its {:.0} MiB limit", mib(c), mib(l))
+                    }
+                    (Some(c), None) => format!("; page cache in its cgroup {:.0} MiB", mib(c)),
+                    _ => String::new(),
+                };
+                eprintln!(
+                    "  [{contest}] prewarmed {place}: {} relations, {:.0} MiB read in {:.1} s{cache}",
+                    rec.relations, rec.mib, rec.seconds
+                );
+                Ok(())
+            }
+            Err(runner::RunnerError::Cancelled) => bail!("interrupted during the prewarm of {place}"),
+            Err(e @ runner::RunnerError::Setup(_)) => {
+                // No pg_prewarm in this build: measured without, and said so.
+                let why =
+                    format!("prewarm of placement {place} before contest {contest} failed, measured without: {e}");
+                eprintln!("  warning: {why}");
+                self.manifest.warnings.push(results::Warning::Other(why));
+                rec.error = Some(e.to_string());
+                Ok(())
+            }
+            Err(
+                e @ (runner::RunnerError::Workload(_)
+                | runner::RunnerError::Server(_)
+                | runner::RunnerError::Query { .. }),
+            ) => {
+                rec.error = Some(e.to_string());
+                Err(format!("prewarm: {e}"))
+            }
+            Err(e) => return Err(anyhow::Error::from(e).context("prewarm")),
+        };
+        self.manifest.measurement.prewarms.push(rec);
+        Ok(outcome)
     }
 
     /// One round: a slice per placement in a random order. Ok(line) with what each placement did,
