@@ -197,6 +197,7 @@ fn a_sliced_comparison_pairs_rounds_and_records_why_it_stopped() {
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(report.contains("Design **slices**") && report.contains(why), "report.md says how and why");
     assert!(report.contains("The figures hold under this machine state"), "the method says under which load");
+    assert!(report.contains("Prewarm: before every contest's warm-up"), "the method says what was prewarmed");
     if pinned {
         assert_eq!(m["pinning"], serde_json::json!({"client": "0", "servers": "1"}), "{m}");
         assert!(report.contains("CPU pinning: pgbench ran on CPU 0 and every server (its backends too) on CPU 1"));

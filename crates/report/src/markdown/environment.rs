@@ -270,6 +270,9 @@ pub(super) fn method(d: &mut Document, set: &ResultSet) {
         ),
         None => "No CPU pinning: the kernel's scheduler placed the workload client and the servers on any CPU.".into(),
     }));
+    if let Some(text) = prewarm(set) {
+        items.push(item(text));
+    }
     if let Some(text) = machine_state(set) {
         items.push(item(text));
     }
@@ -293,6 +296,37 @@ pub(super) fn method(d: &mut Document, set: &ResultSet) {
     d.para(
         "Raw output of every run (pgbench stdout/stderr, server log) is in `runs/<run id>/`; figures per run in `runs.csv`, per cell in `summary.csv`, per second in `series.csv`; `manifest.json` holds the resolved configuration and environment.",
     );
+}
+
+/// What the prewarm before each contest read (slices, `[measurement] prewarm`): None when it was
+/// off or the result set predates it.
+fn prewarm(set: &ResultSet) -> Option<String> {
+    let m = &set.manifest.measurement;
+    if !m.prewarm || m.prewarms.is_empty() {
+        return None;
+    }
+    let range = |v: Vec<f64>, digits: usize| {
+        let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        if (hi - lo).abs() < 10f64.powi(-(digits as i32)) {
+            format!("{lo:.digits$}")
+        } else {
+            format!("{lo:.digits$}-{hi:.digits$}")
+        }
+    };
+    let p = &m.prewarms;
+    let cache: Vec<f64> = p.iter().filter_map(|x| x.page_cache_mib).collect();
+    Some(format!(
+        "Prewarm: before every contest's warm-up (and after a restart), each placement's server read the workload's tables and indexes into its memory (pg_prewarm, largest first): {} prewarms of {} MiB in {} s each{}; per relation in `sessions/<session>/prewarm-*.txt`, per prewarm in manifest.json (`measurement.prewarms`).",
+        p.len(),
+        range(p.iter().map(|x| x.mib).collect(), 0),
+        range(p.iter().map(|x| x.seconds).collect(), 1),
+        if cache.is_empty() {
+            String::new()
+        } else {
+            format!(", leaving {} MiB in its cgroup's page cache", range(cache, 0))
+        }
+    ))
 }
 
 /// Under which load the figures hold: the ranges of the machine's state over the successful
