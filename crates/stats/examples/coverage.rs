@@ -12,16 +12,8 @@ fn main() {
     let n: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(4000);
     let max_rounds: Option<u32> = args.get(1).and_then(|a| a.parse().ok());
     let chosen: Vec<&str> = args.iter().skip(2).map(String::as_str).collect();
-    let shipped = Rule {
-        discard: 2,
-        pilot: 6,
-        target: Some(0.05),
-        trend_alpha: 0.05,
-        cut_alpha: 0.2,
-        interval: Final::Wider,
-        rho_prior: None,
-        warm_up_check: false,
-    };
+    // The main job's rule as it ships (report::rule_of of its measurement section).
+    let shipped = Rule::new(2, 6, Some(5.0));
     let designs = [
         ("shipped", "shipped (per-contest lag-1, issue 24)", Design::Shipped(shipped)),
         ("pooled", "prior pooled from 18 series", Design::Pooled { rule: shipped, series: 18 }),

@@ -440,7 +440,6 @@ pub fn coverage_of_every_kind(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rounds::Final;
 
     /// Contests per series kind: the Monte Carlo standard error of a coverage near 95% is then
     /// about 0.35 percentage points (three contenders per contest, counted once).
@@ -456,17 +455,10 @@ mod tests {
         "revisit (two segments)",
     ];
 
+    /// The rule the main job ships (2 rounds cut, a pilot of 6, a ±5% target), as `Rule::new`
+    /// makes it: the gate tests what the report and the scheduler use.
     fn shipped() -> Rule {
-        Rule {
-            discard: 2,
-            pilot: 6,
-            target: Some(0.05),
-            trend_alpha: 0.05,
-            cut_alpha: 0.2,
-            interval: Final::Wider,
-            rho_prior: None,
-            warm_up_check: false,
-        }
+        Rule::new(2, 6, Some(5.0))
     }
 
     #[test]
