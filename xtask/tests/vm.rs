@@ -126,8 +126,29 @@ impl Guest {
     }
 }
 
-/// Boots the guest and runs xtask/tests/vm/`script` there with `files` in /job.
+/// `cargo xtask vm run`'s exit status when the guest's kernel hung (a soft lockup of minutes,
+/// xtask/src/vm/machine.rs) and the guest was killed.
+const KERNEL_HUNG: i32 = 123;
+
+/// Boots the guest and runs xtask/tests/vm/`script` there with `files` in /job. A guest whose
+/// kernel hangs boots once more: Debian 12's 6.1 kernel under TCG deadlocked once in CI with
+/// both vCPUs in soft lockup (2026-12-05, seed 003, from 290 s on), a failure of the guest's
+/// kernel that pgtier's code in user space cannot cause or cure. The retry is said on stderr
+/// with the first boot's report; a second hang fails the test.
 fn boot(script: &str, files: &[(&str, &str)], timeout: Duration) -> Guest {
+    let first = boot_once(script, files, timeout);
+    if first.status != Some(KERNEL_HUNG) {
+        return first;
+    }
+    eprintln!(
+        "vm: {script}: the guest's kernel hung after {:.0} s ({}); booting once more",
+        first.seconds,
+        first.stderr.lines().find(|l| l.contains("kernel hung")).unwrap_or_default()
+    );
+    boot_once(script, files, timeout)
+}
+
+fn boot_once(script: &str, files: &[(&str, &str)], timeout: Duration) -> Guest {
     let _one = ONE_GUEST.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::Builder::new().prefix("pgtier-vmtest-").tempdir_in("/var/tmp").unwrap();
     for f in ["lib.sh", script] {
@@ -320,7 +341,7 @@ fn vm_tool_outputs_are_read_by_the_parsers() {
     if !vm_or_skip() {
         return;
     }
-    let g = boot("capture.sh", &[], Duration::from_secs(1200));
+    let g = boot("capture.sh", &[], Duration::from_secs(900));
     g.assert_ok();
     check_captures(&g.out_path());
     if std::env::var("PGTIER_VM_UPDATE_FIXTURES").as_deref() == Ok("1") {
@@ -377,7 +398,7 @@ fn vm_seed000_real_nvme_and_pmem() {
         return;
     }
     let toml = std::fs::read_to_string(guest_dir().join("seed000.toml")).unwrap();
-    let g = boot("seed000.sh", &[("seed000.toml", &toml)], Duration::from_secs(2400));
+    let g = boot("seed000.sh", &[("seed000.toml", &toml)], Duration::from_secs(1200));
     g.assert_ok();
     let (stderr, rc) = (g.out("compare.stderr"), g.out("compare.rc"));
     assert_eq!(rc.trim(), "0", "compare failed in the guest:\n{stderr}\n{}", g.transcript());
@@ -434,7 +455,7 @@ fn vm_seed003_nvme_tcp() {
         return;
     }
     let toml = std::fs::read_to_string(guest_dir().join("seed003.toml")).unwrap();
-    let g = boot("seed003.sh", &[("seed003.toml", &toml)], Duration::from_secs(3000));
+    let g = boot("seed003.sh", &[("seed003.toml", &toml)], Duration::from_secs(1200));
     g.assert_ok();
     let (stderr, rc) = (g.out("compare.stderr"), g.out("compare.rc"));
     assert_eq!(rc.trim(), "0", "compare failed in the guest:\n{stderr}\n{}", g.transcript());
@@ -529,7 +550,7 @@ fn vm_safety_rails_refuse_on_real_devices() {
     if !vm_or_skip() {
         return;
     }
-    let g = boot("safety.sh", &[], Duration::from_secs(1800));
+    let g = boot("safety.sh", &[], Duration::from_secs(1200));
     g.assert_ok();
     let cases: [(&str, &str); 9] = [
         ("mounted", "is mounted at /mnt/busy"),
@@ -560,7 +581,7 @@ fn vm_interrupted_real_runs_leave_nothing() {
     if !vm_or_skip() {
         return;
     }
-    let g = boot("interrupts.sh", &[], Duration::from_secs(3000));
+    let g = boot("interrupts.sh", &[], Duration::from_secs(1500));
     g.assert_ok();
     let before = g.out("state-before.txt");
     for run in ["sigint", "sigkill", "busy"] {

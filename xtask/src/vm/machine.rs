@@ -66,6 +66,9 @@ pub struct Outcome {
     /// The command's exit status; `None` if it never finished (timeout, boot failure).
     pub status: Option<i32>,
     pub timed_out: bool,
+    /// The console's soft-lockup report when the guest's kernel hung and was killed for it
+    /// (see [`kernel_hang`]).
+    pub hung: Option<String>,
     /// Guest uptime when the command started (the boot's cost).
     pub boot_seconds: Option<f64>,
     pub wall_seconds: f64,
@@ -235,6 +238,8 @@ pub fn run(image: &Image, spec: &RunSpec, stop: &Arc<AtomicBool>) -> Result<Outc
     let mut stdout = std::io::stdout();
     let mut stderr = std::io::stderr();
     let mut timed_out = false;
+    let mut hung = None;
+    let mut console_checked = Instant::now();
     let exit = loop {
         if spec.stream {
             follow(&vm.join("stdout"), &mut out_at, &mut stdout);
@@ -251,6 +256,15 @@ pub fn run(image: &Image, spec: &RunSpec, stop: &Arc<AtomicBool>) -> Result<Outc
         if stop.load(Ordering::SeqCst) {
             kill_group(&mut child);
             bail!("interrupted; the guest was killed");
+        }
+        if console_checked.elapsed() >= HANG_CHECK_EVERY {
+            console_checked = Instant::now();
+            let console = std::fs::read(&spec.console_log).unwrap_or_default();
+            if let Some(report) = kernel_hang(&String::from_utf8_lossy(&console)) {
+                hung = Some(report);
+                kill_group(&mut child);
+                break None;
+            }
         }
         std::thread::sleep(Duration::from_millis(200));
     };
@@ -271,7 +285,31 @@ pub fn run(image: &Image, spec: &RunSpec, stop: &Arc<AtomicBool>) -> Result<Outc
     }
     let status = std::fs::read_to_string(vm.join("status")).ok().and_then(|s| s.trim().parse().ok());
     let boot_seconds = std::fs::read_to_string(vm.join("boot")).ok().and_then(|s| s.trim().parse().ok());
-    Ok(Outcome { status, timed_out, boot_seconds, wall_seconds: started.elapsed().as_secs_f64() })
+    Ok(Outcome { status, timed_out, hung, boot_seconds, wall_seconds: started.elapsed().as_secs_f64() })
+}
+
+/// How often [`run`] reads the console for a hung kernel.
+const HANG_CHECK_EVERY: Duration = Duration::from_secs(10);
+/// A CPU stuck this long is a kernel that hung, not a slow one. The soft-lockup watchdog
+/// reports a CPU after 20 s without a reschedule and again about every 28 s while it stays
+/// stuck; a host that starves the emulator for a moment gives one report of tens of seconds,
+/// a deadlocked kernel gives reports that grow without end (seen in CI on 2026-12-05: both
+/// vCPUs of the NVMe/TCP guest stuck from 290 s until the 3,000 s timeout).
+const HUNG_AFTER_SECONDS: u64 = 120;
+
+/// The console's soft-lockup report of a CPU stuck for [`HUNG_AFTER_SECONDS`] or more, the
+/// longest one; `None` when the kernel has not hung.
+pub fn kernel_hang(console: &str) -> Option<String> {
+    console
+        .lines()
+        .filter_map(|line| {
+            let rest = &line[line.find("BUG: soft lockup - CPU#")?..];
+            let stuck = rest.split("stuck for ").nth(1)?;
+            let seconds: u64 = stuck[..stuck.find("s!")?].parse().ok()?;
+            (seconds >= HUNG_AFTER_SECONDS).then(|| (seconds, line.trim().to_string()))
+        })
+        .max_by_key(|(seconds, _)| *seconds)
+        .map(|(_, line)| line)
 }
 
 /// The last `n` lines of the console log, for messages about a guest that did not finish.
@@ -332,6 +370,24 @@ mod tests {
         let out = std::process::Command::new("bash").arg("-n").arg(vm.join("run.sh")).status().unwrap();
         assert!(out.success(), "bash can read it:\n{script}");
         assert!(script.lines().last().unwrap().starts_with("exec bash -c "), "{script}");
+    }
+
+    #[test]
+    fn a_kernel_stuck_for_minutes_is_a_hang_a_short_stall_is_not() {
+        // The console of the guest that hung in CI (2026-12-05), as the kernel wrote it.
+        let hung = "[ 2887.796288] rcu: INFO: rcu_preempt detected stalls on CPUs/tasks:\n\
+            [ 2912.831267] watchdog: BUG: soft lockup - CPU#0 stuck for 2626s! [bash:333]\n\
+            [ 2976.926396] watchdog: BUG: soft lockup - CPU#1 stuck for 2686s! [xtask:334]\n\
+            [ 2940.831269] watchdog: BUG: soft lockup - CPU#0 stuck for 2652s! [bash:333]\n";
+        assert_eq!(
+            kernel_hang(hung).as_deref(),
+            Some("[ 2976.926396] watchdog: BUG: soft lockup - CPU#1 stuck for 2686s! [xtask:334]")
+        );
+        // The first reports of a lockup, or one stall of a starved emulator, are not a hang yet.
+        let stall = "[  310.1] watchdog: BUG: soft lockup - CPU#1 stuck for 22s! [kworker/1:2:88]\n\
+            [  338.1] watchdog: BUG: soft lockup - CPU#1 stuck for 48s! [kworker/1:2:88]\n";
+        assert_eq!(kernel_hang(stall), None);
+        assert_eq!(kernel_hang("[    1.0] Linux version 6.1.0-28-amd64\n"), None);
     }
 
     #[test]

@@ -8,7 +8,7 @@
 //! and the pgtier binary are shared read-only at the same paths as on the host (9p), so the
 //! guest runs exactly this build; a job directory is shared read-write at /job. One command runs
 //! per boot; its stdout, stderr and exit status come back, the console goes to a log, and a
-//! guest that hangs is killed at the timeout.
+//! guest whose kernel hangs (a soft lockup of minutes) is killed at once, any other at the timeout.
 //!
 //! Software emulation makes everything CPU-bound: the VM proves that the real paths work with
 //! the real kernel and tools; it says nothing about how fast a device is.
@@ -33,7 +33,8 @@ pub enum VmCommand {
         rebuild: bool,
     },
     /// Boot the guest, run COMMAND in it (in the checkout, as root), copy its output here and
-    /// exit with its status (124: the guest was killed at the timeout; 125: it did not run).
+    /// exit with its status (123: the guest's kernel hung and was killed; 124: the guest was
+    /// killed at the timeout; 125: it did not run).
     Run {
         /// Kill the guest after this many seconds.
         #[arg(long, default_value_t = 1800)]
@@ -149,10 +150,19 @@ fn run_spec(argv: Vec<String>, timeout: Duration, job_dir: &Path, console: &Path
     }
 }
 
-/// The exit status `vm run` gives for the guest's outcome: the command's own, 124 after the
-/// timeout, 125 when the guest or the machine failed; each said on stderr.
+/// The exit status `vm run` gives for the guest's outcome: the command's own, 123 when the
+/// guest's kernel hung (a soft lockup of minutes), 124 after the timeout, 125 when the guest or
+/// the machine failed; each said on stderr.
 fn exit_code(result: anyhow::Result<machine::Outcome>, timeout: Duration, console: &Path) -> u8 {
     match result {
+        Ok(machine::Outcome { hung: Some(report), wall_seconds, .. }) => {
+            eprintln!(
+                "vm: the guest's kernel hung and the guest was killed after {wall_seconds:.0} s: {report}; console ({}):\n{}",
+                console.display(),
+                machine::console_tail(console, 25)
+            );
+            123
+        }
         Ok(o) if o.timed_out => {
             eprintln!(
                 "vm: the guest did not finish within {} s and was killed; console ({}):\n{}",
@@ -185,5 +195,33 @@ fn exit_code(result: anyhow::Result<machine::Outcome>, timeout: Duration, consol
             eprintln!("error: {e:#}");
             125
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outcome(status: Option<i32>, timed_out: bool, hung: Option<&str>) -> anyhow::Result<machine::Outcome> {
+        Ok(machine::Outcome {
+            status,
+            timed_out,
+            hung: hung.map(str::to_string),
+            boot_seconds: Some(20.0),
+            wall_seconds: 300.0,
+        })
+    }
+
+    #[test]
+    fn each_way_a_guest_ends_has_its_own_exit_status() {
+        let console = Path::new("/nonexistent/console.log");
+        let t = Duration::from_secs(900);
+        assert_eq!(exit_code(outcome(Some(0), false, None), t, console), 0);
+        assert_eq!(exit_code(outcome(Some(3), false, None), t, console), 3);
+        let report = "[ 2976.9] watchdog: BUG: soft lockup - CPU#1 stuck for 2686s! [xtask:334]";
+        assert_eq!(exit_code(outcome(None, false, Some(report)), t, console), 123);
+        assert_eq!(exit_code(outcome(None, true, None), t, console), 124);
+        assert_eq!(exit_code(outcome(None, false, None), t, console), 125);
+        assert_eq!(exit_code(Err(anyhow::anyhow!("no qemu")), t, console), 125);
     }
 }

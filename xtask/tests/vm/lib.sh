@@ -5,6 +5,9 @@ export LC_ALL=C
 XTASK=${PGTIER_XTASK:?PGTIER_XTASK names the pgtier binary}
 OUT=/job/out
 mkdir -p "$OUT"
+# Kernel warnings reach the console too (the kernel boots "quiet"): a soft lockup's stack and
+# registers, which the host's harness shows when it kills a guest whose kernel hung.
+dmesg -n 5 2>/dev/null || true
 
 nvme_by_serial() { echo "/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_$1"; }
 

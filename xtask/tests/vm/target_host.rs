@@ -121,7 +121,7 @@ fn vm_target_host_exports_and_leaves_configfs_as_it_found_it() {
     if !vm_or_skip() {
         return;
     }
-    target_host_case("quick\n", Duration::from_secs(1500));
+    target_host_case("quick\n", Duration::from_secs(1200));
 }
 
 #[test]
@@ -129,7 +129,7 @@ fn vm_target_host_keeps_the_export_under_a_busy_filesystem() {
     if !vm_or_skip() {
         return;
     }
-    let g = target_host_case("full\n", Duration::from_secs(2400));
+    let g = target_host_case("full\n", Duration::from_secs(1500));
     assert_eq!(g.out("busy.started").trim(), "started", "{}", g.out("busy.stderr"));
     let busy = g.out("busy.stderr");
     assert_eq!(g.out("busy.rc").trim(), "1", "{busy}");
