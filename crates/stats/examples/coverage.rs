@@ -27,6 +27,30 @@ fn main() {
             "prior, corrected interval only, warm-up check",
             Design::Pooled { rule: Rule { interval: Final::Full, warm_up_check: true, ..shipped }, series: 18 },
         ),
+        (
+            "pooledcheck3",
+            "prior, corrected interval only, warm-up check, 3 rounds cut",
+            Design::Pooled {
+                rule: Rule { interval: Final::Full, warm_up_check: true, discard: 3, ..shipped },
+                series: 18,
+            },
+        ),
+        (
+            "pooledcheck10",
+            "prior, corrected interval only, warm-up check, steady check at 10%",
+            Design::Pooled {
+                rule: Rule { interval: Final::Full, warm_up_check: true, trend_alpha: 0.10, ..shipped },
+                series: 18,
+            },
+        ),
+        (
+            "pooledcheck20",
+            "prior, corrected interval only, warm-up check, steady check at 20%",
+            Design::Pooled {
+                rule: Rule { interval: Final::Full, warm_up_check: true, trend_alpha: 0.20, ..shipped },
+                series: 18,
+            },
+        ),
         ("issue24check", "issue 24 with the warm-up check", Design::Shipped(Rule { warm_up_check: true, ..shipped })),
         ("fixed03", "fixed rho 0.3", Design::Shipped(Rule { rho_prior: Some(0.3), ..shipped })),
         ("fixed0", "fixed rho 0", Design::Shipped(Rule { rho_prior: Some(0.0), ..shipped })),

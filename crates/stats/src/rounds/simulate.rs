@@ -455,28 +455,52 @@ mod tests {
         "revisit (two segments)",
     ];
 
+    /// Kinds on which the shipped estimator's intervals are known to be too wide: they cover
+    /// the truth more than 97% of the time, where a calibrated 95% interval covers 94-97
+    /// (issue 37, item 4; docs/benchmarks.md, "The gate with its calibration bound"). Asserted
+    /// like [`KNOWN_SHORT`]: an estimator that narrows one must take it off the list.
+    const KNOWN_WIDE: &[&str] = &[
+        "i.i.d.",
+        "i.i.d., target within reach",
+        "AR(1) rho 0.1",
+        "AR(1) rho 0.2",
+        "AR(1) rho 0.3",
+        "drift to a steady state",
+        "position effect",
+    ];
+
     /// The rule the main job ships (2 rounds cut, a pilot of 6, a ±5% target), as `Rule::new`
     /// makes it: the gate tests what the report and the scheduler use.
     fn shipped() -> Rule {
         Rule::new(2, 6, Some(5.0))
     }
 
+    /// The gate on every kind: an interval that misleads (misses the truth in a contest called
+    /// steady) at most 6% of the time, and intervals that cover at most 97% of the time
+    /// (wider than a 95% interval needs to be is a wrong figure too). The kinds outside either
+    /// bound are asserted to be the known ones.
     #[test]
     fn the_coverage_gate_at_the_main_jobs_round_counts() {
-        let mut short = vec![];
+        let (mut short, mut wide) = (vec![], vec![]);
         let mut table = String::new();
         for (name, c) in coverage_of_every_kind(Design::Shipped(shipped()), CONTESTS, None, 2) {
             table.push_str(&format!(
-                "{name}: {:.1}% ± {:.1} covered or not steady, median ±{:.1}%\n",
+                "{name}: {:.1}% ± {:.1} covered or not steady, {:.1}% covered, median ±{:.1}%, mean z^2 {:.2}\n",
                 c.honest * 100.0,
                 c.mc_error * 100.0,
-                c.median_half_width * 100.0
+                c.covered * 100.0,
+                c.median_half_width * 100.0,
+                c.mean_z2
             ));
             if c.honest < 0.94 {
                 short.push(name);
             }
+            if c.covered > 0.97 {
+                wide.push(name);
+            }
         }
         assert_eq!(short, KNOWN_SHORT, "kinds below 94%:\n{table}");
+        assert_eq!(wide, KNOWN_WIDE, "kinds whose intervals cover more than 97%:\n{table}");
     }
 
     #[test]
