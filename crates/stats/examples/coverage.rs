@@ -2,7 +2,8 @@
 //! series kind of the coverage gate (docs/benchmarks.md, "Coverage"):
 //! `cargo run --release -p stats --example coverage [CONTESTS] [MAX_ROUNDS] [DESIGN...]`
 //! (MAX_ROUNDS: the rounds the budget allows, the main job's 16 unless given; DESIGN: shipped,
-//! pooled, pooledfull, fixed03, fixed0, stein, full, batch, mser5, plain; all unless given).
+//! pooled, pooledfull, pooledcheck, pooledcheck3, pooledcheck10, pooledcheck20, issue24check,
+//! fixed03, fixed0, stein, full, batch, mser5, plain; all unless given).
 
 use stats::rounds::simulate::{Design, coverage_of_every_kind};
 use stats::rounds::{Final, Rule};
