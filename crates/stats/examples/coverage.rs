@@ -2,7 +2,8 @@
 //! series kind of the coverage gate (docs/benchmarks.md, "Coverage"):
 //! `cargo run --release -p stats --example coverage [CONTESTS] [MAX_ROUNDS] [DESIGN...]`
 //! (MAX_ROUNDS: the rounds the budget allows, the main job's 16 unless given; DESIGN: shipped,
-//! pooled, pooledfull, pooledcheck, pooledcheck3, pooledcheck10, pooledcheck20, issue24check,
+//! pooled, pooledfull, pooledcheck, pooledcheck3, pooledcheck10, pooledcheck20, pooledcurve,
+//! pooledcurve05, issue24check,
 //! fixed03, fixed0, stein, full, batch, mser5, plain; all unless given).
 
 use stats::rounds::simulate::{Design, coverage_of_every_kind};
@@ -49,6 +50,22 @@ fn main() {
             "prior, corrected interval only, warm-up check, steady check at 20%",
             Design::Pooled {
                 rule: Rule { interval: Final::Full, warm_up_check: true, trend_alpha: 0.20, ..shipped },
+                series: 18,
+            },
+        ),
+        (
+            "pooledcurve",
+            "prior, corrected interval only, warm-up check, the curve's level when its warm-up is significant at 20%",
+            Design::Pooled {
+                rule: Rule { interval: Final::Full, warm_up_check: true, curve_alpha: Some(0.2), ..shipped },
+                series: 18,
+            },
+        ),
+        (
+            "pooledcurve05",
+            "prior, corrected interval only, warm-up check, the curve's level when its warm-up is significant at 5%",
+            Design::Pooled {
+                rule: Rule { interval: Final::Full, warm_up_check: true, curve_alpha: Some(0.05), ..shipped },
                 series: 18,
             },
         ),

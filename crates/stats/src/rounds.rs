@@ -56,6 +56,11 @@ pub struct Rule {
     /// ([`leftover_warm_up`]): evidence the adaptive cut did not choose.
     #[serde(skip)]
     pub warm_up_check: bool,
+    /// When the warm-up curve of [`fit_warm_up`] is significant at this level, the estimate is
+    /// the curve's level (its steady state) instead of the kept rounds' mean (one segment
+    /// only): measured, not shipped (docs/benchmarks.md, "The gate with its calibration bound").
+    #[serde(skip)]
+    pub curve_alpha: Option<f64>,
 }
 
 /// The interval a contest sized by Stein's rule ends with.
@@ -89,6 +94,7 @@ impl Rule {
             // coverage gate (docs/benchmarks.md, "A prior for the correlation").
             rho_prior: None,
             warm_up_check: false,
+            curve_alpha: None,
         }
     }
 
@@ -460,43 +466,90 @@ const WARM_UP_TAUS: [f64; 11] = [1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 10.0, 15.0, 
 /// error. A warm-up the
 /// cut removed leaves a significant `a` but no bias in the kept rounds.
 pub fn leftover_warm_up(rule: &Rule, rounds: &[Round], cut: &Cut, alpha: f64) -> bool {
+    cut.first_kept.keys().any(|&seg| {
+        fit_warm_up(rule, rounds, cut, seg)
+            .is_some_and(|f| f.p_value < alpha && f.bias.abs() > WARM_UP_BIAS_SE * f.se_mean)
+    })
+}
+
+/// A level plus an exponential approach fitted to one segment's rounds from the fixed cut on
+/// ([`leftover_warm_up`], [`curve_interval`]).
+#[derive(Clone, Copy, Debug)]
+pub struct WarmUpFit {
+    /// The curve's level (the steady state) and its standard error (given the time constant,
+    /// inflated for the rule's correlation), on `df` degrees of freedom.
+    pub level: f64,
+    pub se_level: f64,
+    pub df: f64,
+    /// The two-sided p-value of "no warm-up left" (the curve's amplitude is 0).
+    pub p_value: f64,
+    /// The fitted curve's mean over the kept rounds (their bias), and the kept mean's standard
+    /// error.
+    pub bias: f64,
+    pub se_mean: f64,
+    /// Rounds fitted.
+    pub n: usize,
+}
+
+/// The fit of [`WarmUpFit`] for segment `seg`; None with fewer than 6 rounds from the fixed cut
+/// or no kept round.
+pub fn fit_warm_up(rule: &Rule, rounds: &[Round], cut: &Cut, seg: u32) -> Option<WarmUpFit> {
     let rho = rule.rho_prior.unwrap_or(0.0).clamp(0.0, MAX_RHO);
     let infl = (1.0 + rho) / (1.0 - rho);
-    cut.first_kept.iter().any(|(&seg, &first_kept)| {
-        let first = first_kept - cut.dropped.get(&seg).copied().unwrap_or(0);
-        let from = first + rule.discard;
-        let r: Vec<&Round> = rounds.iter().filter(|r| r.segment == seg && r.round >= from).collect();
-        let n = r.len();
-        if n < 6 || !r.iter().any(|r| r.round >= first_kept) {
-            return false;
+    let first_kept = *cut.first_kept.get(&seg)?;
+    let first = first_kept - cut.dropped.get(&seg).copied().unwrap_or(0);
+    let from = first + rule.discard;
+    let r: Vec<&Round> = rounds.iter().filter(|r| r.segment == seg && r.round >= from).collect();
+    let n = r.len();
+    if n < 6 || !r.iter().any(|r| r.round >= first_kept) {
+        return None;
+    }
+    let x: Vec<f64> = r.iter().map(|r| r.log_ratio).collect();
+    let (mx, _) = mean_sd(&x);
+    let mut best: Option<(f64, f64, f64, f64, Vec<f64>)> = None; // (rss, a, see, me, e)
+    for tau in WARM_UP_TAUS {
+        let e: Vec<f64> = r.iter().map(|r| (-((r.round - from) as f64) / tau).exp()).collect();
+        let (me, _) = mean_sd(&e);
+        let see: f64 = e.iter().map(|v| (v - me).powi(2)).sum();
+        if see < 1e-12 {
+            continue;
         }
-        let x: Vec<f64> = r.iter().map(|r| r.log_ratio).collect();
-        let (mx, _) = mean_sd(&x);
-        let mut best: Option<(f64, f64, f64, Vec<f64>)> = None; // (rss, a, see, e)
-        for tau in WARM_UP_TAUS {
-            let e: Vec<f64> = r.iter().map(|r| (-((r.round - from) as f64) / tau).exp()).collect();
-            let (me, _) = mean_sd(&e);
-            let see: f64 = e.iter().map(|v| (v - me).powi(2)).sum();
-            if see < 1e-12 {
-                continue;
-            }
-            let a = e.iter().zip(&x).map(|(u, v)| (u - me) * (v - mx)).sum::<f64>() / see;
-            let rss: f64 = e.iter().zip(&x).map(|(u, v)| (v - mx - a * (u - me)).powi(2)).sum();
-            if best.as_ref().is_none_or(|b| rss < b.0) {
-                best = Some((rss, a, see, e));
-            }
+        let a = e.iter().zip(&x).map(|(u, v)| (u - me) * (v - mx)).sum::<f64>() / see;
+        let rss: f64 = e.iter().zip(&x).map(|(u, v)| (v - mx - a * (u - me)).powi(2)).sum();
+        if best.as_ref().is_none_or(|b| rss < b.0) {
+            best = Some((rss, a, see, me, e));
         }
-        let Some((rss, a, see, e)) = best else { return false };
-        let s2 = rss / (n as f64 - 2.0);
-        let se_a = (s2 * infl / see).sqrt();
-        let df = ((n as f64 - 2.0) / infl).max(1.0);
-        if se_a <= 0.0 || t_p_value(a / se_a, df) >= alpha {
-            return false;
-        }
-        let kept: Vec<f64> = r.iter().zip(&e).filter(|(r, _)| r.round >= first_kept).map(|(_, e)| *e).collect();
-        let bias = a * kept.iter().sum::<f64>() / kept.len() as f64;
-        let se_mean = (s2 * ar1_factor(kept.len(), rho) / kept.len() as f64).sqrt();
-        bias.abs() > WARM_UP_BIAS_SE * se_mean
+    }
+    let (rss, a, see, me, e) = best?;
+    let s2 = rss / (n as f64 - 2.0);
+    let se_a = (s2 * infl / see).sqrt();
+    let df = ((n as f64 - 2.0) / infl).max(1.0);
+    let p_value = if se_a > 0.0 { t_p_value(a / se_a, df) } else { 1.0 };
+    let kept: Vec<f64> = r.iter().zip(&e).filter(|(r, _)| r.round >= first_kept).map(|(_, e)| *e).collect();
+    let bias = a * kept.iter().sum::<f64>() / kept.len() as f64;
+    let se_mean = (s2 * ar1_factor(kept.len(), rho) / kept.len() as f64).sqrt();
+    let level = mx - a * me;
+    let se_level = (s2 * infl * (1.0 / n as f64 + me * me / see)).sqrt();
+    Some(WarmUpFit { level, se_level, df, p_value, bias, se_mean, n })
+}
+
+/// The interval on the steady state of a one-segment contender whose warm-up curve is
+/// significant at the rule's `curve_alpha`: the curve's level instead of the kept mean.
+pub fn curve_interval(rule: &Rule, rounds: &[Round], cut: &Cut, contenders: usize) -> Option<LogInterval> {
+    let alpha = rule.curve_alpha? / contenders.max(1) as f64;
+    if cut.first_kept.len() != 1 {
+        return None;
+    }
+    let seg = *cut.first_kept.keys().next()?;
+    let f = fit_warm_up(rule, rounds, cut, seg)?;
+    (f.p_value < alpha).then_some(LogInterval {
+        n: f.n,
+        mean: f.level,
+        se: f.se_level,
+        df: f.df,
+        lag1: f64::NAN,
+        rho: rule.rho_prior.unwrap_or(0.0),
+        sd: f64::NAN,
     })
 }
 
@@ -602,7 +655,7 @@ pub fn progress_with(rule: &Rule, contenders: &[Vec<Round>], cut: &Cut) -> Progr
             (Some(a), Some(b)) => Some(a.max(b)),
             _ => None,
         };
-        let interval = estimate(rule, &x, &seg);
+        let interval = curve_interval(rule, rounds, cut, k).or_else(|| estimate(rule, &x, &seg));
         fewest = fewest.min(a.kept);
         out.intervals.push(interval);
         out.steady.push(a.steady);
@@ -679,6 +732,7 @@ mod tests {
             interval: Final::Wider,
             rho_prior: None,
             warm_up_check: false,
+            curve_alpha: None,
         };
         // Flat rounds; segment 1 from round 1 (the first contender's round 2 failed), segment 2
         // from round 9.
@@ -730,6 +784,7 @@ mod tests {
             interval: Final::Full,
             rho_prior: Some(0.1),
             warm_up_check: true,
+            curve_alpha: None,
         };
         // The cut kept rounds 11-16 of a warm-up with a time constant of 10 rounds: its last
         // rounds alone look flat, the rounds from the fixed cut on show the curve.
@@ -760,6 +815,7 @@ mod tests {
             interval: Final::Stein,
             rho_prior: None,
             warm_up_check: false,
+            curve_alpha: None,
         };
         assert_eq!(rounds_needed(&rule, &pilot), Some(28));
         let small = LogInterval { se: 0.01 / 6f64.sqrt(), sd: 0.01, ..pilot };
