@@ -3,7 +3,7 @@
 //! `cargo run --release -p stats --example coverage [CONTESTS] [MAX_ROUNDS] [DESIGN...]`
 //! (MAX_ROUNDS: the rounds the budget allows, the main job's 16 unless given; DESIGN: shipped,
 //! pooled, pooledfull, pooledcheck, pooledcheck3, pooledcheck10, pooledcheck20, pooledcurve,
-//! pooledcurve05, issue24check,
+//! pooledcurve05, pooledcut2, pooledcut3, pooledcut4, pooledcut6, pooledcutall, issue24check,
 //! fixed03, fixed0, stein, full, batch, mser5, plain; all unless given).
 
 use stats::rounds::simulate::{Design, coverage_of_every_kind};
@@ -66,6 +66,46 @@ fn main() {
             "prior, corrected interval only, warm-up check, the curve's level when its warm-up is significant at 5%",
             Design::Pooled {
                 rule: Rule { interval: Final::Full, warm_up_check: true, curve_alpha: Some(0.05), ..shipped },
+                series: 18,
+            },
+        ),
+        (
+            "pooledcut4",
+            "prior, corrected interval only, warm-up check, the cut moves on while a curve of tau <= 4 is left",
+            Design::Pooled {
+                rule: Rule { interval: Final::Full, warm_up_check: true, cut_curve_max_tau: Some(4.0), ..shipped },
+                series: 18,
+            },
+        ),
+        (
+            "pooledcut3",
+            "prior, corrected interval only, warm-up check, the cut moves on while a curve of tau <= 3 is left",
+            Design::Pooled {
+                rule: Rule { interval: Final::Full, warm_up_check: true, cut_curve_max_tau: Some(3.0), ..shipped },
+                series: 18,
+            },
+        ),
+        (
+            "pooledcut6",
+            "prior, corrected interval only, warm-up check, the cut moves on while a curve of tau <= 6 is left",
+            Design::Pooled {
+                rule: Rule { interval: Final::Full, warm_up_check: true, cut_curve_max_tau: Some(6.0), ..shipped },
+                series: 18,
+            },
+        ),
+        (
+            "pooledcut2",
+            "prior, corrected interval only, warm-up check, the cut moves on while a curve of tau <= 2 is left",
+            Design::Pooled {
+                rule: Rule { interval: Final::Full, warm_up_check: true, cut_curve_max_tau: Some(2.0), ..shipped },
+                series: 18,
+            },
+        ),
+        (
+            "pooledcutall",
+            "prior, corrected interval only, warm-up check, the cut moves on while any curve is left",
+            Design::Pooled {
+                rule: Rule { interval: Final::Full, warm_up_check: true, cut_curve_max_tau: Some(30.0), ..shipped },
                 series: 18,
             },
         ),

@@ -61,6 +61,10 @@ pub struct Rule {
     /// only): measured, not shipped (docs/benchmarks.md, "The gate with its calibration bound").
     #[serde(skip)]
     pub curve_alpha: Option<f64>,
+    /// The warm-up cut also moves on while a warm-up curve with a time constant of at most this
+    /// many rounds is left ([`leftover_warm_up`] at the cut's level): measured, not shipped.
+    #[serde(skip)]
+    pub cut_curve_max_tau: Option<f64>,
 }
 
 /// The interval a contest sized by Stein's rule ends with.
@@ -95,6 +99,7 @@ impl Rule {
             rho_prior: None,
             warm_up_check: false,
             curve_alpha: None,
+            cut_curve_max_tau: None,
         }
     }
 
@@ -165,14 +170,15 @@ pub fn warm_up_cut(rule: &Rule, contenders: &[Vec<Round>]) -> Cut {
                 let kept: Vec<&Round> = rounds.iter().filter(|r| r.segment == seg && r.round >= start).collect();
                 let x: Vec<f64> = kept.iter().map(|r| r.log_ratio).collect();
                 let t: Vec<u32> = kept.iter().map(|r| r.round).collect();
-                let left = WARM_UP_IN_CUT && rule.warm_up_check && {
+                let left = rule.cut_curve_max_tau.is_some_and(|max_tau| {
                     let at = Cut {
                         first_kept: BTreeMap::from([(seg, start)]),
                         dropped: BTreeMap::from([(seg, start - first)]),
                         unsettled: vec![],
                     };
-                    leftover_warm_up(rule, rounds, &at, alpha)
-                };
+                    fit_warm_up(rule, rounds, &at, seg, max_tau)
+                        .is_some_and(|f| f.p_value < alpha && f.bias.abs() > WARM_UP_BIAS_SE * f.se_mean)
+                });
                 left || still_moving(&x, &t, &vec![seg; x.len()], alpha, rule.rho_prior)
             });
             if !trending {
@@ -447,10 +453,6 @@ pub fn assess(rule: &Rule, rounds: &[Round], cut: &Cut, contenders: usize) -> As
     Assessment { kept: x.len(), cut: rounds.len() - x.len(), interval, trend, steady }
 }
 
-/// The time constants (in rounds) of the warm-up curves [`leftover_warm_up`] fits.
-/// Whether the warm-up cut also moves on while [`leftover_warm_up`] finds a warm-up left (at
-/// the cut's level): measured, not used (12% of stationary contests then end unsettled).
-const WARM_UP_IN_CUT: bool = false;
 /// The share of the kept mean's standard error a fitted leftover warm-up must exceed.
 const WARM_UP_BIAS_SE: f64 = 0.25;
 
@@ -467,7 +469,7 @@ const WARM_UP_TAUS: [f64; 11] = [1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 10.0, 15.0, 
 /// cut removed leaves a significant `a` but no bias in the kept rounds.
 pub fn leftover_warm_up(rule: &Rule, rounds: &[Round], cut: &Cut, alpha: f64) -> bool {
     cut.first_kept.keys().any(|&seg| {
-        fit_warm_up(rule, rounds, cut, seg)
+        fit_warm_up(rule, rounds, cut, seg, f64::INFINITY)
             .is_some_and(|f| f.p_value < alpha && f.bias.abs() > WARM_UP_BIAS_SE * f.se_mean)
     })
 }
@@ -491,9 +493,9 @@ pub struct WarmUpFit {
     pub n: usize,
 }
 
-/// The fit of [`WarmUpFit`] for segment `seg`; None with fewer than 6 rounds from the fixed cut
-/// or no kept round.
-pub fn fit_warm_up(rule: &Rule, rounds: &[Round], cut: &Cut, seg: u32) -> Option<WarmUpFit> {
+/// The fit of [`WarmUpFit`] for segment `seg`, time constants up to `max_tau` rounds; None
+/// with fewer than 6 rounds from the fixed cut or no kept round.
+pub fn fit_warm_up(rule: &Rule, rounds: &[Round], cut: &Cut, seg: u32, max_tau: f64) -> Option<WarmUpFit> {
     let rho = rule.rho_prior.unwrap_or(0.0).clamp(0.0, MAX_RHO);
     let infl = (1.0 + rho) / (1.0 - rho);
     let first_kept = *cut.first_kept.get(&seg)?;
@@ -507,7 +509,7 @@ pub fn fit_warm_up(rule: &Rule, rounds: &[Round], cut: &Cut, seg: u32) -> Option
     let x: Vec<f64> = r.iter().map(|r| r.log_ratio).collect();
     let (mx, _) = mean_sd(&x);
     let mut best: Option<(f64, f64, f64, f64, Vec<f64>)> = None; // (rss, a, see, me, e)
-    for tau in WARM_UP_TAUS {
+    for tau in WARM_UP_TAUS.into_iter().filter(|&t| t <= max_tau) {
         let e: Vec<f64> = r.iter().map(|r| (-((r.round - from) as f64) / tau).exp()).collect();
         let (me, _) = mean_sd(&e);
         let see: f64 = e.iter().map(|v| (v - me).powi(2)).sum();
@@ -541,7 +543,7 @@ pub fn curve_interval(rule: &Rule, rounds: &[Round], cut: &Cut, contenders: usiz
         return None;
     }
     let seg = *cut.first_kept.keys().next()?;
-    let f = fit_warm_up(rule, rounds, cut, seg)?;
+    let f = fit_warm_up(rule, rounds, cut, seg, f64::INFINITY)?;
     (f.p_value < alpha).then_some(LogInterval {
         n: f.n,
         mean: f.level,
@@ -733,6 +735,7 @@ mod tests {
             rho_prior: None,
             warm_up_check: false,
             curve_alpha: None,
+            cut_curve_max_tau: None,
         };
         // Flat rounds; segment 1 from round 1 (the first contender's round 2 failed), segment 2
         // from round 9.
@@ -785,6 +788,7 @@ mod tests {
             rho_prior: Some(0.1),
             warm_up_check: true,
             curve_alpha: None,
+            cut_curve_max_tau: None,
         };
         // The cut kept rounds 11-16 of a warm-up with a time constant of 10 rounds: its last
         // rounds alone look flat, the rounds from the fixed cut on show the curve.
@@ -816,6 +820,7 @@ mod tests {
             rho_prior: None,
             warm_up_check: false,
             curve_alpha: None,
+            cut_curve_max_tau: None,
         };
         assert_eq!(rounds_needed(&rule, &pilot), Some(28));
         let small = LogInterval { se: 0.01 / 6f64.sqrt(), sd: 0.01, ..pilot };
