@@ -120,6 +120,23 @@ fn a_sliced_result_set_cuts_its_warm_up_by_round_alike_for_every_placement() {
     assert!(chart.contains("kept from here (7 cut)"), "the chart marks the cut");
 }
 
+/// A bar's label shows the change's interval after Holm beside its 95% one where report.md
+/// prints it (the verdict's interval), and only there.
+#[test]
+fn bar_labels_show_the_interval_after_holm_where_the_report_does() {
+    let r = rendered(FIXTURES[3]);
+    let md = r.read("report.md");
+    assert!(md.contains("+143.9% [+86.6, +218.9], after Holm [+71.6, +246.8] **real change**"), "report.md");
+    let chart = r.read("charts/throughput-read-only-c8-mem192MiB-seed000-tuned.svg");
+    // The same change as a ratio (2.4x): 95% [1.866, 3.189], after Holm [1.716, 3.468].
+    let line = |svg: &str, text: &str| svg.lines().any(|l| l == text);
+    assert!(line(&chart, "95% [1.9, 3.2]") && line(&chart, "after Holm [1.7, 3.5]"), "{chart}");
+    assert!(line(&chart, "[-13.7, +7.4]"), "wal-on-pmem's interval holds 0: no after-Holm line");
+    assert_eq!(chart.matches("after Holm [").count(), 1, "one bar's label, and the footnote says what it is");
+    let p99 = r.read("charts/latency-p99-read-only-c8-mem192MiB-seed000-tuned.svg");
+    assert!(line(&p99, "95% [-68.8, -57.3]") && line(&p99, "after Holm [-69.7, -56.1]"), "{p99}");
+}
+
 /// The report's opening, up to its results table: the published-vs-measured table and the
 /// findings, from a fixture with claims, wait events and QD1 probes.
 #[test]
