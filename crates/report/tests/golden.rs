@@ -88,6 +88,39 @@ fn seed004_sweep_matches_its_goldens() {
     goldens(rendered(FIXTURES[4]));
 }
 
+#[test]
+fn seed000_control_matches_its_goldens() {
+    goldens(rendered(FIXTURES[5]));
+}
+
+/// A study with a negative control (a twin of the baseline, placement `control`): the report
+/// opens with its check per contest, every figure it was checked on; the control is no
+/// contender of the study's own Holm families; summary.csv says per contest that it held.
+#[test]
+fn the_negative_control_is_reported_per_contest() {
+    let r = rendered(FIXTURES[5]);
+    let md = r.read("report.md");
+    let control = md.find("## Negative control").expect("a negative control section");
+    assert!(control < md.find("## Findings").unwrap(), "the control first");
+    assert!(md.contains("It held in all 1 contests on all 4 figures checked"), "{md}");
+    assert!(
+        md.contains(
+            "| read-only c8 mem 192MiB seed000-tuned | -3.4% [-11.5, +5.4] | +3.5% [-6.1, +14.2] | 2 held | stand |"
+        ),
+        "the control's row"
+    );
+    let summary = r.read("summary.csv");
+    let header: Vec<&str> = summary.lines().next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let (placement, verdict, control) = (col("placement"), col("verdict"), col("control"));
+    let rows: Vec<Vec<&str>> = summary.lines().skip(1).map(|l| l.split(',').collect()).collect();
+    let of = |p: &str| rows.iter().find(|f| f[placement] == p).unwrap_or_else(|| panic!("{p}: {summary}"));
+    assert_eq!((of("all-on-pmem")[verdict], of("all-on-pmem")[control]), ("real change", "held"));
+    assert_eq!((of("control")[verdict], of("control")[control]), ("inconclusive", "held"));
+    assert!(rows.iter().all(|f| f[control] == "held"), "the contest's every row, the baseline's too: {summary}");
+    assert_eq!(rows.len(), 4, "the baseline, two contenders and the control");
+}
+
 /// The slices estimator on recorded rounds whose baseline warmed up: the cut falls by round,
 /// alike for every placement, and moved on past the fixed 2 rounds; what is kept is said per
 /// run; the contest is steady; the stability chart draws the cut.
