@@ -171,6 +171,16 @@ struct CompareRow<'a> {
     /// `real change` (after Holm's correction over the cells), `equivalent` (inside ±2%),
     /// `inconclusive`, `no interval`.
     tps_verdict: &'static str,
+    /// The TPS change's interval after Holm's correction over the cells (the one that goes with
+    /// the verdict; equal to the 95% one for a single cell), as summary.csv has it.
+    tps_delta_holm_low_pct: Option<Fixed<2>>,
+    tps_delta_holm_high_pct: Option<Fixed<2>>,
+    /// The average latency's change: its 95% interval, its verdict and its interval after Holm.
+    latency_delta_ci95_low_pct: Option<Fixed<2>>,
+    latency_delta_ci95_high_pct: Option<Fixed<2>>,
+    latency_verdict: &'static str,
+    latency_delta_holm_low_pct: Option<Fixed<2>>,
+    latency_delta_holm_high_pct: Option<Fixed<2>>,
 }
 
 impl CompareRow<'_> {
@@ -191,6 +201,13 @@ impl CompareRow<'_> {
                 (true, false) => "false",
             },
             tps_verdict: d.verdict.as_str(),
+            tps_delta_holm_low_pct: c.tps.map(|d| Fixed(d.holm_low)),
+            tps_delta_holm_high_pct: c.tps.map(|d| Fixed(d.holm_high)),
+            latency_delta_ci95_low_pct: c.latency.map(|l| Fixed(l.pct_low)),
+            latency_delta_ci95_high_pct: c.latency.map(|l| Fixed(l.pct_high)),
+            latency_verdict: c.latency.map_or("", |l| l.verdict.as_str()),
+            latency_delta_holm_low_pct: c.latency.map(|l| Fixed(l.holm_low)),
+            latency_delta_holm_high_pct: c.latency.map(|l| Fixed(l.holm_high)),
         }
     }
 }
@@ -485,6 +502,43 @@ mod tests {
         assert_eq!(common, ["nvme", "tpcb", "memory 256MiB"]);
         let (labels, common) = short_labels(&["nvme / tpcb / 1 clients"]);
         assert_eq!((labels, common.len()), (vec!["nvme / tpcb / c1".to_string()], 0));
+    }
+
+    /// comparison.csv has each change's interval after Holm beside its 95% one and its verdict.
+    #[test]
+    fn comparison_rows_have_the_intervals_after_holm() {
+        let d = |pct: f64, (lo, hi): (f64, f64), (hlo, hhi): (f64, f64)| Delta {
+            pct,
+            ratio: 1.0 + pct / 100.0,
+            pct_low: lo,
+            pct_high: hi,
+            p_value: 0.004,
+            p_adjusted: 0.02,
+            holm_low: hlo,
+            holm_high: hhi,
+            se: f64::NAN,
+            df: 4.0,
+            method: stats::Method::WelchLog,
+            within_noise: false,
+            verdict: stats::Verdict::RealChange,
+        };
+        let c = CellComparison {
+            cell: "nvme / tpcb / 2 clients".into(),
+            baseline_tps: 100.0,
+            contender_tps: 150.0,
+            tps: Some(d(50.0, (20.0, 87.5), (10.25, 104.0))),
+            latency: Some(d(-33.0, (-47.0, -16.0), (-51.5, -8.75))),
+            statements: vec![],
+        };
+        let text = String::from_utf8(csv_bytes([CompareRow::of(&c)])).unwrap();
+        let mut lines = text.lines();
+        let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+        let row: Vec<&str> = lines.next().unwrap().split(',').collect();
+        let col = |name: &str| row[header.iter().position(|h| *h == name).unwrap_or_else(|| panic!("no {name}"))];
+        assert_eq!((col("tps_delta_holm_low_pct"), col("tps_delta_holm_high_pct")), ("10.25", "104.00"));
+        assert_eq!((col("latency_delta_ci95_low_pct"), col("latency_delta_ci95_high_pct")), ("-47.00", "-16.00"));
+        assert_eq!(col("latency_verdict"), "real change");
+        assert_eq!((col("latency_delta_holm_low_pct"), col("latency_delta_holm_high_pct")), ("-51.50", "-8.75"));
     }
 
     #[test]

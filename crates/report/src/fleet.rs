@@ -38,6 +38,10 @@ struct HostCellRow {
     tps_vs_reference_low: Option<f64>,
     tps_vs_reference_high: Option<f64>,
     verdict: Option<&'static str>,
+    /// The change's interval after Holm's correction over the cells (the one that goes with the
+    /// verdict), as summary.csv has it.
+    tps_vs_reference_holm_low: Option<f64>,
+    tps_vs_reference_holm_high: Option<f64>,
 }
 
 /// Writes `report.md`, `hosts.csv` and `comparisons/<host>/` into the fleet's directory.
@@ -102,6 +106,8 @@ fn host_rows(host: &str, set: &ResultSet, cmp: Option<&Comparison>) -> Vec<HostC
                 tps_vs_reference_low: delta.map(|d| d.pct_low),
                 tps_vs_reference_high: delta.map(|d| d.pct_high),
                 verdict: delta.map(|d| d.verdict.as_str()),
+                tps_vs_reference_holm_low: delta.map(|d| d.holm_low).filter(|x| x.is_finite()),
+                tps_vs_reference_holm_high: delta.map(|d| d.holm_high).filter(|x| x.is_finite()),
             }
         })
         .collect()
@@ -169,20 +175,10 @@ fn markdown(
         }
         let _ = writeln!(
             md,
-            "\n| cell | {reference} TPS | {name} TPS | change (95% interval) | verdict |\n|---|---|---|---|---|"
+            "\n| cell | {reference} TPS | {name} TPS | change (95% interval; after Holm where it matters) | verdict |\n|---|---|---|---|---|"
         );
         for c in &cmp.cells {
-            let change = c
-                .tps
-                .as_ref()
-                .map(|d| {
-                    if d.pct_low.is_nan() {
-                        format!("{:+.1}% (one run each: no interval)", d.pct)
-                    } else {
-                        format!("{:+.1}% [{:+.1}, {:+.1}]", d.pct, d.pct_low, d.pct_high)
-                    }
-                })
-                .unwrap_or_else(|| "-".into());
+            let change = c.tps.as_ref().map(change_text).unwrap_or_else(|| "-".into());
             let verdict = c.tps.as_ref().map(|d| d.verdict.as_str()).unwrap_or("-");
             let _ =
                 writeln!(md, "| {} | {:.1} | {:.1} | {change} | {verdict} |", c.cell, c.baseline_tps, c.contender_tps);
@@ -205,6 +201,12 @@ fn markdown(
         _ => {}
     }
     md
+}
+
+/// A host's change against the reference: `+12.3% [+4.5, +20.1]`, then `, after Holm [+1.2,
+/// +23.9]` when the correction widened an interval that excludes 0 (the verdict's interval).
+fn change_text(d: &stats::Delta) -> String {
+    if d.has_interval() { d.text_with_holm("") } else { format!("{:+.1}% (one run each: no interval)", d.pct) }
 }
 
 fn hosts_section(md: &mut String, record: &FleetRecord, sets: &[(String, PathBuf, ResultSet)]) {
@@ -323,7 +325,30 @@ fn repetitions_needed(sd: f64, margin_pct: f64) -> Option<u32> {
 
 #[cfg(test)]
 mod tests {
-    use super::repetitions_needed;
+    use super::{change_text, repetitions_needed};
+
+    /// The fleet's table shows the interval after Holm beside the 95% one when it matters.
+    #[test]
+    fn a_host_change_shows_its_interval_after_holm() {
+        let d = stats::Delta {
+            pct: 30.0,
+            ratio: 1.3,
+            pct_low: 4.0,
+            pct_high: 62.5,
+            p_value: 0.02,
+            p_adjusted: 0.04,
+            holm_low: 0.5,
+            holm_high: 68.3,
+            se: f64::NAN,
+            df: 4.0,
+            method: stats::Method::WelchLog,
+            within_noise: false,
+            verdict: stats::Verdict::RealChange,
+        };
+        assert_eq!(change_text(&d), "+30.0% [+4.0, +62.5], after Holm [+0.5, +68.3]");
+        let one = stats::Delta { pct_low: f64::NAN, pct_high: f64::NAN, holm_low: f64::NAN, ..d };
+        assert_eq!(change_text(&one), "+30.0% (one run each: no interval)");
+    }
 
     #[test]
     fn repetitions_needed_for_80_percent_power_against_hand_figures() {

@@ -7,37 +7,34 @@ use crate::model::{CellSummary, Summary};
 /// (the one that goes with the verdict; blank when the correction did not widen it or the 95%
 /// interval already holds 0), the verdict,
 /// and the mean latency. Memory limit and profile get a column when the matrix varies them.
+/// Each column is as wide as its widest text (at least its usual width), so the rows stay
+/// aligned under their headers whatever a name or an interval's width.
 pub fn summary_table(summary: &Summary) -> String {
-    let mut text = String::new();
     let varies = |f: &dyn Fn(&CellSummary) -> &str| {
         summary.cells.iter().map(f).collect::<std::collections::BTreeSet<_>>().len() > 1
     };
     let show_memory =
         summary.cells.iter().map(|c| c.key.memory_limit).collect::<std::collections::BTreeSet<_>>().len() > 1;
     let show_profile = varies(&|c| c.key.profile.as_str()) || varies(&|c| c.key.build.as_str());
-    let extra = |memory: &str, profile: &str| {
-        let mut e = String::new();
-        if show_memory {
-            e.push_str(&format!(" {memory:<10}"));
-        }
-        if show_profile {
-            e.push_str(&format!(" {profile:<20}"));
-        }
-        e
-    };
-    text.push_str(&format!(
-        "{:<16} {:<14}{} {:>7} {:>12} {:>8} {:>28} {:>20} {:<13} {:>11}\n",
-        "placement",
-        "workload",
-        extra("memory", "profile"),
-        "clients",
-        "tps|NOPM",
-        "cv%",
-        "change [95% CI]",
-        "after Holm",
-        "verdict",
-        "latency ms"
-    ));
+    // Each column: its header, whether it is right-aligned, and its least width (a column is as
+    // wide as its widest text, so a wide interval or a long name never pushes the others along).
+    let mut columns: Vec<(&str, bool, usize)> = vec![("placement", false, 16), ("workload", false, 14)];
+    if show_memory {
+        columns.push(("memory", false, 10));
+    }
+    if show_profile {
+        columns.push(("profile", false, 20));
+    }
+    columns.extend([
+        ("clients", true, 7),
+        ("tps|NOPM", true, 12),
+        ("cv%", true, 8),
+        ("change [95% CI]", true, 28),
+        ("after Holm", true, 20),
+        ("verdict", false, 13),
+        ("latency ms", true, 11),
+    ]);
+    let mut rows: Vec<Vec<String>> = vec![columns.iter().map(|c| c.0.to_string()).collect()];
     for c in &summary.cells {
         let (head, head_delta, _) = c.headline();
         let (delta, holm, verdict) = match (&head_delta, c.is_baseline) {
@@ -48,26 +45,43 @@ pub fn summary_table(summary: &Summary) -> String {
             (None, _) => ("n/a".into(), String::new(), ""),
         };
         let cv = if head.cv_pct.is_finite() { format!("{:.1}", head.cv_pct) } else { "n/a".into() };
-        text.push_str(&format!(
-            "{:<16} {:<14}{} {:>7} {:>12.1} {:>8} {:>28} {:>20} {:<13} {:>11.3}\n",
-            c.key.placement,
-            c.key.workload,
-            extra(
-                &c.key.memory_limit.to_string(),
-                &if c.key.build == results::record::DEFAULT_BUILD {
-                    c.key.profile.clone()
-                } else {
-                    format!("{} @ {}", c.key.profile, c.key.build)
-                }
-            ),
-            c.key.clients,
-            head.mean,
+        let mut row = vec![c.key.placement.clone(), c.key.workload.clone()];
+        if show_memory {
+            row.push(c.key.memory_limit.to_string());
+        }
+        if show_profile {
+            row.push(if c.key.build == results::record::DEFAULT_BUILD {
+                c.key.profile.clone()
+            } else {
+                format!("{} @ {}", c.key.profile, c.key.build)
+            });
+        }
+        row.extend([
+            c.key.clients.to_string(),
+            format!("{:.1}", head.mean),
             cv,
             delta,
             holm,
-            verdict,
-            c.latency_ms.mean
-        ));
+            verdict.to_string(),
+            format!("{:.3}", c.latency_ms.mean),
+        ]);
+        rows.push(row);
+    }
+    let widths: Vec<usize> = columns
+        .iter()
+        .enumerate()
+        .map(|(i, (_, _, least))| rows.iter().map(|r| r[i].chars().count()).fold(*least, usize::max))
+        .collect();
+    let mut text = String::new();
+    for row in &rows {
+        let cells: Vec<String> = row
+            .iter()
+            .zip(&columns)
+            .zip(&widths)
+            .map(|((t, (_, right, _)), &w)| if *right { format!("{t:>w$}") } else { format!("{t:<w$}") })
+            .collect();
+        text.push_str(&cells.join(" "));
+        text.push('\n');
     }
     let a = &summary.analysis;
     text.push_str(&format!(
@@ -75,4 +89,106 @@ pub fn summary_table(summary: &Summary) -> String {
         a.design, a.equivalence_margin_pct
     ));
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::CellSummary;
+    use results::manifest::Design;
+    use results::record::CellKey;
+    use stats::{Delta, Estimate, Method, Verdict};
+
+    fn cell(placement: &str, delta: Option<Delta>) -> CellSummary {
+        let e = Estimate::of(&[990.0, 1010.0]).unwrap();
+        CellSummary {
+            key: CellKey {
+                placement: placement.into(),
+                workload: "read-only".into(),
+                clients: 8,
+                memory_limit: results::record::MemoryLabel::Unlimited,
+                profile: "default".into(),
+                build: results::record::DEFAULT_BUILD.into(),
+            },
+            is_baseline: delta.is_none(),
+            runs: 2,
+            failed_runs: 0,
+            tps: e,
+            latency_ms: e,
+            latency_p99_ms: None,
+            tps_delta: delta,
+            latency_delta: None,
+            latency_p99_delta: None,
+            nopm: None,
+            nopm_delta: None,
+            statements: vec![],
+        }
+    }
+
+    fn delta(pct: f64, (lo, hi): (f64, f64), (hlo, hhi): (f64, f64), verdict: Verdict) -> Delta {
+        Delta {
+            pct,
+            ratio: 1.0 + pct / 100.0,
+            pct_low: lo,
+            pct_high: hi,
+            p_value: 0.01,
+            p_adjusted: 0.08,
+            holm_low: hlo,
+            holm_high: hhi,
+            se: f64::NAN,
+            df: 4.0,
+            method: Method::PairedLog,
+            within_noise: false,
+            verdict,
+        }
+    }
+
+    /// Every column keeps its place whatever its texts' widths: wide intervals before and after
+    /// Holm (the tails of the correlation correction), a long placement name, a change without
+    /// an interval, each row as wide as the header.
+    #[test]
+    fn wide_intervals_keep_the_columns_aligned() {
+        let cells = vec![
+            cell("nvme", None),
+            cell("all-on-pmem", Some(delta(138.8, (16.7, 388.5), (-28.6, 664.6), Verdict::Inconclusive))),
+            cell(
+                "wal-on-pmem-tablespaces-on-nvme",
+                Some(delta(1234.5, (2.1, 97074.3), (-1234.5, 1234567.8), Verdict::Inconclusive)),
+            ),
+            cell(
+                "one-run",
+                Some(Delta { pct_low: f64::NAN, ..delta(2345.6, (0.0, 0.0), (0.0, 0.0), Verdict::NoInterval) }),
+            ),
+        ];
+        let summary = Summary {
+            cells,
+            missing: vec![],
+            warnings: vec![],
+            analysis: crate::analysis::Analysis {
+                design: Design::Slices,
+                method: Method::PairedLog,
+                equivalence_margin_pct: 2.0,
+                tests: Default::default(),
+                dropped_rounds: Default::default(),
+                rule: None,
+                contests: Default::default(),
+            },
+            controls: vec![],
+            contrast: None,
+        };
+        let text = summary_table(&summary);
+        let lines: Vec<&str> = text.lines().take(5).collect();
+        let width = |l: &str| l.chars().count();
+        assert!(lines.iter().all(|l| width(l) == width(lines[0])), "every row as wide as the header:\n{text}");
+        let at = |l: &str, word: &str| l.find(word).unwrap_or_else(|| panic!("{word} in {l}"));
+        let (holm_end, verdict) = (at(lines[0], "after Holm") + "after Holm".len(), at(lines[0], "verdict"));
+        for (l, holm, v) in [
+            (lines[2], "[-28.6, +664.6]", "inconclusive"),
+            (lines[3], "[-1234.5, +1234567.8]", "inconclusive"),
+            (lines[4], "", "no interval"),
+        ] {
+            assert_eq!(l.rfind(v), Some(verdict), "the verdict under its header:\n{text}");
+            assert!(l[..holm_end].ends_with(holm), "the interval after Holm ends under its header:\n{text}");
+        }
+    }
 }

@@ -18,7 +18,7 @@ fn a_set_against_itself() {
     assert_eq!(
         lines.next(),
         Some(
-            "cell,baseline_tps,contender_tps,tps_delta_pct,tps_delta_ci95_low_pct,tps_delta_ci95_high_pct,latency_delta_pct,within_noise,tps_verdict"
+            "cell,baseline_tps,contender_tps,tps_delta_pct,tps_delta_ci95_low_pct,tps_delta_ci95_high_pct,latency_delta_pct,within_noise,tps_verdict,tps_delta_holm_low_pct,tps_delta_holm_high_pct,latency_delta_ci95_low_pct,latency_delta_ci95_high_pct,latency_verdict,latency_delta_holm_low_pct,latency_delta_holm_high_pct"
         )
     );
     let first: Vec<&str> = lines.next().unwrap().split(',').collect();

@@ -88,6 +88,39 @@ fn seed004_sweep_matches_its_goldens() {
     goldens(rendered(FIXTURES[4]));
 }
 
+#[test]
+fn seed000_control_matches_its_goldens() {
+    goldens(rendered(FIXTURES[5]));
+}
+
+/// A study with a negative control (a twin of the baseline, placement `control`): the report
+/// opens with its check per contest, every figure it was checked on; the control is no
+/// contender of the study's own Holm families; summary.csv says per contest that it held.
+#[test]
+fn the_negative_control_is_reported_per_contest() {
+    let r = rendered(FIXTURES[5]);
+    let md = r.read("report.md");
+    let control = md.find("## Negative control").expect("a negative control section");
+    assert!(control < md.find("## Findings").unwrap(), "the control first");
+    assert!(md.contains("It held in all 1 contests on all 4 figures checked"), "{md}");
+    assert!(
+        md.contains(
+            "| read-only c8 mem 192MiB seed000-tuned | -3.4% [-11.5, +5.4] | +3.5% [-6.1, +14.2] | 2 held | stand |"
+        ),
+        "the control's row"
+    );
+    let summary = r.read("summary.csv");
+    let header: Vec<&str> = summary.lines().next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let (placement, verdict, control) = (col("placement"), col("verdict"), col("control"));
+    let rows: Vec<Vec<&str>> = summary.lines().skip(1).map(|l| l.split(',').collect()).collect();
+    let of = |p: &str| rows.iter().find(|f| f[placement] == p).unwrap_or_else(|| panic!("{p}: {summary}"));
+    assert_eq!((of("all-on-pmem")[verdict], of("all-on-pmem")[control]), ("real change", "held"));
+    assert_eq!((of("control")[verdict], of("control")[control]), ("inconclusive", "held"));
+    assert!(rows.iter().all(|f| f[control] == "held"), "the contest's every row, the baseline's too: {summary}");
+    assert_eq!(rows.len(), 4, "the baseline, two contenders and the control");
+}
+
 /// The slices estimator on recorded rounds whose baseline warmed up: the cut falls by round,
 /// alike for every placement, and moved on past the fixed 2 rounds; what is kept is said per
 /// run; the contest is steady; the stability chart draws the cut.
@@ -118,6 +151,23 @@ fn a_sliced_result_set_cuts_its_warm_up_by_round_alike_for_every_placement() {
     assert!(md.contains("| read-only c8 mem 192MiB seed000-tuned | 7 | 15 |"), "the cut table");
     let chart = r.read("charts/stability-read-only-c8-mem192MiB-seed000-tuned.svg");
     assert!(chart.contains("kept from here (7 cut)"), "the chart marks the cut");
+}
+
+/// A bar's label shows the change's interval after Holm beside its 95% one where report.md
+/// prints it (the verdict's interval), and only there.
+#[test]
+fn bar_labels_show_the_interval_after_holm_where_the_report_does() {
+    let r = rendered(FIXTURES[3]);
+    let md = r.read("report.md");
+    assert!(md.contains("+143.9% [+86.6, +218.9], after Holm [+71.6, +246.8] **real change**"), "report.md");
+    let chart = r.read("charts/throughput-read-only-c8-mem192MiB-seed000-tuned.svg");
+    // The same change as a ratio (2.4x): 95% [1.866, 3.189], after Holm [1.716, 3.468].
+    let line = |svg: &str, text: &str| svg.lines().any(|l| l == text);
+    assert!(line(&chart, "95% [1.9, 3.2]") && line(&chart, "after Holm [1.7, 3.5]"), "{chart}");
+    assert!(line(&chart, "[-13.7, +7.4]"), "wal-on-pmem's interval holds 0: no after-Holm line");
+    assert_eq!(chart.matches("after Holm [").count(), 1, "one bar's label, and the footnote says what it is");
+    let p99 = r.read("charts/latency-p99-read-only-c8-mem192MiB-seed000-tuned.svg");
+    assert!(line(&p99, "95% [-68.8, -57.3]") && line(&p99, "after Holm [-69.7, -56.1]"), "{p99}");
 }
 
 /// The report's opening, up to its results table: the published-vs-measured table and the

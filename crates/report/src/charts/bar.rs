@@ -6,7 +6,7 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use plotters::coord::types::RangedCoordf64;
 
-use super::{Bar, BarChart, frame, group_digits, legend_of, s};
+use super::{Bar, BarChart, HOLM_MARK, frame, group_digits, legend_of, s};
 
 /// The plot of a chart: f64 x and y.
 pub(super) type Plot<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
@@ -26,7 +26,10 @@ pub(super) fn draw_bar_chart<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, 
         })
         .chain(c.reference.iter().map(|r| r.0))
         .fold(0.0, f64::max);
-    let ymax = if top > 0.0 { top * 1.2 } else { 1.0 };
+    // Room above the highest bar for its labels: one line more where an interval after Holm is
+    // drawn.
+    let holm = c.groups.iter().flat_map(|g| g.bars.iter()).any(|b| b.annotation.contains(HOLM_MARK));
+    let ymax = if top > 0.0 { top * if holm { 1.3 } else { 1.2 } } else { 1.0 };
     let mut chart = axes(&area, c, n, ymax)?;
     if let Some((y, label)) = &c.reference {
         let style = RGBColor(0x55, 0x55, 0x55).stroke_width(2);
@@ -177,31 +180,45 @@ fn draw_bar<DB: DrawingBackend>(
             value_style,
         )])
         .map_err(s)?;
-    // `+44.6% [+30.1, +61.2] (inconclusive)`: the change and its verdict, its interval below.
-    let (change, interval) = split_interval(&b.annotation);
-    let mut notes = vec![Text::new(
-        change,
-        (x, label_y + ymax * if interval.is_some() { 0.098 } else { 0.055 }),
-        note_style.clone(),
-    )];
+    // `+44.6% [+30.1, +61.2] (inconclusive)`: the change and its verdict, its interval below;
+    // with `, after Holm [..]`, the 95% interval labelled so and the one after Holm below it.
+    let (change, interval, holm) = split_interval(&b.annotation);
+    let lines = 1 + usize::from(interval.is_some()) + usize::from(holm.is_some());
+    let line_y = |i: usize| label_y + ymax * (0.055 + 0.043 * i as f64);
+    let mut notes = vec![Text::new(change, (x, line_y(lines - 1)), note_style.clone())];
+    let small = ("sans-serif", note_size.saturating_sub(2).max(10))
+        .into_font()
+        .color(&BLACK)
+        .pos(Pos::new(HPos::Center, VPos::Bottom));
     if let Some(interval) = interval {
-        let style = ("sans-serif", note_size.saturating_sub(2).max(10))
-            .into_font()
-            .color(&BLACK)
-            .pos(Pos::new(HPos::Center, VPos::Bottom));
-        notes.push(Text::new(interval, (x, label_y + ymax * 0.055), style));
+        let interval = if holm.is_some() { format!("95% {interval}") } else { interval };
+        notes.push(Text::new(interval, (x, line_y(lines - 2)), small.clone()));
+    }
+    if let Some(holm) = holm {
+        notes.push(Text::new(holm, (x, line_y(0)), small));
     }
     chart.draw_series(notes).map_err(s)?;
     Ok(())
 }
 
-/// An annotation's change (with its verdict) and its bracketed interval, apart.
-fn split_interval(annotation: &str) -> (String, Option<String>) {
-    match (annotation.find(" ["), annotation.find(']')) {
+/// An annotation's change (with its verdict), its bracketed interval and its interval after Holm
+/// (`after Holm [..]`), apart.
+fn split_interval(annotation: &str) -> (String, Option<String>, Option<String>) {
+    let (rest, holm) = match annotation.find(HOLM_MARK) {
+        Some(k) => match annotation[k..].find(']') {
+            Some(e) => (
+                format!("{}{}", &annotation[..k], &annotation[k + e + 1..]),
+                Some(annotation[k + 2..=k + e].to_string()),
+            ),
+            None => (annotation.to_string(), None),
+        },
+        None => (annotation.to_string(), None),
+    };
+    match (rest.find(" ["), rest.find(']')) {
         (Some(i), Some(j)) if j > i => {
-            (format!("{}{}", &annotation[..i], &annotation[j + 1..]), Some(annotation[i + 1..=j].to_string()))
+            (format!("{}{}", &rest[..i], &rest[j + 1..]), Some(rest[i + 1..=j].to_string()), holm)
         }
-        _ => (annotation.to_string(), None),
+        _ => (rest, None, holm),
     }
 }
 
@@ -211,8 +228,16 @@ mod tests {
     fn an_annotation_is_split_into_change_and_interval() {
         assert_eq!(
             super::split_interval("-3.0% [-8.0, +2.0] (inconclusive)"),
-            ("-3.0% (inconclusive)".to_string(), Some("[-8.0, +2.0]".to_string()))
+            ("-3.0% (inconclusive)".to_string(), Some("[-8.0, +2.0]".to_string()), None)
         );
-        assert_eq!(super::split_interval("baseline"), ("baseline".to_string(), None));
+        assert_eq!(super::split_interval("baseline"), ("baseline".to_string(), None, None));
+        assert_eq!(
+            super::split_interval("+138.8% [+16.7, +388.5], after Holm [-4.2, +498.0] (inconclusive)"),
+            (
+                "+138.8% (inconclusive)".to_string(),
+                Some("[+16.7, +388.5]".to_string()),
+                Some("after Holm [-4.2, +498.0]".to_string())
+            )
+        );
     }
 }

@@ -43,6 +43,9 @@ pub fn placement_color(index: usize) -> RGBColor {
     PALETTE[index % PALETTE.len()]
 }
 
+/// What precedes the interval after Holm's correction in a bar's annotation.
+pub const HOLM_MARK: &str = ", after Holm ";
+
 /// One bar.
 #[derive(Clone, Debug)]
 pub struct Bar {
@@ -55,7 +58,10 @@ pub struct Bar {
     /// its low and high end; drawn instead of `error` when set.
     pub range: Option<(f64, f64)>,
     pub color: RGBColor,
-    /// Printed above the bar, e.g. `+44.6%` or `baseline`.
+    /// Printed above the bar, e.g. `+44.6%` or `baseline`; `+44.6% [+30.0, +60.0] (inconclusive)`
+    /// is drawn as the change with its verdict over its interval, and an interval after Holm
+    /// (`+44.6% [+30.0, +60.0], after Holm [+25.5, +66.0]`, [`HOLM_MARK`]) on a line below,
+    /// the 95% one then labelled `95%`.
     pub annotation: String,
     /// Drawn pale and marked: the change is not shown to be real (inconclusive, equivalent or
     /// without an interval).

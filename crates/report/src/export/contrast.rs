@@ -43,6 +43,15 @@ pub(crate) struct ContrastRow {
     latency_delta_holm_high_pct: Option<Fixed<2>>,
     nopm_delta_holm_low_pct: Option<Fixed<2>>,
     nopm_delta_holm_high_pct: Option<Fixed<2>>,
+    /// The p99 latency's change, as summary.csv has it: its 95% interval, its verdict and its
+    /// interval after Holm's correction over the contrast's p99 changes (blank when the runs did
+    /// not report a p99).
+    latency_p99_delta_pct: Option<Fixed<2>>,
+    latency_p99_delta_ci95_low_pct: Option<Fixed<2>>,
+    latency_p99_delta_ci95_high_pct: Option<Fixed<2>>,
+    latency_p99_verdict: &'static str,
+    latency_p99_delta_holm_low_pct: Option<Fixed<2>>,
+    latency_p99_delta_holm_high_pct: Option<Fixed<2>>,
 }
 
 fn holm(d: Option<&Delta>) -> (Option<Fixed<2>>, Option<Fixed<2>>) {
@@ -63,6 +72,7 @@ fn row(x: &Contrast, c: &Change) -> ContrastRow {
     let (tps, tps_low, tps_high, tps_verdict) = cols(c.tps.as_ref());
     let (lat, lat_low, lat_high, latency_verdict) = cols(c.latency.as_ref());
     let (nopm, nopm_low, nopm_high, nopm_verdict) = cols(c.nopm.as_ref());
+    let (p99, p99_low, p99_high, latency_p99_verdict) = cols(c.latency_p99.as_ref());
     ContrastRow {
         dimension: x.dimension.name(),
         value: x.dimension.value(&c.cell),
@@ -93,10 +103,93 @@ fn row(x: &Contrast, c: &Change) -> ContrastRow {
         latency_delta_holm_high_pct: holm(c.latency.as_ref()).1,
         nopm_delta_holm_low_pct: holm(c.nopm.as_ref()).0,
         nopm_delta_holm_high_pct: holm(c.nopm.as_ref()).1,
+        latency_p99_delta_pct: p99,
+        latency_p99_delta_ci95_low_pct: p99_low,
+        latency_p99_delta_ci95_high_pct: p99_high,
+        latency_p99_verdict,
+        latency_p99_delta_holm_low_pct: holm(c.latency_p99.as_ref()).0,
+        latency_p99_delta_holm_high_pct: holm(c.latency_p99.as_ref()).1,
     }
 }
 
 /// Every change of the contrast, in its order.
 pub(crate) fn rows(x: &Contrast) -> Vec<ContrastRow> {
     x.changes.iter().map(|c| row(x, c)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::contrast::Dimension;
+    use results::record::{CellKey, MemoryLabel};
+    use stats::{Method, Verdict};
+
+    fn d(pct: f64, (lo, hi): (f64, f64), (holm_lo, holm_hi): (f64, f64), verdict: Verdict) -> Delta {
+        Delta {
+            pct,
+            ratio: 1.0 + pct / 100.0,
+            pct_low: lo,
+            pct_high: hi,
+            p_value: 0.01,
+            p_adjusted: 0.03,
+            holm_low: holm_lo,
+            holm_high: holm_hi,
+            se: f64::NAN,
+            df: 4.0,
+            method: Method::WelchLog,
+            within_noise: false,
+            verdict,
+        }
+    }
+
+    fn key(profile: &str) -> CellKey {
+        CellKey {
+            placement: "nvme".into(),
+            workload: "tpcb".into(),
+            clients: 2,
+            memory_limit: MemoryLabel::Unlimited,
+            profile: profile.into(),
+            build: results::record::DEFAULT_BUILD.into(),
+        }
+    }
+
+    /// contrast.csv has the p99 latency's change, interval, verdict and interval after Holm, as
+    /// summary.csv has them, each in its own column.
+    #[test]
+    fn the_p99_latency_change_has_its_columns() {
+        let x = Contrast {
+            dimension: Dimension::Profile,
+            reference: "default".into(),
+            values: vec!["default".into(), "tuned".into()],
+            changes: vec![Change {
+                cell: key("tuned"),
+                reference: key("default"),
+                tps: Some(d(10.0, (2.0, 18.0), (1.0, 19.0), Verdict::RealChange)),
+                latency: Some(d(-9.0, (-15.0, -2.0), (-16.0, -1.0), Verdict::RealChange)),
+                latency_p99: Some(d(-20.0, (-30.0, -8.5), (-33.25, -4.75), Verdict::RealChange)),
+                nopm: None,
+            }],
+            tests: Default::default(),
+        };
+        let text = String::from_utf8(super::super::tables::csv_bytes(rows(&x))).unwrap();
+        let mut lines = text.lines();
+        let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+        let row: Vec<&str> = lines.next().unwrap().split(',').collect();
+        let col = |name: &str| {
+            let i = header.iter().position(|h| *h == name).unwrap_or_else(|| panic!("no column {name}: {header:?}"));
+            row[i]
+        };
+        assert_eq!(col("latency_p99_delta_pct"), "-20.00");
+        assert_eq!(col("latency_p99_delta_ci95_low_pct"), "-30.00");
+        assert_eq!(col("latency_p99_delta_ci95_high_pct"), "-8.50");
+        assert_eq!(col("latency_p99_verdict"), "real change");
+        assert_eq!(col("latency_p99_delta_holm_low_pct"), "-33.25");
+        assert_eq!(col("latency_p99_delta_holm_high_pct"), "-4.75");
+        assert!(
+            text.lines().next().unwrap().ends_with(
+                ",nopm_delta_holm_high_pct,latency_p99_delta_pct,latency_p99_delta_ci95_low_pct,latency_p99_delta_ci95_high_pct,latency_p99_verdict,latency_p99_delta_holm_low_pct,latency_p99_delta_holm_high_pct"
+            ),
+            "new columns at the end: {text}"
+        );
+    }
 }

@@ -99,12 +99,20 @@ fn annotation(delta: Option<&Delta>, is_baseline: bool, lower_is_better: bool) -
         Some(d) => {
             let ratio = d.ratio >= 2.0 && !lower_is_better;
             let mut text = if ratio { format!("{:.1}x", d.ratio) } else { format!("{:+.1}%", d.pct) };
-            if d.has_interval() {
-                text.push_str(&if ratio {
-                    format!(" [{:.1}, {:.1}]", 1.0 + d.pct_low / 100.0, 1.0 + d.pct_high / 100.0)
+            let interval = |lo: f64, hi: f64| {
+                if ratio {
+                    format!("[{:.1}, {:.1}]", 1.0 + lo / 100.0, 1.0 + hi / 100.0)
                 } else {
-                    format!(" [{:+.1}, {:+.1}]", d.pct_low, d.pct_high)
-                });
+                    format!("[{lo:+.1}, {hi:+.1}]")
+                }
+            };
+            if d.has_interval() {
+                text.push_str(&format!(" {}", interval(d.pct_low, d.pct_high)));
+            }
+            // The interval that goes with the verdict, where it matters (as the terminal's table
+            // and report.md decide it): the chart draws it on a line of its own.
+            if d.holm_matters() {
+                text.push_str(&format!("{}{}", crate::charts::HOLM_MARK, interval(d.holm_low, d.holm_high)));
             }
             match d.verdict {
                 Verdict::RealChange => {}
@@ -240,7 +248,12 @@ impl Ctx<'_> {
         }
     }
 
-    fn bar(&mut self, chart: BarChart, stem: String, section: &str) {
+    fn bar(&mut self, mut chart: BarChart, stem: String, section: &str) {
+        if chart.groups.iter().flat_map(|g| &g.bars).any(|b| b.annotation.contains(crate::charts::HOLM_MARK)) {
+            chart.footnote.push(
+                "after Holm: the change's interval after Holm's correction for the number of changes of the figure (its verdict's), where it is wider and the 95% one excludes 0".into(),
+            );
+        }
         self.specs.push(ChartSpec { section: section.to_string(), stem, chart: Chart::Bar(chart) });
     }
 
@@ -453,6 +466,25 @@ mod tests {
         assert_eq!(
             annotation(Some(&d(0.5, -1.0, 1.8)), false, false),
             ("+0.5% [-1.0, +1.8] (equivalent)".into(), true)
+        );
+        // Where Holm's correction widened an interval that excludes 0, the label shows the
+        // interval after Holm too (the verdict's), as the terminal and report.md do.
+        let widened = |pct: f64, (lo, hi): (f64, f64), (hlo, hhi): (f64, f64), p_adjusted: f64| {
+            let x = d(pct, lo, hi);
+            Delta { holm_low: hlo, holm_high: hhi, p_adjusted, ..x }.classified(2.0)
+        };
+        assert_eq!(
+            annotation(Some(&widened(138.8, (16.7, 388.5), (-4.2, 498.0), 0.08)), false, false),
+            ("2.4x [1.2, 4.9], after Holm [1.0, 6.0] (inconclusive)".into(), true)
+        );
+        assert_eq!(
+            annotation(Some(&widened(44.6, (30.0, 60.0), (25.5, 66.0), 0.004)), false, false),
+            ("+44.6% [+30.0, +60.0], after Holm [+25.5, +66.0]".into(), false)
+        );
+        assert_eq!(
+            annotation(Some(&widened(-3.0, (-8.0, 2.0), (-9.0, 3.0), 0.9)), false, false),
+            ("-3.0% [-8.0, +2.0] (inconclusive)".into(), true),
+            "an interval that holds 0 still does after Holm: not shown"
         );
         assert_eq!(
             annotation(Some(&d(-3.0, f64::NAN, f64::NAN)), false, false),

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 /// The fixture results directories under `tests/fixtures` (see `tests/fixtures/README.md`).
-pub const FIXTURES: [&str; 5] =
-    ["seed003-tiers", "seed004-profiles", "seed000-claims", "seed000-slices", "seed004-sweep"];
+pub const FIXTURES: [&str; 6] =
+    ["seed003-tiers", "seed004-profiles", "seed000-claims", "seed000-slices", "seed004-sweep", "seed000-control"];
 
 /// A fixture rendered by `report::render` into a scratch copy.
 pub struct Rendered {
