@@ -31,9 +31,10 @@ fn shell() -> RemoteShell {
     }
 }
 
-/// The mark of configfs item `path` in the run's directory on the host.
+/// The mark of configfs item `path` for the run on the host: under /run/pgtier, where only root
+/// can write, never beside the run's directory in /tmp.
 fn mark(path: &str) -> String {
-    format!("/tmp/pgtier-fake01-t.marks/made{}", path.replace('/', "%"))
+    format!("/run/pgtier/pgtier-fake01-t.marks/made{}", path.replace('/', "%"))
 }
 
 /// The words of the export step that makes directory `path` (and its mark).

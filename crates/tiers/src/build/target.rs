@@ -67,11 +67,20 @@ pub fn key_file(dir: &str) -> String {
     format!("{dir}/dhchap-key")
 }
 
-/// The mark of configfs item `path`, next to the run's directory `dir` on the host (not in it:
-/// a teardown that must leave the export under a busy filesystem still removes that directory,
-/// and `cleanup` needs the marks later).
+/// Where the marks of configfs items live on a target host: a directory only root can write
+/// in. Not in /tmp, where the run's directory is: a local user who saw the run's token there
+/// could make `<dir>.marks` first, and then a mark of theirs would let teardown remove another
+/// owner's item, or a link of theirs in it would have root's `: > mark` truncate any file.
+/// /run is a tmpfs, emptied at boot like configfs itself.
+pub const MARKS_ROOT: &str = "/run/pgtier";
+
+/// The mark of configfs item `path` for the run whose directory on the host is `dir`: in
+/// [`MARKS_ROOT`], named after the run's directory (not in it: a teardown that must leave the
+/// export under a busy filesystem still removes that directory, and `cleanup` needs the marks
+/// later).
 fn mark_of(dir: &str, path: &str) -> String {
-    format!("{dir}.marks/made{}", path.replace('/', "%"))
+    let run = dir.trim_end_matches('/').rsplit('/').next().unwrap_or(dir);
+    format!("{MARKS_ROOT}/{run}.marks/made{}", path.replace('/', "%"))
 }
 
 /// The configfs item an export step makes (a marked `mkdir` or `ln -s`), if it is one.
