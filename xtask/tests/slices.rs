@@ -300,7 +300,11 @@ duration = "10s"
             .unwrap_or_else(|| panic!("a line for pgbench_accounts: {raw}"));
         let modified: i64 = accounts.split('\t').nth(1).unwrap().parse().unwrap();
         assert!(modified > 0, "tpcb updated pgbench_accounts: {raw}");
-        assert!(stderr.contains(&format!("[{ro}] settled {place} after {rw}: VACUUM (ANALYZE) of")), "{stderr}");
+        assert!(
+            stderr.contains(&format!("[{ro}] settled {place} after {rw}: VACUUM (ANALYZE, INDEX_CLEANUP ON) of")),
+            "{stderr}"
+        );
+        assert_eq!(p["command"], "VACUUM (ANALYZE, INDEX_CLEANUP ON)", "{p}");
     }
     // Settled before its prewarm: the prewarm of each placement comes after its settle.
     let settle_at = stderr.find(&format!("[{ro}] settled")).unwrap();

@@ -503,6 +503,9 @@ pub struct SettleRecord {
     pub dead_rows: i64,
     pub modified_rows: i64,
     pub dead_rows_after: Option<i64>,
+    /// The VACUUM each table got (`VACUUM (ANALYZE, INDEX_CLEANUP ON)`).
+    #[serde(default)]
+    pub command: String,
     pub vacuum_seconds: f64,
     pub checkpoint_seconds: f64,
     /// The per-table record, relative to the session's directory.

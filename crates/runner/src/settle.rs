@@ -12,7 +12,11 @@
 //! of the updated table in the middle of the next contest's rounds, and gives the planner the data
 //! as it now is. No FREEZE: freezing changes nothing a read does (the hint bits and the visibility
 //! map are what a read consults) and would rewrite every page the workload touched, which the data
-//! set built by `pgbench -i` does not need (its rows are frozen or hinted already). The CHECKPOINT
+//! set built by `pgbench -i` does not need (its rows are frozen or hinted already). With
+//! `INDEX_CLEANUP ON` (PostgreSQL 12 and later): since 14, VACUUM skips the indexes when fewer than
+//! 2% of the table's pages hold dead rows, which leaves their dead index entries for the next
+//! contest's index scans to mark killed (writes again); on a large data set after a short
+//! read-write contest that is the common case. The CHECKPOINT
 //! then writes what the VACUUM dirtied, so the next contest's slices do not pay for it either.
 //!
 //! The work is the server's own (a backend in the server's cgroup, connected as the database
@@ -44,6 +48,8 @@ pub struct Settled {
     /// Dead rows over every table after the VACUUM (the statistics' count: 0 once every dead
     /// version was removed), None when unknown.
     pub dead_rows_after: Option<i64>,
+    /// The command each table got (`VACUUM (ANALYZE, INDEX_CLEANUP ON)`).
+    pub command: String,
     /// Seconds of the VACUUMs, and of the CHECKPOINT after them.
     pub vacuum_seconds: f64,
     pub checkpoint_seconds: f64,
@@ -65,7 +71,8 @@ impl Settled {
     pub fn raw(&self) -> String {
         let opt = |v: Option<i64>| v.map(|v| v.to_string()).unwrap_or_else(|| "-".into());
         let mut out = format!(
-            "# VACUUM (ANALYZE) per table, in the order done ({:.3} s), then CHECKPOINT ({:.3} s); dead rows after: {}\n# n_dead_tup\tn_mod_since_analyze\tseconds\ttable\n",
+            "# {} per table, in the order done ({:.3} s), then CHECKPOINT ({:.3} s); dead rows after: {}\n# n_dead_tup\tn_mod_since_analyze\tseconds\ttable\n",
+            self.command,
             self.vacuum_seconds,
             self.checkpoint_seconds,
             opt(self.dead_rows_after)
@@ -89,12 +96,18 @@ const DEAD_AFTER: &str = "SELECT sum(s.n_dead_tup)::bigint \
      FROM pg_class c JOIN pg_stat_user_tables s ON s.relid = c.oid \
      WHERE c.oid >= 16384 AND c.relkind IN ('r', 'm') AND c.relpersistence <> 't'";
 
-/// `VACUUM (ANALYZE)` of every table of the connected database, largest first, then
-/// `CHECKPOINT`. `cancelled` is asked before each table (Err(Cancelled) once it says yes).
+/// `VACUUM (ANALYZE, INDEX_CLEANUP ON)` (without `INDEX_CLEANUP` before PostgreSQL 12) of every
+/// table of the connected database, largest first, then `CHECKPOINT`. `cancelled` is asked before each table (Err(Cancelled) once it says yes).
 pub async fn settle(client: &Client, cancelled: &dyn Fn() -> bool) -> Result<Settled, RunnerError> {
     let started = Instant::now();
     // The statistics as of now, not as cached in this session's first read of them.
     let _ = client.batch_execute("SELECT pg_stat_clear_snapshot()").await;
+    let version: i32 = client
+        .query_one("SELECT current_setting('server_version_num')::int", &[])
+        .await
+        .map_err(RunnerError::query("read server_version_num"))?
+        .get(0);
+    let command = vacuum_command(version);
     let rows = client.query(TABLES, &[]).await.map_err(RunnerError::query("list the tables to vacuum"))?;
     let mut tables = Vec::with_capacity(rows.len());
     for row in rows {
@@ -105,9 +118,9 @@ pub async fn settle(client: &Client, cancelled: &dyn Fn() -> bool) -> Result<Set
         let t0 = Instant::now();
         // regclass's text is already quoted where it must be.
         client
-            .batch_execute(&format!("VACUUM (ANALYZE) {table}"))
+            .batch_execute(&format!("{command} {table}"))
             .await
-            .map_err(RunnerError::query(format!("VACUUM (ANALYZE) {table}")))?;
+            .map_err(RunnerError::query(format!("{command} {table}")))?;
         tables.push(TableSettled {
             table,
             dead_rows: row.get(1),
@@ -121,7 +134,12 @@ pub async fn settle(client: &Client, cancelled: &dyn Fn() -> bool) -> Result<Set
     let checkpoint_seconds = t0.elapsed().as_secs_f64();
     let _ = client.batch_execute("SELECT pg_stat_clear_snapshot()").await;
     let dead_rows_after = client.query_one(DEAD_AFTER, &[]).await.ok().and_then(|r| r.get::<_, Option<i64>>(0));
-    Ok(Settled { tables, dead_rows_after, vacuum_seconds, checkpoint_seconds })
+    Ok(Settled { tables, dead_rows_after, command, vacuum_seconds, checkpoint_seconds })
+}
+
+/// The VACUUM a table gets on a server of this `server_version_num`.
+fn vacuum_command(version: i32) -> String {
+    if version >= 120000 { "VACUUM (ANALYZE, INDEX_CLEANUP ON)" } else { "VACUUM (ANALYZE)" }.to_string()
 }
 
 #[cfg(test)]
@@ -141,12 +159,17 @@ mod tests {
                 TableSettled { table: "pgbench_history".into(), dead_rows: None, modified_rows: None, seconds: 0.01 },
             ],
             dead_rows_after: Some(0),
+            command: vacuum_command(150004),
             vacuum_seconds: 0.81,
             checkpoint_seconds: 0.2,
         };
         assert_eq!((s.dead_rows(), s.modified_rows()), (41_000, 52_000));
         let raw = s.raw();
-        assert!(raw.contains("dead rows after: 0\n"), "{raw}");
+        assert!(
+            raw.starts_with("# VACUUM (ANALYZE, INDEX_CLEANUP ON) per table") && raw.contains("dead rows after: 0\n"),
+            "{raw}"
+        );
+        assert_eq!(vacuum_command(110022), "VACUUM (ANALYZE)", "no INDEX_CLEANUP before 12");
         assert!(raw.contains("\n41000\t52000\t0.800\tpgbench_accounts\n-\t-\t0.010\tpgbench_history\n"), "{raw}");
     }
 }

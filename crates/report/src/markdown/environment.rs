@@ -368,9 +368,10 @@ fn settle(set: &ResultSet) -> Option<String> {
         String::new()
     };
     Some(format!(
-        "Settle: before {} ({}), each placement's database, which an earlier contest had written to, was vacuumed as a DBA would before measuring: VACUUM (ANALYZE) of every table by its own server, then CHECKPOINT, so that the contest did not begin by pruning dead rows and setting hint bits on what the earlier one updated: {} settles, each finding {} dead rows in its database, VACUUM {} s, CHECKPOINT {} s.{failures} Per table in `sessions/<session>/settle-*.txt`, per settle in manifest.json (`measurement.settles`).",
+        "Settle: before {} ({}), each placement's database, which an earlier contest had written to, was vacuumed as a DBA would before measuring: {} of every table by its own server, then CHECKPOINT, so that the contest did not begin by pruning dead rows and setting hint bits on what the earlier one updated: {} settles, each finding {} dead rows in its database, VACUUM {} s, CHECKPOINT {} s.{failures} Per table in `sessions/<session>/settle-*.txt`, per settle in manifest.json (`measurement.settles`).",
         if contests.len() == 1 { "1 contest".to_string() } else { format!("{} contests", contests.len()) },
         contests.join("; "),
+        ok.first().map(|s| s.command.as_str()).filter(|c| !c.is_empty()).unwrap_or("VACUUM (ANALYZE)"),
         m.settles.len(),
         span(ok.iter().map(|s| s.dead_rows as f64).collect(), 0),
         span(ok.iter().map(|s| s.vacuum_seconds).collect(), 1),

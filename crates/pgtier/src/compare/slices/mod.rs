@@ -683,14 +683,16 @@ impl Session<'_> {
             Ok(done) => {
                 let d = done.done;
                 rec.tables = d.tables.len() as u32;
+                rec.command = d.command.clone();
                 rec.dead_rows = d.dead_rows();
                 rec.modified_rows = d.modified_rows();
                 rec.dead_rows_after = d.dead_rows_after;
                 rec.vacuum_seconds = d.vacuum_seconds;
                 rec.checkpoint_seconds = d.checkpoint_seconds;
                 eprintln!(
-                    "  [{contest}] settled {place} after {}: VACUUM (ANALYZE) of {} tables ({} dead rows, {} modified) in {:.1} s, CHECKPOINT {:.1} s",
+                    "  [{contest}] settled {place} after {}: {} of {} tables ({} dead rows, {} modified) in {:.1} s, CHECKPOINT {:.1} s",
                     after.join(", "),
+                    rec.command,
                     rec.tables,
                     rec.dead_rows,
                     rec.modified_rows,
