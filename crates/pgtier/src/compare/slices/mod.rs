@@ -57,7 +57,7 @@ struct Sliced<'m, 'e> {
     dropped: HashMap<usize, String>,
     /// Per placement and build (`<placement>/<build>`, as in `placed`): the contests whose workload
     /// wrote to its database since it was copied or last settled (`[measurement] settle`).
-    written: HashMap<String, Vec<String>>,
+    written: decide::Written,
     /// Prefixes the session ids of a resumed run (`r1-`), so that its session directories and
     /// cgroups are new.
     prefix: String,
@@ -105,7 +105,7 @@ impl Session<'_> {
             seconds: BTreeMap::new(),
             deaths: HashMap::new(),
             dropped: HashMap::new(),
-            written: HashMap::new(),
+            written: decide::Written::default(),
             prefix: match &self.previous {
                 Some(p) => format!("r{}-", p.resumed_at.len() + 1),
                 None => String::new(),
@@ -612,7 +612,7 @@ impl Session<'_> {
         }
         s.placed.insert(slot.clone(), key);
         // A fresh copy: nothing written to it yet.
-        s.written.remove(&slot);
+        s.written.clean(std::slice::from_ref(&slot));
         Ok(())
     }
 
@@ -625,21 +625,14 @@ impl Session<'_> {
     /// that died shows itself in the warm-up, which handles it).
     async fn settle_all(&mut self, s: &mut Sliced<'_, '_>, servers: &mut Servers<'_>, c: &Contest) -> Result<()> {
         let build = s.spec.builds[c.build].name.clone();
-        let slots: Vec<(usize, String)> =
-            c.placements.iter().map(|&p| (p, format!("{}/{build}", s.spec.placements[p].name))).collect();
-        let mut after: Vec<String> = Vec::new();
-        for (_, slot) in &slots {
-            for w in s.written.get(slot).into_iter().flatten() {
-                if !after.contains(w) {
-                    after.push(w.clone());
-                }
-            }
-        }
+        let slots: Vec<String> =
+            c.placements.iter().map(|&p| format!("{}/{build}", s.spec.placements[p].name)).collect();
+        let after = s.written.since(&slots);
         let contest = c.name(s.spec);
         if !after.is_empty() {
             let t0 = Instant::now();
             let order: Vec<String> = servers.placements().iter().map(|p| p.to_string()).collect();
-            for place in order.iter().filter(|p| slots.iter().any(|(i, _)| s.spec.placements[*i].name == **p)) {
+            for place in order.iter().filter(|p| c.placements.iter().any(|&i| s.spec.placements[i].name == **p)) {
                 if self.interrupts.cancelled() {
                     bail!("interrupted before contest {contest}");
                 }
@@ -647,17 +640,10 @@ impl Session<'_> {
                 self.settle(servers, (&contest, place, file), &after).await?;
             }
             add(&mut s.seconds, "settle", t0.elapsed().as_secs_f64());
-            for (_, slot) in &slots {
-                s.written.remove(slot);
-            }
+            s.written.clean(&slots);
         }
         if s.spec.workloads[c.workload].writes() {
-            for (_, slot) in slots {
-                let list = s.written.entry(slot).or_default();
-                if !list.contains(&contest) {
-                    list.push(contest.clone());
-                }
-            }
+            s.written.wrote(&slots, &contest);
         }
         Ok(())
     }
