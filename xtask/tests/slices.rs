@@ -227,6 +227,93 @@ fn a_sliced_comparison_pairs_rounds_and_records_why_it_stopped() {
     );
 }
 
+/// A read-only contest after a read-write one in the same session: before it, each placement's
+/// database is settled (VACUUM (ANALYZE), CHECKPOINT) because the read-write contest wrote to it,
+/// the read-write contest (the session's first, on fresh copies) is not, and the manifest, the
+/// session's directory, the terminal and report.md say what was done.
+#[test]
+fn a_read_only_contest_after_a_read_write_one_starts_on_vacuumed_data() {
+    if !root_or_skip() {
+        return;
+    }
+    let env = Env::new();
+    let config = SLICED
+        .replace("budget = \"75s\"", "budget = \"40s\"")
+        .replace("control = true\n", "")
+        .replace("[device.emulate.throttle]\nwrite_iops = 100\n", "")
+        + r#"
+[[workload]]
+name = "ro"
+kind = "pgbench"
+builtin = "select-only"
+scale = 2
+clients = [2]
+threads = 1
+duration = "10s"
+"#;
+    let cfg = env.write("settle.toml", &config);
+    let out = env.dir.path().join("results");
+    let o = env
+        .xtask(&[
+            "compare",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--emulate",
+            "--out",
+            out.to_str().unwrap(),
+            "--seed",
+            "7",
+        ])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&o);
+    assert!(o.status.success(), "compare failed\nstdout:\n{stdout}\nstderr:\n{stderr}");
+    assert_nothing_left(&env.state());
+    let (rw, ro) = ("rw c2 mem 256MiB default", "ro c2 mem 256MiB default");
+    assert!(stderr.contains(&format!("[{ro}] round 3:")), "both contests measured:\n{stderr}");
+
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("manifest.json")).unwrap()).unwrap();
+    let m = &manifest["measurement"];
+    assert_eq!(m["settle"], true);
+    let settles = m["settles"].as_array().expect("the settles recorded");
+    let mut settled: Vec<&str> = settles.iter().map(|p| p["placement"].as_str().unwrap()).collect();
+    settled.sort();
+    assert_eq!(settled, ["a", "b"], "one settle per placement, before the read-only contest only: {settles:?}");
+    let session = out.join("sessions").join("s1");
+    for p in settles {
+        let place = p["placement"].as_str().unwrap();
+        assert!(p.get("error").is_none(), "{p}");
+        assert_eq!((p["session"].as_str(), p["contest"].as_str()), (Some("s1"), Some(ro)), "{p}");
+        assert_eq!(p["after"], serde_json::json!([rw]), "the read-write contest wrote to it: {p}");
+        // TPC-B-like updated pgbench_accounts (and inserted into pgbench_history) during the
+        // first contest: rows modified since the last ANALYZE, and dead rows, which the VACUUM
+        // removed.
+        assert!(p["tables"].as_u64().unwrap() >= 4, "the four pgbench tables: {p}");
+        assert!(p["modified_rows"].as_i64().unwrap() > 100, "{p}");
+        assert!(p["dead_rows"].as_i64().unwrap() > 0, "{p}");
+        assert_eq!(p["dead_rows_after"].as_i64(), Some(0), "no dead row left: {p}");
+        let raw = std::fs::read_to_string(session.join(p["raw"].as_str().unwrap())).unwrap();
+        let accounts = raw
+            .lines()
+            .find(|l| l.ends_with("\tpgbench_accounts"))
+            .unwrap_or_else(|| panic!("a line for pgbench_accounts: {raw}"));
+        let modified: i64 = accounts.split('\t').nth(1).unwrap().parse().unwrap();
+        assert!(modified > 0, "tpcb updated pgbench_accounts: {raw}");
+        assert!(
+            stderr.contains(&format!("[{ro}] settled {place} after {rw}: VACUUM (ANALYZE, INDEX_CLEANUP ON) of")),
+            "{stderr}"
+        );
+        assert_eq!(p["command"], "VACUUM (ANALYZE, INDEX_CLEANUP ON)", "{p}");
+    }
+    // Settled before its prewarm: the prewarm of each placement comes after its settle.
+    let settle_at = stderr.find(&format!("[{ro}] settled")).unwrap();
+    let prewarm_at = stderr.find(&format!("[{ro}] prewarmed")).unwrap();
+    assert!(settle_at < prewarm_at, "{stderr}");
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(report.contains(&format!("Settle: before 1 contest ({ro}), each placement's database")), "{report}");
+}
+
 #[test]
 fn the_dry_run_describes_the_sliced_design() {
     let env = Env::new();
@@ -243,6 +330,10 @@ fn the_dry_run_describes_the_sliced_design() {
         "{stdout}"
     );
     assert!(stdout.contains("a prewarm per placement (every table and index of its data set read"), "{stdout}");
+    assert!(
+        stdout.contains("a settle per placement when an earlier contest wrote to its database (VACUUM (ANALYZE)"),
+        "{stdout}"
+    );
     let cold = env.write("cold.toml", &SLICED.replace("control = true\n", "control = true\nprewarm = false\n"));
     let o = env.xtask(&["compare", "--config", cold.to_str().unwrap(), "--emulate", "--dry-run"]).output().unwrap();
     assert!(text(&o).0.contains("no prewarm (prewarm = false: cold caches)"), "{}", text(&o).0);

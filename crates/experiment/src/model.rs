@@ -285,6 +285,13 @@ pub struct Measurement {
     /// memory-limited cell does not spend its first rounds filling its cache. False: cold-cache
     /// figures (the page cache is dropped once per session, then only the warm-up load warms).
     pub prewarm: bool,
+    /// Slices: before a contest, when an earlier contest wrote to the placements' databases (since
+    /// they were copied or last settled), each placement's database is brought to a clean state:
+    /// `VACUUM (ANALYZE)` of every table, then `CHECKPOINT`, so that a read-only contest after a
+    /// read-write one does not spend its first rounds pruning and setting hint bits on the rows
+    /// the other updated (writes that fade over its rounds). False: each contest measures the
+    /// data as the earlier ones left it.
+    pub settle: bool,
     /// A negative control: the placement [`CONTROL_PLACEMENT`], a twin of the baseline (on
     /// identical emulated devices of its own when emulating, on the baseline's own devices on
     /// real hardware), is measured as one more contender; nothing can differ, so a change it
@@ -321,6 +328,7 @@ impl Default for Measurement {
             min_rounds: 6,
             warm_up_rounds: 2,
             prewarm: true,
+            settle: true,
             control: false,
             pinning: None,
         }

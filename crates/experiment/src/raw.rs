@@ -152,6 +152,10 @@ pub struct RawMeasurement {
     /// before every contest's warm-up (default true; false for cold-cache figures).
     #[serde(default)]
     pub prewarm: Option<Spanned<bool>>,
+    /// Slices: VACUUM (ANALYZE) and CHECKPOINT each placement's database before a contest that
+    /// follows one that wrote to it (default true; false keeps the carry-over).
+    #[serde(default)]
+    pub settle: Option<Spanned<bool>>,
     /// A negative control: a twin of the baseline placement measured as one more contender.
     #[serde(default)]
     pub control: Option<Spanned<bool>>,

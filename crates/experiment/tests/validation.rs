@@ -705,6 +705,34 @@ fn prewarm_is_on_by_default_off_by_key_and_a_boolean() {
 }
 
 #[test]
+fn settle_is_on_by_default_off_by_key_and_a_boolean() {
+    let slices =
+        |extra: &str| BASE.replace("[emulate]\n", &format!("[measurement]\ndesign = \"slices\"\n{extra}\n[emulate]\n"));
+    let on = parse(Path::new("exp.toml"), &slices(""), &opts(true)).unwrap();
+    assert!(on.measurement.settle, "settle is on unless the file turns it off");
+    let off = parse(Path::new("exp.toml"), &slices("settle = false\n"), &opts(true)).unwrap();
+    assert!(!off.measurement.settle);
+    assert!(off.measurement.prewarm, "settle and prewarm are separate keys");
+    // [emulate.measurement] replaces it when emulating only.
+    let text = slices("") + "[emulate.measurement]\nsettle = false\n";
+    assert!(!parse(Path::new("exp.toml"), &text, &opts(true)).unwrap().measurement.settle);
+    assert!(parse(Path::new("exp.toml"), &text, &opts(false)).unwrap().measurement.settle);
+    // Not a boolean: an error naming the key and its line.
+    let bad = slices("settle = \"vacuum\"\n");
+    let e = errors(&bad, true);
+    let err = e.0.iter().find(|e| e.key.as_deref() == Some("measurement.settle")).unwrap_or_else(|| panic!("{e}"));
+    assert_eq!(err.line, Some(line_of(&bad, "settle = \"vacuum\"")));
+    // The runs design ignores it, and says so.
+    let runs = BASE.replace("[emulate]\n", "[measurement]\nsettle = false\n\n[emulate]\n");
+    let e = parse(Path::new("exp.toml"), &runs, &opts(false)).unwrap();
+    assert!(
+        e.warnings.iter().any(|w| w.contains("measurement.settle applies to design = \"slices\" only")),
+        "{:?}",
+        e.warnings
+    );
+}
+
+#[test]
 fn builds_are_named_and_checked() {
     let pg = repo().join("target"); // a directory without postgres in it
     let text = BASE.replace(

@@ -477,6 +477,42 @@ pub struct MeasurementRecord {
     /// Slices: each prewarm, in the order made.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub prewarms: Vec<PrewarmRecord>,
+    /// Slices: whether each placement's database was settled (VACUUM (ANALYZE), CHECKPOINT)
+    /// before a contest that followed one that wrote to it (`[measurement] settle`); false in
+    /// result sets of older versions.
+    #[serde(default)]
+    pub settle: bool,
+    /// Slices: each settle, in the order made.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub settles: Vec<SettleRecord>,
+}
+
+/// One placement's settle before a contest: `VACUUM (ANALYZE)` of every table of its database,
+/// then `CHECKPOINT`, because an earlier contest (`after`) wrote to it. Its per-table output is
+/// `sessions/<session>/<raw>`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SettleRecord {
+    pub session: String,
+    pub contest: String,
+    pub placement: String,
+    /// The earlier contests that wrote to the database since it was copied or last settled.
+    pub after: Vec<String>,
+    /// Tables vacuumed; dead rows and rows modified since the last ANALYZE over them before, as
+    /// PostgreSQL's statistics counted them; dead rows after (None when unknown).
+    pub tables: u32,
+    pub dead_rows: i64,
+    pub modified_rows: i64,
+    pub dead_rows_after: Option<i64>,
+    /// The VACUUM each table got (`VACUUM (ANALYZE, INDEX_CLEANUP ON)`).
+    #[serde(default)]
+    pub command: String,
+    pub vacuum_seconds: f64,
+    pub checkpoint_seconds: f64,
+    /// The per-table record, relative to the session's directory.
+    pub raw: String,
+    /// Why it failed (the contest then went on without it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// One placement's prewarm before a contest's warm-up (a new segment: after a session start or a
@@ -531,6 +567,8 @@ impl Default for MeasurementRecord {
             pinning: None,
             prewarm: false,
             prewarms: Vec::new(),
+            settle: false,
+            settles: Vec::new(),
         }
     }
 }

@@ -24,6 +24,7 @@ pub mod record;
 mod run_inputs;
 pub mod sampler;
 pub mod server;
+pub mod settle;
 pub mod slices;
 mod supervisor;
 mod system;

@@ -120,6 +120,12 @@ impl WorkloadSpec {
         crate::memory::DataShape { largest_table_rows: Some(rows) }
     }
 
+    /// Whether the workload writes to its data set (so leaves dead rows and unhinted tuples for
+    /// what runs after it): every workload but pgbench's builtin select-only.
+    pub fn writes(&self) -> bool {
+        !matches!(&self.kind, WorkloadKind::Pgbench(p) if p.builtin == crate::pgbench::Builtin::SelectOnly)
+    }
+
     pub fn scale(&self) -> u32 {
         match &self.kind {
             WorkloadKind::Pgbench(p) => p.scale,
@@ -458,6 +464,13 @@ mod tests {
             cores: 2,
             seed: None,
         }
+    }
+
+    #[test]
+    fn only_select_only_counts_as_not_writing() {
+        let m = spec(Order::Interleaved);
+        assert!(m.workloads[0].writes(), "tpcb-like updates and inserts");
+        assert!(!m.workloads[1].writes(), "select-only reads");
     }
 
     #[test]

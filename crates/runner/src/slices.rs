@@ -64,6 +64,12 @@ pub struct Prewarm {
     pub limit_bytes: Option<u64>,
 }
 
+/// One placement's settle: what the VACUUM (ANALYZE) and CHECKPOINT did.
+#[derive(Clone, Debug)]
+pub struct Settle {
+    pub done: crate::settle::Settled,
+}
+
 /// A session that could not start: which placement's server failed, and why. The servers that
 /// had started are stopped again.
 #[derive(Debug)]
@@ -172,6 +178,22 @@ impl<'e> Session<'e> {
             limit_bytes: cgroup.and_then(|c| c.limit_bytes),
             read,
         })
+    }
+
+    /// Brings the placement's database to a clean state ([`settle`](crate::settle)): `VACUUM
+    /// (ANALYZE)` of every table, then `CHECKPOINT`, on its server (a backend in its cgroup). The
+    /// per-table record goes to `raw` (`<dead>\t<modified>\t<seconds>\t<table>` lines).
+    pub async fn settle_data(&mut self, placement: &str, raw: &Path) -> Result<Settle, RunnerError> {
+        let m = self.member(placement)?;
+        let srv = m.server.as_ref().ok_or_else(|| RunnerError::Server("the server is not running".into()))?;
+        let client = srv.connect(DATABASE).await?;
+        let env = &m.env;
+        let done = crate::settle::settle(&client, &|| env.cancelled()).await?;
+        if let Some(dir) = raw.parent() {
+            std::fs::create_dir_all(dir).io_context(|| format!("mkdir {}", dir.display()))?;
+        }
+        std::fs::write(raw, done.raw()).io_context(|| format!("write {}", raw.display()))?;
+        Ok(Settle { done })
     }
 
     /// Discarded load on one server (`inp.workload.ramp_up` long), its output kept below the

@@ -90,6 +90,9 @@ impl Validator<'_> {
         if let Some((b, _)) = pick!(prewarm) {
             m.prewarm = *b.get_ref();
         }
+        if let Some((b, _)) = pick!(settle) {
+            m.settle = *b.get_ref();
+        }
         if let Some((b, _)) = pick!(control) {
             m.control = *b.get_ref();
         }
@@ -103,6 +106,7 @@ impl Validator<'_> {
                 (pick!(min_rounds).is_some(), "min_rounds"),
                 (pick!(warm_up_rounds).is_some(), "warm_up_rounds"),
                 (pick!(prewarm).is_some(), "prewarm"),
+                (pick!(settle).is_some(), "settle"),
             ] {
                 if present {
                     self.warnings.push(format!(

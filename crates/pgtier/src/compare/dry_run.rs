@@ -91,7 +91,12 @@ fn slices(exp: &experiment::Experiment, matrix: &MatrixSpec, cells: &[PlannedRun
     let m = &exp.measurement;
     println!("\n## Measurement: design slices\n");
     println!(
-        "For each memory limit and profile, every placement's server starts at once (its own cgroup and port), CHECKPOINT, caches dropped once; each contest then gets {}a discarded warm-up per placement ({}), and rounds of one {} s slice per placement in a random order, at least {} rounds, {} and {}. Rounds are decided as the run goes.",
+        "For each memory limit and profile, every placement's server starts at once (its own cgroup and port), CHECKPOINT, caches dropped once; each contest then gets {}{}a discarded warm-up per placement ({}), and rounds of one {} s slice per placement in a random order, at least {} rounds, {} and {}. Rounds are decided as the run goes.",
+        if m.settle {
+            "a settle per placement when an earlier contest wrote to its database (VACUUM (ANALYZE) of every table, then CHECKPOINT), then "
+        } else {
+            "no settle (settle = false: the data as earlier contests left it), "
+        },
         if m.prewarm {
             "a prewarm per placement (every table and index of its data set read into its server with pg_prewarm: shared_buffers and the page cache within its memory limit), then "
         } else {

@@ -81,6 +81,7 @@ pub fn begin(
             warm_up_rounds: exp.measurement.warm_up_rounds,
             min_rounds: exp.measurement.min_rounds,
             prewarm: exp.measurement.prewarm && exp.measurement.design == experiment::Design::Slices,
+            settle: exp.measurement.settle && exp.measurement.design == experiment::Design::Slices,
             control: exp.measurement.control.then(|| experiment::CONTROL_PLACEMENT.to_string()),
             pinning: exp.measurement.pinning.as_ref().map(|p| results::manifest::PinningRecord {
                 client: runner::affinity::format_cpu_list(&p.client),
@@ -99,6 +100,7 @@ pub fn begin(
         m.resumed_at.push(timestamp::rfc3339(started));
         m.device_probes = prev.device_probes.clone();
         m.measurement.prewarms = prev.measurement.prewarms.clone();
+        m.measurement.settles = prev.measurement.settles.clone();
         m.warnings.push(Warning::Resumed { at: m.resumed_at.clone() });
     }
     m

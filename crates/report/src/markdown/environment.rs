@@ -270,6 +270,9 @@ pub(super) fn method(d: &mut Document, set: &ResultSet) {
         ),
         None => "No CPU pinning: the kernel's scheduler placed the workload client and the servers on any CPU.".into(),
     }));
+    if let Some(text) = settle(set) {
+        items.push(item(text));
+    }
     if let Some(text) = prewarm(set) {
         items.push(item(text));
     }
@@ -329,6 +332,53 @@ fn prewarm(set: &ResultSet) -> Option<String> {
     ))
 }
 
+/// What the settles before contests did (slices, `[measurement] settle`): None when it was off
+/// or the result set predates it; a sentence saying none was needed when no contest followed one
+/// that wrote.
+fn settle(set: &ResultSet) -> Option<String> {
+    let m = &set.manifest.measurement;
+    if !m.settle {
+        return None;
+    }
+    let ok: Vec<&results::manifest::SettleRecord> = m.settles.iter().filter(|s| s.error.is_none()).collect();
+    let failed = m.settles.len() - ok.len();
+    if m.settles.is_empty() {
+        return Some("Settle: no contest followed one that wrote to the placements' databases, so none was vacuumed (`[measurement] settle`).".into());
+    }
+    let mut contests: Vec<&str> = Vec::new();
+    for s in &m.settles {
+        if !contests.contains(&s.contest.as_str()) {
+            contests.push(&s.contest);
+        }
+    }
+    let span = |v: Vec<f64>, digits: usize| {
+        let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        if v.is_empty() {
+            "-".to_string()
+        } else if (hi - lo).abs() < 10f64.powi(-(digits as i32)) {
+            format!("{lo:.digits$}")
+        } else {
+            format!("{lo:.digits$}-{hi:.digits$}")
+        }
+    };
+    let failures = if failed > 0 {
+        format!(" {failed} failed, and their contests went on without (manifest.json's warnings).")
+    } else {
+        String::new()
+    };
+    Some(format!(
+        "Settle: before {} ({}), each placement's database, which an earlier contest had written to, was vacuumed as a DBA would before measuring: {} of every table by its own server, then CHECKPOINT, so that the contest did not begin by pruning dead rows and setting hint bits on what the earlier one updated: {} settles, each finding {} dead rows in its database, VACUUM {} s, CHECKPOINT {} s.{failures} Per table in `sessions/<session>/settle-*.txt`, per settle in manifest.json (`measurement.settles`).",
+        if contests.len() == 1 { "1 contest".to_string() } else { format!("{} contests", contests.len()) },
+        contests.join("; "),
+        ok.first().map(|s| s.command.as_str()).filter(|c| !c.is_empty()).unwrap_or("VACUUM (ANALYZE)"),
+        m.settles.len(),
+        span(ok.iter().map(|s| s.dead_rows as f64).collect(), 0),
+        span(ok.iter().map(|s| s.vacuum_seconds).collect(), 1),
+        span(ok.iter().map(|s| s.checkpoint_seconds).collect(), 1),
+    ))
+}
+
 /// Under which load the figures hold: the ranges of the machine's state over the successful
 /// runs (slices) that recorded it; None for result sets of older versions.
 fn machine_state(set: &ResultSet) -> Option<String> {
@@ -370,9 +420,11 @@ fn slices_method(items: &mut Vec<Item>, set: &ResultSet, seed: &str) {
         ),
         children: m.measurement.stopped.iter().map(|(c, why)| format!("{c}: {why}")).collect(),
     });
-    items.push(item(
-        "The copy is made once per placement and data set: later slices start from the data as earlier ones left it (read-write workloads grow history tables and leave dead tuples), alike for every placement.",
-    ));
+    items.push(item(if m.measurement.settle {
+        "The copy is made once per placement and data set: later slices start from the data as earlier ones left it (read-write workloads grow history tables), alike for every placement; before a contest that follows one that wrote, each database was vacuumed (Settle, below)."
+    } else {
+        "The copy is made once per placement and data set: later slices start from the data as earlier ones left it (read-write workloads grow history tables and leave dead tuples), alike for every placement."
+    }));
     items.push(item(format!("{} slices:", set.runs.len())));
 }
 

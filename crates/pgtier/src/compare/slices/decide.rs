@@ -210,6 +210,42 @@ pub(super) fn share(budget: Option<Duration>, elapsed: Duration, remaining: usiz
     Some(left / remaining.max(1) as f64)
 }
 
+/// Which contests wrote to each placement's database (`<placement>/<build>`) since it was copied
+/// or last settled: what decides a settle before a contest (`[measurement] settle`).
+#[derive(Default)]
+pub(super) struct Written(std::collections::HashMap<String, Vec<String>>);
+
+impl Written {
+    /// The contests that wrote to any of `slots` since, in the order first seen: a contest on
+    /// them settles first when this is not empty.
+    pub(super) fn since(&self, slots: &[String]) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for w in slots.iter().filter_map(|s| self.0.get(s)).flatten() {
+            if !out.contains(w) {
+                out.push(w.clone());
+            }
+        }
+        out
+    }
+
+    /// `slots` were settled, or freshly copied: nothing written to them since.
+    pub(super) fn clean(&mut self, slots: &[String]) {
+        for s in slots {
+            self.0.remove(s);
+        }
+    }
+
+    /// `contest` (whose workload writes) runs on `slots`.
+    pub(super) fn wrote(&mut self, slots: &[String], contest: &str) {
+        for s in slots {
+            let list = self.0.entry(s.clone()).or_default();
+            if !list.iter().any(|c| c == contest) {
+                list.push(contest.to_string());
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -390,5 +426,25 @@ mod tests {
         let mut all = vec![contest(0, None), contest(0, None), contest(0, None)];
         all[2].memory = 1;
         assert_eq!(session_groups(&all), vec![vec![0, 1], vec![2]]);
+    }
+
+    #[test]
+    fn a_contest_after_a_writer_settles_once_and_a_fresh_copy_is_clean() {
+        let slots = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let (both, a) = (slots(&["a/default", "b/default"]), slots(&["a/default"]));
+        let mut w = Written::default();
+        assert!(w.since(&both).is_empty(), "fresh copies: the first contest is not settled");
+        w.wrote(&both, "tpcb c8");
+        w.wrote(&both, "tpcb c8");
+        assert_eq!(w.since(&both), ["tpcb c8"], "the read-only contest after it settles");
+        w.clean(&both);
+        assert!(w.since(&both).is_empty(), "settled: a second read-only contest is not settled again");
+        // A writer on one placement only (the other dropped) still settles both: alike.
+        w.wrote(&a, "tpcc w1");
+        w.wrote(&a, "tpcb c8");
+        assert_eq!(w.since(&both), ["tpcc w1", "tpcb c8"]);
+        // A fresh copy of the data set onto a placement clears it.
+        w.clean(&a);
+        assert!(w.since(&both).is_empty());
     }
 }

@@ -55,6 +55,9 @@ struct Sliced<'m, 'e> {
     deaths: HashMap<String, u32>,
     /// Placements dropped from the current session (their server failed twice), with why.
     dropped: HashMap<usize, String>,
+    /// Per placement and build (`<placement>/<build>`, as in `placed`): the contests whose workload
+    /// wrote to its database since it was copied or last settled (`[measurement] settle`).
+    written: decide::Written,
     /// Prefixes the session ids of a resumed run (`r1-`), so that its session directories and
     /// cgroups are new.
     prefix: String,
@@ -102,6 +105,7 @@ impl Session<'_> {
             seconds: BTreeMap::new(),
             deaths: HashMap::new(),
             dropped: HashMap::new(),
+            written: decide::Written::default(),
             prefix: match &self.previous {
                 Some(p) => format!("r{}-", p.resumed_at.len() + 1),
                 None => String::new(),
@@ -269,6 +273,9 @@ impl Session<'_> {
         let m = self.exp.measurement.clone();
         let name = c.name(s.spec);
         c.segment += 1;
+        if m.settle {
+            self.settle_all(s, servers, c).await?;
+        }
         let t0 = Instant::now();
         if let Err(e) = servers.checkpoint().await {
             // A server that cannot checkpoint shows itself in the warm-up, which handles it.
@@ -603,7 +610,97 @@ impl Session<'_> {
         if let Some(d) = self.manifest.datasets.iter_mut().find(|d| d.key == key) {
             d.relocate_seconds.insert(placement.name.clone(), secs);
         }
-        s.placed.insert(slot, key);
+        s.placed.insert(slot.clone(), key);
+        // A fresh copy: nothing written to it yet.
+        s.written.clean(std::slice::from_ref(&slot));
+        Ok(())
+    }
+
+    /// Before contest `c`: when an earlier contest wrote to any of its placements' databases
+    /// (since copied or last settled), every one of its placements' databases is settled (VACUUM
+    /// (ANALYZE), CHECKPOINT: [`runner::settle`]), alike, in the session's server order, said on
+    /// the terminal and recorded in the manifest (`measurement.settles`, the per-table output in
+    /// the session's directory). Then, when `c`'s workload writes, its placements count as
+    /// written by it. A settle that fails is a warning: the contest goes on without it (a server
+    /// that died shows itself in the warm-up, which handles it).
+    async fn settle_all(&mut self, s: &mut Sliced<'_, '_>, servers: &mut Servers<'_>, c: &Contest) -> Result<()> {
+        let build = s.spec.builds[c.build].name.clone();
+        let slots: Vec<String> =
+            c.placements.iter().map(|&p| format!("{}/{build}", s.spec.placements[p].name)).collect();
+        let after = s.written.since(&slots);
+        let contest = c.name(s.spec);
+        if !after.is_empty() {
+            let t0 = Instant::now();
+            let order: Vec<String> = servers.placements().iter().map(|p| p.to_string()).collect();
+            for place in order.iter().filter(|p| c.placements.iter().any(|&i| s.spec.placements[i].name == **p)) {
+                if self.interrupts.cancelled() {
+                    bail!("interrupted before contest {contest}");
+                }
+                let file = format!("settle-{place}-{}-c{}.txt", s.spec.workloads[c.workload].name, c.clients);
+                self.settle(servers, (&contest, place, file), &after).await?;
+            }
+            add(&mut s.seconds, "settle", t0.elapsed().as_secs_f64());
+            s.written.clean(&slots);
+        }
+        if s.spec.workloads[c.workload].writes() {
+            s.written.wrote(&slots, &contest);
+        }
+        Ok(())
+    }
+
+    /// Placement `place`'s database settled before `contest` (see [`Self::settle_all`]).
+    /// `file` is its per-table record's name in the session's directory.
+    async fn settle(
+        &mut self,
+        servers: &mut Servers<'_>,
+        (contest, place, file): (&str, &str, String),
+        after: &[String],
+    ) -> Result<()> {
+        let raw = session_dir(&self.results.root, &servers.id).join(&file);
+        let mut rec = results::manifest::SettleRecord {
+            session: servers.id.clone(),
+            contest: contest.to_string(),
+            placement: place.to_string(),
+            after: after.to_vec(),
+            raw: file,
+            ..Default::default()
+        };
+        match servers.settle_data(place, &raw).await {
+            Ok(done) => {
+                let d = done.done;
+                rec.tables = d.tables.len() as u32;
+                rec.command = d.command.clone();
+                rec.dead_rows = d.dead_rows();
+                rec.modified_rows = d.modified_rows();
+                rec.dead_rows_after = d.dead_rows_after;
+                rec.vacuum_seconds = d.vacuum_seconds;
+                rec.checkpoint_seconds = d.checkpoint_seconds;
+                eprintln!(
+                    "  [{contest}] settled {place} after {}: {} of {} tables ({} dead rows, {} modified) in {:.1} s, CHECKPOINT {:.1} s",
+                    after.join(", "),
+                    rec.command,
+                    rec.tables,
+                    rec.dead_rows,
+                    rec.modified_rows,
+                    rec.vacuum_seconds,
+                    rec.checkpoint_seconds
+                );
+            }
+            Err(runner::RunnerError::Cancelled) => bail!("interrupted during the settle of {place}"),
+            Err(
+                e @ (runner::RunnerError::Workload(_)
+                | runner::RunnerError::Server(_)
+                | runner::RunnerError::Query { .. }
+                | runner::RunnerError::Setup(_)),
+            ) => {
+                let why = format!("settle of placement {place} before contest {contest} failed, measured without: {e}");
+                eprintln!("  warning: {why}");
+                self.manifest.warnings.push(results::Warning::Other(why));
+                rec.error = Some(e.to_string());
+            }
+            Err(e) => return Err(anyhow::Error::from(e).context("settle")),
+        }
+        self.manifest.measurement.settles.push(rec);
         Ok(())
     }
 }
