@@ -71,20 +71,8 @@ threads = 1
 duration = "10s"
 "#;
 
-#[test]
-fn a_sliced_comparison_pairs_rounds_and_records_why_it_stopped() {
-    if !root_or_skip() {
-        return;
-    }
-    let env = Env::new();
-    let pinned = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) >= 2;
-    let config_text = if pinned {
-        SLICED.replace("control = true\n", "control = true\npin_client = \"0\"\npin_servers = \"1\"\n")
-    } else {
-        SLICED.to_string()
-    };
-    let cfg = env.write("sliced.toml", &config_text);
-    let out = env.dir.path().join("results");
+/// `compare --emulate --seed 7` of `cfg` into `out`, which must succeed: its stdout and stderr.
+fn compare_emulated(env: &common::Env, cfg: &std::path::Path, out: &std::path::Path) -> (String, String) {
     let o = env
         .xtask(&[
             "compare",
@@ -100,6 +88,24 @@ fn a_sliced_comparison_pairs_rounds_and_records_why_it_stopped() {
         .unwrap();
     let (stdout, stderr) = text(&o);
     assert!(o.status.success(), "compare failed\nstdout:\n{stdout}\nstderr:\n{stderr}");
+    (stdout, stderr)
+}
+
+#[test]
+fn a_sliced_comparison_pairs_rounds_and_records_why_it_stopped() {
+    if !root_or_skip() {
+        return;
+    }
+    let env = Env::new();
+    let pinned = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) >= 2;
+    let config_text = if pinned {
+        SLICED.replace("control = true\n", "control = true\npin_client = \"0\"\npin_servers = \"1\"\n")
+    } else {
+        SLICED.to_string()
+    };
+    let cfg = env.write("sliced.toml", &config_text);
+    let out = env.dir.path().join("results");
+    let (_, stderr) = compare_emulated(&env, &cfg, &out);
     assert!(stderr.contains("teardown complete"), "{stderr}");
     assert_nothing_left(&env.state());
     assert!(stderr.contains("session s1: 3 servers up"), "a, b and the control up at once:\n{stderr}");
@@ -253,21 +259,7 @@ duration = "10s"
 "#;
     let cfg = env.write("settle.toml", &config);
     let out = env.dir.path().join("results");
-    let o = env
-        .xtask(&[
-            "compare",
-            "--config",
-            cfg.to_str().unwrap(),
-            "--emulate",
-            "--out",
-            out.to_str().unwrap(),
-            "--seed",
-            "7",
-        ])
-        .output()
-        .unwrap();
-    let (stdout, stderr) = text(&o);
-    assert!(o.status.success(), "compare failed\nstdout:\n{stdout}\nstderr:\n{stderr}");
+    let (_, stderr) = compare_emulated(&env, &cfg, &out);
     assert_nothing_left(&env.state());
     let (rw, ro) = ("rw c2 mem 256MiB default", "ro c2 mem 256MiB default");
     assert!(stderr.contains(&format!("[{ro}] round 3:")), "both contests measured:\n{stderr}");
