@@ -1,5 +1,5 @@
 # The fresh-clone runs' table (docs/benchmarks.md, "The main job twice from a fresh clone, settle
-# and prewarm on"): python3 fresh-table.py A-summary.csv B-summary.csv (or result directories).
+# and prewarm on"): python3 mainjob-table.py A-summary.csv B-summary.csv (or result directories).
 import csv, math, os, sys, statistics as st
 runs = sys.argv[1:]
 def hw(r):
