@@ -17,8 +17,13 @@ pub struct Prior {
 }
 
 /// Where the priors come from: the kept rounds' lag-1 of every contender in the main job's
-/// fresh-clone runs, committed as their summary.csv (lag1_autocorrelation, kept_rounds).
-pub const SOURCE: &str = "docs/bench-output/fresh*-summary.csv";
+/// three fresh-clone runs of issue 24, committed as their summary.csv (lag1_autocorrelation,
+/// kept_rounds). Named one by one: a later run committed beside them does not move the priors.
+pub const SOURCE: &[&str] = &[
+    "docs/bench-output/fresh1-20261203T073119Z-summary.csv",
+    "docs/bench-output/fresh2-20261203T074724Z-summary.csv",
+    "docs/bench-output/fresh3-20261203T110045Z-summary.csv",
+];
 
 /// How many standard errors of the pooled mean the prior is raised by (0: the coverage gate
 /// with the prior pooled afresh from 18 simulated series per contest held 94.8-96.0% on every
@@ -67,18 +72,8 @@ mod tests {
 
     /// The committed runs' (workload, lag-1, kept rounds) of every contender row.
     fn committed() -> Vec<(String, f64, usize)> {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/bench-output");
-        let mut files: Vec<_> = std::fs::read_dir(&dir)
-            .expect("docs/bench-output")
-            .map(|e| e.expect("entry").path())
-            .filter(|p| {
-                p.file_name()
-                    .and_then(|n| n.to_str())
-                    .is_some_and(|n| n.starts_with("fresh") && n.ends_with("-summary.csv"))
-            })
-            .collect();
-        files.sort();
-        assert_eq!(files.len(), 3, "{files:?}");
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let files: Vec<_> = SOURCE.iter().map(|f| root.join(f)).collect();
         let mut out = vec![];
         for f in files {
             let mut r = csv::Reader::from_path(&f).expect("csv");
