@@ -110,6 +110,10 @@ enum BenchCommand {
         /// --designs) instead of running one: no root needed.
         #[arg(long, value_name = "DIR")]
         from: Option<std::path::PathBuf>,
+        /// With --from: estimate every result set with this estimator instead of the one it
+        /// recorded: workload-prior (issue 37's, shipped) or per-contest-lag1 (issue 24's).
+        #[arg(long, requires = "from", value_parser = ["workload-prior", "per-contest-lag1"])]
+        estimator: Option<String>,
     },
 }
 
@@ -136,9 +140,13 @@ fn main() -> ExitCode {
             };
             cli::runtime().block_on(bench::fidelity(bench::FidelityArgs { runs, duration, scale, clients, builtin }))
         }
-        Command::Bench { which: BenchCommand::Precision { trials, aa_trials, designs, budget, from } } => {
+        Command::Bench { which: BenchCommand::Precision { trials, aa_trials, designs, budget, from, estimator } } => {
+            let estimator = estimator.map(|e| match e.as_str() {
+                "per-contest-lag1" => results::manifest::Estimator::PerContestLag1,
+                _ => results::manifest::Estimator::WorkloadPrior,
+            });
             let designs = designs.split(',').map(|d| d.trim().to_string()).filter(|d| !d.is_empty()).collect();
-            bench::precision::precision(bench::precision::PrecisionArgs { trials, aa_trials, designs, budget, from })
+            bench::precision::precision(bench::precision::PrecisionArgs { trials, aa_trials, designs, budget, from, estimator })
         }
     }
 }

@@ -105,9 +105,16 @@ pub struct ContestAnalysis {
     /// over the kept rounds (change over the span, p-value).
     pub lag1: BTreeMap<String, f64>,
     pub trend: BTreeMap<String, Trend>,
+    /// Per contender whose rounds from the fixed cut on still follow a warm-up curve: the bias
+    /// it puts on the kept rounds' mean, as a fraction of the ratio (the rule's warm-up check).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub warm_up_left: BTreeMap<String, f64>,
     /// Kept rounds (the fewest of any contender) and what Stein's rule asked for.
     pub kept: usize,
     pub needed: Option<usize>,
+    /// The round-to-round correlation the contest's intervals assumed: its workload's prior, or
+    /// None when each interval estimated its own (issue 24's estimator).
+    pub rho_prior: Option<f64>,
 }
 
 /// The cells that differ only in placement, measured against each other.
@@ -133,6 +140,7 @@ pub fn usable_runs<'a>(
         members.entry(contest_of(k)).or_default().push(k.clone());
     }
     for (name, cells) in &members {
+        let rule = &rule.for_workload(&cells[0].workload);
         let base = &out[&cells[0].with_placement(baseline)];
         let series: Vec<Vec<Round>> =
             cells.iter().map(|k| ratio_rounds(base, &out[k], headline_figure(&out[k]))).collect();
@@ -142,6 +150,7 @@ pub fn usable_runs<'a>(
             steady: p.steady.iter().all(|s| *s),
             kept: p.kept,
             needed: p.needed,
+            rho_prior: rule.rho_prior,
             ..Default::default()
         };
         for (k, rounds) in cells.iter().zip(&series) {
@@ -149,6 +158,9 @@ pub fn usable_runs<'a>(
             c.lag1.insert(k.placement.clone(), a.interval.map_or(f64::NAN, |i| i.lag1));
             if let Some(t) = a.trend {
                 c.trend.insert(k.placement.clone(), t);
+            }
+            if let Some(bias) = a.warm_up_bias {
+                c.warm_up_left.insert(k.placement.clone(), bias.exp_m1());
             }
         }
         c.cut = cut;
@@ -214,6 +226,7 @@ pub fn delta_of(
     if let Some(rule) = rule {
         let r = ratio_rounds_of(base, cont, value);
         if r.len() >= 2 {
+            let rule = &rule.for_workload(&cont[0].cell.workload);
             let x: Vec<f64> = r.iter().map(|r| r.log_ratio).collect();
             let seg: Vec<u32> = r.iter().map(|r| r.segment).collect();
             let i = rounds::estimate(rule, &x, &seg)?;
@@ -248,7 +261,7 @@ pub fn contest_progress(runs: &[&RunRecord], baseline: &str, rule: &Rule) -> Opt
     if series.is_empty() {
         return None;
     }
-    Some(rounds::progress(rule, &series))
+    Some(rounds::progress(&rule.for_workload(&base_key.workload), &series))
 }
 
 /// After the verdicts: a change of a contest that is not steady is neither a real change nor an

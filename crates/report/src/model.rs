@@ -176,9 +176,15 @@ fn cell_order(set: &ResultSet) -> Vec<CellKey> {
 }
 
 /// The estimator's rule for a result set's measurement section: what the scheduler decided with
-/// while it measured, and what the report estimates with afterwards.
+/// while it measured, and what the report estimates with afterwards (each contest with its
+/// workload's prior, [`stats::rounds::Rule::for_workload`]).
 pub fn rule_of(m: &results::manifest::MeasurementRecord) -> stats::rounds::Rule {
-    stats::rounds::Rule::new(m.warm_up_rounds, m.min_rounds, m.target_halfwidth_pct)
+    use results::manifest::Estimator;
+    let make = match m.estimator {
+        Estimator::PerContestLag1 => stats::rounds::Rule::issue24,
+        Estimator::WorkloadPrior => stats::rounds::Rule::new,
+    };
+    make(m.warm_up_rounds, m.min_rounds, m.target_halfwidth_pct)
 }
 
 /// Summarises a result set.
@@ -233,6 +239,18 @@ pub fn summarize(set: &ResultSet) -> Summary {
     let tests = judge(&mut cells, margin, control);
     for (name, c) in contests.iter().filter(|(_, c)| !c.steady) {
         warnings.push(SummaryWarning::NotSteady { contest: name.clone(), detail: not_steady_detail(c) });
+    }
+    for (name, c) in &contests {
+        let Some(prior) = c.rho_prior else { continue };
+        for (placement, &lag1) in c.lag1.iter().filter(|(_, r)| stats::rounds::prior::far_above(**r, c.kept, prior)) {
+            warnings.push(SummaryWarning::CorrelatedRounds {
+                contest: name.clone(),
+                placement: placement.clone(),
+                lag1,
+                kept: c.kept,
+                prior,
+            });
+        }
     }
     for c in cells.iter_mut().filter(|c| !c.is_baseline) {
         let steady = contests.get(&analysis::contest_of(&c.key)).is_none_or(|a| a.steady);
@@ -299,6 +317,12 @@ fn not_steady_detail(c: &analysis::ContestAnalysis) -> String {
                 t.p_value
             ));
         }
+    }
+    for (p, bias) in &c.warm_up_left {
+        parts.push(format!(
+            "{p}'s rounds from the fixed cut on still follow a warm-up curve, which moves its kept rounds' mean by {:+.1}%",
+            bias * 100.0
+        ));
     }
     if parts.is_empty() {
         parts.push("a trend over the kept rounds".into());

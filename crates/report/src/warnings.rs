@@ -23,6 +23,10 @@ pub enum SummaryWarning {
     /// Slices: a contest's kept rounds still moved (a trend, or a segment still trending with
     /// 4 rounds left): its changes are `not steady`, neither real changes nor equivalences.
     NotSteady { contest: String, detail: String },
+    /// Slices under a workload's prior correlation: a contender's own lag-1 over its kept rounds
+    /// lies far above the prior ([`stats::rounds::prior::far_above`]), so its interval, which
+    /// assumes the prior, may be too narrow.
+    CorrelatedRounds { contest: String, placement: String, lag1: f64, kept: usize, prior: f64 },
     /// The negative control's interval excludes 0 in a contest: its verdicts are untrustworthy.
     ControlMoved { contest: String, detail: String },
     /// pgbench was pinned and these cells are client-bound: the pinned client may be their
@@ -63,6 +67,10 @@ impl fmt::Display for SummaryWarning {
             SummaryWarning::NotSteady { contest, detail } => write!(
                 f,
                 "contest {contest}: not steady ({detail}); its changes are not called real changes or equivalences on this evidence, measure it longer",
+            ),
+            SummaryWarning::CorrelatedRounds { contest, placement, lag1, kept, prior } => write!(
+                f,
+                "contest {contest}: {placement}'s kept rounds have a lag-1 autocorrelation of {lag1:+.2} over {kept} rounds, far above the workload's prior of {prior:.2} that its interval assumes: the interval may be too narrow; measure it again, or longer"
             ),
             SummaryWarning::ControlMoved { contest, detail } => write!(
                 f,

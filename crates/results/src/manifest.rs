@@ -485,6 +485,33 @@ pub struct MeasurementRecord {
     /// Slices: each settle, in the order made.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub settles: Vec<SettleRecord>,
+    /// Slices: the estimator the scheduler decided with and the report estimates with; result
+    /// sets of older versions were estimated by issue 24's (the field absent).
+    #[serde(default)]
+    pub estimator: Estimator,
+}
+
+/// The estimator of a slices result set's rounds (`stats::rounds::Rule`), recorded so that a
+/// result set reads the same with every later version.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Estimator {
+    /// Issue 24's: the round-to-round correlation estimated per contest from the kept rounds'
+    /// own lag-1; the trend test as the steady check. Result sets without the field.
+    #[default]
+    PerContestLag1,
+    /// Issue 37's: the workload's prior correlation, the warm-up check beside the trend test, and
+    /// a cut that moves on past a short warm-up curve.
+    WorkloadPrior,
+}
+
+impl Estimator {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Estimator::PerContestLag1 => "per-contest-lag1",
+            Estimator::WorkloadPrior => "workload-prior",
+        }
+    }
 }
 
 /// One placement's settle before a contest: `VACUUM (ANALYZE)` of every table of its database,
@@ -569,6 +596,7 @@ impl Default for MeasurementRecord {
             prewarms: Vec::new(),
             settle: false,
             settles: Vec::new(),
+            estimator: Estimator::default(),
         }
     }
 }

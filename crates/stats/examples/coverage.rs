@@ -2,7 +2,7 @@
 //! series kind of the coverage gate (docs/benchmarks.md, "Coverage"):
 //! `cargo run --release -p stats --example coverage [CONTESTS] [MAX_ROUNDS] [DESIGN...]`
 //! (MAX_ROUNDS: the rounds the budget allows, the main job's 16 unless given; DESIGN: shipped,
-//! pooled, pooledfull, pooledcheck, pooledcheck3, pooledcheck10, pooledcheck20, pooledcurve,
+//! issue24, pooled, pooledfull, pooledcheck, pooledcheck3, pooledcheck10, pooledcheck20, pooledcurve,
 //! pooledcurve05, pooledcut2, pooledcut3, pooledcut4, pooledcut6, pooledcutall, issue24check,
 //! fixed03, fixed0, stein, full, batch, mser5, plain; all unless given).
 
@@ -14,26 +14,31 @@ fn main() {
     let n: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(4000);
     let max_rounds: Option<u32> = args.get(1).and_then(|a| a.parse().ok());
     let chosen: Vec<&str> = args.iter().skip(2).map(String::as_str).collect();
-    // The main job's rule as it ships (report::rule_of of its measurement section).
-    let shipped = Rule::new(2, 6, Some(5.0));
+    // Issue 24's rule: the designs below are variations of it.
+    let issue24 = Rule::issue24(2, 6, Some(5.0));
     let designs = [
-        ("shipped", "shipped (per-contest lag-1, issue 24)", Design::Shipped(shipped)),
-        ("pooled", "prior pooled from 18 series", Design::Pooled { rule: shipped, series: 18 }),
+        (
+            "shipped",
+            "shipped (issue 37: prior pooled from 18 series, warm-up check, cut past a curve of tau <= 4)",
+            Design::Pooled { rule: Rule::new(2, 6, Some(5.0)), series: 18 },
+        ),
+        ("issue24", "issue 24 (per-contest lag-1)", Design::Shipped(issue24)),
+        ("pooled", "prior pooled from 18 series", Design::Pooled { rule: issue24, series: 18 }),
         (
             "pooledfull",
             "prior pooled from 18 series, corrected interval only",
-            Design::Pooled { rule: Rule { interval: Final::Full, ..shipped }, series: 18 },
+            Design::Pooled { rule: Rule { interval: Final::Full, ..issue24 }, series: 18 },
         ),
         (
             "pooledcheck",
             "prior, corrected interval only, warm-up check",
-            Design::Pooled { rule: Rule { interval: Final::Full, warm_up_check: true, ..shipped }, series: 18 },
+            Design::Pooled { rule: Rule { interval: Final::Full, warm_up_check: true, ..issue24 }, series: 18 },
         ),
         (
             "pooledcheck3",
             "prior, corrected interval only, warm-up check, 3 rounds cut",
             Design::Pooled {
-                rule: Rule { interval: Final::Full, warm_up_check: true, discard: 3, ..shipped },
+                rule: Rule { interval: Final::Full, warm_up_check: true, discard: 3, ..issue24 },
                 series: 18,
             },
         ),
@@ -41,7 +46,7 @@ fn main() {
             "pooledcheck10",
             "prior, corrected interval only, warm-up check, steady check at 10%",
             Design::Pooled {
-                rule: Rule { interval: Final::Full, warm_up_check: true, trend_alpha: 0.10, ..shipped },
+                rule: Rule { interval: Final::Full, warm_up_check: true, trend_alpha: 0.10, ..issue24 },
                 series: 18,
             },
         ),
@@ -49,7 +54,7 @@ fn main() {
             "pooledcheck20",
             "prior, corrected interval only, warm-up check, steady check at 20%",
             Design::Pooled {
-                rule: Rule { interval: Final::Full, warm_up_check: true, trend_alpha: 0.20, ..shipped },
+                rule: Rule { interval: Final::Full, warm_up_check: true, trend_alpha: 0.20, ..issue24 },
                 series: 18,
             },
         ),
@@ -57,7 +62,7 @@ fn main() {
             "pooledcurve",
             "prior, corrected interval only, warm-up check, the curve's level when its warm-up is significant at 20%",
             Design::Pooled {
-                rule: Rule { interval: Final::Full, warm_up_check: true, curve_alpha: Some(0.2), ..shipped },
+                rule: Rule { interval: Final::Full, warm_up_check: true, curve_alpha: Some(0.2), ..issue24 },
                 series: 18,
             },
         ),
@@ -65,7 +70,7 @@ fn main() {
             "pooledcurve05",
             "prior, corrected interval only, warm-up check, the curve's level when its warm-up is significant at 5%",
             Design::Pooled {
-                rule: Rule { interval: Final::Full, warm_up_check: true, curve_alpha: Some(0.05), ..shipped },
+                rule: Rule { interval: Final::Full, warm_up_check: true, curve_alpha: Some(0.05), ..issue24 },
                 series: 18,
             },
         ),
@@ -73,7 +78,7 @@ fn main() {
             "pooledcut4",
             "prior, corrected interval only, warm-up check, the cut moves on while a curve of tau <= 4 is left",
             Design::Pooled {
-                rule: Rule { interval: Final::Full, warm_up_check: true, cut_curve_max_tau: Some(4.0), ..shipped },
+                rule: Rule { interval: Final::Full, warm_up_check: true, cut_curve_max_tau: Some(4.0), ..issue24 },
                 series: 18,
             },
         ),
@@ -81,7 +86,7 @@ fn main() {
             "pooledcut3",
             "prior, corrected interval only, warm-up check, the cut moves on while a curve of tau <= 3 is left",
             Design::Pooled {
-                rule: Rule { interval: Final::Full, warm_up_check: true, cut_curve_max_tau: Some(3.0), ..shipped },
+                rule: Rule { interval: Final::Full, warm_up_check: true, cut_curve_max_tau: Some(3.0), ..issue24 },
                 series: 18,
             },
         ),
@@ -89,7 +94,7 @@ fn main() {
             "pooledcut6",
             "prior, corrected interval only, warm-up check, the cut moves on while a curve of tau <= 6 is left",
             Design::Pooled {
-                rule: Rule { interval: Final::Full, warm_up_check: true, cut_curve_max_tau: Some(6.0), ..shipped },
+                rule: Rule { interval: Final::Full, warm_up_check: true, cut_curve_max_tau: Some(6.0), ..issue24 },
                 series: 18,
             },
         ),
@@ -97,7 +102,7 @@ fn main() {
             "pooledcut2",
             "prior, corrected interval only, warm-up check, the cut moves on while a curve of tau <= 2 is left",
             Design::Pooled {
-                rule: Rule { interval: Final::Full, warm_up_check: true, cut_curve_max_tau: Some(2.0), ..shipped },
+                rule: Rule { interval: Final::Full, warm_up_check: true, cut_curve_max_tau: Some(2.0), ..issue24 },
                 series: 18,
             },
         ),
@@ -105,16 +110,16 @@ fn main() {
             "pooledcutall",
             "prior, corrected interval only, warm-up check, the cut moves on while any curve is left",
             Design::Pooled {
-                rule: Rule { interval: Final::Full, warm_up_check: true, cut_curve_max_tau: Some(30.0), ..shipped },
+                rule: Rule { interval: Final::Full, warm_up_check: true, cut_curve_max_tau: Some(30.0), ..issue24 },
                 series: 18,
             },
         ),
-        ("issue24check", "issue 24 with the warm-up check", Design::Shipped(Rule { warm_up_check: true, ..shipped })),
-        ("fixed03", "fixed rho 0.3", Design::Shipped(Rule { rho_prior: Some(0.3), ..shipped })),
-        ("fixed0", "fixed rho 0", Design::Shipped(Rule { rho_prior: Some(0.0), ..shipped })),
-        ("stein", "Stein only", Design::Shipped(Rule { interval: Final::Stein, ..shipped })),
-        ("full", "full only", Design::Shipped(Rule { interval: Final::Full, ..shipped })),
-        ("batch", "batch means (4 batches)", Design::Shipped(Rule { interval: Final::WiderBatch(4), ..shipped })),
+        ("issue24check", "issue 24 with the warm-up check", Design::Shipped(Rule { warm_up_check: true, ..issue24 })),
+        ("fixed03", "fixed rho 0.3", Design::Shipped(Rule { rho_prior: Some(0.3), ..issue24 })),
+        ("fixed0", "fixed rho 0", Design::Shipped(Rule { rho_prior: Some(0.0), ..issue24 })),
+        ("stein", "Stein only", Design::Shipped(Rule { interval: Final::Stein, ..issue24 })),
+        ("full", "full only", Design::Shipped(Rule { interval: Final::Full, ..issue24 })),
+        ("batch", "batch means (4 batches)", Design::Shipped(Rule { interval: Final::WiderBatch(4), ..issue24 })),
         ("mser5", "MSER-5 + first reach", Design::Mser5FirstReach { min_rounds: 6, target: 0.05 }),
         ("plain", "plain paired t, cut 2", Design::PlainT { discard: 2 }),
     ];

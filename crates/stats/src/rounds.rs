@@ -83,10 +83,29 @@ pub enum Final {
 }
 
 impl Rule {
-    /// The shipped rule for a measurement with `warm_up_rounds` cut per segment, at least
-    /// `min_rounds` kept, and a target 95% half-width in percent (report's `rule_of` reads them
-    /// from a result set's measurement section).
+    /// The shipped rule (issue 37) for a measurement with `warm_up_rounds` cut per segment, at
+    /// least `min_rounds` kept, and a target 95% half-width in percent (report's `rule_of` reads
+    /// them from a result set's measurement section): the round-to-round correlation from a
+    /// prior (the pooled one here; [`Rule::for_workload`] sets the workload's own), the
+    /// corrected interval over every kept round (Stein's rule only sizes the contest), the
+    /// warm-up check beside the trend test, and a cut that also moves on while a warm-up curve
+    /// of time constant at most [`CUT_CURVE_MAX_TAU`] rounds is left (docs/benchmarks.md,
+    /// "The estimator of issue 37").
     pub fn new(warm_up_rounds: u32, min_rounds: u32, target_halfwidth_pct: Option<f64>) -> Rule {
+        Rule {
+            rho_prior: Some(prior::POOLED.rho),
+            interval: Final::Full,
+            warm_up_check: true,
+            cut_curve_max_tau: Some(CUT_CURVE_MAX_TAU),
+            ..Rule::issue24(warm_up_rounds, min_rounds, target_halfwidth_pct)
+        }
+    }
+
+    /// The rule issue 24 shipped, which result sets without an `estimator` in their
+    /// measurement section were estimated by: the correlation estimated per contest from the
+    /// kept rounds' own lag-1 (bias-corrected, raised to an 80% upper bound, at most 0.9), the
+    /// wider of Stein's and the corrected interval, and the trend test as the only steady check.
+    pub fn issue24(warm_up_rounds: u32, min_rounds: u32, target_halfwidth_pct: Option<f64>) -> Rule {
         Rule {
             discard: warm_up_rounds,
             pilot: (min_rounds as usize).max(MIN_PILOT),
@@ -94,8 +113,6 @@ impl Rule {
             trend_alpha: TREND_ALPHA,
             cut_alpha: CUT_ALPHA,
             interval: Final::Wider,
-            // Not yet the workload's prior: alone it loses the warm-up transient of the
-            // coverage gate (docs/benchmarks.md, "A prior for the correlation").
             rho_prior: None,
             warm_up_check: false,
             curve_alpha: None,
@@ -103,11 +120,21 @@ impl Rule {
         }
     }
 
-    /// The rule with the prior correlation of `workload`.
+    /// The rule for a contest of `workload`: a rule that takes its correlation from a prior takes
+    /// the workload's own ([`prior::of`]: the pooled one for a workload without); a rule that
+    /// estimates it per contest is unchanged.
     pub fn for_workload(self, workload: &str) -> Rule {
-        Rule { rho_prior: Some(prior::of(workload).rho), ..self }
+        match self.rho_prior {
+            Some(_) => Rule { rho_prior: Some(prior::of(workload).rho), ..self },
+            None => self,
+        }
     }
 }
+
+/// The longest time constant (in rounds) of a warm-up curve the shipped cut moves on past:
+/// 4 held the stationary kinds of the coverage gate at 94.6-96.2% (3: the warm-up transient at
+/// 93.0%; 6: more stationary contests called not steady).
+pub const CUT_CURVE_MAX_TAU: f64 = 4.0;
 
 /// The smallest pilot the interval is built from (4 kept rounds: 3 degrees of freedom).
 pub const MIN_PILOT: usize = 4;
@@ -432,8 +459,11 @@ pub struct Assessment {
     pub cut: usize,
     pub interval: Option<LogInterval>,
     pub trend: Option<Trend>,
-    /// The trend test passed (or too few rounds to test).
+    /// The trend test passed (or too few rounds to test), and no warm-up is left.
     pub steady: bool,
+    /// With the rule's warm-up check: the bias a warm-up still under way puts on the kept mean
+    /// log ratio ([`leftover_warm_up_bias`]); None when none is left.
+    pub warm_up_bias: Option<f64>,
 }
 
 /// The kept rounds of one contender (by the contest's [`Cut`]), their interval and the
@@ -447,10 +477,11 @@ pub fn assess(rule: &Rule, rounds: &[Round], cut: &Cut, contenders: usize) -> As
     let interval = corrected_interval(rule, &x, &seg);
     let trend = trend(&x, &num, &seg, rule.rho_prior);
     let alpha = rule.trend_alpha / contenders.max(1) as f64;
+    let warm_up_bias = rule.warm_up_check.then(|| leftover_warm_up_bias(rule, rounds, cut, alpha)).flatten();
     let steady = cut.unsettled.is_empty()
         && trend.is_none_or(|t| t.p_value.is_nan() || t.p_value >= alpha)
-        && !(rule.warm_up_check && leftover_warm_up(rule, rounds, cut, alpha));
-    Assessment { kept: x.len(), cut: rounds.len() - x.len(), interval, trend, steady }
+        && warm_up_bias.is_none();
+    Assessment { kept: x.len(), cut: rounds.len() - x.len(), interval, trend, steady, warm_up_bias }
 }
 
 /// The share of the kept mean's standard error a fitted leftover warm-up must exceed.
@@ -468,10 +499,18 @@ const WARM_UP_TAUS: [f64; 11] = [1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 10.0, 15.0, 
 /// error. A warm-up the
 /// cut removed leaves a significant `a` but no bias in the kept rounds.
 pub fn leftover_warm_up(rule: &Rule, rounds: &[Round], cut: &Cut, alpha: f64) -> bool {
-    cut.first_kept.keys().any(|&seg| {
-        fit_warm_up(rule, rounds, cut, seg, f64::INFINITY)
-            .is_some_and(|f| f.p_value < alpha && f.bias.abs() > WARM_UP_BIAS_SE * f.se_mean)
-    })
+    leftover_warm_up_bias(rule, rounds, cut, alpha).is_some()
+}
+
+/// The bias a leftover warm-up ([`leftover_warm_up`]) puts on the kept rounds' mean log ratio
+/// (the largest of the segments'), None when no warm-up is left.
+pub fn leftover_warm_up_bias(rule: &Rule, rounds: &[Round], cut: &Cut, alpha: f64) -> Option<f64> {
+    cut.first_kept
+        .keys()
+        .filter_map(|&seg| fit_warm_up(rule, rounds, cut, seg, f64::INFINITY))
+        .filter(|f| f.p_value < alpha && f.bias.abs() > WARM_UP_BIAS_SE * f.se_mean)
+        .map(|f| f.bias)
+        .max_by(|a, b| a.abs().total_cmp(&b.abs()))
 }
 
 /// A level plus an exponential approach fitted to one segment's rounds from the fixed cut on

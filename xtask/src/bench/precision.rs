@@ -34,6 +34,9 @@ pub struct PrecisionArgs {
     pub budget: String,
     /// Re-read the result sets of an earlier campaign in this directory instead of running one.
     pub from: Option<std::path::PathBuf>,
+    /// With `from`: estimate every result set with this estimator instead of the one it
+    /// recorded (the same rounds under another rule).
+    pub estimator: Option<results::manifest::Estimator>,
 }
 
 /// Throughput in each second of a slice relative to the slice's mean, per placement: a
@@ -143,7 +146,7 @@ fn run(args: &PrecisionArgs, out: &Path) -> Result<String> {
             let wall = t0.elapsed().as_secs_f64();
             std::fs::write(dir.with_extension("wall"), format!("{wall:.1}\n"))?;
             if status.success() {
-                rows.extend(read_rows(&dir, experiment, design, *trial, wall)?);
+                rows.extend(read_rows(&dir, experiment, design, *trial, wall, None)?);
                 profiles.extend(slice_profiles(&dir, experiment, design)?);
             } else {
                 let why = format!(
@@ -184,7 +187,7 @@ fn reread(args: &PrecisionArgs, dir: &Path) -> Result<String> {
             Ok(t) => t.trim().parse().ok(),
             Err(_) => manifest_wall(&set_dir),
         };
-        rows.extend(read_rows(&set_dir, experiment, &design, trial, wall.unwrap_or(f64::NAN))?);
+        rows.extend(read_rows(&set_dir, experiment, &design, trial, wall.unwrap_or(f64::NAN), args.estimator)?);
         profiles.extend(slice_profiles(&set_dir, experiment, &design)?);
     }
     if rows.is_empty() {
@@ -252,8 +255,19 @@ fn slice_profiles(dir: &Path, experiment: &'static str, design: &str) -> Result<
     Ok(out)
 }
 
-fn read_rows(dir: &Path, experiment: &'static str, design: &str, trial: u32, wall_s: f64) -> Result<Vec<Row>> {
-    let set = report::ResultSet::load(dir).with_context(|| format!("read {}", dir.display()))?;
+fn read_rows(
+    dir: &Path,
+    experiment: &'static str,
+    design: &str,
+    trial: u32,
+    wall_s: f64,
+    estimator: Option<results::manifest::Estimator>,
+) -> Result<Vec<Row>> {
+    let mut set = report::ResultSet::load(dir).with_context(|| format!("read {}", dir.display()))?;
+    if let Some(e) = estimator {
+        set.manifest.measurement.estimator = e;
+    }
+
     let summary = report::summarize(&set);
     let load = set.manifest.host.load_average.as_deref().and_then(|l| l.split_whitespace().next()?.parse().ok());
     let steps = Steps::of(&set.manifest);
@@ -523,7 +537,11 @@ fn log_half_width(low: f64, high: f64) -> f64 {
 fn render(args: &PrecisionArgs, rows: &[Row], profiles: &[SliceProfile], failed: &[String], elapsed: f64) -> String {
     let mut s = String::new();
     let when = match &args.from {
-        Some(dir) => format!("the result sets in {}, read again", dir.display()),
+        Some(dir) => format!(
+            "the result sets in {}, read again{}",
+            dir.display(),
+            args.estimator.map_or(String::new(), |e| format!(" with the estimator {}", e.as_str()))
+        ),
         None => format!("{elapsed:.0} s so far"),
     };
     s.push_str(&format!(

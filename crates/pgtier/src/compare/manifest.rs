@@ -82,6 +82,7 @@ pub fn begin(
             min_rounds: exp.measurement.min_rounds,
             prewarm: exp.measurement.prewarm && exp.measurement.design == experiment::Design::Slices,
             settle: exp.measurement.settle && exp.measurement.design == experiment::Design::Slices,
+            estimator: results::manifest::Estimator::WorkloadPrior,
             control: exp.measurement.control.then(|| experiment::CONTROL_PLACEMENT.to_string()),
             pinning: exp.measurement.pinning.as_ref().map(|p| results::manifest::PinningRecord {
                 client: runner::affinity::format_cpu_list(&p.client),
@@ -101,6 +102,8 @@ pub fn begin(
         m.device_probes = prev.device_probes.clone();
         m.measurement.prewarms = prev.measurement.prewarms.clone();
         m.measurement.settles = prev.measurement.settles.clone();
+        // Every round of a result set under one estimator: the one its first attempt began with.
+        m.measurement.estimator = prev.measurement.estimator;
         m.warnings.push(Warning::Resumed { at: m.resumed_at.clone() });
     }
     m

@@ -105,10 +105,11 @@ pub(super) fn statistics_note(d: &mut Document, summary: &Summary) {
     }
     if let Some(rule) = a.rule {
         d.para(format!(
-            "Warm-up cut: the first {} round(s) of every segment (a session, or a server life) do not count, then one more while the kept rounds of any contender still trend (a slope and a leading-rounds test at {:.0}%), alike for every placement and by round; a contest whose kept rounds still trend (at {:.0}%, Bonferroni over its contenders) is **not steady** and its changes are neither real changes nor equivalences. runs.csv says of each run whether it counts (`kept`); summary.csv gives each contender's lag-1 autocorrelation and trend.",
+            "Warm-up cut: the first {} round(s) of every segment (a session, or a server life) do not count, then one more while the kept rounds of any contender still trend (a slope and a leading-rounds test at {:.0}%), alike for every placement and by round; a contest whose kept rounds still trend (at {:.0}%, Bonferroni over its contenders) is **not steady** and its changes are neither real changes nor equivalences. runs.csv says of each run whether it counts (`kept`); summary.csv gives each contender's lag-1 autocorrelation and trend.{}",
             rule.discard,
             rule.cut_alpha * 100.0,
             rule.trend_alpha * 100.0,
+            estimator_note(&rule),
         ));
         let mut t = Table::new(&[
             "contest",
@@ -117,6 +118,7 @@ pub(super) fn statistics_note(d: &mut Document, summary: &Summary) {
             "rounds Stein's rule asked for:",
             "steady",
             "lag-1 autocorrelation",
+            "correlation assumed",
         ]);
         for (c, x) in &a.contests {
             let lag1: Vec<String> =
@@ -128,11 +130,23 @@ pub(super) fn statistics_note(d: &mut Document, summary: &Summary) {
                 x.needed.map_or("-".into(), |n| n.to_string()),
                 if x.steady { "yes" } else { "**no**" }.to_string(),
                 lag1.join(", "),
+                x.rho_prior.map_or("each contender's own".into(), |r| format!("{r:.2} (prior)")),
             ]);
         }
         if !t.rows.is_empty() {
             d.table(t.caption("Contests: rounds cut as warm-up and kept, the rounds Stein's rule asked for to reach the target interval, and whether the kept rounds were steady."));
         }
+    }
+}
+
+/// How the rule's intervals allow for correlated rounds, and what else its cut and steady check do.
+fn estimator_note(rule: &stats::rounds::Rule) -> String {
+    match rule.rho_prior {
+        Some(_) => format!(
+            " The intervals assume the workload's round-to-round correlation (its prior, pooled from the main job's committed runs: the table's last column) over every kept round; a contender whose own lag-1 lies far above it is warned of. The cut also moves on while the rounds still follow a warm-up curve with a time constant of at most {} rounds, and the steady check also fits such a curve to the rounds from the fixed cut on: a warm-up still under way makes the contest not steady.",
+            rule.cut_curve_max_tau.unwrap_or(0.0)
+        ),
+        None => " The intervals allow for each contender's own round-to-round correlation (its kept rounds' lag-1, bias-corrected, at its 80% upper bound), and are the wider of that and Stein's.".to_string(),
     }
 }
 

@@ -69,6 +69,7 @@ fn kind(w: &SummaryWarning) -> Option<&'static str> {
         SummaryWarning::OutlierSeconds { .. } => Some("Cells with outlier seconds"),
         SummaryWarning::WideInterval { .. } => Some("Intervals wider than the target"),
         SummaryWarning::NotSteady { .. } => Some("Contests not steady"),
+        SummaryWarning::CorrelatedRounds { .. } => Some("Rounds more correlated than the workload's prior"),
         SummaryWarning::MachineMoved { .. } => Some("Contests during which the machine's state moved"),
         _ => None,
     }

@@ -42,6 +42,7 @@ pub(super) fn aa_rates(s: &mut String, args: &PrecisionArgs, rows: &[Row]) {
             r.len(),
             if loads.is_empty() { "not recorded".to_string() } else { format!("{lo:.1} to {hi:.1}") }
         ));
+        calibration(s, &with_interval);
         s.push_str("| placement | trials | mean change [95% CI over trials] |\n|---|---:|---|\n");
         let mut placements: Vec<&str> = r.iter().map(|r| r.placement.as_str()).collect();
         placements.sort();
@@ -106,5 +107,42 @@ fn positions(s: &mut String, r: &[&Row]) {
         "\nThe contenders against the baseline, the mean of each experiment's changes: {}; {above} of {} experiments above 0.\n",
         interval(&per_experiment),
         per_experiment.len()
+    ));
+}
+
+/// The calibration of the A/A intervals: the mean of z^2, z = change / (half-width / 1.96) on the
+/// log scale (about 1 for calibrated intervals, below 1 for too wide ones), with a 95% interval
+/// over the experiments (each experiment's mean z^2 one value: its changes share the baseline's
+/// rounds).
+fn calibration(s: &mut String, rows: &[&&Row]) {
+    let z2 = |r: &Row| {
+        let (m, lo, hi) = ((r.pct / 100.0).ln_1p(), (r.low / 100.0).ln_1p(), (r.high / 100.0).ln_1p());
+        let se = (hi - lo) / 2.0 / 1.96;
+        (se > 0.0).then(|| (m / se).powi(2))
+    };
+    let mut trials: Vec<u32> = rows.iter().map(|r| r.trial).collect();
+    trials.sort();
+    trials.dedup();
+    let per_experiment: Vec<f64> = trials
+        .iter()
+        .filter_map(|&t| {
+            let v: Vec<f64> = rows.iter().filter(|r| r.trial == t).filter_map(|r| z2(r)).collect();
+            (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+        })
+        .collect();
+    let all: Vec<f64> = rows.iter().filter_map(|r| z2(r)).collect();
+    let mean = all.iter().sum::<f64>() / all.len().max(1) as f64;
+    let spread = match stats::Estimate::of(&per_experiment) {
+        Some(e) if e.has_interval() => format!(
+            "95% interval over the {} experiments [{:.2}, {:.2}]",
+            e.n,
+            e.mean - e.ci95,
+            e.mean + e.ci95
+        ),
+        _ => "too few experiments for an interval".to_string(),
+    };
+    s.push_str(&format!(
+        "Calibration: mean z^2 {mean:.2} over {} changes, z = change / (half-width / 1.96) on the log scale ({spread}); a calibrated 95% interval gives about 1, a too wide one less.\n\n",
+        all.len()
     ));
 }

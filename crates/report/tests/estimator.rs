@@ -1,0 +1,84 @@
+//! A result set is estimated by the estimator its manifest records: issue 24's (the correlation
+//! per contest) when the field is absent, issue 37's (the workload's prior) when it says so; the
+//! latter warns of a contender whose own lag-1 lies far above the prior.
+
+use std::path::PathBuf;
+
+use results::manifest::Estimator;
+use stats::Verdict;
+
+fn fixture() -> report::ResultSet {
+    load("seed000-slices")
+}
+
+fn load(name: &str) -> report::ResultSet {
+    report::ResultSet::load(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)).unwrap()
+}
+
+fn all_on_pmem(summary: &report::Summary) -> stats::Delta {
+    let c = summary.cells.iter().find(|c| c.key.placement == "all-on-pmem").unwrap();
+    c.tps_delta.expect("a change against the baseline")
+}
+
+#[test]
+fn a_result_set_reads_with_the_estimator_it_recorded() {
+    // The fixture is issue 24's read-only 192MiB contest (no prewarm, no settle): 22 rounds in
+    // which the all-on-pmem/nvme ratio falls by a fifth over issue 24's kept rounds, which its
+    // estimator called steady (issue 37).
+    let mut set = fixture();
+    assert_eq!(set.manifest.measurement.estimator, Estimator::PerContestLag1, "the fixture predates the field");
+    let before = report::summarize(&set);
+    let contest = before.analysis.contests.values().next().unwrap();
+    assert_eq!(contest.rho_prior, None, "issue 24's estimator takes each contender's own lag-1");
+    assert!(contest.steady && contest.trend["all-on-pmem"].change_over_span < -0.2, "{contest:?}");
+    assert_eq!(all_on_pmem(&before).verdict, Verdict::RealChange);
+
+    set.manifest.measurement.estimator = Estimator::WorkloadPrior;
+    let after = report::summarize(&set);
+    let contest = after.analysis.contests.values().next().unwrap();
+    assert_eq!(contest.rho_prior, Some(stats::rounds::prior::of("read-only").rho), "the read-only workload's prior");
+    // The cut moves on past the warm-up, and what is left of it still shows on the rounds from
+    // the fixed cut on: not steady, so the obvious change (2.3x) is withheld, not called.
+    assert!(contest.cut.rounds_dropped() > before.analysis.contests.values().next().unwrap().cut.rounds_dropped());
+    assert!(!contest.steady && !contest.warm_up_left.is_empty(), "{contest:?}");
+    let a = all_on_pmem(&after);
+    assert!(a.pct > 100.0 && a.pct_low > 50.0 && a.verdict == Verdict::NotSteady, "{a:?}");
+    let said: Vec<String> = after.warnings.iter().map(|w| w.to_string()).collect();
+    assert!(said.iter().any(|w| w.contains("not steady") && w.contains("still follow a warm-up curve")), "{said:#?}");
+}
+
+#[test]
+fn rounds_far_more_correlated_than_the_prior_are_warned_of() {
+    let mut set = load("seed000-control");
+    set.manifest.measurement.estimator = Estimator::WorkloadPrior;
+    // The control's kept rounds reordered into one slow wave (rising, then falling): the same
+    // values, a lag-1 far above the read-only prior.
+    let mut control: Vec<&mut results::RunRecord> =
+        set.runs.iter_mut().filter(|r| r.cell.placement == "control" && r.status == results::RunStatus::Ok).collect();
+    control.sort_by_key(|r| (r.segment, r.repetition));
+    let mut tps: Vec<f64> = control.iter().map(|r| r.metrics.tps).collect();
+    tps.sort_by(f64::total_cmp);
+    let (odd, even): (Vec<(usize, f64)>, Vec<(usize, f64)>) = tps.into_iter().enumerate().partition(|(i, _)| i % 2 == 1);
+    let wave: Vec<f64> = even.into_iter().map(|(_, v)| v).chain(odd.into_iter().rev().map(|(_, v)| v)).collect();
+    for (r, v) in control.iter_mut().zip(wave) {
+        r.metrics.tps = v;
+    }
+    let summary = report::summarize(&set);
+    let warned: Vec<String> = summary
+        .warnings
+        .iter()
+        .filter(|w| matches!(w, report::warnings::SummaryWarning::CorrelatedRounds { .. }))
+        .map(|w| w.to_string())
+        .collect();
+    assert_eq!(warned.len(), 1, "{:?}", summary.warnings);
+    assert!(warned[0].contains("control's kept rounds have a lag-1 autocorrelation of +0."), "{}", warned[0]);
+    assert!(warned[0].contains("far above the workload's prior of 0.08"), "{}", warned[0]);
+    // Without the wave, none.
+    let plain = report::summarize(&{
+        let mut s = load("seed000-control");
+        s.manifest.measurement.estimator = Estimator::WorkloadPrior;
+        s
+    });
+    let n = plain.warnings.iter().filter(|w| matches!(w, report::warnings::SummaryWarning::CorrelatedRounds { .. })).count();
+    assert_eq!(n, 0, "{:?}", plain.warnings);
+}
