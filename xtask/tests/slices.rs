@@ -143,8 +143,9 @@ fn a_sliced_comparison_pairs_rounds_and_records_why_it_stopped() {
             serde_json::from_slice(&std::fs::read(dir.join("result.json")).unwrap()).unwrap();
         let m = &record["machine"];
         let (study_s, busy_s) = (m["study_cpu_s"].as_f64().unwrap(), m["busy_cpu_s"].as_f64().unwrap());
-        // A 2 s slice of pgbench at 2 clients: the servers and the client use CPU.
-        assert!(study_s > 0.1 && busy_s > 0.0 && m["cpus"].as_u64() >= Some(1), "{m}");
+        // A 2 s slice of pgbench at 2 clients: the servers and the client use CPU (b's slices,
+        // on a device of 100 writes a second, as little as 0.1 CPU-s on a busy machine).
+        assert!(study_s > 0.02 && busy_s > 0.0 && m["cpus"].as_u64() >= Some(1), "{m}");
         eprintln!(
             "{}: load {}-{}, steal {}%, outside {}% (study {study_s:.2} of busy {busy_s:.2} CPU-s)",
             r["run_id"], r["load1_start"], r["load1_end"], r["steal_pct"], r["outside_cpu_pct"]
