@@ -146,7 +146,14 @@ fn main() -> ExitCode {
                 _ => results::manifest::Estimator::WorkloadPrior,
             });
             let designs = designs.split(',').map(|d| d.trim().to_string()).filter(|d| !d.is_empty()).collect();
-            bench::precision::precision(bench::precision::PrecisionArgs { trials, aa_trials, designs, budget, from, estimator })
+            bench::precision::precision(bench::precision::PrecisionArgs {
+                trials,
+                aa_trials,
+                designs,
+                budget,
+                from,
+                estimator,
+            })
         }
     }
 }

@@ -58,7 +58,8 @@ fn rounds_far_more_correlated_than_the_prior_are_warned_of() {
     control.sort_by_key(|r| (r.segment, r.repetition));
     let mut tps: Vec<f64> = control.iter().map(|r| r.metrics.tps).collect();
     tps.sort_by(f64::total_cmp);
-    let (odd, even): (Vec<(usize, f64)>, Vec<(usize, f64)>) = tps.into_iter().enumerate().partition(|(i, _)| i % 2 == 1);
+    let (odd, even): (Vec<(usize, f64)>, Vec<(usize, f64)>) =
+        tps.into_iter().enumerate().partition(|(i, _)| i % 2 == 1);
     let wave: Vec<f64> = even.into_iter().map(|(_, v)| v).chain(odd.into_iter().rev().map(|(_, v)| v)).collect();
     for (r, v) in control.iter_mut().zip(wave) {
         r.metrics.tps = v;
@@ -79,6 +80,10 @@ fn rounds_far_more_correlated_than_the_prior_are_warned_of() {
         s.manifest.measurement.estimator = Estimator::WorkloadPrior;
         s
     });
-    let n = plain.warnings.iter().filter(|w| matches!(w, report::warnings::SummaryWarning::CorrelatedRounds { .. })).count();
+    let n = plain
+        .warnings
+        .iter()
+        .filter(|w| matches!(w, report::warnings::SummaryWarning::CorrelatedRounds { .. }))
+        .count();
     assert_eq!(n, 0, "{:?}", plain.warnings);
 }

@@ -133,12 +133,9 @@ fn calibration(s: &mut String, rows: &[&&Row]) {
     let all: Vec<f64> = rows.iter().filter_map(|r| z2(r)).collect();
     let mean = all.iter().sum::<f64>() / all.len().max(1) as f64;
     let spread = match stats::Estimate::of(&per_experiment) {
-        Some(e) if e.has_interval() => format!(
-            "95% interval over the {} experiments [{:.2}, {:.2}]",
-            e.n,
-            e.mean - e.ci95,
-            e.mean + e.ci95
-        ),
+        Some(e) if e.has_interval() => {
+            format!("95% interval over the {} experiments [{:.2}, {:.2}]", e.n, e.mean - e.ci95, e.mean + e.ci95)
+        }
         _ => "too few experiments for an interval".to_string(),
     };
     s.push_str(&format!(

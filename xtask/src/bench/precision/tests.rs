@@ -2,8 +2,14 @@ use super::*;
 
 #[test]
 fn failed_trials_are_listed_and_left_out() {
-    let args =
-        PrecisionArgs { trials: 0, aa_trials: 2, designs: vec!["slices:2s".into()], budget: "180s".into(), from: None, estimator: None };
+    let args = PrecisionArgs {
+        trials: 0,
+        aa_trials: 2,
+        designs: vec!["slices:2s".into()],
+        budget: "180s".into(),
+        from: None,
+        estimator: None,
+    };
     let failed = vec!["aa trial 2, design slices:2s: compare failed (exit 1); see x.log".to_string()];
     let text = render(&args, &[], &[], &failed, 10.0);
     assert!(text.contains("Trials that failed and are left out of the figures (1):"), "{text}");
@@ -38,8 +44,14 @@ fn aa_rates_count_per_change_and_per_experiment() {
         row(2, "b", 1.0, -2.0, 4.0, Verdict::Equivalent),
         row(2, "c", 8.0, 4.0, 12.0, Verdict::RealChange),
     ];
-    let args =
-        PrecisionArgs { trials: 0, aa_trials: 2, designs: vec!["shipped".into()], budget: "5min".into(), from: None, estimator: None };
+    let args = PrecisionArgs {
+        trials: 0,
+        aa_trials: 2,
+        designs: vec!["shipped".into()],
+        budget: "5min".into(),
+        from: None,
+        estimator: None,
+    };
     let mut s = String::new();
     aa_rates(&mut s, &args, &rows);
     // Clopper-Pearson 2/4: [6.76, 93.24]; 1/2: [1.26, 98.74].
