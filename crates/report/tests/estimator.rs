@@ -58,9 +58,10 @@ fn rounds_far_more_correlated_than_the_prior_are_warned_of() {
     control.sort_by_key(|r| (r.segment, r.repetition));
     let mut tps: Vec<f64> = control.iter().map(|r| r.metrics.tps).collect();
     tps.sort_by(f64::total_cmp);
-    let (odd, even): (Vec<(usize, f64)>, Vec<(usize, f64)>) =
-        tps.into_iter().enumerate().partition(|(i, _)| i % 2 == 1);
-    let wave: Vec<f64> = even.into_iter().map(|(_, v)| v).chain(odd.into_iter().rev().map(|(_, v)| v)).collect();
+    // The even-ranked values rising, then the odd-ranked ones falling.
+    let rising = tps.iter().step_by(2).copied();
+    let falling = tps.iter().skip(1).step_by(2).rev().copied();
+    let wave: Vec<f64> = rising.chain(falling).collect();
     for (r, v) in control.iter_mut().zip(wave) {
         r.metrics.tps = v;
     }
