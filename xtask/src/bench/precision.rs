@@ -187,7 +187,10 @@ fn reread(args: &PrecisionArgs, dir: &Path) -> Result<String> {
             Ok(t) => t.trim().parse().ok(),
             Err(_) => manifest_wall(&set_dir),
         };
-        rows.extend(read_rows(&set_dir, experiment, &design, trial, wall.unwrap_or(f64::NAN), args.estimator)?);
+        // Neither the campaign's wall time nor a finish in the manifest: still running (or
+        // killed); its figures are not an experiment's.
+        let Some(wall) = wall else { continue };
+        rows.extend(read_rows(&set_dir, experiment, &design, trial, wall, args.estimator)?);
         profiles.extend(slice_profiles(&set_dir, experiment, &design)?);
     }
     if rows.is_empty() {
@@ -536,21 +539,22 @@ fn log_half_width(low: f64, high: f64) -> f64 {
 /// (half-width x sqrt(minutes): a design twice as long halves the variance), the A/A verdicts.
 fn render(args: &PrecisionArgs, rows: &[Row], profiles: &[SliceProfile], failed: &[String], elapsed: f64) -> String {
     let mut s = String::new();
-    let when = match &args.from {
+    let command = match &args.from {
         Some(dir) => format!(
-            "the result sets in {}, read again{}",
+            "`cargo xtask bench precision --designs {} --from {}{}` (the result sets of an earlier campaign, read again)",
+            args.designs.join(","),
             dir.display(),
-            args.estimator.map_or(String::new(), |e| format!(" with the estimator {}", e.as_str()))
+            args.estimator.map_or(String::new(), |e| format!(" --estimator {}", e.as_str()))
         ),
-        None => format!("{elapsed:.0} s so far"),
+        None => format!(
+            "`cargo xtask bench precision --trials {} --aa-trials {} --designs {} --budget {}` ({elapsed:.0} s so far)",
+            args.trials,
+            args.aa_trials,
+            args.designs.join(","),
+            args.budget,
+        ),
     };
-    s.push_str(&format!(
-        "# Precision benchmark\n\n`cargo xtask bench precision --trials {} --aa-trials {} --designs {} --budget {}` ({when})\n\n",
-        args.trials,
-        args.aa_trials,
-        args.designs.join(","),
-        args.budget,
-    ));
+    s.push_str(&format!("# Precision benchmark\n\n{command}\n\n"));
     if !failed.is_empty() {
         s.push_str(&format!("Trials that failed and are left out of the figures ({}):\n\n", failed.len()));
         for f in failed {
