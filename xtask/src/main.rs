@@ -114,6 +114,10 @@ enum BenchCommand {
         /// recorded: workload-prior (issue 37's, shipped) or per-contest-lag1 (issue 24's).
         #[arg(long, requires = "from", value_parser = ["workload-prior", "per-contest-lag1"])]
         estimator: Option<String>,
+        /// With --from: the cut moves on past warm-up curves of at most this time constant
+        /// (rounds) instead of the shipped 4 (a candidate rule replayed on the same rounds).
+        #[arg(long, requires = "from")]
+        cut_tau: Option<f64>,
     },
 }
 
@@ -140,7 +144,9 @@ fn main() -> ExitCode {
             };
             cli::runtime().block_on(bench::fidelity(bench::FidelityArgs { runs, duration, scale, clients, builtin }))
         }
-        Command::Bench { which: BenchCommand::Precision { trials, aa_trials, designs, budget, from, estimator } } => {
+        Command::Bench {
+            which: BenchCommand::Precision { trials, aa_trials, designs, budget, from, estimator, cut_tau },
+        } => {
             let estimator = estimator.map(|e| match e.as_str() {
                 "per-contest-lag1" => results::manifest::Estimator::PerContestLag1,
                 _ => results::manifest::Estimator::WorkloadPrior,
@@ -153,6 +159,7 @@ fn main() -> ExitCode {
                 budget,
                 from,
                 estimator,
+                cut_tau,
             })
         }
     }

@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 
 pub use export::{CsvExporter, ExportError, Exporter, JsonExporter, Output, write_outputs};
 pub use markdown::{HtmlExporter, MarkdownExporter};
-pub use model::{ResultSet, Summary, rule_of, summarize};
+pub use model::{ResultSet, Summary, rule_of, summarize, summarize_with};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {

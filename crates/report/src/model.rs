@@ -189,10 +189,16 @@ pub fn rule_of(m: &results::manifest::MeasurementRecord) -> stats::rounds::Rule 
 
 /// Summarises a result set.
 pub fn summarize(set: &ResultSet) -> Summary {
+    summarize_with(set, rule_of(&set.manifest.measurement))
+}
+
+/// Summarises a result set with a slices `rule` other than the one it records: the same rounds
+/// under another estimator (`cargo xtask bench precision --from` compares candidates so).
+pub fn summarize_with(set: &ResultSet, rule: stats::rounds::Rule) -> Summary {
     let baseline = set.manifest.baseline.clone();
     let measurement = &set.manifest.measurement;
     let paired = measurement.design == Design::Slices;
-    let rule = paired.then(|| rule_of(measurement));
+    let rule = paired.then_some(rule);
     let mut by_cell: BTreeMap<CellKey, Vec<&RunRecord>> = BTreeMap::new();
     for r in &set.runs {
         by_cell.entry(r.cell.clone()).or_default().push(r);

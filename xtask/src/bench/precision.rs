@@ -37,6 +37,9 @@ pub struct PrecisionArgs {
     /// With `from`: estimate every result set with this estimator instead of the one it
     /// recorded (the same rounds under another rule).
     pub estimator: Option<results::manifest::Estimator>,
+    /// With `from`: the estimator's cut moves on past warm-up curves of at most this time
+    /// constant (rounds) instead of the shipped one (a candidate rule replayed on real rounds).
+    pub cut_tau: Option<f64>,
 }
 
 /// Throughput in each second of a slice relative to the slice's mean, per placement: a
@@ -146,7 +149,7 @@ fn run(args: &PrecisionArgs, out: &Path) -> Result<String> {
             let wall = t0.elapsed().as_secs_f64();
             std::fs::write(dir.with_extension("wall"), format!("{wall:.1}\n"))?;
             if status.success() {
-                rows.extend(read_rows(&dir, experiment, design, *trial, wall, None)?);
+                rows.extend(read_rows(&dir, experiment, design, *trial, wall, (None, None))?);
                 profiles.extend(slice_profiles(&dir, experiment, design)?);
             } else {
                 let why = format!(
@@ -190,7 +193,7 @@ fn reread(args: &PrecisionArgs, dir: &Path) -> Result<String> {
         // Neither the campaign's wall time nor a finish in the manifest: still running (or
         // killed); its figures are not an experiment's.
         let Some(wall) = wall else { continue };
-        rows.extend(read_rows(&set_dir, experiment, &design, trial, wall, args.estimator)?);
+        rows.extend(read_rows(&set_dir, experiment, &design, trial, wall, (args.estimator, args.cut_tau))?);
         profiles.extend(slice_profiles(&set_dir, experiment, &design)?);
     }
     if rows.is_empty() {
@@ -264,14 +267,18 @@ fn read_rows(
     design: &str,
     trial: u32,
     wall_s: f64,
-    estimator: Option<results::manifest::Estimator>,
+    (estimator, cut_tau): (Option<results::manifest::Estimator>, Option<f64>),
 ) -> Result<Vec<Row>> {
     let mut set = report::ResultSet::load(dir).with_context(|| format!("read {}", dir.display()))?;
     if let Some(e) = estimator {
         set.manifest.measurement.estimator = e;
     }
+    let mut rule = report::rule_of(&set.manifest.measurement);
+    if let Some(tau) = cut_tau {
+        rule.cut_curve_max_tau = Some(tau);
+    }
 
-    let summary = report::summarize(&set);
+    let summary = report::summarize_with(&set, rule);
     let load = set.manifest.host.load_average.as_deref().and_then(|l| l.split_whitespace().next()?.parse().ok());
     let steps = Steps::of(&set.manifest);
     let mut rows = Vec::new();
@@ -541,10 +548,11 @@ fn render(args: &PrecisionArgs, rows: &[Row], profiles: &[SliceProfile], failed:
     let mut s = String::new();
     let command = match &args.from {
         Some(dir) => format!(
-            "`cargo xtask bench precision --designs {} --from {}{}` (the result sets of an earlier campaign, read again)",
+            "`cargo xtask bench precision --designs {} --from {}{}{}` (the result sets of an earlier campaign, read again)",
             args.designs.join(","),
             dir.display(),
-            args.estimator.map_or(String::new(), |e| format!(" --estimator {}", e.as_str()))
+            args.estimator.map_or(String::new(), |e| format!(" --estimator {}", e.as_str())),
+            args.cut_tau.map_or(String::new(), |t| format!(" --cut-tau {t}"))
         ),
         None => format!(
             "`cargo xtask bench precision --trials {} --aa-trials {} --designs {} --budget {}` ({elapsed:.0} s so far)",

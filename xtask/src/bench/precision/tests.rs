@@ -9,6 +9,7 @@ fn failed_trials_are_listed_and_left_out() {
         budget: "180s".into(),
         from: None,
         estimator: None,
+        cut_tau: None,
     };
     let failed = vec!["aa trial 2, design slices:2s: compare failed (exit 1); see x.log".to_string()];
     let text = render(&args, &[], &[], &failed, 10.0);
@@ -51,6 +52,7 @@ fn aa_rates_count_per_change_and_per_experiment() {
         budget: "5min".into(),
         from: None,
         estimator: None,
+        cut_tau: None,
     };
     let mut s = String::new();
     aa_rates(&mut s, &args, &rows);
