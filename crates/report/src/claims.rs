@@ -204,13 +204,15 @@ fn summary_delta(c: &ClaimRecord, cell: &CellSummary) -> Option<Option<Delta>> {
 }
 
 /// The study's contrast's own change for the claim's metric (Holm-corrected over the contrast),
-/// when it is one the contrast has.
-fn contrast_delta(c: &ClaimRecord, ch: &crate::contrast::Change) -> Option<Option<Delta>> {
+/// when it is one the contrast has: a statement's latency is the contender cell's own, which the
+/// contrast fills in against its reference ([`crate::contrast::fill_statement_deltas`]).
+fn contrast_delta(c: &ClaimRecord, ch: &crate::contrast::Change, cell: &CellSummary) -> Option<Option<Delta>> {
     Some(match c.metric.as_str() {
         "tps" => ch.tps,
         "latency" => ch.latency,
         "latency-p99" => ch.latency_p99,
         "nopm" => ch.nopm,
+        "statement-latency" => return summary_delta(c, cell),
         _ => return None,
     })
 }
@@ -318,7 +320,7 @@ pub fn check_all(set: &ResultSet, summary: &Summary, study: &Study) -> Vec<Claim
                 .and_then(|x| x.change_of(&cont))
                 .filter(|ch| ch.reference == base);
             let own = match contrast {
-                Some(ch) => contrast_delta(c, ch),
+                Some(ch) => contrast_delta(c, ch, cont_cell),
                 None if profiles => None,
                 None => summary_delta(c, cont_cell).filter(|_| bc == cc && c.against == set.manifest.baseline),
             };
