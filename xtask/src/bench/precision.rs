@@ -64,6 +64,8 @@ struct Row {
     low: f64,
     high: f64,
     verdict: Verdict,
+    /// The change's standard error on the log scale (the estimator's own).
+    se: f64,
     method: &'static str,
     /// The whole command's wall time, seconds.
     wall_s: f64,
@@ -294,6 +296,7 @@ fn read_rows(
             low: d.pct_low,
             high: d.pct_high,
             verdict: d.verdict,
+            se: d.se,
             method: d.method.as_str(),
             wall_s,
             rounds: c.runs,

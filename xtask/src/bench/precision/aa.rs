@@ -110,12 +110,15 @@ fn positions(s: &mut String, r: &[&Row]) {
     ));
 }
 
-/// The calibration of the A/A intervals: the mean of z^2, z = change / (half-width / 1.96) on the
-/// log scale (about 1 for calibrated intervals, below 1 for too wide ones), with a 95% interval
-/// over the experiments (each experiment's mean z^2 one value: its changes share the baseline's
-/// rounds).
+/// The calibration of the A/A intervals: the mean of z^2, z = change / its standard error on the
+/// log scale (the estimator's own: about df / (df - 2) for calibrated intervals on df degrees of
+/// freedom, 1.2-1.3 at the main job's, less for too wide ones), and z = change / (half-width /
+/// 1.96) as issue 24's campaign was read (about 0.9 for calibrated intervals at 8-12 degrees of
+/// freedom), each with a 95% interval over the experiments (each experiment's mean z^2 one
+/// value: its changes share the baseline's rounds).
 fn calibration(s: &mut String, rows: &[&&Row]) {
-    let z2 = |r: &Row| {
+    let by_se = |r: &Row| (r.se > 0.0 && r.se.is_finite()).then(|| ((r.pct / 100.0).ln_1p() / r.se).powi(2));
+    let by_half_width = |r: &Row| {
         let (m, lo, hi) = ((r.pct / 100.0).ln_1p(), (r.low / 100.0).ln_1p(), (r.high / 100.0).ln_1p());
         let se = (hi - lo) / 2.0 / 1.96;
         (se > 0.0).then(|| (m / se).powi(2))
@@ -123,23 +126,26 @@ fn calibration(s: &mut String, rows: &[&&Row]) {
     let mut trials: Vec<u32> = rows.iter().map(|r| r.trial).collect();
     trials.sort();
     trials.dedup();
-    let per_experiment: Vec<f64> = trials
-        .iter()
-        .filter_map(|&t| {
-            let v: Vec<f64> = rows.iter().filter(|r| r.trial == t).filter_map(|r| z2(r)).collect();
-            (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
-        })
-        .collect();
-    let all: Vec<f64> = rows.iter().filter_map(|r| z2(r)).collect();
-    let mean = all.iter().sum::<f64>() / all.len().max(1) as f64;
-    let spread = match stats::Estimate::of(&per_experiment) {
-        Some(e) if e.has_interval() => {
-            format!("95% interval over the {} experiments [{:.2}, {:.2}]", e.n, e.mean - e.ci95, e.mean + e.ci95)
+    let figure = |z2: &dyn Fn(&Row) -> Option<f64>| {
+        let per_experiment: Vec<f64> = trials
+            .iter()
+            .filter_map(|&t| {
+                let v: Vec<f64> = rows.iter().filter(|r| r.trial == t).filter_map(|r| z2(r)).collect();
+                (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+            })
+            .collect();
+        let all: Vec<f64> = rows.iter().filter_map(|r| z2(r)).collect();
+        let mean = all.iter().sum::<f64>() / all.len().max(1) as f64;
+        match stats::Estimate::of(&per_experiment) {
+            Some(e) if e.has_interval() => {
+                format!("{mean:.2} [{:.2}, {:.2}] over {} changes", e.mean - e.ci95, e.mean + e.ci95, all.len())
+            }
+            _ => format!("{mean:.2} over {} changes", all.len()),
         }
-        _ => "too few experiments for an interval".to_string(),
     };
     s.push_str(&format!(
-        "Calibration: mean z^2 {mean:.2} over {} changes, z = change / (half-width / 1.96) on the log scale ({spread}); a calibrated 95% interval gives about 1, a too wide one less.\n\n",
-        all.len()
+        "Calibration, mean z^2 [95% interval over the experiments]: z = change / its standard error {} (calibrated: about df / (df - 2), 1.2-1.3 at 10-14 degrees of freedom); z = change / (half-width / 1.96) {} (as issue 24's campaign was read; calibrated: about 0.9). Less is too wide.\n\n",
+        figure(&by_se),
+        figure(&by_half_width),
     ));
 }

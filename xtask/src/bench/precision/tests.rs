@@ -30,6 +30,7 @@ fn aa_rates_count_per_change_and_per_experiment() {
         low,
         high,
         verdict,
+        se: 0.015,
         method: "paired-log",
         wall_s: 60.0,
         rounds: 10,
@@ -67,6 +68,8 @@ fn aa_rates_count_per_change_and_per_experiment() {
         s.contains("2 intervals of steady contests exclude 0. Load average at the experiments' start: 1.5 to 1.5."),
         "{s}"
     );
+    // z^2 = (ln(1 + change) / 0.015)^2: 3.88, 0.45, 0.44, 26.32, mean 7.77 over the changes.
+    assert!(s.contains("z = change / its standard error 7.77 ["), "{s}");
     // b: mean 2.0, sd 1.414, t(0.975, 1) 12.706: +-12.71.
     assert!(s.contains("| b | 2 | +2.00% [-10.71, +14.71] |"), "{s}");
     // b started before the baseline in both trials (3, 1), c after it (-1, 8).
