@@ -23,11 +23,10 @@ pub struct ControlCheck {
     pub latency: Option<Delta>,
     /// Every other figure it was checked on: p99 latency and each statement's latency, named.
     pub others: Vec<(String, Delta)>,
-    /// Figures the control was checked on (its Holm family).
+    /// Figures the control was checked on in this contest.
     pub figures: usize,
-    /// An interval of the control excludes 0 after Holm's correction over its own figures (two
-    /// families: throughput and latencies, the statements): the contest's verdicts are
-    /// untrustworthy.
+    /// An interval of the control excludes 0 after Holm's correction over all of its figures in
+    /// the study (one family): the contest's verdicts are untrustworthy.
     pub moved: bool,
 }
 
@@ -113,7 +112,7 @@ pub fn section(d: &mut crate::document::Document, checks: &[ControlCheck], basel
             "It has no interval in any contest (a side with a single run): it checks nothing here.".to_string()
         } else if moved == 0 {
             format!(
-                "It held in all {} contests on all {} figures checked: no interval of it excludes 0 after Holm's correction over its own figures.",
+                "It held in all {} contests on all {} figures checked: no interval of it excludes 0 after Holm's correction over all of its figures (one family).",
                 checks.len(),
                 checks.iter().map(|c| c.figures).sum::<usize>()
             )
@@ -132,7 +131,7 @@ pub fn section(d: &mut crate::document::Document, checks: &[ControlCheck], basel
         "the contest's verdicts",
     ])
     .caption(
-        "The negative control against the baseline per contest, on every figure with an interval (throughput, average and p99 latency, each statement's latency; the estimator of the study's own changes); intervals are 95% (paired by round), and after Holm's correction where that is wider, over the control's own figures of the contest in two families (throughput and latencies; the statements): the control moved when one of those excludes 0 (at most a 5% false alarm per family when the method is right).",
+        "The negative control against the baseline per contest, on every figure with an interval (throughput, average and p99 latency, each statement's latency; the estimator of the study's own changes); intervals are 95% (paired by round), and after Holm's correction where that is wider, over every figure of the control in the study (one family): the control moved when one of those excludes 0 (at most a 5% false alarm per study when the method is right).",
     );
     for c in checks {
         let text = |x: Option<&Delta>| x.map(|x| x.text_with_holm("")).unwrap_or_else(|| "n/a".into());
