@@ -43,6 +43,13 @@ fn a_result_set_reads_with_the_estimator_it_recorded() {
     assert!(!contest.steady && !contest.warm_up_left.is_empty(), "{contest:?}");
     let a = all_on_pmem(&after);
     assert!(a.pct > 100.0 && a.pct_low > 50.0 && a.verdict == Verdict::NotSteady, "{a:?}");
+    // report.md says which estimator it used.
+    let md = report::document::markdown::render(&report::markdown::document(&set, &after, &[]));
+    assert!(
+        md.contains("allows for correlated rounds with the workload's round-to-round correlation (its prior"),
+        "{md}"
+    );
+    assert!(md.contains("| 0.08 (prior) |"), "the contests' table gives the correlation assumed");
     let said: Vec<String> = after.warnings.iter().map(|w| w.to_string()).collect();
     assert!(said.iter().any(|w| w.contains("not steady") && w.contains("still follow a warm-up curve")), "{said:#?}");
 }

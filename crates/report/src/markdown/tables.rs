@@ -86,10 +86,16 @@ fn fmt_change(d: Option<&Delta>, reference: Option<&str>) -> String {
 /// Holm's correction ran over, and rounds cut as warm-up.
 pub(super) fn statistics_note(d: &mut Document, summary: &Summary) {
     let a = &summary.analysis;
-    let how = if a.paired() {
-        "every placement's server was up at once and the load alternated between them in rounds of short slices (random order in each round); a change is the geometric mean of the per-round ratios of the rounds kept, with a t interval on their logarithms that allows for correlated rounds (the lag-1 autocorrelation's 80% upper bound, bias-corrected) and, where a target stopped the contest, is never narrower than Stein's two-stage interval from the pilot's rounds (coverage proven by simulation: docs/benchmarks.md, \"Coverage\")"
-    } else {
-        "each repetition is an independent run; a change is the ratio of geometric means, with a Welch t interval on the logarithms (not symmetric around the change)"
+    let how = match a.rule.filter(|_| a.paired()) {
+        Some(rule) if rule.rho_prior.is_some() => {
+            "every placement's server was up at once and the load alternated between them in rounds of short slices (random order in each round); a change is the geometric mean of the per-round ratios of the rounds kept, with a t interval on their logarithms that allows for correlated rounds with the workload's round-to-round correlation (its prior; coverage within 94-97% proven by simulation: docs/benchmarks.md, \"The estimator of issue 37\")"
+        }
+        Some(_) => {
+            "every placement's server was up at once and the load alternated between them in rounds of short slices (random order in each round); a change is the geometric mean of the per-round ratios of the rounds kept, with a t interval on their logarithms that allows for correlated rounds (the lag-1 autocorrelation's 80% upper bound, bias-corrected) and, where a target stopped the contest, is never narrower than Stein's two-stage interval from the pilot's rounds (coverage proven by simulation: docs/benchmarks.md, \"Coverage\")"
+        }
+        None => {
+            "each repetition is an independent run; a change is the ratio of geometric means, with a Welch t interval on the logarithms (not symmetric around the change)"
+        }
     };
     // With a contrast of its own, the study's changes are the contrast's (placements: none).
     let family = summary.contrast.as_ref().map_or(&a.tests, |x| &x.tests);
