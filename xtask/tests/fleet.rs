@@ -248,9 +248,10 @@ fn a_killed_controller_is_cleaned_up_per_host_and_resumed() {
     let _masters = Masters(env.state());
     let cfg = fleet_file(&env, &hosts, "4s");
     let out = env.dir.path().join("results");
+    // Killed while db1 runs: as its first run starts (a run of 4 s may print no progress line).
     let run = Watched::until(
         &mut env.xtask(&["compare", "--config", cfg.to_str().unwrap(), "--emulate", "--out", out.to_str().unwrap()]),
-        |l, _| l.starts_with("[db1]") && l.contains("measuring"),
+        |l, _| l.starts_with("[db1] [1/2]") && l.contains("starting"),
     );
     run.signal(nix::sys::signal::Signal::SIGKILL);
     run.finish();
