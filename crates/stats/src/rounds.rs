@@ -206,8 +206,7 @@ pub fn warm_up_cut(rule: &Rule, contenders: &[Vec<Round>]) -> Cut {
                         dropped: BTreeMap::from([(seg, start - first)]),
                         unsettled: vec![],
                     };
-                    fit_warm_up(rule, rounds, &at, seg, max_tau)
-                        .is_some_and(|f| f.p_value < alpha && f.bias.abs() > warm_up::WARM_UP_BIAS_SE * f.se_mean)
+                    fit_warm_up(rule, rounds, &at, seg, max_tau).is_some_and(|f| f.is_left(alpha))
                 });
                 left || still_moving(&x, &t, &vec![seg; x.len()], alpha, rule.rho_prior)
             });

@@ -7,7 +7,7 @@ use super::{Cut, LogInterval, MAX_RHO, Round, Rule, ar1_factor};
 use crate::{mean_sd, t_p_value};
 
 /// The share of the kept mean's standard error a fitted leftover warm-up must exceed.
-pub(super) const WARM_UP_BIAS_SE: f64 = 0.25;
+const WARM_UP_BIAS_SE: f64 = 0.25;
 
 /// The time constants (in rounds) of the warm-up curves [`leftover_warm_up`] fits.
 const WARM_UP_TAUS: [f64; 11] = [1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 10.0, 15.0, 20.0, 30.0];
@@ -30,7 +30,7 @@ pub fn leftover_warm_up_bias(rule: &Rule, rounds: &[Round], cut: &Cut, alpha: f6
     cut.first_kept
         .keys()
         .filter_map(|&seg| fit_warm_up(rule, rounds, cut, seg, f64::INFINITY))
-        .filter(|f| f.p_value < alpha && f.bias.abs() > WARM_UP_BIAS_SE * f.se_mean)
+        .filter(|f| f.is_left(alpha))
         .map(|f| f.bias)
         .max_by(|a, b| a.abs().total_cmp(&b.abs()))
 }
@@ -52,6 +52,15 @@ pub struct WarmUpFit {
     pub se_mean: f64,
     /// Rounds fitted.
     pub n: usize,
+}
+
+impl WarmUpFit {
+    /// Whether the fitted warm-up is still under way in the kept rounds: its amplitude
+    /// significant at `alpha` and its bias on the kept mean above [`WARM_UP_BIAS_SE`] of the
+    /// kept mean's standard error (the steady check's test and the cut's).
+    pub fn is_left(&self, alpha: f64) -> bool {
+        self.p_value < alpha && self.bias.abs() > WARM_UP_BIAS_SE * self.se_mean
+    }
 }
 
 /// The fit of [`WarmUpFit`] for segment `seg`, time constants up to `max_tau` rounds; None
