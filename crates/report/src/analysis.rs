@@ -109,6 +109,9 @@ pub struct ContestAnalysis {
     /// it puts on the kept rounds' mean, as a fraction of the ratio (the rule's warm-up check).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub warm_up_left: BTreeMap<String, f64>,
+    /// Per contender: the drift of its kept rounds on the log scale (the trend's change over
+    /// them plus a leftover warm-up's bias; [`stats::rounds::Assessment::drift`]).
+    pub drift: BTreeMap<String, f64>,
     /// Kept rounds (the fewest of any contender) and what Stein's rule asked for.
     pub kept: usize,
     pub needed: Option<usize>,
@@ -162,6 +165,7 @@ pub fn usable_runs<'a>(
             if let Some(bias) = a.warm_up_bias {
                 c.warm_up_left.insert(k.placement.clone(), bias.exp_m1());
             }
+            c.drift.insert(k.placement.clone(), a.drift());
         }
         c.cut = cut;
         contests.insert(name.clone(), c);
@@ -265,9 +269,18 @@ pub fn contest_progress(runs: &[&RunRecord], baseline: &str, rule: &Rule) -> Opt
 }
 
 /// After the verdicts: a change of a contest that is not steady is neither a real change nor an
-/// equivalence on that evidence.
-pub fn withhold_unsteady(d: &mut Delta, steady: bool) {
-    if !steady && matches!(d.verdict, Verdict::RealChange | Verdict::Equivalent) {
+/// equivalence on that evidence, unless (`drift` given: the headline figure, whose rounds the
+/// drift was measured on) its interval after Holm lies beyond [`stats::rounds::DRIFT_ALLOWANCE`]
+/// times the contender's drift on the far side of 0: a change far larger than anything the
+/// rounds' movement could account for stays a real change (its contest still warned of).
+pub fn withhold_unsteady(d: &mut Delta, steady: bool, drift: Option<f64>) {
+    if steady || !matches!(d.verdict, Verdict::RealChange | Verdict::Equivalent) {
+        return;
+    }
+    let log = |pct: f64| (1.0 + pct / 100.0).ln();
+    let stands = d.verdict == Verdict::RealChange
+        && drift.is_some_and(|drift| rounds::stands_despite_drift(log(d.holm_low), log(d.holm_high), drift));
+    if !stands {
         d.verdict = Verdict::NotSteady;
     }
 }

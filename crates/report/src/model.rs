@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use crate::analysis::{self, Analysis, Figure};
 use crate::warnings::{SummaryWarning, run_warnings};
-use stats::{Delta, Estimate, Method};
+use stats::{Delta, Estimate, Method, Verdict};
 
 /// A results directory, read back.
 #[derive(Clone, Debug)]
@@ -243,9 +243,6 @@ pub fn summarize_with(set: &ResultSet, rule: stats::rounds::Rule) -> Summary {
     let margin = measurement.equivalence_margin_pct;
     let control = measurement.control.as_deref();
     let tests = judge(&mut cells, margin, control);
-    for (name, c) in contests.iter().filter(|(_, c)| !c.steady) {
-        warnings.push(SummaryWarning::NotSteady { contest: name.clone(), detail: not_steady_detail(c) });
-    }
     for (name, c) in &contests {
         let Some(prior) = c.rho_prior else { continue };
         for (placement, &lag1) in c.lag1.iter().filter(|(_, r)| stats::rounds::prior::far_above(**r, c.kept, prior)) {
@@ -259,15 +256,33 @@ pub fn summarize_with(set: &ResultSet, rule: stats::rounds::Rule) -> Summary {
         }
     }
     for c in cells.iter_mut().filter(|c| !c.is_baseline) {
-        let steady = contests.get(&analysis::contest_of(&c.key)).is_none_or(|a| a.steady);
-        let statements = c.statements.iter_mut().filter_map(|s| s.delta.as_mut());
-        for d in [&mut c.tps_delta, &mut c.latency_delta, &mut c.latency_p99_delta, &mut c.nopm_delta]
-            .into_iter()
-            .flatten()
-            .chain(statements)
-        {
-            analysis::withhold_unsteady(d, steady);
+        let contest = contests.get(&analysis::contest_of(&c.key));
+        let steady = contest.is_none_or(|a| a.steady);
+        // The drift was measured on the headline figure's rounds (NOPM for TPC-C, else TPS):
+        // only that change may stand despite it.
+        let drift = contest.and_then(|a| a.drift.get(&c.key.placement).copied());
+        let nopm_is_headline = c.nopm_delta.is_some();
+        let (headline, other) = if nopm_is_headline {
+            (&mut c.nopm_delta, &mut c.tps_delta)
+        } else {
+            (&mut c.tps_delta, &mut c.nopm_delta)
+        };
+        if let Some(d) = headline.as_mut() {
+            analysis::withhold_unsteady(d, steady, drift);
         }
+        let statements = c.statements.iter_mut().filter_map(|s| s.delta.as_mut());
+        for d in [other, &mut c.latency_delta, &mut c.latency_p99_delta].into_iter().flatten().chain(statements) {
+            analysis::withhold_unsteady(d, steady, None);
+        }
+    }
+    for (name, c) in contests.iter().filter(|(_, c)| !c.steady) {
+        let standing = cells
+            .iter()
+            .filter(|cell| !cell.is_baseline && analysis::contest_of(&cell.key) == *name)
+            .filter(|cell| cell.nopm_delta.or(cell.tps_delta).is_some_and(|d| d.verdict == Verdict::RealChange))
+            .map(|cell| cell.key.placement.clone())
+            .collect();
+        warnings.push(SummaryWarning::NotSteady { contest: name.clone(), detail: not_steady_detail(c), standing });
     }
     if let Some(target) = measurement.target_halfwidth_pct {
         warnings.extend(wide_intervals(&cells, target, measurement));

@@ -21,8 +21,10 @@ pub enum SummaryWarning {
     /// A change's interval is wider than the target half-width, and why the measurement stopped.
     WideInterval { cell: CellKey, half_width_pct: f64, target_pct: f64, stopped: String },
     /// Slices: a contest's kept rounds still moved (a trend, or a segment still trending with
-    /// 4 rounds left): its changes are `not steady`, neither real changes nor equivalences.
-    NotSteady { contest: String, detail: String },
+    /// 4 rounds left): its changes are `not steady`, neither real changes nor equivalences,
+    /// except the headline changes of the contenders in `standing`, whose intervals lie beyond
+    /// twice their drift ([`crate::analysis::withhold_unsteady`]).
+    NotSteady { contest: String, detail: String, standing: Vec<String> },
     /// Slices under a workload's prior correlation: a contender's own lag-1 over its kept rounds
     /// lies far above the prior ([`stats::rounds::prior::far_above`]), so its interval, which
     /// assumes the prior, may be too narrow.
@@ -64,10 +66,17 @@ impl fmt::Display for SummaryWarning {
                 "{}: the change's 95% interval is ±{half_width_pct:.1}%, wider than the target ±{target_pct:.1}% ({stopped})",
                 describe(cell)
             ),
-            SummaryWarning::NotSteady { contest, detail } => write!(
-                f,
-                "contest {contest}: not steady ({detail}); its changes are not called real changes or equivalences on this evidence, measure it longer",
-            ),
+            SummaryWarning::NotSteady { contest, detail, standing } => {
+                write!(f, "contest {contest}: not steady ({detail}); its changes are not called real changes or equivalences on this evidence, measure it longer")?;
+                if !standing.is_empty() {
+                    write!(
+                        f,
+                        "; except {}'s headline change, real however the rounds moved: its interval lies beyond twice the drift seen on the far side of 0",
+                        standing.join(" and ")
+                    )?;
+                }
+                Ok(())
+            }
             SummaryWarning::CorrelatedRounds { contest, placement, lag1, kept, prior } => write!(
                 f,
                 "contest {contest}: {placement}'s kept rounds have a lag-1 autocorrelation of {lag1:+.2} over {kept} rounds, far above the workload's prior of {prior:.2} that its interval assumes: the interval may be too narrow; measure it again, or longer"

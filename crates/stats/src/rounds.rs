@@ -468,6 +468,32 @@ pub struct Assessment {
     pub warm_up_bias: Option<f64>,
 }
 
+impl Assessment {
+    /// The drift seen in the kept rounds, on the log scale: the trend's fitted change over
+    /// them plus the bias a leftover warm-up puts on their mean (each 0 where none was fitted).
+    /// A not-steady contender's change still stands when its interval lies beyond
+    /// [`DRIFT_ALLOWANCE`] times this on the far side of 0 ([`stands_despite_drift`]).
+    pub fn drift(&self) -> f64 {
+        let trend = self.trend.map_or(0.0, |t| (1.0 + t.change_over_span).ln().abs());
+        let trend = if trend.is_finite() { trend } else { 0.0 };
+        trend + self.warm_up_bias.map_or(0.0, f64::abs)
+    }
+}
+
+/// How many times its own drift ([`Assessment::drift`]) the interval of a contender that is not
+/// steady is widened by on each side before its change may still be called: the kept mean's
+/// bias is at most the drift's point estimate when the steady state lies within the kept
+/// rounds' range, and twice allows for the drift's own error (simulated: docs/benchmarks.md,
+/// "A change beyond its contest's drift").
+pub const DRIFT_ALLOWANCE: f64 = 2.0;
+
+/// Whether an interval on a log ratio (`low`, `high`) excludes 0 even when widened by
+/// [`DRIFT_ALLOWANCE`] times `drift` on each side.
+pub fn stands_despite_drift(low: f64, high: f64, drift: f64) -> bool {
+    let allowance = DRIFT_ALLOWANCE * drift;
+    drift.is_finite() && (low - allowance > 0.0 || high + allowance < 0.0)
+}
+
 /// The kept rounds of one contender (by the contest's [`Cut`]), their interval and the
 /// steady-state check: the trend test over everything kept (Bonferroni over the `contenders`),
 /// and no unsettled segment.
@@ -549,6 +575,8 @@ pub struct Progress {
     pub intervals: Vec<Option<LogInterval>>,
     /// Whether each contender's kept rounds passed the steady-state check.
     pub steady: Vec<bool>,
+    /// Each contender's drift over its kept rounds ([`Assessment::drift`]).
+    pub drift: Vec<f64>,
     /// The rounds each contender kept.
     pub kept_rounds: Vec<Vec<u32>>,
 }
@@ -576,7 +604,8 @@ pub fn progress(rule: &Rule, contenders: &[Vec<Round>]) -> Progress {
 /// As [`progress`], with the contest's cut given.
 pub fn progress_with(rule: &Rule, contenders: &[Vec<Round>], cut: &Cut) -> Progress {
     let k = contenders.len();
-    let mut out = Progress { kept: 0, needed: None, intervals: vec![], steady: vec![], kept_rounds: vec![] };
+    let mut out =
+        Progress { kept: 0, needed: None, intervals: vec![], steady: vec![], drift: vec![], kept_rounds: vec![] };
     let mut needed: Option<usize> = rule.target.map(|_| 0);
     let mut fewest = usize::MAX;
     for rounds in contenders {
@@ -592,6 +621,7 @@ pub fn progress_with(rule: &Rule, contenders: &[Vec<Round>], cut: &Cut) -> Progr
         fewest = fewest.min(a.kept);
         out.intervals.push(interval);
         out.steady.push(a.steady);
+        out.drift.push(a.drift());
         out.kept_rounds.push(kept.iter().map(|r| r.round).collect());
     }
     out.kept = if k == 0 { 0 } else { fewest };
@@ -690,6 +720,30 @@ mod tests {
         let cut = warm_up_cut(&rule, std::slice::from_ref(&rising));
         assert_eq!((cut.first_kept[&1], cut.unsettled.clone()), (13, vec![1]), "4 rounds left");
         assert!(!assess(&rule, &rising, &cut, 1).steady);
+    }
+
+    #[test]
+    fn a_change_stands_only_beyond_twice_its_drift() {
+        // A contender whose ratio falls 10% over its kept rounds (trend only): drift ln(1/0.9).
+        let a = Assessment {
+            kept: 8,
+            cut: 2,
+            interval: None,
+            trend: Some(Trend { slope: -0.015, change_over_span: -0.1, p_value: 0.001 }),
+            steady: false,
+            warm_up_bias: Some(-0.02),
+        };
+        let drift = a.drift();
+        assert!(close(drift, (1.0f64 / 0.9).ln() + 0.02, 1e-12), "{drift}");
+        // 2 x 0.1254 = 0.2507 on the log scale: an interval from +30% (0.262) stands, one from
+        // +25% (0.223) does not; alike below 0.
+        assert!(stands_despite_drift(1.30f64.ln(), 1.6f64.ln(), drift));
+        assert!(!stands_despite_drift(1.25f64.ln(), 1.6f64.ln(), drift));
+        assert!(stands_despite_drift(0.5f64.ln(), 0.77f64.ln(), drift));
+        assert!(!stands_despite_drift(0.5f64.ln(), 0.8f64.ln(), drift));
+        assert!(!stands_despite_drift(0.5f64.ln(), 0.77f64.ln(), f64::NAN), "an unknown drift never stands");
+        let flat = Assessment { trend: None, warm_up_bias: None, ..a };
+        assert_eq!(flat.drift(), 0.0);
     }
 
     #[test]

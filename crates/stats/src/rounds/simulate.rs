@@ -84,6 +84,9 @@ pub enum Design {
 pub struct Outcome {
     pub covered: bool,
     pub steady: bool,
+    /// The interval widened by [`super::DRIFT_ALLOWANCE`] times the contender's drift on each
+    /// side covers the truth (what a not-steady change that still stands relies on).
+    pub widened_covered: bool,
     /// Half-width of the 95% interval on the ratio (fraction), NaN without an interval.
     pub half_width: f64,
     /// (estimate - truth) / standard error, on the log scale; NaN without an interval.
@@ -199,17 +202,27 @@ impl Generator {
     }
 }
 
-fn outcome(mean: f64, se: f64, half_width: f64, truth: f64, steady: bool, rounds: u32) -> Outcome {
+/// An estimate on the log scale: its mean, standard error and interval half-width.
+struct Estimate {
+    mean: f64,
+    se: f64,
+    half_width: f64,
+}
+
+fn outcome(e: Estimate, truth: f64, steady: bool, drift: f64, rounds: u32) -> Outcome {
+    let Estimate { mean, se, half_width } = e;
     Outcome {
         covered: (mean - truth).abs() <= half_width,
         steady,
+        widened_covered: (mean - truth).abs() <= half_width + super::DRIFT_ALLOWANCE * drift,
         half_width: half_width.exp() - 1.0,
         z: if se > 0.0 { (mean - truth) / se } else { f64::NAN },
         rounds,
     }
 }
 
-const NO_INTERVAL: Outcome = Outcome { covered: false, steady: true, half_width: f64::NAN, z: f64::NAN, rounds: 0 };
+const NO_INTERVAL: Outcome =
+    Outcome { covered: false, steady: true, widened_covered: false, half_width: f64::NAN, z: f64::NAN, rounds: 0 };
 
 /// Runs one contest to its stop under `design`; an outcome per contender.
 pub fn run_contest(design: Design, contest: Contest, rng: &mut Rng) -> [Outcome; CONTENDERS] {
@@ -237,7 +250,13 @@ pub fn run_contest(design: Design, contest: Contest, rng: &mut Rng) -> [Outcome;
                 let p = progress(&rule, &rounds);
                 if p.done(rule.target.unwrap_or(f64::INFINITY)) || last {
                     return std::array::from_fn(|c| match p.intervals[c] {
-                        Some(i) => outcome(i.mean, i.se, i.half_width(), g.truth(c), p.steady[c], g.round),
+                        Some(i) => outcome(
+                            Estimate { mean: i.mean, se: i.se, half_width: i.half_width() },
+                            g.truth(c),
+                            p.steady[c],
+                            p.drift[c],
+                            g.round,
+                        ),
                         None => Outcome { steady: p.steady[c], rounds: g.round, ..NO_INTERVAL },
                     });
                 }
@@ -251,7 +270,7 @@ pub fn run_contest(design: Design, contest: Contest, rng: &mut Rng) -> [Outcome;
                 if (g.round >= min_rounds && widest.exp() - 1.0 <= target) || last {
                     return std::array::from_fn(|c| {
                         let (m, _) = mean_sd(kept[c]);
-                        outcome(m, hw[c].1, hw[c].0, g.truth(c), true, g.round)
+                        outcome(Estimate { mean: m, se: hw[c].1, half_width: hw[c].0 }, g.truth(c), true, 0.0, g.round)
                     });
                 }
             }
@@ -262,7 +281,7 @@ pub fn run_contest(design: Design, contest: Contest, rng: &mut Rng) -> [Outcome;
                         let x: Vec<f64> = rounds[c].iter().skip(discard as usize).map(|r| r.log_ratio).collect();
                         let (m, _) = mean_sd(&x);
                         let (hw, se) = paired_half_width(&x);
-                        outcome(m, se, hw, g.truth(c), true, g.round)
+                        outcome(Estimate { mean: m, se, half_width: hw }, g.truth(c), true, 0.0, g.round)
                     });
                 }
             }
@@ -315,6 +334,9 @@ pub struct Coverage {
     pub covered: f64,
     /// Share of contender estimates called not steady.
     pub not_steady: f64,
+    /// Of those, the share whose interval widened by [`super::DRIFT_ALLOWANCE`] times their
+    /// drift covers the truth (NaN when none was called not steady).
+    pub unsteady_widened_covered: f64,
     /// Monte Carlo standard error of `honest`.
     pub mc_error: f64,
     pub mean_half_width: f64,
@@ -333,13 +355,14 @@ pub struct Coverage {
 pub fn coverage(design: Design, contest: Contest, n: usize, seed: u64) -> Coverage {
     let mut rng = Rng(seed);
     let (mut honest, mut covered, mut unsteady, mut hw, mut rounds, mut with_hw) = (0, 0, 0, 0.0, 0.0, 0);
-    let (mut z2, mut with_z) = (0.0, 0);
+    let (mut z2, mut with_z, mut widened) = (0.0, 0, 0);
     let mut widths = Vec::with_capacity(CONTENDERS * n);
     for _ in 0..n {
         for o in run_contest(design, contest, &mut rng) {
             honest += !o.misleads() as usize;
             covered += o.covered as usize;
             unsteady += !o.steady as usize;
+            widened += (!o.steady && o.widened_covered) as usize;
             if o.half_width.is_finite() {
                 hw += o.half_width;
                 with_hw += 1;
@@ -360,6 +383,7 @@ pub fn coverage(design: Design, contest: Contest, n: usize, seed: u64) -> Covera
         honest: h,
         covered: covered as f64 / m,
         not_steady: unsteady as f64 / m,
+        unsteady_widened_covered: if unsteady > 0 { widened as f64 / unsteady as f64 } else { f64::NAN },
         // The contenders of a contest share the baseline: count contests, not estimates.
         mc_error: (h * (1.0 - h) / n as f64).sqrt(),
         mean_half_width: hw / with_hw.max(1) as f64,
@@ -482,28 +506,42 @@ mod tests {
         Design::Pooled { rule: Rule::new(2, 6, Some(5.0)), series: 18 }
     }
 
-    /// The kinds of `design` below 94% (honest: covered or called not steady) and above 97%
-    /// covered, and the table of every kind for the assertion's message.
-    fn outside_the_bounds(design: Design) -> (Vec<&'static str>, Vec<&'static str>, String) {
-        let (mut short, mut wide) = (vec![], vec![]);
-        let mut table = String::new();
+    /// What the gate finds of a design: the kinds below 94% (honest: covered or called not
+    /// steady), the kinds above 97% covered, the kinds where the intervals of the estimates
+    /// called not steady, widened by [`super::super::DRIFT_ALLOWANCE`] times their drift (what a
+    /// change that stands despite not being steady relies on), cover less than 95%, and the
+    /// table of every kind for the assertions' messages.
+    struct Bounds {
+        short: Vec<&'static str>,
+        wide: Vec<&'static str>,
+        drift_short: Vec<&'static str>,
+        table: String,
+    }
+
+    fn outside_the_bounds(design: Design) -> Bounds {
+        let mut b = Bounds { short: vec![], wide: vec![], drift_short: vec![], table: String::new() };
         for (name, c) in coverage_of_every_kind(design, CONTESTS, None, 2) {
-            table.push_str(&format!(
-                "{name}: {:.1}% ± {:.1} covered or not steady, {:.1}% covered, median ±{:.1}%, mean z^2 {:.2}\n",
+            b.table.push_str(&format!(
+                "{name}: {:.1}% ± {:.1} covered or not steady, {:.1}% covered, {:.1}% not steady ({:.1}% covered widened by the drift allowance), median ±{:.1}%, mean z^2 {:.2}\n",
                 c.honest * 100.0,
                 c.mc_error * 100.0,
                 c.covered * 100.0,
+                c.not_steady * 100.0,
+                c.unsteady_widened_covered * 100.0,
                 c.median_half_width * 100.0,
                 c.mean_z2
             ));
             if c.honest < 0.94 {
-                short.push(name);
+                b.short.push(name);
             }
             if c.covered > 0.97 {
-                wide.push(name);
+                b.wide.push(name);
+            }
+            if c.unsteady_widened_covered < 0.95 {
+                b.drift_short.push(name);
             }
         }
-        (short, wide, table)
+        b
     }
 
     /// The gate on every kind: an interval that misleads (misses the truth in a contest called
@@ -512,16 +550,20 @@ mod tests {
     /// bound are asserted to be the known ones.
     #[test]
     fn the_coverage_gate_at_the_main_jobs_round_counts() {
-        let (short, wide, table) = outside_the_bounds(shipped());
+        let Bounds { short, wide, drift_short, table } = outside_the_bounds(shipped());
         assert_eq!(short, KNOWN_SHORT, "kinds below 94%:\n{table}");
         assert_eq!(wide, KNOWN_WIDE, "kinds whose intervals cover more than 97%:\n{table}");
+        // A change of a contest that is not steady stands when its interval lies beyond twice
+        // its drift: on every kind, the intervals so widened cover the truth at least 95% of
+        // the time (allowances of 1 and 1.5 fall short on the slow warm-up and the revisit).
+        assert!(drift_short.is_empty(), "kinds whose not-steady intervals, widened, cover less than 95%:\n{table}");
     }
 
     #[test]
     fn the_gate_fails_the_estimator_of_issue_24() {
         // The negative test of item 3: the estimator before this one misses the slow warm-ups
         // and the revisit, and is too wide on every stationary kind.
-        let (short, wide, table) = outside_the_bounds(Design::Shipped(Rule::issue24(2, 6, Some(5.0))));
+        let Bounds { short, wide, table, .. } = outside_the_bounds(Design::Shipped(Rule::issue24(2, 6, Some(5.0))));
         assert_eq!(short, ISSUE24_SHORT, "kinds below 94%:\n{table}");
         assert_eq!(wide, ISSUE24_WIDE, "kinds whose intervals cover more than 97%:\n{table}");
     }

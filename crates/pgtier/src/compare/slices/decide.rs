@@ -283,6 +283,7 @@ mod tests {
             needed,
             intervals: vec![Some(interval)],
             steady: vec![steady],
+            drift: vec![0.0],
             kept_rounds: vec![],
         }
     }
