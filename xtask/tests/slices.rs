@@ -71,8 +71,14 @@ threads = 1
 duration = "10s"
 "#;
 
+/// One comparison at a time in this binary: a comparison measures the machine, and a sibling
+/// test's comparison beside it loads the very CPUs it measures (stop 43's CI: the sibling's load
+/// stepped the first slices' ratio and the contest was flagged not steady).
+static ONE_COMPARISON: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// `compare --emulate --seed 7` of `cfg` into `out`, which must succeed: its stdout and stderr.
 fn compare_emulated(env: &common::Env, cfg: &std::path::Path, out: &std::path::Path) -> (String, String) {
+    let _alone = ONE_COMPARISON.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let o = env
         .xtask(&[
             "compare",
