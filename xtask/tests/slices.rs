@@ -256,6 +256,11 @@ fn a_read_only_contest_after_a_read_write_one_starts_on_vacuumed_data() {
         .replace("budget = \"75s\"", "budget = \"40s\"")
         .replace("control = true\n", "")
         .replace("[device.emulate.throttle]\nwrite_iops = 100\n", "")
+        // b's server runs a profile of its own (a profile contrast made a placement contrast).
+        .replace(
+            "name = \"b\"\ndata = \"db\"\nwal = \"db\"\n",
+            "name = \"b\"\ndata = \"db\"\nwal = \"db\"\nprofile = \"full-page-writes-off\"\n",
+        )
         + r#"
 [[workload]]
 name = "ro"
@@ -313,6 +318,26 @@ duration = "10s"
     assert!(settle_at < prewarm_at, "{stderr}");
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(report.contains(&format!("Settle: before 1 contest ({ro}), each placement's database")), "{report}");
+
+    // b's server ran its own profile, a's the matrix's, as each server reported it; the change
+    // between them is paired by round.
+    for r in csv_rows(&out.join("runs.csv")) {
+        let run: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(out.join("runs").join(&r["run_id"]).join("result.json")).unwrap())
+                .unwrap();
+        let fpw = run["server_settings"]["full_page_writes"].as_str();
+        // (The server reports its settings that differ from PostgreSQL's defaults.)
+        assert_eq!(fpw == Some("off"), r["placement"] == "b", "{}: full_page_writes {fpw:?}", r["run_id"]);
+    }
+    assert!(
+        report.contains("**b**: PGDATA on `db`, pg_wal on `db`, its server on profile `full-page-writes-off`"),
+        "{report}"
+    );
+    let b = csv_rows(&out.join("summary.csv"))
+        .into_iter()
+        .find(|r| r["placement"] == "b" && r["workload"] == "rw")
+        .unwrap();
+    assert_eq!(b["delta_method"], "paired-log", "{b:?}");
 }
 
 #[test]

@@ -65,6 +65,7 @@ impl Experiment {
     pub fn max_wal_bytes(&self) -> u64 {
         self.profiles
             .iter()
+            .chain(self.placements.iter().filter_map(|p| p.profile.as_ref()))
             .flat_map(|p| std::iter::once(&p.profile.settings).chain(self.memory_limits.iter().map(|l| &l.settings)))
             .filter_map(|s| s.get("max_wal_size").and_then(|v| runner::memory::pg_size_mb_default(v)))
             .max()

@@ -121,12 +121,24 @@ impl Validator<'_> {
 }
 
 impl Experiment {
+    /// Every profile a server runs: the matrix's, then the placements' own (`[[placement]]
+    /// profile`) that the matrix does not run, each once.
+    pub fn run_profiles(&self) -> Vec<&ProfileInfo> {
+        let mut out: Vec<&ProfileInfo> = Vec::new();
+        for p in self.profiles.iter().chain(self.placements.iter().filter_map(|p| p.profile.as_ref())) {
+            if !out.iter().any(|o| o.profile.name == p.profile.name) {
+                out.push(p);
+            }
+        }
+        out
+    }
+
     /// Every (profile, memory limit) pair with its server's memory plan at the experiment's
     /// largest client count and data set (the dry run prints them).
     pub fn memory_plans(&self) -> Vec<(String, String, MemoryPlan)> {
         let (clients, shape) = demand(&self.workloads);
         let mut out = Vec::new();
-        for p in &self.profiles {
+        for p in self.run_profiles() {
             for l in &self.memory_limits {
                 let mut s = p.profile.settings.clone();
                 s.extend(l.settings.clone());
@@ -166,7 +178,7 @@ impl Experiment {
                 ),
             });
         };
-        for p in &self.profiles {
+        for p in self.run_profiles() {
             for k in p.profile.settings.keys() {
                 report(k, p.origins.get(k), format!("profile {}", p.profile.name));
             }

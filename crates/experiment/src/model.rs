@@ -73,6 +73,11 @@ pub struct Placement {
     pub wal: String,
     /// Tablespace role (`tables`, `indexes`, `temp`) -> device name.
     pub tablespaces: BTreeMap<String, String>,
+    /// The settings profile its server runs in place of the matrix's (`[[placement]] profile`),
+    /// with `[postgres.settings]` and `[emulate.settings]` on top: a profile contrast made a
+    /// placement contrast, so that the slices design pairs it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile: Option<ProfileInfo>,
 }
 
 impl Placement {

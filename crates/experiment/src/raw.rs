@@ -400,6 +400,9 @@ pub struct RawPlacement {
     /// Tablespace role (`tables`, `indexes`, `temp`) -> device.
     #[serde(default)]
     pub tablespaces: BTreeMap<String, Spanned<String>>,
+    /// The settings profile this placement's server runs in place of the matrix's.
+    #[serde(default)]
+    pub profile: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -1382,3 +1382,49 @@ fn every_unknown_key_of_a_profile_is_reported() {
         ]
     );
 }
+
+/// `[[placement]] profile`: the placement's server runs that profile (with the file's settings on
+/// top) in place of the matrix's; it is memory-checked, planned and listed like the others.
+#[test]
+fn a_placement_runs_its_own_profile_in_place_of_the_matrix_s() {
+    let text =
+        BASE.replace("data = \"d2\"\nwal = \"d2\"", "data = \"d2\"\nwal = \"d2\"\nprofile = \"seed004-performance\"");
+    let e = parse(Path::new("exp.toml"), &text, &opts(true)).unwrap();
+    assert!(e.placements[0].profile.is_none(), "the baseline runs the matrix's profile");
+    let own = e.placements[1].profile.as_ref().expect("pm's own profile");
+    assert_eq!(own.profile.name, "seed004-performance");
+    assert_eq!(own.profile.settings.get("bgwriter_delay").map(String::as_str), Some("10ms"), "the profile file");
+    assert_eq!(
+        own.profile.settings.get("shared_buffers").map(String::as_str),
+        Some("32MB"),
+        "[emulate.settings] on top"
+    );
+    let names: Vec<&str> = e.run_profiles().iter().map(|p| p.profile.name.as_str()).collect();
+    assert_eq!(names, ["default", "seed004-performance"]);
+    let planned: Vec<String> = e.memory_plans().into_iter().map(|(p, l, _)| format!("{p} {l}")).collect();
+    assert_eq!(planned, ["default 256MiB", "seed004-performance 256MiB"]);
+    assert_eq!(e.max_wal_bytes(), 32 << 30, "the placement's profile's max_wal_size counts");
+}
+
+#[test]
+fn a_placement_s_profile_must_exist_and_replace_a_single_matrix_profile() {
+    let text = BASE.replace("data = \"d2\"\nwal = \"d2\"", "data = \"d2\"\nwal = \"d2\"\nprofile = \"seed004-perf\"");
+    let errs = errors(&text, false);
+    let e =
+        errs.0.iter().find(|e| e.key.as_deref() == Some("placement[pm].profile")).unwrap_or_else(|| panic!("{errs}"));
+    assert_eq!(e.line, Some(line_of(&text, "seed004-perf")));
+    assert!(
+        e.message.contains("no settings profile \"seed004-perf\"") && e.message.contains("seed004-performance"),
+        "{e}"
+    );
+    let two = BASE
+        .replace("profiles = [\"default\"]", "profiles = [\"default\", \"seed000-tuned\"]")
+        .replace("data = \"d2\"\nwal = \"d2\"", "data = \"d2\"\nwal = \"d2\"\nprofile = \"seed004-performance\"");
+    let errs = errors(&two, false);
+    let e =
+        errs.0.iter().find(|e| e.key.as_deref() == Some("placement[pm].profile")).unwrap_or_else(|| panic!("{errs}"));
+    assert!(
+        e.message.contains("replaces the matrix's") && e.message.contains("runs 2 (default, seed000-tuned)"),
+        "{e}"
+    );
+}

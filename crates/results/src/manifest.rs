@@ -89,6 +89,9 @@ pub struct PlacementRecord {
     pub wal_device: String,
     /// Tablespace role (`tables`, `indexes`, `temp`) -> device.
     pub tablespaces: BTreeMap<String, String>,
+    /// The settings profile its server runs in place of the matrix's (`[[placement]] profile`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
 }
 
 /// What kind of benchmark a workload is.

@@ -222,8 +222,7 @@ fn oom_text(
     outcome: &Result<(), RunnerError>,
 ) -> String {
     use crate::memory::{MemoryKind, MemoryPlan, show};
-    let mut settings = inp.profile.settings.clone();
-    settings.extend(inp.memory.settings.clone());
+    let settings = crate::system::server_settings(inp.profile, inp.memory, inp.placement);
     let plan = MemoryPlan::of(&settings, inp.planned.clients, inp.workload.data_shape());
     let mut text = format!(
         "the kernel's OOM killer killed {oom_kills} process(es) in the server's memory cgroup (limit {}, peak {}): {}",

@@ -22,6 +22,8 @@ pub struct PlacementTarget {
     pub devices: Vec<DeviceRole>,
     /// Tablespace role (`tables`, `indexes`, `temp`) -> directory on its device.
     pub tablespaces: BTreeMap<String, PathBuf>,
+    /// The settings profile its server runs in place of the matrix's (`[[placement]] profile`).
+    pub profile: Option<Profile>,
 }
 
 /// Tablespace roles a placement may put on their own device (seed 001: `--tablespace`,
@@ -202,6 +204,7 @@ impl PlacementTarget {
             wal_dir: under(&self.wal_dir),
             devices: self.devices.clone(),
             tablespaces: self.tablespaces.iter().map(|(r, p)| (r.clone(), under(p))).collect(),
+            profile: self.profile.clone(),
         }
     }
 }
@@ -438,6 +441,7 @@ mod tests {
             wal_dir: "/w".into(),
             devices: vec![],
             tablespaces: BTreeMap::new(),
+            profile: None,
         };
         let w = |n: &str, b| WorkloadSpec {
             name: n.into(),

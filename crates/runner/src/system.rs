@@ -75,14 +75,15 @@ pub(crate) trait RunSystem {
     async fn remove_cgroup(&mut self) -> Result<(), RunnerError>;
 }
 
-/// The settings a placement's server runs with: the profile's, the memory limit's, and the
-/// temporary tablespace when the placement puts one on its own device.
+/// The settings a placement's server runs with: the profile's (the placement's own when it names
+/// one, in place of the matrix's), the memory limit's, and the temporary tablespace when the
+/// placement puts one on its own device.
 pub(crate) fn server_settings(
     profile: &crate::matrix::Profile,
     memory: &crate::matrix::MemoryLimit,
     placement: &crate::matrix::PlacementTarget,
 ) -> BTreeMap<String, String> {
-    let mut settings = profile.settings.clone();
+    let mut settings = placement.profile.as_ref().unwrap_or(profile).settings.clone();
     settings.extend(memory.settings.clone());
     if placement.tablespaces.contains_key("temp") {
         settings.insert("temp_tablespaces".into(), crate::dataset::tablespace_name("temp"));
@@ -242,5 +243,28 @@ impl RunSystem for RealRun<'_> {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         c.remove(self.ctx.env.server.journal)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::server_settings;
+    use crate::testing::{memory, placement, profile};
+
+    #[test]
+    fn a_placement_s_own_profile_replaces_the_matrix_s_and_the_memory_limit_s_settings_win() {
+        let matrix = profile(&[("work_mem", "4MB"), ("bgwriter_delay", "200ms")]);
+        let mut limit = memory(Some(256 << 20));
+        limit.settings.insert("shared_buffers".into(), "32MB".into());
+        let mut p = placement();
+        let plain = server_settings(&matrix, &limit, &p);
+        assert_eq!(plain.get("work_mem").map(String::as_str), Some("4MB"));
+        let mut own = profile(&[("bgwriter_delay", "10ms"), ("shared_buffers", "1GB")]);
+        own.name = "performance".into();
+        p.profile = Some(own);
+        let s = server_settings(&matrix, &limit, &p);
+        assert_eq!(s.get("work_mem"), None, "the matrix's profile is replaced, not merged");
+        assert_eq!(s.get("bgwriter_delay").map(String::as_str), Some("10ms"));
+        assert_eq!(s.get("shared_buffers").map(String::as_str), Some("32MB"), "the memory limit's settings on top");
     }
 }

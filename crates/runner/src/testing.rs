@@ -58,6 +58,7 @@ pub(crate) fn placement() -> PlacementTarget {
         wal_dir: "/nonexistent/pg_wal".into(),
         devices: vec![],
         tablespaces: BTreeMap::new(),
+        profile: None,
     }
 }
 

@@ -184,6 +184,7 @@ async fn prepare<'j>(
             kernel_name: dev.facts.kernel_name.clone(),
         }],
         tablespaces: Default::default(),
+        profile: None,
     };
     dataset::relocate(&env, &golden, &placement.data_dir, &placement.wal_dir, &placement.tablespaces)?;
     Ok((env, placement))

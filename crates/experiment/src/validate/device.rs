@@ -389,6 +389,7 @@ impl Validator<'_> {
         let max_wal = pg
             .profiles
             .iter()
+            .chain(placements.iter().filter_map(|p| p.profile.as_ref()))
             .flat_map(|p| std::iter::once(&p.profile.settings).chain(pg.memory_limits.iter().map(|l| &l.settings)))
             .filter_map(|s| s.get("max_wal_size").and_then(|v| runner::memory::pg_size_mb_default(v)))
             .max()

@@ -59,6 +59,7 @@ impl<'a> Validator<'a> {
             raw.emulate.as_ref().and_then(|e| e.get_ref().measurement.as_ref()),
             opts,
         );
+        self.placement_profiles(raw, &mut placements, &pg.profiles, &ov, opts);
         self.control_twin(raw, &mut devices, &mut placements, opts);
         let claims = self.claims(
             raw,
@@ -78,8 +79,11 @@ impl<'a> Validator<'a> {
         if opts.emulate {
             self.wal_room(&devices, &placements, &pg, &measurement, raw);
         }
+        // Every profile a server runs: the matrix's and the placements' own.
+        let run_profiles: Vec<crate::model::ProfileInfo> =
+            pg.profiles.iter().chain(placements.iter().filter_map(|p| p.profile.as_ref())).cloned().collect();
         let huge_pages_needs =
-            self.memory_checks(&pg.profiles, &pg.memory_limits, &pg.memory_limit_origins, &workloads);
+            self.memory_checks(&run_profiles, &pg.memory_limits, &pg.memory_limit_origins, &workloads);
         if !self.errors.is_empty() {
             return None;
         }

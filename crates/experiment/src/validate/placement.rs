@@ -6,7 +6,9 @@ use tiers::spec::DeviceSpec;
 use toml::Spanned;
 
 use super::Validator;
-use crate::model::Placement;
+use super::emulate::Overrides;
+use crate::LoadOptions;
+use crate::model::{Placement, ProfileInfo};
 use crate::raw::{RawFile, RawPlacement};
 use crate::spans::span;
 
@@ -78,6 +80,38 @@ impl Validator<'_> {
             data: r.data.get_ref().clone(),
             wal: r.wal.get_ref().clone(),
             tablespaces: r.tablespaces.iter().map(|(k, v)| (k.clone(), v.get_ref().clone())).collect(),
+            profile: None,
+        }
+    }
+
+    /// Each placement's own profile (`[[placement]] profile`), loaded as the matrix's are. It
+    /// replaces the matrix's profile, so the matrix may run only one.
+    pub(super) fn placement_profiles(
+        &mut self,
+        raw: &RawFile,
+        placements: &mut [Placement],
+        matrix: &[ProfileInfo],
+        ov: &Overrides,
+        opts: &LoadOptions,
+    ) {
+        let pg = raw.postgres.as_ref().map(|p| p.get_ref());
+        for (r, p) in raw.placement.iter().zip(placements.iter_mut()) {
+            let Some(name) = &r.get_ref().profile else { continue };
+            let key = format!("placement[{}].profile", p.name);
+            if matrix.len() > 1 {
+                let names: Vec<&str> = matrix.iter().map(|m| m.profile.name.as_str()).collect();
+                self.err(
+                    span(name),
+                    key,
+                    format!(
+                        "a placement's profile replaces the matrix's, and [postgres] profiles runs {} ({}): list one profile there, or leave this key out",
+                        names.len(),
+                        names.join(", ")
+                    ),
+                );
+                continue;
+            }
+            p.profile = self.layered_profile(name, &key, pg, ov, opts, true);
         }
     }
 }

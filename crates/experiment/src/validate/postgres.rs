@@ -124,27 +124,50 @@ impl Validator<'_> {
             Some(list) => list.get_ref().clone(),
             None => vec![Spanned::new(0..0, "default".to_string())],
         };
+        let mut profiles = Vec::new();
+        for (i, name) in names.iter().enumerate() {
+            // The file's own settings tables are checked once, with the first profile.
+            let quiet = i > 0;
+            if let Some(info) = self.layered_profile(name, "postgres.profiles", pg, ov, opts, quiet) {
+                profiles.push(info);
+            }
+        }
+        profiles
+    }
+
+    /// The profile `name` (`configs/postgres/<name>.toml`) with `[postgres.settings]` and (when
+    /// emulating) `[emulate.settings]` on top; `key` names where it was asked for. `quiet`: the
+    /// settings tables' own errors were reported already.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn layered_profile(
+        &mut self,
+        name: &Spanned<String>,
+        key: &str,
+        pg: Option<&RawPostgres>,
+        ov: &Overrides,
+        opts: &LoadOptions,
+        quiet: bool,
+    ) -> Option<ProfileInfo> {
+        let errors = self.errors.len();
         let common = pg.and_then(|p| p.settings.as_ref());
         let common_settings = common.map(|s| self.settings(s.get_ref(), "postgres.settings")).unwrap_or_default();
         let emu = ov.settings.get();
         let emu_settings = emu.as_ref().map(|c| self.settings(c.get(), &c.key));
         let common_origins = common.map(|s| self.origins(s.get_ref(), "postgres.settings")).unwrap_or_default();
         let emu_origins = emu.as_ref().map(|c| self.origins(c.get(), &c.key));
-        let mut profiles = Vec::new();
-        for name in &names {
-            if let Some(mut info) = self.load_profile(name, &opts.configs_dir) {
-                info.profile.settings.extend(common_settings.clone());
-                info.origins.extend(common_origins.clone());
-                if let Some(es) = &emu_settings {
-                    info.profile.settings.extend(es.clone());
-                }
-                if let Some(eo) = &emu_origins {
-                    info.origins.extend(eo.clone());
-                }
-                profiles.push(info);
-            }
+        if quiet {
+            self.errors.truncate(errors);
         }
-        profiles
+        let mut info = self.load_profile(name, key, &opts.configs_dir)?;
+        info.profile.settings.extend(common_settings);
+        info.origins.extend(common_origins);
+        if let Some(es) = emu_settings {
+            info.profile.settings.extend(es);
+        }
+        if let Some(eo) = emu_origins {
+            info.origins.extend(eo);
+        }
+        Some(info)
     }
 
     fn memory_limits(
@@ -223,7 +246,7 @@ impl Validator<'_> {
         map.iter().map(|(k, v)| (k.clone(), self.origin(span(v), format!("{key}.{k}")))).collect()
     }
 
-    fn load_profile(&mut self, name: &Spanned<String>, configs: &Path) -> Option<ProfileInfo> {
+    fn load_profile(&mut self, name: &Spanned<String>, key: &str, configs: &Path) -> Option<ProfileInfo> {
         let n = name.get_ref();
         let file = configs.join("postgres").join(format!("{n}.toml"));
         let Ok(text) = std::fs::read_to_string(&file) else {
@@ -238,7 +261,7 @@ impl Validator<'_> {
                 .unwrap_or_default();
             self.err(
                 span(name),
-                "postgres.profiles",
+                key,
                 format!(
                     "no settings profile {n:?} ({} does not exist); known profiles: {}",
                     file.display(),

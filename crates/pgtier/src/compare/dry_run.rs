@@ -24,7 +24,16 @@ pub fn print(s: &Setup) {
     print!("{plan}");
     println!("\n## Placements\n");
     for p in &s.matrix.placements {
-        println!("- {}: PGDATA {} , pg_wal {}", p.name, p.data_dir.display(), p.wal_dir.display());
+        println!(
+            "- {}: PGDATA {} , pg_wal {}{}",
+            p.name,
+            p.data_dir.display(),
+            p.wal_dir.display(),
+            p.profile
+                .as_ref()
+                .map(|f| format!(", its server on profile {} (in place of the matrix's)", f.name))
+                .unwrap_or_default()
+        );
     }
     client_host(&s.exp);
     builds(&s.exp);

@@ -60,6 +60,7 @@ pub fn begin(
                 data_device: p.data.clone(),
                 wal_device: p.wal.clone(),
                 tablespaces: p.tablespaces.clone(),
+                profile: p.profile.as_ref().map(|i| i.profile.name.clone()),
             })
             .collect(),
         workloads: exp.workloads.iter().map(runner::record::workload_record).collect(),
@@ -138,8 +139,8 @@ fn postgres_info(exp: &Experiment, pre: &Preflight) -> PostgresInfo {
             client_bin_dir: b.install.client_dir.display().to_string(),
             client_version: b.install.client_version_line.clone(),
             optional_left_out: exp
-                .profiles
-                .iter()
+                .run_profiles()
+                .into_iter()
                 .flat_map(|p| {
                     p.profile
                         .optional
@@ -154,10 +155,10 @@ fn postgres_info(exp: &Experiment, pre: &Preflight) -> PostgresInfo {
         builds,
         version: pre.install.version(),
         bin_dir: pre.install.bin_dir.display().to_string(),
-        profiles: exp.profiles.iter().map(|p| (p.profile.name.clone(), p.profile.settings.clone())).collect(),
+        profiles: exp.run_profiles().iter().map(|p| (p.profile.name.clone(), p.profile.settings.clone())).collect(),
         skipped_settings: exp
-            .profiles
-            .iter()
+            .run_profiles()
+            .into_iter()
             .flat_map(|p| p.skipped.iter().map(move |(k, why)| format!("{} (profile {}): {why}", k, p.profile.name)))
             .collect(),
     }

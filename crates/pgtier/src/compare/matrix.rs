@@ -80,8 +80,7 @@ impl Session<'_> {
     }
 
     async fn one_run(&mut self, m: &mut Matrix<'_, '_>, planned: &PlannedRun) -> Result<()> {
-        let several = m.spec.builds.len() > 1;
-        let placement = &m.spec.placements[planned.placement].for_build(&planned.cell.build, several);
+        let placement = &self.build_target(m.spec, planned.placement, planned.build);
         let workload = &m.spec.workloads[planned.workload];
         if let Some(why) = m.broken.get(&placement.name) {
             // Contained: the placement is unusable; its remaining runs are recorded as not run.

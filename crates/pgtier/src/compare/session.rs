@@ -472,6 +472,19 @@ impl<'a> Session<'a> {
         profile.for_build(Some(&self.pre.builds[b].known_settings))
     }
 
+    /// Placement `p` as build `b` runs it: in the build's directories when the matrix has
+    /// several builds, its own profile (if it names one) as the build runs it.
+    pub(super) fn build_target(
+        &self,
+        spec: &runner::matrix::MatrixSpec,
+        p: usize,
+        b: usize,
+    ) -> runner::matrix::PlacementTarget {
+        let mut t = spec.placements[p].for_build(&spec.builds[b].name, spec.builds.len() > 1);
+        t.profile = t.profile.map(|f| self.build_profile(&f, b));
+        t
+    }
+
     /// After the session, whatever happened: teardown, the run's error, the report, and what
     /// is left (nothing, or what `cargo xtask cleanup` must retry). The last line on stdout is
     /// the results directory, unless teardown left something.

@@ -213,6 +213,7 @@ pub fn matrix_spec(
                     .iter()
                     .map(|(role, dev)| (role.clone(), mount(dev).join(&p.name).join(format!("ts_{role}"))))
                     .collect(),
+                profile: p.profile.as_ref().map(|i| i.profile.clone()),
             }
         })
         .collect();

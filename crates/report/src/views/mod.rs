@@ -241,10 +241,12 @@ impl Ctx<'_> {
     }
 
     fn legend(&self, name: &str) -> String {
-        match self.set.manifest.placements.iter().find(|p| p.name == name) {
-            Some(p) if p.data_device == p.wal_device => format!("{name}: data + WAL on {}", p.data_device),
-            Some(p) => format!("{name}: data on {}, WAL on {}", p.data_device, p.wal_device),
-            None => name.to_string(),
+        let Some(p) = self.set.manifest.placements.iter().find(|p| p.name == name) else { return name.to_string() };
+        let profile = p.profile.as_ref().map(|f| format!(", profile {f}")).unwrap_or_default();
+        if p.data_device == p.wal_device {
+            format!("{name}: data + WAL on {}{profile}", p.data_device)
+        } else {
+            format!("{name}: data on {}, WAL on {}{profile}", p.data_device, p.wal_device)
         }
     }
 

@@ -408,6 +408,7 @@ mod tests {
                     wal_dir: "/x".into(),
                     devices: vec![],
                     tablespaces: Default::default(),
+                    profile: None,
                 })
                 .collect(),
             ..test_spec()

@@ -170,7 +170,7 @@ impl Session<'_> {
         let (build, profile, memory) = (first.build, first.profile, first.memory);
         let several = s.spec.builds.len() > 1;
         let targets: Vec<runner::matrix::PlacementTarget> =
-            s.spec.placements.iter().map(|p| p.for_build(&s.spec.builds[build].name, several)).collect();
+            (0..s.spec.placements.len()).map(|p| self.build_target(s.spec, p, build)).collect();
         let build_profile = self.build_profile(&s.spec.profiles[profile], build);
         let env = self.build_env(s.env, build);
         // A placement on a tier lost earlier (its own, or one it shares) is out of every later
