@@ -63,9 +63,8 @@ impl Experiment {
 
     /// The largest max_wal_size of any profile or memory limit (PostgreSQL's 1 GB when none sets it).
     pub fn max_wal_bytes(&self) -> u64 {
-        self.profiles
-            .iter()
-            .chain(self.placements.iter().filter_map(|p| p.profile.as_ref()))
+        self.run_profiles()
+            .into_iter()
             .flat_map(|p| std::iter::once(&p.profile.settings).chain(self.memory_limits.iter().map(|l| &l.settings)))
             .filter_map(|s| s.get("max_wal_size").and_then(|v| runner::memory::pg_size_mb_default(v)))
             .max()

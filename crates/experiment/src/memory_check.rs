@@ -67,7 +67,7 @@ impl Validator<'_> {
     /// outgrow, and lists the cells that ask for huge pages.
     pub(crate) fn memory_checks(
         &mut self,
-        profiles: &[ProfileInfo],
+        profiles: &[&ProfileInfo],
         limits: &[MemoryLimit],
         limit_origins: &[Origin],
         workloads: &[WorkloadSpec],
@@ -124,13 +124,7 @@ impl Experiment {
     /// Every profile a server runs: the matrix's, then the placements' own (`[[placement]]
     /// profile`) that the matrix does not run, each once.
     pub fn run_profiles(&self) -> Vec<&ProfileInfo> {
-        let mut out: Vec<&ProfileInfo> = Vec::new();
-        for p in self.profiles.iter().chain(self.placements.iter().filter_map(|p| p.profile.as_ref())) {
-            if !out.iter().any(|o| o.profile.name == p.profile.name) {
-                out.push(p);
-            }
-        }
-        out
+        crate::validate::run_profiles(&self.profiles, &self.placements)
     }
 
     /// Every (profile, memory limit) pair with its server's memory plan at the experiment's

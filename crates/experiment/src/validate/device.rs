@@ -386,10 +386,8 @@ impl Validator<'_> {
         measurement: &crate::model::Measurement,
         raw: &crate::raw::RawFile,
     ) {
-        let max_wal = pg
-            .profiles
-            .iter()
-            .chain(placements.iter().filter_map(|p| p.profile.as_ref()))
+        let max_wal = super::placement::run_profiles(&pg.profiles, placements)
+            .into_iter()
             .flat_map(|p| std::iter::once(&p.profile.settings).chain(pg.memory_limits.iter().map(|l| &l.settings)))
             .filter_map(|s| s.get("max_wal_size").and_then(|v| runner::memory::pg_size_mb_default(v)))
             .max()

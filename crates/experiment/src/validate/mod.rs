@@ -31,6 +31,7 @@ use crate::{LoadOptions, units};
 pub use claim::parse_figure;
 pub(crate) use emulate::Chosen;
 use emulate::Overrides;
+pub(crate) use placement::run_profiles;
 
 pub(crate) struct Validator<'a> {
     pub src: &'a Source<'a>,
@@ -59,7 +60,7 @@ impl<'a> Validator<'a> {
             raw.emulate.as_ref().and_then(|e| e.get_ref().measurement.as_ref()),
             opts,
         );
-        self.placement_profiles(raw, &mut placements, &pg.profiles, &ov, opts);
+        self.placement_profiles(raw, &mut placements, &pg, opts);
         self.control_twin(raw, &mut devices, &mut placements, opts);
         let claims = self.claims(
             raw,
@@ -79,9 +80,7 @@ impl<'a> Validator<'a> {
         if opts.emulate {
             self.wal_room(&devices, &placements, &pg, &measurement, raw);
         }
-        // Every profile a server runs: the matrix's and the placements' own.
-        let run_profiles: Vec<crate::model::ProfileInfo> =
-            pg.profiles.iter().chain(placements.iter().filter_map(|p| p.profile.as_ref())).cloned().collect();
+        let run_profiles = placement::run_profiles(&pg.profiles, &placements);
         let huge_pages_needs =
             self.memory_checks(&run_profiles, &pg.memory_limits, &pg.memory_limit_origins, &workloads);
         if !self.errors.is_empty() {

@@ -6,11 +6,22 @@ use tiers::spec::DeviceSpec;
 use toml::Spanned;
 
 use super::Validator;
-use super::emulate::Overrides;
 use crate::LoadOptions;
 use crate::model::{Placement, ProfileInfo};
 use crate::raw::{RawFile, RawPlacement};
 use crate::spans::span;
+
+/// Every profile a server runs: the matrix's, then the placements' own (`[[placement]]
+/// profile`) that the matrix does not run, each once.
+pub(crate) fn run_profiles<'a>(matrix: &'a [ProfileInfo], placements: &'a [Placement]) -> Vec<&'a ProfileInfo> {
+    let mut out: Vec<&ProfileInfo> = Vec::new();
+    for p in matrix.iter().chain(placements.iter().filter_map(|p| p.profile.as_ref())) {
+        if !out.iter().any(|o| o.profile.name == p.profile.name) {
+            out.push(p);
+        }
+    }
+    out
+}
 
 impl Validator<'_> {
     pub(super) fn placements(&mut self, raw: &RawFile, devices: &[DeviceSpec]) -> Vec<Placement> {
@@ -90,11 +101,10 @@ impl Validator<'_> {
         &mut self,
         raw: &RawFile,
         placements: &mut [Placement],
-        matrix: &[ProfileInfo],
-        ov: &Overrides,
+        pg: &super::postgres::PostgresSection,
         opts: &LoadOptions,
     ) {
-        let pg = raw.postgres.as_ref().map(|p| p.get_ref());
+        let matrix = &pg.profiles;
         for (r, p) in raw.placement.iter().zip(placements.iter_mut()) {
             let Some(name) = &r.get_ref().profile else { continue };
             let key = format!("placement[{}].profile", p.name);
@@ -111,7 +121,7 @@ impl Validator<'_> {
                 );
                 continue;
             }
-            p.profile = self.layered_profile(name, &key, pg, ov, opts, true);
+            p.profile = self.layered_profile(name, &key, &pg.layers, opts);
         }
     }
 }

@@ -23,12 +23,22 @@ pub(super) struct PostgresSection {
     pub builds: Vec<Build>,
     pub os_user: String,
     pub profiles: Vec<ProfileInfo>,
+    /// What goes on top of every profile, a placement's own too.
+    pub layers: ProfileLayers,
     pub memory_limits: Vec<MemoryLimit>,
     /// Where each memory limit was set (same order as `memory_limits`).
     pub memory_limit_origins: Vec<Origin>,
 }
 
 type Settings = BTreeMap<String, Spanned<toml::Value>>;
+
+/// The settings put on top of every profile, in order: `[postgres.settings]`, then (when
+/// emulating) `[emulate.settings]`; each with where it was set.
+#[derive(Default)]
+pub(super) struct ProfileLayers {
+    settings: BTreeMap<String, String>,
+    origins: BTreeMap<String, Origin>,
+}
 
 impl Validator<'_> {
     pub(super) fn postgres_section(
@@ -48,7 +58,8 @@ impl Validator<'_> {
                 "PostgreSQL never runs as root; use an unprivileged user such as postgres",
             );
         }
-        let profiles = self.profiles(pg, ov, opts);
+        let layers = self.profile_layers(pg, ov);
+        let profiles = self.profiles(pg, &layers, opts);
         // The file's own limits are checked even when [emulate] overrides them.
         let own = pg.and_then(|p| p.memory_limits.as_ref()).map(|m| self.memory_limits(m, "postgres.memory_limits"));
         let (memory_limits, memory_limit_origins) = match ov.memory_limits.get() {
@@ -56,7 +67,7 @@ impl Validator<'_> {
             None => own
                 .unwrap_or_else(|| (vec![MemoryLimit::unlimited()], vec![self.origin(None, "postgres.memory_limits")])),
         };
-        PostgresSection { bin_dir, builds, os_user, profiles, memory_limits, memory_limit_origins }
+        PostgresSection { bin_dir, builds, os_user, profiles, layers, memory_limits, memory_limit_origins }
     }
 
     /// `builds`, or the one build `bin_dir` names (`default`). A bin_dir must hold postgres and
@@ -119,54 +130,40 @@ impl Validator<'_> {
     }
 
     /// The profiles with `[postgres.settings]` and (when emulating) `[emulate.settings]` on top.
-    fn profiles(&mut self, pg: Option<&RawPostgres>, ov: &Overrides, opts: &LoadOptions) -> Vec<ProfileInfo> {
+    fn profiles(&mut self, pg: Option<&RawPostgres>, layers: &ProfileLayers, opts: &LoadOptions) -> Vec<ProfileInfo> {
         let names: Vec<Spanned<String>> = match pg.and_then(|p| p.profiles.as_ref()) {
             Some(list) => list.get_ref().clone(),
             None => vec![Spanned::new(0..0, "default".to_string())],
         };
-        let mut profiles = Vec::new();
-        for (i, name) in names.iter().enumerate() {
-            // The file's own settings tables are checked once, with the first profile.
-            let quiet = i > 0;
-            if let Some(info) = self.layered_profile(name, "postgres.profiles", pg, ov, opts, quiet) {
-                profiles.push(info);
-            }
-        }
-        profiles
+        names.iter().filter_map(|name| self.layered_profile(name, "postgres.profiles", layers, opts)).collect()
     }
 
-    /// The profile `name` (`configs/postgres/<name>.toml`) with `[postgres.settings]` and (when
-    /// emulating) `[emulate.settings]` on top; `key` names where it was asked for. `quiet`: the
-    /// settings tables' own errors were reported already.
-    #[allow(clippy::too_many_arguments)]
+    /// `[postgres.settings]` and (when emulating) `[emulate.settings]`, checked once.
+    fn profile_layers(&mut self, pg: Option<&RawPostgres>, ov: &Overrides) -> ProfileLayers {
+        let mut layers = ProfileLayers::default();
+        if let Some(common) = pg.and_then(|p| p.settings.as_ref()) {
+            layers.settings.extend(self.settings(common.get_ref(), "postgres.settings"));
+            layers.origins.extend(self.origins(common.get_ref(), "postgres.settings"));
+        }
+        if let Some(emu) = ov.settings.get() {
+            layers.settings.extend(self.settings(emu.get(), &emu.key));
+            layers.origins.extend(self.origins(emu.get(), &emu.key));
+        }
+        layers
+    }
+
+    /// The profile `name` (`configs/postgres/<name>.toml`) with `layers` on top; `key` names
+    /// where it was asked for.
     pub(super) fn layered_profile(
         &mut self,
         name: &Spanned<String>,
         key: &str,
-        pg: Option<&RawPostgres>,
-        ov: &Overrides,
+        layers: &ProfileLayers,
         opts: &LoadOptions,
-        quiet: bool,
     ) -> Option<ProfileInfo> {
-        let errors = self.errors.len();
-        let common = pg.and_then(|p| p.settings.as_ref());
-        let common_settings = common.map(|s| self.settings(s.get_ref(), "postgres.settings")).unwrap_or_default();
-        let emu = ov.settings.get();
-        let emu_settings = emu.as_ref().map(|c| self.settings(c.get(), &c.key));
-        let common_origins = common.map(|s| self.origins(s.get_ref(), "postgres.settings")).unwrap_or_default();
-        let emu_origins = emu.as_ref().map(|c| self.origins(c.get(), &c.key));
-        if quiet {
-            self.errors.truncate(errors);
-        }
         let mut info = self.load_profile(name, key, &opts.configs_dir)?;
-        info.profile.settings.extend(common_settings);
-        info.origins.extend(common_origins);
-        if let Some(es) = emu_settings {
-            info.profile.settings.extend(es);
-        }
-        if let Some(eo) = emu_origins {
-            info.origins.extend(eo);
-        }
+        info.profile.settings.extend(layers.settings.clone());
+        info.origins.extend(layers.origins.clone());
         Some(info)
     }
 
