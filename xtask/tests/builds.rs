@@ -188,3 +188,51 @@ fn a_setting_one_build_does_not_know_is_refused_with_the_builds_name() {
     assert!(stderr.contains("nothing was touched"), "{stderr}");
     assert!(!env.state().join("work").exists() || env.state().join("work").read_dir().unwrap().next().is_none());
 }
+
+/// `[[placement]] build`: a build contrast made a placement contrast, so the slices design pairs
+/// it round by round: a (PostgreSQL 15, the first build) and b (PostgreSQL 17) up at once in each
+/// session, each on its own major version's copy of the data set.
+#[test]
+fn a_placement_s_own_build_is_paired_by_the_slices_design() {
+    if !root_or_skip() {
+        return;
+    }
+    let Some(pg17) = postgres_17() else { return };
+    let env = Env::new();
+    let text_in = experiment(&pg17, "")
+        .replace(
+            "[postgres]",
+            "[measurement]\ndesign = \"slices\"\nslice = \"2s\"\nwarm_up = \"2s\"\nmin_rounds = 3\nwarm_up_rounds = 1\nbudget = \"20s\"\n\n[postgres]",
+        )
+        .replace("data = \"db\"\nwal = \"db\"", "data = \"db\"\nwal = \"db\"\nbuild = \"pg17\"");
+    let cfg = env.write("paired-builds.toml", &text_in);
+    let dry = env.xtask(&["compare", "--config", cfg.to_str().unwrap(), "--emulate", "--dry-run"]).output().unwrap();
+    let (stdout, stderr) = text(&dry);
+    assert!(dry.status.success(), "{stderr}");
+    assert!(stdout.contains("- b: PGDATA") && stdout.contains(", on build pg17"), "{stdout}");
+    assert!(stdout.contains("each placement's server runs its own"), "{stdout}");
+    let out = env.dir.path().join("results");
+    let o = env
+        .xtask(&["compare", "--config", cfg.to_str().unwrap(), "--emulate", "--out", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&o);
+    assert!(o.status.success(), "compare failed\nstdout:\n{stdout}\nstderr:\n{stderr}");
+    assert_nothing_left(&env.state());
+    assert!(stderr.contains("data set pgbench-s2-pg15") && stderr.contains("data set pgbench-s2-pg17"), "{stderr}");
+    // Every session ran a on PostgreSQL 15 and b on 17, side by side.
+    let sessions: Vec<_> = out.join("sessions").read_dir().unwrap().flatten().map(|e| e.path()).collect();
+    assert!(!sessions.is_empty());
+    for s in &sessions {
+        let log = |p: &str| std::fs::read_to_string(s.join(format!("{p}-postgres.log"))).unwrap();
+        assert!(log("a").contains("starting PostgreSQL 15."), "{}: {}", s.display(), log("a"));
+        assert!(log("b").contains("starting PostgreSQL 17."), "{}: {}", s.display(), log("b"));
+    }
+    let runs = csv_rows(&out.join("runs.csv"));
+    assert!(runs.iter().filter(|r| r["placement"] == "b" && r["status"] == "ok").count() >= 3, "{runs:?}");
+    let b = csv_rows(&out.join("summary.csv")).into_iter().find(|r| r["placement"] == "b").unwrap();
+    assert_eq!(b["delta_method"], "paired-log", "{b:?}");
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(report.contains("**b**: PGDATA on `db`, pg_wal on `db`, on build `pg17`"), "{report}");
+    assert!(report.contains("**a**: PGDATA on `da`, pg_wal on `da`, on build `pg15`"), "{report}");
+}

@@ -29,7 +29,7 @@ pub use error::{ConfigError, ConfigErrors};
 pub use golden::{RoomNeed, RoomPart, wal_allowance};
 pub use model::{CONTROL_DEVICE_SUFFIX, CONTROL_PLACEMENT};
 pub use model::{
-    Claim, ClaimAcross, ClaimMetric, Design, Experiment, FaultKind, FaultSpec, GoldenCopy, Host, HostRole,
+    Build, Claim, ClaimAcross, ClaimMetric, Design, Experiment, FaultKind, FaultSpec, GoldenCopy, Host, HostRole,
     HugePagesNeed, KernelSettings, Measurement, Origin, Pinning, Placement, ProfileInfo,
 };
 pub use policy::{reserved_setting, unsafe_mkfs_option};

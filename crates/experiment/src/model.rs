@@ -78,6 +78,11 @@ pub struct Placement {
     /// placement contrast, so that the slices design pairs it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub profile: Option<ProfileInfo>,
+    /// The PostgreSQL build (of `[postgres] builds`) its server runs (`[[placement]] build`): a
+    /// build contrast made a placement contrast. Set on every placement once one names a build
+    /// (the others run the first build); then builds are no longer a matrix dimension.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub build: Option<String>,
 }
 
 impl Placement {
@@ -206,6 +211,19 @@ pub struct Experiment {
 }
 
 impl Experiment {
+    /// The builds the matrix runs as a dimension: all of `[postgres] builds`, or none when the
+    /// placements name their builds (`[[placement]] build`; empty: one context, each placement
+    /// on its own build).
+    pub fn matrix_builds(&self) -> &[Build] {
+        if self.placements.iter().any(|p| p.build.is_some()) { &[] } else { &self.builds }
+    }
+
+    /// The index in `builds` of the build placement `p`'s server runs, when it names its own.
+    pub fn placement_build(&self, p: usize) -> Option<usize> {
+        let name = self.placements.get(p)?.build.as_ref()?;
+        self.builds.iter().position(|b| &b.name == name)
+    }
+
     /// The host that runs the benchmark client, when it is not this machine.
     pub fn client_host(&self) -> Option<&Host> {
         self.hosts.iter().find(|h| h.roles.contains(&HostRole::Client))

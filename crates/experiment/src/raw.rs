@@ -403,6 +403,9 @@ pub struct RawPlacement {
     /// The settings profile this placement's server runs in place of the matrix's.
     #[serde(default)]
     pub profile: Option<Spanned<String>>,
+    /// The PostgreSQL build (of `[postgres] builds`) this placement's server runs.
+    #[serde(default)]
+    pub build: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -1428,3 +1428,44 @@ fn a_placement_s_profile_must_exist_and_replace_a_single_matrix_profile() {
         "{e}"
     );
 }
+
+/// `[[placement]] build`: the placement's server runs that build of `[postgres] builds`; the
+/// others run the first, and builds stop being a matrix dimension (the slices design pairs them).
+#[test]
+fn a_placement_runs_its_own_build_and_builds_stop_being_a_dimension() {
+    let text = BASE
+        .replace(
+            "profiles = [\"default\"]",
+            "profiles = [\"default\"]\nbuilds = [{ name = \"old\", bin_dir = \"auto\" }, { name = \"new\", bin_dir = \"auto\" }]",
+        )
+        .replace("data = \"d2\"\nwal = \"d2\"", "data = \"d2\"\nwal = \"d2\"\nbuild = \"new\"");
+    let e = parse(Path::new("exp.toml"), &text, &opts(true)).unwrap();
+    let builds: Vec<Option<&str>> = e.placements.iter().map(|p| p.build.as_deref()).collect();
+    assert_eq!(builds, [Some("old"), Some("new")], "the placement naming none runs the first build");
+    assert_eq!((e.placement_build(0), e.placement_build(1)), (Some(0), Some(1)));
+    assert!(e.matrix_builds().is_empty(), "no longer a matrix dimension");
+    let plain = BASE.replace(
+        "profiles = [\"default\"]",
+        "profiles = [\"default\"]\nbuilds = [{ name = \"old\", bin_dir = \"auto\" }, { name = \"new\", bin_dir = \"auto\" }]",
+    );
+    let e = parse(Path::new("exp.toml"), &plain, &opts(true)).unwrap();
+    assert_eq!(e.matrix_builds().len(), 2, "without placement builds, builds are a dimension");
+    assert!(e.placements.iter().all(|p| p.build.is_none()));
+}
+
+#[test]
+fn a_placement_s_build_must_be_one_of_the_listed_builds() {
+    let named = "data = \"d2\"\nwal = \"d2\"\nbuild = \"pg17\"";
+    let text = BASE.replace("data = \"d2\"\nwal = \"d2\"", named);
+    let errs = errors(&text, false);
+    let e = errs.0.iter().find(|e| e.key.as_deref() == Some("placement[pm].build")).unwrap_or_else(|| panic!("{errs}"));
+    assert_eq!(e.line, Some(line_of(&text, "build = \"pg17\"")));
+    assert!(e.message.contains("name the builds in [postgres] builds"), "{e}");
+    let listed = text.replace(
+        "profiles = [\"default\"]",
+        "profiles = [\"default\"]\nbuilds = [{ name = \"pg15\", bin_dir = \"auto\" }, { name = \"pg16\", bin_dir = \"auto\" }]",
+    );
+    let errs = errors(&listed, false);
+    let e = errs.0.iter().find(|e| e.key.as_deref() == Some("placement[pm].build")).unwrap_or_else(|| panic!("{errs}"));
+    assert!(e.message.contains("no build named \"pg17\"") && e.message.contains("known builds: pg15, pg16"), "{e}");
+}

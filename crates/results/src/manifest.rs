@@ -92,6 +92,10 @@ pub struct PlacementRecord {
     /// The settings profile its server runs in place of the matrix's (`[[placement]] profile`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
+    /// The PostgreSQL build its server runs (`[[placement]] build`): set on every placement when
+    /// the placements name their builds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build: Option<String>,
 }
 
 /// What kind of benchmark a workload is.

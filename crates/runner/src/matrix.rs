@@ -24,6 +24,9 @@ pub struct PlacementTarget {
     pub tablespaces: BTreeMap<String, PathBuf>,
     /// The settings profile its server runs in place of the matrix's (`[[placement]] profile`).
     pub profile: Option<Profile>,
+    /// The PostgreSQL build its server runs in place of the matrix's (`[[placement]] build`).
+    #[serde(skip)]
+    pub install: Option<crate::install::PgInstall>,
 }
 
 /// Tablespace roles a placement may put on their own device (seed 001: `--tablespace`,
@@ -205,7 +208,17 @@ impl PlacementTarget {
             devices: self.devices.clone(),
             tablespaces: self.tablespaces.iter().map(|(r, p)| (r.clone(), under(p))).collect(),
             profile: self.profile.clone(),
+            install: self.install.clone(),
         }
+    }
+
+    /// `env` with this placement's own build when it names one (`[[placement]] build`).
+    pub fn env_for<'e>(&self, env: &crate::RunnerEnv<'e>) -> crate::RunnerEnv<'e> {
+        let mut env = env.clone();
+        if let Some(install) = &self.install {
+            env.server.install = install.clone();
+        }
+        env
     }
 }
 
@@ -442,6 +455,7 @@ mod tests {
             devices: vec![],
             tablespaces: BTreeMap::new(),
             profile: None,
+            install: None,
         };
         let w = |n: &str, b| WorkloadSpec {
             name: n.into(),

@@ -88,7 +88,8 @@ impl<'e> Session<'e> {
             .map_err(|e| fail("(session)", e))?;
         let mut session = Session { id: spec.id.clone(), dir: spec.dir.clone(), members: Vec::new() };
         for (i, p) in spec.placements.iter().enumerate() {
-            let mut env = env.clone();
+            // Each member on its placement's own build when it names one.
+            let mut env = p.env_for(env);
             env.server.port += 1 + i as u16;
             match start_member(&env, spec, p).await {
                 Ok((server, log)) => session.members.push(Member {

@@ -59,6 +59,7 @@ pub(crate) fn placement() -> PlacementTarget {
         devices: vec![],
         tablespaces: BTreeMap::new(),
         profile: None,
+        install: None,
     }
 }
 

@@ -185,6 +185,7 @@ async fn prepare<'j>(
         }],
         tablespaces: Default::default(),
         profile: None,
+        install: None,
     };
     dataset::relocate(&env, &golden, &placement.data_dir, &placement.wal_dir, &placement.tablespaces)?;
     Ok((env, placement))

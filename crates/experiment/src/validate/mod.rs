@@ -61,6 +61,7 @@ impl<'a> Validator<'a> {
             opts,
         );
         self.placement_profiles(raw, &mut placements, &pg, opts);
+        self.placement_builds(raw, &mut placements, &pg.builds);
         self.control_twin(raw, &mut devices, &mut placements, opts);
         let claims = self.claims(
             raw,

@@ -7,7 +7,7 @@ use toml::Spanned;
 
 use super::Validator;
 use crate::LoadOptions;
-use crate::model::{Placement, ProfileInfo};
+use crate::model::{Build, Placement, ProfileInfo};
 use crate::raw::{RawFile, RawPlacement};
 use crate::spans::span;
 
@@ -92,6 +92,56 @@ impl Validator<'_> {
             wal: r.wal.get_ref().clone(),
             tablespaces: r.tablespaces.iter().map(|(k, v)| (k.clone(), v.get_ref().clone())).collect(),
             profile: None,
+            build: None,
+        }
+    }
+
+    /// Each placement's own build (`[[placement]] build`), one of `[postgres] builds`. Once one
+    /// placement names a build, every placement runs one (the others the first listed), and the
+    /// builds stop being a matrix dimension.
+    pub(super) fn placement_builds(&mut self, raw: &RawFile, placements: &mut [Placement], builds: &[Build]) {
+        let named: Vec<(usize, &Spanned<String>)> = raw
+            .placement
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| r.get_ref().build.as_ref().map(|b| (i, b)))
+            .collect();
+        if named.is_empty() {
+            return;
+        }
+        let listed = raw.postgres.as_ref().is_some_and(|p| p.get_ref().builds.is_some());
+        let names: Vec<&str> = builds.iter().map(|b| b.name.as_str()).collect();
+        for &(i, b) in &named {
+            let key = format!("placement[{}].build", placements[i].name);
+            if !listed {
+                self.err(
+                    span(b),
+                    key,
+                    format!(
+                        "no build {:?}: name the builds in [postgres] builds (builds = [{{ name = \"pg15\", bin_dir = \"auto\" }}, {{ name = \"pg17\", bin_dir = \"/usr/lib/postgresql/17/bin\" }}]), then pick one here",
+                        b.get_ref()
+                    ),
+                );
+            } else if !names.contains(&b.get_ref().as_str()) {
+                self.err(
+                    span(b),
+                    key,
+                    format!("no build named {:?} in [postgres] builds; known builds: {}", b.get_ref(), names.join(", ")),
+                );
+            }
+        }
+        let Some(first) = builds.first() else { return };
+        for (i, p) in placements.iter_mut().enumerate() {
+            let own = named.iter().find(|(j, _)| *j == i).map(|(_, b)| b.get_ref().clone());
+            p.build = Some(own.unwrap_or_else(|| first.name.clone()));
+        }
+        for b in builds {
+            if !placements.iter().any(|p| p.build.as_deref() == Some(b.name.as_str())) {
+                self.warnings.push(format!(
+                    "build {:?} of [postgres] builds is run by no placement (placements name their builds, so builds are not a matrix dimension)",
+                    b.name
+                ));
+            }
         }
     }
 

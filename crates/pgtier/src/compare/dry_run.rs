@@ -23,16 +23,17 @@ pub fn print(s: &Setup) {
     println!("\n## Provisioning plan ({} steps; teardown undoes them newest first)\n", plan.steps.len());
     print!("{plan}");
     println!("\n## Placements\n");
-    for p in &s.matrix.placements {
+    for (p, own) in s.matrix.placements.iter().zip(&s.exp.placements) {
         println!(
-            "- {}: PGDATA {} , pg_wal {}{}",
+            "- {}: PGDATA {} , pg_wal {}{}{}",
             p.name,
             p.data_dir.display(),
             p.wal_dir.display(),
-            p.profile
+            own.profile
                 .as_ref()
-                .map(|f| format!(", its server on profile {} (in place of the matrix's)", f.name))
-                .unwrap_or_default()
+                .map(|f| format!(", its server on profile {} (in place of the matrix's)", f.profile.name))
+                .unwrap_or_default(),
+            own.build.as_ref().map(|b| format!(", on build {b}")).unwrap_or_default()
         );
     }
     client_host(&s.exp);
@@ -289,7 +290,13 @@ fn builds(exp: &experiment::Experiment) {
     if exp.builds.len() < 2 {
         return;
     }
-    println!("\n## PostgreSQL builds (a matrix dimension; data sets are built per major version)\n");
+    if exp.matrix_builds().is_empty() {
+        println!(
+            "\n## PostgreSQL builds (each placement's server runs its own, [[placement]] build; data sets are built per major version)\n"
+        );
+    } else {
+        println!("\n## PostgreSQL builds (a matrix dimension; data sets are built per major version)\n");
+    }
     for b in &exp.builds {
         let dir = b.bin_dir.as_ref().map(|d| d.display().to_string()).unwrap_or_else(|| "auto".into());
         match runner::PgInstall::detect(b.bin_dir.as_deref()) {

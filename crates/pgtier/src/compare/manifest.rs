@@ -61,6 +61,7 @@ pub fn begin(
                 wal_device: p.wal.clone(),
                 tablespaces: p.tablespaces.clone(),
                 profile: p.profile.as_ref().map(|i| i.profile.name.clone()),
+                build: p.build.clone(),
             })
             .collect(),
         workloads: exp.workloads.iter().map(runner::record::workload_record).collect(),

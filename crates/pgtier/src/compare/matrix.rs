@@ -80,7 +80,7 @@ impl Session<'_> {
     }
 
     async fn one_run(&mut self, m: &mut Matrix<'_, '_>, planned: &PlannedRun) -> Result<()> {
-        let placement = &self.build_target(m.spec, planned.placement, planned.build);
+        let placement = &self.build_target(m.spec, planned.placement, planned.build, planned.profile);
         let workload = &m.spec.workloads[planned.workload];
         if let Some(why) = m.broken.get(&placement.name) {
             // Contained: the placement is unusable; its remaining runs are recorded as not run.
@@ -112,7 +112,7 @@ impl Session<'_> {
             results: &self.results,
             faults: &faults::faults_for(self.exp, &self.ctx, planned.sequence, m.provisioned),
         };
-        let env = self.build_env(m.env, planned.build);
+        let env = placement.env_for(&self.build_env(m.env, planned.build));
         let mut record = match execute_run(&env, &inputs, &mut m.progress).await {
             Ok(r) => r,
             Err(RunnerError::Cancelled) => {
@@ -162,7 +162,7 @@ impl Session<'_> {
     /// Copies the run's data set onto its placement unless the placement holds it already.
     fn place(&mut self, m: &mut Matrix<'_, '_>, planned: &PlannedRun, placement: &PlacementTarget) -> Result<()> {
         let dataset = m.spec.workloads[planned.workload].dataset(&m.spec.tablespace_roles()).key();
-        let key = self.golden_key(&dataset, planned.build);
+        let key = self.golden_key(&dataset, self.runs_build(planned.placement, planned.build));
         let slot = format!("{}/{}", placement.name, planned.cell.build);
         if m.placed.get(&slot) == Some(&key) {
             return Ok(());

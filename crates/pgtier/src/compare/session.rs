@@ -472,17 +472,31 @@ impl<'a> Session<'a> {
         profile.for_build(Some(&self.pre.builds[b].known_settings))
     }
 
-    /// Placement `p` as build `b` runs it: in the build's directories when the matrix has
-    /// several builds, its own profile (if it names one) as the build runs it.
+    /// Placement `p` in the matrix's build `b` and profile `profile`: in the build's directories
+    /// when the matrix has several builds; on its own build when it names one (`[[placement]]
+    /// build`: its installation, and the profile as that build runs it); its own profile (if it
+    /// names one) as its build runs it.
     pub(super) fn build_target(
         &self,
         spec: &runner::matrix::MatrixSpec,
         p: usize,
         b: usize,
+        profile: usize,
     ) -> runner::matrix::PlacementTarget {
         let mut t = spec.placements[p].for_build(&spec.builds[b].name, spec.builds.len() > 1);
-        t.profile = t.profile.map(|f| self.build_profile(&f, b));
+        let runs = self.runs_build(p, b);
+        if let Some(own) = self.exp.placement_build(p) {
+            t.install = Some(self.pre.builds[own].install.clone());
+            t.profile.get_or_insert_with(|| spec.profiles[profile].clone());
+        }
+        t.profile = t.profile.map(|f| self.build_profile(&f, runs));
         t
+    }
+
+    /// The index (into the preflight's builds) of the build placement `p`'s server runs in the
+    /// matrix's build `b`: its own when it names one.
+    pub(super) fn runs_build(&self, p: usize, b: usize) -> usize {
+        self.exp.placement_build(p).unwrap_or(b)
     }
 
     /// After the session, whatever happened: teardown, the run's error, the report, and what

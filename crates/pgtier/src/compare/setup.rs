@@ -214,6 +214,8 @@ pub fn matrix_spec(
                     .map(|(role, dev)| (role.clone(), mount(dev).join(&p.name).join(format!("ts_{role}"))))
                     .collect(),
                 profile: p.profile.as_ref().map(|i| i.profile.clone()),
+                // Filled per session with the build's installation (`Session::build_target`).
+                install: None,
             }
         })
         .collect();
@@ -222,14 +224,25 @@ pub fn matrix_spec(
         workloads: exp.workloads.clone(),
         memory_limits: exp.memory_limits.clone(),
         profiles: exp.profiles.iter().map(|p| p.profile.clone()).collect(),
-        builds: exp
-            .builds
-            .iter()
-            .map(|b| runner::matrix::BuildTarget { name: b.name.clone(), bin_dir: b.bin_dir.clone() })
-            .collect(),
+        builds: matrix_builds(exp),
         repetitions: exp.repetitions,
         order: exp.order,
         cores: threads,
         seed: Some(seed),
+    }
+}
+
+/// The builds the matrix runs as a dimension; when the placements name their builds, one
+/// context (`default`, the first build's binaries) in which each placement runs its own.
+fn matrix_builds(exp: &Experiment) -> Vec<runner::matrix::BuildTarget> {
+    let target = |b: &experiment::Build| runner::matrix::BuildTarget { name: b.name.clone(), bin_dir: b.bin_dir.clone() };
+    match exp.matrix_builds() {
+        [] => exp
+            .builds
+            .iter()
+            .take(1)
+            .map(|b| runner::matrix::BuildTarget { name: runner::matrix::DEFAULT_BUILD.into(), ..target(b) })
+            .collect(),
+        builds => builds.iter().map(target).collect(),
     }
 }

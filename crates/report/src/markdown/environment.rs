@@ -186,11 +186,12 @@ pub(super) fn placements(d: &mut Document, m: &Manifest) {
     d.heading(2, "Placements");
     d.list(m.placements.iter().map(|p| {
         format!(
-            "**{}**: PGDATA on `{}`, pg_wal on `{}`{}{}",
+            "**{}**: PGDATA on `{}`, pg_wal on `{}`{}{}{}",
             p.name,
             p.data_device,
             p.wal_device,
             p.profile.as_ref().map(|f| format!(", its server on profile `{f}`")).unwrap_or_default(),
+            p.build.as_ref().map(|b| format!(", on build `{b}`")).unwrap_or_default(),
             if p.description.is_empty() { String::new() } else { format!(" ({})", p.description) }
         )
     }));

@@ -242,7 +242,10 @@ impl Ctx<'_> {
 
     fn legend(&self, name: &str) -> String {
         let Some(p) = self.set.manifest.placements.iter().find(|p| p.name == name) else { return name.to_string() };
-        let profile = p.profile.as_ref().map(|f| format!(", profile {f}")).unwrap_or_default();
+        let mut profile = p.profile.as_ref().map(|f| format!(", profile {f}")).unwrap_or_default();
+        if let Some(b) = &p.build {
+            profile.push_str(&format!(", build {b}"));
+        }
         if p.data_device == p.wal_device {
             format!("{name}: data + WAL on {}{profile}", p.data_device)
         } else {

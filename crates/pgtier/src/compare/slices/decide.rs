@@ -409,6 +409,7 @@ mod tests {
                     devices: vec![],
                     tablespaces: Default::default(),
                     profile: None,
+                    install: None,
                 })
                 .collect(),
             ..test_spec()

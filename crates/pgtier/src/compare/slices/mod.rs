@@ -170,7 +170,7 @@ impl Session<'_> {
         let (build, profile, memory) = (first.build, first.profile, first.memory);
         let several = s.spec.builds.len() > 1;
         let targets: Vec<runner::matrix::PlacementTarget> =
-            (0..s.spec.placements.len()).map(|p| self.build_target(s.spec, p, build)).collect();
+            (0..s.spec.placements.len()).map(|p| self.build_target(s.spec, p, build, profile)).collect();
         let build_profile = self.build_profile(&s.spec.profiles[profile], build);
         let env = self.build_env(s.env, build);
         // A placement on a tier lost earlier (its own, or one it shares) is out of every later
@@ -197,7 +197,7 @@ impl Session<'_> {
         let t0 = Instant::now();
         for &c in group {
             for &p in &placements.clone() {
-                self.place_sliced(s, &env, &targets[p], all[c].workload, build)?;
+                self.place_sliced(s, &env, &targets[p], all[c].workload, (build, self.runs_build(p, build)))?;
             }
         }
         add(&mut s.seconds, "relocate", t0.elapsed().as_secs_f64());
@@ -519,18 +519,19 @@ impl Session<'_> {
         }
     }
 
-    /// Copies the workload's data set (the build's golden copy) onto the placement's directories
-    /// for the build unless they hold it already.
+    /// Copies the workload's data set onto the placement's directories for the matrix's build
+    /// unless they hold it already: the golden copy of the build the placement's server runs
+    /// (`runs`, its own when it names one).
     fn place_sliced(
         &mut self,
         s: &mut Sliced<'_, '_>,
         env: &RunnerEnv<'_>,
         placement: &runner::matrix::PlacementTarget,
         workload: usize,
-        build: usize,
+        (build, runs): (usize, usize),
     ) -> Result<()> {
         let dataset = s.spec.workloads[workload].dataset(&s.spec.tablespace_roles()).key();
-        let key = self.golden_key(&dataset, build);
+        let key = self.golden_key(&dataset, runs);
         let slot = format!("{}/{}", placement.name, s.spec.builds[build].name);
         if s.placed.get(&slot) == Some(&key) {
             return Ok(());
