@@ -27,11 +27,11 @@ use std::path::{Path, PathBuf};
 use error::Source;
 pub use error::{ConfigError, ConfigErrors};
 pub use golden::{RoomNeed, RoomPart, wal_allowance};
-pub use model::{CONTROL_DEVICE_SUFFIX, CONTROL_PLACEMENT};
 pub use model::{
     Build, Claim, ClaimAcross, ClaimMetric, Design, Experiment, FaultKind, FaultSpec, GoldenCopy, Host, HostRole,
     HugePagesNeed, KernelSettings, Measurement, Origin, Pinning, Placement, ProfileInfo,
 };
+pub use model::{CONTROL_DEVICE_SUFFIX, CONTROL_PLACEMENT};
 pub use policy::{reserved_setting, unsafe_mkfs_option};
 /// PostgreSQL memory units (`128MB` = 128 MiB, `8kB`, `1GB`); bare numbers are 8 kB pages.
 pub use runner::memory::pg_size;

@@ -100,12 +100,8 @@ impl Validator<'_> {
     /// placement names a build, every placement runs one (the others the first listed), and the
     /// builds stop being a matrix dimension.
     pub(super) fn placement_builds(&mut self, raw: &RawFile, placements: &mut [Placement], builds: &[Build]) {
-        let named: Vec<(usize, &Spanned<String>)> = raw
-            .placement
-            .iter()
-            .enumerate()
-            .filter_map(|(i, r)| r.get_ref().build.as_ref().map(|b| (i, b)))
-            .collect();
+        let named: Vec<(usize, &Spanned<String>)> =
+            raw.placement.iter().enumerate().filter_map(|(i, r)| r.get_ref().build.as_ref().map(|b| (i, b))).collect();
         if named.is_empty() {
             return;
         }
@@ -126,7 +122,11 @@ impl Validator<'_> {
                 self.err(
                     span(b),
                     key,
-                    format!("no build named {:?} in [postgres] builds; known builds: {}", b.get_ref(), names.join(", ")),
+                    format!(
+                        "no build named {:?} in [postgres] builds; known builds: {}",
+                        b.get_ref(),
+                        names.join(", ")
+                    ),
                 );
             }
         }

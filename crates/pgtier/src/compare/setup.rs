@@ -235,7 +235,8 @@ pub fn matrix_spec(
 /// The builds the matrix runs as a dimension; when the placements name their builds, one
 /// context (`default`, the first build's binaries) in which each placement runs its own.
 fn matrix_builds(exp: &Experiment) -> Vec<runner::matrix::BuildTarget> {
-    let target = |b: &experiment::Build| runner::matrix::BuildTarget { name: b.name.clone(), bin_dir: b.bin_dir.clone() };
+    let target =
+        |b: &experiment::Build| runner::matrix::BuildTarget { name: b.name.clone(), bin_dir: b.bin_dir.clone() };
     match exp.matrix_builds() {
         [] => exp
             .builds
