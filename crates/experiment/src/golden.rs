@@ -74,7 +74,7 @@ impl Experiment {
     /// The room the golden copies need where `golden_copy` puts them (an estimate: pgbench about
     /// 16 MiB per scale unit, TPC-C about 110 MiB per warehouse, half as much again for the
     /// load's WAL). On a device, the placements that use it add their copies: PGDATA and
-    /// tablespaces (the largest data set, one copy per build) and pg_wal (max_wal_size + 30%).
+    /// tablespaces (the largest data set, one copy per build the matrix runs) and pg_wal (max_wal_size + 30%).
     pub fn golden_room(&self) -> RoomNeed {
         let builds = self.builds.len().max(1) as u64;
         let per_build = if builds > 1 { format!(", one per build ({builds})") } else { String::new() };
@@ -88,8 +88,10 @@ impl Experiment {
             bytes: datasets.iter().map(DatasetSpec::estimated_bytes).sum::<u64>() * builds,
         }];
         let GoldenCopy::Device { name, .. } = &self.golden_copy else { return RoomNeed { parts } };
-        let largest = datasets.iter().map(DatasetSpec::data_bytes).max().unwrap_or(0) * builds;
-        let wal = wal_allowance(self.max_wal_bytes()) * builds;
+        // A placement keeps a copy per build the matrix runs; one when it names its own.
+        let copies = self.matrix_builds().len().max(1) as u64;
+        let largest = datasets.iter().map(DatasetSpec::data_bytes).max().unwrap_or(0) * copies;
+        let wal = wal_allowance(self.max_wal_bytes()) * copies;
         for p in &self.placements {
             let data: Vec<&str> = std::iter::once(("PGDATA", p.data.as_str()))
                 .chain(p.tablespaces.iter().map(|(role, dev)| (role.as_str(), dev.as_str())))

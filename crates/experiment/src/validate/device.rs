@@ -392,7 +392,8 @@ impl Validator<'_> {
             .filter_map(|s| s.get("max_wal_size").and_then(|v| runner::memory::pg_size_mb_default(v)))
             .max()
             .unwrap_or(1 << 30);
-        let builds = pg.builds.len() as u64;
+        // Each placement keeps a copy per build the matrix runs; one when it names its own.
+        let builds = if placements.iter().any(|p| p.build.is_some()) { 1 } else { pg.builds.len() as u64 };
         for d in devices {
             let wal: Vec<&str> = placements.iter().filter(|p| p.wal == d.name).map(|p| p.name.as_str()).collect();
             if wal.len() < 2 {
