@@ -230,8 +230,15 @@ fn a_placement_s_own_build_is_paired_by_the_slices_design() {
     }
     let runs = csv_rows(&out.join("runs.csv"));
     assert!(runs.iter().filter(|r| r["placement"] == "b" && r["status"] == "ok").count() >= 3, "{runs:?}");
+    for r in &runs {
+        assert_eq!(r["build"], if r["placement"] == "b" { "pg17" } else { "pg15" }, "runs.csv names each one's build");
+    }
     let b = csv_rows(&out.join("summary.csv")).into_iter().find(|r| r["placement"] == "b").unwrap();
-    assert_eq!(b["delta_method"], "paired-log", "{b:?}");
+    assert_eq!((b["delta_method"].as_str(), b["build"].as_str()), ("paired-log", "pg17"), "{b:?}");
+    // Each major's load logged apart.
+    for major in ["pg15", "pg17"] {
+        assert!(out.join("logs").join(format!("dataset-pgbench-s2-{major}")).join("initdb.log").exists(), "{major}");
+    }
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(report.contains("**b**: PGDATA on `db`, pg_wal on `db`, on build `pg17`"), "{report}");
     assert!(report.contains("**a**: PGDATA on `da`, pg_wal on `da`, on build `pg15`"), "{report}");

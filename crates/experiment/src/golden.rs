@@ -76,7 +76,7 @@ impl Experiment {
     /// load's WAL). On a device, the placements that use it add their copies: PGDATA and
     /// tablespaces (the largest data set, one copy per build the matrix runs) and pg_wal (max_wal_size + 30%).
     pub fn golden_room(&self) -> RoomNeed {
-        let builds = self.builds.len().max(1) as u64;
+        let builds = self.builds.iter().filter(|b| self.runs_build(&b.name)).count().max(1) as u64;
         let per_build = if builds > 1 { format!(", one per build ({builds})") } else { String::new() };
         let datasets = self.datasets();
         let mut parts = vec![RoomPart {

@@ -127,6 +127,27 @@ impl Experiment {
         crate::validate::run_profiles(&self.profiles, &self.placements)
     }
 
+    /// The profiles build `build` runs: every profile when builds are a matrix dimension;
+    /// otherwise those of the placements naming it (their own, else the matrix's).
+    pub fn profiles_run_by(&self, build: &str) -> Vec<&ProfileInfo> {
+        if !self.matrix_builds().is_empty() {
+            return self.run_profiles();
+        }
+        let mut out: Vec<&ProfileInfo> = Vec::new();
+        for p in self.placements.iter().filter(|p| p.build.as_deref() == Some(build)) {
+            let runs: Vec<&ProfileInfo> = match &p.profile {
+                Some(own) => vec![own],
+                None => self.profiles.iter().collect(),
+            };
+            for r in runs {
+                if !out.iter().any(|o| o.profile.name == r.profile.name) {
+                    out.push(r);
+                }
+            }
+        }
+        out
+    }
+
     /// Every (profile, memory limit) pair with its server's memory plan at the experiment's
     /// largest client count and data set (the dry run prints them).
     pub fn memory_plans(&self) -> Vec<(String, String, MemoryPlan)> {
@@ -146,7 +167,8 @@ impl Experiment {
 impl Experiment {
     /// The settings a profile or memory limit requires that a build's server does not know
     /// (`known`: the names its `postgres --describe-config` lists), as errors at the setting's
-    /// file, line and key naming the build. Custom settings (with a dot) are not checked.
+    /// file, line and key naming the build: only the profiles it runs (a build no placement runs:
+    /// none). Custom settings (with a dot) are not checked.
     pub fn unknown_settings(
         &self,
         build: &str,
@@ -154,6 +176,9 @@ impl Experiment {
         known: &std::collections::BTreeSet<String>,
     ) -> Vec<ConfigError> {
         let mut out = Vec::new();
+        if !self.runs_build(build) {
+            return out;
+        }
         let mut report = |key: &str, origin: Option<&Origin>, what: String| {
             if key.contains('.') || known.contains(&key.to_ascii_lowercase()) {
                 return;
@@ -172,7 +197,7 @@ impl Experiment {
                 ),
             });
         };
-        for p in self.run_profiles() {
+        for p in self.profiles_run_by(build) {
             for k in p.profile.settings.keys() {
                 report(k, p.origins.get(k), format!("profile {}", p.profile.name));
             }

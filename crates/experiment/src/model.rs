@@ -218,6 +218,12 @@ impl Experiment {
         if self.placements.iter().any(|p| p.build.is_some()) { &[] } else { &self.builds }
     }
 
+    /// Whether any server runs build `name`: every build when builds are a matrix dimension;
+    /// otherwise those the placements name.
+    pub fn runs_build(&self, name: &str) -> bool {
+        !self.matrix_builds().is_empty() || self.placements.iter().any(|p| p.build.as_deref() == Some(name))
+    }
+
     /// The index in `builds` of the build placement `p`'s server runs, when it names its own.
     pub fn placement_build(&self, p: usize) -> Option<usize> {
         let name = self.placements.get(p)?.build.as_ref()?;

@@ -1469,3 +1469,35 @@ fn a_placement_s_build_must_be_one_of_the_listed_builds() {
     let e = errs.0.iter().find(|e| e.key.as_deref() == Some("placement[pm].build")).unwrap_or_else(|| panic!("{errs}"));
     assert!(e.message.contains("no build named \"pg17\"") && e.message.contains("known builds: pg15, pg16"), "{e}");
 }
+
+/// With placement builds, a build's server is checked against the profiles it runs only, and a
+/// listed build no placement runs is not checked at all.
+#[test]
+fn a_build_is_checked_against_the_profiles_its_placements_run() {
+    let text = BASE
+        .replace(
+            "profiles = [\"default\"]",
+            "profiles = [\"default\"]\nbuilds = [{ name = \"old\", bin_dir = \"auto\" }, { name = \"new\", bin_dir = \"auto\" }, { name = \"spare\", bin_dir = \"auto\" }]",
+        )
+        .replace(
+            "data = \"d2\"\nwal = \"d2\"",
+            "data = \"d2\"\nwal = \"d2\"\nbuild = \"new\"\nprofile = \"seed004-performance\"",
+        );
+    let e = parse(Path::new("exp.toml"), &text, &opts(true)).unwrap();
+    let knows_nothing = std::collections::BTreeSet::new();
+    let said = |b: &str| -> Vec<String> {
+        e.unknown_settings(b, "99", &knows_nothing).into_iter().map(|x| x.message).collect::<Vec<_>>()
+    };
+    let old = said("old");
+    assert!(old.iter().any(|m| m.contains("(profile default)")), "{old:?}");
+    assert!(!old.iter().any(|m| m.contains("seed004-performance")), "old runs only the matrix's profile: {old:?}");
+    let new = said("new");
+    assert!(new.iter().any(|m| m.contains("bgwriter_delay (profile seed004-performance)")), "{new:?}");
+    assert!(!new.iter().any(|m| m.contains("(profile default)")), "new runs only pm's own profile: {new:?}");
+    assert!(said("spare").is_empty(), "a build no placement runs");
+    assert!(
+        e.warnings.iter().any(|w| w.contains("\"spare\"") && w.contains("run by no placement")),
+        "{:?}",
+        e.warnings
+    );
+}

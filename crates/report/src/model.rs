@@ -28,6 +28,20 @@ impl ResultSet {
         Ok(ResultSet { dir: dir.to_path_buf(), manifest: rd.read_manifest()?, runs: rd.read_runs()? })
     }
 
+    /// The settings profile placement `placement`'s server ran in a cell of profile `cell`: its
+    /// own (`[[placement]] profile`) when it names one.
+    pub fn profile_of<'a>(&'a self, placement: &str, cell: &'a str) -> &'a str {
+        let own = self.manifest.placements.iter().find(|p| p.name == placement).and_then(|p| p.profile.as_deref());
+        own.unwrap_or(cell)
+    }
+
+    /// The PostgreSQL build placement `placement`'s server ran in a cell of build `cell`: its
+    /// own (`[[placement]] build`) when it names one.
+    pub fn build_of<'a>(&'a self, placement: &str, cell: &'a str) -> &'a str {
+        let own = self.manifest.placements.iter().find(|p| p.name == placement).and_then(|p| p.build.as_deref());
+        own.unwrap_or(cell)
+    }
+
     /// The successful runs of a cell that sampled device I/O: what every device table and chart
     /// is computed from.
     pub fn device_runs(&self, cell: &CellKey) -> Vec<&RunRecord> {

@@ -132,7 +132,14 @@ pub async fn build_golden(
     let wal_dir = dir.join("pg_wal");
     ensure_space(dir, spec.estimated_bytes(), &format!("data set {}", spec.key()))?;
     make_owned_dir(env, dir)?;
-    let logs = env.logs_dir.join(format!("dataset-{}", spec.key()));
+    // Named as the golden copy is (`<key>-pg<major>` when several majors build it), so that one
+    // build's logs do not overwrite another's.
+    let name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(&spec.key()))
+        .unwrap_or_else(|| spec.key());
+    let logs = env.logs_dir.join(format!("dataset-{name}"));
     std::fs::create_dir_all(&logs).io_context(|| format!("mkdir {}", logs.display()))?;
     server::initdb(&env.server.install, &env.server.user, &data_dir, &wal_dir, &logs.join("initdb.log")).await?;
     // The load's WAL is not kept: with wal_recycle off, the checkpoints after the load remove the

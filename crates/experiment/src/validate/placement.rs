@@ -114,7 +114,7 @@ impl Validator<'_> {
                     span(b),
                     key,
                     format!(
-                        "no build {:?}: name the builds in [postgres] builds (builds = [{{ name = \"pg15\", bin_dir = \"auto\" }}, {{ name = \"pg17\", bin_dir = \"/usr/lib/postgresql/17/bin\" }}]), then pick one here",
+                        "no build {:?}: name the builds in [postgres] builds, in place of bin_dir (builds = [{{ name = \"pg15\", bin_dir = \"auto\" }}, {{ name = \"pg17\", bin_dir = \"/usr/lib/postgresql/17/bin\" }}]), then pick one here",
                         b.get_ref()
                     ),
                 );

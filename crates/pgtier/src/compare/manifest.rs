@@ -140,7 +140,7 @@ fn postgres_info(exp: &Experiment, pre: &Preflight) -> PostgresInfo {
             client_bin_dir: b.install.client_dir.display().to_string(),
             client_version: b.install.client_version_line.clone(),
             optional_left_out: exp
-                .run_profiles()
+                .profiles_run_by(&b.name)
                 .into_iter()
                 .flat_map(|p| {
                     p.profile

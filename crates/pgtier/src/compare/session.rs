@@ -420,6 +420,10 @@ impl<'a> Session<'a> {
         let load_settings = self.exp.profiles.first().map(|p| p.profile.settings.clone()).unwrap_or_default();
         golden::prepare(&self.golden, self.journal, env)?;
         for b in 0..self.pre.builds.len() {
+            if !self.exp.runs_build(&self.pre.builds[b].name) {
+                // Listed, but no placement runs it (a warning says so).
+                continue;
+            }
             let benv = self.build_env(env, b);
             for w in &matrix.workloads {
                 let spec = w.dataset(&matrix.tablespace_roles());

@@ -131,7 +131,7 @@ fn run_rows<'a>(set: &'a ResultSet, summary: &'a Summary) -> impl Iterator<Item 
             workload: &r.cell.workload,
             clients: r.cell.clients,
             memory_limit: r.cell.memory_limit,
-            profile: &r.cell.profile,
+            profile: set.profile_of(&r.cell.placement, &r.cell.profile),
             repetition: r.repetition,
             status: if ok { "ok" } else { "failed" },
             workload_kind: &r.workload_kind,
@@ -156,7 +156,7 @@ fn run_rows<'a>(set: &'a ResultSet, summary: &'a Summary) -> impl Iterator<Item 
             finished_at: &r.finished_at,
             failure: r.failure.as_deref().unwrap_or_default(),
             failure_kind: r.failure_kind.map(|k| k.as_str()).unwrap_or_default(),
-            build: &r.cell.build,
+            build: set.build_of(&r.cell.placement, &r.cell.build),
             segment: r.segment,
             kept: ok && summary.analysis.counts(r),
         }
@@ -252,7 +252,7 @@ fn p_of(p: Option<f64>) -> Option<Fixed<5>> {
     p.filter(|p| p.is_finite()).map(Fixed)
 }
 
-fn summary_row<'a>(c: &'a CellSummary, summary: &'a Summary) -> SummaryRow<'a> {
+fn summary_row<'a>(set: &'a ResultSet, c: &'a CellSummary, summary: &'a Summary) -> SummaryRow<'a> {
     let contest = summary.analysis.contests.get(&crate::analysis::contest_of(&c.key)).filter(|_| !c.is_baseline);
     let trend = contest.and_then(|a| a.trend.get(&c.key.placement));
     let td = delta_columns(c.tps_delta.as_ref(), c.is_baseline);
@@ -280,7 +280,7 @@ fn summary_row<'a>(c: &'a CellSummary, summary: &'a Summary) -> SummaryRow<'a> {
         workload: &c.key.workload,
         clients: c.key.clients,
         memory_limit: c.key.memory_limit,
-        profile: &c.key.profile,
+        profile: set.profile_of(&c.key.placement, &c.key.profile),
         runs: c.runs,
         failed_runs: c.failed_runs,
         tps_mean: Fixed(c.tps.mean),
@@ -318,7 +318,7 @@ fn summary_row<'a>(c: &'a CellSummary, summary: &'a Summary) -> SummaryRow<'a> {
         latency_p99_verdict: verdict_of(c.latency_p99_delta.as_ref(), c.is_baseline),
         nopm_verdict: if c.nopm.is_some() { verdict_of(c.nopm_delta.as_ref(), c.is_baseline) } else { "" },
         nopm_p_holm: p_of(c.nopm_delta.map(|d| d.p_adjusted)),
-        build: &c.key.build,
+        build: set.build_of(&c.key.placement, &c.key.build),
         steady: match contest {
             Some(a) if a.steady => "true",
             Some(_) => "false",
@@ -546,7 +546,7 @@ impl Exporter for CsvExporter {
         let cells = summary
             .cells
             .iter()
-            .map(|c| (summary_row(c, summary), cell_evidence(&study, c), cause_columns(set, &study, c)));
+            .map(|c| (summary_row(set, c, summary), cell_evidence(&study, c), cause_columns(set, &study, c)));
         let mut out = vec![
             Output::bytes(l.devices_csv(), csv_bytes(device_rows(set))),
             Output::bytes(l.runs_csv(), csv_bytes(runs)),
