@@ -99,7 +99,7 @@ enum BenchCommand {
         #[arg(long, default_value_t = 4)]
         aa_trials: u32,
         /// Designs, comma-separated: runs, slices, slices:<slice length> (e.g. slices:2s), shipped (the
-        /// main job's measurement), shipped+prepared (pgbench -M prepared), shipped+c4 (4 clients),
+        /// main job's measurement), shipped+prepared (pgbench -M prepared), shipped+c4 (4 clients), shipped+readonly (select-only),
         /// shipped+pinned (pgbench on CPU 0, the servers on the others).
         #[arg(long, default_value = "runs,slices")]
         designs: String,

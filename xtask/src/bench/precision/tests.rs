@@ -98,6 +98,8 @@ fn aa_rates_count_per_change_and_per_experiment() {
         let pinned = experiment_text("aa", "shipped+pinned", "5min").unwrap();
         assert!(pinned.contains("budget = \"5min\"\npin_client = \"0\"\npin_servers = \"1"), "{pinned}");
     }
+    let readonly = experiment_text("aa", "shipped+readonly", "3min").unwrap();
+    assert!(readonly.contains("builtin = \"select-only\"") && !readonly.contains("tpcb-like"), "{readonly}");
     assert!(experiment_text("aa", "shipped+pinless", "5min").is_err());
     assert!(experiment_text("aa", "slices+c4", "5min").is_err());
     assert!(
