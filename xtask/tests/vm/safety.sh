@@ -60,10 +60,13 @@ mkfs.ext4 -q -F -L precious "$(nvme_dev PGT-SPARE1)"
 refused filesystem "$(nvme_dev PGT-SPARE1)" "class = \"nvme\"
 path = \"$(nvme_by_serial PGT-SPARE1)\""
 
-# A member of an active md RAID-1, even with allow_wipe = true.
+# A member of an active md RAID-1, even with allow_wipe = true. What mdadm said is kept: a create
+# that failed would leave nothing for pgtier to refuse (seen once, unexplained, 2026-12-06).
 mdadm --create /dev/md0 --run --level=1 --raid-devices=2 --metadata=1.2 --assume-clean \
-	"$(nvme_dev PGT-DATA)" "$(nvme_dev PGT-WAL)" > /dev/null 2>&1
+	"$(nvme_dev PGT-DATA)" "$(nvme_dev PGT-WAL)" > "$OUT/md-create.txt" 2>&1
+echo "exit $?" >> "$OUT/md-create.txt"
 udevadm settle
+cat /proc/mdstat >> "$OUT/md-create.txt" 2>&1
 refused md-active "$(nvme_dev PGT-DATA)" "class = \"nvme\"
 path = \"$(nvme_by_serial PGT-DATA)\"
 allow_wipe = true"
