@@ -111,8 +111,9 @@ enum BenchCommand {
         #[arg(long, value_name = "DIR")]
         from: Option<std::path::PathBuf>,
         /// With --from: estimate every result set with this estimator instead of the one it
-        /// recorded: workload-prior (issue 37's, shipped) or per-contest-lag1 (issue 24's).
-        #[arg(long, requires = "from", value_parser = ["workload-prior", "per-contest-lag1"])]
+        /// recorded: workload-prior-life-offset (shipped), workload-prior (issue 37's first) or
+        /// per-contest-lag1 (issue 24's).
+        #[arg(long, requires = "from", value_parser = ["workload-prior-life-offset", "workload-prior", "per-contest-lag1"])]
         estimator: Option<String>,
         /// With --from: the cut moves on past warm-up curves of at most this time constant
         /// (rounds) instead of the shipped 4 (a candidate rule replayed on the same rounds).
@@ -149,7 +150,8 @@ fn main() -> ExitCode {
         } => {
             let estimator = estimator.map(|e| match e.as_str() {
                 "per-contest-lag1" => results::manifest::Estimator::PerContestLag1,
-                _ => results::manifest::Estimator::WorkloadPrior,
+                "workload-prior" => results::manifest::Estimator::WorkloadPrior,
+                _ => results::manifest::Estimator::WorkloadPriorLifeOffset,
             });
             let designs = designs.split(',').map(|d| d.trim().to_string()).filter(|d| !d.is_empty()).collect();
             bench::precision::precision(bench::precision::PrecisionArgs {

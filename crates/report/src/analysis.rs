@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use results::record::{CellKey, RunRecord};
+use results::record::{CellKey, MemoryLabel, RunRecord};
 use serde::Serialize;
 
 use stats::rounds::{self, Cut, Progress, Round, Rule, Trend};
@@ -118,6 +118,16 @@ pub struct ContestAnalysis {
     /// The round-to-round correlation the contest's intervals assumed: its workload's prior, or
     /// None when each interval estimated its own (issue 24's estimator).
     pub rho_prior: Option<f64>,
+    /// The offset between server lives the intervals allowed for (sd on the log ratio): its
+    /// workload's prior, or None (the estimators before it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub life_sd: Option<f64>,
+}
+
+/// The rule for the contest of cell `k`: its workload's priors, for servers whose memory is
+/// limited or not.
+fn rule_for(rule: &Rule, k: &CellKey) -> Rule {
+    rule.for_contest(&k.workload, k.memory_limit != MemoryLabel::Unlimited)
 }
 
 /// The cells that differ only in placement, measured against each other.
@@ -143,7 +153,7 @@ pub fn usable_runs<'a>(
         members.entry(contest_of(k)).or_default().push(k.clone());
     }
     for (name, cells) in &members {
-        let rule = &rule.for_workload(&cells[0].workload);
+        let rule = &rule_for(rule, &cells[0]);
         let base = &out[&cells[0].with_placement(baseline)];
         let series: Vec<Vec<Round>> =
             cells.iter().map(|k| ratio_rounds(base, &out[k], headline_figure(&out[k]))).collect();
@@ -154,6 +164,7 @@ pub fn usable_runs<'a>(
             kept: p.kept,
             needed: p.needed,
             rho_prior: rule.rho_prior,
+            life_sd: rule.life_sd,
             ..Default::default()
         };
         for (k, rounds) in cells.iter().zip(&series) {
@@ -230,7 +241,7 @@ pub fn delta_of(
     if let Some(rule) = rule {
         let r = ratio_rounds_of(base, cont, value);
         if r.len() >= 2 {
-            let rule = &rule.for_workload(&cont[0].cell.workload);
+            let rule = &rule_for(rule, &cont[0].cell);
             let x: Vec<f64> = r.iter().map(|r| r.log_ratio).collect();
             let seg: Vec<u32> = r.iter().map(|r| r.segment).collect();
             let i = rounds::estimate(rule, &x, &seg)?;
@@ -265,7 +276,7 @@ pub fn contest_progress(runs: &[&RunRecord], baseline: &str, rule: &Rule) -> Opt
     if series.is_empty() {
         return None;
     }
-    Some(rounds::progress(&rule.for_workload(&base_key.workload), &series))
+    Some(rounds::progress(&rule_for(rule, &base_key), &series))
 }
 
 /// After the verdicts: a change of a contest that is not steady is neither a real change nor an

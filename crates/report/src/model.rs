@@ -191,12 +191,13 @@ fn cell_order(set: &ResultSet) -> Vec<CellKey> {
 
 /// The estimator's rule for a result set's measurement section: what the scheduler decided with
 /// while it measured, and what the report estimates with afterwards (each contest with its
-/// workload's prior, [`stats::rounds::Rule::for_workload`]).
+/// workload's prior, [`stats::rounds::Rule::for_contest`]).
 pub fn rule_of(m: &results::manifest::MeasurementRecord) -> stats::rounds::Rule {
     use results::manifest::Estimator;
     let make = match m.estimator {
         Estimator::PerContestLag1 => stats::rounds::Rule::issue24,
-        Estimator::WorkloadPrior => stats::rounds::Rule::new,
+        Estimator::WorkloadPrior => stats::rounds::Rule::workload_prior,
+        Estimator::WorkloadPriorLifeOffset => stats::rounds::Rule::new,
     };
     make(m.warm_up_rounds, m.min_rounds, m.target_halfwidth_pct)
 }

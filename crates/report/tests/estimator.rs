@@ -1,6 +1,7 @@
 //! A result set is estimated by the estimator its manifest records: issue 24's (the correlation
-//! per contest) when the field is absent, issue 37's (the workload's prior) when it says so; the
-//! latter warns of a contender whose own lag-1 lies far above the prior.
+//! per contest) when the field is absent, issue 37's (the workload's prior) when it says so, and
+//! with the offset between server lives added when it says that; the latter two warn of a
+//! contender whose own lag-1 lies far above the prior.
 
 use std::path::PathBuf;
 
@@ -103,4 +104,35 @@ fn rounds_far_more_correlated_than_the_prior_are_warned_of() {
         .filter(|w| matches!(w, report::warnings::SummaryWarning::CorrelatedRounds { .. }))
         .count();
     assert_eq!(n, 0, "{:?}", plain.warnings);
+}
+
+#[test]
+fn the_offset_between_server_lives_widens_the_intervals_not_the_changes() {
+    // The same rounds, read with issue 37's first estimator and with the one that allows for
+    // the offset between server lives (the read-only workload's prior, memory limited).
+    let mut set = load("seed000-control");
+    set.manifest.measurement.estimator = Estimator::WorkloadPrior;
+    let before = report::summarize(&set);
+    set.manifest.measurement.estimator = Estimator::WorkloadPriorLifeOffset;
+    let after = report::summarize(&set);
+    let contest = after.analysis.contests.values().next().unwrap();
+    let life_sd = stats::rounds::prior::of("read-only").life_sd(true);
+    assert!(life_sd > 0.01, "the read-only prior has an offset: {life_sd}");
+    assert_eq!(contest.life_sd, Some(life_sd));
+    assert_eq!(before.analysis.contests.values().next().unwrap().life_sd, None);
+    for placement in ["wal-on-pmem", "control", "all-on-pmem"] {
+        let delta = |s: &report::Summary| {
+            s.cells.iter().find(|c| c.key.placement == placement).and_then(|c| c.tps_delta).expect("a change")
+        };
+        let (b, a) = (delta(&before), delta(&after));
+        assert!((a.pct - b.pct).abs() < 1e-9, "{placement}: the change itself stays: {b:?} {a:?}");
+        // On the log scale the half-width grows from t se to about t sqrt(se^2 + sd^2).
+        let hw = |d: &stats::Delta| ((1.0 + d.pct_high / 100.0).ln() - (1.0 + d.pct_low / 100.0).ln()) / 2.0;
+        assert!(hw(&a) > hw(&b) && hw(&a) > 1.9 * life_sd, "{placement}: {b:?} -> {a:?}");
+        assert!(hw(&a) < (hw(&b).powi(2) + (2.1 * life_sd).powi(2)).sqrt(), "{placement}: {b:?} -> {a:?}");
+    }
+    let md = report::document::markdown::render(&report::markdown::document(&set, &after, &[]));
+    assert!(md.contains("for the offset two identical servers can keep for as long as they live"), "{md}");
+    assert!(md.contains("server-life offset assumed"), "the contests' table gives the offset assumed");
+    assert!(md.contains(&format!("±{:.1}% (prior) |", life_sd * 100.0)), "{md}");
 }

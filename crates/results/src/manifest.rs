@@ -507,9 +507,12 @@ pub enum Estimator {
     /// own lag-1; the trend test as the steady check. Result sets without the field.
     #[default]
     PerContestLag1,
-    /// Issue 37's: the workload's prior correlation, the warm-up check beside the trend test, and
-    /// a cut that moves on past a short warm-up curve.
+    /// Issue 37's as first shipped: the workload's prior correlation, the warm-up check beside
+    /// the trend test, and a cut that moves on past a short warm-up curve.
     WorkloadPrior,
+    /// As [`Estimator::WorkloadPrior`], and every interval allows for the offset between server
+    /// lives, the workload's prior too.
+    WorkloadPriorLifeOffset,
 }
 
 impl Estimator {
@@ -517,6 +520,7 @@ impl Estimator {
         match self {
             Estimator::PerContestLag1 => "per-contest-lag1",
             Estimator::WorkloadPrior => "workload-prior",
+            Estimator::WorkloadPriorLifeOffset => "workload-prior-life-offset",
         }
     }
 }

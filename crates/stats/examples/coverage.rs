@@ -2,7 +2,7 @@
 //! series kind of the coverage gate (docs/benchmarks.md, "Coverage"):
 //! `cargo run --release -p stats --example coverage [CONTESTS] [MAX_ROUNDS] [DESIGN...]`
 //! (MAX_ROUNDS: the rounds the budget allows, the main job's 16 unless given; DESIGN: shipped,
-//! issue24, pooled, pooledfull, pooledcheck, pooledcheck3, pooledcheck10, pooledcheck20, pooledcurve,
+//! nolife, issue24, pooled, pooledfull, pooledcheck, pooledcheck3, pooledcheck10, pooledcheck20, pooledcurve,
 //! pooledcurve05, pooledcut2, pooledcut3, pooledcut4, pooledcut6, pooledcutall, issue24check,
 //! fixed03, fixed0, stein, full, batch, mser5, plain; all unless given).
 
@@ -21,6 +21,11 @@ fn main() {
             "shipped",
             "shipped (issue 37: prior pooled from 18 series, warm-up check, cut past a curve of tau <= 4)",
             Design::Pooled { rule: Rule::new(2, 6, Some(5.0)), series: 18 },
+        ),
+        (
+            "nolife",
+            "issue 37 as first shipped: no offset between server lives",
+            Design::Pooled { rule: Rule::workload_prior(2, 6, Some(5.0)), series: 18 },
         ),
         ("issue24", "issue 24 (per-contest lag-1)", Design::Shipped(issue24)),
         ("pooled", "prior pooled from 18 series", Design::Pooled { rule: issue24, series: 18 }),

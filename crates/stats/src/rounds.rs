@@ -51,10 +51,16 @@ pub struct Rule {
     /// Which interval a contest with a target ends with.
     pub interval: Final,
     /// The round-to-round correlation the interval and the trend tests assume: a workload's
-    /// prior ([`prior::of`], set by [`Rule::for_workload`]). None (what [`Rule::new`] gives)
+    /// prior ([`prior::of`], set by [`Rule::for_contest`]). None (what [`Rule::new`] gives)
     /// estimates it per contest from the kept rounds' own lag-1, as issue 24 shipped.
     #[serde(skip)]
     pub rho_prior: Option<f64>,
+    /// The standard deviation of the offset between two server lives on the log ratio, whose
+    /// variance every interval adds ([`with_life_offset`]): a workload's prior
+    /// ([`prior::Prior::life_sd`], set by [`Rule::for_contest`]). None (the estimators before
+    /// it) adds nothing.
+    #[serde(skip)]
+    pub life_sd: Option<f64>,
     /// The steady check also fits a warm-up curve to the rounds from the fixed cut on
     /// ([`leftover_warm_up`]): evidence the adaptive cut did not choose.
     #[serde(skip)]
@@ -89,12 +95,23 @@ impl Rule {
     /// The shipped rule (issue 37) for a measurement with `warm_up_rounds` cut per segment, at
     /// least `min_rounds` kept, and a target 95% half-width in percent (report's `rule_of` reads
     /// them from a result set's measurement section): the round-to-round correlation from a
-    /// prior (the pooled one here; [`Rule::for_workload`] sets the workload's own), the
+    /// prior (the pooled one here; [`Rule::for_contest`] sets the workload's own), the
     /// corrected interval over every kept round (Stein's rule only sizes the contest), the
     /// warm-up check beside the trend test, and a cut that also moves on while a warm-up curve
     /// of time constant at most [`CUT_CURVE_MAX_TAU`] rounds is left (docs/benchmarks.md,
     /// "The estimator of issue 37").
+    /// Every interval also allows for the offset between server lives ([`with_life_offset`],
+    /// the workload's [`prior::Prior::life_sd`]).
     pub fn new(warm_up_rounds: u32, min_rounds: u32, target_halfwidth_pct: Option<f64>) -> Rule {
+        Rule {
+            life_sd: Some(prior::POOLED.life_sd_unlimited),
+            ..Rule::workload_prior(warm_up_rounds, min_rounds, target_halfwidth_pct)
+        }
+    }
+
+    /// The rule issue 37 first shipped, which result sets recorded as `workload-prior` were
+    /// estimated by: [`Rule::new`] without the offset between server lives.
+    pub fn workload_prior(warm_up_rounds: u32, min_rounds: u32, target_halfwidth_pct: Option<f64>) -> Rule {
         Rule {
             rho_prior: Some(prior::POOLED.rho),
             interval: Final::Full,
@@ -117,6 +134,7 @@ impl Rule {
             cut_alpha: CUT_ALPHA,
             interval: Final::Wider,
             rho_prior: None,
+            life_sd: None,
             warm_up_check: false,
             curve_alpha: None,
             cut_curve_max_tau: None,
@@ -126,10 +144,14 @@ impl Rule {
     /// The rule for a contest of `workload`: a rule that takes its correlation from a prior takes
     /// the workload's own ([`prior::of`]: the pooled one for a workload without); a rule that
     /// estimates it per contest is unchanged.
-    pub fn for_workload(self, workload: &str) -> Rule {
-        match self.rho_prior {
-            Some(_) => Rule { rho_prior: Some(prior::of(workload).rho), ..self },
-            None => self,
+    /// Likewise the offset between server lives, the one for servers whose memory is
+    /// `memory_limited` or not.
+    pub fn for_contest(self, workload: &str, memory_limited: bool) -> Rule {
+        let p = prior::of(workload);
+        Rule {
+            rho_prior: self.rho_prior.map(|_| p.rho),
+            life_sd: self.life_sd.map(|_| p.life_sd(memory_limited)),
+            ..self
         }
     }
 }
@@ -332,12 +354,45 @@ pub fn prior_interval(x: &[f64], segments: &[u32], rho: f64) -> Option<LogInterv
 
 /// The interval of a kept series under the rule's correlation: the prior's when it has one,
 /// else the series' own ([`log_interval`]).
+/// With the rule's offset between server lives added ([`with_life_offset`]).
 pub fn corrected_interval(rule: &Rule, x: &[f64], segments: &[u32]) -> Option<LogInterval> {
-    match rule.rho_prior {
+    let i = match rule.rho_prior {
         Some(rho) => prior_interval(x, segments, rho),
         None => log_interval(x, segments),
-    }
+    }?;
+    Some(match rule.life_sd {
+        Some(sd) => with_life_offset(i, sd, segments),
+        None => i,
+    })
 }
+
+/// An interval on a mean log ratio that also allows for the offset between the two servers'
+/// lives: each segment (a set of server lives) shifts the ratio by an unknown offset with
+/// standard deviation `life_sd`, the same in every round of the segment, so the rounds'
+/// spread does not show it and more rounds do not shrink it. The mean of rounds from segments
+/// of n_s rounds carries life_sd^2 * sum (n_s / n)^2 of it (all of it for one segment). The
+/// variance is added to the rounds' own; the degrees of freedom follow Welch-Satterthwaite with
+/// the offset's variance taken as known (a prior pooled from many contests).
+pub fn with_life_offset(i: LogInterval, life_sd: f64, segments: &[u32]) -> LogInterval {
+    if life_sd.is_nan() || life_sd <= 0.0 || segments.is_empty() {
+        return i;
+    }
+    let mut per_segment: BTreeMap<u32, usize> = BTreeMap::new();
+    for s in segments {
+        *per_segment.entry(*s).or_default() += 1;
+    }
+    let n = segments.len() as f64;
+    let share: f64 = per_segment.values().map(|&k| (k as f64 / n).powi(2)).sum();
+    let offset_var = life_sd * life_sd * share;
+    let own_var = i.se * i.se;
+    let var = own_var + offset_var;
+    let df = if own_var > 0.0 { (i.df * (var / own_var).powi(2)).min(MAX_LIFE_DF) } else { MAX_LIFE_DF };
+    LogInterval { se: var.sqrt(), df: df.max(i.df), ..i }
+}
+
+/// The degrees of freedom of an interval the offset between server lives dominates (its
+/// variance taken as known): a normal quantile, near enough.
+const MAX_LIFE_DF: f64 = 1000.0;
 
 fn ar1_interval(x: &[f64], rho: f64, lag1: f64) -> Option<LogInterval> {
     let n = x.len();
@@ -694,6 +749,7 @@ mod tests {
             cut_alpha: 0.2,
             interval: Final::Wider,
             rho_prior: None,
+            life_sd: None,
             warm_up_check: false,
             curve_alpha: None,
             cut_curve_max_tau: None,
@@ -772,6 +828,7 @@ mod tests {
             cut_alpha: 0.2,
             interval: Final::Stein,
             rho_prior: None,
+            life_sd: None,
             warm_up_check: false,
             curve_alpha: None,
             cut_curve_max_tau: None,

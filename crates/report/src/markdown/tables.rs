@@ -87,6 +87,9 @@ fn fmt_change(d: Option<&Delta>, reference: Option<&str>) -> String {
 pub(super) fn statistics_note(d: &mut Document, summary: &Summary) {
     let a = &summary.analysis;
     let how = match a.rule.filter(|_| a.paired()) {
+        Some(rule) if rule.life_sd.is_some() => {
+            "every placement's server was up at once and the load alternated between them in rounds of short slices (random order in each round); a change is the geometric mean of the per-round ratios of the rounds kept, with a t interval on their logarithms that allows for correlated rounds with the workload's round-to-round correlation (its prior) and for the offset two identical servers can keep for as long as they live, which pairing by round cannot cancel (the workload's prior too; coverage within 94-97% proven by simulation: docs/benchmarks.md, \"The estimator of issue 37\" and \"An offset between server lives\")"
+        }
         Some(rule) if rule.rho_prior.is_some() => {
             "every placement's server was up at once and the load alternated between them in rounds of short slices (random order in each round); a change is the geometric mean of the per-round ratios of the rounds kept, with a t interval on their logarithms that allows for correlated rounds with the workload's round-to-round correlation (its prior; coverage within 94-97% proven by simulation: docs/benchmarks.md, \"The estimator of issue 37\")"
         }
@@ -125,6 +128,7 @@ pub(super) fn statistics_note(d: &mut Document, summary: &Summary) {
             "steady",
             "lag-1 autocorrelation",
             "correlation assumed",
+            "server-life offset assumed",
         ]);
         for (c, x) in &a.contests {
             let lag1: Vec<String> =
@@ -137,6 +141,7 @@ pub(super) fn statistics_note(d: &mut Document, summary: &Summary) {
                 if x.steady { "yes" } else { "**no**" }.to_string(),
                 lag1.join(", "),
                 x.rho_prior.map_or("each contender's own".into(), |r| format!("{r:.2} (prior)")),
+                x.life_sd.map_or("none".into(), |s| format!("±{:.1}% (prior)", s * 100.0)),
             ]);
         }
         if !t.rows.is_empty() {
@@ -149,7 +154,11 @@ pub(super) fn statistics_note(d: &mut Document, summary: &Summary) {
 fn estimator_note(rule: &stats::rounds::Rule) -> String {
     match rule.rho_prior {
         Some(_) => format!(
-            " The intervals assume the workload's round-to-round correlation (its prior, pooled from the main job's committed runs: the table's last column) over every kept round; a contender whose own lag-1 lies far above it is warned of. The cut also moves on while the rounds still follow a warm-up curve with a time constant of at most {} rounds, and the steady check also fits such a curve to the rounds from the fixed cut on: a warm-up still under way makes the contest not steady.",
+            " The intervals assume the workload's round-to-round correlation (its prior, pooled from the main job's committed runs: the table's last column) over every kept round; a contender whose own lag-1 lies far above it is warned of.{} The cut also moves on while the rounds still follow a warm-up curve with a time constant of at most {} rounds, and the steady check also fits such a curve to the rounds from the fixed cut on: a warm-up still under way makes the contest not steady.",
+            match rule.life_sd {
+                Some(_) => " Each interval also adds the variance of the offset between two server lives (the table's last column, pooled from the null changes of the main job's committed runs): two identical servers up at once can keep a level apart for as long as they live, every round sees the same two lives, so neither pairing nor more rounds remove it.",
+                None => "",
+            },
             rule.cut_curve_max_tau.unwrap_or(0.0)
         ),
         None => " The intervals allow for each contender's own round-to-round correlation (its kept rounds' lag-1, bias-corrected, at its 80% upper bound), and are the wider of that and Stein's.".to_string(),

@@ -36,11 +36,10 @@ pub enum Series {
     /// The slice in position k of a round gets `offsets[k]` on its log throughput; the order of
     /// the placements is drawn at random each round, which must cancel it.
     Position { offsets: [f64; 4] },
-    /// A revisit: every server restarts at round `at`, a new segment. Each server start (both
-    /// segments) shifts each placement's level by a normal offset with sd `shift_sd` (the truth
-    /// is the ratio without them), and the baseline and the control warm up again
-    /// (`amplitude`, `tau` as in [`Series::WarmUp`]).
-    Revisit { at: u32, shift_sd: f64, amplitude: f64, tau: f64 },
+    /// A revisit: every server restarts at round `at`, a new segment: each placement's life
+    /// offset is drawn again ([`Contest::life_sd`]), and the baseline and the control warm up
+    /// again (`amplitude`, `tau` as in [`Series::WarmUp`]).
+    Revisit { at: u32, amplitude: f64, tau: f64 },
 }
 
 /// The contest the rounds come from.
@@ -55,6 +54,11 @@ pub struct Contest {
     /// Standard deviation of what the placements of a round share (machine noise), cancelled by
     /// pairing.
     pub common_sd: f64,
+    /// Standard deviation of each placement's offset for a server life: drawn at every server
+    /// start (the first round, and a revisit's), the same in every round of the life, so pairing
+    /// cannot cancel it; the truth is the ratio without it. A ratio's offset has sd
+    /// `life_sd * sqrt(2)` (two lives).
+    pub life_sd: f64,
     /// Rounds the budget allows at most.
     pub max_rounds: u32,
 }
@@ -153,10 +157,9 @@ impl Generator {
         self.round += 1;
         let t = self.round;
         let c = self.c;
-        if let Series::Revisit { at, shift_sd, .. } = c.series
-            && (t == 1 || t == at)
-        {
-            self.shift = [(); PLACEMENTS].map(|_| shift_sd * rng.normal());
+        let restart = matches!(c.series, Series::Revisit { at, .. } if t == at);
+        if t == 1 || restart {
+            self.shift = [(); PLACEMENTS].map(|_| c.life_sd * rng.normal());
         }
         let common = c.common_sd * rng.normal();
         let mut order: [usize; PLACEMENTS] = std::array::from_fn(|i| i);
@@ -400,14 +403,16 @@ pub const MAIN_JOB_ROUNDS: u32 = 16;
 /// The series kinds the coverage gate runs, with the main job's noise: per-placement sd 0.08
 /// per slice (per-round log ratio sd about 0.11: the target then needs more rounds than the
 /// budget allows), machine noise 0.3 shared by the round, true changes +5%, 0 and 0 (the
-/// control), the main job's 16 rounds; two with half the noise, where Stein's rule stops the
-/// contest before the budget.
+/// control), the main job's 16 rounds, each server life offset as the pooled prior says
+/// ([`prior::POOLED`]'s, unlimited memory, for a ratio); two with half the noise, where Stein's rule
+/// stops the contest before the budget.
 pub fn standard_contests() -> Vec<(&'static str, Contest)> {
     let base = Contest {
         series: Series::Iid,
         true_log_ratio: [(1.05f64).ln(), 0.0, 0.0],
         sd: 0.08,
         common_sd: 0.3,
+        life_sd: prior::POOLED.life_sd_unlimited / std::f64::consts::SQRT_2,
         max_rounds: MAIN_JOB_ROUNDS,
     };
     let with = |series| Contest { series, ..base };
@@ -426,7 +431,7 @@ pub fn standard_contests() -> Vec<(&'static str, Contest)> {
         ("slow warm-up x1.65 over 10 rounds", slow(1.65, 10.0)),
         ("drift to a steady state", with(Series::Drift { per_round: 0.004, settles: 10 })),
         ("position effect", with(Series::Position { offsets: [0.06, 0.02, -0.02, -0.06] })),
-        ("revisit (two segments)", with(Series::Revisit { at: 9, shift_sd: 0.02, amplitude: 0.5, tau: 3.0 })),
+        ("revisit (two segments)", with(Series::Revisit { at: 9, amplitude: 0.5, tau: 3.0 })),
     ]
 }
 
@@ -483,19 +488,33 @@ mod tests {
     /// The kinds issue 24's estimator fails (below 94%, or above 97% covered): the gate's
     /// negative test on the estimator the shipped one replaced.
     const ISSUE24_SHORT: &[&str] = &[
+        "i.i.d., target within reach",
+        "AR(1) rho 0.3, target within reach",
+        "AR(1) rho 0.5",
+        "warm-up transient",
         "slow warm-up x3 over 6 rounds",
         "slow warm-up x3 over 10 rounds",
         "slow warm-up x1.65 over 10 rounds",
         "revisit (two segments)",
     ];
-    const ISSUE24_WIDE: &[&str] = &[
+    /// None since the gate's contests have offsets between server lives (before them: the
+    /// i.i.d. and AR(1) 0.1-0.3 rounds, drift and the position effect).
+    const ISSUE24_WIDE: &[&str] = &[];
+
+    /// The kinds the estimator without the offset between server lives fails (below 94%).
+    const NO_LIFE_SHORT: &[&str] = &[
         "i.i.d.",
         "i.i.d., target within reach",
+        "AR(1) rho 0.3, target within reach",
         "AR(1) rho 0.1",
         "AR(1) rho 0.2",
         "AR(1) rho 0.3",
+        "AR(1) rho 0.5",
+        "warm-up transient",
+        "slow warm-up x1.65 over 10 rounds",
         "drift to a steady state",
         "position effect",
+        "revisit (two segments)",
     ];
 
     /// The design the main job ships (2 rounds cut, a pilot of 6, a ±5% target), as `Rule::new`
@@ -562,10 +581,21 @@ mod tests {
     #[test]
     fn the_gate_fails_the_estimator_of_issue_24() {
         // The negative test of item 3: the estimator before this one misses the slow warm-ups
-        // and the revisit, and is too wide on every stationary kind.
+        // and the revisit, and (the offsets between server lives simulated) the kinds where
+        // the target is within reach, AR(1) 0.5 and the warm-up transient.
         let Bounds { short, wide, table, .. } = outside_the_bounds(Design::Shipped(Rule::issue24(2, 6, Some(5.0))));
         assert_eq!(short, ISSUE24_SHORT, "kinds below 94%:\n{table}");
         assert_eq!(wide, ISSUE24_WIDE, "kinds whose intervals cover more than 97%:\n{table}");
+    }
+
+    #[test]
+    fn the_gate_fails_the_estimator_without_the_offset_between_server_lives() {
+        // Issue 37's estimator as first shipped, on contests whose server lives are offset as
+        // the main job's committed runs show: too narrow on every kind but the flagged ones.
+        let rule = Rule::workload_prior(2, 6, Some(5.0));
+        let Bounds { short, wide, table, .. } = outside_the_bounds(Design::Pooled { rule, series: 18 });
+        assert_eq!(short, NO_LIFE_SHORT, "kinds below 94%:\n{table}");
+        assert!(wide.is_empty(), "kinds whose intervals cover more than 97%:\n{table}");
     }
 
     #[test]
@@ -595,16 +625,19 @@ mod tests {
     #[test]
     fn stein_sizes_a_contest_that_reaches_its_target() {
         // Little noise: the pilot asks for few rounds and the contest stops there, covered.
-        let quiet = Contest { sd: 0.01, max_rounds: 30, ..standard_contests()[0].1 };
+        // No offset between server lives (simulated or assumed: the pooled prior's alone puts
+        // the interval above ±5%).
+        let quiet = Contest { sd: 0.01, life_sd: 0.0, max_rounds: 30, ..standard_contests()[0].1 };
         let mut rng = Rng(1);
-        let o = run_contest(shipped(), quiet, &mut rng);
+        let rule = Rule { life_sd: Some(0.0), ..Rule::new(2, 6, Some(5.0)) };
+        let o = run_contest(Design::Pooled { rule, series: 18 }, quiet, &mut rng);
         assert!(o.iter().all(|o| o.rounds < 12 && o.half_width <= 0.05), "{o:?}");
     }
 
     #[test]
     fn the_control_warms_up_with_the_baseline() {
         // A warm-up of the baseline alone: the control's ratio does not show it, the others do.
-        let c = Contest { sd: 0.0, common_sd: 0.0, ..standard_contests()[8].1 };
+        let c = Contest { sd: 0.0, common_sd: 0.0, life_sd: 0.0, ..standard_contests()[8].1 };
         let mut g = Generator::new(c);
         let first = g.next(&mut Rng(3));
         assert!(first[0].log_ratio > 1.0 && first[1].log_ratio > 1.0, "{first:?}");

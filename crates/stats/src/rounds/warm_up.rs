@@ -144,6 +144,7 @@ mod tests {
             cut_alpha: 0.2,
             interval: Final::Full,
             rho_prior: Some(0.1),
+            life_sd: None,
             warm_up_check: true,
             curve_alpha: None,
             cut_curve_max_tau: None,
