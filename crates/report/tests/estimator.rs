@@ -134,5 +134,5 @@ fn the_offset_between_server_lives_widens_the_intervals_not_the_changes() {
     let md = report::document::markdown::render(&report::markdown::document(&set, &after, &[]));
     assert!(md.contains("for the offset two identical servers can keep for as long as they live"), "{md}");
     assert!(md.contains("server-life offset assumed"), "the contests' table gives the offset assumed");
-    assert!(md.contains(&format!("±{:.1}% (prior) |", life_sd * 100.0)), "{md}");
+    assert!(md.contains(&format!("| sd {:.1}% (prior) |", life_sd * 100.0)), "{md}");
 }

@@ -141,7 +141,9 @@ pub(super) fn statistics_note(d: &mut Document, summary: &Summary) {
                 if x.steady { "yes" } else { "**no**" }.to_string(),
                 lag1.join(", "),
                 x.rho_prior.map_or("each contender's own".into(), |r| format!("{r:.2} (prior)")),
-                x.life_sd.map_or("none".into(), |s| format!("±{:.1}% (prior)", s * 100.0)),
+                x.life_sd.map_or("none".into(), |s| {
+                    if s > 0.0 { format!("sd {:.1}% (prior)", s * 100.0) } else { "0 (prior)".into() }
+                }),
             ]);
         }
         if !t.rows.is_empty() {
