@@ -12,8 +12,9 @@ life, 2 warm-up rounds, then `--rounds` kept rounds split in two halves.
 If a server's speed relative to the others is fixed for its life (memory layout, scheduling),
 the per-life mean log ratios of servers 1-3 to server 0 vary between lives by more than their
 within-life standard errors say; the two halves of one life (no restart between them) do not.
-The script prints both heterogeneities (mean z^2 of the differences, 1 when there is no
-offset) and the offset's standard deviation estimated from them.
+The script prints both heterogeneities (F statistics with the within-life and within-half
+variance pooled over lives, 1 when nothing is fixed per life or per half) and the offset's
+standard deviation estimated from them.
 
 Run as root on an idle machine; it makes and removes its own loop devices, below --work.
     python3 docs/bench-output/server-life.py --lives 10 --rounds 10 --out docs/bench-output/server-life
@@ -141,7 +142,8 @@ def analyse(rounds, n):
     log ratio to server 0; within-life variance pooled over lives (L (R - 1) degrees of freedom).
     Between lives (each a restart of every server): F = variance of the life means / (s^2 / R),
     F(L - 1, L (R - 1)) when there is no per-life offset. Between the halves of a life (no
-    restart): F = mean of (half mean a - half mean b)^2 / (4 s^2 / R), F(L, L (R - 1))."""
+    restart): F = mean of (half mean a - half mean b)^2 / (4 s_h^2 / R), s_h^2 the variance within
+    a half pooled, F(L, L (R - 2))."""
     lives = sorted({r[0] for r in rounds})
     L = len(lives)
     out = {}
@@ -153,12 +155,16 @@ def analyse(rounds, n):
         means = [statistics.mean(v) for v in x.values()]
         var_between = statistics.variance(means)
         f_l = var_between / (s2 / R)
-        d2 = []
+        d2, within_half = [], []
         for life in lives:
             a = [math.log(t[k] / t[0]) for (l, h, t) in rounds if l == life and h == 0]
             b = [math.log(t[k] / t[0]) for (l, h, t) in rounds if l == life and h == 1]
             d2.append((statistics.mean(a) - statistics.mean(b)) ** 2)
-        f_h = statistics.mean(d2) / (s2 * (1 / (R // 2) + 1 / (R - R // 2)))
+            within_half += [statistics.variance(a), statistics.variance(b)]
+        # The spread within a half (about its own mean), so that the half-to-half difference is
+        # not in the denominator too: L (R - 2) degrees of freedom.
+        s2_half = statistics.mean(within_half)
+        f_h = statistics.mean(d2) / (s2_half * (1 / (R // 2) + 1 / (R - R // 2)))
         f_lives.append(f_l)
         f_halves.append(f_h)
         offsets.append(max(var_between - s2 / R, 0.0))
@@ -168,7 +174,7 @@ def analyse(rounds, n):
             "se_of_a_life_mean_pct": round(100 * math.sqrt(s2 / R), 2),
             "between_life_sd_pct": round(100 * math.sqrt(var_between), 2),
             "F_between_lives": round(f_l, 2), "p_between_lives": round(f_sf(f_l, L - 1, L * (R - 1)), 4),
-            "F_between_halves": round(f_h, 2), "p_between_halves": round(f_sf(f_h, L, L * (R - 1)), 4),
+            "F_between_halves": round(f_h, 2), "p_between_halves": round(f_sf(f_h, L, L * (R - 2)), 4),
         }
     out["lives"] = L
     out["mean_F_between_lives"] = round(statistics.mean(f_lives), 2)

@@ -61,6 +61,10 @@ pub struct Rule {
     /// it) adds nothing.
     #[serde(skip)]
     pub life_sd: Option<f64>,
+    /// The degrees of freedom of that offset's variance (it is estimated from a few dozen null
+    /// changes, [`prior::Prior::life_df`]); None takes it as known.
+    #[serde(skip)]
+    pub life_df: Option<f64>,
     /// The steady check also fits a warm-up curve to the rounds from the fixed cut on
     /// ([`leftover_warm_up`]): evidence the adaptive cut did not choose.
     #[serde(skip)]
@@ -105,6 +109,7 @@ impl Rule {
     pub fn new(warm_up_rounds: u32, min_rounds: u32, target_halfwidth_pct: Option<f64>) -> Rule {
         Rule {
             life_sd: Some(prior::POOLED.life_sd_unlimited),
+            life_df: Some(prior::POOLED.life_df()),
             ..Rule::workload_prior(warm_up_rounds, min_rounds, target_halfwidth_pct)
         }
     }
@@ -135,6 +140,7 @@ impl Rule {
             interval: Final::Wider,
             rho_prior: None,
             life_sd: None,
+            life_df: None,
             warm_up_check: false,
             curve_alpha: None,
             cut_curve_max_tau: None,
@@ -151,6 +157,7 @@ impl Rule {
         Rule {
             rho_prior: self.rho_prior.map(|_| p.rho),
             life_sd: self.life_sd.map(|_| p.life_sd(memory_limited)),
+            life_df: self.life_df.map(|_| p.life_df()),
             ..self
         }
     }
@@ -361,7 +368,7 @@ pub fn corrected_interval(rule: &Rule, x: &[f64], segments: &[u32]) -> Option<Lo
         None => log_interval(x, segments),
     }?;
     Some(match rule.life_sd {
-        Some(sd) => with_life_offset(i, sd, segments),
+        Some(sd) => with_life_offset(i, sd, rule.life_df, segments),
         None => i,
     })
 }
@@ -371,9 +378,9 @@ pub fn corrected_interval(rule: &Rule, x: &[f64], segments: &[u32]) -> Option<Lo
 /// standard deviation `life_sd`, the same in every round of the segment, so the rounds'
 /// spread does not show it and more rounds do not shrink it. The mean of rounds from segments
 /// of n_s rounds carries life_sd^2 * sum (n_s / n)^2 of it (all of it for one segment). The
-/// variance is added to the rounds' own; the degrees of freedom follow Welch-Satterthwaite with
-/// the offset's variance taken as known (a prior pooled from many contests).
-pub fn with_life_offset(i: LogInterval, life_sd: f64, segments: &[u32]) -> LogInterval {
+/// variance is added to the rounds' own; the degrees of freedom follow Welch-Satterthwaite,
+/// with `life_df` for the offset's variance (None: taken as known).
+pub fn with_life_offset(i: LogInterval, life_sd: f64, life_df: Option<f64>, segments: &[u32]) -> LogInterval {
     if life_sd.is_nan() || life_sd <= 0.0 || segments.is_empty() {
         return i;
     }
@@ -386,12 +393,15 @@ pub fn with_life_offset(i: LogInterval, life_sd: f64, segments: &[u32]) -> LogIn
     let offset_var = life_sd * life_sd * share;
     let own_var = i.se * i.se;
     let var = own_var + offset_var;
-    let df = if own_var > 0.0 { (i.df * (var / own_var).powi(2)).min(MAX_LIFE_DF) } else { MAX_LIFE_DF };
-    LogInterval { se: var.sqrt(), df: df.max(i.df), ..i }
+    // Welch-Satterthwaite: var^2 / (own^2 / df + offset^2 / life_df).
+    let own_part = if own_var > 0.0 { own_var * own_var / i.df.max(1.0) } else { 0.0 };
+    let offset_part = life_df.map_or(0.0, |d| offset_var * offset_var / d.max(1.0));
+    let df = if own_part + offset_part > 0.0 { var * var / (own_part + offset_part) } else { MAX_LIFE_DF };
+    LogInterval { se: var.sqrt(), df: df.min(MAX_LIFE_DF), ..i }
 }
 
-/// The degrees of freedom of an interval the offset between server lives dominates (its
-/// variance taken as known): a normal quantile, near enough.
+/// The most degrees of freedom an interval with the offset between server lives gets (its
+/// variance taken as known and dominating): a normal quantile, near enough.
 const MAX_LIFE_DF: f64 = 1000.0;
 
 fn ar1_interval(x: &[f64], rho: f64, lag1: f64) -> Option<LogInterval> {
@@ -750,6 +760,7 @@ mod tests {
             interval: Final::Wider,
             rho_prior: None,
             life_sd: None,
+            life_df: None,
             warm_up_check: false,
             curve_alpha: None,
             cut_curve_max_tau: None,
@@ -829,6 +840,7 @@ mod tests {
             interval: Final::Stein,
             rho_prior: None,
             life_sd: None,
+            life_df: None,
             warm_up_check: false,
             curve_alpha: None,
             cut_curve_max_tau: None,

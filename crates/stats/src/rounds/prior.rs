@@ -38,6 +38,12 @@ impl Prior {
     pub fn life_sd(&self, memory_limited: bool) -> f64 {
         if memory_limited { self.life_sd_limited } else { self.life_sd_unlimited }
     }
+
+    /// The degrees of freedom of the offset's variance: half its null changes, since they come
+    /// in pairs that share the baseline's life (the control and the null cell of one contest).
+    pub fn life_df(&self) -> f64 {
+        self.null_changes as f64 / 2.0
+    }
 }
 
 /// Where the priors come from: the kept rounds' lag-1 of every contender in the main job's

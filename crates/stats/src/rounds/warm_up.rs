@@ -145,6 +145,7 @@ mod tests {
             interval: Final::Full,
             rho_prior: Some(0.1),
             life_sd: None,
+            life_df: None,
             warm_up_check: true,
             curve_alpha: None,
             cut_curve_max_tau: None,
