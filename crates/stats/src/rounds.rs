@@ -9,6 +9,7 @@
 //! ([`simulate`]) proves them on series with a known answer.
 
 mod interval;
+mod trend;
 pub mod prior;
 pub mod simulate;
 mod warm_up;
@@ -19,13 +20,14 @@ pub use interval::{
     with_life_offset,
 };
 
+pub use trend::{Trend, leading_rounds_p, still_moving, trend};
 pub use warm_up::{WarmUpFit, curve_interval, fit_warm_up, leftover_warm_up, leftover_warm_up_bias};
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::{mean_sd, t_p_value, t975};
+use crate::t975;
 
 /// One round of a contender: its log ratio against the baseline in that round.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -259,80 +261,6 @@ pub fn warm_up_cut(rule: &Rule, contenders: &[Vec<Round>]) -> Cut {
         cut.dropped.insert(seg, (start - first).min(last - first + 1));
     }
     cut
-}
-
-/// A trend over the kept rounds: the least-squares slope of the log ratio on the round number.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub struct Trend {
-    /// Change of the log ratio per round.
-    pub slope: f64,
-    /// The fitted change from the first kept round to the last, as a fraction of the ratio.
-    pub change_over_span: f64,
-    /// Two-sided p-value of "no trend" (residual variance corrected as in [`log_interval`]).
-    pub p_value: f64,
-}
-
-/// The trend test of the steady-state check; None for fewer than 4 rounds. `rho`: the
-/// correlation of the rounds (a workload's prior); None estimates it from the residuals, which
-/// reads the curvature of a warm-up that is still under way as correlated rounds and swallows
-/// the trend (docs/benchmarks.md, "The gate on the main job's regimes").
-pub fn trend(x: &[f64], rounds: &[u32], segments: &[u32], rho: Option<f64>) -> Option<Trend> {
-    let n = x.len();
-    if n < 4 {
-        return None;
-    }
-    let t: Vec<f64> = rounds.iter().map(|&r| r as f64).collect();
-    let (mt, _) = mean_sd(&t);
-    let (mx, _) = mean_sd(x);
-    let stt: f64 = t.iter().map(|v| (v - mt).powi(2)).sum();
-    if stt == 0.0 {
-        return None;
-    }
-    let slope = t.iter().zip(x).map(|(a, b)| (a - mt) * (b - mx)).sum::<f64>() / stt;
-    let resid: Vec<f64> = t.iter().zip(x).map(|(a, b)| b - mx - slope * (a - mt)).collect();
-    let s2 = resid.iter().map(|e| e * e).sum::<f64>() / (n as f64 - 2.0);
-    let rho = rho.map_or_else(|| plug_in_rho(&resid, segments), |r| r.clamp(0.0, MAX_RHO));
-    // A slope's variance under AR(1) errors grows by about (1 + rho) / (1 - rho).
-    let infl = (1.0 + rho) / (1.0 - rho);
-    let se = (s2 * infl / stt).sqrt();
-    let df = ((n as f64 - 2.0) / infl).max(1.0);
-    let p_value = if se > 0.0 { t_p_value(slope / se, df) } else { 1.0 };
-    let span = t.iter().cloned().fold(f64::NEG_INFINITY, f64::max) - t.iter().cloned().fold(f64::INFINITY, f64::min);
-    Some(Trend { slope, change_over_span: (slope * span).exp() - 1.0, p_value })
-}
-
-/// The leading-rounds test: the mean of the first third of the rounds (at least 2) against the
-/// mean of the rest, a two-sample t on their pooled spread with the lag-1 correction; the
-/// two-sided p-value, None for fewer than 6 rounds. More sensitive than the slope to a
-/// transient that has mostly decayed. `rho` as in [`trend`].
-pub fn leading_rounds_p(x: &[f64], segments: &[u32], rho: Option<f64>) -> Option<f64> {
-    let n = x.len();
-    if n < 6 {
-        return None;
-    }
-    let k = (n / 3).max(2);
-    let (a, b) = x.split_at(k);
-    let (ma, sa) = mean_sd(a);
-    let (mb, sb) = mean_sd(b);
-    let pooled = (((k - 1) as f64 * sa * sa + (n - k - 1) as f64 * sb * sb) / (n - 2) as f64).max(0.0);
-    let rho = rho.map_or_else(|| plug_in_rho(x, segments), |r| r.clamp(0.0, MAX_RHO));
-    let infl = (1.0 + rho) / (1.0 - rho);
-    let se = (pooled * infl * (1.0 / k as f64 + 1.0 / (n - k) as f64)).sqrt();
-    let df = ((n as f64 - 2.0) / infl).max(1.0);
-    Some(if se > 0.0 { t_p_value((ma - mb) / se, df) } else { 1.0 })
-}
-
-/// A series' own bias-corrected lag-1 within [0, 0.9] (0 when it cannot be computed).
-fn plug_in_rho(x: &[f64], segments: &[u32]) -> f64 {
-    let r = lag1(x, segments);
-    if r.is_finite() { prior::corrected(r, x.len()).clamp(0.0, MAX_RHO) } else { 0.0 }
-}
-
-/// Whether a series still moves: the slope test or the leading-rounds test (each at half of
-/// `alpha`) rejects. `rho` as in [`trend`].
-pub fn still_moving(x: &[f64], rounds: &[u32], segments: &[u32], alpha: f64, rho: Option<f64>) -> bool {
-    let slope = trend(x, rounds, segments, rho).is_some_and(|t| t.p_value < alpha / 2.0);
-    slope || leading_rounds_p(x, segments, rho).is_some_and(|p| p < alpha / 2.0)
 }
 
 /// What a contender's kept rounds say.
