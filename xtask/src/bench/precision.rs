@@ -365,8 +365,12 @@ fn experiment_text(experiment: &str, design: &str, budget: &str) -> Result<Strin
         body = match change {
             "prepared" => body.replace("ramp_up = \"4s\"\n", "ramp_up = \"4s\"\nextra_args = [\"-M\", \"prepared\"]\n"),
             "c4" => body.replace("clients = [8]\n", "clients = [4]\n"),
-            // The main job's read-only cells: select-only, all in memory when unlimited, CPU-bound.
-            "readonly" => body.replace("builtin = \"tpcb-like\"\n", "builtin = \"select-only\"\n"),
+            // The main job's read-only cells: select-only, all in memory when unlimited, CPU-bound;
+            // named as the main job names it, whose name picks the estimator's priors.
+            "readonly" => body.replace(
+                "name = \"tpcb\"\nkind = \"pgbench\"\nbuiltin = \"tpcb-like\"\n",
+                "name = \"read-only\"\nkind = \"pgbench\"\nbuiltin = \"select-only\"\n",
+            ),
             "pinned" => {
                 // pgbench on the first CPU, the servers on the rest (on 2 CPUs: one each).
                 let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
