@@ -9,9 +9,9 @@
 //! ([`simulate`]) proves them on series with a known answer.
 
 mod interval;
-mod trend;
 pub mod prior;
 pub mod simulate;
+mod trend;
 mod warm_up;
 
 use interval::ar1_factor;

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::{MAX_RHO, lag1};
 use super::prior;
+use super::{MAX_RHO, lag1};
 use crate::{mean_sd, t_p_value};
 
 /// A trend over the kept rounds: the least-squares slope of the log ratio on the round number.
@@ -115,7 +115,6 @@ pub fn still_moving(x: &[f64], rounds: &[u32], segments: &[u32], alpha: f64, rho
     let slope = trend(x, rounds, segments, rho).is_some_and(|t| t.p_value < alpha / 2.0);
     slope || leading_rounds_p(x, segments, rho).is_some_and(|p| p < alpha / 2.0)
 }
-
 
 #[cfg(test)]
 mod tests {
