@@ -15,16 +15,18 @@ use crate::{mean_sd, t_p_value};
 pub struct Trend {
     /// Change of the log ratio per round.
     pub slope: f64,
-    /// The fitted change from the first kept round to the last, as a fraction of the ratio.
+    /// The fitted change over the longest segment's kept rounds (first to last), as a fraction
+    /// of the ratio.
     pub change_over_span: f64,
-    /// Two-sided p-value of "no trend" (residual variance corrected as in [`log_interval`]).
+    /// Two-sided p-value of "no trend" (residual variance corrected for correlated rounds as in
+    /// [`super::log_interval`]).
     pub p_value: f64,
 }
 
 /// The trend test of the steady-state check: one slope shared by every segment, each segment
 /// (server life) with its own level, so the offset between two lives is not read as a trend;
-/// None for fewer than 4 rounds or without 2 residual degrees of freedom. `rho`: the correlation of the rounds (a workload's prior); None estimates it from the residuals, which
-/// reads the curvature of a warm-up that is still under way as correlated rounds and swallows
+/// None for fewer than 4 rounds or without 2 residual degrees of freedom. `rho`: the correlation
+/// of the rounds (a workload's prior); None estimates it from the residuals, which reads the curvature of a warm-up that is still under way as correlated rounds and swallows
 /// the trend (docs/benchmarks.md, "The gate on the main job's regimes").
 pub fn trend(x: &[f64], rounds: &[u32], segments: &[u32], rho: Option<f64>) -> Option<Trend> {
     let n = x.len();
