@@ -111,9 +111,9 @@ enum BenchCommand {
         #[arg(long, value_name = "DIR")]
         from: Option<std::path::PathBuf>,
         /// With --from: estimate every result set with this estimator instead of the one it
-        /// recorded: workload-prior-life-offset (shipped), workload-prior (issue 37's first) or
-        /// per-contest-lag1 (issue 24's).
-        #[arg(long, requires = "from", value_parser = ["workload-prior-life-offset", "workload-prior", "per-contest-lag1"])]
+        /// recorded: long-warm-up (shipped), workload-prior-life-offset (before it, without the
+        /// long warm-up check), workload-prior (issue 37's first) or per-contest-lag1 (issue 24's).
+        #[arg(long, requires = "from", value_parser = ["long-warm-up", "workload-prior-life-offset", "workload-prior", "per-contest-lag1"])]
         estimator: Option<String>,
         /// With --from: the cut moves on past warm-up curves of at most this time constant
         /// (rounds) instead of the shipped 4 (a candidate rule replayed on the same rounds).
@@ -151,7 +151,8 @@ fn main() -> ExitCode {
             let estimator = estimator.map(|e| match e.as_str() {
                 "per-contest-lag1" => results::manifest::Estimator::PerContestLag1,
                 "workload-prior" => results::manifest::Estimator::WorkloadPrior,
-                _ => results::manifest::Estimator::WorkloadPriorLifeOffset,
+                "workload-prior-life-offset" => results::manifest::Estimator::WorkloadPriorLifeOffset,
+                _ => results::manifest::Estimator::LongWarmUp,
             });
             let designs = designs.split(',').map(|d| d.trim().to_string()).filter(|d| !d.is_empty()).collect();
             bench::precision::precision(bench::precision::PrecisionArgs {

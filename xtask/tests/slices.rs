@@ -166,7 +166,7 @@ fn a_sliced_comparison_pairs_rounds_and_records_why_it_stopped() {
         serde_json::from_slice(&std::fs::read(out.join("manifest.json")).unwrap()).unwrap();
     assert_eq!(manifest["measurement"]["prewarm"], true);
     // The estimator the scheduler decided with is recorded, so the report reads it alike later.
-    assert_eq!(manifest["measurement"]["estimator"], "workload-prior-life-offset");
+    assert_eq!(manifest["measurement"]["estimator"], "long-warm-up");
     let prewarms = manifest["measurement"]["prewarms"].as_array().expect("the prewarms recorded");
     let mut warmed: Vec<&str> = prewarms.iter().map(|p| p["placement"].as_str().unwrap()).collect();
     warmed.sort();

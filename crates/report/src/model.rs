@@ -197,7 +197,8 @@ pub fn rule_of(m: &results::manifest::MeasurementRecord) -> stats::rounds::Rule 
     let make = match m.estimator {
         Estimator::PerContestLag1 => stats::rounds::Rule::issue24,
         Estimator::WorkloadPrior => stats::rounds::Rule::workload_prior,
-        Estimator::WorkloadPriorLifeOffset => stats::rounds::Rule::new,
+        Estimator::WorkloadPriorLifeOffset => stats::rounds::Rule::life_offset,
+        Estimator::LongWarmUp => stats::rounds::Rule::new,
     };
     make(m.warm_up_rounds, m.min_rounds, m.target_halfwidth_pct)
 }
@@ -344,6 +345,12 @@ fn not_steady_detail(c: &analysis::ContestAnalysis) -> String {
     if !c.cut.unsettled.is_empty() {
         let segs: Vec<String> = c.cut.unsettled.iter().map(|s| s.to_string()).collect();
         parts.push(format!("segment {} still trending with 4 rounds left", segs.join(", ")));
+    }
+    for seg in &c.cut.long_warm_up {
+        let cut = c.cut.dropped.get(seg).copied().unwrap_or(0);
+        parts.push(format!(
+            "the warm-up cut of segment {seg} took {cut} rounds, past its fixed rounds by a sixth of the segment or more: a warm-up that long may not be over in the kept rounds"
+        ));
     }
     for (p, t) in &c.trend {
         if t.p_value < stats::rounds::TREND_ALPHA / c.trend.len().max(1) as f64 {

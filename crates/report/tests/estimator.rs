@@ -136,3 +136,23 @@ fn the_offset_between_server_lives_widens_the_intervals_not_the_changes() {
     assert!(md.contains("server-life offset assumed"), "the contests' table gives the offset assumed");
     assert!(md.contains(&format!("| sd {:.1}% (prior) |", life_sd * 100.0)), "{md}");
 }
+
+#[test]
+fn a_long_warm_up_cut_is_not_steady() {
+    // The same rounds read with the estimator before the long warm-up check and with it.
+    let mut set = fixture();
+    set.manifest.measurement.estimator = Estimator::WorkloadPriorLifeOffset;
+    let before = report::summarize(&set);
+    set.manifest.measurement.estimator = Estimator::LongWarmUp;
+    let after = report::summarize(&set);
+    let (b, a) = (before.analysis.contests.values().next().unwrap(), after.analysis.contests.values().next().unwrap());
+    // The cut is the same: 14 rounds of 22, 12 past the fixed 2 (a sixth of 22 is under 4).
+    assert_eq!((b.cut.first_kept.clone(), a.cut.first_kept.clone()), ([(1, 15)].into(), [(1, 15)].into()));
+    assert!(b.cut.long_warm_up.is_empty() && a.cut.long_warm_up == [1], "{a:?}");
+    assert!(!a.steady);
+    let said: Vec<String> = after.warnings.iter().map(|w| w.to_string()).collect();
+    assert!(said.iter().any(|w| w.contains("not steady (the warm-up cut of segment 1 took 14 rounds, past its fixed rounds by a sixth of the segment or more")), "{said:#?}");
+    // The obvious change still stands beyond its drift, as before.
+    assert_eq!(all_on_pmem(&after).verdict, Verdict::RealChange);
+    assert_eq!(all_on_pmem(&before).pct, all_on_pmem(&after).pct);
+}

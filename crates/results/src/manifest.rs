@@ -513,6 +513,9 @@ pub enum Estimator {
     /// As [`Estimator::WorkloadPrior`], and every interval allows for the offset between server
     /// lives, the workload's prior too.
     WorkloadPriorLifeOffset,
+    /// As [`Estimator::WorkloadPriorLifeOffset`], and a contest whose warm-up cut moved past
+    /// its fixed rounds by a sixth of a segment's rounds or more is not steady.
+    LongWarmUp,
 }
 
 impl Estimator {
@@ -521,6 +524,7 @@ impl Estimator {
             Estimator::PerContestLag1 => "per-contest-lag1",
             Estimator::WorkloadPrior => "workload-prior",
             Estimator::WorkloadPriorLifeOffset => "workload-prior-life-offset",
+            Estimator::LongWarmUp => "long-warm-up",
         }
     }
 }

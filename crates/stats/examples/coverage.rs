@@ -6,7 +6,7 @@
 //! pooledcurve05, pooledcut2, pooledcut3, pooledcut4, pooledcut6, pooledcutall, issue24check,
 //! fixed03, fixed0, stein, full, batch, mser5, plain; all unless given).
 
-use stats::rounds::simulate::{Design, coverage_of_every_kind};
+use stats::rounds::simulate::{Design, Trigger, coverage_of_every_kind};
 use stats::rounds::{Final, Rule};
 
 fn main() {
@@ -27,6 +27,37 @@ fn main() {
             "issue 37 as first shipped: no offset between server lives",
             Design::Pooled { rule: Rule::workload_prior(2, 6, Some(5.0)), series: 18 },
         ),
+        (
+            "ext2cut",
+            "shipped, to twice the rounds when the cut moved",
+            Design::Extended { rule: Rule::new(2, 6, Some(5.0)), series: 18, up_to: 32, trigger: Trigger::CutMoved },
+        ),
+        (
+            "ext15cut",
+            "shipped, to 1.5 times the rounds when the cut moved",
+            Design::Extended { rule: Rule::new(2, 6, Some(5.0)), series: 18, up_to: 24, trigger: Trigger::CutMoved },
+        ),
+        (
+            "ext2any",
+            "shipped, to twice the rounds when the cut moved or not steady",
+            Design::Extended {
+                rule: Rule::new(2, 6, Some(5.0)),
+                series: 18,
+                up_to: 32,
+                trigger: Trigger::CutMovedOrUnsteady,
+            },
+        ),
+        (
+            "ext2curve20",
+            "shipped, to twice the rounds when a warm-up curve is significant at 20%",
+            Design::Extended { rule: Rule::new(2, 6, Some(5.0)), series: 18, up_to: 32, trigger: Trigger::Curve(0.2) },
+        ),
+        (
+            "oracle05",
+            "a bound: paired t after 2 rounds, not steady by a test knowing the warm-up's shape (tau 10) and the noise, at 5%",
+            Design::KnownShape { discard: 2, tau: 10.0, alpha: 0.05 },
+        ),
+        ("oracle20", "the same bound, the test at 20%", Design::KnownShape { discard: 2, tau: 10.0, alpha: 0.20 }),
         ("issue24", "issue 24 (per-contest lag-1)", Design::Shipped(issue24)),
         ("pooled", "prior pooled from 18 series", Design::Pooled { rule: issue24, series: 18 }),
         (

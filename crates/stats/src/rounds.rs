@@ -87,6 +87,11 @@ pub struct Rule {
     /// many rounds is left ([`leftover_warm_up`] at the cut's level): measured, not shipped.
     #[serde(skip)]
     pub cut_curve_max_tau: Option<f64>,
+    /// A segment whose warm-up cut moved past its fixed rounds by at least this share of the
+    /// segment's rounds is not steady: a warm-up that long is seldom over when the cut stops
+    /// seeing it ([`Cut::long_warm_up`]). None: no such check (the estimators before it).
+    #[serde(skip)]
+    pub long_warm_up: Option<f64>,
 }
 
 /// The interval a contest sized by Stein's rule ends with.
@@ -115,7 +120,18 @@ impl Rule {
     /// "The estimator of issue 37").
     /// Every interval also allows for the offset between server lives ([`with_life_offset`],
     /// the workload's [`prior::Prior::life_sd`]).
+    /// A segment whose cut moved past its fixed rounds by a sixth of its rounds or more is not
+    /// steady ([`LONG_WARM_UP_SHARE`]).
     pub fn new(warm_up_rounds: u32, min_rounds: u32, target_halfwidth_pct: Option<f64>) -> Rule {
+        Rule {
+            long_warm_up: Some(LONG_WARM_UP_SHARE),
+            ..Rule::life_offset(warm_up_rounds, min_rounds, target_halfwidth_pct)
+        }
+    }
+
+    /// The rule result sets recorded as `workload-prior-life-offset` were estimated by:
+    /// [`Rule::new`] without the long warm-up check.
+    pub fn life_offset(warm_up_rounds: u32, min_rounds: u32, target_halfwidth_pct: Option<f64>) -> Rule {
         Rule {
             life_sd: Some(prior::POOLED.life_sd_unlimited),
             life_df: Some(prior::POOLED.life_df()),
@@ -153,6 +169,7 @@ impl Rule {
             warm_up_check: false,
             curve_alpha: None,
             cut_curve_max_tau: None,
+            long_warm_up: None,
         }
     }
 
@@ -177,6 +194,13 @@ impl Rule {
 /// 93.0%; 6: more stationary contests called not steady).
 pub const CUT_CURVE_MAX_TAU: f64 = 4.0;
 
+/// The share of a segment's rounds that its warm-up cut may move past the fixed cut before the
+/// contest is not steady: a sixth (3 of the main job's 16 rounds) brings a slow warm-up of
+/// x1.65 over 10 rounds to 94.8% covered or not steady, for 11-17% of stationary contests
+/// called not steady (a quarter: 94.1% and 10-15%; docs/benchmarks.md, "A long warm-up is not
+/// steady").
+pub const LONG_WARM_UP_SHARE: f64 = 1.0 / 6.0;
+
 /// The smallest pilot the interval is built from (4 kept rounds: 3 degrees of freedom).
 pub const MIN_PILOT: usize = 4;
 /// The default level of the steady-state check.
@@ -199,6 +223,10 @@ pub struct Cut {
     /// Rounds of each segment (over the whole contest) left out.
     pub dropped: BTreeMap<u32, u32>,
     pub unsettled: Vec<u32>,
+    /// Segments whose cut moved past the fixed rounds by [`Rule::long_warm_up`]'s share of
+    /// their rounds or more (unsettled ones not repeated).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub long_warm_up: Vec<u32>,
 }
 
 impl Cut {
@@ -242,7 +270,7 @@ pub fn warm_up_cut(rule: &Rule, contenders: &[Vec<Round>]) -> Cut {
                     let at = Cut {
                         first_kept: BTreeMap::from([(seg, start)]),
                         dropped: BTreeMap::from([(seg, start - first)]),
-                        unsettled: vec![],
+                        ..Cut::default()
                     };
                     fit_warm_up(rule, rounds, &at, seg, max_tau).is_some_and(|f| f.is_left(alpha))
                 });
@@ -256,6 +284,13 @@ pub fn warm_up_cut(rule: &Rule, contenders: &[Vec<Round>]) -> Cut {
                 break;
             }
             start += 1;
+        }
+        let moved = start.saturating_sub(first + rule.discard);
+        let rounds = last - first + 1;
+        if !cut.unsettled.contains(&seg)
+            && rule.long_warm_up.is_some_and(|share| moved > 0 && moved as f64 >= share * rounds as f64)
+        {
+            cut.long_warm_up.push(seg);
         }
         cut.first_kept.insert(seg, start);
         cut.dropped.insert(seg, (start - first).min(last - first + 1));
@@ -317,6 +352,7 @@ pub fn assess(rule: &Rule, rounds: &[Round], cut: &Cut, contenders: usize) -> As
     let alpha = rule.trend_alpha / contenders.max(1) as f64;
     let warm_up_bias = rule.warm_up_check.then(|| leftover_warm_up_bias(rule, rounds, cut, alpha)).flatten();
     let steady = cut.unsettled.is_empty()
+        && cut.long_warm_up.is_empty()
         && trend.is_none_or(|t| t.p_value.is_nan() || t.p_value >= alpha)
         && warm_up_bias.is_none();
     Assessment { kept: x.len(), cut: rounds.len() - x.len(), interval, trend, steady, warm_up_bias }
@@ -509,6 +545,7 @@ mod tests {
             warm_up_check: false,
             curve_alpha: None,
             cut_curve_max_tau: None,
+            long_warm_up: None,
         };
         // Flat rounds; segment 1 from round 1 (the first contender's round 2 failed), segment 2
         // from round 9.
@@ -527,6 +564,16 @@ mod tests {
         let decaying: Vec<Round> = (1..=16).map(|t| r(1, t, 0.6 * (-(t as f64) / 3.0).exp() + 2.5 * flat(t))).collect();
         let cut = warm_up_cut(&rule, std::slice::from_ref(&decaying));
         assert!(cut.first_kept[&1] > 3 && cut.unsettled.is_empty(), "{cut:?}");
+        // With the long warm-up check, a cut past the fixed rounds by a sixth of the segment's
+        // 16 rounds (3) or more makes the contest not steady; flat rounds are not cut further.
+        assert_eq!(cut.first_kept[&1], 7, "4 rounds past the fixed cut");
+        let long = Rule { long_warm_up: Some(LONG_WARM_UP_SHARE), ..rule };
+        let with_check = warm_up_cut(&long, std::slice::from_ref(&decaying));
+        assert_eq!(with_check.first_kept, cut.first_kept, "the check does not move the cut");
+        assert_eq!(with_check.long_warm_up, [1]);
+        assert!(assess(&rule, &decaying, &cut, 1).steady && !assess(&long, &decaying, &with_check, 1).steady);
+        let flat16: Vec<Round> = (1..=16).map(|t| r(1, t, flat(t))).collect();
+        assert!(warm_up_cut(&long, &[flat16]).long_warm_up.is_empty());
         // One that rises throughout never settles.
         let rising: Vec<Round> = (1..=16).map(|t| r(1, t, 0.05 * t as f64 + flat(t))).collect();
         let cut = warm_up_cut(&rule, std::slice::from_ref(&rising));
@@ -589,6 +636,7 @@ mod tests {
             warm_up_check: false,
             curve_alpha: None,
             cut_curve_max_tau: None,
+            long_warm_up: None,
         };
         assert_eq!(rounds_needed(&rule, &pilot), Some(28));
         let small = LogInterval { se: 0.01 / 6f64.sqrt(), sd: 0.01, ..pilot };

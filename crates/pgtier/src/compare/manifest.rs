@@ -84,7 +84,7 @@ pub fn begin(
             min_rounds: exp.measurement.min_rounds,
             prewarm: exp.measurement.prewarm && exp.measurement.design == experiment::Design::Slices,
             settle: exp.measurement.settle && exp.measurement.design == experiment::Design::Slices,
-            estimator: results::manifest::Estimator::WorkloadPriorLifeOffset,
+            estimator: results::manifest::Estimator::LongWarmUp,
             control: exp.measurement.control.then(|| experiment::CONTROL_PLACEMENT.to_string()),
             pinning: exp.measurement.pinning.as_ref().map(|p| results::manifest::PinningRecord {
                 client: runner::affinity::format_cpu_list(&p.client),

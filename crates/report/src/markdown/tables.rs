@@ -156,12 +156,16 @@ pub(super) fn statistics_note(d: &mut Document, summary: &Summary) {
 fn estimator_note(rule: &stats::rounds::Rule) -> String {
     match rule.rho_prior {
         Some(_) => format!(
-            " The intervals assume the workload's round-to-round correlation (its prior, pooled from the main job's committed runs: the table's last column) over every kept round; a contender whose own lag-1 lies far above it is warned of.{} The cut also moves on while the rounds still follow a warm-up curve with a time constant of at most {} rounds, and the steady check also fits such a curve to the rounds from the fixed cut on: a warm-up still under way makes the contest not steady.",
+            " The intervals assume the workload's round-to-round correlation (its prior, pooled from the main job's committed runs: the table's last column) over every kept round; a contender whose own lag-1 lies far above it is warned of.{} The cut also moves on while the rounds still follow a warm-up curve with a time constant of at most {} rounds, and the steady check also fits such a curve to the rounds from the fixed cut on: a warm-up still under way makes the contest not steady.{}",
             match rule.life_sd {
                 Some(_) => " Each interval also adds the variance of the offset between two server lives (the table's last column, pooled from the null changes of the main job's committed runs): two identical servers up at once can keep a level apart for as long as they live, every round sees the same two lives, so neither pairing nor more rounds remove it.",
                 None => "",
             },
-            rule.cut_curve_max_tau.unwrap_or(0.0)
+            rule.cut_curve_max_tau.unwrap_or(0.0),
+            match rule.long_warm_up {
+                Some(share) => format!(" A cut that moved past the fixed rounds by {} of a segment's rounds or more makes the contest not steady too: a warm-up that long is seldom over when the cut stops seeing it (simulated: with it 11-17% of stationary contests are called not steady, 6-8% without).", if (share - 1.0 / 6.0).abs() < 1e-9 { "a sixth".to_string() } else { format!("{:.0}%", share * 100.0) }),
+                None => String::new(),
+            }
         ),
         None => " The intervals allow for each contender's own round-to-round correlation (its kept rounds' lag-1, bias-corrected, at its 80% upper bound), and are the wider of that and Stein's.".to_string(),
     }

@@ -149,19 +149,20 @@ mod tests {
             warm_up_check: true,
             curve_alpha: None,
             cut_curve_max_tau: None,
+            long_warm_up: None,
         };
         // The cut kept rounds 11-16 of a warm-up with a time constant of 10 rounds: its last
         // rounds alone look flat, the rounds from the fixed cut on show the curve.
         let slow: Vec<Round> = (1..=16).map(|t| r(t, 0.5 * (-((t - 1) as f64) / 10.0).exp() + noise(t))).collect();
-        let late = Cut { first_kept: BTreeMap::from([(1, 11)]), dropped: BTreeMap::from([(1, 10)]), unsettled: vec![] };
+        let late = Cut { first_kept: BTreeMap::from([(1, 11)]), dropped: BTreeMap::from([(1, 10)]), ..Cut::default() };
         assert!(leftover_warm_up(&rule, &slow, &late, 0.05 / 3.0));
         assert!(!assess(&rule, &slow, &late, 3).steady);
         // A fast transient the cut removed, and flat rounds: nothing left.
         let fast: Vec<Round> = (1..=16).map(|t| r(t, 0.5 * (-((t - 1) as f64) / 1.0).exp() + noise(t))).collect();
-        let cut = Cut { first_kept: BTreeMap::from([(1, 10)]), dropped: BTreeMap::from([(1, 9)]), unsettled: vec![] };
+        let cut = Cut { first_kept: BTreeMap::from([(1, 10)]), dropped: BTreeMap::from([(1, 9)]), ..Cut::default() };
         assert!(!leftover_warm_up(&rule, &fast, &cut, 0.05 / 3.0));
         let flat: Vec<Round> = (1..=16).map(|t| r(t, noise(t))).collect();
-        let fixed = Cut { first_kept: BTreeMap::from([(1, 3)]), dropped: BTreeMap::from([(1, 2)]), unsettled: vec![] };
+        let fixed = Cut { first_kept: BTreeMap::from([(1, 3)]), dropped: BTreeMap::from([(1, 2)]), ..Cut::default() };
         assert!(!leftover_warm_up(&rule, &flat, &fixed, 0.05 / 3.0));
     }
 }

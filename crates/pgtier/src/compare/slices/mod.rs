@@ -129,15 +129,13 @@ impl Session<'_> {
         for (gi, group) in groups.iter().enumerate() {
             let todo: Vec<usize> = group.iter().copied().filter(|&i| !all[i].kept).collect();
             if !todo.is_empty() {
-                self.run_group(&mut s, &mut all, &todo, gi + 1, false).await?;
+                self.run_group(&mut s, &mut all, &todo, gi + 1).await?;
             }
         }
-        // Second pass: what the budget has left goes to the contests that missed the target.
-        let mut pass = groups.len();
-        while let Some(group) = self.revisit(&s, &all) {
-            pass += 1;
-            self.run_group(&mut s, &mut all, &group, pass, true).await?;
-        }
+        // No second pass: a contest that missed its target is not revisited, as a revisit (a
+        // restart, a new server life and warm-up) is outside the coverage gate
+        // (docs/benchmarks.md, "No revisits"); what the budget has left is said and not spent.
+        self.say_budget_left(&s, &all);
         for c in &all {
             let why = c.stopped.clone().unwrap_or_else(|| "not measured".into());
             self.manifest.measurement.stopped.insert(c.name(spec), why);
@@ -149,12 +147,19 @@ impl Session<'_> {
         Ok(s.failures + all.iter().filter(|c| c.kept && c.failed).count())
     }
 
-    /// The contests that missed their target while budget remains (see [`decide::revisit`]).
-    fn revisit(&self, s: &Sliced<'_, '_>, all: &[Contest]) -> Option<Vec<usize>> {
+    /// Says how much of the budget is left unspent and which contests missed their target.
+    fn say_budget_left(&self, s: &Sliced<'_, '_>, all: &[Contest]) {
         let m = &self.exp.measurement;
-        let (budget, target) = (m.budget?, m.target_halfwidth_pct?);
+        let (Some(budget), Some(target)) = (m.budget, m.target_halfwidth_pct) else { return };
         let left = budget.as_secs_f64() - s.started.elapsed().as_secs_f64();
-        decide::revisit(all, target, left, self.interrupts.cancelled())
+        let short = decide::short_of_target(all, target);
+        if left > 0.0 && !short.is_empty() {
+            let names: Vec<String> = short.iter().map(|&i| all[i].name(s.spec)).collect();
+            eprintln!(
+                "{left:.0} s of the budget left unspent; short of the ±{target}% target: {} (not revisited: a second server life is outside the coverage gate)",
+                names.join(", ")
+            );
+        }
     }
 
     /// One session: the group's servers up at once, its contests one after the other.
@@ -164,7 +169,6 @@ impl Session<'_> {
         all: &mut [Contest],
         group: &[usize],
         number: usize,
-        revisit: bool,
     ) -> Result<()> {
         let first = &all[group[0]];
         let (build, profile, memory) = (first.build, first.profile, first.memory);
@@ -212,17 +216,16 @@ impl Session<'_> {
             .server_order
             .insert(id.clone(), servers.placements().iter().map(|p| p.to_string()).collect());
         eprintln!(
-            "session {id}: {} servers up ({}, memory {}, profile {}{}){}",
+            "session {id}: {} servers up ({}, memory {}, profile {}{})",
             placements.len(),
             servers.placements().join(", "),
             MemoryLabel::of(s.spec.memory_limits[memory].bytes),
             s.spec.profiles[profile].name,
             if several { format!(", build {}", s.spec.builds[build].name) } else { String::new() },
-            if revisit { ", more rounds for contests short of their target" } else { "" }
         );
         let mut outcome = Ok(());
         let baseline = s.spec.placements.iter().position(|p| p.name == self.exp.baseline);
-        for (n, &c) in group.iter().enumerate() {
+        for &c in group {
             // A tier lost in an earlier contest of the session: its placements are dropped too.
             self.mark_on_lost_tiers(s, &all[c].placements.clone(), true);
             all[c].placements.retain(|p| placements.contains(p) && !s.dropped.contains_key(p));
@@ -236,13 +239,8 @@ impl Session<'_> {
                 self.record_stopped(s, &all[c]);
                 continue;
             }
-            // The first pass shares what is left over every contest not yet measured; a revisit
-            // over the contests of this session still to come.
-            let remaining = if revisit {
-                group.len() - n
-            } else {
-                all.iter().filter(|x| x.rounds == 0 && !x.failed && !x.kept).count()
-            };
+            // Each contest's share is what is left over every contest not yet measured.
+            let remaining = all.iter().filter(|x| x.rounds == 0 && !x.failed && !x.kept).count();
             if let Err(e) = self.run_contest(s, &mut servers, &mut all[c], remaining, (&targets, &build_profile)).await
             {
                 outcome = Err(e);
