@@ -2,7 +2,8 @@
 //! series kind of the coverage gate (docs/benchmarks.md, "Coverage"):
 //! `cargo run --release -p stats --example coverage [CONTESTS] [MAX_ROUNDS] [DESIGN...]`
 //! (MAX_ROUNDS: the rounds the budget allows, the main job's 16 unless given; DESIGN: shipped,
-//! nolife, issue24, pooled, pooledfull, pooledcheck, pooledcheck3, pooledcheck10, pooledcheck20, pooledcurve,
+//! nolife, before, longwu4, longwu8, ext2cut, ext15cut, ext2any, ext2curve20, oracle05, oracle20,
+//! issue24, pooled, pooledfull, pooledcheck, pooledcheck3, pooledcheck10, pooledcheck20, pooledcurve,
 //! pooledcurve05, pooledcut2, pooledcut3, pooledcut4, pooledcut6, pooledcutall, issue24check,
 //! fixed03, fixed0, stein, full, batch, mser5, plain; all unless given).
 
@@ -19,13 +20,28 @@ fn main() {
     let designs = [
         (
             "shipped",
-            "shipped (issue 37: prior pooled from 18 series, warm-up check, cut past a curve of tau <= 4)",
+            "shipped (issue 37: prior pooled from 18 series, warm-up check, cut past a curve of tau <= 4, not steady past a sixth)",
             Design::Pooled { rule: Rule::new(2, 6, Some(5.0)), series: 18 },
         ),
         (
             "nolife",
             "issue 37 as first shipped: no offset between server lives",
             Design::Pooled { rule: Rule::workload_prior(2, 6, Some(5.0)), series: 18 },
+        ),
+        (
+            "before",
+            "the estimator before the long warm-up check (workload-prior-life-offset)",
+            Design::Pooled { rule: Rule::life_offset(2, 6, Some(5.0)), series: 18 },
+        ),
+        (
+            "longwu4",
+            "shipped, not steady when the cut moved past a quarter of the rounds",
+            Design::Pooled { rule: Rule { long_warm_up: Some(0.25), ..Rule::new(2, 6, Some(5.0)) }, series: 18 },
+        ),
+        (
+            "longwu8",
+            "shipped, not steady when the cut moved past an eighth of the rounds",
+            Design::Pooled { rule: Rule { long_warm_up: Some(0.125), ..Rule::new(2, 6, Some(5.0)) }, series: 18 },
         ),
         (
             "ext2cut",

@@ -147,13 +147,16 @@ impl Session<'_> {
         Ok(s.failures + all.iter().filter(|c| c.kept && c.failed).count())
     }
 
-    /// Says how much of the budget is left unspent and which contests missed their target.
+    /// Says how much of the budget is left unspent (at least one round of the slowest contest short
+    /// of its target) and which contests missed their target.
     fn say_budget_left(&self, s: &Sliced<'_, '_>, all: &[Contest]) {
         let m = &self.exp.measurement;
         let (Some(budget), Some(target)) = (m.budget, m.target_halfwidth_pct) else { return };
         let left = budget.as_secs_f64() - s.started.elapsed().as_secs_f64();
         let short = decide::short_of_target(all, target);
-        if left > 0.0 && !short.is_empty() {
+        // Less than one round of the slowest of them is not budget that could have been spent.
+        let round = short.iter().map(|&i| all[i].seconds / f64::from(all[i].rounds.max(1))).fold(0.0, f64::max);
+        if left >= round.max(1.0) && !short.is_empty() {
             let names: Vec<String> = short.iter().map(|&i| all[i].name(s.spec)).collect();
             eprintln!(
                 "{left:.0} s of the budget left unspent; short of the ±{target}% target: {} (not revisited: a second server life is outside the coverage gate)",
