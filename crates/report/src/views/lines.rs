@@ -238,8 +238,8 @@ fn rounds(cx: &mut Ctx) {
             })
             .unwrap_or_default();
         let steadiness = match contest {
-            Some(a) if !a.steady => "; NOT STEADY: the kept rounds still move",
-            _ => "",
+            Some(a) if !a.steady => format!("; NOT STEADY: {}", not_steady_reason(a)),
+            _ => String::new(),
         };
         let chart = LineChart {
             title: format!("{}: throughput round by round", set.manifest.experiment_name),
@@ -258,9 +258,43 @@ fn rounds(cx: &mut Ctx) {
     }
 }
 
+/// Why a contest is not steady, in a few words for a chart's subtitle (the report's warning says
+/// it in full): the kept rounds still move, or the warm-up cut was so long that a warm-up may
+/// be left in them, or both.
+fn not_steady_reason(a: &crate::analysis::ContestAnalysis) -> String {
+    let moved = !a.cut.unsettled.is_empty()
+        || !a.warm_up_left.is_empty()
+        || a.trend.values().any(|t| t.p_value < stats::rounds::TREND_ALPHA / a.trend.len().max(1) as f64);
+    let long: Vec<String> = a
+        .cut
+        .long_warm_up
+        .iter()
+        .map(|seg| format!("{} rounds", a.cut.dropped.get(seg).copied().unwrap_or(0)))
+        .collect();
+    match (moved, long.is_empty()) {
+        (false, false) => {
+            format!("a warm-up cut this long ({}) may leave a warm-up in the kept rounds", long.join(", "))
+        }
+        (true, false) => format!("the kept rounds still move, after a long warm-up cut ({})", long.join(", ")),
+        _ => "the kept rounds still move".to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_not_steady_chart_says_why() {
+        let mut a = crate::analysis::ContestAnalysis::default();
+        a.cut.long_warm_up = vec![1];
+        a.cut.dropped = [(1, 8)].into();
+        assert_eq!(not_steady_reason(&a), "a warm-up cut this long (8 rounds) may leave a warm-up in the kept rounds");
+        a.warm_up_left = [("all-on-pmem".to_string(), 0.04)].into();
+        assert_eq!(not_steady_reason(&a), "the kept rounds still move, after a long warm-up cut (8 rounds)");
+        a.cut.long_warm_up.clear();
+        assert_eq!(not_steady_reason(&a), "the kept rounds still move");
+    }
 
     #[test]
     fn peak_deltas_name_the_reference_once() {
