@@ -98,8 +98,8 @@ impl Analysis {
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct ContestAnalysis {
     pub cut: Cut,
-    /// Every contender's kept rounds passed the steady-state check and no segment stayed
-    /// unsettled.
+    /// Every contender's kept rounds passed the steady-state check, no segment stayed
+    /// unsettled, and no segment's warm-up cut was long (`cut.long_warm_up`).
     pub steady: bool,
     /// Per contender: the lag-1 autocorrelation of its kept per-round log ratios, and its trend
     /// over the kept rounds (change over the span, p-value).

@@ -54,7 +54,7 @@ pub fn judge(low: f64, high: f64, d: &Delta, margin_pct: f64) -> (ClaimVerdict, 
     if d.verdict == Verdict::NotSteady {
         return (
             ClaimVerdict::Inconclusive,
-            "the contest's rounds were still moving (not steady): no verdict on that evidence".into(),
+            "the contest was not steady (its rounds still moving, or a warm-up cut so long that a warm-up may be left): no verdict on that evidence".into(),
         );
     }
     let overlaps = low <= d.pct_high && high >= d.pct_low;

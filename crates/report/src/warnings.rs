@@ -20,8 +20,9 @@ pub enum SummaryWarning {
     OutlierSeconds { cell: CellKey, outliers: usize, seconds: usize },
     /// A change's interval is wider than the target half-width, and why the measurement stopped.
     WideInterval { cell: CellKey, half_width_pct: f64, target_pct: f64, stopped: String },
-    /// Slices: a contest's kept rounds still moved (a trend, or a segment still trending with
-    /// 4 rounds left): its changes are `not steady`, neither real changes nor equivalences,
+    /// Slices: a contest was not steady (a trend in its kept rounds, a segment still trending
+    /// with 4 rounds left, a warm-up curve left, or a warm-up cut past a sixth of a segment's
+    /// rounds): its changes are `not steady`, neither real changes nor equivalences,
     /// except the headline changes of the contenders in `standing`, whose intervals lie beyond
     /// twice their drift ([`crate::analysis::withhold_unsteady`]).
     NotSteady { contest: String, detail: String, standing: Vec<String> },

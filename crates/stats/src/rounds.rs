@@ -195,10 +195,10 @@ impl Rule {
 pub const CUT_CURVE_MAX_TAU: f64 = 4.0;
 
 /// The share of a segment's rounds that its warm-up cut may move past the fixed cut before the
-/// contest is not steady: a sixth (3 of the main job's 16 rounds) brings a slow warm-up of
-/// x1.65 over 10 rounds to 94.8% covered or not steady, for 11-17% of stationary contests
-/// called not steady (a quarter: 94.1% and 10-15%; docs/benchmarks.md, "A long warm-up is not
-/// steady").
+/// contest is not steady: a sixth (3 rounds of a contest of 13-18, 4 of 19-24) brings a slow
+/// warm-up of x1.65 over 10 rounds to 94.9% covered or not steady, for 11-17% of stationary
+/// contests called not steady (a quarter: 94.1% and 9-15%; docs/benchmarks.md, "No revisits,
+/// and a long warm-up is not steady").
 pub const LONG_WARM_UP_SHARE: f64 = 1.0 / 6.0;
 
 /// The smallest pilot the interval is built from (4 kept rounds: 3 degrees of freedom).

@@ -163,7 +163,7 @@ fn estimator_note(rule: &stats::rounds::Rule) -> String {
             },
             rule.cut_curve_max_tau.unwrap_or(0.0),
             match rule.long_warm_up {
-                Some(share) => format!(" A cut that moved past the fixed rounds by {} of a segment's rounds or more makes the contest not steady too: a warm-up that long is seldom over when the cut stops seeing it (simulated: with it 11-17% of stationary contests are called not steady, 6-8% without).", if (share - 1.0 / 6.0).abs() < 1e-9 { "a sixth".to_string() } else { format!("{:.0}%", share * 100.0) }),
+                Some(share) => format!(" A cut that moved past the fixed rounds by {} of a segment's rounds or more makes the contest not steady too: a warm-up that long is seldom over when the cut stops seeing it (simulated: with it 11-17% of stationary contests are called not steady, 3-8% without).", if (share - 1.0 / 6.0).abs() < 1e-9 { "a sixth".to_string() } else { format!("{:.0}%", share * 100.0) }),
                 None => String::new(),
             }
         ),

@@ -291,7 +291,9 @@ pub fn run_contest(design: Design, contest: Contest, rng: &mut Rng) -> [Outcome;
                 let last = last
                     && !extend
                         .is_some_and(|(up_to, trigger)| g.round < up_to && warming(&rule, &rounds, &cut, &p, trigger));
-                if p.done(rule.target.unwrap_or(f64::INFINITY)) || last {
+                // As the scheduler (`stop_reason`): the target stops a contest only when it is steady.
+                let steady = p.steady.iter().all(|s| *s);
+                if (steady && p.done(rule.target.unwrap_or(f64::INFINITY))) || last {
                     return std::array::from_fn(|c| match p.intervals[c] {
                         Some(i) => outcome(
                             Estimate { mean: i.mean, se: i.se, half_width: i.half_width() },

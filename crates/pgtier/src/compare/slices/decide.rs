@@ -1,5 +1,6 @@
 //! The sliced scheduler's decisions, without I/O: the contests and their order, the sessions
-//! they share, when a contest stops, what the budget left goes to, and each contest's share.
+//! they share, when a contest stops, which contests fell short of their target, and each
+//! contest's share.
 //! `slices/mod.rs` does the process work (servers, slices, records) and asks these.
 
 use std::time::Duration;

@@ -3,8 +3,8 @@
 //! order in every round, seeded and recorded). A contest (the cells of one workload and client
 //! count that differ only in placement) gets a warm-up per placement, then rounds until every
 //! change against the baseline has an interval as narrow as the target, or its share of the time
-//! budget is spent; what the first pass leaves of the budget goes to the contests that missed
-//! their target, widest first. Each slice is a measured run of its own under `runs/`.
+//! budget is spent. A contest is measured in one pass only: what the budget has left is said,
+//! not spent on a second server life (outside the coverage gate). Each slice is a measured run of its own under `runs/`.
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};

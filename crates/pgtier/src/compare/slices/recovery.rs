@@ -124,7 +124,7 @@ impl Session<'_> {
                 Ok(()) => {
                     eprintln!("  placement {place}'s server is up again after {:.1} s", t0.elapsed().as_secs_f64());
                     self.manifest.warnings.push(results::Warning::Other(format!(
-                        "{what}; restarted on its own data, the contest went on in a new segment after a fresh warm-up (two server lives, each warming up: outside the coverage gate, whose revisit kind held 87.5% in simulation; measure it again for a figure the gate covers)"
+                        "{what}; restarted on its own data, the contest went on in a new segment after a fresh warm-up (two server lives, each warming up: outside the coverage gate, whose revisit kind held 87.6% in simulation; measure it again for a figure the gate covers)"
                     )));
                     c.notes.push(format!("placement {place}'s server failed during {phase} and was restarted"));
                     return Ok(Recovery::Restarted);
