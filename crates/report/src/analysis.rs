@@ -124,6 +124,15 @@ pub struct ContestAnalysis {
     pub life_sd: Option<f64>,
 }
 
+impl ContestAnalysis {
+    /// The contenders whose kept rounds trend at the steady check's level
+    /// ([`rounds::TREND_ALPHA`], Bonferroni over the contenders).
+    pub fn trending(&self) -> impl Iterator<Item = (&String, &Trend)> {
+        let alpha = rounds::TREND_ALPHA / self.trend.len().max(1) as f64;
+        self.trend.iter().filter(move |(_, t)| t.p_value < alpha)
+    }
+}
+
 /// The rule for the contest of cell `k`: its workload's priors, for servers whose memory is
 /// limited or not.
 fn rule_for(rule: &Rule, k: &CellKey) -> Rule {

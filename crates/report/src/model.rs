@@ -352,14 +352,12 @@ fn not_steady_detail(c: &analysis::ContestAnalysis) -> String {
             "the warm-up cut of segment {seg} took {cut} rounds, past its fixed rounds by a sixth of the segment or more: a warm-up that long may not be over in the kept rounds"
         ));
     }
-    for (p, t) in &c.trend {
-        if t.p_value < stats::rounds::TREND_ALPHA / c.trend.len().max(1) as f64 {
-            parts.push(format!(
-                "{p}'s ratio moved {:+.1}% over the kept rounds (p = {:.3})",
-                t.change_over_span * 100.0,
-                t.p_value
-            ));
-        }
+    for (p, t) in c.trending() {
+        parts.push(format!(
+            "{p}'s ratio moved {:+.1}% over the kept rounds (p = {:.3})",
+            t.change_over_span * 100.0,
+            t.p_value
+        ));
     }
     for (p, bias) in &c.warm_up_left {
         parts.push(format!(

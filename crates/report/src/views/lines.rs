@@ -262,9 +262,7 @@ fn rounds(cx: &mut Ctx) {
 /// it in full): the kept rounds still move, or the warm-up cut was so long that a warm-up may
 /// be left in them, or both.
 fn not_steady_reason(a: &crate::analysis::ContestAnalysis) -> String {
-    let moved = !a.cut.unsettled.is_empty()
-        || !a.warm_up_left.is_empty()
-        || a.trend.values().any(|t| t.p_value < stats::rounds::TREND_ALPHA / a.trend.len().max(1) as f64);
+    let moved = !a.cut.unsettled.is_empty() || !a.warm_up_left.is_empty() || a.trending().next().is_some();
     let long: Vec<String> = a
         .cut
         .long_warm_up

@@ -4,7 +4,8 @@
 //! count that differ only in placement) gets a warm-up per placement, then rounds until every
 //! change against the baseline has an interval as narrow as the target, or its share of the time
 //! budget is spent. A contest is measured in one pass only: what the budget has left is said,
-//! not spent on a second server life (outside the coverage gate). Each slice is a measured run of its own under `runs/`.
+//! not spent on a second server life (outside the coverage gate). Each slice is a measured run
+//! of its own under `runs/`.
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
