@@ -194,6 +194,7 @@ fn only_these_modules_build_or_run_commands() {
             "tiers::provision::host",
             "tiers::facts",
             "tiers::safety",
+            "tiers::users",
             "tiers::probe",
             "runner::install",
             "runner::diagnose",

@@ -552,7 +552,9 @@ fn vm_safety_rails_refuse_on_real_devices() {
     }
     let g = boot("safety.sh", &[], Duration::from_secs(1200));
     g.assert_ok();
-    let cases: [(&str, &str); 9] = [
+    let holder = g.out("held-open.pid").trim().to_string();
+    let held = format!("is in use by another program: PID {holder} (sleep) has it open read-write (fd 3, /dev/nvme");
+    let cases: [(&str, &str); 12] = [
         ("mounted", "is mounted at /mnt/busy"),
         ("filesystem", "carries a ext4 filesystem signature"),
         ("md-active", "is held by md0"),
@@ -562,9 +564,21 @@ fn vm_safety_rails_refuse_on_real_devices() {
         ("system-disk", "backs the running system (/ is mounted from /dev/vda)"),
         ("sas-wrong-serial", "serial mismatch: the experiment file says \"PGT-SAS9\", the device reports \"PGT-SAS0\""),
         ("sas-right-serial", "carries a ext4 filesystem signature"),
+        ("held-open", held.as_str()),
+        (
+            "nvmet-exported",
+            "is served by the kernel (/sys/kernel/config/nvmet/subsystems/nqn.2014-08.org.example:pgt-safety-live/namespaces/1/device_path (/dev/nvme",
+        ),
+        ("lio-exported", "is served by the kernel (/sys/kernel/config/target/core/fileio_0/pgt-live/info (/dev/nvme"),
     ];
     for (name, says) in cases {
         let mut stderr = g.out(&format!("{name}.stderr"));
+        for setup in ["nvmet-export", "lio-export"] {
+            if name.starts_with(setup) {
+                let made = std::fs::read_to_string(g.out_path().join(format!("{setup}.txt"))).unwrap_or_default();
+                stderr.push_str(&format!("\n(how the export was made:)\n{made}"));
+            }
+        }
         if name == "md-active" {
             // How the array was made: a failed create leaves nothing to refuse.
             let made = std::fs::read_to_string(g.out_path().join("md-create.txt")).unwrap_or_default();
@@ -575,6 +589,9 @@ fn vm_safety_rails_refuse_on_real_devices() {
         assert_eq!(g.out(&format!("{name}.sig-before")), g.out(&format!("{name}.sig-after")), "{name}: signatures");
         assert_same_state(&g.out(&format!("{name}.state-before")), &g.out(&format!("{name}.state-after")), &[], name);
         assert!(!stderr.contains("] mkfs.xfs"), "{name}: nothing was formatted:\n{stderr}");
+        if let Ok(before) = std::fs::read_to_string(g.out_path().join(format!("{name}.md5-before"))) {
+            assert_eq!(before, g.out(&format!("{name}.md5-after")), "{name}: every byte of the drive unchanged");
+        }
     }
     let dry = g.out("system-disk.dry-run");
     assert_eq!(g.out("system-disk.dry-run.rc").trim(), "0");

@@ -23,6 +23,7 @@ pub mod provision;
 pub mod safety;
 pub mod spec;
 pub mod system;
+pub mod users;
 
 pub use build::{PlanContext, build_plan};
 pub use plan::Plan;

@@ -1,5 +1,6 @@
 //! Refusals checked before the first destructive step: a device that is mounted (or any of its
-//! partitions), is swap, is held by LVM/md/dm, backs the running system, carries a filesystem or
+//! partitions), is swap, is held by LVM/md/dm, backs the running system, is exported by nvmet or
+//! LIO or backs a loop device, is open or locked by a process, carries a filesystem or
 //! partition-table signature (unless wiping is allowed), is not a block device, is not the
 //! model/serial the experiment file names, or is named by two device entries.
 //!
@@ -46,9 +47,18 @@ pub enum Refusal {
     )]
     Busy { device: String },
     #[error(
-        "{device} is already exported by nvmet on that host ({paths}); pgtier never exports a device another export serves, nor a partition or the whole disk of one, nor a namespace of a controller a passthru subsystem exports"
+        "{device} is served by the kernel ({paths}): nvmet, LIO and loop devices open a disk without claiming it, so it may be in use right now. pgtier never formats or exports a device an export or loop device uses, nor a partition or the whole disk of one, nor a namespace of a controller a passthru subsystem exports; remove that export (or detach the loop device, losetup -d) if nothing needs it"
     )]
     Exported { device: String, paths: String },
+    #[error(
+        "{device} is in use by another program: {processes}. A program using a disk directly (a virtual machine's raw disk, an iSCSI or NVMe target, a storage daemon, fio) would lose its data; pgtier never formats a disk, or a partition of it, that a process has open: stop it, or name another device"
+    )]
+    OpenedBy { device: String, processes: String },
+    #[error(
+        "{device} is locked: an exclusive flock cannot be taken on it{}, so another program holds a lock on it (udev's own lock lasts a moment; this one did not go away in 3 s); pgtier never formats a disk another program has locked: find it (/proc/locks) and stop it",
+        via.as_ref().map(|v| format!(" (through {v})")).unwrap_or_default()
+    )]
+    Locked { device: String, via: Option<String> },
     #[error(
         "{device} is not the namespace pgtier exported: its wwid is {actual:?}, the export was given uuid.{expected}; another target answered at that address and subsystem NQN (nothing was written)"
     )]
@@ -332,7 +342,9 @@ pub fn hex_id(id: &str) -> String {
 }
 
 /// Checks that nothing uses `dev` or its partitions, and (unless `allow_wipe`) that it carries
-/// no signature. Order: holders, mounts (by path and by device number), swap, signatures.
+/// no signature. Order: holders, mounts (by path and by device number), swap, the kernel's
+/// claim (O_EXCL), the kernel's exports (nvmet, LIO, loop), processes that have it open or
+/// mapped, another's flock, signatures.
 pub fn check_not_in_use(sys: &mut dyn System, dev: &Path, allow_wipe: bool) -> Result<(), Refusal> {
     let device = dev.display().to_string();
     let members = device_and_partitions(sys, dev);
@@ -382,11 +394,90 @@ pub fn check_not_in_use(sys: &mut dyn System, dev: &Path, allow_wipe: bool) -> R
         }
     }
 
+    check_no_other_user(sys, dev, &members, &numbers)?;
+
     if !allow_wipe {
         let found =
             signatures(sys, &members).map_err(|detail| Refusal::ProbeFailed { device: device.clone(), detail })?;
         if !found.is_empty() {
             return Err(Refusal::HasSignature { device, found: found.join(", ") });
+        }
+    }
+    Ok(())
+}
+
+/// Users the kernel does not claim the device for (see [`crate::users`]): the kernel's exports
+/// (nvmet, LIO, loop devices), processes that have the device or a partition of it open or
+/// mapped (asked again for about 2 s, so that udev's short probe of a disk is not taken for a
+/// user), and a `flock` another open file holds.
+fn check_no_other_user(
+    sys: &mut dyn System,
+    dev: &Path,
+    members: &[PathBuf],
+    numbers: &[Option<(u32, u32)>],
+) -> Result<(), Refusal> {
+    let device = dev.display().to_string();
+    let exports = sys.kernel_users(dev).map_err(|e| Refusal::ProbeFailed {
+        device: device.clone(),
+        detail: format!("its nvmet, LIO and loop exports: {e}"),
+    })?;
+    if !exports.is_empty() {
+        return Err(Refusal::Exported { device, paths: exports.join(", ") });
+    }
+    let wanted: Vec<(u32, u32)> = numbers.iter().flatten().copied().collect();
+    if wanted.len() != members.len() {
+        let missing: Vec<String> =
+            members.iter().zip(numbers).filter(|(_, n)| n.is_none()).map(|(m, _)| m.display().to_string()).collect();
+        return Err(Refusal::ProbeFailed {
+            device,
+            detail: format!("the device number of {} could not be read", missing.join(", ")),
+        });
+    }
+    let mut still = Vec::new();
+    for attempt in 0..5 {
+        let found =
+            sys.openers(&wanted).map_err(|e| Refusal::ProbeFailed { device: device.clone(), detail: e.to_string() })?;
+        // Only those seen every time: a probe that ends was not a user.
+        still = if attempt == 0 {
+            found
+        } else {
+            still
+                .into_iter()
+                .filter(|o: &crate::users::Opener| found.iter().any(|f| f.pid == o.pid && f.device == o.device))
+                .collect()
+        };
+        if still.is_empty() {
+            break;
+        }
+        if attempt < 4 {
+            sys.sleep(Duration::from_millis(500));
+        }
+    }
+    if !still.is_empty() {
+        let named: Vec<String> = still
+            .iter()
+            .map(|o| {
+                let member = wanted
+                    .iter()
+                    .position(|n| *n == o.device)
+                    .filter(|i| *i != 0)
+                    .map(|i| members[i].display().to_string());
+                match member {
+                    Some(m) => format!("{o} (through {m})"),
+                    None => o.to_string(),
+                }
+            })
+            .collect();
+        return Err(Refusal::OpenedBy { device, processes: named.join("; ") });
+    }
+    for m in members {
+        match sys.flock_free(m) {
+            Ok(true) => {}
+            Ok(false) => {
+                let via = (m != dev).then(|| m.display().to_string());
+                return Err(Refusal::Locked { device, via });
+            }
+            Err(e) => return Err(Refusal::ProbeFailed { device, detail: format!("flock {}: {e}", m.display()) }),
         }
     }
     Ok(())

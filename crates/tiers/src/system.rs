@@ -14,6 +14,8 @@ use std::time::Duration;
 
 use journal::{CommandError, CommandLine, Output, ProcessId};
 
+pub use crate::users::Opener;
+
 /// What a path is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FileKind {
@@ -72,6 +74,20 @@ pub trait System {
     /// True when the kernel refuses to open the block device exclusively (`O_EXCL`): it is
     /// mounted (in any mount namespace) or claimed by swap, device-mapper, md or a driver.
     fn busy(&mut self, dev: &Path) -> io::Result<bool>;
+    /// Every process that has one of the block devices `devices` (device numbers) open or
+    /// mapped ([`crate::users::OPENERS`], run through [`System::run`]).
+    fn openers(&mut self, devices: &[(u32, u32)]) -> io::Result<Vec<Opener>> {
+        crate::users::openers_via(&mut |cmd, timeout| self.run(cmd, timeout), devices)
+    }
+    /// nvmet, LIO and loop-device exports that serve `dev`, its disk or a partition of it: the
+    /// kernel opens those without claiming them ([`crate::users::KERNEL_USERS`], run through
+    /// [`System::run`]).
+    fn kernel_users(&mut self, dev: &Path) -> io::Result<Vec<String>> {
+        crate::users::kernel_users_via(&mut |cmd, timeout| self.run(cmd, timeout), dev)
+    }
+    /// True when an exclusive non-blocking `flock` on the device node `dev` can be taken (and
+    /// is given back at once); udev's shared lock while it probes is waited out for a moment.
+    fn flock_free(&mut self, dev: &Path) -> io::Result<bool>;
     fn read_to_string(&mut self, path: &Path) -> io::Result<String>;
     /// A file's bytes (sysfs binary attributes such as a SCSI disk's `device/vpd_pg80`).
     fn read_bytes(&mut self, path: &Path) -> io::Result<Vec<u8>> {
@@ -155,6 +171,25 @@ impl System for RealSystem {
             Ok(_) => Ok(false),
             Err(e) if e.raw_os_error() == Some(libc::EBUSY) => Ok(true),
             Err(e) => Err(e),
+        }
+    }
+
+    fn flock_free(&mut self, dev: &Path) -> io::Result<bool> {
+        let file = File::open(dev)?;
+        let start = std::time::Instant::now();
+        loop {
+            // SAFETY: flock on a descriptor we own; closing it gives the lock back.
+            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+                return Ok(true);
+            }
+            let e = io::Error::last_os_error();
+            if e.raw_os_error() != Some(libc::EWOULDBLOCK) {
+                return Err(e);
+            }
+            if start.elapsed() > Duration::from_secs(3) {
+                return Ok(false);
+            }
+            std::thread::sleep(Duration::from_millis(50));
         }
     }
 
@@ -368,6 +403,12 @@ pub struct FakeSystem {
     pub dax_files: Vec<PathBuf>,
     /// Block devices the kernel would report busy (O_EXCL open fails).
     pub busy_devices: Vec<PathBuf>,
+    /// Processes that have a device open ([`System::openers`]).
+    pub open_by: Vec<Opener>,
+    /// Exports that serve a device, by the device asked about ([`System::kernel_users`]).
+    pub exported: BTreeMap<PathBuf, Vec<String>>,
+    /// Device nodes on which another open file holds a `flock`.
+    pub locked: Vec<PathBuf>,
     /// Secrets handed to [`System::run_secret`], in order (kept out of `calls`).
     pub delivered_secrets: Vec<String>,
     /// Files written with [`System::write_private`] and not removed, with their contents (kept
@@ -509,6 +550,21 @@ impl System for FakeSystem {
     fn busy(&mut self, dev: &Path) -> io::Result<bool> {
         self.calls.push(format!("busy?: {}", dev.display()));
         Ok(self.busy_devices.iter().any(|b| b == dev))
+    }
+
+    fn openers(&mut self, devices: &[(u32, u32)]) -> io::Result<Vec<Opener>> {
+        self.calls.push(format!("openers?: {devices:?}"));
+        Ok(self.open_by.iter().filter(|o| devices.contains(&o.device)).cloned().collect())
+    }
+
+    fn kernel_users(&mut self, dev: &Path) -> io::Result<Vec<String>> {
+        self.calls.push(format!("kernel users?: {}", dev.display()));
+        Ok(self.exported.get(dev).cloned().unwrap_or_default())
+    }
+
+    fn flock_free(&mut self, dev: &Path) -> io::Result<bool> {
+        self.calls.push(format!("flock?: {}", dev.display()));
+        Ok(!self.locked.iter().any(|l| l == dev))
     }
 
     fn read_to_string(&mut self, path: &Path) -> io::Result<String> {

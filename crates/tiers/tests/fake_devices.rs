@@ -498,6 +498,60 @@ fn a_device_the_kernel_reports_busy_is_refused() {
     assert_eq!(refusal(&o), Refusal::Busy { device: "/dev/sdf".into() });
 }
 
+/// A process holding a partition open, seen every time the scan asks (about 2 s), is named
+/// with its PID, command and the partition; one that lets go while the scan asks again (udev's
+/// probe) is not a user. Nothing runs in either case before the verdict.
+#[test]
+fn a_disk_a_process_holds_through_a_partition_is_refused_naming_the_process() {
+    let machine = || {
+        let mut f = fake_machine();
+        f.block_device("/dev/sdh", 8, 112)
+            .block_device("/dev/sdh1", 8, 113)
+            .file("/sys/class/block/sdh/sdh1/partition", "1\n");
+        f
+    };
+    let tgtd = tiers::users::Opener {
+        pid: 4242,
+        command: "tgtd".into(),
+        device: (8, 113),
+        how: "open read-write (fd 9, /dev/sdh1)".into(),
+    };
+    let mut f = machine();
+    f.open_by.push(tgtd.clone());
+    let mut d = local("d", "/dev/sdh");
+    d.allow_wipe = true;
+    let o = run_plan(std::slice::from_ref(&d), &fake_ctx(), &mut f);
+    assert_eq!(
+        refusal(&o),
+        Refusal::OpenedBy {
+            device: "/dev/sdh".into(),
+            processes: "PID 4242 (tgtd) has it open read-write (fd 9, /dev/sdh1) (through /dev/sdh1)".into()
+        }
+    );
+    assert_eq!(f.calls.iter().filter(|c| c.starts_with("openers?: [(8, 112), (8, 113)]")).count(), 5, "asked 5 times");
+    assert!(f.commands().is_empty(), "{:?}", f.commands());
+    assert!(refusal(&o).to_string().contains("stop it, or name another device"), "{}", refusal(&o));
+}
+
+/// An export of the kernel's (nvmet, LIO, a loop device) refuses the device before the scan
+/// of processes; a flock held through a descriptor the scan cannot see refuses it after.
+#[test]
+fn an_exported_or_locked_disk_is_refused() {
+    let mut f = fake_machine();
+    f.block_device("/dev/sdi", 8, 128);
+    let lio = "/sys/kernel/config/target/core/iblock_0/store/udev_path (/dev/sdi: a LIO backstore)";
+    f.exported.insert("/dev/sdi".into(), vec![lio.into()]);
+    let o = run_plan(&[local("d", "/dev/sdi")], &fake_ctx(), &mut f);
+    assert_eq!(refusal(&o), Refusal::Exported { device: "/dev/sdi".into(), paths: lio.into() });
+    assert!(!f.calls.iter().any(|c| c.starts_with("openers?")), "{:?}", f.calls);
+    let mut f = fake_machine();
+    f.block_device("/dev/sdi", 8, 128);
+    f.locked.push("/dev/sdi".into());
+    let o = run_plan(&[local("d", "/dev/sdi")], &fake_ctx(), &mut f);
+    assert_eq!(refusal(&o), Refusal::Locked { device: "/dev/sdi".into(), via: None });
+    assert!(f.commands().is_empty(), "{:?}", f.commands());
+}
+
 #[test]
 fn a_partition_table_or_a_failed_probe_is_refused() {
     let mut f = fake_machine();

@@ -1,7 +1,7 @@
 //! The real-device path on this machine, on loop devices each test makes itself (sparse file +
 //! `losetup --find --show`) and removes again, also when it fails: every refusal that can be
-//! staged here (mounted, mounted in another mount namespace, swap, xfs/ext4 signature, not a
-//! block device), with the device's contents checked unchanged afterwards, and the provisioning
+//! staged here (mounted, mounted in another mount namespace, swap, held open or mapped by a
+//! process, backing a loop device, xfs/ext4 signature, not a block device), with the device's contents checked unchanged afterwards, and the provisioning
 //! of a blank device through a stable name. Needs root; PGTIER_SKIP_ROOT_TESTS=1 skips
 //! explicitly. (No partition tables on this kernel and no device-mapper: those refusals are in
 //! tests/fake_devices.rs.)
@@ -234,6 +234,135 @@ fn refuses_a_device_in_use_as_swap() {
     sh("swapoff", &[disk.path()]);
     disk.swap = false;
     assert_eq!(disk.hash(), hash, "device contents unchanged");
+}
+
+/// A process started to hold the device, killed (and reaped) on drop.
+struct Holder(std::process::Child);
+
+impl Holder {
+    /// `sh -c script sh <device>`; waits until it printed its first line (it holds the device).
+    fn start(script: &str, dev: &Path) -> Holder {
+        let mut child = Command::new("sh")
+            .args(["-c", script, "sh"])
+            .arg(dev)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().unwrap()), &mut line).unwrap();
+        assert_eq!(line.trim(), "holding", "the holder started");
+        Holder(child)
+    }
+    fn pid(&self) -> u32 {
+        self.0.id()
+    }
+}
+
+impl Drop for Holder {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A program that opens the disk normally (as qemu's raw disk, tgtd, fio or Ceph BlueStore do)
+/// is invisible to O_EXCL and to holders/: the scan of /proc finds it, by PID and command, and
+/// not one byte changes, even with allow_wipe. The same for a process that only maps it.
+#[test]
+fn refuses_a_device_a_process_holds_open_or_mapped_and_leaves_every_byte_alone() {
+    if !root_or_skip() {
+        return;
+    }
+    let disk = LoopDisk::new(512 << 20);
+    sh("mkfs.ext4", &["-q", "-F", "-L", "live", disk.path()]);
+    let hash = disk.hash();
+    let busy = tiers::system::System::busy(&mut RealSystem, &disk.dev).unwrap();
+    assert!(!busy, "the kernel does not see an ordinary open: this is what the scan is for");
+    // `exec 3<>` opens read-write and keeps it across exec, as a daemon keeps its disk.
+    let holder = Holder::start("exec 3<>\"$1\"; echo holding; exec sleep 120", &disk.dev);
+    let mut d = local("data", disk.path());
+    d.allow_wipe = true;
+    let run = provision_and_tear_down(disk.dir.path(), std::slice::from_ref(&d), |_| {});
+    match refused(&run) {
+        Refusal::OpenedBy { device, processes } => {
+            assert_eq!(device, disk.path());
+            assert!(
+                processes.contains(&format!(
+                    "PID {} (sleep) has it open read-write (fd 3, {})",
+                    holder.pid(),
+                    disk.path()
+                )),
+                "{processes}"
+            );
+        }
+        r => panic!("{r}"),
+    }
+    drop(holder);
+    assert_eq!(disk.hash(), hash, "device contents unchanged");
+    // Mapped, the descriptor closed: still a user.
+    let mapper = Holder::start(
+        "exec python3 -c 'import mmap, os, sys, time\nfd = os.open(sys.argv[1], os.O_RDONLY)\nm = mmap.mmap(fd, 4096, prot=mmap.PROT_READ)\nos.close(fd)\nprint(\"holding\", flush=True)\ntime.sleep(120)' \"$1\"",
+        &disk.dev,
+    );
+    let run = provision_and_tear_down(disk.dir.path(), std::slice::from_ref(&d), |_| {});
+    match refused(&run) {
+        Refusal::OpenedBy { processes, .. } => {
+            assert!(
+                processes.contains(&format!("PID {} (python3) has it mapped ({})", mapper.pid(), disk.path())),
+                "{processes}"
+            );
+        }
+        r => panic!("{r}"),
+    }
+    drop(mapper);
+    assert_eq!(disk.hash(), hash, "device contents unchanged");
+}
+
+/// A loop device whose backing file is the disk: the kernel opens it without a holder and
+/// without a process, so only the loop device's backing_file shows it.
+#[test]
+fn refuses_a_device_that_backs_a_loop_device() {
+    if !root_or_skip() {
+        return;
+    }
+    let disk = LoopDisk::new(512 << 20);
+    let hash = disk.hash();
+    let upper = sh("losetup", &["--find", "--show", disk.path()]).trim().to_string();
+    let detach = scopeguard(|| {
+        let _ = Command::new("losetup").args(["-d", &upper]).status();
+    });
+    let mut d = local("data", disk.path());
+    d.allow_wipe = true;
+    let run = provision_and_tear_down(disk.dir.path(), &[d], |_| {});
+    match refused(&run) {
+        Refusal::Exported { device, paths } => {
+            assert_eq!(device, disk.path());
+            let loop_name = upper.trim_start_matches("/dev/");
+            assert_eq!(
+                paths,
+                format!(
+                    "/sys/class/block/{loop_name}/loop/backing_file ({}: the backing file of loop device {upper})",
+                    disk.path()
+                )
+            );
+        }
+        r => panic!("{r}"),
+    }
+    drop(detach);
+    assert_eq!(disk.hash(), hash, "device contents unchanged");
+}
+
+/// Runs `f` on drop.
+fn scopeguard(f: impl FnOnce()) -> impl Drop {
+    struct Guard<F: FnOnce()>(Option<F>);
+    impl<F: FnOnce()> Drop for Guard<F> {
+        fn drop(&mut self) {
+            if let Some(f) = self.0.take() {
+                f()
+            }
+        }
+    }
+    Guard(Some(f))
 }
 
 #[test]

@@ -431,7 +431,7 @@ fn a_busy_or_already_exported_device_is_refused_on_the_host() {
     // The O_EXCL open is made there (perl's sysopen; 3 = EBUSY: a ZFS pool member, a device
     // mounted in another mount namespace); nvmet opens its device without claiming it, so its
     // namespaces' device_path are read too.
-    let check = |answers: &[(&str, Canned)]| {
+    let check_with = |answers: &[(&str, Canned)]| {
         let mut f = FakeSystem::new();
         f.answer(&on_host(&["readlink", "-e", "--", "/dev/disk/by-id/nvme-target-ssd"]), Canned::ok("/dev/sdb\n"))
             .answer(&on_host(&["readlink", "-e", "--", "/dev/sdb"]), Canned::ok("/dev/sdb\n"))
@@ -439,8 +439,8 @@ fn a_busy_or_already_exported_device_is_refused_on_the_host() {
                 &on_host(&["stat", "-L", "-c", "%F %t %T", "--", "/dev/sdb"]),
                 Canned::ok("block special file 8 10\n"),
             );
-        for (start, answer) in answers {
-            f.answer(&script_prefix(start), answer.clone());
+        for (prefix, answer) in answers {
+            f.answer(prefix, answer.clone());
         }
         let step = Step {
             device: Some("remote".into()),
@@ -457,13 +457,36 @@ fn a_busy_or_already_exported_device_is_refused_on_the_host() {
         let r = execute(&plan, &[served(None)], &mut f, &journal, &AtomicBool::new(false), &mut |_| {});
         (r.map(|_| ()), f.commands())
     };
+    // Answers to `sh -c '<script>'` there, by the script's start.
+    let check = |answers: &[(&str, Canned)]| {
+        let prefixes: Vec<(String, Canned)> = answers.iter().map(|(s, a)| (script_prefix(s), a.clone())).collect();
+        let refs: Vec<(&str, Canned)> = prefixes.iter().map(|(p, a)| (p.as_str(), a.clone())).collect();
+        check_with(&refs)
+    };
     let (r, commands) = check(&[("command -v perl", Canned::fail(3, "Device or resource busy\n"))]);
     let Err(ProvisionError::Refused { refusal, .. }) = r else { panic!("busy is refused: {r:?} {commands:?}") };
     assert!(refusal.to_string().contains("/dev/sdb is busy"), "{refusal}");
     let exported = "/sys/kernel/config/nvmet/subsystems/nqn.2014-08.org.example:other/namespaces/1/device_path";
     let (r, commands) = check(&[("dev=$1; nvmet=", Canned::ok(format!("{exported}\n")))]);
     let Err(ProvisionError::Refused { refusal, .. }) = r else { panic!("exported is refused: {r:?} {commands:?}") };
-    assert!(refusal.to_string().contains(&format!("already exported by nvmet on that host ({exported})")), "{refusal}");
+    assert!(refusal.to_string().contains(&format!("/dev/sdb is served by the kernel ({exported})")), "{refusal}");
+    // A process there that has the disk open: found by the scan of /proc run there (perl).
+    let scan = on_host(&["perl", "-e", tiers::users::OPENERS, "--", "8:16"]);
+    let (r, commands) = check(&[]);
+    assert!(commands.contains(&scan), "the scan runs there: {commands:?}");
+    assert!(r.is_ok(), "{r:?}");
+    let opened = "3100\ttgtd\t8:16\topen read-write (fd 12, /dev/sdb)\n";
+    let (r, _) = check_with(&[(&scan, Canned::ok(opened))]);
+    let Err(ProvisionError::Refused { refusal, .. }) = r else { panic!("open is refused: {r:?}") };
+    assert!(
+        refusal.to_string().contains("/dev/sdb is in use by another program: PID 3100 (tgtd) has it open read-write"),
+        "{refusal}"
+    );
+    // A lock there (flock(1) exits 3 once its wait is over).
+    let flock = on_host(&["flock", "--exclusive", "--wait", "3", "--conflict-exit-code", "3", "/dev/sdb", "true"]);
+    let (r, _) = check_with(&[(&flock, Canned::fail(3, ""))]);
+    let Err(ProvisionError::Refused { refusal, .. }) = r else { panic!("locked is refused: {r:?}") };
+    assert!(refusal.to_string().contains("/dev/sdb is locked"), "{refusal}");
     // Without perl there, the check fails rather than passes.
     let (r, _) = check(&[("command -v perl", Canned::fail(4, "perl is not installed (it makes the O_EXCL open)\n"))]);
     let Err(ProvisionError::Refused { refusal, .. }) = r else { panic!("{r:?}") };

@@ -66,6 +66,7 @@ state() {
 	echo "## nvme list-subsys"; nvme list-subsys -o json 2>&1 | grep -E '"(NQN|Name|Transport|State)"' | sort
 	echo "## ndctl"; ndctl list -N -i 2>&1 | grep -E '"(dev|mode|blockdev|chardev|state|name)"' | sort
 	echo "## nvmet"; find /sys/kernel/config/nvmet -mindepth 2 2>/dev/null | sort
+	echo "## lio"; find /sys/kernel/config/target/core -mindepth 2 -maxdepth 2 2>/dev/null | sort
 	echo "## md"; cat /proc/mdstat 2>/dev/null | grep '^md' || true
 	echo "## dm"; dmsetup ls 2>/dev/null | sort
 	echo "## block"; ls /sys/class/block | sort

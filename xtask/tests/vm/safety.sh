@@ -107,4 +107,42 @@ refused sas-right-serial /dev/sda "class = \"nvme\"
 path = \"/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_PGT-SAS0\"
 model = \"QEMU HARDDISK\"
 serial = \"PGT-SAS0\""
+# A drive a program holds open read-write (as a VM's raw disk, a target daemon or fio do),
+# named with allow_wipe = true: the kernel's O_EXCL open and holders/ cannot see it; refused,
+# the program named by PID, not one byte changed.
+spare0=$(nvme_dev PGT-SPARE0)
+md5sum < "$spare0" > "$OUT/held-open.md5-before"
+sh -c 'exec 3<>"$1"; exec sleep 600' sh "$spare0" &
+holder=$!
+echo "$holder" > "$OUT/held-open.pid"
+sleep 1
+refused held-open "$spare0" "class = \"nvme\"
+path = \"$(nvme_by_serial PGT-SPARE0)\"
+allow_wipe = true"
+kill "$holder"; wait "$holder" 2>/dev/null
+md5sum < "$spare0" > "$OUT/held-open.md5-after"
+
+# A drive the guest's own nvmet exports (nvmet opens it without claiming it), allow_wipe = true.
+spare1=$(nvme_dev PGT-SPARE1)
+md5sum < "$spare1" > "$OUT/nvmet-exported.md5-before"
+nvmet_export nqn.2014-08.org.example:pgt-safety-live "$spare1" > "$OUT/nvmet-export.txt" 2>&1
+echo "exit $?" >> "$OUT/nvmet-export.txt"
+refused nvmet-exported "$spare1" "class = \"nvme\"
+path = \"$(nvme_by_serial PGT-SPARE1)\"
+allow_wipe = true"
+nvmet_remove nqn.2014-08.org.example:pgt-safety-live
+md5sum < "$spare1" > "$OUT/nvmet-exported.md5-after"
+
+# A drive a LIO fileio backstore serves (opened without a claim, like nvmet), allow_wipe = true.
+data=$(nvme_dev PGT-DATA)
+lio=/sys/kernel/config/target/core/fileio_0/pgt-live
+{ modprobe target_core_mod && modprobe target_core_file \
+	&& mkdir -p "$lio" \
+	&& echo "fd_dev_name=$data,fd_dev_size=$(blockdev --getsize64 "$data")" > "$lio/control" \
+	&& echo 1 > "$lio/enable" && cat "$lio/info"; } > "$OUT/lio-export.txt" 2>&1
+echo "exit $?" >> "$OUT/lio-export.txt"
+refused lio-exported "$data" "class = \"nvme\"
+path = \"$(nvme_by_serial PGT-DATA)\"
+allow_wipe = true"
+rmdir "$lio" && rmdir "${lio%/*}"
 exit 0

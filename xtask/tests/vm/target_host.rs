@@ -75,13 +75,13 @@ fn target_host_case(mode: &str, timeout: Duration) -> Guest {
     // The other owner's exported drive: refused on the host, nothing made.
     let exported = g.out("exported.stderr");
     assert_eq!(g.out("exported.rc").trim(), "1", "{exported}");
-    assert!(exported.contains("refused") && exported.contains("already exported by nvmet"), "{exported}");
+    assert!(exported.contains("refused") && exported.contains("is served by the kernel"), "{exported}");
     assert_same_state(&before, &g.out("state-after-exported.txt"), &[], "the exported drive refused");
     // A partition of the drive exported by another owner's subsystem: the whole drive is refused.
     let partition = g.out("partition.stderr");
     assert_eq!(g.out("partition.rc").trim(), "1", "{partition}");
     assert!(
-        partition.contains("already exported by nvmet")
+        partition.contains("is served by the kernel")
             && partition.contains("subsystems/nqn.2014-08.org.example:a-partition/namespaces/1/device_path"),
         "{partition}"
     );

@@ -258,7 +258,7 @@ impl Action {
                 serial.as_deref().unwrap_or("(any)")
             ),
             Action::HostDeviceCheck { host, device, allow_wipe } => format!(
-                "[on host {host}] check {} is a block device (readlink -e, stat), not held by LVM/md/dm, not mounted, not swap, not busy (O_EXCL open), not exported by nvmet already{}",
+                "[on host {host}] check {} is a block device (readlink -e, stat), not held by LVM/md/dm, not mounted, not swap, not busy (O_EXCL open), not exported by nvmet or LIO nor backing a loop device, not open or mapped by any process there (/proc), not locked (flock){}",
                 device.display(),
                 if *allow_wipe {
                     " (existing signatures may be wiped: allow_wipe = true)"

@@ -53,7 +53,7 @@ impl fmt::Display for Check {
             ),
             Check::NotInUse { device, allow_wipe } => write!(
                 f,
-                "check {device} is not mounted (in any mount namespace), not swap, not held by LVM/md/dm, not backing the running system{}",
+                "check {device} is not mounted (in any mount namespace), not swap, not held by LVM/md/dm, not backing the running system, not exported by nvmet or LIO nor backing a loop device, not open or mapped by any process (/proc), not locked (flock){}",
                 if *allow_wipe {
                     " (existing signatures may be wiped: allow_wipe = true)"
                 } else {

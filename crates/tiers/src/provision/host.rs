@@ -184,56 +184,11 @@ impl Executor<'_> {
         let refused = self.probe(n, |s| {
             let mut h = HostSystem { inner: s, shell: &shell };
             let dev = h.canonicalize(device).unwrap_or_else(|_| device.to_path_buf());
-            safety::check_block_device(&mut h, &dev)
-                .and_then(|()| safety::check_not_in_use(&mut h, &dev, allow_wipe))
-                .and_then(|()| not_exported(&mut h, &dev))
+            safety::check_block_device(&mut h, &dev).and_then(|()| safety::check_not_in_use(&mut h, &dev, allow_wipe))
         });
         // The step names the host: `[on host <name>] check ...`.
         refused.map_err(StepError::Refused)
     }
-}
-
-/// Prints every nvmet export that reaches the device `$1` (resolved): a namespace whose
-/// `device_path` is the device, its parent disk or any partition of that disk (`<path file>
-/// (<device>)`), and a passthru subsystem whose `device_path` is a controller of the NVMe
-/// namespace `$1` is on; nothing when there is none (or no nvmet). `$2` and `$3` are nvmet's
-/// configfs directory and sysfs's block class (other roots only in pgtier's own tests).
-const EXPORTED: &str = r#"dev=$1; nvmet=${2:-/sys/kernel/config/nvmet}; block=${3:-/sys/class/block}
-name=${dev##*/}; disk=$name; related=$dev
-if [ -f "$block/$name/partition" ]; then
-  disk=$(basename "$(dirname "$(readlink -f -- "$block/$name")")"); related="$related /dev/$disk"
-fi
-for p in "$block/$disk/$disk"*; do
-  [ -f "$p/partition" ] && [ "/dev/${p##*/}" != "$dev" ] && related="$related /dev/${p##*/}"
-done
-ctrls=; owner=$(readlink -f -- "$block/$disk/device" 2>/dev/null)
-case "${owner##*/}" in
-  nvme-subsys*) for c in "$owner"/nvme*; do [ -e "$c" ] && ctrls="$ctrls ${c##*/}"; done ;;
-  nvme[0-9]*) ctrls=${owner##*/} ;;
-esac
-for f in "$nvmet"/subsystems/*/namespaces/*/device_path; do
-  [ -f "$f" ] || continue
-  p=$(cat "$f"); [ -n "$p" ] || continue
-  r=$(readlink -f -- "$p")
-  for x in $related; do [ "$r" = "$x" ] && echo "$f ($r)"; done
-done
-for f in "$nvmet"/subsystems/*/passthru/device_path; do
-  [ -f "$f" ] || continue
-  p=$(cat "$f"); [ -n "$p" ] || continue
-  r=$(readlink -f -- "$p")
-  for c in $ctrls; do [ "$r" = "/dev/$c" ] && echo "$f ($r, the controller of $dev: passthru)"; done
-done; exit 0"#;
-
-/// The device is not a namespace of an nvmet export already (nvmet opens its device without
-/// claiming it, so the O_EXCL open passes a device another export serves).
-fn not_exported(h: &mut HostSystem, dev: &Path) -> Result<(), safety::Refusal> {
-    let device = dev.display().to_string();
-    let out = h.words(&["sh", "-c", EXPORTED, "sh", &device]).map_err(|e| safety::Refusal::ProbeFailed {
-        device: device.clone(),
-        detail: format!("nvmet's namespaces: {e}"),
-    })?;
-    let paths: Vec<&str> = out.lines().filter(|l| !l.trim().is_empty()).collect();
-    if paths.is_empty() { Ok(()) } else { Err(safety::Refusal::Exported { device, paths: paths.join(", ") }) }
 }
 
 /// Opens `$1` read-only with O_EXCL (perl's sysopen: a shell cannot ask for O_EXCL) and exits
@@ -290,6 +245,20 @@ impl System for HostSystem<'_> {
             0 => Ok(false),
             3 => Ok(true),
             s => Err(io::Error::other(format!("exit status {s}: {}", out.stderr.trim()))),
+        }
+    }
+    fn flock_free(&mut self, dev: &Path) -> io::Result<bool> {
+        // util-linux's flock(1): 3 when the lock is still held after the wait.
+        let w: Vec<String> = ["flock", "--exclusive", "--wait", "3", "--conflict-exit-code", "3"]
+            .into_iter()
+            .map(String::from)
+            .chain([dev.display().to_string(), "true".to_string()])
+            .collect();
+        let out = self.inner.run(&ssh(self.shell, &w), Duration::from_secs(60)).map_err(io::Error::other)?;
+        match out.status {
+            0 => Ok(true),
+            3 => Ok(false),
+            s => Err(io::Error::other(format!("flock exit status {s}: {}", out.stderr.trim()))),
         }
     }
     fn read_to_string(&mut self, path: &Path) -> io::Result<String> {
@@ -386,73 +355,5 @@ mod tests {
         assert_eq!(file_kind_of_stat("regular empty file 0 0"), FileKind::File);
         assert_eq!(file_kind_of_stat("directory 0 0"), FileKind::Directory);
         assert_eq!(file_kind_of_stat("character special file 1 3"), FileKind::Other);
-    }
-
-    /// The real script, run by `sh` on a tree laid out as nvmet's configfs and sysfs's block
-    /// class are: disk pgtfake0n1 (partitions p1 and p2) is namespace 1 of controller
-    /// pgtfake0 under subsystem pgtfake-subsys0 (native multipath), disk pgtfake9n1 another's.
-    #[test]
-    fn exports_of_the_disk_its_partitions_and_its_controller_are_found() {
-        let root = tempfile::tempdir().unwrap();
-        let (nvmet, block, devices) =
-            (root.path().join("nvmet"), root.path().join("block"), root.path().join("devices"));
-        let mkdir = |p: &std::path::Path| std::fs::create_dir_all(p).unwrap();
-        let link = |to: &std::path::Path, from: &std::path::Path| std::os::unix::fs::symlink(to, from).unwrap();
-        mkdir(&block);
-        for disk in ["pgtfake0n1", "pgtfake9n1"] {
-            mkdir(&devices.join(disk));
-            link(&devices.join(disk), &block.join(disk));
-        }
-        let subsys = devices.join("nvme-subsys-pgtfake");
-        mkdir(&subsys.join("nvme-subsys7"));
-        mkdir(&subsys.join("nvme-subsys7/pgtfake0"));
-        link(&subsys.join("nvme-subsys7"), &devices.join("pgtfake0n1/device"));
-        // The case statement reads the owner's name: nvme-subsys<N> or nvme<N>.
-        std::fs::rename(subsys.join("nvme-subsys7/pgtfake0"), subsys.join("nvme-subsys7/nvme42")).unwrap();
-        for p in ["pgtfake0n1p1", "pgtfake0n1p2"] {
-            mkdir(&devices.join("pgtfake0n1").join(p));
-            std::fs::write(devices.join("pgtfake0n1").join(p).join("partition"), "1\n").unwrap();
-            link(&devices.join("pgtfake0n1").join(p), &block.join(p));
-        }
-        let export = |subsystem: &str, what: &str, path: &str| {
-            let dir = nvmet.join("subsystems").join(subsystem).join(what);
-            mkdir(&dir);
-            std::fs::write(dir.join("device_path"), format!("{path}\n")).unwrap();
-            dir.join("device_path").display().to_string()
-        };
-        let run = |dev: &str| -> String {
-            let out = std::process::Command::new("sh")
-                .args(["-c", EXPORTED, "sh", dev])
-                .arg(&nvmet)
-                .arg(&block)
-                .output()
-                .unwrap();
-            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-            String::from_utf8(out.stdout).unwrap()
-        };
-        // Nothing exported: nothing printed.
-        assert_eq!(run("/dev/pgtfake0n1"), "");
-        // Another disk exported: not ours.
-        export("other", "namespaces/1", "/dev/pgtfake9n1");
-        assert_eq!(run("/dev/pgtfake0n1"), "");
-        // A partition of the disk exported: the disk and its other partition are refused, the
-        // exported partition itself too.
-        let p1 = export("part", "namespaces/1", "/dev/pgtfake0n1p1");
-        assert_eq!(run("/dev/pgtfake0n1"), format!("{p1} (/dev/pgtfake0n1p1)\n"));
-        assert_eq!(run("/dev/pgtfake0n1p2"), format!("{p1} (/dev/pgtfake0n1p1)\n"));
-        assert_eq!(run("/dev/pgtfake0n1p1"), format!("{p1} (/dev/pgtfake0n1p1)\n"));
-        std::fs::remove_dir_all(nvmet.join("subsystems/part")).unwrap();
-        // The whole disk exported: each partition is refused.
-        let whole = export("whole", "namespaces/3", "/dev/pgtfake0n1");
-        assert_eq!(run("/dev/pgtfake0n1p2"), format!("{whole} (/dev/pgtfake0n1)\n"));
-        std::fs::remove_dir_all(nvmet.join("subsystems/whole")).unwrap();
-        // A passthru subsystem on the namespace's controller.
-        let pt = export("pt", "passthru", "/dev/nvme42");
-        assert_eq!(
-            run("/dev/pgtfake0n1"),
-            format!("{pt} (/dev/nvme42, the controller of /dev/pgtfake0n1: passthru)\n")
-        );
-        let other = run("/dev/pgtfake9n1");
-        assert!(other.contains("subsystems/other/") && !other.contains("passthru"), "another controller's: {other}");
     }
 }

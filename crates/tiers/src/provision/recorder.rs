@@ -34,6 +34,15 @@ impl System for Recorder<'_> {
     fn busy(&mut self, dev: &Path) -> std::io::Result<bool> {
         self.inner.busy(dev)
     }
+    fn openers(&mut self, devices: &[(u32, u32)]) -> std::io::Result<Vec<crate::system::Opener>> {
+        self.inner.openers(devices)
+    }
+    fn kernel_users(&mut self, dev: &Path) -> std::io::Result<Vec<String>> {
+        self.inner.kernel_users(dev)
+    }
+    fn flock_free(&mut self, dev: &Path) -> std::io::Result<bool> {
+        self.inner.flock_free(dev)
+    }
     fn read_to_string(&mut self, path: &Path) -> std::io::Result<String> {
         self.inner.read_to_string(path)
     }
