@@ -346,6 +346,29 @@ pub fn hex_id(id: &str) -> String {
 /// claim (O_EXCL), the kernel's exports (nvmet, LIO, loop), processes that have it open or
 /// mapped, another's flock, signatures.
 pub fn check_not_in_use(sys: &mut dyn System, dev: &Path, allow_wipe: bool) -> Result<(), Refusal> {
+    let members = check_unused(sys, dev, true)?;
+    if !allow_wipe {
+        let device = dev.display().to_string();
+        let found =
+            signatures(sys, &members).map_err(|detail| Refusal::ProbeFailed { device: device.clone(), detail })?;
+        if !found.is_empty() {
+            return Err(Refusal::HasSignature { device, found: found.join(", ") });
+        }
+    }
+    Ok(())
+}
+
+/// The same users again, immediately before mkfs: udev may have activated an old volume group
+/// or array on the disk (or its new partition) since the checks, for LVM's event
+/// autoactivation runs after `udevadm settle` returns. No flock (pgtier holds the disk's own
+/// lock by then) and no signatures (the file's `allow_wipe` was judged before).
+pub fn check_still_unused(sys: &mut dyn System, disk: &Path) -> Result<(), Refusal> {
+    check_unused(sys, disk, false).map(|_| ())
+}
+
+/// Holders, mounts, swap, the O_EXCL open, the kernel's exports, processes and (with `lock`) a
+/// flock, of `dev` and its partitions; returns those members.
+fn check_unused(sys: &mut dyn System, dev: &Path, lock: bool) -> Result<Vec<PathBuf>, Refusal> {
     let device = dev.display().to_string();
     let members = device_and_partitions(sys, dev);
     let canon = |sys: &mut dyn System, p: &Path| sys.canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
@@ -394,16 +417,8 @@ pub fn check_not_in_use(sys: &mut dyn System, dev: &Path, allow_wipe: bool) -> R
         }
     }
 
-    check_no_other_user(sys, dev, &members, &numbers)?;
-
-    if !allow_wipe {
-        let found =
-            signatures(sys, &members).map_err(|detail| Refusal::ProbeFailed { device: device.clone(), detail })?;
-        if !found.is_empty() {
-            return Err(Refusal::HasSignature { device, found: found.join(", ") });
-        }
-    }
-    Ok(())
+    check_no_other_user(sys, dev, &members, &numbers, lock)?;
+    Ok(members)
 }
 
 /// Users the kernel does not claim the device for (see [`crate::users`]): the kernel's exports
@@ -415,6 +430,7 @@ fn check_no_other_user(
     dev: &Path,
     members: &[PathBuf],
     numbers: &[Option<(u32, u32)>],
+    lock: bool,
 ) -> Result<(), Refusal> {
     let device = dev.display().to_string();
     let exports = sys.kernel_users(dev).map_err(|e| Refusal::ProbeFailed {
@@ -470,7 +486,7 @@ fn check_no_other_user(
             .collect();
         return Err(Refusal::OpenedBy { device, processes: named.join("; ") });
     }
-    for m in members {
+    for m in members.iter().filter(|_| lock) {
         match sys.flock_free(m) {
             Ok(true) => {}
             Ok(false) => {

@@ -41,8 +41,9 @@ impl std::fmt::Display for Opener {
 /// Prints one line per (process, descriptor or mapping) whose file is one of the block devices
 /// given as `MAJ:MIN` arguments: `pid<TAB>command<TAB>MAJ:MIN<TAB>how`. A file is compared by
 /// `stat` through `/proc` (the device number, whatever its node's name or mount namespace);
-/// mappings through `map_files` (needs root), else the path `maps` shows. Its own process is
-/// left out; processes that exit during the scan are skipped. Exit 0, or 2 when /proc cannot be
+/// mappings through `map_files` (needs root), else the path `maps` shows. Its own process and
+/// its parent (pgtier, which holds a disk's lock while it partitions and formats it; over ssh,
+/// the session's shell) are left out; processes that exit during the scan are skipped. Exit 0, or 2 when /proc cannot be
 /// read. perl-base is essential on Debian and Ubuntu.
 pub const OPENERS: &str = r#"use strict; use warnings;
 my %want = map { $_ => 1 } @ARGV;
@@ -53,7 +54,7 @@ sub num { my $r = shift;
 sub hit { my @s = stat($_[0]); return undef unless @s && -b _; my $k = num($s[6]); return $want{$k} ? $k : undef; }
 opendir(my $proc, "/proc") or do { print STDERR "/proc: $!\n"; exit 2 };
 for my $pid (sort { $a <=> $b } grep { /^\d+$/ } readdir $proc) {
-  next if $pid == $$;
+  next if $pid == $$ || $pid == getppid();
   my $comm = "?";
   if (open my $c, "<", "/proc/$pid/comm") { $comm = <$c> // "?"; chomp $comm; close $c }
   if (opendir my $fds, "/proc/$pid/fd") {

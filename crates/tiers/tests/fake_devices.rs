@@ -14,6 +14,9 @@ use tiers::safety::Refusal;
 use tiers::spec::{Precondition, RealDevice};
 use tiers::system::{Canned, FakeSystem};
 
+/// The look for LVM's autoactivation units before mkfs.
+const LVM_UNITS: &str = "systemctl list-units --all --plain --no-legend --no-pager 'lvm-activate-*'";
+
 fn pmem_machine(list_fixture: &str) -> FakeSystem {
     let mut f = fake_machine();
     f.answer("ndctl list -N", Canned::ok(fixture(list_fixture)))
@@ -45,6 +48,8 @@ fn pmem_in_fsdax_mode_is_formatted_without_reflink_and_mounted_with_dax() {
             "blkid -p -o export /dev/pmem0".into(),
             "wipefs -J --no-act /dev/pmem0".into(),
             "udevadm settle --timeout=60".into(),
+            "udevadm settle --timeout=60".into(),
+            LVM_UNITS.into(),
             "mkfs.xfs -m reflink=0 -d su=2m,sw=1 -L pmem-data /dev/pmem0".into(),
             format!("mount -t xfs -o noatime,dax=always /dev/pmem0 {}", mp.display()),
             format!("xfs_info {}", mp.display()),
@@ -95,6 +100,8 @@ fn pmem_in_devdax_mode_is_reconfigured_when_allowed() {
             "ndctl create-namespace -f -e namespace0.0 -m fsdax --align=2M".into(),
             "ndctl list -N -i".into(),
             "udevadm settle --timeout=60".into(),
+            "udevadm settle --timeout=60".into(),
+            LVM_UNITS.into(),
             "mkfs.xfs -f -m reflink=0 -d su=2m,sw=1 -L pm /dev/pmem0".into(),
             format!("mount -t xfs -o noatime,dax=always /dev/pmem0 {}", mp.display()),
             format!("xfs_info {}", mp.display()),
@@ -267,6 +274,8 @@ fn local_nvme_with_identity_and_partition_as_in_seed_003() {
             "parted -s /dev/nvme0n1 mklabel gpt mkpart primary 2048s 100%".into(),
             "parted -s /dev/nvme0n1 align-check opt 1".into(),
             "udevadm settle --timeout=60".into(),
+            "udevadm settle --timeout=60".into(),
+            LVM_UNITS.into(),
             "mkfs.xfs -L nvme-data /dev/nvme0n1p1".into(),
             "udevadm settle --timeout=60".into(),
             format!("mount -t xfs -o noatime /dev/nvme0n1p1 {}", mp.display()),
@@ -277,6 +286,40 @@ fn local_nvme_with_identity_and_partition_as_in_seed_003() {
     assert_eq!(d.block_device, Path::new("/dev/nvme0n1p1"));
     assert!(d.mount.dax.note.is_empty());
     assert!(d.facts.xfs_info.is_some());
+}
+
+/// An old volume group at the new partition's start, activated by udev after the checks
+/// passed (lvm2's event autoactivation runs after `udevadm settle` returns): found again
+/// immediately before mkfs, which never runs; the activation unit is waited out first.
+#[test]
+fn a_volume_group_activated_after_the_checks_stops_the_run_before_mkfs() {
+    let mut f = nvme_disk_machine();
+    f.on_run("parted -s /dev/nvme0n1 mklabel", "/sys/class/block/nvme0n1/nvme0n1p1/partition", "1\n").on_run(
+        "parted -s /dev/nvme0n1 mklabel",
+        "/sys/class/block/nvme0n1p1/holders/dm-0",
+        "",
+    );
+    let activating =
+        "lvm-activate-oldvg.service loaded active running /usr/sbin/lvm vgchange -aay --autoactivation event oldvg\n";
+    f.answer_once("systemctl list-units", Canned::ok(activating)).answer_once("systemctl list-units", Canned::ok(""));
+    let mut d = partitioned(samsung("d"));
+    d.allow_wipe = true;
+    let o = run_plan(&[d], &fake_ctx(), &mut f);
+    assert_eq!(refusal(&o), Refusal::Held { device: "/dev/nvme0n1".into(), holders: "dm-0".into() });
+    let commands = f.commands();
+    assert_eq!(commands.iter().filter(|c| c.starts_with("systemctl list-units")).count(), 2, "waited: {commands:?}");
+    assert!(!commands.iter().any(|c| c.starts_with("mkfs")), "{commands:?}");
+}
+
+/// `udevadm settle` that times out (its queue still busy) fails the step before mkfs.
+#[test]
+fn a_settle_that_times_out_stops_the_run_before_mkfs() {
+    let mut f = nvme_disk_machine();
+    f.answer("udevadm settle", Canned::fail(1, "Timed out for waiting the udev queue being empty.\n"));
+    let o = run_plan(&[samsung("d")], &fake_ctx(), &mut f);
+    let e = step_error(&o);
+    assert!(e.contains("udev's event queue did not empty in 60 s") && e.contains("Timed out for waiting"), "{e}");
+    assert!(!f.commands().iter().any(|c| c.starts_with("mkfs")), "{:?}", f.commands());
 }
 
 #[test]
@@ -333,6 +376,8 @@ fn discard_precondition_and_partition_in_order_without_mkfs_discard() {
             "parted -s /dev/nvme0n1 align-check opt 1".into(),
             "udevadm settle --timeout=60".into(),
             "wipefs --all /dev/nvme0n1p1".into(),
+            "udevadm settle --timeout=60".into(),
+            LVM_UNITS.into(),
             "mkfs.xfs -f -K -d su=64k,sw=4 -L d /dev/nvme0n1p1".into(),
             "udevadm settle --timeout=60".into(),
             format!("mount -t xfs -o noatime /dev/nvme0n1p1 {}", mp.display()),
@@ -712,6 +757,8 @@ fn a_disabled_pmem_namespace_is_seen_with_ndctl_list_i_and_reconfigured_when_all
             "ndctl create-namespace -f -e namespace1.0 -m fsdax --align=2M".into(),
             "ndctl list -N -i".into(),
             "udevadm settle --timeout=60".into(),
+            "udevadm settle --timeout=60".into(),
+            LVM_UNITS.into(),
             "mkfs.xfs -f -m reflink=0 -d su=2m,sw=1 -L pmem-wal /dev/pmem1".into(),
             format!("mount -t xfs -o noatime,dax=always /dev/pmem1 {}", mp.display()),
             format!("xfs_info {}", mp.display()),
@@ -762,13 +809,16 @@ fn a_partition_starts_where_the_devices_geometry_wants_it_with_the_disk_locked()
     let at = |prefix: &str| f.calls.iter().position(|c| c.starts_with(prefix)).unwrap_or_else(|| panic!("{prefix}"));
     let settles: Vec<usize> =
         f.calls.iter().enumerate().filter(|(_, c)| c.starts_with("run: udevadm settle")).map(|(i, _)| i).collect();
-    assert_eq!(settles.len(), 2, "{:?}", f.calls);
+    assert_eq!(settles.len(), 3, "{:?}", f.calls);
     assert!(at("run: parted -s /dev/vdb align-check") < settles[0]);
     assert!(settles[0] < at("lock: /dev/vdb"));
-    assert!(at("lock: /dev/vdb") < at("run: mkfs.xfs"));
+    // Immediately before mkfs, with the disk held: settled, LVM's activations waited out, the
+    // disk and its partition checked again.
+    assert!(at("lock: /dev/vdb") < settles[1]);
+    assert!(settles[1] < at("run: systemctl list-units") && at("run: systemctl list-units") < at("run: mkfs.xfs"));
     assert!(at("run: mkfs.xfs") < at("unlock: /dev/vdb"));
-    assert!(at("unlock: /dev/vdb") < settles[1]);
-    assert!(settles[1] < at("run: mount"));
+    assert!(at("unlock: /dev/vdb") < settles[2]);
+    assert!(settles[2] < at("run: mount"));
     let text = o.plan.to_string();
     assert!(text.contains("udevadm settle; flock --exclusive <raid.disk>"), "{text}");
     assert!(text.contains("mkpart primary <raid.start> 100%"), "{text}");

@@ -111,6 +111,8 @@ fn connect_resolve_mkfs_mount_and_the_secret_stays_out_of_every_record() {
             "udevadm settle --timeout=60".into(),
             "blkid -p -o export /dev/nvme0n1".into(),
             "wipefs -J --no-act /dev/nvme0n1".into(),
+            "udevadm settle --timeout=60".into(),
+            "systemctl list-units --all --plain --no-legend --no-pager 'lvm-activate-*'".into(),
             "mkfs.xfs -L remote /dev/nvme0n1".into(),
             format!("mount -t xfs -o noatime /dev/nvme0n1 {}", mp.display()),
             format!("xfs_info {}", mp.display()),
@@ -353,7 +355,13 @@ fn two_namespaces_of_one_subsystem_share_one_connection() {
     let (mp_a, mp_b) = (mountpoint("lb-data"), mountpoint("lb-wal"));
     let line_a = mounts_line_from("local/proc-mounts.xfs-default.txt", "/dev/nvme6n1", &mp_a);
     let line_b = mounts_line_from("local/proc-mounts.xfs-default.txt", "/dev/nvme6n2", &mp_b);
-    mount_adds(&mut f, &format!("{line_a}\n{line_b}"));
+    // Each mount adds its own line (the second device is checked again before its mkfs, after
+    // the first is mounted).
+    f.on_run("mount -t xfs -o noatime /dev/nvme6n1 ", "/proc/self/mounts", format!("{line_a}\n")).on_run(
+        "mount -t xfs -o noatime /dev/nvme6n2 ",
+        "/proc/self/mounts",
+        format!("{line_a}\n{line_b}\n"),
+    );
     let specs = [1, 2].map(|nsid| {
         with_target(nvme_tcp(if nsid == 1 { "lb-data" } else { "lb-wal" }, "pgt-capture", None), |t| {
             t.address = "127.0.0.1".into();

@@ -236,6 +236,11 @@ pub(super) fn real_device(plan: &mut Plan, d: &DeviceSpec, ctx: &PlanContext) {
     let skip_discard = d.precondition.is_some();
     plan.push(
         name,
+        Action::StillUnused { disk: disk_var(d) },
+        "nothing may have taken the disk since the checks: udev's rules can activate an old volume group or array found on it (or on a new partition) after udevadm settle has returned, and mkfs would then meet EBUSY with a stray volume group left running",
+    );
+    plan.push(
+        name,
         run(mkfs_template_for(d, fs_dev.clone(), d.allow_wipe, skip_discard, true), 3600),
         match (d.allow_wipe, skip_discard) {
             (true, false) => "XFS with the experiment's options (-f: the experiment file allows wiping)",

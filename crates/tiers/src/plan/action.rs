@@ -41,6 +41,14 @@ pub enum Action {
     UnlockDisk {
         disk: String,
     },
+    /// Immediately before mkfs: `udevadm settle` (its failure fails the step), LVM's
+    /// autoactivation units (`lvm-activate-*`, which udev starts with `systemd-run --no-block`
+    /// and settle does not wait for) waited out, then the whole disk bound to `disk` and its
+    /// partitions checked again for holders, mounts, swap, the O_EXCL open, the kernel's exports
+    /// and processes ([`crate::safety::check_still_unused`]).
+    StillUnused {
+        disk: String,
+    },
     /// `wipefs --all` of the device bound to `device` (only a device the experiment file names,
     /// with `allow_wipe`, past its checks): every signature libblkid sees is erased (magic strings
     /// only, no data). With `partitions_first`, each partition the disk has when the step runs
@@ -196,6 +204,9 @@ impl Action {
                 format!("udevadm settle; flock --exclusive <{disk}>  # held until the filesystem is made")
             }
             Action::UnlockDisk { disk } => format!("release the lock on <{disk}>; udevadm settle"),
+            Action::StillUnused { disk } => format!(
+                "udevadm settle; wait for lvm-activate-* units; check <{disk}> and its partitions again: no holders (LVM/md/dm), not mounted, not swap, not busy, not exported, not open by any process"
+            ),
             Action::WipeSignatures { device, partitions_first: true } => {
                 format!("wipefs --all <each partition of <{device}> now, from sysfs>; wipefs --all <{device}>")
             }
@@ -280,6 +291,7 @@ impl Action {
                 | Action::VerifyMount { .. }
                 | Action::LockDisk { .. }
                 | Action::UnlockDisk { .. }
+                | Action::StillUnused { .. }
                 | Action::HostDeviceCheck { .. }
                 | Action::HostDeviceIdentity { .. }
                 | Action::OnHost { kind: HostStep::Check, .. }

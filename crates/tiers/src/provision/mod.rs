@@ -460,6 +460,7 @@ impl Executor<'_> {
             }
             Action::LockDisk { disk } => self.lock_disk(n, disk)?,
             Action::UnlockDisk { disk } => self.unlock_disk(n, disk),
+            Action::StillUnused { disk } => self.still_unused(n, disk)?,
             Action::WipeSignatures { device, partitions_first } => {
                 self.wipe_signatures(n, device, *partitions_first)?
             }
@@ -505,6 +506,71 @@ impl Executor<'_> {
             let cmd = CommandLine::new("udevadm").args(["settle", "--timeout=60"]);
             let _ = self.probe(n, |s| s.run(&cmd, Duration::from_secs(90)));
         }
+    }
+
+    /// `udevadm settle`, whose failure is the step's (its queue did not empty in 60 s), then
+    /// LVM's event autoactivation waited out: lvm2 2.03.14 and later activate a volume group
+    /// found on a new device through `systemd-run --no-block ... vgchange -aay --autoactivation
+    /// event` (69-dm-lvm.rules), a transient `lvm-activate-<vg>` unit that udev does not wait for.
+    fn settle_and_activations(&mut self, n: usize) -> Result<(), StepError> {
+        if self.sys.has_program("udevadm") {
+            let cmd = CommandLine::new("udevadm").args(["settle", "--timeout=60"]);
+            let out = self.probe(n, |s| s.run(&cmd, Duration::from_secs(90))).map_err(|e| e.to_string())?;
+            if out.status != 0 {
+                return Err(format!(
+                    "`{cmd}` exited with status {}: udev's event queue did not empty in 60 s, so devices may still be changing; pgtier does not format one then{}",
+                    out.status,
+                    if out.stderr.trim().is_empty() { String::new() } else { format!(" ({})", out.stderr.trim()) }
+                )
+                .into());
+            }
+        }
+        if !self.sys.has_program("systemctl") {
+            return Ok(());
+        }
+        let cmd = CommandLine::new("systemctl").args([
+            "list-units",
+            "--all",
+            "--plain",
+            "--no-legend",
+            "--no-pager",
+            "lvm-activate-*",
+        ]);
+        let start = std::time::Instant::now();
+        loop {
+            let out = self.probe(n, |s| s.run(&cmd, Duration::from_secs(30))).map_err(|e| e.to_string())?;
+            // No systemd running (a container, the VM's init): nothing can have started one.
+            if out.status != 0 {
+                return Ok(());
+            }
+            let running: Vec<String> = out
+                .stdout
+                .lines()
+                .filter(|l| {
+                    let f: Vec<&str> = l.split_whitespace().collect();
+                    f.len() >= 4 && matches!(f[2], "active" | "activating" | "reloading") && f[3] != "exited"
+                })
+                .map(|l| l.split_whitespace().next().unwrap_or_default().to_string())
+                .collect();
+            if running.is_empty() {
+                return Ok(());
+            }
+            if start.elapsed() > Duration::from_secs(60) {
+                return Err(format!(
+                    "LVM's autoactivation ({}) still runs after 60 s; pgtier does not format a device while a volume group may be being activated on it",
+                    running.join(", ")
+                )
+                .into());
+            }
+            self.sys.sleep(Duration::from_millis(250));
+        }
+    }
+
+    /// [`Action::StillUnused`].
+    fn still_unused(&mut self, n: usize, disk: &str) -> Result<(), StepError> {
+        let dev = self.value(&Value::var(disk))?;
+        self.settle_and_activations(n)?;
+        self.probe(n, |s| safety::check_still_unused(s, Path::new(&dev))).map_err(StepError::Refused)
     }
 
     /// `ndctl list -N -i`, read once until a command may have changed it.
