@@ -42,12 +42,18 @@ fn dependencies_point_one_way() {
     let crates = crates();
     let names: BTreeSet<String> = crates.keys().cloned().collect();
     let allowed: BTreeMap<&str, &[&str]> = BTreeMap::from([
-        ("xtask", &["pgtier", "experiment", "tiers", "runner", "report", "results", "journal", "stats"][..]),
-        ("pgtier", &["experiment", "tiers", "runner", "report", "results", "journal", "stats"][..]),
+        (
+            "xtask",
+            &["pgtier", "experiment", "tiers", "runner", "report", "analysis", "results", "journal", "stats"][..],
+        ),
+        ("pgtier", &["experiment", "tiers", "runner", "report", "analysis", "results", "journal", "stats"][..]),
         ("experiment", &["tiers", "runner", "tpcc"][..]),
         ("runner", &["results", "journal", "tpcc"][..]),
         ("tiers", &["journal"][..]),
-        ("report", &["results", "stats"][..]),
+        // Draws what analysis judged (issue 50).
+        ("report", &["analysis", "results", "stats"][..]),
+        // Judges a result set: the criterion split, numerics in stats, drawing in report.
+        ("analysis", &["results", "stats"][..]),
         // The estimator: numerics alone (issue 37, item 7).
         ("stats", &[][..]),
         ("tpcc", &[][..]),
@@ -239,14 +245,20 @@ fn compare_and_fleet_do_not_know_each_other() {
 }
 
 #[test]
-fn report_never_starts_a_process() {
-    let report: Vec<Module> = modules().into_iter().filter(|m| m.path.split("::").next() == Some("report")).collect();
-    assert!(report.len() > 5, "the report's modules are scanned");
+fn report_and_analysis_never_start_a_process() {
+    let report: Vec<Module> =
+        modules().into_iter().filter(|m| matches!(m.path.split("::").next(), Some("report" | "analysis"))).collect();
+    assert!(report.iter().filter(|m| m.path.starts_with("analysis")).count() > 5, "analysis's modules are scanned");
+    assert!(report.len() > 15, "the report's modules are scanned");
     let mut needles = STARTS_A_PROCESS.to_vec();
     // `.spawn()` with no arguments is std::process::Command's; a scoped thread's `s.spawn(|| ...)`
     // (the coverage simulation) starts no process.
     needles.extend(["CommandLine", "process::Command", "process::Child", "tokio::process", ".spawn()"]);
-    assert_eq!(modules_using(&report, &needles), BTreeSet::new(), "report renders; it never runs anything");
+    assert_eq!(
+        modules_using(&report, &needles),
+        BTreeSet::new(),
+        "analysis judges and report renders; neither ever runs anything"
+    );
 }
 
 #[test]
@@ -370,4 +382,20 @@ fn runner_has_no_circle_between_its_files() {
         ("d".to_string(), set(&["a"])),
     ]);
     assert_eq!(circles(&circle), vec![set(&["a", "b", "c"])], "the search finds a circle of three");
+}
+
+/// The measuring code decides when a contest has enough rounds with analysis's rule, never with
+/// the renderer: no module of compare's scheduler (its slices and matrix) names report, which
+/// reaches them only through the session's table refresh.
+#[test]
+fn the_scheduler_never_imports_report() {
+    let modules = modules();
+    let scheduler: Vec<&Module> = modules
+        .iter()
+        .filter(|m| m.path.starts_with("pgtier::compare::slices") || m.path == "pgtier::compare::matrix")
+        .collect();
+    assert!(scheduler.len() >= 5, "the scan finds the scheduler's modules");
+    let naming: Vec<&str> =
+        scheduler.iter().filter(|m| m.code.iter().any(|l| l.contains("report::"))).map(|m| m.path.as_str()).collect();
+    assert!(naming.is_empty(), "scheduler modules that name report: {naming:?} (docs/architecture.md, Invariants)");
 }

@@ -13,7 +13,7 @@ use crate::ReportError;
 use crate::charts::{self, Bar, BarChart, BarGroup, Chart};
 use crate::export::tables::Fixed;
 use crate::export::{ExportError, Output, csv_bytes, write_outputs};
-use crate::model::{ResultSet, describe, summarize};
+use analysis::model::{ResultSet, describe, summarize};
 use stats::Delta;
 
 /// One difference between the two environments or configurations.
@@ -43,7 +43,7 @@ pub struct Comparison {
     /// Cells in only one of the two sets.
     pub unmatched: Vec<String>,
     /// The published claims that compare two result sets (`across = "result-sets"`), judged here.
-    pub claims: Vec<crate::claims::ClaimCheck>,
+    pub claims: Vec<analysis::claims::ClaimCheck>,
 }
 
 fn s(v: &Value) -> String {
@@ -274,17 +274,17 @@ fn comparison(a: &ResultSet, b: &ResultSet) -> Comparison {
     }
     // Holm's correction over the cells compared, then the verdicts (the baseline set's margin).
     let margin = a.manifest.measurement.equivalence_margin_pct;
-    let mut family: Vec<(crate::analysis::Figure, &mut Delta)> = Vec::new();
+    let mut family: Vec<(analysis::contest::Figure, &mut Delta)> = Vec::new();
     for c in cells.iter_mut() {
         if let Some(d) = c.tps.as_mut() {
-            family.push((crate::analysis::Figure::Tps, d));
+            family.push((analysis::contest::Figure::Tps, d));
         }
         if let Some(d) = c.latency.as_mut() {
-            family.push((crate::analysis::Figure::Latency, d));
+            family.push((analysis::contest::Figure::Latency, d));
         }
     }
-    crate::analysis::adjust_and_classify(&mut family, margin);
-    let claims = crate::claims::check_across(a, &sa, b, &sb);
+    analysis::contest::adjust_and_classify(&mut family, margin);
+    let claims = analysis::claims::check_across(a, &sa, b, &sb);
     Comparison { changes, cells, unmatched, claims }
 }
 
@@ -367,7 +367,7 @@ fn claims_section(md: &mut String, cmp: &Comparison, emulated: bool) {
         let _ = writeln!(
             md,
             "\nVerdicts: {} The changes listed above can explain a verdict as well as the thing under test.",
-            crate::claims::RULE
+            analysis::claims::RULE
         );
     }
 }

@@ -14,7 +14,7 @@ use serde::Serialize;
 use crate::ReportError;
 use crate::compare::Comparison;
 use crate::export::{ExportError, Output, csv_bytes, write_outputs};
-use crate::model::{ResultSet, describe, summarize};
+use analysis::model::{ResultSet, describe, summarize};
 
 /// What the fleet's report found.
 pub struct FleetReport {

@@ -1,32 +1,24 @@
-//! Reads a results directory and renders it: summary statistics with deltas against the
-//! baseline, CSV, JSON, charts (PNG and SVG) and the Markdown report. Never runs anything, so
-//! `cargo xtask report DIR` can re-render a result set at any time.
+//! Renders a results directory: the judgement the `analysis` crate makes of it (summary
+//! statistics, changes against the baseline, verdicts) as CSV, JSON, charts (PNG and SVG),
+//! report.md and report.html. Judges nothing and never runs anything, so `cargo xtask report
+//! DIR` can re-render a result set at any time.
 
-pub mod analysis;
 pub mod bundle;
 pub mod charts;
-pub mod claims;
 pub mod compare;
-pub mod contrast;
-pub mod control;
 pub mod document;
-pub mod evidence;
 pub mod export;
-pub mod fidelity;
 pub mod fleet;
-pub mod idle_io;
 pub mod markdown;
-pub mod model;
 pub mod publication;
 pub mod text;
 pub mod views;
-pub mod warnings;
 
 use std::path::{Path, PathBuf};
 
+pub use analysis::{ResultSet, Summary, summarize};
 pub use export::{CsvExporter, ExportError, Exporter, JsonExporter, Output, write_outputs};
 pub use markdown::{HtmlExporter, MarkdownExporter};
-pub use model::{ResultSet, Summary, rule_of, summarize, summarize_with};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {

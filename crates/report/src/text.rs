@@ -1,6 +1,6 @@
 //! The summary table printed on the terminal at the end of a compare.
 
-use crate::model::{CellSummary, Summary};
+use analysis::model::{CellSummary, Summary};
 
 /// One line per cell: the headline figure (TPS, or NOPM for TPC-C), its coefficient of variation,
 /// the change against the baseline with its 95% interval, the interval after Holm's correction
@@ -94,7 +94,7 @@ pub fn summary_table(summary: &Summary) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::CellSummary;
+    use analysis::model::CellSummary;
     use results::manifest::Design;
     use results::record::CellKey;
     use stats::{Delta, Estimate, Method, Verdict};
@@ -164,7 +164,7 @@ mod tests {
             cells,
             missing: vec![],
             warnings: vec![],
-            analysis: crate::analysis::Analysis {
+            analysis: analysis::contest::Analysis {
                 design: Design::Slices,
                 method: Method::PairedLog,
                 equivalence_margin_pct: 2.0,

@@ -13,8 +13,8 @@ fn a_device_claim_in_a_slices_contest_uses_the_studys_estimator() {
     claim.metric = "device-iops".into();
     set.manifest.claims = vec![claim];
     let summary = report::summarize(&set);
-    let study = report::evidence::Study::of(&set, &summary);
-    let checks = report::claims::check_all(&set, &summary, &study);
+    let study = analysis::evidence::Study::of(&set, &summary);
+    let checks = analysis::claims::check_all(&set, &summary, &study);
     let d = checks[0].measured.expect("device IOPS measured in both cells");
     assert_eq!(d.method, stats::Method::PairedLog, "{d:?}");
     // The contest kept fewer rounds than it ran: the estimate used the kept ones alone.
@@ -51,7 +51,7 @@ fn a_statement_claim_across_profiles_takes_the_contrasts_own_change() {
     }];
     let summary = report::summarize(&set);
     let contrast = summary.contrast.as_ref().expect("the study's contrast is the profile");
-    assert_eq!(contrast.dimension, report::contrast::Dimension::Profile);
+    assert_eq!(contrast.dimension, analysis::contrast::Dimension::Profile);
     let cell = summary
         .cells
         .iter()
@@ -59,8 +59,8 @@ fn a_statement_claim_across_profiles_takes_the_contrasts_own_change() {
         .unwrap();
     let own = cell.statements.iter().find(|s| s.statement.starts_with("UPDATE pgbench_accounts")).unwrap();
     let expected = own.delta.expect("the contrast's statement change");
-    let study = report::evidence::Study::of(&set, &summary);
-    let checks = report::claims::check_all(&set, &summary, &study);
+    let study = analysis::evidence::Study::of(&set, &summary);
+    let checks = analysis::claims::check_all(&set, &summary, &study);
     let measured = checks[0].measured.expect("measured");
     assert_eq!((measured.pct, measured.p_adjusted), (expected.pct, expected.p_adjusted), "{:?}", checks[0]);
 }

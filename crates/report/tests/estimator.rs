@@ -86,7 +86,7 @@ fn rounds_far_more_correlated_than_the_prior_are_warned_of() {
     let warned: Vec<String> = summary
         .warnings
         .iter()
-        .filter(|w| matches!(w, report::warnings::SummaryWarning::CorrelatedRounds { .. }))
+        .filter(|w| matches!(w, analysis::warnings::SummaryWarning::CorrelatedRounds { .. }))
         .map(|w| w.to_string())
         .collect();
     assert_eq!(warned.len(), 1, "{:?}", summary.warnings);
@@ -101,7 +101,7 @@ fn rounds_far_more_correlated_than_the_prior_are_warned_of() {
     let n = plain
         .warnings
         .iter()
-        .filter(|w| matches!(w, report::warnings::SummaryWarning::CorrelatedRounds { .. }))
+        .filter(|w| matches!(w, analysis::warnings::SummaryWarning::CorrelatedRounds { .. }))
         .count();
     assert_eq!(n, 0, "{:?}", plain.warnings);
 }

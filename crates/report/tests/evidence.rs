@@ -4,8 +4,8 @@
 
 use std::path::PathBuf;
 
-use report::claims::{ClaimVerdict, check_all};
-use report::evidence::{Bottleneck, Category, Evidence, Study, judge};
+use analysis::claims::{ClaimVerdict, check_all};
+use analysis::evidence::{Bottleneck, Category, Evidence, Study, judge};
 use report::{ResultSet, summarize};
 
 fn fixture() -> ResultSet {
@@ -99,7 +99,7 @@ fn a_claim_across_result_sets_is_judged_by_the_comparison_only() {
     assert_eq!(own[0].verdict, ClaimVerdict::NeedsTwoResultSets);
     // Against the same runs as the baseline set: no change at all, an interval around it.
     let sa = summarize(&a);
-    let across = report::claims::check_across(&a, &sa, &b, &sb);
+    let across = analysis::claims::check_across(&a, &sa, &b, &sb);
     assert_eq!(across.len(), 1);
     let d = across[0].measured.expect("a measured change");
     assert!(d.pct.abs() < 1e-9 && d.has_interval(), "{d:?}");

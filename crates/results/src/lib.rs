@@ -12,6 +12,7 @@ pub mod diskstats;
 pub mod fleet;
 pub mod manifest;
 pub mod record;
+pub mod set;
 pub mod timestamp;
 pub mod warning;
 
@@ -20,6 +21,7 @@ use std::path::{Path, PathBuf};
 
 pub use manifest::{DeviceRecord, Manifest};
 pub use record::{FailureKind, RunRecord, RunStatus};
+pub use set::ResultSet;
 pub use warning::Warning;
 
 /// Writes `contents` to `path` atomically: a temporary file in the same directory, fsync'd, then

@@ -275,12 +275,12 @@ fn read_rows(
     if let Some(e) = estimator {
         set.manifest.measurement.estimator = e;
     }
-    let mut rule = report::rule_of(&set.manifest.measurement);
+    let mut rule = analysis::rule_of(&set.manifest.measurement);
     if let Some(tau) = cut_tau {
         rule.cut_curve_max_tau = Some(tau);
     }
 
-    let summary = report::summarize_with(&set, rule);
+    let summary = analysis::summarize_with(&set, rule);
     let load = set.manifest.host.load_average.as_deref().and_then(|l| l.split_whitespace().next()?.parse().ok());
     let steps = Steps::of(&set.manifest);
     let mut rows = Vec::new();

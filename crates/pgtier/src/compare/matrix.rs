@@ -153,7 +153,7 @@ impl Session<'_> {
         } else if record.failure_kind == Some(FailureKind::ServerStart) {
             self.placement_lost(m, planned, placement, record.failure.as_deref().unwrap_or(""))?;
         }
-        if let Err(e) = report::refresh_tables(&self.results.root) {
+        if let Err(e) = self.refresh_tables() {
             m.progress.println(&format!("  warning: could not refresh the tables: {e}"));
         }
         Ok(())
@@ -198,7 +198,7 @@ impl Session<'_> {
         self.manifest.warnings.push(warning);
         if placement.name == self.exp.baseline {
             m.progress.finish();
-            let _ = report::refresh_tables(&self.results.root);
+            let _ = self.refresh_tables();
             bail!("{why}; the baseline is needed for every delta, so the matrix stops here");
         }
         m.broken.insert(placement.name.clone(), why);

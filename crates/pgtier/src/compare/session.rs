@@ -93,6 +93,12 @@ impl<'a> Session<'a> {
         Ok(out)
     }
 
+    /// summary.csv and the other tables re-written from the run records so far, so that a run
+    /// that stops leaves them current. The one place the measuring code reaches the renderer.
+    pub(super) fn refresh_tables(&self) -> Result<(), report::ReportError> {
+        report::refresh_tables(&self.results.root).map(|_| ())
+    }
+
     fn timed(&mut self, phase: Phase, t0: Instant) {
         if let Some(key) = phase.key() {
             self.manifest.phase_seconds.insert(key.into(), t0.elapsed().as_secs_f64());

@@ -1,11 +1,11 @@
-//! `contrast.csv`: the study's own contrast ([`crate::contrast`]), one row per cell against the
+//! `contrast.csv`: the study's own contrast ([`analysis::contrast`]), one row per cell against the
 //! same cell under the reference value, each figure's change with its 95% interval, p-values
 //! before and after Holm's correction and the verdict; written only when the study has one.
 
 use serde::Serialize;
 
 use super::tables::Fixed;
-use crate::contrast::{Change, Contrast};
+use analysis::contrast::{Change, Contrast};
 use stats::Delta;
 
 /// One row of contrast.csv (field order = column order).
@@ -120,7 +120,7 @@ pub(crate) fn rows(x: &Contrast) -> Vec<ContrastRow> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::contrast::Dimension;
+    use analysis::contrast::Dimension;
     use results::record::{CellKey, MemoryLabel};
     use stats::{Method, Verdict};
 

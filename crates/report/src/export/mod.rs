@@ -11,7 +11,7 @@ use results::write_atomic;
 
 pub use self::tables::CsvExporter;
 pub(crate) use self::tables::csv_bytes;
-use crate::model::{ResultSet, Summary};
+use analysis::model::{ResultSet, Summary};
 
 /// Renders one view of a result set into files.
 pub trait Exporter {

@@ -5,8 +5,8 @@ use results::record::MemoryLabel;
 use serde::{Serialize, Serializer};
 
 use super::{ExportError, Exporter, Output, layout};
-use crate::evidence::{self, EvidenceColumns, Study};
-use crate::model::{CellSummary, ResultSet, Summary};
+use analysis::evidence::{self, EvidenceColumns, Study};
+use analysis::model::{CellSummary, ResultSet, Summary};
 use stats::Delta;
 
 /// A CSV file of `rows`, its header taken from the row struct (also when there are no rows).
@@ -253,7 +253,7 @@ fn p_of(p: Option<f64>) -> Option<Fixed<5>> {
 }
 
 fn summary_row<'a>(set: &'a ResultSet, c: &'a CellSummary, summary: &'a Summary) -> SummaryRow<'a> {
-    let contest = summary.analysis.contests.get(&crate::analysis::contest_of(&c.key)).filter(|_| !c.is_baseline);
+    let contest = summary.analysis.contests.get(&analysis::contest::contest_of(&c.key)).filter(|_| !c.is_baseline);
     let trend = contest.and_then(|a| a.trend.get(&c.key.placement));
     let td = delta_columns(c.tps_delta.as_ref(), c.is_baseline);
     let ld = delta_columns(c.latency_delta.as_ref(), c.is_baseline);
@@ -395,7 +395,7 @@ fn cause_columns(set: &ResultSet, study: &Study, c: &CellSummary) -> CauseColumn
         why: study.cause(&c.key, baseline, c.headline().1.as_ref()).unwrap_or_default(),
         emulation_note: {
             let (m, p) = (&set.manifest, &c.key.placement);
-            match (crate::fidelity::note(m, p, baseline), crate::fidelity::how_far(m, p, baseline)) {
+            match (analysis::fidelity::note(m, p, baseline), analysis::fidelity::how_far(m, p, baseline)) {
                 (Some(_), Some(far)) => format!("emulation cannot reproduce this: {far}"),
                 (note, far) => note.or(far).unwrap_or_default(),
             }

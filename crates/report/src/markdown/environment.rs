@@ -385,7 +385,7 @@ fn settle(set: &ResultSet) -> Option<String> {
 /// runs (slices) that recorded it; None for result sets of older versions.
 fn machine_state(set: &ResultSet) -> Option<String> {
     let ok = set.runs.iter().filter(|r| r.status == results::RunStatus::Ok);
-    let r = crate::warnings::MachineRanges::of(ok)?;
+    let r = analysis::warnings::MachineRanges::of(ok)?;
     let span = |v: Option<(f64, f64)>, decimals: usize, unit: &str| match v {
         Some((lo, hi)) => format!("{lo:.decimals$}-{hi:.decimals$}{unit}"),
         None => "not known".into(),

@@ -2,7 +2,7 @@
 //! "why" of each cell, the bottlenecks and the emulation's fidelity.
 
 use super::*;
-use crate::model::CellSummary;
+use analysis::model::CellSummary;
 
 /// The study's published figures against what was measured, first.
 pub(super) fn published_vs_measured(d: &mut Document, m: &Manifest, checks: &[ClaimCheck]) {
@@ -155,7 +155,7 @@ fn group_finding(g: &[&CellSummary], baseline: &str, study: &Study) -> Option<St
 /// The study's contrast: a count of its verdicts, then one line per comparison (the cells that
 /// share everything but the dimension): each value's change against the reference with its
 /// interval and verdict, and the reference cell's bottleneck.
-fn contrast_findings(x: &crate::contrast::Contrast, study: &Study) -> Vec<String> {
+fn contrast_findings(x: &analysis::contrast::Contrast, study: &Study) -> Vec<String> {
     let dim = x.dimension;
     let headlines: Vec<Delta> = x.changes.iter().filter_map(|c| c.headline().0).collect();
     let count = |v: Verdict| headlines.iter().filter(|d| d.verdict == v).count();
@@ -213,8 +213,8 @@ fn contrast_findings(x: &crate::contrast::Contrast, study: &Study) -> Vec<String
 }
 
 /// `tpcb at 2 clients, memory 256MiB`: what a comparison's cells share, without the dimension.
-fn contrast_context(k: &results::record::CellKey, dim: crate::contrast::Dimension) -> String {
-    use crate::contrast::Dimension;
+fn contrast_context(k: &results::record::CellKey, dim: analysis::contrast::Dimension) -> String {
+    use analysis::contrast::Dimension;
     let mut s = k.workload.clone();
     if dim != Dimension::Clients {
         s.push_str(&format!(" at {} clients", k.clients));
@@ -238,7 +238,7 @@ fn emulation_line(m: &Manifest) -> Option<String> {
         .placements
         .iter()
         .filter(|p| &p.name != baseline)
-        .filter(|p| crate::fidelity::note(m, &p.name, baseline).is_some())
+        .filter(|p| analysis::fidelity::note(m, &p.name, baseline).is_some())
         .map(|p| p.name.clone())
         .collect();
     (!distorted.is_empty()).then(|| format!(
@@ -268,7 +268,7 @@ pub(super) fn whys(set: &ResultSet, summary: &Summary, study: &Study) -> Vec<Str
             }
             let mut w =
                 study.cause(&c.key, baseline, c.headline().1.as_ref()).unwrap_or_else(|| "no baseline cell".into());
-            if let Some(n) = crate::fidelity::note(&set.manifest, &c.key.placement, baseline) {
+            if let Some(n) = analysis::fidelity::note(&set.manifest, &c.key.placement, baseline) {
                 w.push_str(&format!("; **{n}**"));
             }
             if let Some(u) = summary.control_of(&c.key).and_then(|c| c.warning()) {
@@ -319,7 +319,7 @@ pub(super) fn bottlenecks(d: &mut Document, summary: &Summary, study: &Study) {
 
 /// Each emulated device's QD1 latencies against the class it stands for.
 pub(super) fn fidelity_section(d: &mut Document, m: &Manifest) {
-    let devices = crate::fidelity::devices(m);
+    let devices = analysis::fidelity::devices(m);
     if devices.is_empty() || !m.emulated {
         return;
     }
@@ -346,8 +346,8 @@ pub(super) fn fidelity_section(d: &mut Document, m: &Manifest) {
                     f(r.read_us.1),
                     f(r.write_sync_us.0),
                     f(r.write_sync_us.1),
-                    crate::fidelity::DeviceLatency::place(dev.read_us, r.read_us),
-                    crate::fidelity::DeviceLatency::place(dev.write_sync_us, r.write_sync_us)
+                    analysis::fidelity::DeviceLatency::place(dev.read_us, r.read_us),
+                    analysis::fidelity::DeviceLatency::place(dev.write_sync_us, r.write_sync_us)
                 )
             })
             .unwrap_or_else(|| "no documented range".into());
@@ -374,7 +374,7 @@ pub(super) fn fidelity_section(d: &mut Document, m: &Manifest) {
     d.list(sources);
     let mut calibrations: Vec<String> = Vec::new();
     for p in m.placements.iter().filter(|p| p.name != m.baseline) {
-        for d in crate::fidelity::distortions(m, &p.name, &m.baseline) {
+        for d in analysis::fidelity::distortions(m, &p.name, &m.baseline) {
             let line = format!("{} against {}: {}; to calibrate, {}", p.name, m.baseline, d.text(), d.calibration());
             if !calibrations.contains(&line) {
                 calibrations.push(line);
@@ -389,7 +389,7 @@ pub(super) fn fidelity_section(d: &mut Document, m: &Manifest) {
 
 /// The why of a cell of a study's contrast: what moved against the same cell under the reference
 /// value, or the reference cell's bottleneck.
-fn contrast_why(x: &crate::contrast::Contrast, c: &CellSummary, study: &Study) -> String {
+fn contrast_why(x: &analysis::contrast::Contrast, c: &CellSummary, study: &Study) -> String {
     let verdict = |k: &results::record::CellKey| study.cells.get(k).map(evidence::verdict_text);
     let w = match x.change_of(&c.key) {
         Some(ch) => match (study.cells.get(&ch.reference), study.cells.get(&ch.cell)) {

@@ -1,12 +1,12 @@
 //! `report.md`: the summary table with deltas and intervals, warnings, the environment and
 //! devices, the methodology as it actually ran, and the charts.
 
-use crate::claims::{self, ClaimCheck, ClaimVerdict};
 use crate::document::{Document, Figure, Item, Table};
-use crate::evidence::{self, Study};
 use crate::export::{ExportError, Exporter, Output, layout};
-use crate::model::{ResultSet, Summary, describe, statement_label};
 use crate::views::{self, ChartFile};
+use analysis::claims::{self, ClaimCheck, ClaimVerdict};
+use analysis::evidence::{self, Study};
+use analysis::model::{ResultSet, Summary, describe, statement_label};
 use results::Manifest;
 use results::manifest::DaxRequest;
 use stats::{Delta, Verdict};
@@ -14,6 +14,7 @@ use stats::{Delta, Verdict};
 mod environment;
 mod findings;
 mod reproducibility;
+mod sections;
 mod tables;
 mod warnings;
 
@@ -44,7 +45,7 @@ pub fn document(set: &ResultSet, summary: &Summary, charts: &[ChartFile]) -> Doc
     let study = Study::of(set, summary);
     let checks = claims::check_all(set, summary, &study);
     header(&mut d, m);
-    crate::control::section(&mut d, &summary.controls, &m.baseline);
+    sections::control(&mut d, &summary.controls, &m.baseline);
     findings::published_vs_measured(&mut d, m, &checks);
     figures(&mut d, charts, views::forest::CLAIMS_SECTION);
     findings::findings(&mut d, set, summary, &study, &checks);
@@ -54,7 +55,7 @@ pub fn document(set: &ResultSet, summary: &Summary, charts: &[ChartFile]) -> Doc
     tables::statement_tables(&mut d, summary);
     tables::failed_runs(&mut d, set);
     tables::device_io(&mut d, set, summary);
-    crate::idle_io::section(&mut d, &crate::idle_io::of(set));
+    sections::idle_io(&mut d, &analysis::idle_io::of(set));
     findings::bottlenecks(&mut d, summary, &study);
     findings::fidelity_section(&mut d, m);
     tables::missing_cells(&mut d, summary);

@@ -2,7 +2,7 @@
 //! device I/O and the cells that were not measured.
 
 use super::*;
-use crate::model::CellSummary;
+use analysis::model::CellSummary;
 
 /// The results table: every cell with its TPS and latency changes against the baseline, and
 /// how the changes were judged.
@@ -179,7 +179,7 @@ pub(super) fn tpcc_table(d: &mut Document, set: &ResultSet, summary: &Summary) {
         );
         // Where the emulated devices' QD1 latencies were probed, each change says how far its
         // tiers are from the classes they stand for.
-        let probed = set.manifest.emulated && !crate::fidelity::devices(&set.manifest).is_empty();
+        let probed = set.manifest.emulated && !analysis::fidelity::devices(&set.manifest).is_empty();
         let mut heads =
             vec!["placement", "workload", "virtual users:", "memory", "profile", "NOPM (mean ± CI95):", "NOPM change"];
         if probed {
@@ -202,8 +202,8 @@ pub(super) fn tpcc_table(d: &mut Document, set: &ResultSet, summary: &Summary) {
                 (true, true) => row.push(String::new()),
                 (true, false) => {
                     let (m, p, b) = (&set.manifest, &c.key.placement, &set.manifest.baseline);
-                    let far = crate::fidelity::how_far(m, p, b).unwrap_or_else(|| "same devices".into());
-                    row.push(match crate::fidelity::note(m, p, b) {
+                    let far = analysis::fidelity::how_far(m, p, b).unwrap_or_else(|| "same devices".into());
+                    row.push(match analysis::fidelity::note(m, p, b) {
                         Some(_) => format!("**emulation cannot reproduce this**: {far}"),
                         None => far,
                     });
@@ -345,13 +345,13 @@ pub(super) fn missing_cells(d: &mut Document, summary: &Summary) {
 
 /// The study's contrast: what it varies, what each change is against, and how its interval is
 /// formed.
-fn contrast_note(d: &mut Document, x: &crate::contrast::Contrast, margin: f64) {
+fn contrast_note(d: &mut Document, x: &analysis::contrast::Contrast, margin: f64) {
     d.para(format!(
         "**The study's contrast: {}.** The study measures one placement and varies the {} ({}): every change below is a cell against the same cell under {} (the table's changes, the findings and the forest plot), not against a placement. How the interval is formed: {}. Holm's correction runs over the contrast's changes of each figure; the verdicts are as above (margin ±{margin:.1}%).",
         x.dimension.name(),
         x.dimension.name(),
         x.values.join(", "),
         x.dimension.describe(&x.reference),
-        crate::contrast::ASSUMPTION,
+        analysis::contrast::ASSUMPTION,
     ));
 }

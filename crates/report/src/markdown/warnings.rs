@@ -3,7 +3,7 @@
 //! beside report.md, a `<details>` list in report.html).
 
 use super::*;
-use crate::warnings::SummaryWarning;
+use analysis::warnings::SummaryWarning;
 
 /// The file beside report.md that lists the runs of each shared warning.
 pub const RUNS_FILE: &str = "report-warning-runs.md";

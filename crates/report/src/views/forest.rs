@@ -5,8 +5,8 @@ use plotters::style::RGBColor;
 
 use super::Ctx;
 use crate::charts::{ForestChart, ForestRow, Mark};
-use crate::claims::{self, ClaimVerdict};
-use crate::evidence::Study;
+use analysis::claims::{self, ClaimVerdict};
+use analysis::evidence::Study;
 use stats::Verdict;
 
 /// The report section of the forest plot (shown under Findings).

@@ -5,7 +5,7 @@ use results::record::RunStatus;
 
 use super::{Ctx, SHADES, clean, context_suffix, describe_group, file_stem, footnote, group_by, groups};
 use crate::charts::{self, Line, LineChart};
-use crate::model::CellSummary;
+use analysis::model::CellSummary;
 use stats::{Delta, Estimate};
 
 /// TPS against clients per placement, the peak of each marked and the delta at peak stated.
@@ -224,7 +224,7 @@ fn rounds(cx: &mut Ctx) {
             continue;
         }
         // Where each segment's kept rounds begin: the rounds left of a line are the warm-up cut.
-        let contest = cx.summary.analysis.contests.get(&crate::analysis::contest_of(&c0.key));
+        let contest = cx.summary.analysis.contests.get(&analysis::contest::contest_of(&c0.key));
         let vlines: Vec<(f64, String)> = contest
             .map(|a| {
                 a.cut
@@ -261,7 +261,7 @@ fn rounds(cx: &mut Ctx) {
 /// Why a contest is not steady, in a few words for a chart's subtitle (the report's warning says
 /// it in full): the kept rounds still move, or the warm-up cut was so long that a warm-up may
 /// be left in them, or both.
-fn not_steady_reason(a: &crate::analysis::ContestAnalysis) -> String {
+fn not_steady_reason(a: &analysis::contest::ContestAnalysis) -> String {
     let moved = !a.cut.unsettled.is_empty() || !a.warm_up_left.is_empty() || a.trending().next().is_some();
     let long: Vec<String> = a
         .cut
@@ -284,7 +284,7 @@ mod tests {
 
     #[test]
     fn a_not_steady_chart_says_why() {
-        let mut a = crate::analysis::ContestAnalysis::default();
+        let mut a = analysis::contest::ContestAnalysis::default();
         a.cut.long_warm_up = vec![1];
         a.cut.dropped = [(1, 8)].into();
         assert_eq!(not_steady_reason(&a), "a warm-up cut this long (8 rounds) may leave a warm-up in the kept rounds");

@@ -14,7 +14,7 @@ use plotters::style::RGBColor;
 
 use crate::charts::{self, BarChart, Chart, LineChart};
 use crate::export::{ExportError, Output, layout};
-use crate::model::{CellSummary, ResultSet, Summary};
+use analysis::model::{CellSummary, ResultSet, Summary};
 use stats::{Delta, Verdict};
 
 /// A chart written, for the report: its file (relative to the results directory) and a caption.
@@ -420,7 +420,7 @@ mod tests {
             ],
             missing: vec![],
             warnings: vec![],
-            analysis: crate::analysis::Analysis {
+            analysis: analysis::contest::Analysis {
                 design: Design::Runs,
                 method: stats::Method::WelchLog,
                 equivalence_margin_pct: 2.0,

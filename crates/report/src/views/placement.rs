@@ -5,7 +5,7 @@ use super::{
     groups,
 };
 use crate::charts::{Bar, BarChart, BarGroup};
-use crate::model::CellSummary;
+use analysis::model::CellSummary;
 use stats::{Delta, Estimate, Verdict};
 
 /// Throughput, average latency and p99 latency per placement, for each cell group.
@@ -217,7 +217,7 @@ fn dimension_groups(
     cells: &[&CellSummary],
     values: &[String],
     (what, value): (&str, fn(&CellSummary) -> String),
-    contrast: Option<&crate::contrast::Contrast>,
+    contrast: Option<&analysis::contrast::Contrast>,
 ) -> Vec<BarGroup> {
     placements
         .iter()

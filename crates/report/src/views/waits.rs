@@ -5,8 +5,8 @@ use plotters::style::RGBColor;
 
 use super::{ChartSpec, Ctx, clean, footnote};
 use crate::charts::{Chart, StackedBar, StackedChart};
-use crate::evidence::{self, Category, Study};
-use crate::model::CellSummary;
+use analysis::evidence::{self, Category, Study};
+use analysis::model::CellSummary;
 
 /// Events drawn apart; the rest of a workload's events are summed as "other events".
 const MAX_EVENTS: usize = 8;

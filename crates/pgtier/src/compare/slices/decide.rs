@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use report::analysis;
+use analysis::contest as analysis;
 use results::RunStatus;
 use results::record::MemoryLabel;
 use results::record::{CellKey, RunRecord};

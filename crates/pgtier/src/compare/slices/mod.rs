@@ -257,7 +257,7 @@ impl Session<'_> {
         add(&mut s.seconds, "session stop", t0.elapsed().as_secs_f64());
         outcome?;
         stopped?;
-        if let Err(e) = report::refresh_tables(&self.results.root) {
+        if let Err(e) = self.refresh_tables() {
             eprintln!("  warning: could not refresh the tables: {e}");
         }
         Ok(())
@@ -338,7 +338,7 @@ impl Session<'_> {
                 c.progress.as_ref().map(progress_note).unwrap_or_default(),
                 s.started.elapsed().as_secs_f64()
             );
-            if let Err(e) = report::refresh_tables(&self.results.root) {
+            if let Err(e) = self.refresh_tables() {
                 eprintln!("  warning: could not refresh the tables: {e}");
             }
             if let Some(why) = stop_reason(c, &m, share, t_contest.elapsed().as_secs_f64(), secs) {
@@ -468,7 +468,7 @@ impl Session<'_> {
 
     /// The estimator's rule, as the report will apply it.
     fn rule(&self) -> stats::rounds::Rule {
-        report::rule_of(&self.manifest.measurement)
+        analysis::rule_of(&self.manifest.measurement)
     }
 
     /// The seconds a contest may take: what is left of the budget over the `remaining` contests

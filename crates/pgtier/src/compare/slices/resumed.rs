@@ -50,7 +50,7 @@ impl Session<'_> {
         );
         eprintln!("{what}");
         self.manifest.warnings.push(results::Warning::Other(what));
-        if let Err(e) = report::refresh_tables(&self.results.root) {
+        if let Err(e) = self.refresh_tables() {
             eprintln!("  warning: could not refresh the tables: {e}");
         }
         Ok(())

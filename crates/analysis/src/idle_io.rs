@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use results::RunStatus;
 use results::diskstats::parse_diskstats;
 
-use crate::analysis;
+use crate::contest as analysis;
 use crate::model::ResultSet;
 
 /// The share of one contest's slices.
@@ -87,48 +87,6 @@ pub fn of(set: &ResultSet) -> Vec<IdleIo> {
     by_contest.into_values().filter(|e| e.slices > 0).collect()
 }
 
-/// The report's section: per contest, what the idle placements wrote during slices.
-pub fn section(d: &mut crate::document::Document, rows: &[IdleIo]) {
-    use crate::document::Table;
-    if rows.is_empty() {
-        return;
-    }
-    d.heading(3, "Idle placements' background writes during slices");
-    d.para(format!(
-        "Bytes written to the study's devices while a slice ran, from each slice's /proc/diskstats at its start and end (runs/<id>/diskstats.*.txt): on the active placement's devices, and on the others' (their servers idle: checkpointer, background writer, the kernel's write-back). A device two placements share counts as the active one's, so the idle share is a lower bound. Above {WARN_SHARE_PCT:.0}% the idle servers' writes compete with the measured slice."
-    ));
-    let mut t = Table::new(&[
-        "contest",
-        "slices:",
-        "written by the active placement:",
-        "by the idle placements:",
-        "idle share:",
-    ])
-    .caption("Write rates during slices, per contest (sums over all slices; no interval).");
-    for r in rows {
-        let mb_s = |b: u64| b as f64 / 1e6 / r.seconds.max(1e-9);
-        t.row(vec![
-            r.contest.clone(),
-            r.slices.to_string(),
-            format!("{:.2} MB/s", mb_s(r.active_bytes)),
-            format!("{:.2} MB/s", mb_s(r.idle_bytes)),
-            format!("{:.1}%", r.idle_share_pct()),
-        ]);
-    }
-    d.table(t);
-    let high: Vec<String> = rows
-        .iter()
-        .filter(|r| r.idle_share_pct() > WARN_SHARE_PCT)
-        .map(|r| format!("{} ({:.0}%)", r.contest, r.idle_share_pct()))
-        .collect();
-    if !high.is_empty() {
-        d.para(format!(
-            "**The idle placements wrote more than {WARN_SHARE_PCT:.0}% of the bytes during others' slices in {}**: their write-back competes with the measured slice for the CPU and, where devices share a backing (emulated loop files on one disk), for the disk. It lands on every placement alike only when the placements write alike.",
-            high.join(", ")
-        ));
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -137,10 +95,6 @@ mod tests {
     fn the_idle_share_is_of_all_bytes_written() {
         let r = IdleIo { contest: "c".into(), slices: 2, active_bytes: 900, idle_bytes: 100, seconds: 4.0 };
         assert!((r.idle_share_pct() - 10.0).abs() < 1e-12);
-        let mut d = crate::document::Document { title: "t".into(), blocks: Vec::new() };
-        section(&mut d, &[r]);
-        let crate::document::Block::Table(t) = &d.blocks[2] else { panic!("a table") };
-        assert_eq!(t.rows[0], ["c", "2", "0.00 MB/s", "0.00 MB/s", "10.0%"]);
         let none = IdleIo { contest: "c".into(), slices: 1, active_bytes: 0, idle_bytes: 0, seconds: 2.0 };
         assert_eq!(none.idle_share_pct(), 0.0);
     }

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use results::record::CellKey;
 use serde::Serialize;
 
-use crate::analysis::{self, Figure};
+use crate::contest::{self as analysis, Figure};
 use crate::model::CellSummary;
 use stats::{Delta, Estimate};
 

@@ -24,7 +24,7 @@ pub enum SummaryWarning {
     /// with 4 rounds left, a warm-up curve left, or a warm-up cut past a sixth of a segment's
     /// rounds): its changes are `not steady`, neither real changes nor equivalences,
     /// except the headline changes of the contenders in `standing`, whose intervals lie beyond
-    /// twice their drift ([`crate::analysis::withhold_unsteady`]).
+    /// twice their drift ([`crate::contest::withhold_unsteady`]).
     NotSteady { contest: String, detail: String, standing: Vec<String> },
     /// Slices under a workload's prior correlation: a contender's own lag-1 over its kept rounds
     /// lies far above the prior ([`stats::rounds::prior::far_above`]), so its interval, which
@@ -224,7 +224,7 @@ impl MachineRanges {
 /// the runs design) saw the CPU used outside the study, steal or the load vary by more than the
 /// thresholds above. Per cell, not over the contest: what a placement's own device costs in
 /// kernel threads and helpers (counted outside the study) differs between placements, steadily.
-pub(crate) fn machine_moved(set: &ResultSet, analysis: &crate::analysis::Analysis) -> Vec<SummaryWarning> {
+pub(crate) fn machine_moved(set: &ResultSet, analysis: &crate::contest::Analysis) -> Vec<SummaryWarning> {
     let mut cells: std::collections::BTreeMap<&CellKey, Vec<&results::RunRecord>> = Default::default();
     for r in set.runs.iter().filter(|r| r.status == results::RunStatus::Ok && analysis.counts(r)) {
         cells.entry(&r.cell).or_default().push(r);
@@ -234,7 +234,7 @@ pub(crate) fn machine_moved(set: &ResultSet, analysis: &crate::analysis::Analysi
         let Some(ranges) = MachineRanges::of(runs.iter().copied()) else { continue };
         let moved = ranges.moved();
         if ranges.rounds >= 2 && !moved.is_empty() {
-            contests.entry(crate::analysis::contest_of(cell)).or_default().push(format!(
+            contests.entry(crate::contest::contest_of(cell)).or_default().push(format!(
                 "{}: {}",
                 cell.placement,
                 moved.join(", ")

@@ -240,7 +240,7 @@ fn runs_delta(
     // Slices are side by side only within a contest (never across profiles or client counts:
     // separate sessions or contests): there, the study's own estimator on the rounds it kept.
     if set.manifest.measurement.design == Design::Slices
-        && crate::analysis::contest_of(base) == crate::analysis::contest_of(cont)
+        && crate::contest::contest_of(base) == crate::contest::contest_of(cont)
         && let Some(rule) = summary.analysis.rule.as_ref()
     {
         let kept = |k: &CellKey| -> Vec<&results::RunRecord> {
@@ -253,7 +253,7 @@ fn runs_delta(
             v
         };
         let (kb, kx) = (kept(base), kept(cont));
-        if let Some(d) = crate::analysis::delta_of(&kb, &kx, &|r| value(c, r, study), Some(rule)) {
+        if let Some(d) = crate::contest::delta_of(&kb, &kx, &|r| value(c, r, study), Some(rule)) {
             return Some(d.classified(margin));
         }
     }

@@ -6,7 +6,7 @@
 
 use serde::Serialize;
 
-use crate::analysis;
+use crate::contest as analysis;
 use crate::model::CellSummary;
 use results::record::CellKey;
 use stats::{Delta, Verdict};
@@ -56,7 +56,7 @@ impl ControlCheck {
 
 /// The control's figure moved: its interval after Holm's correction over the control's own
 /// figures (equal to the 95% one for a family of one) excludes 0.
-fn excludes_zero(d: &Delta) -> bool {
+pub fn excludes_zero(d: &Delta) -> bool {
     d.has_interval() && (d.holm_low > 0.0 || d.holm_high < 0.0) && d.verdict != Verdict::NoInterval
 }
 
@@ -94,69 +94,6 @@ pub fn checks(cells: &[CellSummary], control: &str) -> Vec<ControlCheck> {
             }
         })
         .collect()
-}
-
-/// `## Negative control` first in the report: the control's change in every contest, and which
-/// contests' verdicts it makes untrustworthy.
-pub fn section(d: &mut crate::document::Document, checks: &[ControlCheck], baseline: &str) {
-    use crate::document::Table;
-    if checks.is_empty() {
-        return;
-    }
-    let moved = checks.iter().filter(|c| c.moved).count();
-    d.heading(2, "Negative control");
-    d.para(format!(
-        "The placement `{}` is a twin of the baseline {baseline} (identical devices of its class), measured as one more contender of every contest: nothing can differ, so its change is the method's own error. {}",
-        checks[0].key.placement,
-        if moved == 0 && checks.iter().all(|c| c.figures == 0) {
-            "It has no interval in any contest (a side with a single run): it checks nothing here.".to_string()
-        } else if moved == 0 {
-            format!(
-                "It held in all {} contests on all {} figures checked: no interval of it excludes 0 after Holm's correction over all of its figures (one family).",
-                checks.len(),
-                checks.iter().map(|c| c.figures).sum::<usize>()
-            )
-        } else {
-            format!(
-                "It **moved in {moved} of {} contests**: those contests' verdicts are marked untrustworthy below.",
-                checks.len()
-            )
-        }
-    ));
-    let mut t = Table::new(&[
-        "contest",
-        "control's throughput change [95% CI]",
-        "latency change [95% CI]",
-        "other figures checked",
-        "the contest's verdicts",
-    ])
-    .caption(
-        "The negative control against the baseline per contest, on every figure with an interval (throughput, average and p99 latency, each statement's latency; the estimator of the study's own changes); intervals are 95% (paired by round), and after Holm's correction where that is wider, over every figure of the control in the study (one family): the control moved when one of those excludes 0 (at most a 5% false alarm per study when the method is right).",
-    );
-    for c in checks {
-        let text = |x: Option<&Delta>| x.map(|x| x.text_with_holm("")).unwrap_or_else(|| "n/a".into());
-        let moved_others: Vec<String> = c
-            .others
-            .iter()
-            .filter(|(_, d)| excludes_zero(d))
-            .map(|(what, d)| format!("{what} {}", d.text_with_holm("")))
-            .collect();
-        t.row(vec![
-            c.contest.clone(),
-            text(c.headline.as_ref()),
-            text(c.latency.as_ref()),
-            if moved_others.is_empty() {
-                match c.others.iter().filter(|(_, d)| d.has_interval()).count() {
-                    0 => "none with an interval".to_string(),
-                    n => format!("{n} held"),
-                }
-            } else {
-                format!("moved: {}", moved_others.join("; "))
-            },
-            if c.moved { "**untrustworthy**".into() } else { "stand".into() },
-        ]);
-    }
-    d.table(t);
 }
 
 /// The check of the contest `key` belongs to, if the study has a control.
