@@ -399,3 +399,21 @@ fn the_scheduler_never_imports_report() {
         scheduler.iter().filter(|m| m.code.iter().any(|l| l.contains("report::"))).map(|m| m.path.as_str()).collect();
     assert!(naming.is_empty(), "scheduler modules that name report: {naming:?} (docs/architecture.md, Invariants)");
 }
+
+/// stats is numerics alone: it names no workload, placement or committed result file (which
+/// prior a contest gets is analysis's to say, `analysis::priors`).
+#[test]
+fn stats_names_no_workload() {
+    let stats: Vec<Module> = modules().into_iter().filter(|m| m.path.split("::").next() == Some("stats")).collect();
+    assert!(stats.len() >= 5, "the scan finds stats's modules");
+    let names = [
+        "\"read-only\"",
+        "\"select-only\"",
+        "\"tpcb\"",
+        "\"tpcc\"",
+        "\"control\"",
+        "\"wal-on-pmem\"",
+        "bench-output",
+    ];
+    assert_eq!(modules_using(&stats, &names), BTreeSet::new(), "stats names these (docs/architecture.md, Invariants)");
+}

@@ -136,7 +136,7 @@ impl ContestAnalysis {
 /// The rule for the contest of cell `k`: its workload's priors, for servers whose memory is
 /// limited or not.
 fn rule_for(rule: &Rule, k: &CellKey) -> Rule {
-    rule.for_contest(&k.workload, k.memory_limit != MemoryLabel::Unlimited)
+    rule.with_prior(&crate::priors::of(&k.workload), k.memory_limit != MemoryLabel::Unlimited)
 }
 
 /// The cells that differ only in placement, measured against each other.

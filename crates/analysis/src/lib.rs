@@ -13,6 +13,7 @@ pub mod evidence;
 pub mod fidelity;
 pub mod idle_io;
 pub mod model;
+pub mod priors;
 pub mod warnings;
 
 pub use model::{ResultSet, Summary, rule_of, summarize, summarize_with};

@@ -110,16 +110,17 @@ fn cell_order(set: &ResultSet) -> Vec<CellKey> {
 
 /// The estimator's rule for a result set's measurement section: what the scheduler decided with
 /// while it measured, and what the report estimates with afterwards (each contest with its
-/// workload's prior, [`stats::rounds::Rule::for_contest`]).
+/// workload's prior, [`crate::priors::of`] through [`stats::rounds::Rule::with_prior`]).
 pub fn rule_of(m: &results::manifest::MeasurementRecord) -> stats::rounds::Rule {
     use results::manifest::Estimator;
-    let make = match m.estimator {
-        Estimator::PerContestLag1 => stats::rounds::Rule::issue24,
-        Estimator::WorkloadPrior => stats::rounds::Rule::workload_prior,
-        Estimator::WorkloadPriorLifeOffset => stats::rounds::Rule::life_offset,
-        Estimator::LongWarmUp => stats::rounds::Rule::new,
-    };
-    make(m.warm_up_rounds, m.min_rounds, m.target_halfwidth_pct)
+    use stats::rounds::Rule;
+    let (w, n, t, p) = (m.warm_up_rounds, m.min_rounds, m.target_halfwidth_pct, &crate::priors::POOLED);
+    match m.estimator {
+        Estimator::PerContestLag1 => Rule::issue24(w, n, t),
+        Estimator::WorkloadPrior => Rule::workload_prior(w, n, t, p),
+        Estimator::WorkloadPriorLifeOffset => Rule::life_offset(w, n, t, p),
+        Estimator::LongWarmUp => Rule::new(w, n, t, p),
+    }
 }
 
 /// Summarises a result set.

@@ -37,7 +37,7 @@ fn a_result_set_reads_with_the_estimator_it_recorded() {
     set.manifest.measurement.estimator = Estimator::WorkloadPrior;
     let after = report::summarize(&set);
     let contest = after.analysis.contests.values().next().unwrap();
-    assert_eq!(contest.rho_prior, Some(stats::rounds::prior::of("read-only").rho), "the read-only workload's prior");
+    assert_eq!(contest.rho_prior, Some(analysis::priors::of("read-only").rho), "the read-only workload's prior");
     // The cut moves on past the warm-up, and what is left of it still shows on the rounds from
     // the fixed cut on: not steady. The obvious change (2.3x) still stands: its interval after
     // Holm lies beyond twice the drift of its kept rounds (trend plus leftover warm-up).
@@ -116,7 +116,7 @@ fn the_offset_between_server_lives_widens_the_intervals_not_the_changes() {
     set.manifest.measurement.estimator = Estimator::WorkloadPriorLifeOffset;
     let after = report::summarize(&set);
     let contest = after.analysis.contests.values().next().unwrap();
-    let life_sd = stats::rounds::prior::of("read-only").life_sd(true);
+    let life_sd = analysis::priors::of("read-only").life_sd(true);
     assert!(life_sd > 0.01, "the read-only prior has an offset: {life_sd}");
     assert_eq!(contest.life_sd, Some(life_sd));
     assert_eq!(before.analysis.contests.values().next().unwrap().life_sd, None);

@@ -7,7 +7,7 @@
 //! pooledcurve05, pooledcut2, pooledcut3, pooledcut4, pooledcut6, pooledcutall, issue24check,
 //! fixed03, fixed0, stein, full, batch, mser5, plain; all unless given).
 
-use stats::rounds::simulate::{Design, Trigger, coverage_of_every_kind};
+use stats::rounds::simulate::{Design, TYPICAL, Trigger, coverage_of_every_kind};
 use stats::rounds::{Final, Rule};
 
 fn main() {
@@ -21,43 +21,59 @@ fn main() {
         (
             "shipped",
             "shipped (issue 37: prior pooled from 18 series, warm-up check, cut past a curve of tau <= 4, not steady past a sixth)",
-            Design::Pooled { rule: Rule::new(2, 6, Some(5.0)), series: 18 },
+            Design::Pooled { rule: Rule::new(2, 6, Some(5.0), &TYPICAL), series: 18 },
         ),
         (
             "nolife",
             "issue 37 as first shipped: no offset between server lives",
-            Design::Pooled { rule: Rule::workload_prior(2, 6, Some(5.0)), series: 18 },
+            Design::Pooled { rule: Rule::workload_prior(2, 6, Some(5.0), &TYPICAL), series: 18 },
         ),
         (
             "before",
             "the estimator before the long warm-up check (workload-prior-life-offset)",
-            Design::Pooled { rule: Rule::life_offset(2, 6, Some(5.0)), series: 18 },
+            Design::Pooled { rule: Rule::life_offset(2, 6, Some(5.0), &TYPICAL), series: 18 },
         ),
         (
             "longwu4",
             "shipped, not steady when the cut moved past a quarter of the rounds",
-            Design::Pooled { rule: Rule { long_warm_up: Some(0.25), ..Rule::new(2, 6, Some(5.0)) }, series: 18 },
+            Design::Pooled {
+                rule: Rule { long_warm_up: Some(0.25), ..Rule::new(2, 6, Some(5.0), &TYPICAL) },
+                series: 18,
+            },
         ),
         (
             "longwu8",
             "shipped, not steady when the cut moved past an eighth of the rounds",
-            Design::Pooled { rule: Rule { long_warm_up: Some(0.125), ..Rule::new(2, 6, Some(5.0)) }, series: 18 },
+            Design::Pooled {
+                rule: Rule { long_warm_up: Some(0.125), ..Rule::new(2, 6, Some(5.0), &TYPICAL) },
+                series: 18,
+            },
         ),
         (
             "ext2cut",
             "shipped, to twice the rounds when the cut moved",
-            Design::Extended { rule: Rule::new(2, 6, Some(5.0)), series: 18, up_to: 32, trigger: Trigger::CutMoved },
+            Design::Extended {
+                rule: Rule::new(2, 6, Some(5.0), &TYPICAL),
+                series: 18,
+                up_to: 32,
+                trigger: Trigger::CutMoved,
+            },
         ),
         (
             "ext15cut",
             "shipped, to 1.5 times the rounds when the cut moved",
-            Design::Extended { rule: Rule::new(2, 6, Some(5.0)), series: 18, up_to: 24, trigger: Trigger::CutMoved },
+            Design::Extended {
+                rule: Rule::new(2, 6, Some(5.0), &TYPICAL),
+                series: 18,
+                up_to: 24,
+                trigger: Trigger::CutMoved,
+            },
         ),
         (
             "ext2any",
             "shipped, to twice the rounds when the cut moved or not steady",
             Design::Extended {
-                rule: Rule::new(2, 6, Some(5.0)),
+                rule: Rule::new(2, 6, Some(5.0), &TYPICAL),
                 series: 18,
                 up_to: 32,
                 trigger: Trigger::CutMovedOrUnsteady,
@@ -66,7 +82,12 @@ fn main() {
         (
             "ext2curve20",
             "shipped, to twice the rounds when a warm-up curve is significant at 20%",
-            Design::Extended { rule: Rule::new(2, 6, Some(5.0)), series: 18, up_to: 32, trigger: Trigger::Curve(0.2) },
+            Design::Extended {
+                rule: Rule::new(2, 6, Some(5.0), &TYPICAL),
+                series: 18,
+                up_to: 32,
+                trigger: Trigger::Curve(0.2),
+            },
         ),
         (
             "oracle05",

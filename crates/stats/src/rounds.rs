@@ -23,6 +23,7 @@ pub use interval::{
 pub use trend::{Trend, leading_rounds_p, still_moving, trend};
 pub use warm_up::{WarmUpFit, curve_interval, fit_warm_up, leftover_warm_up, leftover_warm_up_bias};
 
+use prior::Prior;
 use std::collections::BTreeMap;
 
 use serde::Serialize;
@@ -60,13 +61,13 @@ pub struct Rule {
     /// Which interval a contest with a target ends with.
     pub interval: Final,
     /// The round-to-round correlation the interval and the trend tests assume: a workload's
-    /// prior ([`prior::of`], set by [`Rule::for_contest`]). None (what [`Rule::new`] gives)
-    /// estimates it per contest from the kept rounds' own lag-1, as issue 24 shipped.
+    /// prior ([`prior::Prior::rho`], set by [`Rule::with_prior`]). None (what [`Rule::issue24`]
+    /// gives) estimates it per contest from the kept rounds' own lag-1, as issue 24 shipped.
     #[serde(skip)]
     pub rho_prior: Option<f64>,
     /// The standard deviation of the offset between two server lives on the log ratio, whose
     /// variance every interval adds ([`with_life_offset`]): a workload's prior
-    /// ([`prior::Prior::life_sd`], set by [`Rule::for_contest`]). None (the estimators before
+    /// ([`prior::Prior::life_sd`], set by [`Rule::with_prior`]). None (the estimators before
     /// it) adds nothing.
     #[serde(skip)]
     pub life_sd: Option<f64>,
@@ -111,39 +112,44 @@ pub enum Final {
 
 impl Rule {
     /// The shipped rule (issue 37) for a measurement with `warm_up_rounds` cut per segment, at
-    /// least `min_rounds` kept, and a target 95% half-width in percent (report's `rule_of` reads
-    /// them from a result set's measurement section): the round-to-round correlation from a
-    /// prior (the pooled one here; [`Rule::for_contest`] sets the workload's own), the
+    /// least `min_rounds` kept, and a target 95% half-width in percent (analysis's `rule_of` reads
+    /// them from a result set's measurement section): the round-to-round correlation from
+    /// `prior` ([`Rule::with_prior`] sets each contest's own), the
     /// corrected interval over every kept round (Stein's rule only sizes the contest), the
     /// warm-up check beside the trend test, and a cut that also moves on while a warm-up curve
     /// of time constant at most [`CUT_CURVE_MAX_TAU`] rounds is left (docs/benchmarks.md,
     /// "The estimator of issue 37").
     /// Every interval also allows for the offset between server lives ([`with_life_offset`],
-    /// the workload's [`prior::Prior::life_sd`]).
+    /// the prior's [`prior::Prior::life_sd`]).
     /// A segment whose cut moved past its fixed rounds by a sixth of its rounds or more is not
     /// steady ([`LONG_WARM_UP_SHARE`]).
-    pub fn new(warm_up_rounds: u32, min_rounds: u32, target_halfwidth_pct: Option<f64>) -> Rule {
+    pub fn new(warm_up_rounds: u32, min_rounds: u32, target_halfwidth_pct: Option<f64>, prior: &Prior) -> Rule {
         Rule {
             long_warm_up: Some(LONG_WARM_UP_SHARE),
-            ..Rule::life_offset(warm_up_rounds, min_rounds, target_halfwidth_pct)
+            ..Rule::life_offset(warm_up_rounds, min_rounds, target_halfwidth_pct, prior)
         }
     }
 
     /// The rule result sets recorded as `workload-prior-life-offset` were estimated by:
     /// [`Rule::new`] without the long warm-up check.
-    pub fn life_offset(warm_up_rounds: u32, min_rounds: u32, target_halfwidth_pct: Option<f64>) -> Rule {
+    pub fn life_offset(warm_up_rounds: u32, min_rounds: u32, target_halfwidth_pct: Option<f64>, prior: &Prior) -> Rule {
         Rule {
-            life_sd: Some(prior::POOLED.life_sd_unlimited),
-            life_df: Some(prior::POOLED.life_df()),
-            ..Rule::workload_prior(warm_up_rounds, min_rounds, target_halfwidth_pct)
+            life_sd: Some(prior.life_sd_unlimited),
+            life_df: Some(prior.life_df()),
+            ..Rule::workload_prior(warm_up_rounds, min_rounds, target_halfwidth_pct, prior)
         }
     }
 
     /// The rule issue 37 first shipped, which result sets recorded as `workload-prior` were
     /// estimated by: [`Rule::new`] without the offset between server lives.
-    pub fn workload_prior(warm_up_rounds: u32, min_rounds: u32, target_halfwidth_pct: Option<f64>) -> Rule {
+    pub fn workload_prior(
+        warm_up_rounds: u32,
+        min_rounds: u32,
+        target_halfwidth_pct: Option<f64>,
+        prior: &Prior,
+    ) -> Rule {
         Rule {
-            rho_prior: Some(prior::POOLED.rho),
+            rho_prior: Some(prior.rho),
             interval: Final::Full,
             warm_up_check: true,
             cut_curve_max_tau: Some(CUT_CURVE_MAX_TAU),
@@ -173,13 +179,10 @@ impl Rule {
         }
     }
 
-    /// The rule for a contest of `workload`: a rule that takes its correlation from a prior takes
-    /// the workload's own ([`prior::of`]: the pooled one for a workload without); a rule that
-    /// estimates it per contest is unchanged.
-    /// Likewise the offset between server lives, the one for servers whose memory is
-    /// `memory_limited` or not.
-    pub fn for_contest(self, workload: &str, memory_limited: bool) -> Rule {
-        let p = prior::of(workload);
+    /// The rule for a contest whose prior is `p`: a rule that takes its correlation from a prior
+    /// takes `p`'s; a rule that estimates it per contest is unchanged. Likewise the offset
+    /// between server lives, the one for servers whose memory is `memory_limited` or not.
+    pub fn with_prior(self, p: &Prior, memory_limited: bool) -> Rule {
         Rule {
             rho_prior: self.rho_prior.map(|_| p.rho),
             life_sd: self.life_sd.map(|_| p.life_sd(memory_limited)),
