@@ -406,14 +406,23 @@ fn the_scheduler_never_imports_report() {
 fn stats_names_no_workload() {
     let stats: Vec<Module> = modules().into_iter().filter(|m| m.path.split("::").next() == Some("stats")).collect();
     assert!(stats.len() >= 5, "the scan finds stats's modules");
-    let names = [
-        "\"read-only\"",
-        "\"select-only\"",
-        "\"tpcb\"",
-        "\"tpcc\"",
-        "\"control\"",
-        "\"wal-on-pmem\"",
-        "bench-output",
-    ];
+    let names =
+        ["\"read-only\"", "\"select-only\"", "\"tpcb\"", "\"tpcc\"", "\"control\"", "\"wal-on-pmem\"", "bench-output"];
     assert_eq!(modules_using(&stats, &names), BTreeSet::new(), "stats names these (docs/architecture.md, Invariants)");
+}
+
+/// Holm's correction is applied in one function (`analysis::contest::judge_family`): every family
+/// of changes, the study's per figure, the control's and a contrast's, goes through it.
+#[test]
+fn holm_is_applied_in_one_function() {
+    let calling: Vec<(String, usize)> = modules()
+        .into_iter()
+        .filter(|m| m.path.split("::").next() != Some("stats"))
+        .map(|m| {
+            let n = m.code.iter().filter(|l| l.contains("holm(&") || l.contains("stats::holm(")).count();
+            (m.path, n)
+        })
+        .filter(|(_, n)| *n > 0)
+        .collect();
+    assert_eq!(calling, vec![("analysis::contest".to_string(), 1)], "where stats::holm is called");
 }

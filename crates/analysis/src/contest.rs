@@ -310,17 +310,25 @@ pub fn withhold_unsteady(d: &mut Delta, steady: bool, drift: Option<f64>) {
 pub fn adjust_and_classify(deltas: &mut [(Figure, &mut Delta)], margin_pct: f64) -> BTreeMap<Figure, usize> {
     let mut tests = BTreeMap::new();
     for f in Figure::ALL {
-        let idx: Vec<usize> = (0..deltas.len()).filter(|&i| deltas[i].0 == f).collect();
-        let p: Vec<f64> = idx.iter().map(|&i| deltas[i].1.p_value).collect();
-        let adjusted = holm(&p);
-        let n = p.iter().filter(|p| p.is_finite()).count();
+        let mut family: Vec<&mut Delta> =
+            deltas.iter_mut().filter(|(figure, _)| *figure == f).map(|(_, d)| &mut **d).collect();
+        let n = judge_family(&mut family, margin_pct);
         if n > 0 {
             tests.insert(f, n);
         }
-        for (j, &i) in idx.iter().enumerate() {
-            let d = &mut *deltas[i].1;
-            *d = d.adjusted(adjusted[j], n).classified(margin_pct);
-        }
     }
     tests
+}
+
+/// Holm's correction over one family of changes (each change's p-value adjusted, its interval
+/// after Holm), then each change's verdict against the margin; returns the number of tests (the
+/// changes with a p-value). The one place Holm's correction is applied.
+pub fn judge_family(family: &mut [&mut Delta], margin_pct: f64) -> usize {
+    let p: Vec<f64> = family.iter().map(|d| d.p_value).collect();
+    let adjusted = holm(&p);
+    let n = p.iter().filter(|p| p.is_finite()).count();
+    for (d, a) in family.iter_mut().zip(adjusted) {
+        **d = d.adjusted(a, n).classified(margin_pct);
+    }
+    n
 }

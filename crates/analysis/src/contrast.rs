@@ -196,9 +196,8 @@ pub(crate) fn fill_statement_deltas(cells: &mut [CellSummary], contrast: &mut Co
         }
     }
     // Every statement's change of the contrast is one family, as the study's are.
-    let p: Vec<f64> = found.iter().map(|(_, _, d)| d.p_value).collect();
-    let adjusted = stats::holm(&p);
-    let n = p.iter().filter(|p| p.is_finite()).count();
+    let mut family: Vec<&mut Delta> = found.iter_mut().map(|(_, _, d)| d).collect();
+    let n = analysis::judge_family(&mut family, margin_pct);
     if n > 0 {
         contrast.tests.insert(Figure::StatementLatency, n);
     }
@@ -207,8 +206,8 @@ pub(crate) fn fill_statement_deltas(cells: &mut [CellSummary], contrast: &mut Co
             st.delta = None;
         }
     }
-    for ((i, j, d), a) in found.into_iter().zip(adjusted) {
-        cells[i].statements[j].delta = Some(d.adjusted(a, n).classified(margin_pct));
+    for (i, j, d) in found {
+        cells[i].statements[j].delta = Some(d);
     }
 }
 

@@ -325,12 +325,9 @@ fn judge(cells: &mut [CellSummary], margin: f64, control: Option<&str>) -> BTree
         }
     }
     let tests = analysis::adjust_and_classify(&mut family, margin);
-    let p: Vec<f64> = controls.iter().map(|(_, d)| d.p_value).collect();
-    let adjusted = stats::holm(&p);
-    let n = p.iter().filter(|p| p.is_finite()).count();
-    for ((_, d), a) in controls.iter_mut().zip(adjusted) {
-        **d = d.adjusted(a, n).classified(margin);
-    }
+    // The control's figures: one family over the study, whatever the figure.
+    let mut controls: Vec<&mut Delta> = controls.into_iter().map(|(_, d)| d).collect();
+    analysis::judge_family(&mut controls, margin);
     tests
 }
 
