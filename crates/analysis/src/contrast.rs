@@ -15,8 +15,8 @@ use std::collections::BTreeMap;
 use results::record::CellKey;
 use serde::Serialize;
 
+use crate::cell::CellSummary;
 use crate::contest::{self as analysis, Figure};
-use crate::model::CellSummary;
 use stats::{Delta, Estimate};
 
 /// What a study varies besides the placement.
@@ -273,7 +273,7 @@ mod tests {
     #[test]
     fn statements_change_against_the_reference_cell() {
         let e = |x: f64| x.exp() * 1000.0;
-        let statement = |text: &str, ms: &[f64]| crate::model::StatementSummary {
+        let statement = |text: &str, ms: &[f64]| crate::cell::StatementSummary {
             statement: text.into(),
             latency_ms: Estimate::of(ms).unwrap(),
             delta: None,

@@ -6,8 +6,8 @@
 
 use serde::Serialize;
 
+use crate::cell::CellSummary;
 use crate::contest as analysis;
-use crate::model::CellSummary;
 use results::record::CellKey;
 use stats::{Delta, Verdict};
 
@@ -79,7 +79,7 @@ pub fn checks(cells: &[CellSummary], control: &str) -> Vec<ControlCheck> {
             }
             for st in &c.statements {
                 if let Some(d) = st.delta {
-                    others.push((format!("{} latency", crate::model::statement_label(&st.statement)), d));
+                    others.push((format!("{} latency", crate::cell::statement_label(&st.statement)), d));
                 }
             }
             let all = || headline.iter().chain(latency.iter()).chain(others.iter().map(|(_, d)| d));

@@ -12,7 +12,7 @@ use results::RunStatus;
 use results::diskstats::parse_diskstats;
 
 use crate::contest as analysis;
-use crate::model::ResultSet;
+use results::ResultSet;
 
 /// The share of one contest's slices.
 #[derive(Clone, Debug, PartialEq)]

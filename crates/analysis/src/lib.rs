@@ -5,6 +5,7 @@
 //! writing files are `report`'s. Runs nothing and writes nothing, so the scheduler
 //! (`pgtier compare`'s slices) uses its stopping rule without the renderer.
 
+pub mod cell;
 pub mod claims;
 pub mod contest;
 pub mod contrast;
@@ -14,6 +15,7 @@ pub mod fidelity;
 pub mod idle_io;
 pub mod model;
 pub mod priors;
+pub mod summary;
 pub mod warnings;
 
 pub use model::{ResultSet, Summary, rule_of, summarize, summarize_with};

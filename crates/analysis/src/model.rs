@@ -1,83 +1,19 @@
-//! The result model the exporters share: a results directory read back, and its summary per
-//! matrix cell with deltas against the baseline placement.
+//! A result set summarised: each cell against the baseline with its verdicts ([`summarize`]),
+//! by the estimator the result set records ([`rule_of`]). The types it fills are below it
+//! ([`crate::cell`], [`crate::summary`]) and re-exported here.
 
 use results::manifest::Design;
 use std::collections::BTreeMap;
 
 use results::record::{CellKey, MemoryLabel, RunRecord, RunStatus};
-use serde::Serialize;
 
 use crate::contest::{self as analysis, Analysis, Figure};
 use crate::warnings::{SummaryWarning, run_warnings};
 use stats::{Delta, Estimate, Method, Verdict};
 
+pub use crate::cell::{CellSummary, StatementSummary, describe, statement_label};
+pub use crate::summary::Summary;
 pub use results::ResultSet;
-
-/// One matrix cell across its repetitions.
-#[derive(Clone, Debug, Serialize)]
-pub struct CellSummary {
-    pub key: CellKey,
-    pub is_baseline: bool,
-    /// Successful runs that went into the figures.
-    pub runs: usize,
-    pub failed_runs: usize,
-    pub tps: Estimate,
-    pub latency_ms: Estimate,
-    pub latency_p99_ms: Option<Estimate>,
-    /// Change against the baseline placement for the same workload, clients, memory limit and
-    /// profile (None on baseline rows and when the baseline cell has no data).
-    pub tps_delta: Option<Delta>,
-    pub latency_delta: Option<Delta>,
-    pub latency_p99_delta: Option<Delta>,
-    /// TPC-C: new orders per minute (HammerDB's NOPM) and its change against the baseline.
-    pub nopm: Option<Estimate>,
-    pub nopm_delta: Option<Delta>,
-    /// Average latency of each statement of the script (pgbench `-r`), in script order, with its
-    /// change against the baseline cell's same statement.
-    pub statements: Vec<StatementSummary>,
-}
-
-/// One statement of a pgbench script across a cell's repetitions.
-#[derive(Clone, Debug, Serialize)]
-pub struct StatementSummary {
-    pub statement: String,
-    pub latency_ms: Estimate,
-    pub delta: Option<Delta>,
-}
-
-impl CellSummary {
-    /// The figure a reader compares first: NOPM for TPC-C, TPS otherwise, with its change and unit.
-    pub fn headline(&self) -> (Estimate, Option<Delta>, &'static str) {
-        match self.nopm {
-            Some(n) => (n, self.nopm_delta, "new orders per minute (NOPM)"),
-            None => (self.tps, self.tps_delta, "throughput (transactions/s)"),
-        }
-    }
-}
-
-/// Every cell, in a stable order, and what a reader must be warned about.
-#[derive(Clone, Debug, Serialize)]
-pub struct Summary {
-    pub cells: Vec<CellSummary>,
-    /// Planned cells without a successful run (an interrupted or failing matrix).
-    pub missing: Vec<CellKey>,
-    pub warnings: Vec<SummaryWarning>,
-    /// How the deltas were computed (design, method, margin, the families Holm corrected).
-    pub analysis: Analysis,
-    /// The negative control's check per contest (empty without `[measurement] control`).
-    pub controls: Vec<crate::control::ControlCheck>,
-    /// The study's own contrast when it measures one placement and varies a build, a profile, a
-    /// memory limit or the client count (None when it compares placements).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub contrast: Option<crate::contrast::Contrast>,
-}
-
-impl Summary {
-    /// What the negative control showed in the contest of `key`, if the study has one.
-    pub fn control_of(&self, key: &CellKey) -> Option<&crate::control::ControlCheck> {
-        crate::control::of(&self.controls, key)
-    }
-}
 
 fn cell_order(set: &ResultSet) -> Vec<CellKey> {
     // The planned order (run ids are "<seq>-<placement>-..."): cells by first appearance, then
@@ -253,7 +189,7 @@ pub fn summarize_with(set: &ResultSet, rule: stats::rounds::Rule) -> Summary {
     }
     warnings.extend(crate::warnings::machine_moved(set, &analysis));
     let mut summary = Summary { cells, missing, warnings, analysis, controls, contrast };
-    if let Some(w) = crate::warnings::pinned_client_ceiling(set, &summary) {
+    if let Some(w) = pinned_client_ceiling(set, &summary) {
         summary.warnings.push(w);
     }
     summary
@@ -418,35 +354,27 @@ fn planned_cell(set: &ResultSet, run_id: &str) -> Option<CellKey> {
     set.manifest.planned_cells.get(run_id).cloned()
 }
 
-/// A statement of a pgbench script as a column heading: `UPDATE pgbench_accounts`,
-/// `SELECT … FROM pgbench_accounts`, `INSERT INTO pgbench_history`, `BEGIN`.
-pub fn statement_label(text: &str) -> String {
-    let t = text.trim().trim_end_matches(';');
-    let words: Vec<&str> = t.split_whitespace().collect();
-    let upper = |i: usize| words.get(i).map(|w| w.to_ascii_uppercase()).unwrap_or_default();
-    match upper(0).as_str() {
-        "UPDATE" if words.len() >= 2 => format!("UPDATE {}", words[1]),
-        "INSERT" if words.len() >= 3 && upper(1) == "INTO" => format!("INSERT INTO {}", words[2]),
-        "SELECT" => match words.iter().position(|w| w.eq_ignore_ascii_case("FROM")) {
-            Some(i) if i + 1 < words.len() => format!("SELECT … FROM {}", words[i + 1]),
-            _ => t.to_string(),
-        },
-        _ if words.len() <= 3 => t.to_string(),
-        _ => format!("{} …", words[..3].join(" ")),
-    }
-}
-
-/// `tpcb, 8 clients, placement nvme` for messages.
-pub fn describe(k: &CellKey) -> String {
-    let mut s = format!("{} / {} / {} clients", k.placement, k.workload, k.clients);
-    s.push_str(&format!(" / memory {}", k.memory_limit));
-    if k.profile != "default" {
-        s.push_str(&format!(" / profile {}", k.profile));
-    }
-    if k.build != results::record::DEFAULT_BUILD {
-        s.push_str(&format!(" / build {}", k.build));
-    }
-    s
+/// With pgbench pinned, the cells whose backends mostly waited for it: the pinned client may be
+/// their ceiling, which narrows intervals by shrinking the changes.
+fn pinned_client_ceiling(set: &ResultSet, summary: &Summary) -> Option<SummaryWarning> {
+    let pinning = set.manifest.measurement.pinning.as_ref()?;
+    let study = crate::evidence::Study::of(set, summary);
+    let bound: Vec<String> = summary
+        .cells
+        .iter()
+        .filter(|c| {
+            study
+                .cells
+                .get(&c.key)
+                .is_some_and(|e| crate::evidence::judge(e).bottleneck == crate::evidence::Bottleneck::Client)
+        })
+        .map(|c| describe(&c.key))
+        .collect();
+    (!bound.is_empty()).then(|| crate::warnings::SummaryWarning::PinnedClientCeiling {
+        pin_client: pinning.client.clone(),
+        bound,
+        cells: summary.cells.len(),
+    })
 }
 
 #[cfg(test)]

@@ -7,7 +7,8 @@ use results::Warning;
 use results::record::CellKey;
 use serde::Serialize;
 
-use crate::model::{ResultSet, describe};
+use crate::cell::describe;
+use results::ResultSet;
 
 /// One warning of the summary (`summary.json`, report.md, the terminal), stored as its sentence.
 #[derive(Clone, Debug, PartialEq)]
@@ -242,29 +243,6 @@ pub(crate) fn machine_moved(set: &ResultSet, analysis: &crate::contest::Analysis
         }
     }
     contests.into_iter().map(|(contest, cells)| SummaryWarning::MachineMoved { contest, cells }).collect()
-}
-
-/// With pgbench pinned, the cells whose backends mostly waited for it: the pinned client may be
-/// their ceiling, which narrows intervals by shrinking the changes.
-pub(crate) fn pinned_client_ceiling(set: &ResultSet, summary: &crate::model::Summary) -> Option<SummaryWarning> {
-    let pinning = set.manifest.measurement.pinning.as_ref()?;
-    let study = crate::evidence::Study::of(set, summary);
-    let bound: Vec<String> = summary
-        .cells
-        .iter()
-        .filter(|c| {
-            study
-                .cells
-                .get(&c.key)
-                .is_some_and(|e| crate::evidence::judge(e).bottleneck == crate::evidence::Bottleneck::Client)
-        })
-        .map(|c| describe(&c.key))
-        .collect();
-    (!bound.is_empty()).then(|| SummaryWarning::PinnedClientCeiling {
-        pin_client: pinning.client.clone(),
-        bound,
-        cells: summary.cells.len(),
-    })
 }
 
 #[cfg(test)]

@@ -193,3 +193,15 @@ keyword!(crate::model::ClaimAcross {
     crate::model::ClaimAcross::ResultSets => "result-sets",
     crate::model::ClaimAcross::Profiles => "profiles",
 } |t| format!("{t:?}: use \"placements\" (two placements of one result set), \"profiles\" (the claim's profile against the default profile, one placement) or \"result-sets\" (the same cell in two result sets: `cargo xtask report --baseline A --contender B`)"));
+
+impl crate::model::ClaimMetric {
+    pub fn as_str(self) -> &'static str {
+        Keyword::word(self)
+    }
+}
+
+impl crate::model::ClaimAcross {
+    pub fn as_str(self) -> &'static str {
+        Keyword::word(self)
+    }
+}

@@ -380,12 +380,6 @@ pub enum ClaimMetric {
     DeviceMbS,
 }
 
-impl ClaimMetric {
-    pub fn as_str(self) -> &'static str {
-        crate::keyword::Keyword::word(self)
-    }
-}
-
 /// What a claim compares.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -397,12 +391,6 @@ pub enum ClaimAcross {
     /// One placement's cell under the claim's profile against the same cell under the default
     /// profile (a study whose contrast is its settings profile, such as seed 004's).
     Profiles,
-}
-
-impl ClaimAcross {
-    pub fn as_str(self) -> &'static str {
-        crate::keyword::Keyword::word(self)
-    }
 }
 
 /// A figure the study published, resolved to the cells of this (possibly emulated) matrix.

@@ -14,6 +14,7 @@
 
 pub mod command;
 pub mod mounts;
+pub mod outcome;
 pub mod process;
 pub mod remote;
 pub mod undo;

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use crate::command::{CommandLine, ssh_command};
-use crate::undo::{Outcome, UndoError};
+use crate::outcome::{Outcome, UndoError};
 
 /// What undoes one effect on another host.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::ReportError;
 use crate::charts::{self, Bar, BarChart, BarGroup, Chart};
-use crate::export::tables::Fixed;
+use crate::export::csv::Fixed;
 use crate::export::{ExportError, Output, csv_bytes, write_outputs};
 use analysis::model::{ResultSet, describe, summarize};
 use stats::Delta;

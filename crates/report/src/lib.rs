@@ -10,6 +10,7 @@ pub mod document;
 pub mod export;
 pub mod fleet;
 pub mod markdown;
+pub mod output;
 pub mod publication;
 pub mod text;
 pub mod views;
@@ -52,7 +53,7 @@ pub fn render_with(dir: &Path, figures: publication::Figures) -> Result<(Summary
     let mut captions = Vec::new();
     let mut charts = Vec::new();
     for drawn in views::draw_all(&set, &summary) {
-        let (caption, outputs) = drawn?;
+        let (caption, outputs) = drawn.map_err(ExportError::from)?;
         charts.extend(write_outputs(dir, outputs)?);
         captions.push(caption);
     }

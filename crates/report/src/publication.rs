@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use resvg::usvg;
 
-use crate::export::Output;
+use crate::output::Output;
 use crate::views::ChartFile;
 
 /// The figures' width: a double column.
@@ -206,8 +206,8 @@ mod tests {
             ["svg", "pdf", "png", "caption.txt"].map(|x| format!("charts/publication/throughput-tpcb-c8.{x}"))
         );
         let body = |i: usize| match &out[i].body {
-            crate::export::Body::Bytes(b) => b.clone(),
-            crate::export::Body::Png(_) => unreachable!(),
+            crate::output::Body::Bytes(b) => b.clone(),
+            crate::output::Body::Png(_) => unreachable!(),
         };
         let svg_out = String::from_utf8(body(0)).unwrap();
         assert!(svg_out.contains("width=\"183.0mm\"") && svg_out.contains("height=\"108.7mm\""), "{svg_out}");

@@ -25,10 +25,12 @@ mod drive;
 pub mod faithful;
 pub mod generate;
 mod load;
+mod loading;
 pub mod random;
 pub mod schema;
 pub mod terminal;
 pub mod transactions;
+mod tx;
 mod wire;
 
 use std::collections::BTreeMap;
@@ -38,7 +40,7 @@ use serde::{Deserialize, Serialize};
 
 pub use consistency::check_consistency;
 pub use drive::run;
-pub use load::create_schema_and_load;
+pub use loading::create_schema_and_load;
 pub use random::NurandConstants;
 
 /// Which rules the workload follows; serialised as [`Mode::as_str`] spells it.

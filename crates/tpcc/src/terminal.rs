@@ -7,42 +7,7 @@ use crate::Mode;
 use crate::generate::{CUSTOMERS, DISTRICTS, ITEMS};
 use crate::random::{A_C_ID, A_C_LAST, A_OL_I_ID, NurandConstants, Rng, last_name};
 
-/// The five transaction types.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum TxKind {
-    /// New-Order.
-    NewOrder,
-    /// Payment.
-    Payment,
-    /// Order-Status.
-    OrderStatus,
-    /// Delivery.
-    Delivery,
-    /// Stock-Level.
-    StockLevel,
-}
-
-impl TxKind {
-    /// All five, in report order.
-    pub const ALL: [TxKind; 5] =
-        [TxKind::NewOrder, TxKind::Payment, TxKind::OrderStatus, TxKind::Delivery, TxKind::StockLevel];
-
-    /// Snake-case name used in reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            TxKind::NewOrder => "new_order",
-            TxKind::Payment => "payment",
-            TxKind::OrderStatus => "order_status",
-            TxKind::Delivery => "delivery",
-            TxKind::StockLevel => "stock_level",
-        }
-    }
-
-    /// Position in [`TxKind::ALL`].
-    pub fn index(self) -> usize {
-        self as usize
-    }
-}
+pub use crate::tx::TxKind;
 
 /// A customer chosen by id or by last name.
 #[derive(Clone, Debug, PartialEq, Eq)]

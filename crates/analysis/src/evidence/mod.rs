@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 use results::record::{CellKey, RunRecord, RunStatus};
 use serde::Serialize;
 
-use crate::model::{ResultSet, Summary};
+use crate::summary::Summary;
+use results::ResultSet;
 use stats::Delta;
 
 mod cause;

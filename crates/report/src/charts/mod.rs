@@ -12,7 +12,7 @@ mod stacked;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use crate::export::{Bitmap, Body, Output};
+use crate::output::{Bitmap, Body, Output};
 
 static FONTS: Once = Once::new();
 

@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use super::tables::Fixed;
+use super::csv::Fixed;
 use analysis::contrast::{Change, Contrast};
 use stats::Delta;
 
@@ -171,7 +171,7 @@ mod tests {
             }],
             tests: Default::default(),
         };
-        let text = String::from_utf8(super::super::tables::csv_bytes(rows(&x))).unwrap();
+        let text = String::from_utf8(super::super::csv::csv_bytes(rows(&x))).unwrap();
         let mut lines = text.lines();
         let header: Vec<&str> = lines.next().unwrap().split(',').collect();
         let row: Vec<&str> = lines.next().unwrap().split(',').collect();

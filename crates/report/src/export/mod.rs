@@ -3,14 +3,17 @@
 //! [`write_outputs`] is the one place that puts them on disk, each atomically.
 
 mod contrast;
+pub(crate) mod csv;
 pub(crate) mod tables;
 
 use std::path::{Path, PathBuf};
 
 use results::write_atomic;
 
+pub(crate) use self::csv::csv_bytes;
 pub use self::tables::CsvExporter;
-pub(crate) use self::tables::csv_bytes;
+pub(crate) use crate::output::layout;
+pub use crate::output::{Bitmap, Body, Output};
 use analysis::model::{ResultSet, Summary};
 
 /// Renders one view of a result set into files.
@@ -26,47 +29,6 @@ pub enum ExportError {
     Chart(#[from] crate::charts::ChartError),
     #[error(transparent)]
     Publication(#[from] crate::publication::PublicationError),
-}
-
-/// One file of a rendered view.
-#[derive(Debug)]
-pub struct Output {
-    /// Relative to the directory written into (the results directory, or a comparison's).
-    pub path: PathBuf,
-    pub body: Body,
-}
-
-/// What a file holds.
-#[derive(Debug)]
-pub enum Body {
-    Bytes(Vec<u8>),
-    /// A chart's pixels, encoded as PNG when written (plotters reaches its PNG encoder through a
-    /// file only).
-    Png(Bitmap),
-}
-
-/// RGB pixels, 3 bytes each, row by row.
-pub struct Bitmap {
-    pub width: u32,
-    pub height: u32,
-    pub rgb: Vec<u8>,
-}
-
-impl std::fmt::Debug for Bitmap {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Bitmap({}x{})", self.width, self.height)
-    }
-}
-
-impl Output {
-    pub fn bytes(path: impl Into<PathBuf>, bytes: Vec<u8>) -> Output {
-        Output { path: path.into(), body: Body::Bytes(bytes) }
-    }
-}
-
-/// Paths in the results layout relative to the results directory (`runs.csv`, `charts/`...).
-pub(crate) fn layout() -> results::ResultsDir {
-    results::ResultsDir::new("")
 }
 
 /// Writes every output under `root`, each atomically (a reader never sees half a file); returns

@@ -12,8 +12,9 @@ use std::path::{Path, PathBuf};
 
 use plotters::style::RGBColor;
 
+use crate::charts::ChartError;
 use crate::charts::{self, BarChart, Chart, LineChart};
-use crate::export::{ExportError, Output, layout};
+use crate::output::{Output, layout};
 use analysis::model::{CellSummary, ResultSet, Summary};
 use stats::{Delta, Verdict};
 
@@ -223,7 +224,7 @@ impl ChartSpec {
     }
 
     /// The PNG and the SVG.
-    pub fn render(&self) -> Result<[Output; 2], ExportError> {
+    pub fn render(&self) -> Result<[Output; 2], ChartError> {
         Ok(charts::render(&self.chart, &self.path())?)
     }
 }
@@ -291,13 +292,13 @@ pub fn plan(set: &ResultSet, summary: &Summary) -> Vec<ChartSpec> {
 pub fn draw_all(
     set: &ResultSet,
     summary: &Summary,
-) -> impl Iterator<Item = Result<(ChartFile, [Output; 2]), ExportError>> {
+) -> impl Iterator<Item = Result<(ChartFile, [Output; 2]), ChartError>> {
     plan(set, summary).into_iter().map(|spec| {
         let outputs = spec.render()?;
         let mut file = spec.file();
         file.svg = outputs.iter().find_map(|o| match &o.body {
-            crate::export::Body::Bytes(b) => Some(String::from_utf8_lossy(b).into_owned()),
-            crate::export::Body::Png(_) => None,
+            crate::output::Body::Bytes(b) => Some(String::from_utf8_lossy(b).into_owned()),
+            crate::output::Body::Png(_) => None,
         });
         Ok((file, outputs))
     })

@@ -12,9 +12,10 @@ mod emulated;
 mod real;
 pub mod target;
 
+pub use crate::plan::{host_identity, uuid_of_host_nqn};
 use emulated::*;
 use real::*;
-pub use real::{host_identity, same_connection, secret_config_file, uuid_of_host_nqn};
+pub use real::{same_connection, secret_config_file};
 
 /// Where and for whom a plan provisions.
 #[derive(Clone, Debug)]

@@ -150,32 +150,6 @@ pub(super) fn nvme_tcp_checks(plan: &mut Plan, devices: &[DeviceSpec], i: usize,
     }
 }
 
-pub(super) const UUID_HOSTNQN: &str = "nqn.2014-08.org.nvmexpress:uuid:";
-
-/// The UUID of a `nqn.2014-08.org.nvmexpress:uuid:<uuid>` host NQN (libnvme derives the host
-/// ID from it the same way).
-pub fn uuid_of_host_nqn(nqn: &str) -> Option<String> {
-    let u = nqn.trim().strip_prefix(UUID_HOSTNQN)?;
-    let ok = u.len() == 36
-        && u.char_indices().all(|(i, c)| if [8, 13, 18, 23].contains(&i) { c == '-' } else { c.is_ascii_hexdigit() });
-    ok.then(|| u.to_ascii_lowercase())
-}
-
-/// The host NQN and host ID a connect passes: the experiment file's pair; a uuid host NQN with
-/// the ID it implies; with neither, the machine's (`/etc/nvme/hostnqn`, `/etc/nvme/hostid`,
-/// read when the connect runs). An incomplete pair is refused by its check; it prints as such.
-pub fn host_identity(t: &NvmeTcpTarget) -> (Value, Value) {
-    match (&t.host_nqn, &t.host_id) {
-        (Some(n), Some(i)) => (Value::lit(n), Value::lit(i)),
-        (Some(n), None) => match uuid_of_host_nqn(n) {
-            Some(u) => (Value::lit(n), Value::lit(u)),
-            None => (Value::lit(n), Value::var("host_id not given")),
-        },
-        (None, Some(i)) => (Value::var("host_nqn not given"), Value::lit(i)),
-        (None, None) => (Value::var("from /etc/nvme/hostnqn"), Value::var("from /etc/nvme/hostid")),
-    }
-}
-
 /// Where a connect's libnvme configuration (carrying the DH-HMAC-CHAP key) is written: next to
 /// the run's work directory, which does not exist yet when the checks run.
 pub fn secret_config_file(ctx: &PlanContext, device: &str) -> PathBuf {

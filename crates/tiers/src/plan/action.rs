@@ -260,7 +260,7 @@ impl Action {
                 format!("chown {uid}:{gid} {}; chmod {mode:o} {}", path.display(), path.display())
             }
             Action::OnHost { host, words, .. } => {
-                format!("[on host {host}] {}", crate::build::target::describe_words(words))
+                format!("[on host {host}] {}", super::host_words::describe_words(words))
             }
             Action::HostDeviceIdentity { host, device, model, serial } => format!(
                 "[on host {host}] check {} identity: model {}, serial {}",

@@ -11,6 +11,7 @@ use crate::spec::{DaxPolicy, NvmeTcpTarget, SecretSource};
 
 mod action;
 mod check;
+pub mod host_words;
 
 pub use action::{Action, HostStep};
 pub use check::{Check, Resolve};
@@ -271,7 +272,7 @@ pub fn connect_command(t: &NvmeTcpTarget, secret_file: Option<&std::path::Path>)
         "--nqn",
         &t.nqn,
     ]);
-    let (nqn, id) = crate::build::host_identity(t);
+    let (nqn, id) = host_identity(t);
     c = c.lit("--hostnqn").val(nqn).lit("--hostid").val(id);
     for (option, value) in passed_connect_settings() {
         c = c.lit(format!("--{option}")).lit(value);
@@ -344,3 +345,29 @@ impl EmulatedDelay {
 /// itself; nbdkit reads only `_struct_size` bytes of it, which is how it stays compatible with
 /// plugins built against older headers.
 pub const MICROSECOND_DELAY_PLUGIN: &str = include_str!("usdelay.c");
+
+pub(crate) const UUID_HOSTNQN: &str = "nqn.2014-08.org.nvmexpress:uuid:";
+
+/// The UUID of a `nqn.2014-08.org.nvmexpress:uuid:<uuid>` host NQN (libnvme derives the host
+/// ID from it the same way).
+pub fn uuid_of_host_nqn(nqn: &str) -> Option<String> {
+    let u = nqn.trim().strip_prefix(UUID_HOSTNQN)?;
+    let ok = u.len() == 36
+        && u.char_indices().all(|(i, c)| if [8, 13, 18, 23].contains(&i) { c == '-' } else { c.is_ascii_hexdigit() });
+    ok.then(|| u.to_ascii_lowercase())
+}
+
+/// The host NQN and host ID a connect passes: the experiment file's pair; a uuid host NQN with
+/// the ID it implies; with neither, the machine's (`/etc/nvme/hostnqn`, `/etc/nvme/hostid`,
+/// read when the connect runs). An incomplete pair is refused by its check; it prints as such.
+pub fn host_identity(t: &NvmeTcpTarget) -> (Value, Value) {
+    match (&t.host_nqn, &t.host_id) {
+        (Some(n), Some(i)) => (Value::lit(n), Value::lit(i)),
+        (Some(n), None) => match uuid_of_host_nqn(n) {
+            Some(u) => (Value::lit(n), Value::lit(u)),
+            None => (Value::lit(n), Value::var("host_id not given")),
+        },
+        (None, Some(i)) => (Value::var("host_nqn not given"), Value::lit(i)),
+        (None, None) => (Value::var("from /etc/nvme/hostnqn"), Value::var("from /etc/nvme/hostid")),
+    }
+}

@@ -21,8 +21,7 @@ use tokio_postgres::{Client, Statement};
 
 use crate::generate::{CUSTOMERS, DISTRICTS};
 use crate::random::{A_C_LAST, Rng, last_name};
-use crate::terminal::TxKind;
-use crate::transactions::Outcome;
+use crate::tx::{Outcome, TxKind};
 
 /// The C of NURand for C_LAST that HammerDB uses at load and at run time.
 pub const HAMMERDB_C_LAST: i64 = 123;

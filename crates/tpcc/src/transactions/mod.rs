@@ -15,17 +15,7 @@ use crate::{Mode, Side};
 mod client;
 use client::*;
 
-/// How a transaction that raised no error ended.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Outcome {
-    /// Committed.
-    Committed,
-    /// Rolled back on purpose (new-order with an unused item number, specification mode).
-    RolledBack,
-    /// Client-side SQL found no customer with the last name (the functions raise SQLSTATE
-    /// TPC02 instead); rolled back and counted as an error of kind `other`.
-    NoCustomer(String),
-}
+pub use crate::tx::Outcome;
 
 /// The kind an error is counted under: `serialization_failure` (SQLSTATE 40001), `deadlock`
 /// (40P01), `invalid_transaction_termination` (2D000: what HammerDB's functions turn a caught

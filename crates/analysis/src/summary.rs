@@ -1,0 +1,33 @@
+//! A result set's summary: every cell, the warnings, how the changes were judged, the negative
+//! control and the study's own contrast.
+
+use results::record::CellKey;
+use serde::Serialize;
+
+use crate::cell::CellSummary;
+use crate::contest::Analysis;
+use crate::warnings::SummaryWarning;
+
+/// Every cell, in a stable order, and what a reader must be warned about.
+#[derive(Clone, Debug, Serialize)]
+pub struct Summary {
+    pub cells: Vec<CellSummary>,
+    /// Planned cells without a successful run (an interrupted or failing matrix).
+    pub missing: Vec<CellKey>,
+    pub warnings: Vec<SummaryWarning>,
+    /// How the deltas were computed (design, method, margin, the families Holm corrected).
+    pub analysis: Analysis,
+    /// The negative control's check per contest (empty without `[measurement] control`).
+    pub controls: Vec<crate::control::ControlCheck>,
+    /// The study's own contrast when it measures one placement and varies a build, a profile, a
+    /// memory limit or the client count (None when it compares placements).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub contrast: Option<crate::contrast::Contrast>,
+}
+
+impl Summary {
+    /// What the negative control showed in the contest of `key`, if the study has one.
+    pub fn control_of(&self, key: &CellKey) -> Option<&crate::control::ControlCheck> {
+        crate::control::of(&self.controls, key)
+    }
+}
