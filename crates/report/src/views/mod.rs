@@ -225,7 +225,7 @@ impl ChartSpec {
 
     /// The PNG and the SVG.
     pub fn render(&self) -> Result<[Output; 2], ChartError> {
-        Ok(charts::render(&self.chart, &self.path())?)
+        charts::render(&self.chart, &self.path())
     }
 }
 
