@@ -43,7 +43,6 @@ fn allow_wipe_erases_old_partitions_the_disk_and_the_new_partition_before_mkfs()
             "parted -s /dev/sdb align-check opt 1".into(),
             "udevadm settle --timeout=60".into(),
             "wipefs --all /dev/sdb1".into(),
-            "udevadm settle --timeout=60".into(),
             "systemctl list-units --all --plain --no-legend --no-pager 'lvm-activate-*'".into(),
             "mkfs.xfs -f -L d /dev/sdb1".into(),
             "udevadm settle --timeout=60".into(),

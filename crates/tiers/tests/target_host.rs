@@ -535,6 +535,53 @@ fn two_devices_on_one_target_host_share_its_port_as_nvmetcli_lays_it_out() {
     assert_eq!(hosts, 1, "{plan}");
 }
 
+/// Data and WAL on two ports (two NICs) of one target host, each admitting its own host NQN:
+/// every check there comes before the first item the run makes there, so the second device's
+/// check never meets the first device's port or hosts/ entry and names it another
+/// configuration's; two ports and two hosts/ entries are made.
+#[test]
+fn two_devices_on_two_ports_of_one_target_host_are_checked_before_anything_is_made() {
+    let a = served(Some("nqn.2014-08.org.nvmexpress:uuid:11111111-2222-4333-8444-555555555555"));
+    let mut b = served(Some("nqn.2014-08.org.nvmexpress:uuid:66666666-7777-4888-9999-aaaaaaaaaaaa"));
+    b.name = "remote-wal".into();
+    if let RealDevice::NvmeTcp(t) = &mut b.real {
+        t.nqn = format!("{NQN}-wal");
+        t.address = "198.51.100.7".into();
+        t.port = 4421;
+        t.host_id = Some("66666666-7777-4888-9999-aaaaaaaaaaaa".into());
+    }
+    b.target_host.as_mut().unwrap().export = "/dev/disk/by-id/nvme-target-ssd-2".into();
+    let plan = build_plan(&[a, b], &fake_ctx());
+    let steps = host_steps(&plan);
+    let first_export = steps.iter().position(|(k, _, _)| *k == HostStep::Export).expect("exports");
+    let last_check = steps.iter().rposition(|(k, _, _)| *k == HostStep::Check).expect("checks");
+    assert!(last_check < first_export, "every check on the host before the first export:\n{plan}");
+    let conflicts: Vec<&Vec<String>> = steps
+        .iter()
+        .filter(|(_, w, _)| w.get(2).map(String::as_str) == Some(tiers::build::target::NVMET_CONFLICTS))
+        .map(|(_, w, _)| w)
+        .collect();
+    assert_eq!(conflicts.len(), 2, "one check per address, port and host NQN: {plan}");
+    assert_eq!(conflicts[1][5..7], ["198.51.100.7".to_string(), "4421".to_string()]);
+    let made = |what: &str| {
+        steps
+            .iter()
+            .filter(|(_, w, _)| {
+                w.get(2).map(String::as_str) == Some(tiers::build::target::MKDIR_MARKED) && w[4].contains(what)
+            })
+            .count()
+    };
+    assert_eq!((made("/ports/"), made("/hosts/")), (2, 2), "{plan}");
+    // The device checks there (HostDeviceCheck) come first too.
+    let device_checks: Vec<usize> = (plan.steps.iter().enumerate())
+        .filter(|(_, s)| matches!(s.action, Action::HostDeviceCheck { .. }))
+        .map(|(i, _)| i)
+        .collect();
+    let first_made =
+        plan.steps.iter().position(|s| matches!(s.action, Action::OnHost { kind: HostStep::Export, .. })).unwrap();
+    assert!(device_checks.len() == 2 && device_checks.iter().all(|&i| i < first_made), "{plan}");
+}
+
 #[test]
 fn an_unreadable_holders_directory_fails_the_check() {
     // `ls` of the holders directory failing there (here: permission denied) is no proof that

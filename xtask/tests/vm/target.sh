@@ -62,6 +62,14 @@ echo $? > "$OUT/dry-run.rc"
 echo $? > "$OUT/run.rc"
 state > "$OUT/state-after-run.txt"
 
+# 1c. Data and WAL on two ports of the host (127.0.0.1:4422 and 127.0.0.2:4423, as two NICs
+# would be), each admitting its own host NQN: every check there runs before the run makes
+# anything there, so neither meets the other's port or hosts/ entry; both torn down.
+"$XTASK" compare --config /job/two-ports.toml --out "$OUT/two-ports" > "$OUT/two-ports.stdout" 2> "$OUT/two-ports.stderr"
+echo $? > "$OUT/two-ports.rc"
+state > "$OUT/state-after-two-ports.txt"
+wipefs -q -a "$(readlink -f "$(nvme_by_serial PGT-SPARE0)")"
+
 # 1b. The same export with DH-HMAC-CHAP: pgtier writes the key into nvmet's hosts/ entry for
 # this machine's host NQN there, and connects with it; the key is on no command line.
 nvme gen-dhchap-key > /tmp/keys/dhchap 2> "$OUT/gen-dhchap-key.stderr"

@@ -10,7 +10,8 @@ use super::*;
 /// stops at its mkdir and leaves that subsystem.
 fn target_host_case(mode: &str, timeout: Duration) -> Guest {
     let toml = std::fs::read_to_string(guest_dir().join("target.toml")).unwrap();
-    let g = boot("target.sh", &[("target.toml", &toml), ("mode", mode)], timeout);
+    let two_ports = std::fs::read_to_string(guest_dir().join("two-ports.toml")).unwrap();
+    let g = boot("target.sh", &[("target.toml", &toml), ("two-ports.toml", &two_ports), ("mode", mode)], timeout);
     g.assert_ok();
     let ours = "nqn.2026-12.io.pgtier:self:remote";
     let dry = g.out("dry-run.txt");
@@ -57,6 +58,15 @@ fn target_host_case(mode: &str, timeout: Duration) -> Guest {
         assert!(other.iter().any(|l| l == item), "the other owner's {item}: {other:?}");
     }
     assert_same_state(&before, &g.out("state-after-run.txt"), &[], "after the run");
+    // Two devices on two ports of the host with two host NQNs: provisioned, measured, torn down.
+    let two = g.out("two-ports.stderr");
+    assert_eq!(g.out("two-ports.rc").trim(), "0", "two ports:\n{two}");
+    let log = std::fs::read_to_string(g.out_path().join("two-ports/provision.log")).unwrap();
+    for (addr, port) in [("127.0.0.1", 4422), ("127.0.0.2", 4423)] {
+        assert!(log.contains(&format!("nvme connect --transport tcp --traddr {addr} --trsvcid {port} ")), "{log}");
+    }
+    assert!(two.contains("teardown complete"), "{two}");
+    assert_same_state(&before, &g.out("state-after-two-ports.txt"), &[], "after the two-port run");
     // DH-HMAC-CHAP asked of a target whose kernel cannot ask for it (Debian 12's 6.1 is built
     // without CONFIG_NVME_TARGET_AUTH): refused on the host before anything is made, and the
     // key was on no command line and in no file of the run.

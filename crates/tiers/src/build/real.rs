@@ -16,6 +16,12 @@ pub(super) fn real_checks(plan: &mut Plan, devices: &[DeviceSpec], ctx: &PlanCon
             "nvme-cli's options and output differ by version (1.14 and older have no --output-format on connect, which is then left out; 1.16 has no DH-HMAC-CHAP options; 2.11 changed what --config does): know which one this is before the first NVMe/TCP step",
         );
     }
+    // Every check on a target host, for every device, before the first export there.
+    for d in devices {
+        if let (RealDevice::NvmeTcp(t), Some(host)) = (&d.real, &d.target_host) {
+            super::target::nvmet_export_checks(plan, d, host, t);
+        }
+    }
     for (i, d) in devices.iter().enumerate() {
         let name = Some(d.name.as_str());
         let not_in_use = |plan: &mut Plan, why: &str| {

@@ -199,17 +199,12 @@ pub fn namespace_uuid(short_id: &str, device: &str, nqn: &str) -> String {
     )
 }
 
-/// The device `export` of the target host exported by nvmet as subsystem `t.nqn` on a port at
-/// the host's address: checked there first, then the subsystem, its namespace and the port made
-/// in configfs, each with its undo recorded first.
-pub(super) fn nvmet_export(
-    plan: &mut Plan,
-    d: &DeviceSpec,
-    t: &TargetHost,
-    nt: &NvmeTcpTarget,
-    index: usize,
-    ctx: &PlanContext,
-) {
+/// The checks on the target host before the device `export` is exported by nvmet as subsystem
+/// `t.nqn` ([`nvmet_export`]): its identity, that nothing uses it, the kernel's target, and that
+/// nvmet's configuration there leaves room. The plan holds these for every device of the run
+/// before any export step, so that no check meets an item the run itself made (two devices on
+/// two ports or with two host NQNs of one host).
+pub(super) fn nvmet_export_checks(plan: &mut Plan, d: &DeviceSpec, t: &TargetHost, nt: &NvmeTcpTarget) {
     let h = &t.name;
     if t.export_model.is_some() || t.export_serial.is_some() {
         plan.push(
@@ -249,8 +244,9 @@ pub(super) fn nvmet_export(
     let admit = (!t.allow_any_host).then(|| nt.host_nqn.as_deref().unwrap_or(THIS_HOST_NQN));
     let mut conflicts = words(&["sh", "-c", NVMET_CONFLICTS, "sh", NVMET, &nt.address, &nt.port.to_string()]);
     conflicts.extend(admit.map(str::to_string));
-    // Every device's address, port and admitted host NQN are checked (all checks run before
-    // the run makes anything, so its own items are never in the way); the same check once.
+    // Every device's address, port and admitted host NQN are checked, all before the run makes
+    // anything there (real_checks plans them first), so its own items are never in the way; the
+    // same check once.
     let planned = plan
         .steps
         .iter()
@@ -267,6 +263,19 @@ pub(super) fn nvmet_export(
             ),
         );
     }
+}
+
+/// The device `export` of the target host exported by nvmet as subsystem `t.nqn` on a port at
+/// the host's address, once every device's checks there passed ([`nvmet_export_checks`]): the
+/// subsystem, its namespace and the port made in configfs, each with its undo recorded first.
+pub(super) fn nvmet_export(
+    plan: &mut Plan,
+    d: &DeviceSpec,
+    t: &TargetHost,
+    nt: &NvmeTcpTarget,
+    index: usize,
+    ctx: &PlanContext,
+) {
     let export = |plan: &mut Plan, w: Vec<String>, undo: Option<RemoteOp>, why: &str| {
         on_host(plan, d, t, (HostStep::Export, w, undo), why.to_string());
     };

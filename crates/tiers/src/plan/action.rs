@@ -41,7 +41,8 @@ pub enum Action {
     UnlockDisk {
         disk: String,
     },
-    /// Immediately before mkfs: `udevadm settle` (its failure fails the step), LVM's
+    /// Immediately before mkfs: `udevadm settle` (its failure fails the step; not for a disk the
+    /// run holds locked, settled before its lock and whose events udev holds back), LVM's
     /// autoactivation units (`lvm-activate-*`, which udev starts with `systemd-run --no-block`
     /// and settle does not wait for) waited out, then the whole disk bound to `disk` and its
     /// partitions checked again for holders, mounts, swap, the O_EXCL open, the kernel's exports

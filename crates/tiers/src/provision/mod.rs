@@ -512,8 +512,8 @@ impl Executor<'_> {
     /// LVM's event autoactivation waited out: lvm2 2.03.14 and later activate a volume group
     /// found on a new device through `systemd-run --no-block ... vgchange -aay --autoactivation
     /// event` (69-dm-lvm.rules), a transient `lvm-activate-<vg>` unit that udev does not wait for.
-    fn settle_and_activations(&mut self, n: usize) -> Result<(), StepError> {
-        if self.sys.has_program("udevadm") {
+    fn settle_and_activations(&mut self, n: usize, settle: bool) -> Result<(), StepError> {
+        if settle && self.sys.has_program("udevadm") {
             let cmd = CommandLine::new("udevadm").args(["settle", "--timeout=60"]);
             let out = self.probe(n, |s| s.run(&cmd, Duration::from_secs(90))).map_err(|e| e.to_string())?;
             if out.status != 0 {
@@ -566,10 +566,13 @@ impl Executor<'_> {
         }
     }
 
-    /// [`Action::StillUnused`].
+    /// [`Action::StillUnused`]. A disk this run holds locked was settled just before it was
+    /// locked ([`Action::LockDisk`]), and udev leaves its events for a locked disk queued until
+    /// the lock goes, so `udevadm settle` would only wait out its timeout: not settled again.
     fn still_unused(&mut self, n: usize, disk: &str) -> Result<(), StepError> {
         let dev = self.value(&Value::var(disk))?;
-        self.settle_and_activations(n)?;
+        let locked = self.locks.contains_key(disk);
+        self.settle_and_activations(n, !locked)?;
         self.probe(n, |s| safety::check_still_unused(s, Path::new(&dev))).map_err(StepError::Refused)
     }
 
