@@ -292,3 +292,14 @@ fn a_model_or_serial_that_would_go_unused_is_refused() {
     let e = errs.0.iter().find(|e| e.key.as_deref() == Some("device[remote].serial")).expect("refused");
     assert!(e.message.contains("without `target`") && e.message.contains("leave it out"), "{errs}");
 }
+
+/// An NQN longer than the NVMe base specification's 223 bytes is refused at its key and line.
+#[test]
+fn an_nqn_longer_than_223_bytes_is_refused() {
+    let long = format!("nqn.2014-08.org.example:{}", "x".repeat(200));
+    let text = FILE.replace("[[workload]]", &format!("[[device]]\nname = \"far\"\nclass = \"nvme-tcp\"\naddress = \"192.0.2.9\"\nnqn = \"{long}\"\nmount_options = [\"noatime\"]\n\n[[workload]]"));
+    let e = errors(&text, false);
+    let shown = e.to_string();
+    assert!(shown.contains("nqn is 224 bytes long; an NQN has at most 223"), "{shown}");
+    assert!(shown.contains(&format!(":{}:", line_of(&text, "nqn = \"nqn.2014-08.org.example:xx"))), "{shown}");
+}

@@ -321,6 +321,49 @@ fn a_configfs_item_of_another_owner_in_the_way_is_never_removed() {
     assert_eq!(pending_removals(&journal), [sub]);
 }
 
+/// An item made whose mark could not be written there (`/run` full, say: the script's status 3)
+/// is this run's: its undo stays, as one that removes it without looking for a mark; and a
+/// mark's name never passes 255 bytes, however long the NQNs in the item's path.
+#[test]
+fn an_item_made_but_not_marked_keeps_its_undo_and_long_marks_are_hashed() {
+    let d = served(Some("nqn.2014-08.org.nvmexpress:uuid:4c4c4544-0031-3910-8034-b4c04f4a3332"));
+    let sub = format!("/sys/kernel/config/nvmet/subsystems/{NQN}");
+    let mut f = FakeSystem::new();
+    f.answer(&on_host(&mkdir_words(&sub)), Canned::fail(3, ": > '/run/pgtier/...': No space left on device\n"));
+    let (r, journal) = run_host_steps(&d, &mut f);
+    let Err(ProvisionError::Step { cause, .. }) = r else { panic!("the run stops: {r:?}") };
+    assert!(cause.contains("its mark could not be written"), "{cause}");
+    assert_eq!(pending_removals(&journal), std::slice::from_ref(&sub), "teardown removes what the run made");
+    let lines: Vec<serde_json::Value> = journal.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let released: Vec<&serde_json::Value> = lines.iter().filter(|l| l["op"] == "released").map(|l| &l["seq"]).collect();
+    let pending: Vec<&serde_json::Value> =
+        lines.iter().filter(|l| l["op"] == "record" && !released.contains(&&l["seq"])).collect();
+    assert!(
+        pending.iter().any(|l| l["undo"]["op"]["path"] == sub.as_str() && l["undo"]["op"]["mark"].is_null()),
+        "{journal}"
+    );
+    // A 223-byte subsystem NQN (the longest the specification allows) and an allowed host's link.
+    let long = format!("nqn.2014-08.org.example:{}", "x".repeat(223 - 24));
+    let mut d = served(Some("nqn.2014-08.org.nvmexpress:uuid:4c4c4544-0031-3910-8034-b4c04f4a3332"));
+    if let RealDevice::NvmeTcp(t) = &mut d.real {
+        t.nqn = long.clone();
+    }
+    let plan = build_plan(&[d], &fake_ctx());
+    let marks: Vec<String> = host_steps(&plan)
+        .iter()
+        .filter_map(|(_, w, _)| tiers::build::target::made_item(w).map(|_| w.last().unwrap().clone()))
+        .collect();
+    assert!(marks.len() >= 4, "{marks:?}");
+    for m in &marks {
+        let name = m.rsplit('/').next().unwrap();
+        assert!(name.len() <= 255, "{} bytes: {name}", name.len());
+    }
+    let mut unique = marks.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), marks.len(), "one mark per item: {marks:?}");
+}
+
 /// The journal records `seq` holds, and those they hold, and so on.
 fn held_by(recs: &[serde_json::Value], seq: &serde_json::Value) -> Vec<u64> {
     let mut out = Vec::new();

@@ -259,6 +259,21 @@ impl Validator<'_> {
             ),
             _ => {}
         }
+        // The NVMe base specification's limit (the kernel and nvme-cli refuse a longer one).
+        if let Some(n) = r.nqn.as_ref().filter(|n| n.get_ref().len() > NQN_MAX_BYTES) {
+            self.err(
+                span(n),
+                key("nqn"),
+                format!("nqn is {} bytes long; an NQN has at most {NQN_MAX_BYTES} (NVMe base specification): give the subsystem's own, shorter NQN", n.get_ref().len()),
+            );
+        }
+        if let Some(n) = r.host_nqn.as_ref().filter(|n| n.len() > NQN_MAX_BYTES) {
+            self.err(
+                span(d),
+                key("host_nqn"),
+                format!("host_nqn is {} bytes long; an NQN has at most {NQN_MAX_BYTES} (NVMe base specification): give a shorter one (cat /etc/nvme/hostnqn)", n.len()),
+            );
+        }
         NvmeTcpTarget {
             address: r.address.as_ref().map(|s| s.get_ref().clone()).unwrap_or_default(),
             port: r.port.unwrap_or(4420),
@@ -450,3 +465,6 @@ pub(super) fn is_kernel_name(path: &str) -> bool {
         })
     })
 }
+
+/// The longest NVMe Qualified Name, in bytes (NVMe base specification).
+const NQN_MAX_BYTES: usize = 223;

@@ -16,7 +16,7 @@ use journal::remote::RemoteOp;
 
 use super::*;
 use crate::plan::HostStep;
-pub use crate::plan::host_words::{LINK_MARKED, MKDIR_MARKED, NVMET_CONFLICTS, describe_words};
+pub use crate::plan::host_words::{LINK_MARKED, MADE_NOT_MARKED, MKDIR_MARKED, NVMET_CONFLICTS, describe_words};
 use crate::spec::TargetHost;
 
 /// The root of nvmet's configfs tree.
@@ -72,9 +72,28 @@ pub const MARKS_ROOT: &str = "/run/pgtier";
 /// [`MARKS_ROOT`], named after the run's directory (not in it: a teardown that must leave the
 /// export under a busy filesystem still removes that directory, and `cleanup` needs the marks
 /// later).
+/// A name longer than a filesystem allows (255 bytes; a subsystem NQN may have 223, and an
+/// allowed host's link names two) keeps its first 160 bytes and ends in the FNV-1a hash of the
+/// whole path, so that it stays one per item.
 fn mark_of(dir: &str, path: &str) -> String {
     let run = dir.trim_end_matches('/').rsplit('/').next().unwrap_or(dir);
-    format!("{MARKS_ROOT}/{run}.marks/made{}", path.replace('/', "%"))
+    let mut name = format!("made{}", path.replace('/', "%"));
+    if name.len() > MARK_NAME_MAX {
+        let mut cut = 160;
+        while !name.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        name = format!("{}#{:016x}", &name[..cut], fnv1a(path.as_bytes()));
+    }
+    format!("{MARKS_ROOT}/{run}.marks/{name}")
+}
+
+/// The longest mark name written whole (a file name may have 255 bytes).
+const MARK_NAME_MAX: usize = 200;
+
+/// FNV-1a, 64 bits: a stable hash (the same in every pgtier build) for long mark names.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3))
 }
 
 /// The configfs item an export step makes (a marked `mkdir` or `ln -s`), if it is one.

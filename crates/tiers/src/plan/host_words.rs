@@ -2,11 +2,18 @@
 //! the plan prints, made by [`crate::build::target`].
 
 /// `mkdir -- $1`, then (only if it made the directory) the empty file `$2`: the mark its undo
-/// looks for before it removes anything (and removes with it).
-pub const MKDIR_MARKED: &str = r#"mkdir -- "$1" && mkdir -p -m 700 -- "${2%/*}" && : > "$2""#;
+/// looks for before it removes anything (and removes with it). Exits 1 when it made nothing,
+/// [`MADE_NOT_MARKED`] when it made the directory but could not write the mark.
+pub const MKDIR_MARKED: &str = r#"mkdir -- "$1" || exit 1; { mkdir -p -m 700 -- "${2%/*}" && : > "$2"; } || exit 3"#;
 
-/// `ln -s -- $1 $2`, then (only if it made the link) the mark `$3`.
-pub const LINK_MARKED: &str = r#"ln -s -T -- "$1" "$2" && mkdir -p -m 700 -- "${3%/*}" && : > "$3""#;
+/// `ln -s -- $1 $2`, then (only if it made the link) the mark `$3`; the same exit statuses.
+pub const LINK_MARKED: &str =
+    r#"ln -s -T -- "$1" "$2" || exit 1; { mkdir -p -m 700 -- "${3%/*}" && : > "$3"; } || exit 3"#;
+
+/// The exit status of [`MKDIR_MARKED`] and [`LINK_MARKED`] when the item was made but its mark
+/// could not be written (`/run` full, say): the executor then keeps an undo that removes the
+/// item without looking for a mark.
+pub const MADE_NOT_MARKED: i32 = 3;
 
 /// How an export step reads in the plan: a marked `mkdir` or `ln -s` as the command it makes
 /// and its mark; anything else as its words.

@@ -92,9 +92,37 @@ impl Executor<'_> {
             self.made_dirs.push((host.to_string(), path.clone(), id));
         }
         if let Err(e) = result {
+            let status = self.commands.last().filter(|c| c.command == cmd.to_string()).map(|c| c.status);
+            // Made, but its mark could not be written: the item is this run's, so its undo stays,
+            // made to remove it without a mark (the new record first, so that one always exists).
+            if let Some((id, op)) = recorded
+                && status == Some(crate::plan::host_words::MADE_NOT_MARKED)
+                && let Some(unmarked) = unmarked(op)
+            {
+                let undo = Undo::Remote {
+                    host: host.to_string(),
+                    options: shell.options.clone(),
+                    destination: shell.destination.clone(),
+                    op: unmarked,
+                };
+                let new = self
+                    .journal
+                    .record(undo, format!("on host {host} (made, not marked)"))
+                    .map_err(|e| e.to_string())?;
+                self.journal.release(id).map_err(|e| e.to_string())?;
+                if let Some(ids) = device.and_then(|d| self.exports.get_mut(d)) {
+                    for i in ids.iter_mut().filter(|i| **i == id) {
+                        *i = new;
+                    }
+                }
+                return Err(format!(
+                    "{e} (the item was made, but its mark could not be written there: teardown removes it without looking for a mark)"
+                )
+                .into());
+            }
             if let Some((id, op)) = recorded
                 && matches!(op, RemoteOp::Rmdir { .. } | RemoteOp::Unlink { .. })
-                && self.commands.last().is_some_and(|c| c.command == cmd.to_string() && c.status != 255)
+                && status.is_some_and(|s| s != 255)
             {
                 self.journal.release(id).map_err(|e| e.to_string())?;
                 if let Some(ids) = device.and_then(|d| self.exports.get_mut(d)) {
@@ -188,6 +216,15 @@ impl Executor<'_> {
         });
         // The step names the host: `[on host <name>] check ...`.
         refused.map_err(StepError::Refused)
+    }
+}
+
+/// The undo of a marked item without its mark (for an item made whose mark could not be written).
+fn unmarked(op: &RemoteOp) -> Option<RemoteOp> {
+    match op {
+        RemoteOp::Rmdir { path, mark: Some(_) } => Some(RemoteOp::Rmdir { path: path.clone(), mark: None }),
+        RemoteOp::Unlink { path, mark: Some(_) } => Some(RemoteOp::Unlink { path: path.clone(), mark: None }),
+        _ => None,
     }
 }
 
