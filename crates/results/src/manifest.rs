@@ -243,6 +243,10 @@ pub struct DeviceProbeRecord {
     /// What the probe saw go wrong on the device (fio errors, a file system that shut down, a
     /// lost NBD connection), empty when it survived.
     pub failure: Option<String>,
+    /// The queue depth the QD32 random reads reached (fio's `iodepth_level`): 1 on a DAX file,
+    /// where libaio completes each read as it is submitted. None in older result sets.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub randread_depth: Option<u32>,
 }
 
 /// A figure a study published, as the experiment file's `[[claim]]` states it, resolved to the

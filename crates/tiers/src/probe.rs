@@ -44,6 +44,10 @@ pub struct DeviceProbe {
     pub write_sync_qd1_mean_us: f64,
     /// What went wrong on the device while it was probed, when something did (see [`survival`]).
     pub failure: Option<String>,
+    /// The queue depth the QD32 random-read job reached: the depth most of its I/O was issued
+    /// at (fio's `iodepth_level`). 1 on a DAX file, where libaio completes each read as it is
+    /// submitted, so "QD32" there is depth 1 in fact. None when fio did not say.
+    pub randread_depth: Option<u32>,
 }
 
 /// The random-read jobs' file: laid out in full by fio before it is read.
@@ -129,6 +133,19 @@ pub fn parse_randread(json: &str) -> Result<(f64, f64), String> {
     Ok((iops, pct(&j, "read", "clat_ns", "99.000000")))
 }
 
+/// The depth the QD32 random-read job's I/O was mostly issued at: the level of fio's
+/// `iodepth_level` (the share of I/O issued at each depth: 1, 2, 4, ..., 32, `>=64`) that holds
+/// the most; None when the job has no such map.
+pub fn parse_randread_depth(json: &str) -> Option<u32> {
+    let (_, j) = job_named(json, Some("randread")).ok()?;
+    let levels = j.get("iodepth_level")?.as_object()?;
+    levels
+        .iter()
+        .filter_map(|(k, v)| Some((k.trim_start_matches(">=").parse::<u32>().ok()?, v.as_f64()?)))
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(depth, _)| depth)
+}
+
 /// The QD1 random-read job's mean and median completion latency, µs; None when the JSON has no
 /// such job (probes of older versions).
 pub fn parse_randread_qd1(json: &str) -> Option<(f64, f64)> {
@@ -171,6 +188,7 @@ pub fn probe(
                 let _ = sys.remove_file(&mountpoint.join(".pgtier-fio-probe"));
             } else {
                 (out.randread_iops, out.randread_p99_us) = parse_randread(&o.stdout).map_err(err)?;
+                out.randread_depth = parse_randread_depth(&o.stdout);
                 if let Some((mean, p50)) = parse_randread_qd1(&o.stdout) {
                     (out.read_qd1_mean_us, out.read_qd1_p50_us) = (mean, if p50.is_finite() { p50 } else { 0.0 });
                 }
@@ -321,12 +339,25 @@ mod tests {
     }
 
     #[test]
+    fn the_depth_the_qd32_job_reached_is_read_from_iodepth_level() {
+        assert_eq!(parse_randread_depth(RANDREAD), Some(32), "fio 3.33 on the emulated NVMe/TCP stack");
+        // On a DAX file libaio completes each read as it is submitted: every I/O at depth 1.
+        let mut v: serde_json::Value = serde_json::from_str(RANDREAD).unwrap();
+        let levels = v["jobs"][0]["iodepth_level"].as_object_mut().unwrap();
+        for (k, share) in levels.iter_mut() {
+            *share = serde_json::json!(if k == "1" { 100.0 } else { 0.0 });
+        }
+        assert_eq!(parse_randread_depth(&v.to_string()), Some(1));
+    }
+
+    #[test]
     fn qd1_latency_from_a_two_job_fio_json() {
         // fio 3.33's layout, trimmed: the QD1 job first, then the QD32 job.
         let json = r#"{"fio version": "fio-3.33", "jobs": [
             {"jobname": "randread-qd1", "error": 0, "read": {"iops": 3900.0, "clat_ns": {"mean": 251000.0, "percentile": {"50.000000": 240640, "99.000000": 610304}}}},
             {"jobname": "randread", "error": 0, "read": {"iops": 30700.0, "clat_ns": {"mean": 1040000.0, "percentile": {"50.000000": 1003520, "99.000000": 2506752}}}}]}"#;
         assert_eq!(parse_randread(json).unwrap(), (30700.0, 2506.752), "IOPS of the QD32 job");
+        assert_eq!(parse_randread_depth(json), None, "no iodepth_level: no depth claimed");
         let (mean, p50) = parse_randread_qd1(json).unwrap();
         assert!((mean - 251.0).abs() < 1e-9 && (p50 - 240.64).abs() < 1e-9);
         assert!(parse_randread_qd1(RANDREAD).is_none(), "an older probe has no QD1 job");

@@ -207,6 +207,7 @@ pub fn probe_record(p: tiers::probe::DeviceProbe) -> DeviceProbeRecord {
         read_qd1_p50_us: p.read_qd1_p50_us,
         write_sync_qd1_mean_us: p.write_sync_qd1_mean_us,
         failure: p.failure,
+        randread_depth: p.randread_depth,
     }
 }
 
