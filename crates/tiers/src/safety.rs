@@ -449,18 +449,25 @@ fn check_no_other_user(
             detail: format!("the device number of {} could not be read", missing.join(", ")),
         });
     }
-    let mut still = Vec::new();
+    // A partition named alone: a program that has its whole disk open (a VM's raw disk) uses
+    // it too, and the whole disk is where a lock is taken.
+    let mut nodes: Vec<PathBuf> = members.to_vec();
+    let mut wanted = wanted;
+    if let Some(parent) = wanted.first().and_then(|n| disk_of_partition(sys, *n)) {
+        wanted.push(parent);
+        nodes.push(PathBuf::from("/dev").join(kernel_name(&disk_sysfs_dir(sys, dev))));
+    }
+    // A device some process has open in every scan is in use, whichever process it is (a
+    // script that runs fio job after job); one seen for a moment only (udev's probe) is not.
+    let mut still: Vec<crate::users::Opener> = Vec::new();
     for attempt in 0..5 {
         let found =
             sys.openers(&wanted).map_err(|e| Refusal::ProbeFailed { device: device.clone(), detail: e.to_string() })?;
-        // Only those seen every time: a probe that ends was not a user.
         still = if attempt == 0 {
             found
         } else {
-            still
-                .into_iter()
-                .filter(|o: &crate::users::Opener| found.iter().any(|f| f.pid == o.pid && f.device == o.device))
-                .collect()
+            let held: Vec<(u32, u32)> = still.iter().map(|o| o.device).collect();
+            found.into_iter().filter(|f| held.contains(&f.device)).collect()
         };
         if still.is_empty() {
             break;
@@ -473,12 +480,12 @@ fn check_no_other_user(
         let named: Vec<String> = still
             .iter()
             .map(|o| {
-                let member = wanted
+                let node = wanted
                     .iter()
                     .position(|n| *n == o.device)
                     .filter(|i| *i != 0)
-                    .map(|i| members[i].display().to_string());
-                match member {
+                    .map(|i| nodes[i].display().to_string());
+                match node {
                     Some(m) => format!("{o} (through {m})"),
                     None => o.to_string(),
                 }
@@ -486,7 +493,7 @@ fn check_no_other_user(
             .collect();
         return Err(Refusal::OpenedBy { device, processes: named.join("; ") });
     }
-    for m in members.iter().filter(|_| lock) {
+    for m in nodes.iter().filter(|_| lock) {
         match sys.flock_free(m) {
             Ok(true) => {}
             Ok(false) => {

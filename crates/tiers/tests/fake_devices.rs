@@ -576,6 +576,40 @@ fn a_disk_a_process_holds_through_a_partition_is_refused_naming_the_process() {
     assert!(refusal(&o).to_string().contains("stop it, or name another device"), "{}", refusal(&o));
 }
 
+/// A partition named alone while a program has its whole disk open (a VM's raw disk): the scan
+/// asks for the disk too, and the refusal says so.
+#[test]
+fn a_partition_whose_disk_a_process_holds_is_refused() {
+    let mut f = fake_machine();
+    f.block_device("/dev/sdj1", 8, 145)
+        .link("/sys/class/block/sdj1", "/sys/devices/pci0/sdj/sdj1")
+        .link("/sys/dev/block/8:145", "/sys/devices/pci0/sdj/sdj1")
+        .file("/sys/devices/pci0/sdj/sdj1/partition", "1\n")
+        .file("/sys/class/block/sdj1/partition", "1\n")
+        .file("/sys/devices/pci0/sdj/dev", "8:144\n");
+    f.open_by.push(tiers::users::Opener {
+        pid: 5150,
+        command: "qemu-system-x86".into(),
+        device: (8, 144),
+        how: "open read-write (fd 31, /dev/sdj)".into(),
+    });
+    let mut d = local("d", "/dev/sdj1");
+    d.allow_wipe = true;
+    let o = run_plan(&[d], &fake_ctx(), &mut f);
+    match refusal(&o) {
+        Refusal::OpenedBy { device, processes } => {
+            assert_eq!(device, "/dev/sdj1");
+            assert!(
+                processes
+                    .contains("PID 5150 (qemu-system-x86) has it open read-write (fd 31, /dev/sdj) (through /dev/sdj)"),
+                "{processes}"
+            );
+        }
+        r => panic!("{r}"),
+    }
+    assert!(f.commands().is_empty(), "{:?}", f.commands());
+}
+
 /// An export of the kernel's (nvmet, LIO, a loop device) refuses the device before the scan
 /// of processes; a flock held through a descriptor the scan cannot see refuses it after.
 #[test]

@@ -625,6 +625,40 @@ fn two_devices_on_two_ports_of_one_target_host_are_checked_before_anything_is_ma
     assert!(device_checks.len() == 2 && device_checks.iter().all(|&i| i < first_made), "{plan}");
 }
 
+/// Two devices exporting one disk of the host (by two names): nvmet holds neither, so no other
+/// check sees it; the devices' exports are compared there by device number before anything is
+/// made, and the second is refused.
+#[test]
+fn two_devices_exporting_one_disk_of_the_host_are_refused_before_anything_is_made() {
+    let a = served(None);
+    let mut b = served(None);
+    b.name = "remote-wal".into();
+    if let RealDevice::NvmeTcp(t) = &mut b.real {
+        t.nqn = format!("{NQN}-wal");
+    }
+    b.target_host.as_mut().unwrap().export = "/dev/sdb".into();
+    let plan = build_plan(&[a, b], &fake_ctx());
+    let at = plan.steps.iter().position(|s| matches!(s.action, Action::HostDevicesDistinct { .. })).expect("planned");
+    let first_made =
+        plan.steps.iter().position(|s| matches!(s.action, Action::OnHost { kind: HostStep::Export, .. })).unwrap();
+    assert!(at < first_made, "{plan}");
+    let step = plan.steps[at].clone();
+    let mut f = FakeSystem::new();
+    for (path, real) in [("/dev/disk/by-id/nvme-target-ssd", "/dev/sdb"), ("/dev/sdb", "/dev/sdb")] {
+        f.answer(&on_host(&["readlink", "-e", "--", path]), Canned::ok(format!("{real}\n")));
+    }
+    f.answer(&on_host(&["stat", "-L", "-c", "%F %t %T", "--", "/dev/sdb"]), Canned::ok("block special file 8 10\n"));
+    let plan = Plan { steps: vec![step], ..Default::default() };
+    let dir = tempfile::tempdir().unwrap();
+    let journal = journal::Journal::begin(dir.path(), "fake", "test").unwrap();
+    let r = execute(&plan, &[served(None)], &mut f, &journal, &AtomicBool::new(false), &mut |_| {});
+    let Err(ProvisionError::Refused { refusal, .. }) = r else { panic!("one disk twice is refused: {r:?}") };
+    assert!(
+        refusal.to_string().contains("devices remote and remote-wal name the same block device (/dev/sdb)"),
+        "{refusal}"
+    );
+}
+
 #[test]
 fn an_unreadable_holders_directory_fails_the_check() {
     // `ls` of the holders directory failing there (here: permission denied) is no proof that

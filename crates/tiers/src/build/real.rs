@@ -16,11 +16,24 @@ pub(super) fn real_checks(plan: &mut Plan, devices: &[DeviceSpec], ctx: &PlanCon
             "nvme-cli's options and output differ by version (1.14 and older have no --output-format on connect, which is then left out; 1.16 has no DH-HMAC-CHAP options; 2.11 changed what --config does): know which one this is before the first NVMe/TCP step",
         );
     }
-    // Every check on a target host, for every device, before the first export there.
+    // Every check on a target host, for every device, before the first export there; and the
+    // exports of one host on distinct disks there.
+    let mut by_host: Vec<(String, Vec<(String, std::path::PathBuf)>)> = Vec::new();
     for d in devices {
         if let (RealDevice::NvmeTcp(t), Some(host)) = (&d.real, &d.target_host) {
             super::target::nvmet_export_checks(plan, d, host, t);
+            match by_host.iter_mut().find(|(h, _)| *h == host.name) {
+                Some((_, list)) => list.push((d.name.clone(), host.export.clone())),
+                None => by_host.push((host.name.clone(), vec![(d.name.clone(), host.export.clone())])),
+            }
         }
+    }
+    for (host, exports) in by_host.into_iter().filter(|(_, e)| e.len() > 1) {
+        plan.push(
+            None,
+            Action::HostDevicesDistinct { host: host.clone(), devices: exports },
+            format!("two devices must not export one disk of host {host} (or a disk and a partition of it): nvmet holds neither, so no other check sees it, and the second mkfs would destroy the first"),
+        );
     }
     for (i, d) in devices.iter().enumerate() {
         let name = Some(d.name.as_str());

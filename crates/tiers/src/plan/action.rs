@@ -163,6 +163,14 @@ pub enum Action {
         device: PathBuf,
         allow_wipe: bool,
     },
+    /// The devices the run exports from one target host (device name, export path) name
+    /// distinct disks there, none a partition of another's: each resolved and compared by its
+    /// device number on the host. nvmet opens a disk without claiming it, so two exports of one
+    /// disk would both pass every other check, and the second mkfs would destroy the first.
+    HostDevicesDistinct {
+        host: String,
+        devices: Vec<(String, PathBuf)>,
+    },
     /// The model and serial of the device a target host exports, read there (sysfs, udev, VPD
     /// page 0x80, as for a local device), against those the experiment file gives.
     HostDeviceIdentity {
@@ -269,6 +277,10 @@ impl Action {
                 model.as_deref().unwrap_or("(any)"),
                 serial.as_deref().unwrap_or("(any)")
             ),
+            Action::HostDevicesDistinct { host, devices } => format!(
+                "[on host {host}] check {} name distinct disks there (by device number; no disk and a partition of it)",
+                devices.iter().map(|(n, p)| format!("{} ({n})", p.display())).collect::<Vec<_>>().join(", ")
+            ),
             Action::HostDeviceCheck { host, device, allow_wipe } => format!(
                 "[on host {host}] check {} is a block device (readlink -e, stat), not held by LVM/md/dm, not mounted, not swap, not busy (O_EXCL open), not exported by nvmet or LIO nor backing a loop device, not open or mapped by any process there (/proc), not locked (flock){}",
                 device.display(),
@@ -294,6 +306,7 @@ impl Action {
                 | Action::UnlockDisk { .. }
                 | Action::StillUnused { .. }
                 | Action::HostDeviceCheck { .. }
+                | Action::HostDevicesDistinct { .. }
                 | Action::HostDeviceIdentity { .. }
                 | Action::OnHost { kind: HostStep::Check, .. }
         )

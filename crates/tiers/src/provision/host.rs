@@ -199,6 +199,26 @@ impl Executor<'_> {
         refused.map_err(StepError::Refused)
     }
 
+    /// The exports of one host name distinct disks there ([`Action::HostDevicesDistinct`]).
+    pub(super) fn host_devices_distinct(
+        &mut self,
+        n: usize,
+        host: &str,
+        devices: &[(String, PathBuf)],
+    ) -> Result<(), StepError> {
+        let shell = self.shell(host)?;
+        let refused = self.probe(n, |s| {
+            let mut h = HostSystem { inner: s, shell: &shell };
+            let resolved: Vec<(&str, PathBuf)> = devices
+                .iter()
+                .map(|(name, p)| (name.as_str(), h.canonicalize(p).unwrap_or_else(|_| p.clone())))
+                .collect();
+            let pairs: Vec<(&str, &Path)> = resolved.iter().map(|(n, p)| (*n, p.as_path())).collect();
+            safety::check_distinct(&mut h, &pairs)
+        });
+        refused.map_err(StepError::Refused)
+    }
+
     /// The exported device's checks on `host`: its stable name resolved there, a block device,
     /// not in use, no signature unless `allow_wipe`.
     pub(super) fn host_device_check(

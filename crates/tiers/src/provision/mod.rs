@@ -487,6 +487,7 @@ impl Executor<'_> {
             Action::HostDeviceCheck { host, device, allow_wipe } => {
                 self.host_device_check(n, host, device, *allow_wipe)?
             }
+            Action::HostDevicesDistinct { host, devices } => self.host_devices_distinct(n, host, devices)?,
         }
         Ok(())
     }
