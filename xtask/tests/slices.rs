@@ -211,6 +211,10 @@ fn a_sliced_comparison_pairs_rounds_and_records_why_it_stopped() {
     eprintln!("b against a: {delta:+.1}% (interval up to {high:+.1}%); stopped: {why}");
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(report.contains("Design **slices**") && report.contains(why), "report.md says how and why");
+    // No calibration in this test's state directory: the host is uncalibrated, and says so.
+    assert!(stderr.contains("calibration: UNCALIBRATED HOST"), "{stderr}");
+    assert!(report.contains("**Uncalibrated host**"), "report.md says so");
+    assert_eq!(manifest["calibration"]["host_calibrated"], false);
     assert!(report.contains("The figures hold under this machine state"), "the method says under which load");
     assert!(report.contains("Prewarm: before every contest's warm-up"), "the method says what was prewarmed");
     if pinned {
@@ -375,4 +379,63 @@ fn the_dry_run_describes_the_sliced_design() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o).1.contains("--budget \"soon\""), "{}", text(&o).1);
+}
+
+/// `calibrate` (issue 48): the file's A/A form (the baseline and three twins of it, no
+/// control) measured for real, each workload's priors estimated from it and kept under the
+/// file's key in the state directory, nothing left behind; the next `compare` of the file finds
+/// the calibration and says so on its first screen, in its manifest, summary.json and
+/// report.md, and its contests' intervals assume the calibration's numbers. Without one (every
+/// other test here) the host is called uncalibrated.
+#[test]
+fn a_calibration_is_kept_and_the_next_comparison_uses_it() {
+    if !root_or_skip() {
+        return;
+    }
+    let env = Env::new();
+    let short = SLICED.replace("budget = \"75s\"", "budget = \"30s\"");
+    let cfg = env.write("sliced.toml", &short);
+    let o = {
+        let _alone = ONE_COMPARISON.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        env.xtask(&["calibrate", "--config", cfg.to_str().unwrap(), "--emulate", "--runs", "1", "--seed", "7"])
+            .current_dir(env.dir.path())
+            .output()
+            .unwrap()
+    };
+    let (stdout, stderr) = text(&o);
+    assert!(o.status.success(), "calibrate failed\nstdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(stderr.contains("session s1: 4 servers up"), "the baseline and three twins at once:\n{stderr}");
+    assert!(stdout.contains("calibration of this host (1 A/A run(s))"), "{stdout}");
+    assert_nothing_left(&env.state());
+    let files: Vec<_> =
+        std::fs::read_dir(env.state().join("calibration")).unwrap().flatten().map(|e| e.path()).collect();
+    assert_eq!(files.len(), 1, "one calibration file per key: {files:?}");
+    let kept: serde_json::Value = serde_json::from_slice(&std::fs::read(&files[0]).unwrap()).unwrap();
+    assert_eq!(kept["host_calibrated"], true, "{kept}");
+    let prior = &kept["priors"][0];
+    assert_eq!(prior["workload"], "rw", "{kept}");
+    // Three twins of one contest: three null changes, three degrees of freedom for the offset.
+    assert_eq!((prior["null_changes"].as_u64(), prior["life_df"].as_f64()), (Some(3), Some(3.0)), "{kept}");
+    let life_sd = prior["life_sd_limited"].as_f64().unwrap();
+    assert!((0.0..0.5).contains(&life_sd), "{kept}");
+    let aa = kept["result_sets"][0].as_str().unwrap();
+    let aa_summary = csv_rows(&std::path::Path::new(aa).join("summary.csv"));
+    let mut placements: Vec<&str> = aa_summary.iter().map(|r| r["placement"].as_str()).collect();
+    placements.sort();
+    assert_eq!(placements, ["a", "twin-1", "twin-2", "twin-3"], "the A/A form: no b, no control");
+
+    let out = env.dir.path().join("results");
+    let (_, stderr) = compare_emulated(&env, &cfg, &out);
+    assert!(stderr.contains("calibration: this host's, measured"), "the first screen says so:\n{stderr}");
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["calibration"]["host_calibrated"], true);
+    assert_eq!(manifest["calibration"]["priors"], kept["priors"], "the study records the priors it used");
+    let summary: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["calibration"]["host_calibrated"], true);
+    let contest = &summary["analysis"]["contests"]["rw c2 mem 256MiB default"];
+    assert!((contest["life_sd"].as_f64().unwrap_or(0.0) - life_sd).abs() < 1e-12, "{contest}");
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(report.contains("Calibrated host: the intervals assume this host's own calibration"), "{report}");
+    assert!(report.contains("estimated by this host's calibration"), "{report}");
 }

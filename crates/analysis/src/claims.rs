@@ -253,7 +253,8 @@ fn runs_delta(
             v
         };
         let (kb, kx) = (kept(base), kept(cont));
-        if let Some(d) = crate::contest::delta_of(&kb, &kx, &|r| value(c, r, study), Some(rule)) {
+        let rules = crate::contest::Rules { rule: *rule, priors: crate::priors::Priors::of_manifest(&set.manifest) };
+        if let Some(d) = crate::contest::delta_of(&kb, &kx, &|r| value(c, r, study), Some(&rules)) {
             return Some(d.classified(margin));
         }
     }

@@ -133,10 +133,18 @@ impl ContestAnalysis {
     }
 }
 
+/// A slices rule and the priors each contest of it gets (a result set's:
+/// [`crate::model::rules_of`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Rules {
+    pub rule: Rule,
+    pub priors: crate::priors::Priors,
+}
+
 /// The rule for the contest of cell `k`: its workload's priors, for servers whose memory is
 /// limited or not.
-fn rule_for(rule: &Rule, k: &CellKey) -> Rule {
-    rule.with_prior(&crate::priors::of(&k.workload), k.memory_limit != MemoryLabel::Unlimited)
+fn rule_for(rules: &Rules, k: &CellKey) -> Rule {
+    rules.rule.with_prior(&rules.priors.of(&k.workload), k.memory_limit != MemoryLabel::Unlimited)
 }
 
 /// The cells that differ only in placement, measured against each other.
@@ -151,7 +159,7 @@ pub fn contest_of(k: &CellKey) -> String {
 pub fn usable_runs<'a>(
     ok: &BTreeMap<CellKey, Vec<&'a RunRecord>>,
     baseline: &str,
-    rule: Option<&Rule>,
+    rule: Option<&Rules>,
 ) -> (BTreeMap<CellKey, Vec<&'a RunRecord>>, BTreeMap<String, ContestAnalysis>) {
     let mut out: BTreeMap<CellKey, Vec<&RunRecord>> =
         ok.iter().map(|(k, v)| (k.clone(), sorted_by_repetition(v))).collect();
@@ -235,7 +243,7 @@ pub fn estimate(runs: &[&RunRecord], f: Figure) -> Option<Estimate> {
 /// from the per-round ratios (paired by round, the interval of [`rounds::estimate`]: Stein's
 /// pilot and the correction for correlated rounds) when at least two rounds pair up; else from
 /// the two samples (Welch on the logs).
-pub fn delta(base: &[&RunRecord], cont: &[&RunRecord], f: Figure, rule: Option<&Rule>) -> Option<Delta> {
+pub fn delta(base: &[&RunRecord], cont: &[&RunRecord], f: Figure, rule: Option<&Rules>) -> Option<Delta> {
     delta_of(base, cont, &|r| f.of(r), rule)
 }
 
@@ -245,7 +253,7 @@ pub fn delta_of(
     base: &[&RunRecord],
     cont: &[&RunRecord],
     value: &dyn Fn(&RunRecord) -> Option<f64>,
-    rule: Option<&Rule>,
+    rule: Option<&Rules>,
 ) -> Option<Delta> {
     if let Some(rule) = rule {
         let r = ratio_rounds_of(base, cont, value);
@@ -267,7 +275,7 @@ pub fn delta_of(
 /// The slices contests' progress as the scheduler sees it after a round: the cut, the kept
 /// rounds, what Stein's rule asks for and the widest interval (the same estimator as the
 /// report's). `runs` holds the contest's successful runs, every placement's.
-pub fn contest_progress(runs: &[&RunRecord], baseline: &str, rule: &Rule) -> Option<Progress> {
+pub fn contest_progress(runs: &[&RunRecord], baseline: &str, rule: &Rules) -> Option<Progress> {
     let mut by_cell: BTreeMap<CellKey, Vec<&RunRecord>> = BTreeMap::new();
     for r in runs {
         by_cell.entry(r.cell.clone()).or_default().push(r);

@@ -5,6 +5,7 @@
 //! writing files are `report`'s. Runs nothing and writes nothing, so the scheduler
 //! (`pgtier compare`'s slices) uses its stopping rule without the renderer.
 
+pub mod calibration;
 pub mod cell;
 pub mod claims;
 pub mod contest;
@@ -18,4 +19,5 @@ pub mod priors;
 pub mod summary;
 pub mod warnings;
 
-pub use model::{ResultSet, Summary, rule_of, summarize, summarize_with};
+pub use contest::Rules;
+pub use model::{ResultSet, Summary, rule_of, rules_of, summarize, summarize_with, summarize_with_priors};

@@ -59,6 +59,12 @@ pub fn rule_of(m: &results::manifest::MeasurementRecord) -> stats::rounds::Rule 
     }
 }
 
+/// The rule of a result set's measurement section ([`rule_of`]) and the priors its manifest
+/// records: what the scheduler decides with while it measures, and the report estimates with.
+pub fn rules_of(m: &results::Manifest) -> crate::contest::Rules {
+    crate::contest::Rules { rule: rule_of(&m.measurement), priors: crate::priors::Priors::of_manifest(m) }
+}
+
 /// Summarises a result set.
 pub fn summarize(set: &ResultSet) -> Summary {
     summarize_with(set, rule_of(&set.manifest.measurement))
@@ -67,9 +73,16 @@ pub fn summarize(set: &ResultSet) -> Summary {
 /// Summarises a result set with a slices `rule` other than the one it records: the same rounds
 /// under another estimator (`cargo xtask bench precision --from` compares candidates so).
 pub fn summarize_with(set: &ResultSet, rule: stats::rounds::Rule) -> Summary {
+    summarize_with_priors(set, rule, crate::priors::Priors::of_manifest(&set.manifest))
+}
+
+/// Summarises a result set with a slices `rule` and `priors` other than those it records (a
+/// calibration's estimate, [`crate::calibration`]).
+pub fn summarize_with_priors(set: &ResultSet, rule: stats::rounds::Rule, priors: crate::priors::Priors) -> Summary {
     let baseline = set.manifest.baseline.clone();
     let measurement = &set.manifest.measurement;
     let paired = measurement.design == Design::Slices;
+    let rules = paired.then_some(crate::contest::Rules { rule, priors });
     let rule = paired.then_some(rule);
     let mut by_cell: BTreeMap<CellKey, Vec<&RunRecord>> = BTreeMap::new();
     for r in &set.runs {
@@ -80,7 +93,7 @@ pub fn summarize_with(set: &ResultSet, rule: stats::rounds::Rule) -> Summary {
         .map(|(k, v)| (k.clone(), v.iter().copied().filter(|r| r.status == RunStatus::Ok).collect::<Vec<_>>()))
         .filter(|(_, v)| !v.is_empty())
         .collect();
-    let (usable, contests) = analysis::usable_runs(&ok, &baseline, rule.as_ref());
+    let (usable, contests) = analysis::usable_runs(&ok, &baseline, rules.as_ref());
     let mut warnings = Vec::new();
     let mut cells = Vec::new();
     for k in cell_order(set) {
@@ -92,10 +105,10 @@ pub fn summarize_with(set: &ResultSet, rule: stats::rounds::Rule) -> Summary {
         };
         let is_baseline = k.placement == baseline;
         let base = usable.get(&k.with_placement(&baseline)).filter(|_| !is_baseline);
-        let d = |f: Figure| base.and_then(|b| analysis::delta(b, runs, f, rule.as_ref()));
+        let d = |f: Figure| base.and_then(|b| analysis::delta(b, runs, f, rules.as_ref()));
         let nopm = analysis::estimate(runs, Figure::Nopm);
         let cell = CellSummary {
-            statements: statement_summaries(runs, base.map(Vec::as_slice), rule.as_ref()),
+            statements: statement_summaries(runs, base.map(Vec::as_slice), rules.as_ref()),
             runs: tps.n,
             failed_runs: failed,
             is_baseline,
@@ -188,7 +201,8 @@ pub fn summarize_with(set: &ResultSet, rule: stats::rounds::Rule) -> Summary {
         crate::contrast::fill_statement_deltas(&mut cells, k, margin);
     }
     warnings.extend(crate::warnings::machine_moved(set, &analysis));
-    let mut summary = Summary { cells, missing, warnings, analysis, controls, contrast };
+    let calibration = set.manifest.calibration.clone();
+    let mut summary = Summary { cells, missing, warnings, analysis, controls, contrast, calibration };
     if let Some(w) = pinned_client_ceiling(set, &summary) {
         summary.warnings.push(w);
     }
@@ -299,7 +313,7 @@ fn wide_intervals(
 fn statement_summaries(
     runs: &[&RunRecord],
     base: Option<&[&RunRecord]>,
-    rule: Option<&stats::rounds::Rule>,
+    rule: Option<&crate::contest::Rules>,
 ) -> Vec<StatementSummary> {
     let Some(first) = runs.iter().find(|r| !r.statements.is_empty()) else { return Vec::new() };
     first

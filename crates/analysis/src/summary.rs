@@ -23,6 +23,26 @@ pub struct Summary {
     /// memory limit or the client count (None when it compares placements).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub contrast: Option<crate::contrast::Contrast>,
+    /// Where the contests' priors came from: this host's calibration or the fallback of an
+    /// uncalibrated host (None: a result set from before calibration, on the committed priors).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<results::manifest::CalibrationRecord>,
+}
+
+impl Summary {
+    /// One line on the calibration behind the intervals, when the result set records one.
+    pub fn calibration_line(&self) -> Option<String> {
+        let c = self.calibration.as_ref()?;
+        Some(if c.host_calibrated {
+            format!(
+                "Calibrated host: the intervals assume this host's own calibration (measured {}, {}).",
+                c.measured_at.as_deref().unwrap_or("at an unknown time"),
+                c.file.as_deref().unwrap_or("file not recorded")
+            )
+        } else {
+            format!("**Uncalibrated host**: the intervals assume priors measured on another machine ({}).", c.source)
+        })
+    }
 }
 
 impl Summary {

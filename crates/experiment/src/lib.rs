@@ -9,6 +9,7 @@
 //! reported), `spans` finds keys and lines, `model` is what validation resolves to, and
 //! `golden` the room the data sets' golden copies need where the file puts them.
 
+mod calibration;
 pub mod error;
 mod golden;
 mod keyword;
@@ -24,6 +25,7 @@ mod validate;
 
 use std::path::{Path, PathBuf};
 
+pub use calibration::TWIN_PREFIX;
 use error::Source;
 pub use error::{ConfigError, ConfigErrors};
 pub use golden::{RoomNeed, RoomPart, wal_allowance};

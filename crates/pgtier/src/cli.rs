@@ -52,6 +52,42 @@ pub struct CompareArgs {
     as_host: Option<String>,
 }
 
+/// `calibrate`'s command line.
+#[derive(Args, Debug)]
+pub struct CalibrateArgs {
+    /// The experiment file whose studies this host is calibrated for (tiers/*.toml). Its
+    /// baseline's devices are provisioned as `compare` would (without --emulate: formatted).
+    #[arg(long, required_unless_present = "add")]
+    config: Option<PathBuf>,
+    /// Emulate the devices, as `compare --emulate` does.
+    #[arg(long)]
+    emulate: bool,
+    /// Print the A/A run's plan and matrix; touch nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Twins of the baseline measured beside it (at least 2): more twins, more null changes
+    /// per contest for the offset between server lives, at the cost of a slice each per round.
+    #[arg(long, default_value_t = 3)]
+    twins: u32,
+    /// A/A runs to make now, each a new set of server lives; every finished one is added to
+    /// this host's calibration for the file at once (an interrupted calibrate keeps what it
+    /// finished, and a later one adds to it). The offset between server lives needs lives: one
+    /// run of 3 twins gives it 3 degrees of freedom per memory limit, 4 runs 12
+    /// (docs/benchmarks.md, "Calibrated on the machine that measures").
+    #[arg(long, default_value_t = 4)]
+    runs: u32,
+    /// Add these finished A/A result sets (of `calibrate`, this host and this file's key) to the
+    /// calibration and re-estimate it, measuring nothing.
+    #[arg(long, num_args = 1.., conflicts_with_all = ["dry_run", "runs"])]
+    add: Vec<PathBuf>,
+    /// Overrides the file's [measurement] budget of the measured phase (e.g. 15min).
+    #[arg(long)]
+    budget: Option<String>,
+    /// Seeds the run order (default: a new seed).
+    #[arg(long)]
+    seed: Option<u64>,
+}
+
 /// `cleanup`'s command line.
 #[derive(Args, Debug)]
 pub struct CleanupArgs {
@@ -99,7 +135,7 @@ pub fn runtime() -> tokio::runtime::Runtime {
 pub fn compare(args: CompareArgs) -> ExitCode {
     let CompareArgs { config, resume, emulate, dry_run, out, seed, design, budget, target_halfwidth, as_host } = args;
     let measurement = MeasurementArgs { seed, design, budget, target_halfwidth };
-    let args = crate::compare::Args { config, resume, emulate, dry_run, out, measurement, as_host };
+    let args = crate::compare::Args { config, resume, emulate, dry_run, out, measurement, as_host, calibrate: None };
     match runtime().block_on(compare_or_fleet(&args)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -110,6 +146,81 @@ pub fn compare(args: CompareArgs) -> ExitCode {
             ExitCode::from(e.exit_code())
         }
     }
+}
+
+/// The dimensioning run of this host for an experiment file: its A/A form measured as `compare`
+/// measures a study (the baseline and twins of it), each workload's priors estimated from it and
+/// kept in the state directory under the file's key, where every later `compare` of a file with
+/// the same key finds them. Exit codes as `compare`'s.
+pub fn calibrate(args: CalibrateArgs) -> ExitCode {
+    let CalibrateArgs { config, emulate, dry_run, twins, runs, add, budget, seed } = args;
+    for dir in &add {
+        if let Err(e) = crate::calibration::add_result_set(dir) {
+            eprintln!("error: {e:#}");
+            return ExitCode::from(1);
+        }
+    }
+    if !add.is_empty() {
+        return ExitCode::SUCCESS;
+    }
+    if twins < 2 {
+        eprintln!("error: --twins {twins}: at least 2 twins are needed (one twin's change has no spread)");
+        return ExitCode::from(2);
+    }
+    if runs == 0 {
+        eprintln!("error: --runs 0: at least one A/A run");
+        return ExitCode::from(2);
+    }
+    let rt = runtime();
+    for run in 1..=runs {
+        let measurement = MeasurementArgs {
+            seed: seed.map(|s| s.wrapping_add(run as u64 - 1)),
+            design: None,
+            budget: budget.clone(),
+            target_halfwidth: None,
+        };
+        let args = crate::compare::Args {
+            config: config.clone(),
+            resume: None,
+            emulate,
+            dry_run,
+            out: None,
+            measurement,
+            as_host: None,
+            calibrate: Some(twins),
+        };
+        let setup = match crate::compare::resolve(&args) {
+            Ok(s) => s,
+            Err(e) => return ExitCode::from(e.exit_code()),
+        };
+        if setup.exp.measurement.design != experiment::Design::Slices {
+            eprintln!(
+                "error: calibrate measures design `slices` only (its contests' rounds are what the priors describe); this file's is `runs`{}",
+                if emulate { "" } else { ": try --emulate, or set [measurement] design = \"slices\"" }
+            );
+            return ExitCode::from(2);
+        }
+        if !dry_run {
+            eprintln!(
+                "calibration: A/A run {run} of {runs} (each finished run is added to this host's calibration at once)"
+            );
+        }
+        let dir = setup.results_dir.clone();
+        if let Err(e) = rt.block_on(crate::compare::run(setup, &args)) {
+            return ExitCode::from(e.exit_code());
+        }
+        if dry_run {
+            if runs > 1 {
+                eprintln!("dry run: the plan above is made {runs} times, one A/A run after another");
+            }
+            return ExitCode::SUCCESS;
+        }
+        if let Err(e) = crate::calibration::add_result_set(&dir) {
+            eprintln!("error: {e:#}");
+            return ExitCode::from(1);
+        }
+    }
+    ExitCode::SUCCESS
 }
 
 /// A fleet's file (or result set, with `--resume`) goes to `fleet`, unless this run is one

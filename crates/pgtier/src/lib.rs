@@ -6,6 +6,7 @@
 /// its sources differed from that commit ("unknown" outside a git checkout).
 pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("PGTIER_BUILD_REVISION"), ")");
 
+pub mod calibration;
 pub mod cleanup;
 pub mod cli;
 pub mod compare;

@@ -23,6 +23,10 @@ enum Command {
     /// the file sets allow_wipe = true for it. --dry-run prints what would be done, touching
     /// nothing, and exits 1 when the real run would refuse (a device not here, no room).
     Compare(cli::CompareArgs),
+    /// Calibrate this host for an experiment file: the baseline and twins of it measured side by
+    /// side (an A/A run), each workload's round-to-round correlation and offset between server
+    /// lives estimated, and kept for every later `compare` of the file on this host.
+    Calibrate(cli::CalibrateArgs),
     /// Undo what a killed run left behind, from its run record.
     Cleanup(cli::CleanupArgs),
     /// Re-render CSV, charts and report.md from a results directory, without running anything;
@@ -43,6 +47,7 @@ enum Command {
 fn main() -> ExitCode {
     match Cli::parse().command {
         Command::Compare(args) => cli::compare(args),
+        Command::Calibrate(args) => cli::calibrate(args),
         Command::Cleanup(args) => cli::cleanup(args),
         Command::Report(args) => cli::report(args),
         Command::Completions { shell } => {

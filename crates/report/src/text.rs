@@ -88,6 +88,10 @@ pub fn summary_table(summary: &Summary) -> String {
         "(design {}; real change: the interval after Holm's correction excludes 0; equivalent: the 95% interval inside ±{:.1}%; inconclusive: neither)\n",
         a.design, a.equivalence_margin_pct
     ));
+    if let Some(line) = summary.calibration_line() {
+        text.push_str(&line.replace("**", ""));
+        text.push('\n');
+    }
     text
 }
 
@@ -175,6 +179,7 @@ mod tests {
             },
             controls: vec![],
             contrast: None,
+            calibration: None,
         };
         let text = summary_table(&summary);
         let lines: Vec<&str> = text.lines().take(5).collect();

@@ -343,6 +343,12 @@ pub struct Manifest {
     /// a run without one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub targets: Vec<TargetRecord>,
+    /// What each contest's interval assumed rather than estimated (the round-to-round
+    /// correlation, the offset between server lives) and where it came from: this host's own
+    /// calibration (`pgtier calibrate`) or, uncalibrated, the fallback. None: result sets before
+    /// it, whose priors were the development machine's committed runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<CalibrationRecord>,
 }
 
 /// A storage target host: the devices it served, how, and what lies between it and the server.
@@ -671,4 +677,56 @@ mod tests {
             assert_eq!(serde_json::from_value::<DaxRequest>(serde_json::json!(text)).unwrap(), d);
         }
     }
+}
+
+/// Where a study's priors came from, and the priors themselves: written into every manifest, and
+/// (with `host_calibrated`) as the calibration file `pgtier calibrate` keeps per host.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CalibrationRecord {
+    /// The priors were measured on this host, for this key, by `pgtier calibrate`.
+    pub host_calibrated: bool,
+    /// One sentence on where the priors come from.
+    pub source: String,
+    /// The calibration file read (or written).
+    pub file: Option<String>,
+    /// When the calibration's measurements were made (RFC 3339), and the A/A result sets they
+    /// came from.
+    pub measured_at: Option<String>,
+    pub result_sets: Vec<String>,
+    /// What makes the calibration valid: the host (CPU model and count, memory, kernel), the
+    /// PostgreSQL build, the baseline's device classes, the workloads, scales, clients, memory
+    /// limits and slice. A calibration is used only where every entry is equal.
+    pub key: BTreeMap<String, String>,
+    /// Each workload's prior.
+    pub priors: Vec<PriorRecord>,
+}
+
+impl CalibrationRecord {
+    /// The prior recorded for `workload`, if any.
+    pub fn prior(&self, workload: &str) -> Option<&PriorRecord> {
+        self.priors.iter().find(|p| p.workload == workload)
+    }
+}
+
+/// A workload's prior as recorded (the numbers of `stats::rounds::prior::Prior`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PriorRecord {
+    pub workload: String,
+    /// The pooled round-to-round correlation of the per-round log ratios, and the series it was
+    /// pooled from.
+    pub rho: f64,
+    pub series: usize,
+    /// The standard deviation of the offset between two server lives on the log ratio, memory
+    /// unlimited and limited, and the null changes it was estimated from.
+    pub life_sd_unlimited: f64,
+    pub life_sd_limited: f64,
+    pub null_changes: usize,
+    /// The degrees of freedom of the offset's variance.
+    pub life_df: f64,
+    /// Where this workload's numbers come from, when not from the calibration as a whole (a
+    /// workload the calibration did not measure gets the fallback's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }

@@ -96,6 +96,8 @@ pub fn begin(
         // Set once the client host's connection is open (`Session::client_host`).
         client: None,
         targets: Vec::new(),
+        // Set by the session (`Session::calibration`), or kept from the result set resumed.
+        calibration: None,
     };
     if let Some(prev) = previous {
         m.started_at = prev.started_at.clone();

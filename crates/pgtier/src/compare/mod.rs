@@ -53,6 +53,9 @@ pub struct Args {
     pub measurement: MeasurementArgs,
     /// This run is server host NAME's part of a fleet, driven by a controller over ssh.
     pub as_host: Option<String>,
+    /// `pgtier calibrate`: measure the file's A/A form with this many twins of the baseline
+    /// ([`experiment::Experiment::calibration_form`]).
+    pub calibrate: Option<u32>,
 }
 
 /// The command line resolved, touching nothing (errors are printed).
@@ -132,6 +135,10 @@ pub async fn run(setup: Setup, args: &Args) -> Result<(), CompareError> {
     );
     eprintln!("results: {}", results_dir.display());
     eprintln!("run record: {}", journal.path().display());
+    let calibration = crate::calibration::for_study(&exp, &crate::host::collect(), &pre.install.version());
+    if args.calibrate.is_none() {
+        eprintln!("{}", crate::calibration::line(&calibration));
+    }
 
     let mut session = Session {
         exp: &exp,
@@ -149,6 +156,7 @@ pub async fn run(setup: Setup, args: &Args) -> Result<(), CompareError> {
         seed,
         golden,
         lost_tiers: Default::default(),
+        calibration,
     };
     let outcome = session.go_guarded(&plan).await;
     session.conclude(outcome).await

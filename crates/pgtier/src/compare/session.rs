@@ -49,6 +49,9 @@ pub struct Session<'a> {
     /// Emulated tiers found failed after a run or slice, with what happened: each fails the one
     /// it died during, and no run or slice uses it after that.
     pub lost_tiers: std::collections::BTreeMap<String, String>,
+    /// Where this study's priors come from: this host's calibration, or the fallback
+    /// (`crate::calibration::for_study`); a resumed result set keeps its own.
+    pub calibration: results::manifest::CalibrationRecord,
 }
 
 /// The phases of a session, in order.
@@ -190,6 +193,11 @@ impl<'a> Session<'a> {
         std::fs::write(self.results.root.join("plan.txt"), plan.to_string())?;
         self.manifest = manifest::begin(self.exp, &self.pre, plan, &self.runs, self.started, self.previous.as_ref());
         self.manifest.measurement.seed = Some(self.seed);
+        // Every round of a result set under one set of priors: a resumed one keeps its own.
+        self.manifest.calibration = match &self.previous {
+            Some(p) => p.calibration.clone(),
+            None => Some(self.calibration.clone()),
+        };
         if plan.emulated {
             self.manifest.measurement.device_order = plan.mountpoints.iter().map(|(name, _)| name.clone()).collect();
         }

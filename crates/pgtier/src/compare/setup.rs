@@ -132,6 +132,15 @@ fn load(args: &Args, threads: u32) -> Result<(Experiment, Option<Manifest>), Com
         }
         exp.as_server_host();
     }
+    if let Some(twins) = args.calibrate {
+        if !exp.server_hosts().is_empty() {
+            return Err(CompareError::BadArgument(format!(
+                "calibrate: {} runs on server hosts (a fleet); calibrating a fleet is not supported yet: run `pgtier calibrate` on each host with a file of its own",
+                config.display()
+            )));
+        }
+        exp = exp.calibration_form(twins);
+    }
     Ok((exp, previous))
 }
 

@@ -45,6 +45,9 @@ pub fn document(set: &ResultSet, summary: &Summary, charts: &[ChartFile]) -> Doc
     let study = Study::of(set, summary);
     let checks = claims::check_all(set, summary, &study);
     header(&mut d, m);
+    if let Some(line) = summary.calibration_line() {
+        d.para(line);
+    }
     sections::control(&mut d, &summary.controls, &m.baseline);
     findings::published_vs_measured(&mut d, m, &checks);
     figures(&mut d, charts, views::forest::CLAIMS_SECTION);

@@ -118,7 +118,7 @@ pub(super) fn statistics_note(d: &mut Document, summary: &Summary) {
             rule.discard,
             rule.cut_alpha * 100.0,
             rule.trend_alpha * 100.0,
-            estimator_note(&rule),
+            estimator_note(&rule, summary.calibration.as_ref()),
         ));
         let mut t = Table::new(&[
             "contest",
@@ -153,12 +153,17 @@ pub(super) fn statistics_note(d: &mut Document, summary: &Summary) {
 }
 
 /// How the rule's intervals allow for correlated rounds, and what else its cut and steady check do.
-fn estimator_note(rule: &stats::rounds::Rule) -> String {
-    match rule.rho_prior {
+fn estimator_note(rule: &stats::rounds::Rule, calibration: Option<&results::manifest::CalibrationRecord>) -> String {
+    let source = match calibration {
+        None => "pooled from the main job's committed runs",
+        Some(c) if c.host_calibrated => "estimated by this host's calibration, `pgtier calibrate`",
+        Some(_) => "uncalibrated host: the fallback, from the development machine's committed runs",
+    };
+    let note = match rule.rho_prior {
         Some(_) => format!(
-            " The intervals assume the workload's round-to-round correlation (its prior, pooled from the main job's committed runs: the table's last column) over every kept round; a contender whose own lag-1 lies far above it is warned of.{} The cut also moves on while the rounds still follow a warm-up curve with a time constant of at most {} rounds, and the steady check also fits such a curve to the rounds from the fixed cut on: a warm-up still under way makes the contest not steady.{}",
+            " The intervals assume the workload's round-to-round correlation (its prior, SOURCE: the table's column \"correlation assumed\") over every kept round; a contender whose own lag-1 lies far above it is warned of.{} The cut also moves on while the rounds still follow a warm-up curve with a time constant of at most {} rounds, and the steady check also fits such a curve to the rounds from the fixed cut on: a warm-up still under way makes the contest not steady.{}",
             match rule.life_sd {
-                Some(_) => " Each interval also adds the variance of the offset between two server lives (the table's last column, pooled from the null changes of the main job's committed runs): two identical servers up at once can keep a level apart for as long as they live, every round sees the same two lives, so neither pairing nor more rounds remove it.",
+                Some(_) => " Each interval also adds the variance of the offset between two server lives (the table's last column, its prior too): two identical servers up at once can keep a level apart for as long as they live, every round sees the same two lives, so neither pairing nor more rounds remove it.",
                 None => "",
             },
             rule.cut_curve_max_tau.unwrap_or(0.0),
@@ -168,7 +173,8 @@ fn estimator_note(rule: &stats::rounds::Rule) -> String {
             }
         ),
         None => " The intervals allow for each contender's own round-to-round correlation (its kept rounds' lag-1, bias-corrected, at its 80% upper bound), and are the wider of that and Stein's.".to_string(),
-    }
+    };
+    note.replace("SOURCE", source)
 }
 
 pub(super) fn tpcc_table(d: &mut Document, set: &ResultSet, summary: &Summary) {

@@ -432,6 +432,7 @@ mod tests {
             },
             controls: vec![],
             contrast: None,
+            calibration: None,
         };
         let keys: Vec<Vec<String>> = groups(&summary)
             .iter()

@@ -32,6 +32,8 @@ pub struct Prior {
     pub life_sd_limited: f64,
     /// Null changes each was estimated from.
     pub null_changes: usize,
+    /// The degrees of freedom of the offset's variance ([`Prior::life_df`]).
+    pub life_df: f64,
 }
 
 impl Prior {
@@ -40,10 +42,12 @@ impl Prior {
         if memory_limited { self.life_sd_limited } else { self.life_sd_unlimited }
     }
 
-    /// The degrees of freedom of the offset's variance: half its null changes, since they come
-    /// in pairs that share the baseline's life (the control and the null cell of one contest).
+    /// The degrees of freedom of the offset's variance: for priors pooled from a study's null
+    /// changes, half of them, since they come in pairs that share the baseline's life (the
+    /// control and the null cell of one contest); for a calibration's twins, one per twin
+    /// ([`life_sd_from_twins`]).
     pub fn life_df(&self) -> f64 {
-        self.null_changes as f64 / 2.0
+        self.life_df
     }
 }
 
@@ -70,6 +74,37 @@ pub fn pool_life_sd(changes: &[(f64, f64)]) -> f64 {
             .sum()
     };
     (0..=300).map(|i| i as f64 * 0.0005).min_by(|a, b| nll(*a).total_cmp(&nll(*b))).unwrap_or(0.0)
+}
+
+/// The offset between server lives from A/A contests, each the changes `(log change, its
+/// standard error)` of K >= 2 twins against one baseline: `(sd, degrees of freedom)`.
+///
+/// The K + 1 lives of a contest (the baseline's change is 0) are K + 1 levels l_j + e_j, the
+/// life's offset (variance s^2) plus the mean of its rounds' own noise (variance t^2, a change's
+/// standard error being about sqrt(2) t); their sample variance, on K degrees of freedom,
+/// estimates s^2 + t^2, so the offset between two lives (2 s^2) is twice it less the changes'
+/// mean squared standard error. Contests are pooled by their degrees of freedom. Counting the
+/// twins' changes as independent would give far fewer: they share the baseline's life (about
+/// 4K / (K + 3) degrees of freedom, 2 for 3 twins, where this gives 3).
+pub fn life_sd_from_twins(contests: &[Vec<(f64, f64)>]) -> (f64, f64) {
+    let mut sum = 0.0;
+    let mut df = 0.0;
+    for c in contests {
+        let c: Vec<(f64, f64)> = c.iter().copied().filter(|(x, se)| x.is_finite() && se.is_finite()).collect();
+        if c.len() < 2 {
+            continue;
+        }
+        let levels: Vec<f64> = std::iter::once(0.0).chain(c.iter().map(|(x, _)| *x)).collect();
+        let (_, sd) = crate::mean_sd(&levels);
+        let mean_se2 = c.iter().map(|(_, se)| se * se).sum::<f64>() / c.len() as f64;
+        let k = c.len() as f64;
+        sum += k * (2.0 * sd * sd - mean_se2);
+        df += k;
+    }
+    if df == 0.0 {
+        return (f64::NAN, 0.0);
+    }
+    ((sum / df).max(0.0).sqrt(), df)
 }
 
 /// A series' lag-1, bias-corrected (Marriott and Pope 1954: E[r] = rho - (1 + 3 rho) / n).
@@ -113,6 +148,32 @@ mod tests {
         // None: every change within its own error.
         let c: Vec<(f64, f64)> = (0..400).map(|i| (0.02 * rng.normal(), 0.02 + 0.0 * i as f64)).collect();
         assert!(pool_life_sd(&c) < 0.006, "{}", pool_life_sd(&c));
+    }
+
+    #[test]
+    fn the_life_offset_is_recovered_from_simulated_twins() {
+        // 3 twins per contest, an offset sd between two lives of 6% (3/sqrt(2) ... per life),
+        // each life's mean noise 2%: 2,000 contests recover it; 4 contests give 12 df.
+        let mut rng = super::super::simulate::Rng(11);
+        let (life, noise) = (0.06 / 2f64.sqrt(), 0.02);
+        let contest = |rng: &mut super::super::simulate::Rng| -> Vec<(f64, f64)> {
+            let base = life * rng.normal() + noise * rng.normal();
+            (0..3).map(|_| (life * rng.normal() + noise * rng.normal() - base, noise * 2f64.sqrt())).collect()
+        };
+        let many: Vec<Vec<(f64, f64)>> = (0..2000).map(|_| contest(&mut rng)).collect();
+        let (sd, df) = life_sd_from_twins(&many);
+        assert!((sd - 0.06).abs() < 0.003, "{sd}");
+        assert_eq!(df, 6000.0);
+        // No offset: the estimate is near 0 (noise only).
+        let none: Vec<Vec<(f64, f64)>> = (0..2000)
+            .map(|_| {
+                let base = noise * rng.normal();
+                (0..3).map(|_| (noise * rng.normal() - base, noise * 2f64.sqrt())).collect()
+            })
+            .collect();
+        assert!(life_sd_from_twins(&none).0 < 0.01, "{}", life_sd_from_twins(&none).0);
+        assert_eq!(life_sd_from_twins(&many[..4]).1, 12.0);
+        assert!(life_sd_from_twins(&[vec![(0.1, 0.01)]]).0.is_nan(), "one twin has no spread");
     }
 
     #[test]

@@ -60,13 +60,13 @@ impl Contest {
     /// Where the contest stands by the report's own estimator (the warm-up cut, Stein's rule,
     /// the corrected intervals, the steady-state check); None until the baseline and a
     /// contender have a round.
-    pub(super) fn progress(&self, baseline: &str, rule: &stats::rounds::Rule) -> Option<stats::rounds::Progress> {
+    pub(super) fn progress(&self, baseline: &str, rule: &analysis::Rules) -> Option<stats::rounds::Progress> {
         let ok: Vec<&RunRecord> = self.records.iter().filter(|r| r.status == RunStatus::Ok).collect();
         analysis::contest_progress(&ok, baseline, rule)
     }
 
     /// Sets `progress` and `widest` from the records so far.
-    pub(super) fn reassess(&mut self, baseline: &str, rule: &stats::rounds::Rule) {
+    pub(super) fn reassess(&mut self, baseline: &str, rule: &analysis::Rules) {
         self.progress = self.progress(baseline, rule);
         self.widest = self.progress.as_ref().and_then(|p| p.widest()).map(|w| w * 100.0);
     }

@@ -467,8 +467,8 @@ impl Session<'_> {
     }
 
     /// The estimator's rule, as the report will apply it.
-    fn rule(&self) -> stats::rounds::Rule {
-        analysis::rule_of(&self.manifest.measurement)
+    fn rule(&self) -> analysis::Rules {
+        analysis::rules_of(&self.manifest)
     }
 
     /// The seconds a contest may take: what is left of the budget over the `remaining` contests
