@@ -17,7 +17,7 @@ mod warm_up;
 use interval::ar1_factor;
 pub use interval::{
     LogInterval, batch_interval, corrected_interval, lag1, log_interval, plain_interval, prior_interval,
-    with_life_offset,
+    with_life_offset, with_rule_offset,
 };
 
 pub use trend::{Trend, leading_rounds_p, still_moving, trend};
@@ -367,12 +367,14 @@ pub fn assess(rule: &Rule, rounds: &[Round], cut: &Cut, contenders: usize) -> As
 /// corrected one. The coverage test runs exactly this.
 pub fn estimate(rule: &Rule, x: &[f64], segments: &[u32]) -> Option<LogInterval> {
     let all = match rule.interval {
-        Final::WiderBatch(b) => batch_interval(x, segments, b as usize)?,
+        Final::WiderBatch(b) => with_rule_offset(rule, batch_interval(x, segments, b as usize)?, segments),
         _ => corrected_interval(rule, x, segments)?,
     };
     let pilot = (rule.target.is_some() && x.len() >= rule.pilot).then(|| plain_interval(&x[..rule.pilot])).flatten();
     let Some(p) = pilot else { return Some(all) };
-    let stein = stein_interval(&p, &all);
+    // Stein's interval from the rounds' own spread, the offset between lives added as to every
+    // other (its `all` already carries it, which Stein's spread replaces).
+    let stein = with_rule_offset(rule, stein_interval(&p, &all), segments);
     Some(match rule.interval {
         Final::Stein => stein,
         Final::Full => all,
@@ -466,7 +468,9 @@ pub fn progress_with(rule: &Rule, contenders: &[Vec<Round>], cut: &Cut) -> Progr
             (Some(a), Some(b)) => Some(a.max(b)),
             _ => None,
         };
-        let interval = curve_interval(rule, rounds, cut, k).or_else(|| estimate(rule, &x, &seg));
+        let interval = curve_interval(rule, rounds, cut, k)
+            .map(|i| with_rule_offset(rule, i, &seg))
+            .or_else(|| estimate(rule, &x, &seg));
         fewest = fewest.min(a.kept);
         out.intervals.push(interval);
         out.steady.push(a.steady);
@@ -498,6 +502,27 @@ mod tests {
         // Five rounds without a pattern (lag-1 -0.22): the upper bound on rho widens a little.
         let y = log_interval(&[0.04, 0.055, 0.03, 0.01, 0.0525], &[1; 5]).unwrap();
         assert!(y.rho > 0.0 && y.se > y.sd / 5f64.sqrt(), "{y:?}");
+    }
+
+    #[test]
+    fn every_interval_a_contest_can_end_with_carries_the_offset_between_lives() {
+        // 12 rounds of one life, an offset sd of 5% on the ratio: whatever interval the rule
+        // ends with (Stein's, the batch-means', the wider of either and the corrected one), its
+        // standard error is at least the offset's (issue 48, item 7).
+        let x: Vec<f64> = (0..12).map(|t| 0.02 + 0.01 * ((t * 7 % 5) as f64 - 2.0)).collect();
+        let prior = prior::Prior {
+            rho: 0.1,
+            series: 10,
+            life_sd_unlimited: 0.05,
+            life_sd_limited: 0.05,
+            null_changes: 20,
+            life_df: 10.0,
+        };
+        for interval in [Final::Stein, Final::Full, Final::Wider, Final::WiderBatch(4)] {
+            let rule = Rule { interval, ..Rule::new(0, 6, Some(5.0), &prior) };
+            let i = estimate(&rule, &x, &[1; 12]).unwrap();
+            assert!(i.se >= 0.05, "{interval:?}: {i:?}");
+        }
     }
 
     #[test]

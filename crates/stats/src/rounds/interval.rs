@@ -122,10 +122,17 @@ pub fn corrected_interval(rule: &Rule, x: &[f64], segments: &[u32]) -> Option<Lo
         Some(rho) => prior_interval(x, segments, rho),
         None => log_interval(x, segments),
     }?;
-    Some(match rule.life_sd {
+    Some(with_rule_offset(rule, i, segments))
+}
+
+/// `i` with the rule's offset between server lives added, if it has one: every interval a
+/// contest can end with goes through here ([`corrected_interval`], the batch-means, Stein's
+/// and the warm-up curve's).
+pub fn with_rule_offset(rule: &Rule, i: LogInterval, segments: &[u32]) -> LogInterval {
+    match rule.life_sd {
         Some(sd) => with_life_offset(i, sd, rule.life_df, segments),
         None => i,
-    })
+    }
 }
 
 /// An interval on a mean log ratio that also allows for the offset between the two servers'
