@@ -96,6 +96,97 @@ pub fn checks(cells: &[CellSummary], control: &str) -> Vec<ControlCheck> {
         .collect()
 }
 
+/// The error model checked across the study's contests (issue 48, item 3): in each figure
+/// family, the control's changes of every contest are each a t statistic on its interval's
+/// degrees of freedom if the intervals are right (the control's truth is 0); their normal
+/// deviates' squares sum to chi-square on as many degrees of freedom
+/// ([`stats::chi_square_of_t`]). A sum far above it (p below [`MODEL_ALPHA`] over the families,
+/// Bonferroni) says the intervals do not hold on this run, whatever the calibration predicted.
+#[derive(Clone, Debug, Serialize)]
+pub struct ModelCheck {
+    /// `throughput` (the headline: TPS, or NOPM), `latency` or `p99 latency`.
+    pub figure: String,
+    /// The contests whose control has an interval on the figure.
+    pub contests: usize,
+    /// The sum of the squared normal deviates, and its p-value under the model.
+    pub sum_z2: f64,
+    pub p_value: f64,
+    pub failed: bool,
+    /// How many times too narrow the intervals were on this run, as the controls show it:
+    /// sqrt(sum / contests), at least 1.
+    pub inflation: f64,
+}
+
+/// The study-wide level of the error model's test, shared by its figure families.
+pub const MODEL_ALPHA: f64 = 0.05;
+
+/// The error model's check per figure family, over contests with a control (none below two).
+pub fn model_checks(checks: &[ControlCheck]) -> Vec<ModelCheck> {
+    let t = |d: &Delta| (d.has_interval() && d.se > 0.0 && d.ratio > 0.0).then(|| (d.ratio.ln() / d.se, d.df));
+    let families: Vec<(&str, Vec<(f64, f64)>)> = vec![
+        ("throughput", checks.iter().filter_map(|c| c.headline.as_ref().and_then(t)).collect()),
+        ("latency", checks.iter().filter_map(|c| c.latency.as_ref().and_then(t)).collect()),
+        (
+            "p99 latency",
+            checks
+                .iter()
+                .filter_map(|c| c.others.iter().find(|(n, _)| n == "p99 latency").and_then(|(_, d)| t(d)))
+                .collect(),
+        ),
+    ];
+    let families: Vec<(&str, Vec<(f64, f64)>)> = families.into_iter().filter(|(_, v)| v.len() >= 2).collect();
+    let alpha = MODEL_ALPHA / families.len().max(1) as f64;
+    families
+        .into_iter()
+        .filter_map(|(figure, ts)| {
+            let (sum_z2, contests, p_value) = stats::chi_square_of_t(&ts)?;
+            Some(ModelCheck {
+                figure: figure.to_string(),
+                contests,
+                sum_z2,
+                p_value,
+                failed: p_value < alpha,
+                inflation: (sum_z2 / contests as f64).sqrt().max(1.0),
+            })
+        })
+        .collect()
+}
+
+impl ModelCheck {
+    /// `the control's throughput changes over 4 contests: sum of z^2 23.1 (chi-square 4: p
+    /// 0.0001), the intervals about 2.4 times too narrow`.
+    pub fn text(&self) -> String {
+        format!(
+            "the control's {} changes over {} contests: sum of z^2 {:.1} against chi-square on {} degrees of freedom (p {:.4}){}",
+            self.figure,
+            self.contests,
+            self.sum_z2,
+            self.contests,
+            self.p_value,
+            if self.failed {
+                format!(", the intervals about {:.1} times too narrow on this run", self.inflation)
+            } else {
+                String::new()
+            }
+        )
+    }
+}
+
+/// After the verdicts, when the error model failed on the study (`inflation` > 1, the largest
+/// of its failed families'): a real change whose interval after Holm, widened that many times
+/// about its estimate, no longer excludes 0 stands on the model alone and is inconclusive.
+pub fn withhold_beyond_the_model(d: &mut Delta, inflation: f64) {
+    if d.verdict != Verdict::RealChange || inflation <= 1.0 || !d.has_interval() {
+        return;
+    }
+    let log = |pct: f64| (1.0 + pct / 100.0).ln();
+    let m = d.ratio.ln();
+    let (lo, hi) = (m - log(d.holm_low), log(d.holm_high) - m);
+    if m - inflation * lo <= 0.0 && m + inflation * hi >= 0.0 {
+        d.verdict = Verdict::Inconclusive;
+    }
+}
+
 /// The check of the contest `key` belongs to, if the study has a control.
 pub fn of<'a>(checks: &'a [ControlCheck], key: &CellKey) -> Option<&'a ControlCheck> {
     let contest = analysis::contest_of(key);
@@ -143,6 +234,37 @@ mod tests {
             others: vec![],
             figures: 2,
         }
+    }
+
+    #[test]
+    fn the_error_model_fails_when_the_controls_move_together_and_holds_when_they_do_not() {
+        let t_delta = |pct: f64, se: f64| Delta {
+            se,
+            df: 12.0,
+            ratio: 1.0 + pct / 100.0,
+            ..delta(pct, pct - 2.2 * se * 100.0, pct + 2.2 * se * 100.0)
+        };
+        let four = |pct: f64| -> Vec<ControlCheck> {
+            (0..4).map(|_| check(t_delta(pct, 0.02), t_delta(-pct, 0.02))).collect()
+        };
+        // Each control 1 standard error off (z about 1): chi-square(4) p 0.42, held.
+        let held = model_checks(&four(2.0));
+        assert_eq!(held.len(), 2, "throughput and latency, two contests or more each");
+        assert!(held.iter().all(|m| !m.failed && m.inflation < 1.1), "{held:?}");
+        // Each 2.5 standard errors off in the same direction: sum of z^2 about 21, failed.
+        let failed = model_checks(&four(5.0));
+        assert!(failed.iter().all(|m| m.failed && m.inflation > 2.0), "{failed:?}");
+        assert!(failed[0].text().contains("times too narrow"), "{}", failed[0].text());
+        // One contest: no test.
+        assert!(model_checks(&four(5.0)[..1]).is_empty());
+        // A real change of +10% [+2, +18] stands on the model alone at 2.4 times: withheld;
+        // +40% [+30, +51] does not.
+        let mut small = Delta { verdict: Verdict::RealChange, ..delta(10.0, 2.0, 18.0) };
+        withhold_beyond_the_model(&mut small, 2.4);
+        assert_eq!(small.verdict, Verdict::Inconclusive);
+        let mut large = Delta { verdict: Verdict::RealChange, ..delta(40.0, 30.0, 51.0) };
+        withhold_beyond_the_model(&mut large, 2.4);
+        assert_eq!(large.verdict, Verdict::RealChange);
     }
 
     #[test]

@@ -196,13 +196,33 @@ pub fn summarize_with_priors(set: &ResultSet, rule: stats::rounds::Rule, priors:
             warnings.push(SummaryWarning::ControlMoved { contest: c.contest.clone(), detail: w });
         }
     }
+    // The error model checked across contests: where it fails, no change stands on it alone.
+    let model_checks = crate::control::model_checks(&controls);
+    let inflation = model_checks.iter().filter(|m| m.failed).map(|m| m.inflation).fold(1.0, f64::max);
+    if inflation > 1.0 {
+        let mut withheld = 0;
+        for c in cells.iter_mut().filter(|c| !c.is_baseline && control.is_none_or(|x| c.key.placement != *x)) {
+            let statements = c.statements.iter_mut().filter_map(|s| s.delta.as_mut());
+            for d in [&mut c.tps_delta, &mut c.nopm_delta, &mut c.latency_delta, &mut c.latency_p99_delta]
+                .into_iter()
+                .flatten()
+                .chain(statements)
+            {
+                let before = d.verdict;
+                crate::control::withhold_beyond_the_model(d, inflation);
+                withheld += (before != d.verdict) as usize;
+            }
+        }
+        let failed: Vec<String> = model_checks.iter().filter(|m| m.failed).map(|m| m.text()).collect();
+        warnings.push(SummaryWarning::ErrorModel { detail: failed.join("; "), inflation, withheld });
+    }
     let mut contrast = crate::contrast::of(&cells, margin);
     if let Some(k) = contrast.as_mut() {
         crate::contrast::fill_statement_deltas(&mut cells, k, margin);
     }
     warnings.extend(crate::warnings::machine_moved(set, &analysis));
     let calibration = set.manifest.calibration.clone();
-    let mut summary = Summary { cells, missing, warnings, analysis, controls, contrast, calibration };
+    let mut summary = Summary { cells, missing, warnings, analysis, controls, model_checks, contrast, calibration };
     if let Some(w) = pinned_client_ceiling(set, &summary) {
         summary.warnings.push(w);
     }

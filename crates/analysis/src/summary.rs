@@ -19,6 +19,10 @@ pub struct Summary {
     pub analysis: Analysis,
     /// The negative control's check per contest (empty without `[measurement] control`).
     pub controls: Vec<crate::control::ControlCheck>,
+    /// The error model checked on the controls across contests, per figure family (empty
+    /// without a control in two contests or more).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub model_checks: Vec<crate::control::ModelCheck>,
     /// The study's own contrast when it measures one placement and varies a build, a profile, a
     /// memory limit or the client count (None when it compares placements).
     #[serde(skip_serializing_if = "Option::is_none")]

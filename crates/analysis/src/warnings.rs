@@ -33,6 +33,10 @@ pub enum SummaryWarning {
     CorrelatedRounds { contest: String, placement: String, lag1: f64, kept: usize, prior: f64 },
     /// The negative control's interval excludes 0 in a contest: its verdicts are untrustworthy.
     ControlMoved { contest: String, detail: String },
+    /// The error model failed across the contests ([`crate::control::model_checks`]): the
+    /// intervals were about `inflation` times too narrow on this run; `withheld` real changes
+    /// stood on the model alone and are inconclusive.
+    ErrorModel { detail: String, inflation: f64, withheld: usize },
     /// pgbench was pinned and these cells are client-bound: the pinned client may be their
     /// ceiling (docs/benchmarks.md, "Precision per minute": on 2 cores it cut the gains 3-6 fold).
     PinnedClientCeiling { pin_client: String, bound: Vec<String>, cells: usize },
@@ -82,6 +86,10 @@ impl fmt::Display for SummaryWarning {
             SummaryWarning::CorrelatedRounds { contest, placement, lag1, kept, prior } => write!(
                 f,
                 "contest {contest}: {placement}'s kept rounds have a lag-1 autocorrelation of {lag1:+.2} over {kept} rounds, far above the workload's prior of {prior:.2} that its interval assumes: the interval may be too narrow; measure it again, or longer"
+            ),
+            SummaryWarning::ErrorModel { detail, inflation, withheld } => write!(
+                f,
+                "the intervals do not hold on this run: {detail}. Changes are judged with every interval widened {inflation:.1} times: {withheld} that were real changes on the intervals alone are inconclusive. Measure again (a noisier machine than its calibration, or a calibration from another state of it)"
             ),
             SummaryWarning::ControlMoved { contest, detail } => write!(
                 f,

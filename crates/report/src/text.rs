@@ -179,6 +179,7 @@ mod tests {
             },
             controls: vec![],
             contrast: None,
+            model_checks: vec![],
             calibration: None,
         };
         let text = summary_table(&summary);

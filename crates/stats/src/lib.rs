@@ -11,7 +11,7 @@
 pub mod rounds;
 
 use serde::Serialize;
-use statrs::distribution::{Beta, ContinuousCDF, StudentsT};
+use statrs::distribution::{Beta, ChiSquared, ContinuousCDF, Normal, StudentsT};
 
 /// The `p` quantile of Student's t with `df` degrees of freedom (fractional df allowed); NaN for
 /// df < 1 or p outside (0, 1).
@@ -26,6 +26,32 @@ pub fn t_quantile(p: f64, df: f64) -> f64 {
 /// Two-sided 97.5% quantile of Student's t (the 95% interval's multiplier).
 pub fn t975(df: f64) -> f64 {
     t_quantile(0.975, df)
+}
+
+/// The error model tested on statistics that are each Student's t if the intervals are right:
+/// `(t, degrees of freedom)`, each mapped to the standard normal deviate of its two-sided
+/// p-value, their squares summed. Under the model the sum is chi-square on k degrees of freedom:
+/// `(sum of squares, k, p-value of a sum at least that large)`; None without a finite one.
+pub fn chi_square_of_t(ts: &[(f64, f64)]) -> Option<(f64, usize, f64)> {
+    let normal = Normal::new(0.0, 1.0).ok()?;
+    let z2: Vec<f64> = ts
+        .iter()
+        .filter(|(t, df)| t.is_finite() && df.is_finite())
+        .map(|&(t, df)| {
+            // The deviate of the same two-sided tail, from the upper tail so that tiny p-values
+            // keep their size.
+            let p = t_p_value(t, df).max(1e-300);
+            let z = normal.inverse_cdf(1.0 - p / 2.0);
+            let z = if z.is_finite() { z } else { -normal.inverse_cdf(p / 2.0) };
+            z * z
+        })
+        .collect();
+    if z2.is_empty() {
+        return None;
+    }
+    let sum: f64 = z2.iter().sum();
+    let p = ChiSquared::new(z2.len() as f64).ok()?.sf(sum);
+    Some((sum, z2.len(), p))
 }
 
 /// Two-sided p-value of a t statistic with `df` degrees of freedom.
@@ -517,6 +543,23 @@ pub fn mser5(series: &[f64]) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_error_models_chi_square_against_published_values() {
+        // A t of 2.776445 on 4 df is the 97.5% point (two-sided p 0.05): its normal deviate is
+        // 1.959964; four of them sum to 15.3661, whose chi-square(4) upper tail is 0.00400
+        // (tables: chi-square(4) 0.995 quantile 14.860, 0.999 quantile 18.467).
+        let (sum, k, p) = chi_square_of_t(&[(2.776445, 4.0); 4]).unwrap();
+        assert_eq!(k, 4);
+        assert!((sum - 4.0 * 1.959964f64.powi(2)).abs() < 1e-4, "{sum}");
+        assert!(p > 0.001 && p < 0.005, "{p}");
+        // Chi-square(4)'s 95% point, 9.487729: four normal deviates of sqrt(9.487729 / 4)
+        // (t on very many df) give p 0.05.
+        let t = (9.487729f64 / 4.0).sqrt();
+        let (_, _, p) = chi_square_of_t(&[(t, 1e7); 4]).unwrap();
+        assert!((p - 0.05).abs() < 1e-4, "{p}");
+        assert!(chi_square_of_t(&[(f64::NAN, 4.0)]).is_none());
+    }
 
     fn close(a: f64, b: f64, tol: f64) -> bool {
         (a - b).abs() <= tol

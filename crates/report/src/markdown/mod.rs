@@ -48,7 +48,7 @@ pub fn document(set: &ResultSet, summary: &Summary, charts: &[ChartFile]) -> Doc
     if let Some(line) = summary.calibration_line() {
         d.para(line);
     }
-    sections::control(&mut d, &summary.controls, &m.baseline);
+    sections::control(&mut d, &summary.controls, &summary.model_checks, &m.baseline);
     findings::published_vs_measured(&mut d, m, &checks);
     figures(&mut d, charts, views::forest::CLAIMS_SECTION);
     findings::findings(&mut d, set, summary, &study, &checks);

@@ -9,7 +9,7 @@ use crate::document::{Document, Table};
 
 /// `## Negative control` first in the report: the control's change in every contest, and which
 /// contests' verdicts it makes untrustworthy.
-pub fn control(d: &mut Document, checks: &[ControlCheck], baseline: &str) {
+pub fn control(d: &mut Document, checks: &[ControlCheck], model: &[analysis::control::ModelCheck], baseline: &str) {
     if checks.is_empty() {
         return;
     }
@@ -67,6 +67,20 @@ pub fn control(d: &mut Document, checks: &[ControlCheck], baseline: &str) {
         ]);
     }
     d.table(t);
+    if !model.is_empty() {
+        let failed = model.iter().any(|m| m.failed);
+        let checks: Vec<String> = model.iter().map(|m| m.text()).collect();
+        d.para(format!(
+            "The error model across the contests: in each figure family the control's changes, each a t statistic if the intervals are right, are tested together (their normal deviates' squares against chi-square; level {:.0}% over the families, Bonferroni): {}. {}",
+            analysis::control::MODEL_ALPHA * 100.0,
+            checks.join("; "),
+            if failed {
+                "**The intervals do not hold on this run**: every change is judged with its interval widened as much, and a change that was real only on the narrower one is inconclusive (Warnings says how many)."
+            } else {
+                "The intervals hold: the controls moved no more than their intervals say."
+            }
+        ));
+    }
 }
 
 /// The report's section: per contest, what the idle placements wrote during slices.

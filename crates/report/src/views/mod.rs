@@ -432,6 +432,7 @@ mod tests {
             },
             controls: vec![],
             contrast: None,
+            model_checks: vec![],
             calibration: None,
         };
         let keys: Vec<Vec<String>> = groups(&summary)
