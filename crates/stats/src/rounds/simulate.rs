@@ -131,6 +131,8 @@ pub struct Outcome {
     /// (estimate - truth) / standard error, on the log scale; NaN without an interval.
     pub z: f64,
     pub rounds: u32,
+    /// The interval's degrees of freedom (NaN without one).
+    pub df: f64,
     /// The truth is 0 and the change would be called real, by whatever path: its interval
     /// excludes 0 in a steady contest, or (not steady) still does widened by the drift
     /// allowance (before Holm's correction: an upper bound on what the report calls real).
@@ -254,10 +256,11 @@ struct Estimate {
     mean: f64,
     se: f64,
     half_width: f64,
+    df: f64,
 }
 
 fn outcome(e: Estimate, truth: f64, steady: bool, drift: f64, rounds: u32) -> Outcome {
-    let Estimate { mean, se, half_width } = e;
+    let Estimate { mean, se, half_width, df } = e;
     Outcome {
         covered: (mean - truth).abs() <= half_width,
         steady,
@@ -265,6 +268,7 @@ fn outcome(e: Estimate, truth: f64, steady: bool, drift: f64, rounds: u32) -> Ou
         half_width: half_width.exp() - 1.0,
         z: if se > 0.0 { (mean - truth) / se } else { f64::NAN },
         rounds,
+        df,
         null_called_real: truth == 0.0
             && mean.abs() > half_width
             && (steady || mean.abs() > half_width + super::DRIFT_ALLOWANCE * drift),
@@ -278,6 +282,7 @@ const NO_INTERVAL: Outcome = Outcome {
     half_width: f64::NAN,
     z: f64::NAN,
     rounds: 0,
+    df: f64::NAN,
     null_called_real: false,
 };
 
@@ -322,7 +327,7 @@ pub fn run_contest(design: Design, contest: Contest, rng: &mut Rng) -> [Outcome;
                 if (steady && p.done(rule.target.unwrap_or(f64::INFINITY))) || last {
                     return std::array::from_fn(|c| match p.intervals[c] {
                         Some(i) => outcome(
-                            Estimate { mean: i.mean, se: i.se, half_width: i.half_width() },
+                            Estimate { mean: i.mean, se: i.se, half_width: i.half_width(), df: i.df },
                             g.truth(c),
                             p.steady[c],
                             p.drift[c],
@@ -341,7 +346,14 @@ pub fn run_contest(design: Design, contest: Contest, rng: &mut Rng) -> [Outcome;
                 if (g.round >= min_rounds && widest.exp() - 1.0 <= target) || last {
                     return std::array::from_fn(|c| {
                         let (m, _) = mean_sd(kept[c]);
-                        outcome(Estimate { mean: m, se: hw[c].1, half_width: hw[c].0 }, g.truth(c), true, 0.0, g.round)
+                        let df = (kept[c].len() as f64 - 1.0).max(1.0);
+                        outcome(
+                            Estimate { mean: m, se: hw[c].1, half_width: hw[c].0, df },
+                            g.truth(c),
+                            true,
+                            0.0,
+                            g.round,
+                        )
                     });
                 }
             }
@@ -366,7 +378,8 @@ pub fn run_contest(design: Design, contest: Contest, rng: &mut Rng) -> [Outcome;
                         let x: Vec<f64> = rounds[c].iter().skip(discard as usize).map(|r| r.log_ratio).collect();
                         let (m, _) = mean_sd(&x);
                         let (hw, se) = paired_half_width(&x);
-                        outcome(Estimate { mean: m, se, half_width: hw }, g.truth(c), steady, 0.0, g.round)
+                        let df = (x.len() as f64 - 1.0).max(1.0);
+                        outcome(Estimate { mean: m, se, half_width: hw, df }, g.truth(c), steady, 0.0, g.round)
                     });
                 }
             }
@@ -376,7 +389,8 @@ pub fn run_contest(design: Design, contest: Contest, rng: &mut Rng) -> [Outcome;
                         let x: Vec<f64> = rounds[c].iter().skip(discard as usize).map(|r| r.log_ratio).collect();
                         let (m, _) = mean_sd(&x);
                         let (hw, se) = paired_half_width(&x);
-                        outcome(Estimate { mean: m, se, half_width: hw }, g.truth(c), true, 0.0, g.round)
+                        let df = (x.len() as f64 - 1.0).max(1.0);
+                        outcome(Estimate { mean: m, se, half_width: hw, df }, g.truth(c), true, 0.0, g.round)
                     });
                 }
             }
@@ -538,7 +552,19 @@ pub struct Coverage {
     /// Of the changes whose truth is 0 (the null cell and the control), the share called a real
     /// change by any path ([`Outcome::null_called_real`]).
     pub nulls_called_real: f64,
+    /// Of studies of [`MODEL_CONTESTS`] contests, the share whose controls' t statistics fail
+    /// the error model's chi-square test at [`MODEL_LEVEL`] (`crate::chi_square_of_t`, as
+    /// `analysis::control::model_checks` tests a study's throughput family).
+    pub model_failed: f64,
 }
+
+/// Contests of a simulated study whose controls the error model's test is run over (the main
+/// job's four).
+pub const MODEL_CONTESTS: usize = 4;
+
+/// The level of the error model's test per figure family: 5% over the product's three
+/// families (throughput, latency, p99 latency), Bonferroni.
+pub const MODEL_LEVEL: f64 = 0.05 / 3.0;
 
 /// Runs `n` contests of one kind under a design with a fixed seed.
 pub fn coverage(design: Design, contest: Contest, n: usize, seed: u64) -> Coverage {
@@ -546,9 +572,18 @@ pub fn coverage(design: Design, contest: Contest, n: usize, seed: u64) -> Covera
     let (mut honest, mut covered, mut unsteady, mut hw, mut rounds, mut with_hw) = (0, 0, 0, 0.0, 0.0, 0);
     let (mut z2, mut with_z, mut widened) = (0.0, 0, 0);
     let (mut nulls, mut nulls_real) = (0, 0);
+    let (mut studies, mut studies_failed, mut study) = (0, 0, Vec::with_capacity(MODEL_CONTESTS));
     let mut widths = Vec::with_capacity(CONTENDERS * n);
     for _ in 0..n {
         for (c, o) in run_contest(design, contest, &mut rng).into_iter().enumerate() {
+            if c == CONTENDERS - 1 && o.z.is_finite() {
+                study.push((o.z, o.df));
+                if study.len() == MODEL_CONTESTS {
+                    studies += 1;
+                    studies_failed += crate::chi_square_of_t(&study).is_some_and(|(_, _, p)| p < MODEL_LEVEL) as usize;
+                    study.clear();
+                }
+            }
             if contest.true_log_ratio[c] == 0.0 {
                 nulls += 1;
                 nulls_real += o.null_called_real as usize;
@@ -586,6 +621,7 @@ pub fn coverage(design: Design, contest: Contest, n: usize, seed: u64) -> Covera
         mean_z2: z2 / with_z.max(1) as f64,
         mean_rounds: rounds / m,
         nulls_called_real: nulls_real as f64 / nulls.max(1) as f64,
+        model_failed: studies_failed as f64 / studies.max(1) as f64,
     }
 }
 
@@ -840,23 +876,31 @@ mod tests {
     /// a mean z^2 outside [0.8, 1.6] (about nu / (nu - 2) for the intervals' 6 to 12 degrees of
     /// freedom; a standard error too small on average shows as more), and the table.
     fn machines(design: Design) -> (Vec<&'static str>, String) {
+        machines_with(design).0
+    }
+
+    /// [`machines`], and each machine's share of studies whose error model failed.
+    fn machines_with(design: Design) -> ((Vec<&'static str>, String), Vec<(&'static str, f64)>) {
         let mut failed = vec![];
         let mut table = String::new();
+        let mut model = vec![];
         for (name, c) in coverage_of_kinds(design, &machine_kinds(), MACHINE_CONTESTS, None, 2) {
             table.push_str(&format!(
-                "{name}: {:.1}% covered or not steady, {:.1}% covered, mean z^2 {:.2}, median ±{:.1}%, nulls called real {:.1}%\n",
+                "{name}: {:.1}% covered or not steady, {:.1}% covered, mean z^2 {:.2}, median ±{:.1}%, nulls called real {:.1}%, error model failed {:.1}%\n",
                 c.honest * 100.0,
                 c.covered * 100.0,
                 c.mean_z2,
                 c.median_half_width * 100.0,
-                c.nulls_called_real * 100.0
+                c.nulls_called_real * 100.0,
+                c.model_failed * 100.0
             ));
+            model.push((name, c.model_failed));
             let z2_ok = (0.8..=1.6).contains(&c.mean_z2) || name.starts_with("drift");
             if c.honest < 0.94 || c.covered > 0.97 || c.nulls_called_real > NULLS_REAL_BOUND || !z2_ok {
                 failed.push(name);
             }
         }
-        (failed, table)
+        ((failed, table), model)
     }
 
     /// Issue 48's gate: the priors estimated as `pgtier calibrate` estimates them on the machine
@@ -868,8 +912,11 @@ mod tests {
     #[test]
     fn the_gate_on_machines_unlike_the_development_machine() {
         let rule = Rule::new(2, 6, Some(5.0), &TYPICAL);
-        let (failed, table) = machines(Design::Calibrated { rule, runs: 4 });
+        let ((failed, table), model) = machines_with(Design::Calibrated { rule, runs: 4 });
         assert_eq!(failed, ["drift 1% a round, sustained"], "machines the calibrated estimator fails:\n{table}");
+        // The error model's test of a study's controls: few false alarms where the priors are
+        // the machine's own (1.7% at its level; the calibration's own error adds some).
+        assert!(model.iter().all(|(_, f)| *f <= 0.08), "the error model's false alarms:\n{table}");
     }
 
     /// The gate's negative test: tpcb's committed prior (no offset between server lives, as
@@ -879,10 +926,12 @@ mod tests {
     fn the_machine_gate_fails_the_priors_of_another_machine() {
         let rule = Rule::new(2, 6, Some(5.0), &TYPICAL);
         let tpcb = Prior { life_sd_unlimited: 0.0, life_sd_limited: 0.0, ..TYPICAL };
-        let (failed, table) = machines(Design::Fixed { rule, prior: tpcb, memory_limited: false });
+        let ((failed, table), model) = machines_with(Design::Fixed { rule, prior: tpcb, memory_limited: false });
         for kind in ["offset 5%", "offset 10%", "AR(1) 0.5, offset 3.35%"] {
             assert!(failed.contains(&kind), "{kind} passed with tpcb's committed prior:\n{table}");
         }
+        // The error model's test sees it: most studies on a machine with three times the offset.
+        assert!(model.iter().any(|(k, f)| *k == "offset 10%" && *f > 0.5), "the error model missed it:\n{table}");
         let read_only = Prior { life_sd_unlimited: 0.05, ..TYPICAL };
         let (failed, table) = machines(Design::Fixed { rule, prior: read_only, memory_limited: false });
         assert!(failed.contains(&"offset 10%"), "the fallback held at twice its offset:\n{table}");
