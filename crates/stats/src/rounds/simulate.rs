@@ -879,8 +879,11 @@ mod tests {
         machines_with(design).0
     }
 
+    /// The machines a design fails, and the table.
+    type Verdicts = (Vec<&'static str>, String);
+
     /// [`machines`], and each machine's share of studies whose error model failed.
-    fn machines_with(design: Design) -> ((Vec<&'static str>, String), Vec<(&'static str, f64)>) {
+    fn machines_with(design: Design) -> (Verdicts, Vec<(&'static str, f64)>) {
         let mut failed = vec![];
         let mut table = String::new();
         let mut model = vec![];
