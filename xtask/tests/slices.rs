@@ -424,7 +424,8 @@ fn a_calibration_is_kept_and_the_next_comparison_uses_it() {
     placements.sort();
     assert_eq!(placements, ["a", "twin-1", "twin-2", "twin-3"], "the A/A form: no b, no control");
 
-    let out = env.dir.path().join("results");
+    // The A/A run's results went below the current directory (results/sliced-calibration/).
+    let out = env.dir.path().join("study");
     let (_, stderr) = compare_emulated(&env, &cfg, &out);
     assert!(stderr.contains("calibration: this host's, measured"), "the first screen says so:\n{stderr}");
     let manifest: serde_json::Value =

@@ -155,7 +155,7 @@ pub fn uncalibrated(workloads: &[&str], why: &str) -> results::manifest::Calibra
     results::manifest::CalibrationRecord {
         host_calibrated: false,
         source: format!(
-            "{why}; the fallback priors, from {} committed runs of pgtier's development machine (a 2-core VM), raised to at least their pooled values; run `pgtier calibrate` with this file for intervals calibrated on this host",
+            "{why}; the fallback priors, from {} committed runs of pgtier's development machine (a 2-core VM), raised to at least their pooled values; run `calibrate --config` with this file (`cargo xtask calibrate` or `pgtier calibrate`) for intervals calibrated on this host",
             LIFE_SOURCE.len()
         ),
         priors: workloads.iter().map(|w| to_record(w, &fallback(w), None)).collect(),

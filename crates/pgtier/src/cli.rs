@@ -201,8 +201,18 @@ pub fn calibrate(args: CalibrateArgs) -> ExitCode {
             return ExitCode::from(2);
         }
         if !dry_run {
+            let left = match setup.exp.measurement.budget {
+                Some(b) => {
+                    let min = b.as_secs_f64() / 60.0;
+                    format!(
+                        "; each run measures for its budget, {min:.0} min, after its set-up and data set: about {:.0} min more in all",
+                        (runs - run + 1) as f64 * (min + 2.0)
+                    )
+                }
+                None => String::new(),
+            };
             eprintln!(
-                "calibration: A/A run {run} of {runs} (each finished run is added to this host's calibration at once)"
+                "calibration: A/A run {run} of {runs} (each finished run is added to this host's calibration at once){left}"
             );
         }
         let dir = setup.results_dir.clone();
