@@ -104,12 +104,17 @@ enum BenchCommand {
         aa_trials: u32,
         /// Designs, comma-separated: runs, slices, slices:<slice length> (e.g. slices:2s), shipped (the
         /// main job's measurement), shipped+prepared (pgbench -M prepared), shipped+c4 (4 clients), shipped+readonly (select-only),
-        /// shipped+pinned (pgbench on CPU 0, the servers on the others).
+        /// shipped+pinned (pgbench on CPU 0, the servers on the others), shipped+handicap:<spread> (each server
+        /// life under a CPU quota of 1 CPU times exp(spread x z), a known offset between lives: a test of the method).
         #[arg(long, default_value = "runs,slices")]
         designs: String,
         /// The slices designs' time budget per experiment.
         #[arg(long, default_value = "300s")]
         budget: String,
+        /// Before the trials, calibrate each design's A/A experiment with this many A/A runs, kept
+        /// in the campaign's directory (PGTIER_CALIBRATION_DIR), which the trials then use.
+        #[arg(long, default_value_t = 0)]
+        calibrate_runs: u32,
         /// Read the result sets of an earlier campaign in DIR again (its designs as given by
         /// --designs) instead of running one: no root needed.
         #[arg(long, value_name = "DIR")]
@@ -151,7 +156,8 @@ fn main() -> ExitCode {
             cli::runtime().block_on(bench::fidelity(bench::FidelityArgs { runs, duration, scale, clients, builtin }))
         }
         Command::Bench {
-            which: BenchCommand::Precision { trials, aa_trials, designs, budget, from, estimator, cut_tau },
+            which:
+                BenchCommand::Precision { trials, aa_trials, designs, budget, calibrate_runs, from, estimator, cut_tau },
         } => {
             let estimator = estimator.map(|e| match e.as_str() {
                 "per-contest-lag1" => results::manifest::Estimator::PerContestLag1,
@@ -165,6 +171,7 @@ fn main() -> ExitCode {
                 aa_trials,
                 designs,
                 budget,
+                calibrate_runs,
                 from,
                 estimator,
                 cut_tau,

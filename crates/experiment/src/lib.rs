@@ -30,8 +30,8 @@ use error::Source;
 pub use error::{ConfigError, ConfigErrors};
 pub use golden::{RoomNeed, RoomPart, wal_allowance};
 pub use model::{
-    Build, Claim, ClaimAcross, ClaimMetric, Design, Experiment, FaultKind, FaultSpec, GoldenCopy, Host, HostRole,
-    HugePagesNeed, KernelSettings, Measurement, Origin, Pinning, Placement, ProfileInfo,
+    Build, Claim, ClaimAcross, ClaimMetric, Design, Experiment, FaultKind, FaultSpec, GoldenCopy, Handicap, Host,
+    HostRole, HugePagesNeed, KernelSettings, Measurement, Origin, Pinning, Placement, ProfileInfo,
 };
 pub use model::{CONTROL_DEVICE_SUFFIX, CONTROL_PLACEMENT};
 pub use policy::{reserved_setting, unsafe_mkfs_option};

@@ -329,6 +329,28 @@ pub struct Measurement {
     /// CPU pinning: pgbench on some CPUs, every server on the others (None: the scheduler's
     /// choice), so a slice's client and server do not compete for one CPU.
     pub pinning: Option<Pinning>,
+    /// A test of the method, not a measurement of storage (`handicap_cpus`, `handicap_spread`):
+    /// every server life gets a CPU quota of its own, drawn from the run's seed, so that an A/A
+    /// run has an offset between server lives of known size.
+    pub handicap: Option<Handicap>,
+}
+
+/// `[measurement] handicap_cpus` and `handicap_spread`: each server life's CPU quota is
+/// `cpus * exp(spread * z)`, z standard normal, drawn per life from the run's seed. A server that
+/// is CPU-bound at that quota runs at a throughput in proportion to it, so the lives of one
+/// placement differ by about `spread` (the offset between server lives, on the log scale).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Handicap {
+    pub cpus: f64,
+    /// The standard deviation of the quota's logarithm, as a percentage (`8.0`).
+    pub spread_pct: f64,
+}
+
+impl Handicap {
+    /// One life's quota, in CPUs: `z` is that life's standard normal draw.
+    pub fn quota(&self, z: f64) -> f64 {
+        self.cpus * (self.spread_pct / 100.0 * z).exp()
+    }
 }
 
 /// `[measurement] pin_client` and `pin_servers`: the CPUs (as the kernel numbers them) the
@@ -360,6 +382,7 @@ impl Default for Measurement {
             settle: true,
             control: false,
             pinning: None,
+            handicap: None,
         }
     }
 }

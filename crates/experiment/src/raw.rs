@@ -165,6 +165,12 @@ pub struct RawMeasurement {
     /// The CPUs every server of this machine may run on (`"1"`, `"1-3"`).
     #[serde(default)]
     pub pin_servers: Option<Spanned<String>>,
+    /// A test of the method: every server life's CPU quota, in CPUs (`0.6`), before the spread.
+    #[serde(default)]
+    pub handicap_cpus: Option<Spanned<f64>>,
+    /// With `handicap_cpus`: the spread of the quota between server lives (`"8%"`, `"0%"`).
+    #[serde(default)]
+    pub handicap_spread: Option<Spanned<String>>,
 }
 
 /// A fault injected into one measured run (fault-handling studies, and pgtier's own tests).

@@ -1231,6 +1231,44 @@ fn cpu_pinning_takes_two_disjoint_cpu_lists() {
     assert!(err.message.contains("is TPC-C") && err.message.contains("pinning is for pgbench"), "{err}");
 }
 
+#[test]
+fn a_handicap_takes_a_cpu_quota_and_its_spread_between_lives() {
+    let with = |design: &str, keys: &str| {
+        BASE.replace("[emulate]\n", &format!("[measurement]\ndesign = \"{design}\"\n{keys}\n[emulate]\n"))
+    };
+    let e =
+        parse(Path::new("exp.toml"), &with("slices", "handicap_cpus = 1.0\nhandicap_spread = \"8%\"\n"), &opts(true))
+            .unwrap();
+    assert_eq!(e.measurement.handicap, Some(experiment::Handicap { cpus: 1.0, spread_pct: 8.0 }));
+    let e = parse(Path::new("exp.toml"), &with("slices", "handicap_cpus = 0.5\n"), &opts(true)).unwrap();
+    assert_eq!(e.measurement.handicap, Some(experiment::Handicap { cpus: 0.5, spread_pct: 0.0 }), "no spread: 0");
+    assert_eq!(parse(Path::new("exp.toml"), BASE, &opts(true)).unwrap().measurement.handicap, None, "off by default");
+    let check = |design: &str, keys: &str, key: &str, needle: &str, says: &str| {
+        let text = with(design, keys);
+        let errs = errors(&text, true);
+        let err = errs.0.iter().find(|e| e.key.as_deref() == Some(key)).unwrap_or_else(|| panic!("{key}: {errs}"));
+        assert_eq!(err.line, Some(line_of(&text, needle)), "{err}");
+        assert!(err.message.contains(says), "{err}");
+        assert_eq!(errs.0.len(), 1, "one error, not an echo: {errs}");
+    };
+    check(
+        "slices",
+        "handicap_spread = \"8%\"\n",
+        "measurement.handicap_spread",
+        "handicap_spread",
+        "needs handicap_cpus",
+    );
+    check("slices", "handicap_cpus = 0.01\n", "measurement.handicap_cpus", "handicap_cpus", "from 0.05 to 1024");
+    check(
+        "slices",
+        "handicap_cpus = 1.0\nhandicap_spread = \"80%\"\n",
+        "measurement.handicap_spread",
+        "handicap_spread",
+        "from \"0%\" to \"50%\"",
+    );
+    check("runs", "handicap_cpus = 1.0\n", "measurement.handicap_cpus", "handicap_cpus", "design = \"slices\"");
+}
+
 /// BASE with d1 an NVMe/TCP device with `d1` lines and a third device d3 on the same
 /// subsystem with `d3` lines (d3 unused by any placement).
 fn two_namespaces(d1: &str, d3: &str) -> String {

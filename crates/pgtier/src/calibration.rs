@@ -13,9 +13,13 @@ use results::manifest::{CalibrationRecord, HostFacts};
 
 use crate::paths;
 
-/// Where calibrations are kept: `<state dir>/calibration`.
+/// Where calibrations are kept: `$PGTIER_CALIBRATION_DIR` when set (a benchmark's campaign keeps
+/// its own apart from the host's), else `<state dir>/calibration`.
 pub fn dir() -> PathBuf {
-    paths::state_dir().join("calibration")
+    match std::env::var_os("PGTIER_CALIBRATION_DIR") {
+        Some(d) if !d.is_empty() => PathBuf::from(d),
+        _ => paths::state_dir().join("calibration"),
+    }
 }
 
 /// What makes a calibration valid for a study of `exp` on this host: every entry must be equal.
@@ -58,6 +62,13 @@ pub fn key(exp: &Experiment, host: &HostFacts, postgres_version: &str) -> BTreeM
             m.settle
         ),
     );
+    // Present only when set, so that the keys of calibrations without them stay as they were.
+    if let Some(p) = &m.pinning {
+        k.insert("measurement.pinning".into(), format!("client {:?} servers {:?}", p.client, p.servers));
+    }
+    if let Some(h) = &m.handicap {
+        k.insert("measurement.handicap".into(), format!("{} CPUs spread {}%", h.cpus, h.spread_pct));
+    }
     k
 }
 

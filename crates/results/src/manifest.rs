@@ -487,6 +487,10 @@ pub struct MeasurementRecord {
     /// servers were confined to, as the kernel reported them back; None: the scheduler's choice.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pinning: Option<PinningRecord>,
+    /// A test of the method (`[measurement] handicap_cpus`, `handicap_spread`): each server life
+    /// ran under a CPU quota of its own, listed per session in `sessions/<session>/handicap.tsv`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handicap: Option<HandicapRecord>,
     /// Slices: whether every placement's data set was read into its server (pg_prewarm) before
     /// every contest's warm-up (`[measurement] prewarm`); false in result sets of older versions.
     #[serde(default)]
@@ -591,6 +595,14 @@ pub struct PrewarmRecord {
     pub error: Option<String>,
 }
 
+/// `[measurement] handicap_cpus` and `handicap_spread`: each life's quota is `cpus * exp(spread *
+/// z)`, z standard normal from the run's seed.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HandicapRecord {
+    pub cpus: f64,
+    pub spread_pct: f64,
+}
+
 /// CPU lists in the kernel's form (`0`, `1-3`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PinningRecord {
@@ -617,6 +629,7 @@ impl Default for MeasurementRecord {
             control: None,
             min_rounds: default_min_rounds(),
             pinning: None,
+            handicap: None,
             prewarm: false,
             prewarms: Vec::new(),
             settle: false,

@@ -12,8 +12,8 @@ use crate::error::IoContext;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Hierarchy {
-    /// cgroup v1: separate memory, (optional) cpuacct and (optional) blkio hierarchies.
-    V1 { memory: PathBuf, cpuacct: Option<PathBuf>, blkio: Option<PathBuf> },
+    /// cgroup v1: separate memory, (optional) cpuacct, blkio and cpu (quota) hierarchies.
+    V1 { memory: PathBuf, cpuacct: Option<PathBuf>, blkio: Option<PathBuf>, cpu: Option<PathBuf> },
     /// cgroup v2: one unified hierarchy.
     V2 { root: PathBuf },
 }
@@ -30,7 +30,9 @@ impl Hierarchy {
             let cpuacct =
                 [root.join("cpuacct"), root.join("cpu,cpuacct")].into_iter().find(|p| p.join("cpuacct.usage").exists());
             let blkio = Some(root.join("blkio")).filter(|p| p.join("blkio.throttle.read_iops_device").exists());
-            return Some(Hierarchy::V1 { memory, cpuacct, blkio });
+            let cpu =
+                [root.join("cpu"), root.join("cpu,cpuacct")].into_iter().find(|p| p.join("cpu.cfs_quota_us").exists());
+            return Some(Hierarchy::V1 { memory, cpuacct, blkio, cpu });
         }
         None
     }
@@ -46,7 +48,11 @@ pub struct ServerCgroup {
     pub cpu_dir: Option<PathBuf>,
     /// blkio directory (v1 only, when throttles are set).
     pub blkio_dir: Option<PathBuf>,
+    /// cpu directory (v1 only, when a CPU quota is set and the cpu hierarchy is not cpuacct's).
+    pub quota_dir: Option<PathBuf>,
     pub limit_bytes: Option<u64>,
+    /// The CPU quota, in CPUs (`handicap_cpus`); None: none.
+    pub cpu_quota: Option<f64>,
     /// Journal records of the directories this cgroup created, oldest first.
     records: Vec<RecordId>,
 }
@@ -95,6 +101,15 @@ impl BlkioThrottle {
     }
 }
 
+/// What a server's cgroup limits: memory, I/O to some devices, CPU time.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Limits<'a> {
+    pub memory_bytes: Option<u64>,
+    pub throttles: &'a [BlkioThrottle],
+    /// A CPU quota, in CPUs (`handicap_cpus`).
+    pub cpu_quota: Option<f64>,
+}
+
 /// Memory figures of the cgroup.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct MemoryStats {
@@ -140,24 +155,29 @@ fn create_dirs(
     Err(RunnerError::Setup(format!("create cgroup {}: its parent keeps disappearing", base.join(rel).display())))
 }
 
+/// The CFS period of a CPU quota, microseconds (the kernel's default).
+const CPU_PERIOD_US: u64 = 100_000;
+
 fn write(p: &Path, v: &str) -> Result<(), RunnerError> {
     std::fs::write(p, v).io_context(|| format!("write {v:?} to {}", p.display()))
 }
 
 impl ServerCgroup {
-    /// Creates `pgtier/<run>/<name>` in each hierarchy, with `limit_bytes` as the memory limit.
+    /// Creates `pgtier/<run>/<name>` in each hierarchy, with the limits given.
     pub fn create(
         journal: &Journal,
         hierarchy: &Hierarchy,
         run: &str,
         name: &str,
-        limit_bytes: Option<u64>,
-        throttles: &[BlkioThrottle],
+        limits: Limits<'_>,
     ) -> Result<ServerCgroup, RunnerError> {
+        let Limits { memory_bytes: limit_bytes, throttles, cpu_quota } = limits;
         let rel = PathBuf::from("pgtier").join(run).join(name);
         let mut records = Vec::new();
+        // The kernel's CFS quota per 100 ms period, at least its 1 ms minimum.
+        let quota_us = cpu_quota.map(|c| ((c * CPU_PERIOD_US as f64).round() as u64).max(1000));
         match hierarchy {
-            Hierarchy::V1 { memory, cpuacct, blkio } => {
+            Hierarchy::V1 { memory, cpuacct, blkio, cpu } => {
                 let dir = create_dirs(journal, memory, &rel, &mut records)?;
                 if let Some(limit) = limit_bytes {
                     write(&dir.join("memory.limit_in_bytes"), &limit.to_string())?;
@@ -183,7 +203,31 @@ impl ServerCgroup {
                         ));
                     }
                 };
-                Ok(ServerCgroup { hierarchy: hierarchy.clone(), dir, cpu_dir, blkio_dir, limit_bytes, records })
+                let quota_dir = match (cpu, quota_us) {
+                    (_, None) => None,
+                    (Some(c), Some(q)) => {
+                        let d = create_dirs(journal, c, &rel, &mut records)?;
+                        write(&d.join("cpu.cfs_period_us"), &CPU_PERIOD_US.to_string())?;
+                        write(&d.join("cpu.cfs_quota_us"), &q.to_string())?;
+                        // cpu and cpuacct mounted together: one directory, joined once.
+                        (Some(&d) != cpu_dir.as_ref()).then_some(d)
+                    }
+                    (None, Some(_)) => {
+                        return Err(RunnerError::Setup(
+                            "a CPU quota (handicap_cpus) needs the cgroup v1 cpu controller (/sys/fs/cgroup/cpu), which is not mounted".into(),
+                        ));
+                    }
+                };
+                Ok(ServerCgroup {
+                    hierarchy: hierarchy.clone(),
+                    dir,
+                    cpu_dir,
+                    blkio_dir,
+                    quota_dir,
+                    limit_bytes,
+                    cpu_quota,
+                    records,
+                })
             }
             Hierarchy::V2 { root } => {
                 // A leaf can only use the controllers every ancestor enables for its children.
@@ -194,6 +238,9 @@ impl ServerCgroup {
                 let mut wanted = vec!["+memory"];
                 if !throttles.is_empty() {
                     wanted.push("+io");
+                }
+                if quota_us.is_some() {
+                    wanted.push("+cpu");
                 }
                 for c in rel.components() {
                     for w in &wanted {
@@ -209,12 +256,17 @@ impl ServerCgroup {
                 for t in throttles {
                     write(&dir.join("io.max"), &t.io_max())?;
                 }
+                if let Some(q) = quota_us {
+                    write(&dir.join("cpu.max"), &format!("{q} {CPU_PERIOD_US}"))?;
+                }
                 Ok(ServerCgroup {
                     hierarchy: hierarchy.clone(),
                     dir,
                     cpu_dir: None,
                     blkio_dir: None,
+                    quota_dir: None,
                     limit_bytes,
+                    cpu_quota,
                     records,
                 })
             }
@@ -224,7 +276,7 @@ impl ServerCgroup {
     /// Open `cgroup.procs` files; a child writes "0" to each before exec to join the cgroup.
     pub fn open_procs_files(&self) -> Result<Vec<File>, RunnerError> {
         let mut files = Vec::new();
-        for d in std::iter::once(&self.dir).chain(self.cpu_dir.iter()).chain(self.blkio_dir.iter()) {
+        for d in self.dirs() {
             let p = d.join("cgroup.procs");
             files
                 .push(std::fs::OpenOptions::new().write(true).open(&p).io_context(|| format!("open {}", p.display()))?);
@@ -238,7 +290,7 @@ impl ServerCgroup {
         for id in self.records.iter().rev() {
             journal.undo_now(*id).map_err(RunnerError::Undo)?;
         }
-        for d in std::iter::once(&self.dir).chain(self.cpu_dir.iter()).chain(self.blkio_dir.iter()) {
+        for d in self.dirs() {
             // <hierarchy>/pgtier/<run>/<server>: the run's directory, then pgtier's, if empty.
             for up in [d.parent(), d.parent().and_then(Path::parent)].into_iter().flatten() {
                 if up.file_name().is_some_and(|n| n == "pgtier") || up.parent().is_some_and(|p| p.ends_with("pgtier")) {
@@ -247,6 +299,11 @@ impl ServerCgroup {
             }
         }
         Ok(())
+    }
+
+    /// Every directory of the cgroup, one per hierarchy it is in.
+    fn dirs(&self) -> impl Iterator<Item = &PathBuf> {
+        std::iter::once(&self.dir).chain(self.cpu_dir.iter()).chain(self.blkio_dir.iter()).chain(self.quota_dir.iter())
     }
 
     /// PIDs in the cgroup.

@@ -36,6 +36,69 @@ pub struct RunnerEnv<'a> {
     /// The CPUs the benchmark clients started here are confined to (`[measurement]
     /// pin_client`); None: any.
     pub client_cpus: Option<Vec<u32>>,
+    /// A test of the method: each server life's own CPU quota (`[measurement] handicap_cpus`);
+    /// None: no quota.
+    pub handicap: Option<LifeHandicap>,
+}
+
+/// Each server life's CPU quota, `cpus * exp(spread * z)` with `z` standard normal, drawn from
+/// the run's seed, the session, the placement and the life's number: the same run order gives
+/// the same quotas. A server that is CPU-bound at its quota runs in proportion to it, so the
+/// lives differ by an offset of known spread (a test of the method, not of storage).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LifeHandicap {
+    pub cpus: f64,
+    /// The standard deviation of the quota's logarithm, percent.
+    pub spread_pct: f64,
+    pub seed: u64,
+}
+
+impl LifeHandicap {
+    /// The quota of one life, in CPUs.
+    pub fn quota(&self, session: &str, placement: &str, life: u32) -> f64 {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ self.seed;
+        for b in session.bytes().chain([0]).chain(placement.bytes()).chain([0]).chain(life.to_le_bytes()) {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        let z = standard_normal(&mut h);
+        self.cpus * (self.spread_pct / 100.0 * z).exp()
+    }
+}
+
+/// splitmix64's next value.
+fn splitmix(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// A standard normal draw (Box-Muller) from two uniforms of splitmix64.
+fn standard_normal(state: &mut u64) -> f64 {
+    let uniform = |s: &mut u64| ((splitmix(s) >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
+    let (u1, u2) = (uniform(state), uniform(state));
+    (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+}
+
+#[cfg(test)]
+mod handicap_tests {
+    use super::LifeHandicap;
+
+    #[test]
+    fn quotas_spread_as_asked_and_repeat_with_the_seed() {
+        let h = LifeHandicap { cpus: 0.6, spread_pct: 8.0, seed: 42 };
+        let logs: Vec<f64> = (0..4000).map(|i| (h.quota("s1", "a", i) / 0.6).ln()).collect();
+        let mean = logs.iter().sum::<f64>() / logs.len() as f64;
+        let sd = (logs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (logs.len() - 1) as f64).sqrt();
+        // 4000 draws: the mean's standard error is 0.13%, the sd's 0.09%.
+        assert!(mean.abs() < 0.005, "{mean}");
+        assert!((sd - 0.08).abs() < 0.004, "{sd}");
+        assert_eq!(h.quota("s2", "b", 1), h.quota("s2", "b", 1));
+        assert_ne!(h.quota("s2", "b", 1), h.quota("s2", "a", 1));
+        assert_ne!(h.quota("s2", "b", 1), LifeHandicap { seed: 43, ..h }.quota("s2", "b", 1));
+        assert_eq!(LifeHandicap { spread_pct: 0.0, ..h }.quota("s1", "a", 0), 0.6);
+    }
 }
 
 /// How the runner reaches the host that runs the benchmark client; xtask implements it over

@@ -45,6 +45,8 @@ struct Member<'e> {
     /// each slice is judged on what happened during it.
     log_start: usize,
     oom_before: u64,
+    /// Server lives started so far (a restart begins another).
+    lives: u32,
 }
 
 /// Servers of one memory limit and profile, up at once.
@@ -91,7 +93,7 @@ impl<'e> Session<'e> {
             // Each member on its placement's own build when it names one.
             let mut env = p.env_for(env);
             env.server.port += 1 + i as u16;
-            match start_member(&env, spec, p).await {
+            match start_member(&env, spec, p, 0).await {
                 Ok((server, log)) => session.members.push(Member {
                     placement: p.name.clone(),
                     env,
@@ -99,6 +101,7 @@ impl<'e> Session<'e> {
                     log,
                     log_start: 0,
                     oom_before: 0,
+                    lives: 1,
                 }),
                 Err(e) => {
                     let _ = session.stop().await;
@@ -281,7 +284,8 @@ impl<'e> Session<'e> {
             .ok_or_else(|| RunnerError::Setup(format!("placement {placement} is not in session {}", self.id)))?;
         let m = self.member(placement)?;
         retire(m).await?;
-        let (server, log) = start_member(&m.env, spec, target).await?;
+        let (server, log) = start_member(&m.env, spec, target, m.lives).await?;
+        m.lives += 1;
         let client = server.connect(DATABASE).await?;
         client.batch_execute("CHECKPOINT").await.map_err(RunnerError::query("checkpoint"))?;
         if let Some(c) = server.cgroup.as_ref() {
@@ -356,10 +360,12 @@ async fn retire(m: &mut Member<'_>) -> Result<(), RunnerError> {
 }
 
 /// One placement's server: configuration for its port, its cgroup, started as the database user.
+/// `life` counts the placement's earlier lives in this session (the handicap's draw).
 async fn start_member(
     env: &RunnerEnv<'_>,
     spec: &SessionSpec<'_>,
     p: &PlacementTarget,
+    life: u32,
 ) -> Result<(Server, PathBuf), RunnerError> {
     let settings = server_settings(spec.profile, spec.memory, p);
     server::write_config(
@@ -373,15 +379,23 @@ async fn start_member(
     if let Some(client) = &env.client {
         server::write_client_access(&p.data_dir, client, env.server.user.uid, env.server.user.gid)?;
     }
+    let quota = env.handicap.map(|h| h.quota(&spec.id, &p.name, life));
+    if let Some(q) = quota {
+        record_quota(&spec.dir, &p.name, life, q)?;
+    }
     let cgroup = match &env.cgroups {
         Some(h) => Some(ServerCgroup::create(
             env.server.journal,
             h,
             &env.run_token,
             &format!("{}-{}", spec.id, p.name),
-            spec.memory.bytes,
-            &env.throttles,
+            crate::cgroup::Limits { memory_bytes: spec.memory.bytes, throttles: &env.throttles, cpu_quota: quota },
         )?),
+        None if quota.is_some() => {
+            return Err(RunnerError::Setup(
+                "a CPU quota (handicap_cpus) needs cgroups, and this machine has none".into(),
+            ));
+        }
         None if !env.throttles.is_empty() => {
             return Err(RunnerError::Setup("an I/O throttle needs cgroups, and this machine has none".into()));
         }
@@ -395,6 +409,21 @@ async fn start_member(
     let log = spec.dir.join(format!("{}-postgres.log", p.name));
     let srv = Server::start_for_client(&env.server, &p.data_dir, cgroup, &log, env.client.as_ref()).await?;
     Ok((srv, log))
+}
+
+/// The file in a session's directory that lists each server life's CPU quota (`handicap_cpus`):
+/// `placement<TAB>life<TAB>cpus` per line, written before the life starts.
+pub const HANDICAP_FILE: &str = "handicap.tsv";
+
+fn record_quota(dir: &Path, placement: &str, life: u32, cpus: f64) -> Result<(), RunnerError> {
+    use std::io::Write;
+    let p = dir.join(HANDICAP_FILE);
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&p)
+        .io_context(|| format!("open {}", p.display()))?;
+    writeln!(f, "{placement}\t{life}\t{cpus:.4}").io_context(|| format!("write {}", p.display()))
 }
 
 /// A slice's steps on a server that is already up: no start, CHECKPOINT, cache drop or stop;

@@ -182,6 +182,7 @@ mod tests {
             throttles: vec![],
             client: None,
             client_cpus: None,
+            handicap: None,
         }
     }
 

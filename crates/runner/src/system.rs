@@ -114,9 +114,13 @@ impl<'c> RealRun<'c> {
     fn make_cgroup(&self) -> Result<Option<ServerCgroup>, RunnerError> {
         let (env, p) = (self.ctx.env, self.ctx.inp.planned);
         match (&env.cgroups, p.memory_limit) {
-            (Some(h), limit) => {
-                Ok(Some(ServerCgroup::create(env.server.journal, h, &env.run_token, &p.run_id, limit, &env.throttles)?))
-            }
+            (Some(h), limit) => Ok(Some(ServerCgroup::create(
+                env.server.journal,
+                h,
+                &env.run_token,
+                &p.run_id,
+                crate::cgroup::Limits { memory_bytes: limit, throttles: &env.throttles, cpu_quota: None },
+            )?)),
             (None, _) if !env.throttles.is_empty() => {
                 Err(RunnerError::Setup("an I/O throttle needs cgroups, and this machine has none".into()))
             }

@@ -169,6 +169,7 @@ async fn prepare<'j>(
         throttles: vec![],
         client: None,
         client_cpus: None,
+        handicap: None,
     };
     dataset::make_owned_dir(&env, &socket_dir)?;
     eprintln!("loading pgbench scale {}", args.scale);

@@ -32,6 +32,10 @@ pub struct PrecisionArgs {
     pub designs: Vec<String>,
     /// The slices designs' budget per experiment.
     pub budget: String,
+    /// Before the trials, `calibrate --runs N` of each design's A/A experiment, kept in the
+    /// campaign's own calibration directory, which every trial then uses (0: none; the trials
+    /// use the host's calibration, if any).
+    pub calibrate_runs: u32,
     /// Re-read the result sets of an earlier campaign in this directory instead of running one.
     pub from: Option<std::path::PathBuf>,
     /// With `from`: estimate every result set with this estimator instead of the one it
@@ -126,20 +130,50 @@ fn run(args: &PrecisionArgs, out: &Path) -> Result<String> {
         experiment_text("aa", design, &args.budget)?;
     }
     let started = Instant::now();
+    // The campaign's own calibrations, apart from the host's.
+    let calibrations = out.join("calibration");
+    if args.calibrate_runs > 0 {
+        for design in &args.designs {
+            let config = out.join(format!("aa-{}.toml", dir_name(design)));
+            std::fs::write(&config, experiment_text("aa", design, &args.budget)?)?;
+            eprintln!(
+                "[bench precision] calibrate design {design}: {} A/A runs (elapsed {:.0} s)",
+                args.calibrate_runs,
+                started.elapsed().as_secs_f64()
+            );
+            let log = out.join(format!("calibrate-{}.log", dir_name(design)));
+            let status = std::process::Command::new(&exe)
+                .args(["calibrate", "--config"])
+                .arg(&config)
+                .args(["--emulate", "--runs", &args.calibrate_runs.to_string(), "--budget", &args.budget])
+                .env("PGTIER_CALIBRATION_DIR", &calibrations)
+                .stdout(std::fs::File::create(log.with_extension("out"))?)
+                .stderr(std::fs::File::create(&log)?)
+                .status()
+                .context("run calibrate")?;
+            if !status.success() {
+                bail!("calibrate of design {design} failed; see {}", log.display());
+            }
+        }
+    }
     for (n, (experiment, trial)) in plan.iter().enumerate() {
         // Rotate the designs' order from one trial to the next.
         let k = args.designs.len();
         for i in 0..k {
             let design = &args.designs[(i + n) % k];
-            let dir = out.join(format!("{experiment}-t{trial}-{}", design.replace(':', "-")));
-            let config = out.join(format!("{experiment}-{}.toml", design.replace(':', "-")));
+            let dir = out.join(format!("{experiment}-t{trial}-{}", dir_name(design)));
+            let config = out.join(format!("{experiment}-{}.toml", dir_name(design)));
             std::fs::write(&config, experiment_text(experiment, design, &args.budget)?)?;
             eprintln!(
                 "[bench precision] {experiment} trial {trial}, design {design} (elapsed {:.0} s)",
                 started.elapsed().as_secs_f64()
             );
             let t0 = Instant::now();
-            let status = std::process::Command::new(&exe)
+            let mut compare = std::process::Command::new(&exe);
+            if args.calibrate_runs > 0 {
+                compare.env("PGTIER_CALIBRATION_DIR", &calibrations);
+            }
+            let status = compare
                 .args(["compare", "--config"])
                 .arg(&config)
                 .args(["--emulate", "--out"])
@@ -205,14 +239,20 @@ fn reread(args: &PrecisionArgs, dir: &Path) -> Result<String> {
     Ok(render(args, &rows, &profiles, &[], f64::NAN))
 }
 
+/// A design as file and directory names spell it: `:` as `-`, `%` as `pct` and `.` as `_`
+/// (so that `Path::with_extension` of a result set's directory keeps the whole name).
+fn dir_name(design: &str) -> String {
+    design.replace(':', "-").replace('%', "pct").replace('.', "_")
+}
+
 /// `aa-t12-shipped` -> ("aa", 12, "shipped") when the design is one of `designs` (their `:`
-/// spelled `-` in directory names, as `run` writes them).
+/// spelled as [`dir_name`] spells them).
 fn campaign_entry(name: &str, designs: &[String]) -> Option<(&'static str, u32, String)> {
     let (experiment, rest) = ["seed000-tpcb", "aa"]
         .into_iter()
         .find_map(|e| name.strip_prefix(e).and_then(|r| r.strip_prefix("-t")).map(|r| (e, r)))?;
     let (trial, design) = rest.split_once('-')?;
-    let design = designs.iter().find(|d| d.replace(':', "-") == design)?;
+    let design = designs.iter().find(|d| dir_name(d) == design)?;
     Some((experiment, trial.parse().ok()?, design.clone()))
 }
 
@@ -371,6 +411,14 @@ fn experiment_text(experiment: &str, design: &str, budget: &str) -> Result<Strin
                 "name = \"tpcb\"\nkind = \"pgbench\"\nbuiltin = \"tpcb-like\"\n",
                 "name = \"read-only\"\nkind = \"pgbench\"\nbuiltin = \"select-only\"\n",
             ),
+            h if h.starts_with("handicap:") => {
+                // A test of the method: the servers CPU-bound at 1 CPU each life, the lives'
+                // quotas spread by the percentage given (per life; a ratio of two lives spreads
+                // sqrt(2) times as much).
+                let spread = &h["handicap:".len()..];
+                measurement.push_str(&format!("handicap_cpus = 1.0\nhandicap_spread = \"{spread}\"\n"));
+                body
+            }
             "pinned" => {
                 // pgbench on the first CPU, the servers on the rest (on 2 CPUs: one each).
                 let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
@@ -381,7 +429,7 @@ fn experiment_text(experiment: &str, design: &str, budget: &str) -> Result<Strin
                 measurement.push_str(&format!("pin_client = \"0\"\npin_servers = \"{servers}\"\n"));
                 body
             }
-            other => bail!("unknown change +{other}: use +prepared, +c4, +readonly or +pinned"),
+            other => bail!("unknown change +{other}: use +prepared, +c4, +readonly, +pinned or +handicap:<spread>"),
         };
     }
     Ok(format!("{body}\n{measurement}"))
@@ -564,11 +612,12 @@ fn render(args: &PrecisionArgs, rows: &[Row], profiles: &[SliceProfile], failed:
             args.cut_tau.map_or(String::new(), |t| format!(" --cut-tau {t}"))
         ),
         None => format!(
-            "`cargo xtask bench precision --trials {} --aa-trials {} --designs {} --budget {}` ({elapsed:.0} s so far)",
+            "`cargo xtask bench precision --trials {} --aa-trials {} --designs {} --budget {}{}` ({elapsed:.0} s so far)",
             args.trials,
             args.aa_trials,
             args.designs.join(","),
             args.budget,
+            if args.calibrate_runs > 0 { format!(" --calibrate-runs {}", args.calibrate_runs) } else { String::new() },
         ),
     };
     s.push_str(&format!("# Precision benchmark\n\n{command}\n\n"));

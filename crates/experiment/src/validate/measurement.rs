@@ -8,7 +8,7 @@ use toml::Spanned;
 
 use super::Validator;
 use crate::LoadOptions;
-use crate::model::{Design, Measurement, Pinning};
+use crate::model::{Design, Handicap, Measurement, Pinning};
 use crate::raw::RawMeasurement;
 use crate::spans::span;
 
@@ -97,6 +97,7 @@ impl Validator<'_> {
             m.control = *b.get_ref();
         }
         m.pinning = self.pinning(pick!(pin_client), pick!(pin_servers));
+        m.handicap = self.handicap(pick!(handicap_cpus), pick!(handicap_spread), m.design);
         if m.design == Design::Runs {
             for (present, key) in [
                 (pick!(slice).is_some(), "slice"),
@@ -120,6 +121,54 @@ impl Validator<'_> {
 }
 
 impl Validator<'_> {
+    /// `handicap_cpus` and `handicap_spread` (a test of the method): a quota in CPUs and its spread
+    /// between server lives, a percentage from 0 to 50; the spread needs the quota; slices only.
+    fn handicap(
+        &mut self,
+        cpus: Option<(&Spanned<f64>, &'static str)>,
+        spread: Option<(&Spanned<String>, &'static str)>,
+        design: Design,
+    ) -> Option<Handicap> {
+        let spread_pct = match spread {
+            None => 0.0,
+            Some((s, key)) => match crate::units::parse_percent(s.get_ref()) {
+                Some(v) if (0.0..=50.0).contains(&v) => v,
+                _ => {
+                    self.err(
+                        span(s),
+                        key,
+                        format!("{:?} is not a spread from \"0%\" to \"50%\" (e.g. \"8%\")", s.get_ref()),
+                    );
+                    return None;
+                }
+            },
+        };
+        let Some((c, key)) = cpus else {
+            if let Some((s, key)) = spread {
+                self.err(
+                    span(s),
+                    key,
+                    "handicap_spread needs handicap_cpus, the quota it spreads (e.g. handicap_cpus = 0.6), or remove it",
+                );
+            }
+            return None;
+        };
+        let v = *c.get_ref();
+        if !(0.05..=1024.0).contains(&v) {
+            self.err(span(c), key, format!("{v} is not a CPU quota from 0.05 to 1024 CPUs (e.g. 0.6)"));
+            return None;
+        }
+        if design != Design::Slices {
+            self.err(
+                span(c),
+                key,
+                "a handicap is drawn per server life, which design = \"slices\" has; set design = \"slices\" or remove handicap_cpus",
+            );
+            return None;
+        }
+        Some(Handicap { cpus: v, spread_pct })
+    }
+
     /// `pin_client` and `pin_servers`: both or neither, each a CPU list, disjoint.
     fn pinning<'s>(
         &mut self,

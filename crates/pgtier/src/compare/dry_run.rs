@@ -51,6 +51,12 @@ pub fn print(s: &Setup) {
             runner::affinity::format_cpu_list(&p.servers)
         );
     }
+    if let Some(h) = &s.exp.measurement.handicap {
+        println!(
+            "\nA test of the method: every server life gets a CPU quota of its own, {} CPUs times exp({}% x z), z drawn per life from the seed (handicap_cpus, handicap_spread).",
+            h.cpus, h.spread_pct
+        );
+    }
     expected_time(s);
     claims(&s.exp);
 }

@@ -90,6 +90,10 @@ pub fn begin(
                 client: runner::affinity::format_cpu_list(&p.client),
                 servers: runner::affinity::format_cpu_list(&p.servers),
             }),
+            handicap: exp
+                .measurement
+                .handicap
+                .map(|h| results::manifest::HandicapRecord { cpus: h.cpus, spread_pct: h.spread_pct }),
             ..Default::default()
         },
         claims: exp.claims.iter().map(claim_record).collect(),

@@ -422,6 +422,11 @@ impl<'a> Session<'a> {
             throttles,
             client,
             client_cpus: self.exp.measurement.pinning.as_ref().map(|p| p.client.clone()),
+            handicap: self.exp.measurement.handicap.map(|h| runner::env::LifeHandicap {
+                cpus: h.cpus,
+                spread_pct: h.spread_pct,
+                seed: self.seed,
+            }),
         };
         dataset::make_owned_dir(&env, &socket_dir)?;
         Ok(env)

@@ -275,6 +275,12 @@ pub(super) fn method(d: &mut Document, set: &ResultSet) {
         ),
         None => "No CPU pinning: the kernel's scheduler placed the workload client and the servers on any CPU.".into(),
     }));
+    if let Some(h) = &m.measurement.handicap {
+        items.push(item(format!(
+            "**A test of the method, not a measurement of storage**: every server life ran under a CPU quota of its own, {} CPUs times exp({}% x z), z standard normal drawn per life from the seed (`handicap_cpus`, `handicap_spread`; each life's quota in `sessions/<session>/handicap.tsv`), so the lives of one placement differ by an offset of about {}% where the servers are CPU-bound at their quota.",
+            h.cpus, h.spread_pct, h.spread_pct
+        )));
+    }
     if let Some(text) = settle(set) {
         items.push(item(text));
     }
