@@ -1,6 +1,6 @@
 //! Prints the coverage of the shipped estimator and of the designs tried against it on every
 //! series kind of the coverage gate (docs/benchmarks.md, "Coverage"):
-//! `cargo run --release -p stats --example coverage [CONTESTS] [MAX_ROUNDS] [DESIGN...]`
+//! `cargo run --release -p stats --features simulate --example coverage [CONTESTS] [MAX_ROUNDS] [DESIGN...]`
 //! (MAX_ROUNDS: the rounds the budget allows, the main job's 16 unless given; DESIGN: shipped,
 //! nolife, before, longwu4, longwu8, ext2cut, ext15cut, ext2any, ext2curve20, oracle05, oracle20,
 //! issue24, pooled, pooledfull, pooledcheck, pooledcheck3, pooledcheck10, pooledcheck20, pooledcurve,

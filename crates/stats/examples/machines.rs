@@ -3,7 +3,7 @@
 //! measures"), for the priors a user can have: this host's calibration of 1, 2 or 4 A/A runs
 //! (`pgtier calibrate`), the fallback of an uncalibrated host (read-only's and tpcb's), and the
 //! committed workload priors as shipped before calibration:
-//! `cargo run --release -p stats --example machines [CONTESTS]`.
+//! `cargo run --release -p stats --features simulate --example machines [CONTESTS]`.
 
 use stats::rounds::Rule;
 use stats::rounds::prior::Prior;

@@ -10,6 +10,8 @@
 
 mod interval;
 pub mod prior;
+/// The coverage gate's simulation: stats' own tests and, with the `simulate` feature, its examples.
+#[cfg(any(test, feature = "simulate"))]
 pub mod simulate;
 mod trend;
 mod warm_up;
