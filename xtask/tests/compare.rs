@@ -387,6 +387,8 @@ fn dry_run_lists_the_studys_claims() {
     let (stdout, stderr) = text(&o);
     assert!(o.status.success(), "{stderr}");
     assert!(stdout.contains("## Published claims (7;"), "{stdout}");
+    // This test's own state directory holds no calibration: the dry run says so.
+    assert!(stdout.contains("\ncalibration: UNCALIBRATED HOST, no calibration for this file's key in"), "{stdout}");
     assert!(
         stdout.contains("- null-wal-on-pmem-read-only: tps no change of wal-on-pmem against nvme, workload read-only 8 clients, memory unlimited"),
         "{stdout}"

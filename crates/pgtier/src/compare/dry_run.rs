@@ -57,8 +57,25 @@ pub fn print(s: &Setup) {
             h.cpus, h.spread_pct
         );
     }
+    calibration(&s.exp);
     expected_time(s);
     claims(&s.exp);
+}
+
+/// Whether this host has a calibration for the study (`pgtier calibrate`): its intervals use it,
+/// or the fallback's wider priors.
+fn calibration(exp: &experiment::Experiment) {
+    if exp.measurement.design != experiment::Design::Slices {
+        return;
+    }
+    let first = exp.builds.first().and_then(|b| b.bin_dir.as_deref());
+    match runner::PgInstall::detect(first) {
+        Ok(install) => {
+            let r = crate::calibration::for_study(exp, &crate::host::collect(), &install.version());
+            println!("\n{}", crate::calibration::line(&r));
+        }
+        Err(e) => println!("\ncalibration: not looked up, PostgreSQL not found ({e})"),
+    }
 }
 
 /// The study's published figures and the cells they will be checked on.
