@@ -378,6 +378,27 @@ fn dry_run_prints_the_plan_and_touches_nothing() {
 }
 
 #[test]
+fn a_budget_on_the_command_line_takes_the_files_units_and_minimum() {
+    let env = Env::new();
+    let cfg = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tiers/pmem-vs-nvme.toml");
+    let run = |budget: &str| {
+        let o = env
+            .xtask(&["compare", "--config", cfg.to_str().unwrap(), "--emulate", "--dry-run", "--budget", budget])
+            .output()
+            .unwrap();
+        (o.status.code(), text(&o).1)
+    };
+    let (code, stderr) = run("12");
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("--budget \"12\": \"12\" has no unit; write \"12s\" for seconds"), "{stderr}");
+    let (code, stderr) = run("1s");
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("the budget must hold at least a few rounds of slices"), "{stderr}");
+    assert_eq!(run("13min").0, Some(0));
+    assert!(!env.state().exists(), "nothing was made");
+}
+
+#[test]
 fn dry_run_lists_the_studys_claims() {
     // The shipped seed-000 file, emulated: its six published claims and its negative control,
     // with the cells they are checked on.

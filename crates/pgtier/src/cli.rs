@@ -263,9 +263,12 @@ async fn compare_or_fleet(args: &crate::compare::Args) -> Result<(), CompareErro
 
 /// Undo what a killed run left behind, from its run record.
 pub fn cleanup(args: CleanupArgs) -> ExitCode {
-    let Ok(wait) = args.wait.as_deref().map(experiment::units::parse_duration).transpose() else {
-        eprintln!("error: --wait takes a duration such as 5min");
-        return ExitCode::from(2);
+    let wait = match args.wait.as_deref().map(experiment::units::parse_duration_with_unit).transpose() {
+        Ok(w) => w,
+        Err(e) => {
+            eprintln!("error: --wait {e}; it takes a duration such as 5min");
+            return ExitCode::from(2);
+        }
     };
     crate::cleanup::run(wait.unwrap_or_default())
 }

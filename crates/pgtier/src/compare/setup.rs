@@ -153,7 +153,20 @@ fn apply_overrides(exp: &mut Experiment, m: &MeasurementArgs) -> Result<(), Comp
             experiment::Design::from_word(d).ok_or_else(|| bad("--design", d, "use slices or runs"))?;
     }
     if let Some(b) = &m.budget {
-        let d = experiment::units::parse_duration(b).map_err(|e| bad("--budget", b, &e))?;
+        // The file's units and minimum: a bare number is refused (12 could mean minutes).
+        let d = experiment::units::parse_duration_with_unit(b).map_err(|e| bad("--budget", b, &e))?;
+        let least = exp.measurement.slice * 4;
+        if d < least {
+            return Err(bad(
+                "--budget",
+                b,
+                &format!(
+                    "the budget must hold at least a few rounds of slices ({} s at least with {} s slices); give minutes, e.g. \"13min\"",
+                    least.as_secs(),
+                    exp.measurement.slice.as_secs()
+                ),
+            ));
+        }
         exp.measurement.budget = Some(d);
     }
     if let Some(t) = &m.target_halfwidth {
