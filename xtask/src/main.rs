@@ -27,7 +27,7 @@ enum Command {
     /// says so) and formatted with XFS, and everything on it is lost; a device that is mounted,
     /// in use, or carries a filesystem, partition table, LVM or RAID signature is refused unless
     /// the file sets allow_wipe = true for it. --dry-run prints what would be done, touching
-    /// nothing, and exits 1 when the real run would refuse (a device not here, no room).
+    /// nothing, and exits 1 when the real run would refuse (a device not here, no room, memory the machine lacks).
     Compare(cli::CompareArgs),
     /// Calibrate this host for an experiment file: the baseline and twins of it measured side by
     /// side (an A/A run), each workload's round-to-round correlation and offset between server

@@ -232,7 +232,7 @@ fn first_screen(s: &Setup) {
     println!("# Results: {}", s.results_dir.display());
     if exp.server_hosts().is_empty() {
         println!(
-            "# The end of this dry run lists what the real run would refuse (a device not here, no room); it then exits 1."
+            "# The end of this dry run lists what the real run would refuse (a device not here, no room, memory the machine lacks); it then exits 1."
         );
     }
 }

@@ -62,7 +62,7 @@ pub fn preflight(exp: &Experiment, plan: &tiers::Plan, user: Result<DbUser, Runn
         }
     };
     note(&mut problems, check_huge_pages(exp, runner::memory::HugePages::of_this_machine()));
-    note(&mut problems, check_sessions_fit(exp, crate::host::memory_bytes()));
+    problems.extend(memory_problems(exp, crate::host::memory_bytes()));
     if !nix::unistd::geteuid().is_root() {
         problems.push("provisioning block devices needs root; run as root, or use --dry-run to see the plan".into());
     }
@@ -232,25 +232,75 @@ fn check_huge_pages(exp: &Experiment, machine: Option<runner::memory::HugePages>
     )
 }
 
-/// The slices design runs every placement's server of a memory limit and profile at once: the
-/// servers' certain memory together must fit the machine (with room for the page cache).
-fn check_sessions_fit(exp: &Experiment, host_memory: u64) -> Result<()> {
-    if exp.measurement.design != experiment::Design::Slices || host_memory == 0 {
-        return Ok(());
+/// What the study asks of this machine's memory (`host_memory` bytes, MemTotal) that it cannot
+/// have, each a problem the dry run shows and the real run refuses: a memory limit at or above
+/// the machine's memory (it never binds, so a cell labelled limited measures an unlimited
+/// server); emulated RAM-backed devices (zram, tmpfs-loop) larger together than 80% of it; and,
+/// design `slices` starting every placement's server of a memory limit and profile at once, the
+/// servers' certain memory with those devices over 80% of it.
+pub(super) fn memory_problems(exp: &Experiment, host_memory: u64) -> Vec<String> {
+    use runner::memory::show;
+    let mut out = Vec::new();
+    if host_memory == 0 {
+        return out;
+    }
+    let room = host_memory / 10 * 8;
+    for m in &exp.memory_limits {
+        if let Some(bytes) = m.bytes.filter(|b| *b >= host_memory) {
+            out.push(format!(
+                "memory limit {} is {} but this machine has {}: the limit would never bind, so its cells would measure servers with memory unlimited under a limited label; give a limit below {} (for the study's ratio of data set to memory, scale it to this machine in [emulate] memory_limits)",
+                m.label(),
+                show(bytes),
+                show(host_memory),
+                show(host_memory)
+            ));
+        }
+    }
+    let ram_devices: Vec<&tiers::spec::DeviceSpec> = if exp.emulated {
+        exp.used_devices()
+            .into_iter()
+            .filter(|d| matches!(d.emulation.backing, tiers::Backing::Zram | tiers::Backing::TmpfsLoop))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let ram: u64 = ram_devices.iter().map(|d| d.emulation.size_bytes).sum();
+    let named = || {
+        ram_devices
+            .iter()
+            .map(|d| format!("{} {}", d.name, show(d.emulation.size_bytes)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if ram > room {
+        out.push(format!(
+            "the emulated devices held in memory ({}: {} in all, {} each as written) need more than 80% of this machine's {}; make them smaller ([emulate] device_size, or the device's emulate.size) or back them with loop-file",
+            named(),
+            show(ram),
+            "zram and tmpfs-loop take RAM",
+            show(host_memory)
+        ));
+        return out;
+    }
+    if exp.measurement.design != experiment::Design::Slices {
+        return out;
     }
     let servers = exp.placements.len() as u64;
     for (profile, limit, plan) in exp.memory_plans() {
         let each = plan.certain_bytes();
-        if each * servers > host_memory / 10 * 8 {
-            bail!(
-                "design \"slices\" starts all {servers} placements' servers at once, and with profile {profile:?} (memory {limit}) each needs about {} for certain: {} in all, more than 80% of this machine's {}; set [measurement] design = \"runs\" (one server at a time) or lower shared_buffers",
-                runner::memory::show(each),
-                runner::memory::show(each * servers),
-                runner::memory::show(host_memory)
-            );
+        if each * servers + ram > room {
+            let devices =
+                if ram > 0 { format!(", with the emulated devices held in memory ({}),", named()) } else { String::new() };
+            out.push(format!(
+                "design \"slices\" starts all {servers} placements' servers at once, and with profile {profile:?} (memory {limit}) each needs about {} for certain: {} in all{devices} more than 80% of this machine's {}; set [measurement] design = \"runs\" (one server at a time) or lower shared_buffers",
+                show(each),
+                show(each * servers + ram),
+                show(host_memory)
+            ));
+            break;
         }
     }
-    Ok(())
+    out
 }
 
 /// DAX on a kernel before 5.8: pgtier mounts with `dax=always`, which XFS takes only from 5.8
@@ -277,6 +327,63 @@ fn dax_problems(exp: &Experiment, release: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn memory_the_machine_does_not_have_is_a_problem() {
+        let text = |placements: &str, extra: &str| {
+            format!(
+                r#"
+[experiment]
+name = "mem"
+baseline = "a"
+[postgres]
+profiles = ["default"]
+memory_limits = ["unlimited", "64GiB"]
+[postgres.settings]
+shared_buffers = "12GB"
+[measurement]
+design = "slices"
+[[device]]
+name = "pm"
+class = "pmem"
+namespace = "namespace0.0"
+[device.emulate]
+backing = "zram"
+size = "64GiB"
+{placements}
+[[workload]]
+name = "rw"
+kind = "pgbench"
+builtin = "tpcb-like"
+scale = 1
+clients = [1]
+duration = "5s"
+{extra}
+"#
+            )
+        };
+        let three = "[[placement]]\nname = \"a\"\ndata = \"pm\"\nwal = \"pm\"\n[[placement]]\nname = \"b\"\ndata = \"pm\"\nwal = \"pm\"\n[[placement]]\nname = \"c\"\ndata = \"pm\"\nwal = \"pm\"\n";
+        let opts =
+            experiment::LoadOptions { emulate: true, configs_dir: crate::paths::configs_dir(), hardware_threads: 2 };
+        let gib = 1u64 << 30;
+        let exp = experiment::parse(Path::new("mem.toml"), &text(three, ""), &opts).unwrap();
+        let p = memory_problems(&exp, 23 * gib);
+        assert_eq!(p.len(), 2, "{p:#?}");
+        assert!(p[0].contains("memory limit 64GiB is 64.0 GiB but this machine has 23.0 GiB"), "{p:#?}");
+        assert!(p[1].contains("the emulated devices held in memory (pm 64.0 GiB"), "{p:#?}");
+        // The devices small enough: three servers of 12 GB shared_buffers each do not fit.
+        let exp = experiment::parse(
+            Path::new("mem.toml"),
+            &text(three, "").replace("size = \"64GiB\"", "size = \"8GiB\"").replace(", \"64GiB\"", ""),
+            &opts,
+        )
+        .unwrap();
+        let p = memory_problems(&exp, 23 * gib);
+        assert_eq!(p.len(), 1, "{p:#?}");
+        assert!(p[0].contains("starts all 3 placements' servers at once"), "{p:#?}");
+        // On a machine large enough, nothing.
+        assert_eq!(memory_problems(&exp, 256 * gib), Vec::<String>::new());
+    }
 
     #[test]
     fn dax_before_linux_5_8_is_a_preflight_problem() {

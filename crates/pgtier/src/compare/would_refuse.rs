@@ -1,6 +1,7 @@
 //! What a dry run can tell, without root and without touching anything, that the real run would
 //! refuse: a device the file names that is not on this machine (a by-id path, a PMem namespace),
-//! and a golden copy that does not fit where it goes. The dry run ends with these, one
+//! a golden copy that does not fit where it goes, and memory the machine does not have (servers,
+//! memory limits, emulated devices held in memory). The dry run ends with these, one
 //! `would refuse: ...` line each, and exits non-zero when there is any. The real run checks
 //! all of this again, and more (signatures, holders, mounts), before anything is written.
 
@@ -25,6 +26,7 @@ pub fn refusals(s: &Setup) -> Vec<String> {
         }
     }
     out.extend(golden_room(s));
+    out.extend(super::preflight::memory_problems(&s.exp, crate::host::memory_bytes()));
     out
 }
 
