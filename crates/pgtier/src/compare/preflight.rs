@@ -289,8 +289,11 @@ pub(super) fn memory_problems(exp: &Experiment, host_memory: u64) -> Vec<String>
     for (profile, limit, plan) in exp.memory_plans() {
         let each = plan.certain_bytes();
         if each * servers + ram > room {
-            let devices =
-                if ram > 0 { format!(", with the emulated devices held in memory ({}),", named()) } else { String::new() };
+            let devices = if ram > 0 {
+                format!(", with the emulated devices held in memory ({}),", named())
+            } else {
+                String::new()
+            };
             out.push(format!(
                 "design \"slices\" starts all {servers} placements' servers at once, and with profile {profile:?} (memory {limit}) each needs about {} for certain: {} in all{devices} more than 80% of this machine's {}; set [measurement] design = \"runs\" (one server at a time) or lower shared_buffers",
                 show(each),
