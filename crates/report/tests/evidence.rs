@@ -156,3 +156,19 @@ fn a_pinned_client_that_bounds_cells_is_warned_of() {
     let json = serde_json::to_string(&summarize(&set).warnings).unwrap();
     assert!(json.contains(warning), "{json}");
 }
+
+#[test]
+fn the_study_reproduced_is_cited_under_the_description_and_a_handicap_is_said() {
+    let markdown = |set: &ResultSet| {
+        let summary = summarize(set);
+        report::document::markdown::render(&report::markdown::document(set, &summary, &[]))
+    };
+    let mut set = fixture();
+    assert!(!markdown(&set).contains("Reproduces:"), "no study, no line");
+    assert!(!markdown(&set).contains("A test of the method"), "no handicap, no line");
+    set.manifest.experiment_study = Some("Andre Leibovici, \"Revisiting PostgreSQL Performance\"".into());
+    set.manifest.measurement.handicap = Some(results::manifest::HandicapRecord { cpus: 1.0, spread_pct: 5.66 });
+    let text = markdown(&set);
+    assert!(text.contains("\nReproduces: Andre Leibovici, \"Revisiting PostgreSQL Performance\"\n"), "{text}");
+    assert!(text.contains("**A test of the method, not a measurement of storage**: every server life ran under a CPU quota of its own, 1 CPUs times exp(5.66% x z)"), "{text}");
+}

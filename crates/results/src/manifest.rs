@@ -297,6 +297,9 @@ pub struct Manifest {
     pub command_line: String,
     pub experiment_name: String,
     pub experiment_description: String,
+    /// The study the experiment file reproduces, as its `study` key cites it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub experiment_study: Option<String>,
     pub experiment_file: String,
     pub baseline: String,
     pub emulated: bool,

@@ -38,6 +38,7 @@ pub fn begin(
         ),
         experiment_name: exp.name.clone(),
         experiment_description: exp.description.clone(),
+        experiment_study: exp.study.clone(),
         experiment_file: exp.file.display().to_string(),
         baseline: exp.baseline.clone(),
         emulated: exp.emulated,

@@ -108,6 +108,9 @@ fn header(d: &mut Document, m: &Manifest) {
     if !m.experiment_description.is_empty() {
         d.para(m.experiment_description.trim());
     }
+    if let Some(study) = m.experiment_study.as_deref().filter(|s| !s.trim().is_empty()) {
+        d.para(format!("Reproduces: {}", study.trim()));
+    }
     d.para(format!(
         "Baseline placement: **{}**. {} tiers. Started {}{}.",
         m.baseline,
