@@ -399,6 +399,22 @@ fn a_budget_on_the_command_line_takes_the_files_units_and_minimum() {
 }
 
 #[test]
+fn a_dry_run_that_needs_memory_the_machine_lacks_exits_non_zero_naming_it() {
+    // A memory limit above any machine's memory: it would never bind.
+    let env = Env::new();
+    let cfg = env.write(
+        "big.toml",
+        &TINY.replace("DURATION", "2s").replace("memory_limits = [\"256MiB\"]", "memory_limits = [\"64TiB\"]"),
+    );
+    let o = env.xtask(&["compare", "--config", cfg.to_str().unwrap(), "--emulate", "--dry-run"]).output().unwrap();
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(stdout.contains("would refuse: memory limit 65536GiB is"), "{stdout}");
+    assert!(stdout.contains("the limit would never bind"), "{stdout}");
+    assert!(!env.state().exists(), "a dry run creates nothing");
+}
+
+#[test]
 fn dry_run_lists_the_studys_claims() {
     // The shipped seed-000 file, emulated: its six published claims and its negative control,
     // with the cells they are checked on.
