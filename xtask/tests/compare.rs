@@ -432,8 +432,19 @@ fn dry_run_lists_the_studys_claims() {
     );
     assert!(
         stdout.contains(
-            "- all-on-pmem-tps: tps +44.6% of all-on-pmem against nvme, workload tpcb 8 clients, memory unlimited"
+            "- all-on-pmem-tps: tps +44.6% of all-on-pmem against nvme, workload tpcb 8 clients, memory 192MiB"
         ),
+        "{stdout}"
+    );
+    // Each published claim states the study's regime, and is checked in the cell that matches it.
+    assert!(
+        stdout
+            .contains("the study's regime: a data set of 691.0 GiB on 186.3 GiB of memory (73.0% of it out of memory)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout
+            .contains("the study's regime: a data set of 691.0 GiB on 953.7 MiB of memory (99.9% of it out of memory)"),
         "{stdout}"
     );
     assert!(stdout.contains("emulated cell: the study's 72 clients; the emulated matrix runs 8; the study's memory limit 1GiB; emulated 192MiB"), "{stdout}");

@@ -27,6 +27,9 @@ pub enum ClaimVerdict {
     NeedsTwoResultSets,
     /// The cell was not measured (a missing or failed cell).
     NotMeasured,
+    /// The cell's data set sits in memory unlike the study's (one held in memory, the other
+    /// read from the device): the figure is not comparable here, whatever it shows.
+    NotComparable,
 }
 
 impl ClaimVerdict {
@@ -38,12 +41,13 @@ impl ClaimVerdict {
             ClaimVerdict::Inconclusive => "inconclusive",
             ClaimVerdict::NeedsTwoResultSets => "needs two result sets",
             ClaimVerdict::NotMeasured => "not measured",
+            ClaimVerdict::NotComparable => "not comparable here",
         }
     }
 }
 
 /// The verdict rule, as report.md states it.
-pub const RULE: &str = "**reproduced**: the published figure (or range) lies in the measured change's 95% interval and the change is a real change (for a published figure inside the equivalence margin: the change is equivalent); **same direction, different size**: the change is real and goes the published way, but its interval excludes the figure; **contradicted**: the interval excludes the published figure and shows no real change in its direction (a real change the other way, an equivalence, or no change at all); **inconclusive**: the interval (or, for a change that is not a real one, its interval after Holm's correction) holds both the published figure and no change, or there is no interval.";
+pub const RULE: &str = "**reproduced**: the published figure (or range) lies in the measured change's 95% interval and the change is a real change (for a published figure inside the equivalence margin: the change is equivalent); **same direction, different size**: the change is real and goes the published way, but its interval excludes the figure; **contradicted**: the interval excludes the published figure and shows no real change in its direction (a real change the other way, an equivalence, or no change at all); **inconclusive**: the interval (or, for a change that is not a real one, its interval after Holm's correction) holds both the published figure and no change, or there is no interval; **not comparable here**: the claim states the study's data set and memory, and the cell's data set sits in memory unlike it (the shares out of memory more than 15 points apart), so no verdict is drawn on it.";
 
 /// The verdict of a published change `low..high` (%, a point when equal) against a measured
 /// change, by [`RULE`]; with a sentence on why.
@@ -111,6 +115,57 @@ pub fn judge(low: f64, high: f64, d: &Delta, margin_pct: f64) -> (ClaimVerdict, 
     }
 }
 
+/// How far the share of a data set out of memory may differ between the study's regime and the
+/// cell's before the claim is not comparable (percentage points): 15 keeps the seed-000 3.4x claim
+/// (742 GB on 200 GB: 73% out of memory) on a cell of 606 MiB in 192 MiB (68%), and none on a data
+/// set held in memory (0%) or the study's 1 GB run (99.9%) on that cell.
+pub const REGIME_TOLERANCE_PCT: f64 = 15.0;
+
+/// The share of a data set of `data` bytes that does not fit in `memory` bytes, percent.
+pub fn out_of_memory_pct(data: u64, memory: u64) -> f64 {
+    if data == 0 {
+        return 0.0;
+    }
+    (100.0 * (1.0 - memory as f64 / data as f64)).max(0.0)
+}
+
+/// The regime of a claim's cell beside the study's, and whether they are alike: the cell's data
+/// set (its runs' largest database size) against its memory (its limit, else the host's).
+fn regime(set: &ResultSet, c: &ClaimRecord, cell: &CellKey) -> Option<(String, bool)> {
+    let (study_data, study_memory) = (c.study_data_set_bytes?, c.study_memory_bytes?);
+    let data = set
+        .runs
+        .iter()
+        .filter(|r| r.cell == *cell)
+        .filter_map(|r| r.postgres.as_ref().map(|p| p.database_size_bytes))
+        .max()
+        .filter(|b| *b > 0)? as u64;
+    let memory = memory_label(c).bytes().unwrap_or(set.manifest.host.memory_bytes);
+    if memory == 0 {
+        return None;
+    }
+    let (study, here) = (out_of_memory_pct(study_data, study_memory), out_of_memory_pct(data, memory));
+    let say = |d: u64, m: u64, out: f64| {
+        let held = if out <= 0.0 { "all held in memory".to_string() } else { format!("{out:.0}% of it out of memory") };
+        format!("a data set {} the memory ({held})", ratio_text(d as f64 / m as f64))
+    };
+    Some((
+        format!("the study: {}; this cell: {}", say(study_data, study_memory, study), say(data, memory, here)),
+        (study - here).abs() <= REGIME_TOLERANCE_PCT,
+    ))
+}
+
+/// `3.7 times`, `0.03 times`.
+fn ratio_text(r: f64) -> String {
+    if r >= 10.0 {
+        format!("{r:.0} times")
+    } else if r >= 0.1 {
+        format!("{r:.2} times")
+    } else {
+        format!("{r:.3} times")
+    }
+}
+
 /// One claim with its measurement and verdict.
 #[derive(Clone, Debug, Serialize)]
 pub struct ClaimCheck {
@@ -123,6 +178,9 @@ pub struct ClaimCheck {
     pub why: String,
     /// Where the emulated tiers distort the comparison (see `fidelity`).
     pub fidelity: Option<String>,
+    /// The study's regime beside the cell's, when the claim states the study's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub regime: Option<String>,
 }
 
 /// The claim's cell, of the result set's first build (claims name no build).
@@ -277,6 +335,7 @@ pub fn check_all(set: &ResultSet, summary: &Summary, study: &Study) -> Vec<Claim
                 verdict,
                 why,
                 fidelity: fidelity.clone(),
+                regime: None,
             };
             if c.across == "result-sets" {
                 return done(
@@ -334,12 +393,19 @@ pub fn check_all(set: &ResultSet, summary: &Summary, study: &Study) -> Vec<Claim
                     done(cell_text, None, ClaimVerdict::Inconclusive, "no figure for this metric in these runs".into())
                 }
                 Some(d) => {
-                    let (verdict, mut why) = judge(c.low_pct, c.high_pct, &d, margin);
+                    let (mut verdict, mut why) = judge(c.low_pct, c.high_pct, &d, margin);
                     // The negative control moved in this contest: the measured figure is suspect.
                     if let Some(w) = summary.control_of(&cont).and_then(|x| x.warning()) {
                         why.push_str(&format!("; {w}"));
                     }
-                    done(cell_text, Some(d), verdict, why)
+                    let regime = regime(set, c, &cont);
+                    if let Some((text, false)) = &regime {
+                        verdict = ClaimVerdict::NotComparable;
+                        why = format!(
+                            "the data set sits in memory unlike the study's ({text}), so the figure says nothing about the study's; measure a cell in its regime ([claim.emulate] memory_limit, or a memory limit of about the study's ratio of data set to memory)"
+                        );
+                    }
+                    ClaimCheck { regime: regime.map(|(t, _)| t), ..done(cell_text, Some(d), verdict, why) }
                 }
             }
         })
@@ -368,6 +434,7 @@ pub fn check_across(a: &ResultSet, sa: &Summary, b: &ResultSet, sb: &Summary) ->
                         verdict: ClaimVerdict::NotMeasured,
                         why: "the cell has no successful run in one of the sets".into(),
                         fidelity: None,
+                        regime: None,
                     };
                 }
             };
@@ -387,7 +454,7 @@ pub fn check_across(a: &ResultSet, sa: &Summary, b: &ResultSet, sb: &Summary) ->
                 Some(d) => judge(c.low_pct, c.high_pct, d, margin),
                 None => (ClaimVerdict::NotMeasured, "no figure for this metric in both sets".into()),
             };
-            ClaimCheck { claim: c, cell, measured, verdict, why, fidelity: None }
+            ClaimCheck { claim: c, cell, measured, verdict, why, fidelity: None, regime: None }
         })
         .collect()
 }

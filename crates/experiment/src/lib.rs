@@ -31,7 +31,7 @@ pub use error::{ConfigError, ConfigErrors};
 pub use golden::{RoomNeed, RoomPart, wal_allowance};
 pub use model::{
     Build, Claim, ClaimAcross, ClaimMetric, Design, Experiment, FaultKind, FaultSpec, GoldenCopy, Handicap, Host,
-    HostRole, HugePagesNeed, KernelSettings, Measurement, Origin, Pinning, Placement, ProfileInfo,
+    HostRole, HugePagesNeed, KernelSettings, Measurement, Origin, Pinning, Placement, ProfileInfo, StudyRegime,
 };
 pub use model::{CONTROL_DEVICE_SUFFIX, CONTROL_PLACEMENT};
 pub use policy::{reserved_setting, unsafe_mkfs_option};

@@ -442,6 +442,16 @@ pub struct Claim {
     pub across: ClaimAcross,
     /// How the emulated cell differs from the study's, when it does.
     pub emulation_note: Option<String>,
+    /// The study's data set and server memory when it measured the figure (bytes), when the
+    /// file says (`study_data_set`, `study_memory`).
+    pub study_regime: Option<StudyRegime>,
+}
+
+/// The study's regime behind a claim: its data set's size and its server's memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct StudyRegime {
+    pub data_set_bytes: u64,
+    pub memory_bytes: u64,
 }
 
 /// What a `[[host]]` does in the experiment.

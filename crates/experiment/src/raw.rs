@@ -102,6 +102,13 @@ pub struct RawClaim {
     /// cell in two result sets, e.g. two releases or PostgreSQL versions).
     #[serde(default)]
     pub across: Option<Spanned<Word<crate::model::ClaimAcross>>>,
+    /// The study's regime when it measured the figure: its data set's size (`"742GB"`) and,
+    /// with it, its server's memory (`"200GB"`); the claim is judged only in a cell whose data set
+    /// sits in memory alike.
+    #[serde(default)]
+    pub study_data_set: Option<Spanned<String>>,
+    #[serde(default)]
+    pub study_memory: Option<Spanned<String>>,
     /// The cell under `--emulate`, when the emulated matrix has other client counts or memory
     /// limits than the study.
     #[serde(default)]

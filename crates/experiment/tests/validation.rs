@@ -939,6 +939,34 @@ figure = "+7%..+2%"
 }
 
 #[test]
+fn a_claim_states_the_studys_regime_with_both_sizes() {
+    let claim = |keys: &str| {
+        with_claims(&format!(
+            "[[claim]]\ntext = \"x\"\nplacement = \"pm\"\nworkload = \"rw\"\nclients = 8\nmetric = \"tps\"\nfigure = \"+1%\"\n{keys}"
+        ))
+    };
+    let e =
+        parse(Path::new("exp.toml"), &claim("study_data_set = \"742GB\"\nstudy_memory = \"200GB\"\n"), &opts(false))
+            .unwrap();
+    assert_eq!(
+        e.claims[0].study_regime,
+        Some(experiment::StudyRegime { data_set_bytes: 742_000_000_000, memory_bytes: 200_000_000_000 })
+    );
+    assert_eq!(parse(Path::new("exp.toml"), &claim(""), &opts(false)).unwrap().claims[0].study_regime, None);
+    let text = claim("study_data_set = \"742GB\"\n");
+    let errs = errors(&text, false);
+    let e =
+        errs.0.iter().find(|e| e.key.as_deref() == Some("claim[0].study_data_set")).unwrap_or_else(|| panic!("{errs}"));
+    assert_eq!(e.line, Some(line_of(&text, "study_data_set")));
+    assert!(e.message.contains("go together"), "{e}");
+    let text = claim("study_data_set = \"742\"\nstudy_memory = \"200GB\"\n");
+    let errs = errors(&text, false);
+    let e =
+        errs.0.iter().find(|e| e.key.as_deref() == Some("claim[0].study_data_set")).unwrap_or_else(|| panic!("{errs}"));
+    assert!(e.message.contains("has no unit"), "{e}");
+}
+
+#[test]
 fn a_claim_on_a_cell_the_emulated_matrix_lacks_says_where_to_name_it() {
     let text = with_claims(
         r#"

@@ -172,3 +172,42 @@ fn the_study_reproduced_is_cited_under_the_description_and_a_handicap_is_said() 
     assert!(text.contains("\nReproduces: Andre Leibovici, \"Revisiting PostgreSQL Performance\"\n"), "{text}");
     assert!(text.contains("**A test of the method, not a measurement of storage**: every server life ran under a CPU quota of its own, 1 CPUs times exp(5.66% x z)"), "{text}");
 }
+
+#[test]
+fn a_claim_in_a_regime_unlike_the_studys_is_not_comparable_here() {
+    // The study's 3.4x: 742 GB of data on a VM of 200 GB (73% out of memory); its 1 GB run
+    // (99.9%). The fixture's read-only cells: the data set of scale 40 (about 600 MiB) with memory
+    // unlimited (all held in memory) and in 192MiB (about 68% out of memory).
+    let mut set = fixture();
+    let gb = 1_000_000_000u64;
+    for c in set.manifest.claims.iter_mut().filter(|c| c.workload == "read-only") {
+        c.study_data_set_bytes = Some(742 * gb);
+        c.study_memory_bytes = Some(if c.name == "read-only-1GB-pmem" { gb } else { 200 * gb });
+    }
+    let summary = summarize(&set);
+    let study = Study::of(&set, &summary);
+    let checks = check_all(&set, &summary, &study);
+    let of = |name: &str| checks.iter().find(|c| c.claim.name == name).unwrap();
+    let unlimited = of("read-only-pmem");
+    assert_eq!(unlimited.verdict, ClaimVerdict::NotComparable, "{}", unlimited.why);
+    assert!(
+        unlimited.why.contains("the study: a data set 3.71 times the memory (73% of it out of memory)"),
+        "{}",
+        unlimited.why
+    );
+    assert!(unlimited.why.contains("this cell: a data set 0.0"), "{}", unlimited.why);
+    assert!(unlimited.why.contains("(all held in memory)"), "{}", unlimited.why);
+    // The 1 GB run against 192MiB: 99.9% against about 68% out of memory.
+    let one = of("read-only-1GB-pmem");
+    assert_eq!(one.verdict, ClaimVerdict::NotComparable, "{}", one.why);
+    assert!(one.why.contains("(100% of it out of memory)") || one.why.contains("(99"), "{}", one.why);
+    // The claims without a regime are judged as before; a regime alike would be judged and shown.
+    assert_eq!(of("wal-on-pmem-tps").verdict, ClaimVerdict::Inconclusive);
+    assert!(of("wal-on-pmem-tps").regime.is_none());
+    assert!(
+        (analysis::claims::out_of_memory_pct(742 * gb, 200 * gb)
+            - analysis::claims::out_of_memory_pct(606 << 20, 192 << 20))
+        .abs()
+            <= analysis::claims::REGIME_TOLERANCE_PCT
+    );
+}

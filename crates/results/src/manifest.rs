@@ -286,6 +286,13 @@ pub struct ClaimRecord {
     pub across: String,
     /// Why the emulated cell differs from the study's (`clients 72 -> 8`), said next to the verdict.
     pub emulation_note: Option<String>,
+    /// The study's data set and server memory when it measured the figure (bytes; `[[claim]]
+    /// study_data_set`, `study_memory`): the claim is judged only where the cell's data set sits
+    /// in memory alike.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub study_data_set_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub study_memory_bytes: Option<u64>,
 }
 
 /// `manifest.json`.

@@ -141,6 +141,7 @@ impl Validator<'_> {
         if metric == ClaimMetric::Nopm && !matches!(w.kind, WorkloadKind::Tpcc(_)) {
             self.err(span(&r.metric), key("metric"), format!("workload {:?} is not TPC-C: it has no NOPM", w.name));
         }
+        let study_regime = self.claim_regime(i, r);
         let (low_pct, high_pct) = figure?;
         Some(Claim {
             name: r.name.as_ref().map(|n| n.get_ref().clone()).unwrap_or_else(|| format!("claim[{i}]")),
@@ -160,7 +161,47 @@ impl Validator<'_> {
             high_pct,
             across,
             emulation_note: (!notes.is_empty()).then(|| notes.join("; ")),
+            study_regime,
         })
+    }
+
+    /// `study_data_set` and `study_memory`: both sizes, or neither.
+    fn claim_regime(&mut self, i: usize, r: &RawClaim) -> Option<crate::model::StudyRegime> {
+        let mut size = |v: &Option<Spanned<String>>, k: &str| -> Option<u64> {
+            let v = v.as_ref()?;
+            match units::parse_size_with_unit(v.get_ref()) {
+                Ok(b) if b > 0 => Some(b),
+                Ok(_) => {
+                    self.err(span(v), format!("claim[{i}].{k}"), "a size above zero, e.g. \"742GB\"");
+                    None
+                }
+                Err(m) => {
+                    self.err(span(v), format!("claim[{i}].{k}"), m);
+                    None
+                }
+            }
+        };
+        let data = size(&r.study_data_set, "study_data_set");
+        let memory = size(&r.study_memory, "study_memory");
+        match (data, memory, &r.study_data_set, &r.study_memory) {
+            (Some(data_set_bytes), Some(memory_bytes), _, _) => {
+                Some(crate::model::StudyRegime { data_set_bytes, memory_bytes })
+            }
+            (Some(_), None, _, None) | (None, Some(_), None, _) => {
+                let (given, k) = match (&r.study_data_set, &r.study_memory) {
+                    (Some(g), None) => (g, "study_data_set"),
+                    (None, Some(g)) => (g, "study_memory"),
+                    _ => return None,
+                };
+                self.err(
+                    span(given),
+                    format!("claim[{i}].{k}"),
+                    "study_data_set and study_memory go together: the study's data set and its server's memory when it measured the figure (e.g. study_data_set = \"742GB\", study_memory = \"200GB\")",
+                );
+                None
+            }
+            _ => None,
+        }
     }
 
     /// The client count (None at the peak); `[claim.emulate] clients` when emulating.

@@ -106,6 +106,15 @@ fn claims(exp: &experiment::Experiment) {
         if let Some(n) = &c.emulation_note {
             println!("    emulated cell: {n}");
         }
+        if let Some(r) = &c.study_regime {
+            println!(
+                "    the study's regime: a data set of {} on {} of memory ({:.1}% of it out of memory); judged only where the cell's data set sits in memory alike (within {} points), else \"not comparable here\"",
+                tiers::plan::human_bytes(r.data_set_bytes),
+                tiers::plan::human_bytes(r.memory_bytes),
+                analysis::claims::out_of_memory_pct(r.data_set_bytes, r.memory_bytes),
+                analysis::claims::REGIME_TOLERANCE_PCT
+            );
+        }
         println!("    ({})", c.origin);
     }
 }

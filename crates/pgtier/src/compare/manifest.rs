@@ -238,6 +238,8 @@ pub fn claim_record(c: &experiment::Claim) -> results::manifest::ClaimRecord {
         high_pct: c.high_pct,
         across: c.across.as_str().into(),
         emulation_note: c.emulation_note.clone(),
+        study_data_set_bytes: c.study_regime.map(|r| r.data_set_bytes),
+        study_memory_bytes: c.study_regime.map(|r| r.memory_bytes),
     }
 }
 

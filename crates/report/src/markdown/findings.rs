@@ -30,6 +30,9 @@ pub(super) fn published_vs_measured(d: &mut Document, m: &Manifest, checks: &[Cl
         };
         let measured = c.measured.as_ref().map(|d| format!("{} ", d.text_with_holm(""))).unwrap_or_default();
         let mut why = c.why.clone();
+        if let Some(regime) = c.regime.as_ref().filter(|_| c.verdict != ClaimVerdict::NotComparable) {
+            why.push_str(&format!("; in the study's regime: {regime}"));
+        }
         if let Some(n) = &r.emulation_note {
             why.push_str(&format!("; emulated cell: {n}"));
         }
@@ -96,6 +99,7 @@ fn claims_line(checks: &[ClaimCheck], emulated: bool) -> Option<String> {
         ClaimVerdict::SameDirection,
         ClaimVerdict::Contradicted,
         ClaimVerdict::Inconclusive,
+        ClaimVerdict::NotComparable,
         ClaimVerdict::NeedsTwoResultSets,
         ClaimVerdict::NotMeasured,
     ]
