@@ -183,6 +183,17 @@ struct Estimate {
     matrix_s: f64,
 }
 
+/// The expected time in one line, for the real run's header.
+pub(super) fn expected_line(s: &Setup) -> String {
+    let e = estimate(s);
+    format!(
+        "expected: about {} after the data sets' builds ({} for the copies onto the placements, {} for the matrix)",
+        human_duration(e.copy_s + e.matrix_s),
+        human_duration(e.copy_s),
+        human_duration(e.matrix_s)
+    )
+}
+
 fn estimate(s: &Setup) -> Estimate {
     let m = &s.exp.measurement;
     let matrix_s: f64 = match m.design {

@@ -102,6 +102,7 @@ pub async fn run(setup: Setup, args: &Args) -> Result<(), CompareError> {
     if args.dry_run {
         return dry_run_here(&setup);
     }
+    let expected = dry_run::expected_line(&setup);
     let Setup { exp, previous, started, run_id, results_dir, user, ctx, plan, runs, seed, golden, .. } = setup;
     if let Some(prev) = &previous {
         resume::resumable(prev, &exp, &runs)
@@ -134,6 +135,7 @@ pub async fn run(setup: Setup, args: &Args) -> Result<(), CompareError> {
         if exp.emulated { ", emulated tiers" } else { "" }
     );
     eprintln!("results: {}", results_dir.display());
+    eprintln!("{expected}");
     eprintln!("run record: {}", journal.path().display());
     let calibration = crate::calibration::for_study(&exp, &crate::host::collect(), &pre.install.version());
     if args.calibrate.is_none() {

@@ -112,9 +112,9 @@ pub(super) fn contests(spec: &MatrixSpec, baseline: &str) -> Vec<Contest> {
 /// What the estimator says after a round: kept rounds against what Stein's rule asks for,
 /// rounds cut, and whether the kept rounds are steady.
 pub(super) fn progress_note(p: &stats::rounds::Progress) -> String {
-    let mut note = format!("; kept {}", p.kept);
+    let mut note = format!("; {} kept", p.kept);
     if let Some(n) = p.needed {
-        note.push_str(&format!(" of {n} needed"));
+        note.push_str(&format!(", {n} needed"));
     }
     if p.steady.iter().any(|s| !s) {
         note.push_str(", not steady");

@@ -332,11 +332,12 @@ impl Session<'_> {
             add(&mut s.seconds, "measure", secs);
             c.reassess(&self.exp.baseline, &self.rule());
             eprintln!(
-                "  [{name}] round {}: {line}{}{} (elapsed {:.0} s)",
+                "  [{name}] round {}: {line}{}{} (elapsed {:.0} s{})",
                 c.rounds,
                 c.widest.map(|w| format!("; widest change ±{w:.1}%")).unwrap_or_default(),
                 c.progress.as_ref().map(progress_note).unwrap_or_default(),
-                s.started.elapsed().as_secs_f64()
+                s.started.elapsed().as_secs_f64(),
+                m.budget.map(|b| format!(" of the {:.0} s budget", b.as_secs_f64())).unwrap_or_default()
             );
             if let Err(e) = self.refresh_tables() {
                 eprintln!("  warning: could not refresh the tables: {e}");
@@ -397,6 +398,12 @@ impl Session<'_> {
             }
             add(&mut s.seconds, "prewarm", t1.elapsed().as_secs_f64());
         }
+        let name = c.name(s.spec);
+        eprintln!(
+            "  [{name}] warm-up: {} s of load on each of {} placements, discarded",
+            warm.as_secs_f64().round(),
+            order.len()
+        );
         for &p in &order {
             let w = WorkloadSpec { ramp_up: warm, ..workload.clone() };
             let planned = self.planned(s, c, p, 0);
@@ -404,6 +411,11 @@ impl Session<'_> {
             let label = format!("{}-{}-c{}", s.spec.placements[p].name, workload.name, c.clients);
             match servers.warm_up(&inp, &label, &mut Quiet).await {
                 Ok(Some(tps)) => {
+                    eprintln!(
+                        "  [{name}] warmed up {}: {tps:.0} tps (elapsed {:.0} s)",
+                        s.spec.placements[p].name,
+                        s.started.elapsed().as_secs_f64()
+                    );
                     s.expected.insert((p, c.workload), tps);
                 }
                 Ok(None) => {}
