@@ -155,6 +155,11 @@ fn install(missing: &[&str], check_only: bool) -> bool {
         missing.len(),
         missing.join(", ")
     );
+    if !std::path::Path::new("/run/systemd/system").exists() {
+        eprintln!(
+            "setup: this machine was not booted with systemd (a container?): some packages' install scripts will print \"System has not been booted with systemd as init system\" and \"Failed to connect to bus\"; that is harmless, the packages are installed all the same"
+        );
+    }
     let apt = |args: &[&str]| {
         Command::new("apt-get")
             .args(args)
