@@ -185,9 +185,14 @@ struct Estimate {
 
 /// The expected time in one line, for the real run's header.
 pub(super) fn expected_line(s: &Setup) -> String {
+    format!("expected: {}", expected_time_in_short(s))
+}
+
+/// `about 15 min after the data sets' builds (...)`.
+fn expected_time_in_short(s: &Setup) -> String {
     let e = estimate(s);
     format!(
-        "expected: about {} after the data sets' builds ({} for the copies onto the placements, {} for the matrix)",
+        "about {} after the data sets' builds ({} for the copies onto the placements, {} for the matrix)",
         human_duration(e.copy_s + e.matrix_s),
         human_duration(e.copy_s),
         human_duration(e.matrix_s)
@@ -242,13 +247,7 @@ fn first_screen(s: &Setup) {
             );
         }
     }
-    let e = estimate(s);
-    println!(
-        "# Expected time: about {} after the data sets' builds ({} for the copies onto the placements, {} for the matrix; see \"Expected time\").",
-        human_duration(e.copy_s + e.matrix_s),
-        human_duration(e.copy_s),
-        human_duration(e.matrix_s)
-    );
+    println!("# Expected time: {}; see \"Expected time\".", expected_time_in_short(s));
     println!("# Results: {}", s.results_dir.display());
     if exp.server_hosts().is_empty() {
         println!(
