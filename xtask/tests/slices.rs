@@ -388,6 +388,61 @@ fn the_dry_run_describes_the_sliced_design() {
 /// report.md, and its contests' intervals assume the calibration's numbers. Without one (every
 /// other test here) the host is called uncalibrated.
 #[test]
+fn a_handicap_puts_each_server_life_under_a_cpu_quota_of_its_own() {
+    // A test of the method: every server life under a CPU quota drawn from the seed. Each slice's
+    // server CPU (its cgroup's CPU time per transaction times the throughput) must stay within its
+    // life's quota, the quotas are listed per session, and the manifest and report say so.
+    if !root_or_skip() {
+        return;
+    }
+    let env = Env::new();
+    let text = SLICED
+        .replace("budget = \"75s\"", "budget = \"20s\"")
+        .replace("control = true\n", "control = true\nhandicap_cpus = 0.3\nhandicap_spread = \"10%\"\n");
+    let cfg = env.write("handicap.toml", &text);
+    let out = env.dir.path().join("results");
+    let (_, stderr) = compare_emulated(&env, &cfg, &out);
+    assert_nothing_left(&env.state());
+    let listed = std::fs::read_to_string(out.join("sessions/s1/handicap.tsv")).unwrap();
+    let quotas: std::collections::BTreeMap<String, f64> = listed
+        .lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split('\t').collect();
+            assert_eq!((f.len(), f[1]), (3, "0"), "placement, life 0, CPUs: {l}");
+            (f[0].to_string(), f[2].parse().unwrap())
+        })
+        .collect();
+    assert_eq!(quotas.keys().map(String::as_str).collect::<Vec<_>>(), ["a", "b", "control"], "{listed}");
+    for q in quotas.values() {
+        // 0.3 CPUs times exp(0.1 z): beyond 4 standard deviations is a broken draw.
+        assert!((0.3 * (-0.4f64).exp()..0.3 * 0.4f64.exp()).contains(q), "{listed}");
+    }
+    let mut measured = 0;
+    for r in csv_rows(&out.join("runs.csv")).iter().filter(|r| r["status"] == "ok") {
+        let (tps, ms): (f64, f64) = (r["tps"].parse().unwrap(), r["server_cpu_ms_per_tx"].parse().unwrap_or(f64::NAN));
+        if !ms.is_finite() {
+            continue;
+        }
+        let used = tps * ms / 1000.0;
+        let quota = quotas[&r["placement"]];
+        assert!(used <= quota * 1.15 + 0.02, "{}: {used:.3} CPUs against a quota of {quota:.3}\n{stderr}", r["run_id"]);
+        // a and its twin are CPU-bound at a third of a CPU (b waits for its throttled WAL device):
+        // each runs at its own life's quota, 0.25-0.29 of a CPU here on 2026-12-08 (1.03-1.06 times
+        // the quota, the CFS period's rounding).
+        if r["placement"] != "b" {
+            assert!(used >= quota * 0.8, "{}: {used:.3} CPUs, under its quota of {quota:.3}: not bound", r["run_id"]);
+        }
+        measured += 1;
+    }
+    assert!(measured >= 6, "slices with the server's CPU: {measured}");
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["measurement"]["handicap"], serde_json::json!({"cpus": 0.3, "spread_pct": 10.0}));
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(report.contains("**A test of the method, not a measurement of storage**"), "{report}");
+}
+
+#[test]
 fn a_calibration_is_kept_and_the_next_comparison_uses_it() {
     if !root_or_skip() {
         return;

@@ -84,6 +84,7 @@ pub fn assert_nothing_left(state: &Path) {
     let cgroups: Vec<_> = [
         "/sys/fs/cgroup/memory/pgtier",
         "/sys/fs/cgroup/cpuacct/pgtier",
+        "/sys/fs/cgroup/cpu/pgtier",
         "/sys/fs/cgroup/blkio/pgtier",
         "/sys/fs/cgroup/pgtier",
     ]
