@@ -418,6 +418,7 @@ fn a_handicap_puts_each_server_life_under_a_cpu_quota_of_its_own() {
         assert!((0.3 * (-0.4f64).exp()..0.3 * 0.4f64.exp()).contains(q), "{listed}");
     }
     let mut measured = 0;
+    let mut bound: std::collections::BTreeMap<String, f64> = std::collections::BTreeMap::new();
     for r in csv_rows(&out.join("runs.csv")).iter().filter(|r| r["status"] == "ok") {
         let (tps, ms): (f64, f64) = (r["tps"].parse().unwrap(), r["server_cpu_ms_per_tx"].parse().unwrap_or(f64::NAN));
         if !ms.is_finite() {
@@ -427,14 +428,19 @@ fn a_handicap_puts_each_server_life_under_a_cpu_quota_of_its_own() {
         let quota = quotas[&r["placement"]];
         assert!(used <= quota * 1.15 + 0.02, "{}: {used:.3} CPUs against a quota of {quota:.3}\n{stderr}", r["run_id"]);
         // a and its twin are CPU-bound at a third of a CPU (b waits for its throttled WAL device):
-        // each runs at its own life's quota, 0.25-0.29 of a CPU here on 2026-12-08 (1.03-1.06 times
-        // the quota, the CFS period's rounding).
+        // they run at their own life's quota, 0.25-0.29 of a CPU here on 2026-12-08 (1.03-1.06
+        // times the quota, the CFS period's rounding), unless the machine is busy.
         if r["placement"] != "b" {
-            assert!(used >= quota * 0.8, "{}: {used:.3} CPUs, under its quota of {quota:.3}: not bound", r["run_id"]);
+            let e = bound.entry(r["placement"].clone()).or_insert(0.0f64);
+            *e = e.max(used / quota);
         }
         measured += 1;
     }
     assert!(measured >= 6, "slices with the server's CPU: {measured}");
+    for (placement, most) in &bound {
+        assert!(*most >= 0.8, "{placement} never reached its quota (at most {most:.2} of it): the quota did not bind");
+    }
+    assert_eq!(bound.len(), 2, "{bound:?}");
     let manifest: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("manifest.json")).unwrap()).unwrap();
     assert_eq!(manifest["measurement"]["handicap"], serde_json::json!({"cpus": 0.3, "spread_pct": 10.0}));
