@@ -235,9 +235,10 @@ fn check_huge_pages(exp: &Experiment, machine: Option<runner::memory::HugePages>
 /// What the study asks of this machine's memory (`host_memory` bytes, MemTotal) that it cannot
 /// have, each a problem the dry run shows and the real run refuses: a memory limit at or above
 /// the machine's memory (it never binds, so a cell labelled limited measures an unlimited
-/// server); emulated RAM-backed devices (zram, tmpfs-loop) larger together than 80% of it; and,
-/// design `slices` starting every placement's server of a memory limit and profile at once, the
-/// servers' certain memory with those devices over 80% of it.
+/// server); emulated RAM-backed devices (zram, tmpfs-loop) larger together than the machine's
+/// memory (they take RAM only as they are written, so only a size that could never be filled is
+/// refused); and, design `slices` starting every placement's server of a memory limit and
+/// profile at once, the servers' certain memory over 80% of it.
 pub(super) fn memory_problems(exp: &Experiment, host_memory: u64) -> Vec<String> {
     use runner::memory::show;
     let mut out = Vec::new();
@@ -272,15 +273,13 @@ pub(super) fn memory_problems(exp: &Experiment, host_memory: u64) -> Vec<String>
             .collect::<Vec<_>>()
             .join(", ")
     };
-    if ram > room {
+    if ram > host_memory {
         out.push(format!(
-            "the emulated devices held in memory ({}: {} in all, {} each as written) need more than 80% of this machine's {}; make them smaller ([emulate] device_size, or the device's emulate.size) or back them with loop-file",
+            "the emulated devices held in memory ({}: {} in all; zram and tmpfs-loop take RAM as they are written) are larger than this machine's {}, so they could never be filled; make them smaller ([emulate] device_size, or the device's emulate.size) or back them with loop-file",
             named(),
             show(ram),
-            "zram and tmpfs-loop take RAM",
             show(host_memory)
         ));
-        return out;
     }
     if exp.measurement.design != experiment::Design::Slices {
         return out;
@@ -288,16 +287,11 @@ pub(super) fn memory_problems(exp: &Experiment, host_memory: u64) -> Vec<String>
     let servers = exp.placements.len() as u64;
     for (profile, limit, plan) in exp.memory_plans() {
         let each = plan.certain_bytes();
-        if each * servers + ram > room {
-            let devices = if ram > 0 {
-                format!(", with the emulated devices held in memory ({}),", named())
-            } else {
-                String::new()
-            };
+        if each * servers > room {
             out.push(format!(
-                "design \"slices\" starts all {servers} placements' servers at once, and with profile {profile:?} (memory {limit}) each needs about {} for certain: {} in all{devices} more than 80% of this machine's {}; set [measurement] design = \"runs\" (one server at a time) or lower shared_buffers",
+                "design \"slices\" starts all {servers} placements' servers at once, and with profile {profile:?} (memory {limit}) each needs about {} for certain: {} in all, more than 80% of this machine's {}; set [measurement] design = \"runs\" (one server at a time) or lower shared_buffers",
                 show(each),
-                show(each * servers + ram),
+                show(each * servers),
                 show(host_memory)
             ));
             break;
@@ -371,9 +365,10 @@ duration = "5s"
         let gib = 1u64 << 30;
         let exp = experiment::parse(Path::new("mem.toml"), &text(three, ""), &opts).unwrap();
         let p = memory_problems(&exp, 23 * gib);
-        assert_eq!(p.len(), 2, "{p:#?}");
+        assert_eq!(p.len(), 3, "{p:#?}");
         assert!(p[0].contains("memory limit 64GiB is 64.0 GiB but this machine has 23.0 GiB"), "{p:#?}");
         assert!(p[1].contains("the emulated devices held in memory (pm 64.0 GiB"), "{p:#?}");
+        assert!(p[2].contains("starts all 3 placements' servers at once"), "{p:#?}");
         // The devices small enough: three servers of 12 GB shared_buffers each do not fit.
         let exp = experiment::parse(
             Path::new("mem.toml"),
