@@ -351,10 +351,9 @@ fn report_command(
     }
     match report::render_with(&dir, figures) {
         Ok((summary, files)) => {
-            eprint!("{}", report::text::summary_table(&summary));
-            for w in &summary.warnings {
-                eprintln!("warning: {w}");
-            }
+            eprint!("{}", crate::terminal::fit(&report::text::summary_table(&summary)));
+            let manifest = report::ResultSet::load(&dir).map(|s| s.manifest.warnings).unwrap_or_default();
+            eprint!("{}", crate::terminal::warnings(&manifest, &summary.warnings, &dir.join("report.md")));
             eprintln!("wrote {} files", files.len());
             println!("{}", dir.display());
             ExitCode::SUCCESS

@@ -21,4 +21,5 @@ pub mod progress;
 pub mod record;
 pub mod remote;
 pub mod signals;
+pub mod terminal;
 pub mod tpcc_client;

@@ -2,13 +2,14 @@
 
 use analysis::model::{CellSummary, Summary};
 
-/// One line per cell: the headline figure (TPS, or NOPM for TPC-C), its coefficient of variation,
-/// the change against the baseline with its 95% interval, the interval after Holm's correction
-/// (the one that goes with the verdict; blank when the correction did not widen it or the 95%
-/// interval already holds 0), the verdict,
-/// and the mean latency. Memory limit and profile get a column when the matrix varies them.
-/// Each column is as wide as its widest text (at least its usual width), so the rows stay
-/// aligned under their headers whatever a name or an interval's width.
+/// One line per cell: the headline figure (TPS, or NOPM for TPC-C), the change against the
+/// baseline with its 95% interval, the interval after Holm's correction (the one that goes with the
+/// verdict; blank when the correction did not widen it or the 95% interval already holds 0), the
+/// verdict, and the mean latency; the client count as `c`. Memory limit and profile get a column
+/// when the matrix varies them. Each column is as wide as its widest text (at least its header), so
+/// the rows stay aligned under their headers whatever a name or an interval's width, and the main
+/// job's table fits 100 columns (the coefficient of variation and every other figure are in
+/// summary.csv and report.md).
 pub fn summary_table(summary: &Summary) -> String {
     let varies = |f: &dyn Fn(&CellSummary) -> &str| {
         summary.cells.iter().map(f).collect::<std::collections::BTreeSet<_>>().len() > 1
@@ -18,21 +19,26 @@ pub fn summary_table(summary: &Summary) -> String {
     let show_profile = varies(&|c| c.key.profile.as_str()) || varies(&|c| c.key.build.as_str());
     // Each column: its header, whether it is right-aligned, and its least width (a column is as
     // wide as its widest text, so a wide interval or a long name never pushes the others along).
-    let mut columns: Vec<(&str, bool, usize)> = vec![("placement", false, 16), ("workload", false, 14)];
+    let nopm = summary.cells.iter().filter(|c| c.nopm_delta.is_some() || c.nopm.is_some()).count();
+    let figure = match nopm {
+        0 => "tps",
+        n if n == summary.cells.len() => "NOPM",
+        _ => "tps|NOPM",
+    };
+    let mut columns: Vec<(&str, bool, usize)> = vec![("placement", false, 9), ("workload", false, 8)];
     if show_memory {
-        columns.push(("memory", false, 10));
+        columns.push(("memory", false, 6));
     }
     if show_profile {
-        columns.push(("profile", false, 20));
+        columns.push(("profile", false, 7));
     }
     columns.extend([
-        ("clients", true, 7),
-        ("tps|NOPM", true, 12),
-        ("cv%", true, 8),
-        ("change [95% CI]", true, 28),
-        ("after Holm", true, 20),
-        ("verdict", false, 13),
-        ("latency ms", true, 11),
+        ("c", true, 1),
+        (figure, true, figure.len()),
+        ("change [95% CI]", true, 15),
+        ("after Holm", true, 10),
+        ("verdict", false, 7),
+        ("ms", true, 2),
     ]);
     let mut rows: Vec<Vec<String>> = vec![columns.iter().map(|c| c.0.to_string()).collect()];
     for c in &summary.cells {
@@ -44,7 +50,6 @@ pub fn summary_table(summary: &Summary) -> String {
             }
             (None, _) => ("n/a".into(), String::new(), ""),
         };
-        let cv = if head.cv_pct.is_finite() { format!("{:.1}", head.cv_pct) } else { "n/a".into() };
         let mut row = vec![c.key.placement.clone(), c.key.workload.clone()];
         if show_memory {
             row.push(c.key.memory_limit.to_string());
@@ -58,8 +63,7 @@ pub fn summary_table(summary: &Summary) -> String {
         }
         row.extend([
             c.key.clients.to_string(),
-            format!("{:.1}", head.mean),
-            cv,
+            if head.mean.abs() >= 1000.0 { format!("{:.0}", head.mean) } else { format!("{:.1}", head.mean) },
             delta,
             holm,
             verdict.to_string(),
@@ -85,7 +89,7 @@ pub fn summary_table(summary: &Summary) -> String {
     }
     let a = &summary.analysis;
     text.push_str(&format!(
-        "(design {}; real change: the interval after Holm's correction excludes 0; equivalent: the 95% interval inside ±{:.1}%; inconclusive: neither)\n",
+        "(design {}; c: clients; ms: mean latency; cv% and the other figures: summary.csv, report.md)\n(real change: after Holm, excludes 0; equivalent: within ±{:.1}%; else inconclusive)\n",
         a.design, a.equivalence_margin_pct
     ));
     if let Some(line) = summary.calibration_line() {

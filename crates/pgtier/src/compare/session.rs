@@ -585,123 +585,14 @@ impl<'a> Session<'a> {
                 Ok(report::render(&s.results.root)?)
             })
             .await?;
-        let mut text = report::text::summary_table(&summary);
-        let mut ranked: Vec<(u8, String)> = self
-            .manifest
-            .warnings
-            .iter()
-            .map(|w| (run_warning_rank(w), w.to_string()))
-            .chain(summary.warnings.iter().map(|w| (summary_warning_rank(w), w.to_string())))
-            .collect();
-        // Most telling first, each said once.
-        ranked.sort_by_key(|(rank, _)| *rank);
-        let mut warnings: Vec<String> = Vec::new();
-        for (_, w) in ranked {
-            if !warnings.contains(&w) {
-                warnings.push(w);
-            }
-        }
-        text.push_str(&folded_warnings(&warnings, &self.results.report_md()));
+        let mut text = crate::terminal::fit(&report::text::summary_table(&summary));
+        text.push_str(&crate::terminal::warnings(
+            &self.manifest.warnings,
+            &summary.warnings,
+            &self.results.report_md(),
+        ));
         text.push_str(&format!("{} files written; report: {}\n", files.len(), self.results.report_md().display()));
         Ok(text)
-    }
-}
-
-/// How much a warning changes the reading of the results, 0 most: the intervals do not hold
-/// (the error model, the control), then what bounds every cell (CPU-bound, a pinned client, a
-/// machine that moved), then what is missing or cannot be read as storage (failed runs, a data set
-/// in memory, a contest not steady), then the rest; a DAX note last (provisioning printed it).
-fn summary_warning_rank(w: &analysis::warnings::SummaryWarning) -> u8 {
-    use analysis::warnings::SummaryWarning as S;
-    match w {
-        S::ErrorModel { .. } | S::ControlMoved { .. } => 0,
-        S::PinnedClientCeiling { .. } | S::MachineMoved { .. } => 1,
-        S::Run { warning, .. } | S::Runs { first: warning, .. } => run_warning_rank(warning),
-        S::FailedRuns { .. } | S::NotSteady { .. } => 2,
-        S::WideInterval { .. } | S::SingleRunCells => 3,
-        S::Noisy { .. } => 4,
-        S::CorrelatedRounds { .. } | S::OutlierSeconds { .. } => 5,
-    }
-}
-
-/// [`summary_warning_rank`] of a run's or the whole run's warning.
-fn run_warning_rank(w: &results::Warning) -> u8 {
-    use results::Warning as W;
-    match w {
-        W::MachineCpuBound { .. } | W::ClientCpuBound { .. } | W::PlacementUnusable { .. } => 1,
-        W::RunsFailed { .. } | W::FitsInMemory { .. } | W::TpccErrors { .. } => 2,
-        W::Resumed { .. } => 3,
-        W::CheckpointInRun { .. } | W::Other(_) => 4,
-        W::DaxNotInEffect { .. } => 6,
-    }
-}
-
-/// The warnings at the end of the terminal's output: how many, the first few shortened to a
-/// line, and where all of them are (report.md, Warnings).
-const SHOWN_WARNINGS: usize = 5;
-const WARNING_WIDTH: usize = 200;
-
-fn folded_warnings(warnings: &[String], report_md: &std::path::Path) -> String {
-    if warnings.is_empty() {
-        return String::new();
-    }
-    let mut text = String::new();
-    for w in warnings.iter().take(SHOWN_WARNINGS) {
-        let line = match w.char_indices().nth(WARNING_WIDTH) {
-            Some((i, _)) => format!("{} ...", &w[..i]),
-            None => w.clone(),
-        };
-        text.push_str(&format!("warning: {line}\n"));
-    }
-    let more = warnings.len().saturating_sub(SHOWN_WARNINGS);
-    text.push_str(&format!(
-        "{} warning(s){}; all of them in full: {}, \"Warnings\"\n",
-        warnings.len(),
-        if more > 0 { format!(", {more} not shown") } else { String::new() },
-        report_md.display()
-    ));
-    text
-}
-
-#[cfg(test)]
-mod folded_warnings_tests {
-    use super::*;
-
-    #[test]
-    fn warnings_are_counted_shortened_and_pointed_at() {
-        let long = format!("cell x: runs {}", "0001-a, ".repeat(700));
-        let mut ws = vec![long.clone()];
-        ws.extend((0..17).map(|i| format!("warning number {i}")));
-        let text = folded_warnings(&ws, std::path::Path::new("/r/report.md"));
-        let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines.len(), SHOWN_WARNINGS + 1, "{text}");
-        assert!(lines[0].len() < 250 && lines[0].ends_with(" ..."), "{}", lines[0]);
-        assert_eq!(
-            lines[SHOWN_WARNINGS],
-            "18 warning(s), 13 not shown; all of them in full: /r/report.md, \"Warnings\""
-        );
-        assert_eq!(folded_warnings(&[], std::path::Path::new("/r")), "");
-    }
-
-    #[test]
-    fn the_warnings_that_change_the_reading_most_come_first() {
-        use results::Warning as W;
-        let dax = run_warning_rank(&W::DaxNotInEffect { device: "pm".into(), note: "x".into() });
-        let cpu = summary_warning_rank(&analysis::warnings::SummaryWarning::Runs {
-            run_ids: vec!["0001".into()],
-            first: W::MachineCpuBound { machine_pct: 97.0, hardware_threads: 2 },
-        });
-        let memory = run_warning_rank(&W::FitsInMemory {
-            dataset: "s40".into(),
-            size_mib: 606.0,
-            memory: results::record::MemoryLabel::Unlimited,
-        });
-        let model = summary_warning_rank(&analysis::warnings::SummaryWarning::ErrorModel {
-            detail: "x".into(),
-            inflation: 1.5,
-            withheld: 0,
-        });
-        assert!(model < cpu && cpu < memory && memory < dax, "{model} {cpu} {memory} {dax}");
     }
 }
 

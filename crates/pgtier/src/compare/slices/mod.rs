@@ -331,13 +331,20 @@ impl Session<'_> {
             c.seconds += secs;
             add(&mut s.seconds, "measure", secs);
             c.reassess(&self.exp.baseline, &self.rule());
-            eprintln!(
-                "  [{name}] round {}: {line}{}{} (elapsed {:.0} s{})",
-                c.rounds,
-                c.widest.map(|w| format!("; widest change ±{w:.1}%")).unwrap_or_default(),
-                c.progress.as_ref().map(progress_note).unwrap_or_default(),
-                s.started.elapsed().as_secs_f64(),
-                m.budget.map(|b| format!(" of the {:.0} s budget", b.as_secs_f64())).unwrap_or_default()
+            eprint!(
+                "{}",
+                crate::terminal::wrap(
+                    &format!(
+                        "  [{name}] round {}: {line}{}{} (elapsed {:.0} s{})",
+                        c.rounds,
+                        c.widest.map(|w| format!("; widest change ±{w:.1}%")).unwrap_or_default(),
+                        c.progress.as_ref().map(progress_note).unwrap_or_default(),
+                        s.started.elapsed().as_secs_f64(),
+                        m.budget.map(|b| format!(" of the {:.0} s budget", b.as_secs_f64())).unwrap_or_default()
+                    ),
+                    crate::terminal::WIDTH,
+                    "      "
+                )
             );
             if let Err(e) = self.refresh_tables() {
                 eprintln!("  warning: could not refresh the tables: {e}");
