@@ -125,21 +125,23 @@ pub async fn run(setup: Setup, args: &Args) -> Result<(), CompareError> {
     }
     let journal =
         crate::record::begin_record(&run_id, &exp).map_err(CompareError::State).inspect_err(CompareError::print)?;
-    eprintln!(
+    let header = format!(
         "pgtier {}: {} ({} placements, {} workloads, {}){}",
         crate::VERSION,
         exp.name,
         exp.placements.len(),
         exp.workloads.len(),
         matrix_size(&exp, runs.len()),
-        if exp.emulated { ", emulated tiers" } else { "" }
+        if exp.emulated { ", emulated tiers" } else { "" },
     );
+    eprint!("{}", crate::terminal::fit(&header));
+    // A path stays on its label's line, whatever its length.
     eprintln!("results: {}", results_dir.display());
-    eprintln!("{expected}");
+    eprint!("{}", crate::terminal::fit(&expected));
     eprintln!("run record: {}", journal.path().display());
     let calibration = crate::calibration::for_study(&exp, &crate::host::collect(), &pre.install.version());
     if args.calibrate.is_none() {
-        eprintln!("{}", crate::calibration::line(&calibration));
+        eprint!("{}", crate::terminal::fit(&crate::calibration::line(&calibration)));
     }
 
     let mut session = Session {
