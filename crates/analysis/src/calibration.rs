@@ -26,8 +26,6 @@ pub struct WorkloadCalibration {
     /// offsets were estimated from.
     pub series: usize,
     pub null_changes: (usize, usize),
-    /// The twins' changes with their standard errors (log scale), for the record.
-    pub changes: Vec<(bool, f64, f64)>,
     /// What could not be estimated and came from the fallback instead.
     pub fell_back: Vec<&'static str>,
 }
@@ -50,9 +48,8 @@ type Twins = (bool, Vec<(f64, f64)>);
 pub fn estimate(sets: &[ResultSet]) -> Vec<WorkloadCalibration> {
     let Some(set) = sets.first() else { return vec![] };
     let workloads: Vec<String> = set.manifest.workloads.iter().map(|w| w.name.clone()).collect();
-    let mut rule = crate::rule_of(&set.manifest.measurement);
-    // The first pass: each twin's lag-1 (the intervals do not matter yet).
-    rule.life_sd = rule.life_sd.map(|_| 0.0);
+    // Both passes assume no offset: the priors given set it to 0 (`Rule::with_prior`).
+    let rule = crate::rule_of(&set.manifest.measurement);
     let zero_offset = |rho: &BTreeMap<String, f64>| {
         Priors::Recorded(
             workloads
@@ -76,7 +73,8 @@ pub fn estimate(sets: &[ResultSet]) -> Vec<WorkloadCalibration> {
     }
     let rho: BTreeMap<String, f64> =
         series.iter().map(|(w, s)| (w.clone(), pool(s))).filter(|(_, r)| r.is_finite()).collect();
-    // The second pass: each twin's change with the pooled correlation and no offset.
+    // The first pass gave each twin's lag-1; the second, each twin's change with the pooled
+    // correlation and no offset.
     let second: Vec<crate::Summary> =
         sets.iter().map(|s| crate::summarize_with_priors(s, rule, zero_offset(&rho))).collect();
     workloads
@@ -96,8 +94,6 @@ pub fn estimate(sets: &[ResultSet]) -> Vec<WorkloadCalibration> {
                     .1
                     .push((d.ratio.ln(), d.se));
             }
-            let changes: Vec<(bool, f64, f64)> =
-                contests.values().flat_map(|(l, v)| v.iter().map(move |&(x, se)| (*l, x, se))).collect();
             let fb = fallback(w);
             let mut fell_back = vec![];
             let n_series = series.get(w).map_or(0, Vec::len);
@@ -138,7 +134,6 @@ pub fn estimate(sets: &[ResultSet]) -> Vec<WorkloadCalibration> {
                 },
                 series: n_series,
                 null_changes: (n_u, n_l),
-                changes,
                 fell_back,
             }
         })
